@@ -1,0 +1,140 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// ErrorCode classifies an Error. One writer maps it to a JSON-RPC code and an
+// HTTP status (DESIGN.md §5); packages never pick wire codes themselves.
+type ErrorCode string
+
+// The error classes of STYLE.md, plus the JSON-RPC shapes of DESIGN.md §5.
+const (
+	EInvalid         ErrorCode = "Invalid"         // bad arguments: -32602, HTTP 400 on admin
+	EUnauthenticated ErrorCode = "Unauthenticated" // bad credential: HTTP 401
+	EForbidden       ErrorCode = "Forbidden"       // denied by policy: -32003, 403
+	ERateLimited     ErrorCode = "RateLimited"     // limit reached: -32003, class Forbidden, 403
+	ENotFound        ErrorCode = "NotFound"        // unknown record: 404 on admin
+	EMethodNotFound  ErrorCode = "MethodNotFound"  // unknown or unreachable method/tool: -32601
+	EConflict        ErrorCode = "Conflict"        // unique violation: 409 on admin
+	EUnavailable     ErrorCode = "Unavailable"     // dependency down: -32603
+	EInternal        ErrorCode = "Internal"        // bug or policy/store failure: -32603
+)
+
+// Error is the one error type of mcpgate. Message is shown to the caller and
+// must say what happened and what to do; Err is the cause, logged for
+// internal errors and never shown.
+type Error struct {
+	Code    ErrorCode
+	Message string
+	// DecisionID and Reasons are set for policy denials (data of -32003).
+	DecisionID string
+	Reasons    []Reason
+	// Bucket names the rate-limit bucket for ERateLimited.
+	Bucket string
+	Err    error
+}
+
+// Error returns the message, followed by the cause for internal errors.
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(code ErrorCode, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an *Error with a message for people and err as its cause.
+func Wrap(code ErrorCode, err error, message string) *Error {
+	return &Error{Code: code, Message: message, Err: err}
+}
+
+// ErrorCodeOf returns the code of the first *Error in err's chain, EInternal
+// for any other non-nil error and "" for nil.
+func ErrorCodeOf(err error) ErrorCode {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EInternal
+}
+
+// ErrorMessageOf returns the message to show for err: the *Error's message,
+// or a generic one for errors that are not *Error (their text may hold
+// internals and is only logged).
+func ErrorMessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error; the gateway logged the cause"
+}
+
+// JSON-RPC 2.0 error codes used on the wire (DESIGN.md §5).
+const (
+	RPCParseError     = -32700
+	RPCInvalidRequest = -32600
+	RPCMethodNotFound = -32601
+	RPCInvalidParams  = -32602
+	RPCInternalError  = -32603
+	RPCForbidden      = -32003
+)
+
+// RPCCode maps an error code to its JSON-RPC error code.
+func (c ErrorCode) RPCCode() int {
+	switch c {
+	case EInvalid:
+		return RPCInvalidParams
+	case EMethodNotFound:
+		return RPCMethodNotFound
+	case EForbidden, ERateLimited, EUnauthenticated:
+		return RPCForbidden
+	default:
+		return RPCInternalError
+	}
+}
+
+// Class is the error class named in JSON-RPC error data: rate limits are
+// reported as class "Forbidden" (seed 001, Rate limits: AppError::Forbidden).
+func (c ErrorCode) Class() string {
+	switch c {
+	case ERateLimited:
+		return string(EForbidden)
+	case EUnavailable:
+		return string(EInternal)
+	default:
+		return string(c)
+	}
+}
+
+// HTTPStatus is the status for the admin API and for error data "status".
+func (c ErrorCode) HTTPStatus() int {
+	switch c {
+	case EInvalid:
+		return http.StatusBadRequest
+	case EUnauthenticated:
+		return http.StatusUnauthorized
+	case EForbidden, ERateLimited:
+		return http.StatusForbidden
+	case ENotFound, EMethodNotFound:
+		return http.StatusNotFound
+	case EConflict:
+		return http.StatusConflict
+	case EUnavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}

@@ -1,0 +1,272 @@
+// Package gateway holds mcpgate's domain types: principals, workspace records,
+// policy decisions, audit events and the one error type every layer returns.
+//
+// It imports only the standard library. Packages that wrap a dependency
+// (OPA, PostgreSQL, SQLite, HTTP) import this package and never each other;
+// only gateway/server and cmd/mcpgate see everything (DESIGN.md §2).
+package gateway
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Tier is the capability tier a tool belongs to; it decides which allowlist
+// entry unlocks the tool and which rate-limit bucket it consumes
+// (seed 001, "SupaCloud MCP tool surface", Tiers and allowlist entries).
+type Tier string
+
+// The five tiers of seed 001. script.run is an ops-tier tool with its own
+// carve-out grant; it is marked by Tool.CarveOut, not by a tier of its own.
+const (
+	TierBaseline Tier = "baseline"
+	TierRead     Tier = "read"
+	TierOps      Tier = "ops"
+	TierScaffold Tier = "scaffold"
+	TierDeploy   Tier = "deploy"
+)
+
+// Edition is the deployment edition, a process-global, fail-closed property
+// (seed 000, "Die zwei Schranken", Schranke 1).
+type Edition string
+
+// The two editions SUPACLOUD_EDITION accepts.
+const (
+	EditionCommunity  Edition = "community"
+	EditionEnterprise Edition = "enterprise"
+)
+
+// PrincipalKind says how a caller authenticated.
+type PrincipalKind string
+
+// Principal kinds: an in-app agent task session (JWT on /mcp) or an external
+// coordinator holding an scmt_ API token (on /api/mcp).
+const (
+	PrincipalAgent       PrincipalKind = "agent"
+	PrincipalCoordinator PrincipalKind = "coordinator"
+)
+
+// Principal is the authenticated caller of one request. WorkspaceID always
+// comes from the credential, never from the client (DESIGN.md §1, Workspace
+// isolation).
+type Principal struct {
+	Kind PrincipalKind
+	// Subject is the acting user (JWT "sub") for agents, or "token:<fingerprint>"
+	// for coordinators.
+	Subject     string
+	WorkspaceID string
+	// TaskID is the task session's task ("task_id" claim); empty for coordinators.
+	TaskID string
+	// ProfileID is the "agent_profile_id" claim; empty when the claim is absent.
+	ProfileID string
+	// TokenFingerprint identifies an scmt_ token; empty for agents.
+	TokenFingerprint string
+	// Scopes are the scmt_ token scopes (mcp:read, mcp:ops, management:read).
+	Scopes []string
+	// ExpiresAt is the credential's expiry; zero when it does not expire.
+	ExpiresAt time.Time
+}
+
+// Workspace is a tenant. OrgPlan names the organisation plan whose
+// permissions sit fourth in the precedence chain.
+type Workspace struct {
+	ID        string    `json:"id" db:"id"`
+	Name      string    `json:"name" db:"name"`
+	Slug      string    `json:"slug" db:"slug"`
+	OrgPlan   string    `json:"org_plan" db:"org_plan"`
+	CreatedAt time.Time `json:"created_at" db:"created_at"`
+}
+
+// Member roles of a workspace. Deploy-tier tools need RoleOwner or RoleAdmin
+// (seed 001, Deploy tier).
+const (
+	RoleOwner  = "owner"
+	RoleAdmin  = "admin"
+	RoleMember = "member"
+	RoleViewer = "viewer"
+)
+
+// Member is a user's membership of a workspace: role and seat type.
+type Member struct {
+	WorkspaceID string `json:"workspace_id" db:"workspace_id"`
+	UserID      string `json:"user_id" db:"user_id"`
+	Role        string `json:"role" db:"role"`
+	SeatType    string `json:"seat_type" db:"seat_type"`
+}
+
+// Profile is an agent profile of a workspace. Allowlist holds grant entries
+// such as "supacloud.read.*"; ScriptAllowlist, when non-nil, restricts which
+// script slugs script.run may execute (nil means no restriction, an empty
+// slice means none).
+type Profile struct {
+	WorkspaceID     string   `json:"workspace_id"`
+	ID              string   `json:"id"`
+	Name            string   `json:"name"`
+	Allowlist       []string `json:"allowlist"`
+	ScriptAllowlist []string `json:"script_allowlist"`
+	IsDefault       bool     `json:"is_workspace_default"`
+}
+
+// Permissions maps a permission key (e.g. "workspace.budget.view") to a grant.
+type Permissions map[string]bool
+
+// SeatType is a named seat with permission grants; EnterpriseOnly seat types
+// do nothing on a community instance (seed 000, Schranke 1).
+type SeatType struct {
+	Name           string      `json:"name"`
+	EnterpriseOnly bool        `json:"enterprise_only"`
+	Permissions    Permissions `json:"permissions"`
+}
+
+// OrgPlan is an organisation plan with permission grants.
+type OrgPlan struct {
+	Name        string      `json:"name"`
+	Permissions Permissions `json:"permissions"`
+}
+
+// Task statuses accepted by the admin API.
+const (
+	TaskRunning   = "running"
+	TaskCompleted = "completed"
+	TaskFailed    = "failed"
+	TaskCancelled = "cancelled"
+)
+
+// Task is a task of a workspace; agent session JWTs name one in "task_id".
+type Task struct {
+	WorkspaceID string    `json:"workspace_id" db:"workspace_id"`
+	ID          string    `json:"id" db:"id"`
+	Status      string    `json:"status" db:"status"`
+	UpdatedAt   time.Time `json:"updated_at" db:"updated_at"`
+}
+
+// APIToken is the stored form of an scmt_ token: never the value, only its
+// SHA-256 hash and the fingerprint shown to people (seed 002, step 1).
+type APIToken struct {
+	Fingerprint string     `json:"fingerprint"`
+	WorkspaceID string     `json:"workspace_id"`
+	Label       string     `json:"label"`
+	Scopes      []string   `json:"scopes"`
+	Status      string     `json:"status"` // "active" or "revoked"
+	Hash        string     `json:"-"`
+	CreatedAt   time.Time  `json:"created_at"`
+	LastUsedAt  *time.Time `json:"last_used_at"`
+}
+
+// ExternalLimits are a workspace's per-token hourly limits for the external
+// gateway; nil keeps the default (seed 002, step 4: 50 reads per tool, 30 ops).
+type ExternalLimits struct {
+	ReadsPerToolHourly *int `json:"reads_per_tool_hourly"`
+	OpsPerTokenHourly  *int `json:"ops_per_token_hourly"`
+}
+
+// Caller is everything the store knows about a principal that the policy
+// needs: loaded once per request by Store.LoadCaller.
+type Caller struct {
+	Workspace *Workspace
+	// Member is nil when the acting user is not a member of the workspace.
+	Member *Member
+	// ProfileRequested is the agent_profile_id claim ("" when absent).
+	ProfileRequested string
+	// Profile is the requested profile when it exists in this workspace; nil otherwise.
+	Profile *Profile
+	// DefaultProfile is the workspace default profile; nil when none is set.
+	DefaultProfile *Profile
+	// SeatType is the member's seat type; nil when unknown.
+	SeatType *SeatType
+	// OrgPlan is the workspace's org plan; nil when unknown.
+	OrgPlan            *OrgPlan
+	UserOverrides      Permissions
+	WorkspaceOverrides Permissions
+	// Task is the session's task; nil when the task is unknown.
+	Task *Task
+}
+
+// Reason explains one part of a decision with a stable code (for tests and
+// dashboards) and a human message (for people).
+type Reason struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Obligations are duties the gateway must carry out on an allowed call.
+type Obligations struct {
+	// Redact lists top-level result fields to remove (e.g. "budget_remaining").
+	Redact []string `json:"redact,omitempty"`
+	// ConfirmationRequired marks a deploy-tier call that needs the two-step
+	// confirmation (seed 001, Deploy confirmation protocol).
+	ConfirmationRequired bool `json:"confirmation_required,omitempty"`
+}
+
+// Decision is the policy's answer for one principal and one tool.
+type Decision struct {
+	ID          string      `json:"decision_id"`
+	Allow       bool        `json:"allow"`
+	Visible     bool        `json:"visible"`
+	Tier        Tier        `json:"tier"`
+	Reasons     []Reason    `json:"reasons"`
+	Obligations Obligations `json:"obligations"`
+}
+
+// Audit statuses, one per tools/call outcome.
+const (
+	AuditAllowed              = "allowed"
+	AuditDenied               = "denied"
+	AuditError                = "error"
+	AuditRateLimited          = "rate_limited"
+	AuditConfirmationRequired = "confirmation_required"
+)
+
+// AuditEvent is one audit_events row: written for every tools/call before
+// the reply, whatever the outcome (DESIGN.md §1). It never holds a secret or
+// a token; arguments appear only as a hash unless argument logging is on.
+type AuditEvent struct {
+	ID            int64           `json:"id"`
+	Time          time.Time       `json:"time"`
+	RequestID     string          `json:"request_id"`
+	DecisionID    string          `json:"decision_id"`
+	WorkspaceID   string          `json:"workspace_id"`
+	TaskID        string          `json:"task_id"`
+	ProfileID     string          `json:"profile_id"`
+	Actor         string          `json:"actor"`
+	PrincipalKind PrincipalKind   `json:"principal_kind"`
+	TokenFP       string          `json:"token_fingerprint,omitempty"`
+	Tool          string          `json:"tool"`
+	Tier          Tier            `json:"tier"`
+	Status        string          `json:"status"`
+	ErrorClass    string          `json:"error_class,omitempty"`
+	ReasonCodes   []string        `json:"reason_codes"`
+	Bucket        string          `json:"bucket,omitempty"`
+	LatencyMicros int64           `json:"latency_us"`
+	ArgumentsHash string          `json:"arguments_hash"`
+	Arguments     json.RawMessage `json:"arguments,omitempty"`
+}
+
+// AuditFilter narrows a listing of audit events; empty fields match all.
+// Limit is capped by the store (default 100, max 1000).
+type AuditFilter struct {
+	WorkspaceID string
+	TaskID      string
+	Tool        string
+	Status      string
+	Limit       int
+}
+
+// ToolCall is an allowed call handed to an adapter. WorkspaceID is the
+// credential's workspace, never a client-supplied one.
+type ToolCall struct {
+	WorkspaceID string
+	TaskID      string
+	Actor       string
+	Tool        string
+	Arguments   map[string]any
+}
+
+// ToolResult is an adapter's answer in MCP CallToolResult shape. Adapters
+// that answer with structured data may leave Content empty; the gateway then
+// renders StructuredContent as one text block after applying obligations.
+type ToolResult struct {
+	Content           []map[string]any `json:"content"`
+	StructuredContent map[string]any   `json:"structuredContent,omitempty"`
+	IsError           bool             `json:"isError,omitempty"`
+}
