@@ -1,0 +1,219 @@
+// Package config reads, defaults and validates mcpgate's configuration from
+// the environment in one place (DESIGN.md §3), before anything starts.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// Config is the validated configuration of one gateway process.
+type Config struct {
+	// Listen is the HTTP address (MCPGATE_LISTEN, default 127.0.0.1:8080).
+	Listen string
+	// DatabaseURL is postgres://… or sqlite:PATH (MCPGATE_DATABASE_URL,
+	// default sqlite:mcpgate.db).
+	DatabaseURL string
+	// Edition is SUPACLOUD_EDITION (default community); other values refuse to start.
+	Edition gateway.Edition
+	// AdminToken enables /admin/v1 when non-empty (MCPGATE_ADMIN_TOKEN).
+	AdminToken string
+	// JWTSecret is the HS256 key (MCPGATE_JWT_SECRET, ≥ 32 bytes).
+	JWTSecret []byte
+	// JWTPublicKeyPEM is the content of MCPGATE_JWT_PUBLIC_KEY_FILE.
+	JWTPublicKeyPEM []byte
+	// JWTIssuer (MCPGATE_JWT_ISSUER) is required in "iss" when set.
+	JWTIssuer string
+	// JWTAudience (MCPGATE_JWT_AUDIENCE, default mcpgate) is required in "aud".
+	JWTAudience string
+	// ConfirmationSecret is SUPACLOUD_MCP_CONFIRMATION_SECRET (≥ 32 bytes
+	// when set; unset ⇒ deploy confirmation fails closed).
+	ConfirmationSecret []byte
+	// UpstreamURL (MCPGATE_UPSTREAM_URL) replaces the demo backend.
+	UpstreamURL string
+	// PolicyDir (MCPGATE_POLICY_DIR) loads policies from a folder instead of
+	// the embedded bundle.
+	PolicyDir string
+	// LogFormat is "json" (default) or "console" (MCPGATE_LOG_FORMAT).
+	LogFormat string
+	// AuditArguments turns on argument logging in audit rows
+	// (MCPGATE_AUDIT_ARGUMENTS=true); off, rows hold only a hash.
+	AuditArguments bool
+	// MaxBodyBytes limits request bodies (MCPGATE_MAX_BODY_BYTES, default 1 MiB).
+	MaxBodyBytes int64
+	// AllowedOrigins lists browser origins allowed on the MCP endpoints
+	// (MCPGATE_ALLOWED_ORIGINS, comma separated; none by default).
+	AllowedOrigins []string
+	// Limits are the rate limits of seed 001, Rate limits.
+	Limits Limits
+}
+
+// Limits holds the rate-limit caps of seed 001 ("SupaCloud MCP tool
+// surface", Rate limits), each overridable by its environment variable.
+type Limits struct {
+	ToolPerTask             int // AGENT_MCP_TOOL_RATE_LIMIT: baseline + read per task (50)
+	OpsPerTask              int // ops incl. script.run per task (10)
+	ScaffoldPerTask         int // scaffold per task (10)
+	DeployPerTask           int // deploy per task (5)
+	WorkspaceOpsDaily       int // AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT (100)
+	WorkspaceDeployDaily    int // AGENT_MCP_WORKSPACE_DEPLOY_DAILY_LIMIT (20)
+	WorkspaceProposalDaily  int // AGENT_MCP_WORKSPACE_PROPOSAL_DAILY_LIMIT (10)
+	WorkspaceTaskSpawnDaily int // AGENT_MCP_WORKSPACE_TASK_SPAWN_DAILY_LIMIT (3)
+	ProfileOpsHourly        int // AGENT_MCP_PROFILE_OPS_HOURLY_LIMIT (30)
+	ProfileDeployHourly     int // AGENT_MCP_PROFILE_DEPLOY_HOURLY_LIMIT (10)
+	ProfileProposalHourly   int // AGENT_MCP_PROFILE_PROPOSAL_HOURLY_LIMIT (10)
+	ProfileTaskSpawnHourly  int // AGENT_MCP_PROFILE_TASK_SPAWN_HOURLY_LIMIT (3)
+}
+
+// DefaultLimits returns the defaults of seed 001.
+func DefaultLimits() Limits {
+	return Limits{
+		ToolPerTask: 50, OpsPerTask: 10, ScaffoldPerTask: 10, DeployPerTask: 5,
+		WorkspaceOpsDaily: 100, WorkspaceDeployDaily: 20, WorkspaceProposalDaily: 10, WorkspaceTaskSpawnDaily: 3,
+		ProfileOpsHourly: 30, ProfileDeployHourly: 10, ProfileProposalHourly: 10, ProfileTaskSpawnHourly: 3,
+	}
+}
+
+// Load reads the configuration through getenv (os.Getenv in production) and
+// returns every problem at once, each naming its variable.
+func Load(getenv func(string) string) (*Config, error) {
+	r := reader{getenv: getenv}
+	c := &Config{
+		Listen:             r.str("MCPGATE_LISTEN", "127.0.0.1:8080"),
+		DatabaseURL:        r.str("MCPGATE_DATABASE_URL", "sqlite:mcpgate.db"),
+		Edition:            gateway.Edition(r.str("SUPACLOUD_EDITION", "community")),
+		AdminToken:         getenv("MCPGATE_ADMIN_TOKEN"),
+		JWTSecret:          []byte(getenv("MCPGATE_JWT_SECRET")),
+		JWTIssuer:          getenv("MCPGATE_JWT_ISSUER"),
+		JWTAudience:        r.str("MCPGATE_JWT_AUDIENCE", "mcpgate"),
+		UpstreamURL:        getenv("MCPGATE_UPSTREAM_URL"),
+		PolicyDir:          getenv("MCPGATE_POLICY_DIR"),
+		LogFormat:          r.str("MCPGATE_LOG_FORMAT", "json"),
+		AuditArguments:     r.boolean("MCPGATE_AUDIT_ARGUMENTS"),
+		MaxBodyBytes:       int64(r.positive("MCPGATE_MAX_BODY_BYTES", 1<<20)),
+		AllowedOrigins:     splitList(getenv("MCPGATE_ALLOWED_ORIGINS")),
+		ConfirmationSecret: []byte(getenv("SUPACLOUD_MCP_CONFIRMATION_SECRET")),
+	}
+	c.Limits = r.limits()
+	if f := getenv("MCPGATE_JWT_PUBLIC_KEY_FILE"); f != "" {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			r.fail("MCPGATE_JWT_PUBLIC_KEY_FILE: cannot read %s: %v", f, err)
+		}
+		c.JWTPublicKeyPEM = pem
+	}
+	c.validate(&r)
+	if len(r.errs) > 0 {
+		return nil, errors.New("invalid configuration:\n  " + strings.Join(r.errs, "\n  "))
+	}
+	return c, nil
+}
+
+func (c *Config) validate(r *reader) {
+	if c.Edition != gateway.EditionCommunity && c.Edition != gateway.EditionEnterprise {
+		r.fail("SUPACLOUD_EDITION=%q: must be community or enterprise (the edition is fail-closed)", c.Edition)
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		r.fail("MCPGATE_LISTEN=%q: want host:port (%v)", c.Listen, err)
+	}
+	if !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.HasPrefix(c.DatabaseURL, "sqlite:") {
+		r.fail("MCPGATE_DATABASE_URL: want postgres://… or sqlite:PATH")
+	}
+	switch {
+	case len(c.JWTSecret) > 0 && len(c.JWTPublicKeyPEM) > 0:
+		r.fail("MCPGATE_JWT_SECRET and MCPGATE_JWT_PUBLIC_KEY_FILE are both set; choose one key")
+	case len(c.JWTSecret) == 0 && len(c.JWTPublicKeyPEM) == 0:
+		r.fail("MCPGATE_JWT_SECRET (HS256, ≥ 32 bytes) or MCPGATE_JWT_PUBLIC_KEY_FILE (PEM) is required to verify agent session tokens")
+	case len(c.JWTSecret) > 0 && len(c.JWTSecret) < 32:
+		r.fail("MCPGATE_JWT_SECRET is %d bytes; it must be at least 32", len(c.JWTSecret))
+	}
+	if n := len(c.ConfirmationSecret); n > 0 && n < 32 {
+		r.fail("SUPACLOUD_MCP_CONFIRMATION_SECRET is %d bytes; it must be at least 32 (unset it to make deploy confirmation fail closed)", n)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "console" {
+		r.fail("MCPGATE_LOG_FORMAT=%q: want json or console", c.LogFormat)
+	}
+	if c.UpstreamURL != "" && !strings.HasPrefix(c.UpstreamURL, "http://") && !strings.HasPrefix(c.UpstreamURL, "https://") {
+		r.fail("MCPGATE_UPSTREAM_URL=%q: want an http:// or https:// URL of an MCP server", c.UpstreamURL)
+	}
+	if c.PolicyDir != "" {
+		if st, err := os.Stat(c.PolicyDir); err != nil || !st.IsDir() {
+			r.fail("MCPGATE_POLICY_DIR=%q: not a readable folder", c.PolicyDir)
+		}
+	}
+}
+
+func (r *reader) limits() Limits {
+	d := DefaultLimits()
+	return Limits{
+		ToolPerTask:             r.positive("AGENT_MCP_TOOL_RATE_LIMIT", d.ToolPerTask),
+		OpsPerTask:              d.OpsPerTask,
+		ScaffoldPerTask:         d.ScaffoldPerTask,
+		DeployPerTask:           d.DeployPerTask,
+		WorkspaceOpsDaily:       r.positive("AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT", d.WorkspaceOpsDaily),
+		WorkspaceDeployDaily:    r.positive("AGENT_MCP_WORKSPACE_DEPLOY_DAILY_LIMIT", d.WorkspaceDeployDaily),
+		WorkspaceProposalDaily:  r.positive("AGENT_MCP_WORKSPACE_PROPOSAL_DAILY_LIMIT", d.WorkspaceProposalDaily),
+		WorkspaceTaskSpawnDaily: r.positive("AGENT_MCP_WORKSPACE_TASK_SPAWN_DAILY_LIMIT", d.WorkspaceTaskSpawnDaily),
+		ProfileOpsHourly:        r.positive("AGENT_MCP_PROFILE_OPS_HOURLY_LIMIT", d.ProfileOpsHourly),
+		ProfileDeployHourly:     r.positive("AGENT_MCP_PROFILE_DEPLOY_HOURLY_LIMIT", d.ProfileDeployHourly),
+		ProfileProposalHourly:   r.positive("AGENT_MCP_PROFILE_PROPOSAL_HOURLY_LIMIT", d.ProfileProposalHourly),
+		ProfileTaskSpawnHourly:  r.positive("AGENT_MCP_PROFILE_TASK_SPAWN_HOURLY_LIMIT", d.ProfileTaskSpawnHourly),
+	}
+}
+
+type reader struct {
+	getenv func(string) string
+	errs   []string
+}
+
+func (r *reader) fail(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func (r *reader) str(name, def string) string {
+	if v := r.getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (r *reader) positive(name string, def int) int {
+	v := r.getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		r.fail("%s=%q: want a positive whole number", name, v)
+		return def
+	}
+	return n
+}
+
+func (r *reader) boolean(name string) bool {
+	v := r.getenv(name)
+	if v == "" {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		r.fail("%s=%q: want true or false", name, v)
+	}
+	return b
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

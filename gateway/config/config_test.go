@@ -1,0 +1,76 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+const secret = "0123456789abcdef0123456789abcdef"
+
+func TestLoadDefaults(t *testing.T) {
+	c, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:8080" || c.DatabaseURL != "sqlite:mcpgate.db" || c.Edition != gateway.EditionCommunity || c.JWTAudience != "mcpgate" {
+		t.Errorf("defaults: %+v", c)
+	}
+	if c.Limits != DefaultLimits() {
+		t.Errorf("limits %+v, want seed 001 defaults", c.Limits)
+	}
+	if c.MaxBodyBytes != 1<<20 || c.AdminToken != "" || c.AuditArguments {
+		t.Errorf("defaults: %+v", c)
+	}
+}
+
+func TestLoadOverrides(t *testing.T) {
+	c, err := Load(env(map[string]string{
+		"MCPGATE_JWT_SECRET":                  secret,
+		"SUPACLOUD_EDITION":                   "enterprise",
+		"AGENT_MCP_TOOL_RATE_LIMIT":           "7",
+		"AGENT_MCP_PROFILE_OPS_HOURLY_LIMIT":  "2",
+		"AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT": "99",
+		"MCPGATE_ALLOWED_ORIGINS":             "https://a.example, https://b.example",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Edition != gateway.EditionEnterprise || c.Limits.ToolPerTask != 7 || c.Limits.ProfileOpsHourly != 2 || c.Limits.WorkspaceOpsDaily != 99 {
+		t.Errorf("overrides not applied: %+v", c)
+	}
+	if len(c.AllowedOrigins) != 2 || c.AllowedOrigins[1] != "https://b.example" {
+		t.Errorf("origins %v", c.AllowedOrigins)
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	cases := []struct {
+		note string
+		env  map[string]string
+		want string
+	}{
+		{"unknown edition", map[string]string{"MCPGATE_JWT_SECRET": secret, "SUPACLOUD_EDITION": "premium"}, "SUPACLOUD_EDITION"},
+		{"no key", map[string]string{}, "MCPGATE_JWT_SECRET"},
+		{"short secret", map[string]string{"MCPGATE_JWT_SECRET": "short"}, "at least 32"},
+		{"short confirmation secret", map[string]string{"MCPGATE_JWT_SECRET": secret, "SUPACLOUD_MCP_CONFIRMATION_SECRET": "x"}, "SUPACLOUD_MCP_CONFIRMATION_SECRET"},
+		{"bad limit", map[string]string{"MCPGATE_JWT_SECRET": secret, "AGENT_MCP_TOOL_RATE_LIMIT": "-1"}, "AGENT_MCP_TOOL_RATE_LIMIT"},
+		{"bad listen", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_LISTEN": "nope"}, "MCPGATE_LISTEN"},
+		{"bad database", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_DATABASE_URL": "mysql://x"}, "MCPGATE_DATABASE_URL"},
+		{"missing key file", map[string]string{"MCPGATE_JWT_PUBLIC_KEY_FILE": "/nonexistent.pem"}, "MCPGATE_JWT_PUBLIC_KEY_FILE"},
+		{"bad log format", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_LOG_FORMAT": "xml"}, "MCPGATE_LOG_FORMAT"},
+		{"bad upstream", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_UPSTREAM_URL": "ftp://x"}, "MCPGATE_UPSTREAM_URL"},
+		{"bad bool", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_AUDIT_ARGUMENTS": "maybe"}, "MCPGATE_AUDIT_ARGUMENTS"},
+	}
+	for _, c := range cases {
+		t.Run(c.note, func(t *testing.T) {
+			_, err := Load(env(c.env))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want it to name %s", err, c.want)
+			}
+		})
+	}
+}
