@@ -1,0 +1,94 @@
+package admin
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// Audit listing bounds (brief: limit 1..1000; gateway.AuditFilter default).
+const (
+	defaultAuditLimit = 100
+	maxAuditLimit     = 1000
+)
+
+// auditParams are the query parameters GET /audit-events accepts.
+var auditParams = []string{"workspace_id", "task_id", "tool", "status", "limit"}
+
+// auditStatuses are the values of gateway.AuditEvent.Status.
+var auditStatuses = []string{gateway.AuditAllowed, gateway.AuditDenied, gateway.AuditError,
+	gateway.AuditRateLimited, gateway.AuditConfirmationRequired}
+
+// listAuditEvents: GET /audit-events?workspace_id=&task_id=&tool=&status=&limit=
+// → {"events":[…]} newest first. A read-only token caller sees only its
+// own workspace.
+func (h *handler) listAuditEvents(w http.ResponseWriter, r *http.Request) error {
+	f, err := auditFilter(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	if ws, ok := readerWorkspace(r.Context()); ok && f.WorkspaceID == "" {
+		f.WorkspaceID = ws
+	}
+	if err := checkReader(r.Context(), f.WorkspaceID); err != nil {
+		return err
+	}
+	events, err := h.store.ListAuditEvents(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	if events == nil {
+		events = []gateway.AuditEvent{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+	return nil
+}
+
+// auditFilter parses and checks the query; every parameter may appear once.
+func auditFilter(q url.Values) (gateway.AuditFilter, error) {
+	f := gateway.AuditFilter{Limit: defaultAuditLimit}
+	for key, vals := range q {
+		if !slices.Contains(auditParams, key) {
+			return f, invalid("unknown query parameter %q; accepted: %s", clip(key), strings.Join(auditParams, ", "))
+		}
+		if len(vals) > 1 {
+			return f, invalid("query parameter %q is given %d times; give it once", key, len(vals))
+		}
+	}
+	f.WorkspaceID, f.TaskID, f.Tool, f.Status = q.Get("workspace_id"), q.Get("task_id"), q.Get("tool"), q.Get("status")
+	if err := checkAuditValues(f); err != nil {
+		return f, err
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxAuditLimit {
+			return f, invalid("limit %q is not valid; use a whole number from 1 to %d", clip(s), maxAuditLimit)
+		}
+		f.Limit = n
+	}
+	return f, nil
+}
+
+func checkAuditValues(f gateway.AuditFilter) error {
+	if f.WorkspaceID != "" {
+		if err := checkID("workspace_id", f.WorkspaceID); err != nil {
+			return err
+		}
+	}
+	if f.TaskID != "" {
+		if err := checkID("task_id", f.TaskID); err != nil {
+			return err
+		}
+	}
+	if f.Tool != "" && !toolPattern.MatchString(f.Tool) {
+		return invalid("tool %q is not a tool name; use a name such as \"workspace.info\"", clip(f.Tool))
+	}
+	if f.Status != "" && !slices.Contains(auditStatuses, f.Status) {
+		return invalid("status %q is unknown; use one of %s", clip(f.Status), strings.Join(auditStatuses, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package admin
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// apiFunc is a route handler that returns its error to the one writer.
+type apiFunc func(w http.ResponseWriter, r *http.Request) error
+
+// methods maps HTTP methods to the handlers of one path.
+type methods map[string]apiFunc
+
+// dispatch runs the handler for r.Method or answers 405 with Allow.
+func (h *handler) dispatch(m methods) http.Handler {
+	allowed := make([]string, 0, len(m))
+	for k := range m {
+		allowed = append(allowed, k)
+	}
+	slices.Sort(allowed)
+	allow := strings.Join(allowed, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, ok := m[r.Method]
+		if !ok {
+			w.Header().Set("Allow", allow)
+			writeErrorBody(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
+				"method "+r.Method+" is not allowed on this path; use "+allow)
+			return
+		}
+		if err := f(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+	})
+}
+
+func (h *handler) noRoute(w http.ResponseWriter, r *http.Request) {
+	h.writeError(w, r, notFound("no admin API route %s %q; see the routes of DESIGN.md §4", r.Method, clip(r.URL.Path)))
+}
+
+// errorBody is the JSON shape of every error reply.
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// writeError is the one writer of errors: the status comes from
+// gateway.ErrorCode.HTTPStatus; server-side failures are logged with their
+// cause and answered with a generic message.
+func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := gateway.ErrorCodeOf(err)
+	status := code.HTTPStatus()
+	msg := gateway.ErrorMessageOf(err)
+	if status >= http.StatusInternalServerError {
+		h.log.Error("admin request failed", zap.String("method", r.Method),
+			zap.String("path", r.URL.Path), zap.String("code", string(code)), zap.Error(err))
+		msg = "internal error; the gateway logged the cause — check its logs, then retry"
+	}
+	if code == gateway.EUnauthenticated {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpgate-admin"`)
+	}
+	writeErrorBody(w, status, string(code), msg)
+}
+
+func writeErrorBody(w http.ResponseWriter, status int, code, msg string) {
+	var b errorBody
+	b.Error.Code, b.Error.Message = code, msg
+	writeJSON(w, status, b)
+}
+
+// writeJSON writes v; an encoding failure can only be a bug in a response
+// type, and the status is already sent, so it is ignored.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func invalid(format string, args ...any) error {
+	return gateway.Errorf(gateway.EInvalid, format, args...)
+}
+
+func notFound(format string, args ...any) error {
+	return gateway.Errorf(gateway.ENotFound, format, args...)
+}
+
+// clip shortens caller-supplied text repeated in a message.
+func clip(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}

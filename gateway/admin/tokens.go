@@ -1,0 +1,160 @@
+package admin
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// TokenPrefix starts every external-gateway API token value (seed 002,
+// step 1: "Der Token-Wert (scmt_…)").
+const TokenPrefix = "scmt_"
+
+// The scopes an API token may carry (seed 002, step 1).
+const (
+	ScopeMCPRead        = "mcp:read"
+	ScopeMCPOps         = "mcp:ops"
+	ScopeManagementRead = "management:read"
+)
+
+// Scopes lists every valid scope, in the order seed 002 presents them.
+var Scopes = []string{ScopeMCPRead, ScopeMCPOps, ScopeManagementRead}
+
+// Token statuses stored in gateway.APIToken.Status.
+const (
+	TokenActive  = "active"
+	TokenRevoked = "revoked"
+)
+
+// HashToken returns the lower-case hex SHA-256 of a token value (64
+// characters): the only form of the value the store keeps. The scmt_
+// authenticator hashes presented tokens the same way to look them up.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// Fingerprint returns the first 16 hex characters of HashToken(token): the
+// public handle shown in listings and used to revoke (seed 002, step 1).
+func Fingerprint(token string) string {
+	return HashToken(token)[:16]
+}
+
+// NewAPIToken mints a token value (scmt_ + 43 base64url characters from 32
+// bytes of crypto/rand) and its stored record (active, hash and
+// fingerprint set, CreatedAt now). The value is returned once and never
+// stored. Callers validate label and scopes first.
+func NewAPIToken(workspaceID, label string, scopes []string, now time.Time) (string, *gateway.APIToken) {
+	value := TokenPrefix + base64.RawURLEncoding.EncodeToString(randomBytes(32))
+	return value, &gateway.APIToken{
+		Fingerprint: Fingerprint(value),
+		WorkspaceID: workspaceID,
+		Label:       label,
+		Scopes:      scopes,
+		Status:      TokenActive,
+		Hash:        HashToken(value),
+		CreatedAt:   now.UTC(),
+	}
+}
+
+// randomBytes reads n bytes from crypto/rand, which never fails since Go
+// 1.24 (it crashes the program instead of returning weak randomness).
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// createToken: POST /workspaces/{ws}/api-tokens {"label","scopes":[…]} →
+// 201 {"token","fingerprint"}; the only reply that carries the value.
+func (h *handler) createToken(w http.ResponseWriter, r *http.Request) error {
+	ids, err := pathIDs(r, "ws")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Label  string   `json:"label"`
+		Scopes []string `json:"scopes"`
+	}
+	if err := h.decode(w, r, &in); err != nil {
+		return err
+	}
+	scopes, err := checkScopes(in.Label, in.Scopes)
+	if err != nil {
+		return err
+	}
+	value, rec := NewAPIToken(ids[0], in.Label, scopes, h.opts.Now())
+	if err := h.store.CreateAPIToken(r.Context(), rec); err != nil {
+		return err
+	}
+	h.log.Info("admin change", logChange(r)...)
+	writeJSON(w, http.StatusCreated, map[string]string{"token": value, "fingerprint": rec.Fingerprint})
+	return nil
+}
+
+// checkScopes validates label and scopes and returns the scopes without
+// duplicates, in the order given.
+func checkScopes(label string, scopes []string) ([]string, error) {
+	if err := checkText("label", label); err != nil {
+		return nil, err
+	}
+	if len(scopes) == 0 {
+		return nil, invalid("field \"scopes\" is required; send one or more of %s", strings.Join(Scopes, ", "))
+	}
+	out := make([]string, 0, len(scopes))
+	for _, s := range scopes {
+		if !slices.Contains(Scopes, s) {
+			return nil, invalid("scope %q is unknown; use %s", clip(s), strings.Join(Scopes, ", "))
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// listTokens: GET /workspaces/{ws}/api-tokens → {"tokens":[…]} with
+// label, scopes, status, fingerprint, created_at, last_used_at; never the
+// value or hash.
+func (h *handler) listTokens(w http.ResponseWriter, r *http.Request) error {
+	ids, err := pathIDs(r, "ws")
+	if err != nil {
+		return err
+	}
+	if err := checkReader(r.Context(), ids[0]); err != nil {
+		return err
+	}
+	tokens, err := h.store.ListAPITokens(r.Context(), ids[0])
+	if err != nil {
+		return err
+	}
+	if tokens == nil {
+		tokens = []gateway.APIToken{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": tokens})
+	return nil
+}
+
+// revokeToken: DELETE /api-tokens/{fingerprint} → 204; the token stops
+// working at once (seed 002, step 1).
+func (h *handler) revokeToken(w http.ResponseWriter, r *http.Request) error {
+	fp := mux.Vars(r)["fingerprint"]
+	if !fingerprintPattern.MatchString(fp) {
+		return invalid("fingerprint %q is not valid; use the 16 lower-case hex characters shown by GET /admin/v1/workspaces/{ws}/api-tokens", clip(fp))
+	}
+	if err := h.store.RevokeAPIToken(r.Context(), fp); err != nil {
+		return err
+	}
+	h.log.Info("admin change", logChange(r)...)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

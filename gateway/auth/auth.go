@@ -1,0 +1,189 @@
+// Package auth authenticates in-app agent task sessions by the JWT they carry
+// on /mcp (DESIGN.md §4, "Agent session JWT claims").
+//
+// The signing algorithm is fixed by the configured key, never chosen by the
+// token: an HS256 secret accepts HS256 only, an RSA public key RS256 only, an
+// ECDSA P-256 key ES256 only and an Ed25519 key EdDSA only. "none" and every
+// other algorithm are refused, which also closes the HS256-with-a-public-key
+// confusion attack.
+package auth
+
+import (
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Environment variables that configure agent session JWTs (DESIGN.md §3).
+// They are named in configuration errors so operators know what to fix.
+const (
+	EnvSecret        = "MCPGATE_JWT_SECRET"
+	EnvPublicKeyFile = "MCPGATE_JWT_PUBLIC_KEY_FILE"
+	EnvIssuer        = "MCPGATE_JWT_ISSUER"
+	EnvAudience      = "MCPGATE_JWT_AUDIENCE"
+)
+
+// Defaults and bounds of JWTConfig.
+const (
+	// DefaultAudience is the aud a token must carry when JWTConfig.Audience
+	// is empty (DESIGN.md §3, MCPGATE_JWT_AUDIENCE).
+	DefaultAudience = "mcpgate"
+	// DefaultLeeway is the clock skew tolerated on exp, nbf and iat when
+	// JWTConfig.Leeway is zero.
+	DefaultLeeway = 30 * time.Second
+	// MinSecretBytes is the shortest HS256 secret accepted (DESIGN.md §3).
+	MinSecretBytes = 32
+	// minRSABits is the smallest RSA modulus accepted; shorter keys are
+	// forgeable in practice.
+	minRSABits = 2048
+)
+
+// JWTConfig configures agent session JWT verification. Exactly one of Secret
+// and PublicKeyPEM must be set.
+type JWTConfig struct {
+	// Secret is the HS256 key (MCPGATE_JWT_SECRET), at least 32 bytes.
+	Secret []byte
+	// PublicKeyPEM is a PEM public key or certificate (the contents of
+	// MCPGATE_JWT_PUBLIC_KEY_FILE): RSA (≥ 2048 bits) selects RS256, ECDSA
+	// P-256 selects ES256, Ed25519 selects EdDSA.
+	PublicKeyPEM []byte
+	// Issuer, when set, is the iss every token must carry (MCPGATE_JWT_ISSUER).
+	Issuer string
+	// Audience is the aud every token must include; "" means "mcpgate".
+	Audience string
+	// Leeway is the tolerated clock skew; zero means 30s, negative is an error.
+	Leeway time.Duration
+	// Now returns the current time; nil means time.Now. Tests set it.
+	Now func() time.Time
+}
+
+// JWT verifies (and, with an HS256 secret, issues) agent session tokens.
+// It is safe for concurrent use.
+type JWT struct {
+	alg      string
+	key      any // []byte for HS256, else the public key
+	audience string
+	issuer   string
+	now      func() time.Time
+	parser   *jwt.Parser
+}
+
+// NewJWT validates cfg and returns a verifier whose algorithm is fixed by the
+// key. Errors name the environment variable to fix.
+func NewJWT(cfg JWTConfig) (*JWT, error) {
+	alg, key, err := loadKey(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Leeway < 0 {
+		return nil, fmt.Errorf("JWT leeway %s is negative; use a duration ≥ 0 (0 means %s)", cfg.Leeway, DefaultLeeway)
+	}
+	j := &JWT{alg: alg, key: key, audience: cfg.Audience, issuer: cfg.Issuer, now: cfg.Now}
+	if j.audience == "" {
+		j.audience = DefaultAudience
+	}
+	if j.now == nil {
+		j.now = time.Now
+	}
+	leeway := cfg.Leeway
+	if leeway == 0 {
+		leeway = DefaultLeeway
+	}
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods([]string{alg}),
+		jwt.WithAudience(j.audience),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithLeeway(leeway),
+		jwt.WithTimeFunc(j.now),
+	}
+	if j.issuer != "" {
+		opts = append(opts, jwt.WithIssuer(j.issuer))
+	}
+	j.parser = jwt.NewParser(opts...)
+	return j, nil
+}
+
+// Algorithm returns the one JWS algorithm this verifier accepts
+// ("HS256", "RS256", "ES256" or "EdDSA").
+func (j *JWT) Algorithm() string { return j.alg }
+
+// loadKey picks the algorithm from whichever key is configured.
+func loadKey(cfg JWTConfig) (string, any, error) {
+	hasSecret, hasPEM := len(cfg.Secret) > 0, len(cfg.PublicKeyPEM) > 0
+	switch {
+	case hasSecret && hasPEM:
+		return "", nil, fmt.Errorf("both %s and %s are set; set exactly one (a shared HS256 secret or a public key)", EnvSecret, EnvPublicKeyFile)
+	case hasSecret:
+		if len(cfg.Secret) < MinSecretBytes {
+			return "", nil, fmt.Errorf("%s is %d bytes; it must be at least %d bytes (e.g. openssl rand -hex 32)", EnvSecret, len(cfg.Secret), MinSecretBytes)
+		}
+		return jwt.SigningMethodHS256.Alg(), append([]byte(nil), cfg.Secret...), nil
+	case hasPEM:
+		return parsePublicKey(cfg.PublicKeyPEM)
+	default:
+		return "", nil, fmt.Errorf("no agent session key configured; set %s (HS256 secret, ≥ %d bytes) or %s (PEM public key for RS256/ES256/EdDSA)", EnvSecret, MinSecretBytes, EnvPublicKeyFile)
+	}
+}
+
+// parsePublicKey reads the first PEM block and maps its key type to the one
+// algorithm it may verify.
+func parsePublicKey(data []byte) (string, any, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return "", nil, fmt.Errorf("%s holds no PEM block; give a \"PUBLIC KEY\" PEM file", EnvPublicKeyFile)
+	}
+	if strings.Contains(block.Type, "PRIVATE") {
+		return "", nil, fmt.Errorf("%s holds a %s; give the public key only (the gateway only verifies)", EnvPublicKeyFile, block.Type)
+	}
+	pub, err := decodePublicBlock(block)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: cannot parse %s block: %w", EnvPublicKeyFile, block.Type, err)
+	}
+	return algorithmFor(pub)
+}
+
+func decodePublicBlock(block *pem.Block) (any, error) {
+	switch block.Type {
+	case "PUBLIC KEY":
+		return x509.ParsePKIXPublicKey(block.Bytes)
+	case "RSA PUBLIC KEY":
+		return x509.ParsePKCS1PublicKey(block.Bytes)
+	case "CERTIFICATE":
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		return cert.PublicKey, nil
+	default:
+		return nil, errors.New("unsupported PEM type; use PUBLIC KEY, RSA PUBLIC KEY or CERTIFICATE")
+	}
+}
+
+func algorithmFor(pub any) (string, any, error) {
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		if k.N.BitLen() < minRSABits {
+			return "", nil, fmt.Errorf("%s: RSA key has %d bits; use at least %d", EnvPublicKeyFile, k.N.BitLen(), minRSABits)
+		}
+		return jwt.SigningMethodRS256.Alg(), k, nil
+	case *ecdsa.PublicKey:
+		if k.Curve != elliptic.P256() {
+			return "", nil, fmt.Errorf("%s: ECDSA key on %s; only P-256 (ES256) is accepted", EnvPublicKeyFile, k.Curve.Params().Name)
+		}
+		return jwt.SigningMethodES256.Alg(), k, nil
+	case ed25519.PublicKey:
+		return jwt.SigningMethodEdDSA.Alg(), k, nil
+	default:
+		return "", nil, fmt.Errorf("%s: unsupported key type %T; use RSA, ECDSA P-256 or Ed25519", EnvPublicKeyFile, pub)
+	}
+}
