@@ -1,0 +1,438 @@
+package mcpupstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// upstream is a real MCP server (go-sdk) on a real TCP port that tests can
+// stop and start again on the same address.
+type upstream struct {
+	t        testing.TB
+	addr     string
+	srv      *httptest.Server
+	echoRuns atomic.Int64 // echo handler executions since the last start
+	notFound atomic.Int64 // HTTP 404 answers to POSTs (lost sessions) since the last start
+	opts     *mcp.StreamableHTTPOptions
+
+	mu          sync.Mutex
+	lastAuth    string
+	lastVersion string
+}
+
+func startUpstream(t testing.TB) *upstream {
+	return startUpstreamWith(t, nil)
+}
+
+// startUpstreamWith starts an upstream whose handler uses opts; nil is the
+// SDK default, a stateful server that hands out Mcp-Session-Id sessions.
+func startUpstreamWith(t testing.TB, opts *mcp.StreamableHTTPOptions) *upstream {
+	t.Helper()
+	u := &upstream{t: t, opts: opts}
+	u.start("127.0.0.1:0")
+	t.Cleanup(u.stop)
+	return u
+}
+
+func (u *upstream) url() string { return "http://" + u.addr + "/mcp" }
+
+// start serves a fresh MCP server (no memory of earlier sessions) on addr.
+func (u *upstream) start(addr string) {
+	u.t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		u.t.Fatalf("listen %s: %v", addr, err)
+	}
+	u.addr = l.Addr().String()
+	u.echoRuns.Store(0)
+	u.notFound.Store(0)
+	mcpSrv := newTestServer(u)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, u.opts)
+	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.lastAuth = r.Header.Get("Authorization")
+		u.lastVersion = r.Header.Get("Mcp-Protocol-Version")
+		u.mu.Unlock()
+		rec := http.ResponseWriter(w)
+		if r.Method == http.MethodPost { // a dropped session's DELETE may also get 404; only calls count
+			rec = &statusRecorder{ResponseWriter: w, on404: func() { u.notFound.Add(1) }}
+		}
+		h.ServeHTTP(rec, r)
+	}))
+	u.srv.Listener.Close()
+	u.srv.Listener = l
+	u.srv.Start()
+}
+
+func (u *upstream) stop() {
+	if u.srv != nil {
+		u.srv.CloseClientConnections()
+		u.srv.Close()
+		u.srv = nil
+	}
+}
+
+func (u *upstream) restart() {
+	addr := u.addr
+	u.stop()
+	u.start(addr)
+}
+
+func (u *upstream) seen() (auth, version string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.lastAuth, u.lastVersion
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	on404 func()
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if code == http.StatusNotFound {
+		s.on404()
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+var objectSchema = json.RawMessage(`{"type":"object","properties":{"project_id":{"type":"string"}}}`)
+
+func newTestServer(u *upstream) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1.0.0"}, &mcp.ServerOptions{PageSize: 2})
+	add := func(name string, h mcp.ToolHandler) {
+		s.AddTool(&mcp.Tool{Name: name, Description: "test tool " + name, InputSchema: objectSchema}, h)
+	}
+	add("echo", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		u.echoRuns.Add(1)
+		var args map[string]any
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{&mcp.TextContent{Text: "echoed"}},
+			StructuredContent: map[string]any{"arguments": args, "meta": map[string]any(req.Params.Meta)},
+		}, nil
+	})
+	add("fail", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "project prj-9 not found"}}}, nil
+	})
+	add("image", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: []byte("PNG"), MIMEType: "image/png"}}}, nil
+	})
+	add("array", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: []any{"a", "b"}}, nil
+	})
+	add("slow", func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	return s
+}
+
+func newAdapter(t *testing.T, url string, opts Options) *Adapter {
+	t.Helper()
+	a, err := New(context.Background(), url, opts)
+	if err != nil {
+		t.Fatalf("New(%s): %v", url, err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	return a
+}
+
+func TestCallToolMapsRequestAndResult(t *testing.T) {
+	u := startUpstream(t)
+	a := newAdapter(t, u.url(), Options{})
+	tests := []struct {
+		name        string
+		call        gateway.ToolCall
+		wantErr     gateway.ErrorCode
+		wantIsError bool
+		wantContent []map[string]any
+		wantStruct  map[string]any
+	}{
+		{
+			name: "arguments and _meta arrive",
+			call: gateway.ToolCall{WorkspaceID: "ws-a", TaskID: "task-1", Actor: "user-7", Tool: "echo",
+				Arguments: map[string]any{"project_id": "prj-1", "limit": float64(5)}},
+			wantContent: []map[string]any{{"type": "text", "text": "echoed"}},
+			wantStruct: map[string]any{
+				"arguments": map[string]any{"project_id": "prj-1", "limit": float64(5)},
+				"meta":      map[string]any{MetaWorkspaceID: "ws-a", MetaTaskID: "task-1", MetaActor: "user-7"},
+			},
+		},
+		{
+			name:        "coordinator without task leaves task_id out and sends empty arguments",
+			call:        gateway.ToolCall{WorkspaceID: "ws-b", Actor: "token:ab12", Tool: "echo"},
+			wantContent: []map[string]any{{"type": "text", "text": "echoed"}},
+			wantStruct: map[string]any{
+				"arguments": map[string]any{},
+				"meta":      map[string]any{MetaWorkspaceID: "ws-b", MetaActor: "token:ab12"},
+			},
+		},
+		{
+			name:        "isError passes through as a result",
+			call:        gateway.ToolCall{WorkspaceID: "ws-a", Tool: "fail"},
+			wantIsError: true,
+			wantContent: []map[string]any{{"type": "text", "text": "project prj-9 not found"}},
+		},
+		{
+			name:        "non-text blocks keep their wire shape",
+			call:        gateway.ToolCall{WorkspaceID: "ws-a", Tool: "image"},
+			wantContent: []map[string]any{{"type": "image", "data": "UE5H", "mimeType": "image/png"}},
+		},
+		{
+			name:        "non-object structured content becomes a text block",
+			call:        gateway.ToolCall{WorkspaceID: "ws-a", Tool: "array"},
+			wantContent: []map[string]any{{"type": "text", "text": `["a","b"]`}},
+		},
+		{
+			name:    "unknown upstream tool is invalid",
+			call:    gateway.ToolCall{WorkspaceID: "ws-a", Tool: "no.such.tool"},
+			wantErr: gateway.EInvalid,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := a.CallTool(context.Background(), tc.call)
+			if got := gateway.ErrorCodeOf(err); got != tc.wantErr {
+				t.Fatalf("error code = %q (%v), want %q", got, err, tc.wantErr)
+			}
+			if err != nil {
+				if !strings.Contains(gateway.ErrorMessageOf(err), u.url()) {
+					t.Errorf("message %q does not name the upstream", gateway.ErrorMessageOf(err))
+				}
+				return
+			}
+			if res.IsError != tc.wantIsError {
+				t.Errorf("IsError = %v, want %v", res.IsError, tc.wantIsError)
+			}
+			if !reflect.DeepEqual(res.Content, tc.wantContent) {
+				t.Errorf("Content = %#v, want %#v", res.Content, tc.wantContent)
+			}
+			if !reflect.DeepEqual(res.StructuredContent, tc.wantStruct) {
+				t.Errorf("StructuredContent = %#v, want %#v", res.StructuredContent, tc.wantStruct)
+			}
+		})
+	}
+}
+
+func TestOptionsReachUpstream(t *testing.T) {
+	u := startUpstream(t)
+	a := newAdapter(t, u.url(), Options{
+		Header:          http.Header{"Authorization": {"Bearer upstream-secret"}},
+		ProtocolVersion: "2025-06-18",
+	})
+	if _, err := a.CallTool(context.Background(), gateway.ToolCall{WorkspaceID: "ws-a", Tool: "echo"}); err != nil {
+		t.Fatal(err)
+	}
+	if auth, version := u.seen(); auth != "Bearer upstream-secret" || version != "2025-06-18" {
+		t.Errorf("upstream saw Authorization %q, Mcp-Protocol-Version %q", auth, version)
+	}
+}
+
+func TestListToolsFollowsPagination(t *testing.T) {
+	u := startUpstream(t) // PageSize 2 and 5 tools: three pages
+	a := newAdapter(t, u.url(), Options{})
+	tools, err := a.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name)
+		var got, want any
+		_ = json.Unmarshal(tl.InputSchema, &got)
+		_ = json.Unmarshal(objectSchema, &want)
+		if !reflect.DeepEqual(got, want) || tl.Description != "test tool "+tl.Name {
+			t.Errorf("tool %s: schema %s, description %q", tl.Name, tl.InputSchema, tl.Description)
+		}
+	}
+	if want := []string{"array", "echo", "fail", "image", "slow"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("tools = %v, want %v", names, want)
+	}
+}
+
+func TestNewRefusesBadURLAndDeadUpstream(t *testing.T) {
+	dead := deadAddr(t)
+	tests := []struct {
+		name    string
+		url     string
+		want    gateway.ErrorCode
+		wantMsg string
+	}{
+		{name: "relative URL", url: "/mcp", want: gateway.EInvalid, wantMsg: "not an absolute http(s) URL"},
+		{name: "wrong scheme", url: "ftp://example.com/mcp", want: gateway.EInvalid, wantMsg: "MCPGATE_UPSTREAM_URL"},
+		{name: "nothing listening", url: "http://" + dead + "/mcp", want: gateway.EUnavailable,
+			wantMsg: "upstream MCP server http://" + dead + "/mcp unreachable"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := New(context.Background(), tc.url, Options{Timeout: 2 * time.Second})
+			if err == nil {
+				_ = a.Close()
+				t.Fatal("New succeeded")
+			}
+			if gateway.ErrorCodeOf(err) != tc.want || !strings.Contains(gateway.ErrorMessageOf(err), tc.wantMsg) {
+				t.Errorf("got %q %q, want %q containing %q", gateway.ErrorCodeOf(err), gateway.ErrorMessageOf(err), tc.want, tc.wantMsg)
+			}
+		})
+	}
+}
+
+// deadAddr returns a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestUpstreamDownIsUnavailable(t *testing.T) {
+	u := startUpstream(t)
+	a := newAdapter(t, u.url(), Options{})
+	u.stop()
+	_, err := a.CallTool(context.Background(), gateway.ToolCall{WorkspaceID: "ws-a", Tool: "echo"})
+	if gateway.ErrorCodeOf(err) != gateway.EUnavailable {
+		t.Fatalf("error = %v, want EUnavailable", err)
+	}
+	if want := "upstream MCP server " + u.url() + " unreachable"; !strings.Contains(gateway.ErrorMessageOf(err), want) {
+		t.Errorf("message %q lacks %q", gateway.ErrorMessageOf(err), want)
+	}
+	if _, err := a.ListTools(context.Background()); gateway.ErrorCodeOf(err) != gateway.EUnavailable {
+		t.Errorf("ListTools error = %v, want EUnavailable", err)
+	}
+}
+
+func TestUpstreamRestartRecovers(t *testing.T) {
+	tests := []struct {
+		name         string
+		stateless    bool
+		downCall     bool // a call fails while the upstream is down
+		wantLost404s bool // the restarted upstream saw the old session id
+	}{
+		{name: "session server, restart between calls", wantLost404s: true},
+		{name: "session server, call while down", downCall: true},
+		{name: "stateless server, restart between calls", stateless: true},
+		{name: "stateless server, call while down", stateless: true, downCall: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u := startUpstreamWith(t, &mcp.StreamableHTTPOptions{Stateless: tc.stateless})
+			a := newAdapter(t, u.url(), Options{})
+			call := gateway.ToolCall{WorkspaceID: "ws-a", Tool: "echo", Arguments: map[string]any{"n": float64(1)}}
+			if _, err := a.CallTool(context.Background(), call); err != nil {
+				t.Fatalf("first call: %v", err)
+			}
+			if tc.downCall {
+				u.stop()
+				if _, err := a.CallTool(context.Background(), call); gateway.ErrorCodeOf(err) != gateway.EUnavailable {
+					t.Fatalf("call while down: %v, want EUnavailable", err)
+				}
+				u.start(u.addr)
+			} else {
+				u.restart()
+			}
+			res, err := a.CallTool(context.Background(), call)
+			if err != nil {
+				t.Fatalf("call after restart: %v", err)
+			}
+			if res.StructuredContent["arguments"].(map[string]any)["n"] != float64(1) {
+				t.Errorf("result after restart = %#v", res.StructuredContent)
+			}
+			if n := u.echoRuns.Load(); n != 1 {
+				t.Errorf("restarted upstream ran echo %d times, want exactly 1", n)
+			}
+			if got := u.notFound.Load() > 0; got != tc.wantLost404s {
+				t.Errorf("restarted upstream answered 404: %v, want %v", got, tc.wantLost404s)
+			}
+		})
+	}
+}
+
+func TestTimeoutIsUnavailable(t *testing.T) {
+	u := startUpstream(t)
+	a := newAdapter(t, u.url(), Options{Timeout: 200 * time.Millisecond})
+	start := time.Now()
+	_, err := a.CallTool(context.Background(), gateway.ToolCall{WorkspaceID: "ws-a", Tool: "slow"})
+	if gateway.ErrorCodeOf(err) != gateway.EUnavailable || !strings.Contains(gateway.ErrorMessageOf(err), "did not answer") {
+		t.Fatalf("error = %v, want EUnavailable timeout", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("timeout took %v", d)
+	}
+	// The session survives a slow call.
+	if _, err := a.CallTool(context.Background(), gateway.ToolCall{WorkspaceID: "ws-a", Tool: "echo"}); err != nil {
+		t.Errorf("call after timeout: %v", err)
+	}
+}
+
+func TestConcurrentCallsAcrossRestart(t *testing.T) {
+	u := startUpstream(t)
+	a := newAdapter(t, u.url(), Options{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	run := func(round int) {
+		for i := range 16 {
+			wg.Go(func() {
+				ws := fmt.Sprintf("ws-%d", i%4)
+				res, err := a.CallTool(context.Background(), gateway.ToolCall{WorkspaceID: ws, Tool: "echo"})
+				if err != nil {
+					errs <- fmt.Errorf("round %d call %d: %w", round, i, err)
+					return
+				}
+				if got := res.StructuredContent["meta"].(map[string]any)[MetaWorkspaceID]; got != ws {
+					errs <- fmt.Errorf("round %d call %d: workspace %v, want %s", round, i, got, ws)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	run(1)
+	u.restart()
+	run(2)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestClosedAdapterRefuses(t *testing.T) {
+	u := startUpstream(t)
+	a, err := New(context.Background(), u.url(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	_, err = a.CallTool(context.Background(), gateway.ToolCall{WorkspaceID: "ws-a", Tool: "echo"})
+	var gerr *gateway.Error
+	if !errors.As(err, &gerr) || gerr.Code != gateway.EUnavailable {
+		t.Errorf("call after Close = %v, want EUnavailable", err)
+	}
+}

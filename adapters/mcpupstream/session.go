@@ -1,0 +1,143 @@
+package mcpupstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// rejectedByTransport is the SDK's marker (JSON-RPC -32005) for "the
+// transport refused to send this request"; WireError compares by code.
+var rejectedByTransport = &jsonrpc.Error{Code: -32005}
+
+// do runs op on the live session, opening one first when needed. When op
+// fails in a way that shows the request never reached the upstream's
+// handler (or op is safe to repeat), the session is dropped and op runs once
+// more on a fresh one; any other transport failure drops the session, so the
+// next call reconnects, and is returned.
+func (a *Adapter) do(ctx context.Context, what string, safeToRepeat bool, op func(context.Context, *mcp.ClientSession) error) error {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		s, err := a.currentSession(ctx)
+		if err != nil {
+			return err
+		}
+		err = op(ctx, s)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return a.timedOut(ctx, what, err)
+		}
+		if isUpstreamRPCError(err) {
+			return a.rpcError(what, err)
+		}
+		a.drop(s)
+		if attempt == 0 && (safeToRepeat || neverDelivered(err)) {
+			continue
+		}
+		return a.unavailable(err)
+	}
+}
+
+// currentSession returns the live session or connects a new one. Holding
+// the lock while connecting makes concurrent callers share one reconnect.
+func (a *Adapter) currentSession(ctx context.Context) (*mcp.ClientSession, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, gateway.Errorf(gateway.EUnavailable,
+			"upstream MCP adapter for %s is closed; restart the gateway", a.url)
+	}
+	if a.session != nil {
+		return a.session, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	s, err := a.client.Connect(ctx, a.transport, a.sessOpts)
+	if err != nil {
+		return nil, a.unavailable(err)
+	}
+	a.session = s
+	return s, nil
+}
+
+// drop forgets s if it is still the live session and closes it in the
+// background (closing may send an HTTP DELETE to a slow upstream).
+func (a *Adapter) drop(s *mcp.ClientSession) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.session != s {
+		return // another caller already dropped or replaced it
+	}
+	a.session = nil
+	a.closing.Add(1)
+	go func() {
+		defer a.closing.Done()
+		_ = s.Close() // the session is already broken; its close error says nothing new
+	}()
+}
+
+// neverDelivered reports whether err proves the request never reached a
+// tool handler, so that sending it again cannot run a tool twice.
+func neverDelivered(err error) bool {
+	if errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// isUpstreamRPCError reports whether err is a JSON-RPC error response the
+// upstream sent (as opposed to a transport failure).
+func isUpstreamRPCError(err error) bool {
+	var rpc *jsonrpc.Error
+	return errors.As(err, &rpc) && !errors.Is(rpc, rejectedByTransport)
+}
+
+func (a *Adapter) rpcError(what string, err error) error {
+	var rpc *jsonrpc.Error
+	errors.As(err, &rpc)
+	if rpc.Code == jsonrpc.CodeInvalidParams {
+		return gateway.Wrap(gateway.EInvalid, err, fmt.Sprintf(
+			"upstream MCP server %s rejected %s as invalid: %s; check the tool name and arguments against the upstream's tools/list", a.url, what, rpc.Message))
+	}
+	return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
+		"upstream MCP server %s answered %s with JSON-RPC error %d: %s", a.url, what, rpc.Code, rpc.Message))
+}
+
+func (a *Adapter) timedOut(ctx context.Context, what string, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
+			"upstream MCP server %s did not answer %s in time (limit %s); check the upstream's health or raise the timeout", a.url, what, a.timeout))
+	}
+	return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
+		"%s to upstream MCP server %s was cancelled by the caller", what, a.url))
+}
+
+func (a *Adapter) unavailable(err error) error {
+	return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
+		"upstream MCP server %s unreachable: %s; check that it is running and that MCPGATE_UPSTREAM_URL points at its MCP endpoint", a.url, shortCause(err)))
+}
+
+// shortCause names the root of a transport failure in a few words; the full
+// chain stays in the wrapped error for the logs.
+func shortCause(err error) string {
+	var op *net.OpError
+	switch {
+	case errors.As(err, &op):
+		return op.Op + ": " + op.Err.Error()
+	case errors.Is(err, mcp.ErrSessionMissing):
+		return "it no longer knows the session and a new one could not be used"
+	case errors.Is(err, mcp.ErrConnectionClosed):
+		return "the session was closed"
+	default:
+		return err.Error()
+	}
+}
