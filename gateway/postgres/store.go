@@ -1,0 +1,148 @@
+// Package postgres is mcpgate's audit store on PostgreSQL, the system of
+// record (DESIGN.md §6): workspaces, members, profiles, tokens, overrides and
+// the audit_events rows every tools/call writes. It implements the
+// server.Store and admin.Store interfaces and returns only *gateway.Error.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"hash/fnv"
+	"net/url"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // registers the "postgres" driver
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/migrations"
+)
+
+// Pool sizes. A gateway replica serves many concurrent calls, each needing
+// one short query (LoadCaller) and one insert (RecordAudit); 20 connections
+// per replica keeps several replicas under PostgreSQL's default
+// max_connections of 100.
+const (
+	maxOpenConns    = 20
+	maxIdleConns    = 10
+	connMaxLifetime = 30 * time.Minute
+	connMaxIdleTime = 5 * time.Minute
+)
+
+// Store is the PostgreSQL audit store. It is safe for concurrent use.
+type Store struct {
+	db        *sqlx.DB
+	loadStmt  prepared // callerQuery
+	auditStmt prepared // insertAudit
+}
+
+// Open connects to the PostgreSQL database at url (a lib/pq URL or key=value
+// DSN, e.g. "postgres://user:pw@host:5432/db?sslmode=disable"; a search_path
+// parameter selects the schema), pings it and sets the pool sizes above.
+// It does not migrate; call Migrate. Errors: EInvalid for a URL lib/pq
+// cannot parse, EUnavailable when the server cannot be reached.
+func Open(ctx context.Context, url string) (*Store, error) {
+	db, err := sqlx.Open("postgres", url)
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EInvalid, err,
+			"MCPGATE_DATABASE_URL is not a valid PostgreSQL URL; use postgres://user:password@host:5432/dbname")
+	}
+	db.SetMaxOpenConns(maxOpenConns)
+	db.SetMaxIdleConns(maxIdleConns)
+	db.SetConnMaxLifetime(connMaxLifetime)
+	db.SetConnMaxIdleTime(connMaxIdleTime)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, openError(err, url)
+	}
+	return &Store{db: db, loadStmt: prepared{query: callerQuery}, auditStmt: prepared{query: insertAudit}}, nil
+}
+
+// openError explains a failed first ping without echoing the password.
+func openError(err error, dsn string) error {
+	target := "the database"
+	if u, perr := url.Parse(dsn); perr == nil && u.Host != "" {
+		target = u.Host + u.Path
+	}
+	if e := translate(err, msgs{}); gateway.ErrorCodeOf(e) != gateway.EUnavailable {
+		return gateway.Wrap(gateway.EUnavailable, err, "audit store unavailable: PostgreSQL at "+
+			target+" refused the connection; check MCPGATE_DATABASE_URL (user, password, database name)")
+	}
+	return gateway.Wrap(gateway.EUnavailable, err, "audit store unavailable: cannot reach PostgreSQL at "+
+		target+"; check that the server runs and MCPGATE_DATABASE_URL points at it")
+}
+
+// Close releases the prepared statements and closes the connection pool.
+func (s *Store) Close() error {
+	return errors.Join(s.loadStmt.close(), s.auditStmt.close(), s.db.Close())
+}
+
+// DB returns the connection pool, for packages that add queries of their own
+// (e.g. rate-limit counters over audit_events).
+func (s *Store) DB() *sqlx.DB { return s.db }
+
+// Ping reports whether PostgreSQL answers (for /readyz); EUnavailable if not.
+func (s *Store) Ping(ctx context.Context) error {
+	return translate(s.db.PingContext(ctx), msgs{})
+}
+
+// Migrate applies the pending migrations of migrations.Postgres with goose.
+// It is idempotent, and safe when several replicas start at once: goose holds
+// a PostgreSQL session advisory lock while it migrates, keyed by the current
+// schema so that stores in different schemas do not wait for each other.
+// Errors: EInvalid when search_path names no existing schema, EUnavailable
+// when the database is unreachable, EInternal when a migration fails.
+func (s *Store) Migrate(ctx context.Context) error {
+	var schema sql.NullString
+	if err := s.db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return translate(err, msgs{})
+	}
+	if !schema.Valid {
+		return gateway.Errorf(gateway.EInvalid,
+			"the database has no schema on its search_path; create the schema or fix search_path in MCPGATE_DATABASE_URL")
+	}
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID(schema.String)), lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return gateway.Wrap(gateway.EInternal, err, "cannot set up the migration lock")
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, s.db.DB, migrations.Postgres,
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return gateway.Wrap(gateway.EInternal, err, "cannot read the embedded PostgreSQL migrations")
+	}
+	if _, err := p.Up(ctx); err != nil {
+		if e := translate(err, msgs{}); gateway.ErrorCodeOf(e) == gateway.EUnavailable {
+			return e
+		}
+		return gateway.Wrap(gateway.EInternal, err, "migrating the PostgreSQL schema failed; see the cause in the log")
+	}
+	return nil
+}
+
+// lockID derives the advisory lock key from the schema name: replicas that
+// share a schema contend for one lock, tests in separate schemas do not.
+func lockID(schema string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("mcpgate/migrate/" + schema))
+	return int64(h.Sum64() >> 1)
+}
+
+// inTx runs fn in a transaction, committing when it returns nil and rolling
+// back otherwise, so that a failed admin write changes nothing.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return translate(err, msgs{})
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return translate(tx.Commit(), msgs{})
+}
+
+// isNoRows reports whether err says a single-row query matched nothing.
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

@@ -1,0 +1,134 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/postgres"
+	"github.com/mcpgate/mcpgate/gateway/postgres/pgtest"
+	"github.com/mcpgate/mcpgate/gateway/server"
+	"github.com/mcpgate/mcpgate/gateway/storetest"
+	"github.com/mcpgate/mcpgate/migrations"
+)
+
+// The store serves both consumers (STYLE.md, "Interfaces belong to their consumer").
+var (
+	_ server.Store     = (*postgres.Store)(nil)
+	_ admin.Store      = (*postgres.Store)(nil)
+	_ server.FullStore = (*postgres.Store)(nil)
+	_ storetest.Store  = (*postgres.Store)(nil)
+)
+
+func TestStore(t *testing.T) {
+	pgtest.URL(t) // skip once, not per subtest, when no database is configured
+	storetest.Run(t, func(t *testing.T) storetest.Store { return pgtest.New(t) })
+}
+
+func TestMigrateConcurrentReplicas(t *testing.T) {
+	url := pgtest.SchemaURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const replicas = 5
+	stores := make([]*postgres.Store, replicas)
+	for i := range stores {
+		s, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		stores[i] = s
+	}
+	errs := make([]error, replicas)
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Go(func() { errs[i] = s.Migrate(ctx) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: Migrate: %v", i, err)
+		}
+	}
+	// Idempotent: a second run on a migrated schema is a no-op.
+	if err := stores[0].Migrate(ctx); err != nil {
+		t.Fatalf("second Migrate: %v", err)
+	}
+	if err := stores[1].RecordAudit(ctx, &gateway.AuditEvent{WorkspaceID: "ws-a", Tool: "x"}); err != nil {
+		t.Fatalf("migrated schema refuses an audit row: %v", err)
+	}
+}
+
+func TestMigrationsGoDownAndUpAgain(t *testing.T) {
+	s := pgtest.New(t)
+	ctx := context.Background()
+	p, err := goose.NewProvider(goose.DialectPostgres, s.DB().DB, migrations.Postgres, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 0); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	var tables int
+	if err := s.DB().GetContext(ctx, &tables,
+		`SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name <> 'goose_db_version'`); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 {
+		t.Errorf("%d tables left after migrating down to 0", tables)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	ctx := context.Background()
+	t.Run("nothing listens", func(t *testing.T) {
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := postgres.Open(c, "postgres://u:secret-pw@127.0.0.1:1/db?sslmode=disable&connect_timeout=2")
+		if gateway.ErrorCodeOf(err) != gateway.EUnavailable {
+			t.Fatalf("Open of a closed port: %v, want EUnavailable", err)
+		}
+		if msg := gateway.ErrorMessageOf(err); strings.Contains(msg, "secret-pw") || !strings.Contains(msg, "MCPGATE_DATABASE_URL") {
+			t.Errorf("message %q must name MCPGATE_DATABASE_URL and never the password", msg)
+		}
+	})
+	t.Run("closed store", func(t *testing.T) {
+		_, url := pgtest.NewWithURL(t)
+		s, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Use the hot-path statements first: closed ones must not turn into EInternal.
+		_, _ = s.LoadCaller(ctx, &gateway.Principal{WorkspaceID: "ws"})
+		_ = s.RecordAudit(ctx, &gateway.AuditEvent{})
+		_ = s.Close()
+		for name, err := range map[string]error{
+			"Ping":        s.Ping(ctx),
+			"LoadCaller":  func() error { _, err := s.LoadCaller(ctx, &gateway.Principal{WorkspaceID: "ws"}); return err }(),
+			"RecordAudit": s.RecordAudit(ctx, &gateway.AuditEvent{}),
+		} {
+			if gateway.ErrorCodeOf(err) != gateway.EUnavailable {
+				t.Errorf("%s on a closed store: %v, want EUnavailable", name, err)
+			}
+		}
+	})
+}
+
+func BenchmarkLoadCaller(b *testing.B) { storetest.BenchLoadCaller(b, pgtest.New(b)) }
+
+func BenchmarkRecordAudit(b *testing.B) { storetest.BenchRecordAudit(b, pgtest.New(b)) }
+
+func BenchmarkRecordAuditParallel(b *testing.B) {
+	s := pgtest.New(b)
+	s.DB().SetMaxOpenConns(16) // pgtest keeps pools small; a replica's is 20
+	storetest.BenchRecordAuditParallel(b, s)
+}

@@ -1,0 +1,123 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// profileJSON renders an agent_profiles row p as a gateway.Profile object.
+const profileJSON = `json_object('workspace_id', p.workspace_id, 'id', p.id, 'name', p.name,
+          'allowlist', json(p.allowlist), 'script_allowlist', json(p.script_allowlist),
+          'is_workspace_default', json(CASE WHEN p.is_workspace_default THEN 'true' ELSE 'false' END))`
+
+// callerQuery loads everything LoadCaller returns in one query: the
+// workspace row plus one JSON-valued subquery per optional part. Every
+// subquery is keyed by the workspace id, so a profile, task or member of
+// another workspace is never returned (DESIGN.md §1, Workspace isolation).
+// Empty override sets are NULL, as on PostgreSQL.
+// ?1 workspace, ?2 acting user, ?3 requested profile, ?4 task.
+const callerQuery = `
+SELECT w.id, w.name, w.slug, w.org_plan, w.created_at,
+  (SELECT json_object('workspace_id', m.workspace_id, 'user_id', m.user_id,
+          'role', m.role, 'seat_type', m.seat_type)
+     FROM members m WHERE m.workspace_id = w.id AND m.user_id = ?2) AS member,
+  (SELECT ` + profileJSON + `
+     FROM agent_profiles p WHERE p.workspace_id = w.id AND p.id = ?3) AS profile,
+  (SELECT ` + profileJSON + `
+     FROM agent_profiles p WHERE p.workspace_id = w.id AND p.is_workspace_default = 1) AS default_profile,
+  (SELECT json_object('name', st.name, 'permissions', json(st.permissions),
+          'enterprise_only', json(CASE WHEN st.enterprise_only THEN 'true' ELSE 'false' END))
+     FROM members m JOIN seat_types st ON st.name = m.seat_type
+    WHERE m.workspace_id = w.id AND m.user_id = ?2) AS seat_type,
+  (SELECT json_object('name', o.name, 'permissions', json(o.permissions))
+     FROM org_plans o WHERE o.name = w.org_plan) AS org_plan,
+  (SELECT CASE WHEN count(*) = 0 THEN NULL ELSE
+          json_group_object(o.permission_key, json(CASE WHEN o.granted THEN 'true' ELSE 'false' END)) END
+     FROM member_permission_overrides o WHERE o.workspace_id = w.id AND o.user_id = ?2) AS user_overrides,
+  (SELECT CASE WHEN count(*) = 0 THEN NULL ELSE
+          json_group_object(o.permission_key, json(CASE WHEN o.granted THEN 'true' ELSE 'false' END)) END
+     FROM workspace_permission_overrides o WHERE o.workspace_id = w.id) AS workspace_overrides,
+  (SELECT json_object('workspace_id', t.workspace_id, 'id', t.id, 'status', t.status,
+          'updated_at', t.updated_at)
+     FROM tasks t WHERE t.workspace_id = w.id AND t.id = ?4) AS task
+FROM workspaces w
+WHERE w.id = ?1`
+
+// callerRow is one row of callerQuery; the JSON columns are NULL when the
+// part does not exist.
+type callerRow struct {
+	ID, Name, Slug, OrgPlan, CreatedAt string
+	Member, Profile, DefaultProfile    []byte
+	SeatType, Plan                     []byte
+	UserOverrides, WorkspaceOverrides  []byte
+	Task                               []byte
+}
+
+// LoadCaller loads, in one query, what the policy needs about p: the
+// workspace, p.Subject's membership and seat type, the requested profile
+// (p.ProfileID), the workspace default profile, the org plan, both override
+// sets and the task (p.TaskID), all scoped to p.WorkspaceID. Parts that do
+// not exist are nil. Errors: ENotFound when the workspace does not exist,
+// EUnavailable when the database cannot be read.
+func (s *Store) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
+	stmt, err := s.loadStmt.get(ctx, s.r)
+	if err != nil {
+		return nil, err
+	}
+	var r callerRow
+	err = stmt.QueryRowContext(ctx, p.WorkspaceID, p.Subject, p.ProfileID, p.TaskID).Scan(
+		&r.ID, &r.Name, &r.Slug, &r.OrgPlan, &r.CreatedAt, &r.Member, &r.Profile, &r.DefaultProfile,
+		&r.SeatType, &r.Plan, &r.UserOverrides, &r.WorkspaceOverrides, &r.Task)
+	if err != nil {
+		return nil, translate(err, msgs{notFound: workspaceNotFound(p.WorkspaceID)})
+	}
+	created, err := parseTime(r.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
+	c := &gateway.Caller{
+		Workspace:        &gateway.Workspace{ID: r.ID, Name: r.Name, Slug: r.Slug, OrgPlan: r.OrgPlan, CreatedAt: created},
+		ProfileRequested: p.ProfileID,
+	}
+	parts := []struct {
+		raw  []byte
+		into any
+	}{
+		{r.Member, &c.Member}, {r.Profile, &c.Profile}, {r.DefaultProfile, &c.DefaultProfile},
+		{r.SeatType, &c.SeatType}, {r.Plan, &c.OrgPlan}, {r.UserOverrides, &c.UserOverrides},
+		{r.WorkspaceOverrides, &c.WorkspaceOverrides}, {r.Task, &c.Task},
+	}
+	for _, part := range parts {
+		if part.raw == nil {
+			continue // NULL: the part does not exist; leave the field nil
+		}
+		if err := json.Unmarshal(part.raw, part.into); err != nil {
+			return nil, gateway.Wrap(gateway.EInternal, err, "audit store returned an unreadable caller record")
+		}
+	}
+	return c, nil
+}
+
+// Messages for missing records: what is missing and how to create it
+// (DESIGN.md §4, admin API).
+
+func workspaceNotFound(ws string) string {
+	return fmt.Sprintf("workspace %s not found; create it with PUT /admin/v1/workspaces/%s", ws, ws)
+}
+
+func memberNotFound(ws, user string) string {
+	return fmt.Sprintf("member %s of workspace %s not found; add it with PUT /admin/v1/workspaces/%s/members/%s",
+		user, ws, ws, user)
+}
+
+func profileNotFound(ws, profile string) string {
+	return fmt.Sprintf("profile %s not found in workspace %s; create it with PUT /admin/v1/workspaces/%s/profiles/%s",
+		profile, ws, ws, profile)
+}
+
+func tokenNotFound(fp string) string {
+	return fmt.Sprintf("api token %s not found; list a workspace's tokens with GET /admin/v1/workspaces/{ws}/api-tokens", fp)
+}

@@ -1,0 +1,171 @@
+// Package sqlite is mcpgate's embedded audit store for one process, on
+// SQLite through the pure-Go modernc.org/sqlite driver. It implements the
+// same interfaces and passes the same test suite (gateway/storetest) as the
+// PostgreSQL store (DESIGN.md §6) and returns only *gateway.Error.
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/migrations"
+)
+
+// Connection settings. busy_timeout lets a writer wait for another
+// process's lock instead of failing at once; _txlock=immediate takes the
+// write lock at BEGIN, so a transaction never fails half-way on upgrading
+// a read lock; WAL lets readers run while the writer writes.
+const (
+	baseParams   = "_busy_timeout=10000&_foreign_keys=1&_txlock=immediate"
+	fileParams   = "&_journal_mode=WAL&_synchronous=NORMAL"
+	readerParams = "&_query_only=1"
+	memoryPath   = ":memory:"
+)
+
+// Store is the embedded audit store. It is safe for concurrent use: all
+// writes go through one connection (SQLite admits one writer at a time, so
+// queueing them in the pool means no call ever fails with SQLITE_BUSY), and
+// reads use a pool of read-only connections.
+type Store struct {
+	w         *sqlx.DB // the one write connection
+	r         *sqlx.DB // read-only connections; the same pool as w for ":memory:"
+	loadStmt  prepared // callerQuery, on r
+	auditStmt prepared // insertAudit, on w
+}
+
+// Open opens (creating if needed) the SQLite database at path, as in
+// MCPGATE_DATABASE_URL=sqlite:PATH; a leading "sqlite:" is removed. The
+// path ":memory:" gives a private in-memory database held by a single
+// connection (each connection to ":memory:" would be a database of its own),
+// meant for tests. Files use WAL mode. It does not migrate; call Migrate.
+// Errors: EInvalid for an empty path, EUnavailable when the file cannot be
+// opened.
+func Open(ctx context.Context, path string) (*Store, error) {
+	path = strings.TrimPrefix(path, "sqlite:")
+	if path == "" {
+		return nil, gateway.Errorf(gateway.EInvalid,
+			"MCPGATE_DATABASE_URL names no SQLite file; use sqlite:PATH, e.g. sqlite:mcpgate.db")
+	}
+	if path == memoryPath {
+		w, err := openPool(ctx, path, baseParams, 1)
+		if err != nil {
+			return nil, err
+		}
+		return newStore(w, w), nil
+	}
+	w, err := openPool(ctx, path, baseParams+fileParams, 1)
+	if err != nil {
+		return nil, err
+	}
+	r, err := openPool(ctx, path, baseParams+readerParams, max(4, runtime.GOMAXPROCS(0)))
+	if err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	return newStore(w, r), nil
+}
+
+// newStore wires the pools and the hot-path statements.
+func newStore(w, r *sqlx.DB) *Store {
+	return &Store{w: w, r: r, loadStmt: prepared{query: callerQuery}, auditStmt: prepared{query: insertAudit}}
+}
+
+// openPool opens a pool of at most n connections that are never closed for
+// age (closing the only connection of ":memory:" would drop the database).
+func openPool(ctx context.Context, path, params string, n int) (*sqlx.DB, error) {
+	db, err := sqlx.Open("sqlite", path+"?"+params)
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EInvalid, err, "cannot open SQLite database "+path)
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, gateway.Wrap(gateway.EUnavailable, err, "audit store unavailable: cannot open SQLite database "+
+			path+"; check that its folder exists and is writable (MCPGATE_DATABASE_URL=sqlite:PATH)")
+	}
+	return db, nil
+}
+
+// Close releases the prepared statements and closes the connections.
+func (s *Store) Close() error {
+	errs := []error{s.loadStmt.close(), s.auditStmt.close(), s.w.Close()}
+	if s.r != s.w {
+		errs = append(errs, s.r.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// DB returns the write pool (a single connection); packages that add
+// queries of their own should write through it.
+func (s *Store) DB() *sqlx.DB { return s.w }
+
+// Ping reports whether the database answers (for /readyz); EUnavailable if not.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.w.PingContext(ctx); err != nil {
+		return translate(err, msgs{})
+	}
+	return translate(s.r.PingContext(ctx), msgs{})
+}
+
+// Migrate applies the pending migrations of migrations.SQLite with goose;
+// it is idempotent. The embedded store serves one process, so no lock
+// beyond SQLite's own is taken. Errors: EUnavailable when the file cannot
+// be written, EInternal when a migration fails.
+func (s *Store) Migrate(ctx context.Context) error {
+	p, err := goose.NewProvider(goose.DialectSQLite3, s.w.DB, migrations.SQLite, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return gateway.Wrap(gateway.EInternal, err, "cannot read the embedded SQLite migrations")
+	}
+	if _, err := p.Up(ctx); err != nil {
+		if e := translate(err, msgs{}); gateway.ErrorCodeOf(e) == gateway.EUnavailable {
+			return e
+		}
+		return gateway.Wrap(gateway.EInternal, err, "migrating the SQLite schema failed; see the cause in the log")
+	}
+	return nil
+}
+
+// inTx runs fn in a write transaction (BEGIN IMMEDIATE), committing when it
+// returns nil and rolling back otherwise, so that a failed admin write
+// changes nothing.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return translate(err, msgs{})
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return translate(tx.Commit(), msgs{})
+}
+
+// timeLayout is how times are stored: UTC with six fractional digits, so
+// that text order is time order (see migrations/sqlite/00001_init.sql).
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+// fmtTime formats t for a time column.
+func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// now is the current time as stored: UTC, to the microsecond.
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// parseTime reads a time column.
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return t, gateway.Wrap(gateway.EInternal, err, "audit store returned an unreadable time")
+	}
+	return t, nil
+}

@@ -1,0 +1,164 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/server"
+	"github.com/mcpgate/mcpgate/gateway/sqlite"
+	"github.com/mcpgate/mcpgate/gateway/storetest"
+	"github.com/mcpgate/mcpgate/migrations"
+)
+
+// The store serves both consumers (STYLE.md, "Interfaces belong to their consumer").
+var (
+	_ server.Store     = (*sqlite.Store)(nil)
+	_ admin.Store      = (*sqlite.Store)(nil)
+	_ server.FullStore = (*sqlite.Store)(nil)
+	_ storetest.Store  = (*sqlite.Store)(nil)
+)
+
+// newStore opens and migrates a store at path, closed when t ends.
+func newStore(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", path, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	return s
+}
+
+func TestStoreInMemory(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Store { return newStore(t, ":memory:") })
+}
+
+// The file store has a separate read pool; it must pass the suite too.
+func TestStoreFile(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Store {
+		return newStore(t, "sqlite:"+filepath.Join(t.TempDir(), "mcpgate.db"))
+	})
+}
+
+func TestOpenRefusals(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, path string
+		code       gateway.ErrorCode
+	}{
+		{"empty", "", gateway.EInvalid},
+		{"prefix only", "sqlite:", gateway.EInvalid},
+		{"missing folder", filepath.Join(t.TempDir(), "no", "such", "dir", "x.db"), gateway.EUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := sqlite.Open(ctx, tc.path)
+			if s != nil {
+				_ = s.Close()
+			}
+			if got := gateway.ErrorCodeOf(err); got != tc.code {
+				t.Fatalf("Open(%q): %v, want code %s", tc.path, err, tc.code)
+			}
+		})
+	}
+}
+
+func TestFileStorePersistsAcrossReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "mcpgate.db")
+	s := newStore(t, path)
+	if err := s.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-a", Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := &gateway.AuditEvent{WorkspaceID: "ws-a", Tool: "app.list", Status: gateway.AuditAllowed}
+	if err := s.RecordAudit(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := newStore(t, "sqlite:"+path) // Migrate on a migrated file is a no-op
+	c, err := again.LoadCaller(ctx, &gateway.Principal{WorkspaceID: "ws-a"})
+	if err != nil || c.Workspace.Name != "A" {
+		t.Fatalf("after reopen LoadCaller = %+v, %v; want workspace A", c, err)
+	}
+	list, err := again.ListAuditEvents(ctx, gateway.AuditFilter{WorkspaceID: "ws-a"})
+	if err != nil || len(list) != 1 || list[0].ID != ev.ID {
+		t.Fatalf("after reopen audit events = %+v, %v; want the one row %d", list, err, ev.ID)
+	}
+	var mode string
+	if err := again.DB().GetContext(ctx, &mode, "PRAGMA journal_mode"); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q (%v), want wal", mode, err)
+	}
+}
+
+func TestMigrationsGoDownAndUpAgain(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, ":memory:")
+	p, err := goose.NewProvider(goose.DialectSQLite3, s.DB().DB, migrations.SQLite, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 0); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	var tables int
+	if err := s.DB().GetContext(ctx, &tables, `SELECT count(*) FROM sqlite_schema
+WHERE type = 'table' AND name NOT IN ('goose_db_version', 'sqlite_sequence')`); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 {
+		t.Errorf("%d tables left after migrating down to 0", tables)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+}
+
+func TestClosedStoreIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	for _, path := range []string{":memory:", filepath.Join(t.TempDir(), "x.db")} {
+		t.Run(path, func(t *testing.T) {
+			s := newStore(t, path)
+			// Use the hot-path statements first: closed ones must not turn into EInternal.
+			_, _ = s.LoadCaller(ctx, &gateway.Principal{WorkspaceID: "ws"})
+			_ = s.RecordAudit(ctx, &gateway.AuditEvent{})
+			_ = s.Close()
+			_, lerr := s.LoadCaller(ctx, &gateway.Principal{WorkspaceID: "ws"})
+			for name, err := range map[string]error{
+				"Ping":        s.Ping(ctx),
+				"LoadCaller":  lerr,
+				"RecordAudit": s.RecordAudit(ctx, &gateway.AuditEvent{}),
+			} {
+				if gateway.ErrorCodeOf(err) != gateway.EUnavailable {
+					t.Errorf("%s on a closed store: %v, want EUnavailable", name, err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkLoadCaller(b *testing.B) {
+	b.Run("memory", func(b *testing.B) { storetest.BenchLoadCaller(b, newStore(b, ":memory:")) })
+	b.Run("file", func(b *testing.B) {
+		storetest.BenchLoadCaller(b, newStore(b, filepath.Join(b.TempDir(), "bench.db")))
+	})
+}
+
+func BenchmarkRecordAudit(b *testing.B) {
+	b.Run("memory", func(b *testing.B) { storetest.BenchRecordAudit(b, newStore(b, ":memory:")) })
+	b.Run("file", func(b *testing.B) {
+		storetest.BenchRecordAudit(b, newStore(b, filepath.Join(b.TempDir(), "bench.db")))
+	})
+	b.Run("file-parallel", func(b *testing.B) {
+		storetest.BenchRecordAuditParallel(b, newStore(b, filepath.Join(b.TempDir(), "bench.db")))
+	})
+}

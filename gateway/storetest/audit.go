@@ -1,0 +1,216 @@
+package storetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// base is the time of the first fixture event; events are a second apart.
+var base = time.Date(2025, 3, 4, 5, 6, 7, 890123000, time.UTC)
+
+// event returns a fully populated audit event number i.
+func event(i int, ws, task, tool, status string) *gateway.AuditEvent {
+	return &gateway.AuditEvent{
+		Time: base.Add(time.Duration(i) * time.Second), RequestID: fmt.Sprintf("req-%d", i),
+		DecisionID: fmt.Sprintf("dec-%d", i), WorkspaceID: ws, TaskID: task, ProfileID: "p1", Actor: "u1",
+		PrincipalKind: gateway.PrincipalAgent, TokenFP: "", Tool: tool, Tier: gateway.TierRead, Status: status,
+		ErrorClass: "", ReasonCodes: []string{"allowlist.match"}, Bucket: "task", LatencyMicros: int64(100 + i),
+		ArgumentsHash: fmt.Sprintf("sha256:%d", i),
+	}
+}
+
+var auditTests = []test{
+	{"RoundTrip", func(t *testing.T, s Store) {
+		ev := event(1, "ws-a", "t1", "app.list", gateway.AuditDenied)
+		ev.PrincipalKind, ev.TokenFP, ev.ErrorClass = gateway.PrincipalCoordinator, "fp-1", "Forbidden"
+		ev.ReasonCodes = []string{"tier.not_allowed", "role.required"}
+		ev.Arguments = json.RawMessage(`{"app_id":"a1","n":2}`)
+		must(t, s.RecordAudit(ctx(t), ev), "RecordAudit")
+		if ev.ID <= 0 {
+			t.Fatalf("RecordAudit set ID %d, want > 0", ev.ID)
+		}
+		bare := &gateway.AuditEvent{WorkspaceID: "ws-a", Tool: "memory.read", Status: gateway.AuditAllowed}
+		before := time.Now().Add(-time.Second)
+		must(t, s.RecordAudit(gateway.WithRequestID(ctx(t), "req-from-ctx"), bare), "bare event")
+		if bare.ID <= ev.ID {
+			t.Errorf("second id %d not after first %d", bare.ID, ev.ID)
+		}
+		if bare.Time.Before(before) || bare.Time.After(time.Now().Add(time.Second)) {
+			t.Errorf("zero Time became %v, want now", bare.Time)
+		}
+		badArgs := event(3, "ws-a", "t1", "app.list", gateway.AuditAllowed)
+		badArgs.Arguments = json.RawMessage(`{"unterminated`)
+		wantCode(t, s.RecordAudit(ctx(t), badArgs), gateway.EInvalid, "arguments that are not JSON")
+		list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a"})
+		must(t, err, "list")
+		if len(list) != 2 {
+			t.Fatalf("listed %d events, want 2", len(list))
+		}
+		wantEvent(t, list[1], ev)
+		wantEvent(t, list[0], bare)
+		if list[0].RequestID != "req-from-ctx" || list[0].ReasonCodes == nil || list[0].Arguments != nil {
+			t.Errorf("bare event read back as %+v: want request id from ctx, empty reason codes, no arguments", list[0])
+		}
+	}},
+	{"FinishAudit", func(t *testing.T, s Store) {
+		ev := event(1, "ws-a", "t1", "app.deploy", gateway.AuditAllowed)
+		must(t, s.RecordAudit(ctx(t), ev), "record")
+		want := *ev
+		fin := &gateway.AuditEvent{ID: ev.ID, Status: gateway.AuditError, ErrorClass: "Unavailable", LatencyMicros: 4321}
+		must(t, s.FinishAudit(ctx(t), fin), "finish")
+		want.Status, want.ErrorClass, want.LatencyMicros = fin.Status, fin.ErrorClass, fin.LatencyMicros
+		list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a"})
+		must(t, err, "list")
+		if len(list) != 1 {
+			t.Fatalf("listed %d events, want 1 (finishing must not add a row)", len(list))
+		}
+		wantEvent(t, list[0], &want)
+		wantCode(t, s.FinishAudit(ctx(t), &gateway.AuditEvent{ID: ev.ID + 1000, Status: "allowed"}),
+			gateway.ENotFound, "finish of unknown id")
+	}},
+	{"ListFiltersOrderLimit", func(t *testing.T, s Store) {
+		specs := []struct{ ws, task, tool, status string }{
+			{"ws-a", "t1", "app.list", gateway.AuditAllowed},                // 0
+			{"ws-a", "t1", "app.deploy", gateway.AuditDenied},               // 1
+			{"ws-a", "t2", "app.list", gateway.AuditRateLimited},            // 2
+			{"ws-b", "t1", "app.list", gateway.AuditAllowed},                // 3
+			{"ws-a", "t1", "app.list", gateway.AuditAllowed},                // 4
+			{"ws-b", "t3", "script.run", gateway.AuditError},                // 5
+			{"ws-a", "t2", "app.deploy", gateway.AuditConfirmationRequired}, // 6
+		}
+		// Insert out of time order: listing order must follow time, not id.
+		for _, i := range []int{3, 0, 6, 1, 5, 2, 4} {
+			sp := specs[i]
+			must(t, s.RecordAudit(ctx(t), event(i, sp.ws, sp.task, sp.tool, sp.status)), "record")
+		}
+		for _, tc := range []struct {
+			name string
+			f    gateway.AuditFilter
+			want []int // request numbers, newest first
+		}{
+			{"all", gateway.AuditFilter{}, []int{6, 5, 4, 3, 2, 1, 0}},
+			{"workspace", gateway.AuditFilter{WorkspaceID: "ws-a"}, []int{6, 4, 2, 1, 0}},
+			{"task across workspaces", gateway.AuditFilter{TaskID: "t1"}, []int{4, 3, 1, 0}},
+			{"workspace and task", gateway.AuditFilter{WorkspaceID: "ws-a", TaskID: "t1"}, []int{4, 1, 0}},
+			{"tool", gateway.AuditFilter{Tool: "app.deploy"}, []int{6, 1}},
+			{"status", gateway.AuditFilter{Status: gateway.AuditAllowed}, []int{4, 3, 0}},
+			{"all four", gateway.AuditFilter{WorkspaceID: "ws-a", TaskID: "t1", Tool: "app.list", Status: "allowed"}, []int{4, 0}},
+			{"limit", gateway.AuditFilter{WorkspaceID: "ws-a", Limit: 2}, []int{6, 4}},
+			{"no match", gateway.AuditFilter{WorkspaceID: "ws-9"}, nil},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				list, err := s.ListAuditEvents(ctx(t), tc.f)
+				must(t, err, "ListAuditEvents")
+				var got []int
+				for _, ev := range list {
+					var n int
+					_, _ = fmt.Sscanf(ev.RequestID, "req-%d", &n)
+					got = append(got, n)
+				}
+				if !slices.Equal(got, tc.want) {
+					t.Errorf("events %v, want %v", got, tc.want)
+				}
+			})
+		}
+	}},
+	{"LimitDefaultAndCap", func(t *testing.T, s Store) {
+		recordMany(t, s, 1001, "ws-a")
+		for _, tc := range []struct {
+			name  string
+			limit int
+			want  int
+		}{
+			{"zero means default 100", 0, 100},
+			{"negative means default 100", -5, 100},
+			{"explicit", 7, 7},
+			{"capped at 1000", 5000, 1000},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a", Limit: tc.limit})
+				must(t, err, "ListAuditEvents")
+				if len(list) != tc.want {
+					t.Errorf("got %d events, want %d", len(list), tc.want)
+				}
+			})
+		}
+	}},
+	{"ConcurrentRecordAudit", func(t *testing.T, s Store) {
+		ids := recordMany(t, s, 100, "ws-c")
+		slices.Sort(ids)
+		if len(slices.Compact(ids)) != 100 {
+			t.Errorf("100 concurrent inserts produced %d distinct ids", len(slices.Compact(ids)))
+		}
+		list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-c", Limit: 1000})
+		must(t, err, "list")
+		if len(list) != 100 {
+			t.Errorf("100 concurrent RecordAudit calls left %d rows, want exactly 100", len(list))
+		}
+	}},
+}
+
+// recordMany records n events of workspace ws from 100 goroutines at once
+// and returns their ids; any error fails t.
+func recordMany(t *testing.T, s Store, n int, ws string) []int64 {
+	t.Helper()
+	ids := make([]int64, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 100)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ev := event(i, ws, "t1", "app.list", gateway.AuditAllowed)
+			errs[i] = s.RecordAudit(ctx(t), ev)
+			ids[i] = ev.ID
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("RecordAudit #%d of %d concurrent: %v", i, n, err)
+		}
+	}
+	return ids
+}
+
+// wantEvent compares an event read back with the one written; Arguments
+// are compared as JSON values (PostgreSQL's jsonb re-formats them).
+func wantEvent(t *testing.T, got gateway.AuditEvent, want *gateway.AuditEvent) {
+	t.Helper()
+	if !got.Time.Equal(want.Time) {
+		t.Errorf("time %v, want %v", got.Time, want.Time)
+	}
+	if !sameJSON(got.Arguments, want.Arguments) {
+		t.Errorf("arguments %s, want %s", got.Arguments, want.Arguments)
+	}
+	g, w := got, *want
+	g.Time, w.Time, g.Arguments, w.Arguments = time.Time{}, time.Time{}, nil, nil
+	if len(g.ReasonCodes) == 0 && len(w.ReasonCodes) == 0 {
+		g.ReasonCodes, w.ReasonCodes = nil, nil
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("event read back\n got %+v\nwant %+v", g, w)
+	}
+}
+
+// sameJSON reports whether a and b hold the same JSON value (both empty counts).
+func sameJSON(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
+}

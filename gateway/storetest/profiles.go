@@ -1,0 +1,189 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+var profileTests = []test{
+	{"PutProfileCreatesAndReplaces", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		p := &gateway.Profile{WorkspaceID: "ws-a", ID: "ops", Name: "Ops", Allowlist: []string{"supacloud.read.*"}}
+		must(t, s.PutProfile(ctx(t), p), "create")
+		must(t, s.PutProfile(ctx(t), &gateway.Profile{WorkspaceID: "ws-a", ID: "ops", Name: "Ops 2",
+			Allowlist: []string{"supacloud.ops.*", "supacloud.read.*"}}), "replace")
+		got := loadAs(t, s, "ws-a", "", "ops", "").Profile
+		want := &gateway.Profile{WorkspaceID: "ws-a", ID: "ops", Name: "Ops 2",
+			Allowlist: []string{"supacloud.ops.*", "supacloud.read.*"}}
+		wantProfile(t, "replaced profile", got, want)
+		wantCode(t, s.PutProfile(ctx(t), &gateway.Profile{WorkspaceID: "ws-9", ID: "ops"}), gateway.ENotFound, "unknown workspace")
+		wantCode(t, s.PutProfile(ctx(t), &gateway.Profile{WorkspaceID: "ws-a", ID: ""}), gateway.EInvalid, "empty id")
+		must(t, s.PutProfile(ctx(t), &gateway.Profile{WorkspaceID: "ws-a", ID: "bare"}), "nil allowlist")
+		if got := loadAs(t, s, "ws-a", "", "bare", "").Profile; got == nil || len(got.Allowlist) != 0 {
+			t.Errorf("profile with nil allowlist = %+v, want an empty allowlist", got)
+		}
+	}},
+	{"ScriptAllowlistNilEmptyValues", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		for _, tc := range []struct {
+			name string
+			list []string
+		}{
+			{"nil means no restriction", nil},
+			{"empty means no script", []string{}},
+			{"values", []string{"backup-db", "rotate-logs"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				p := &gateway.Profile{WorkspaceID: "ws-a", ID: "p-" + tc.name, ScriptAllowlist: tc.list}
+				must(t, s.PutProfile(ctx(t), p), "PutProfile")
+				got := loadAs(t, s, "ws-a", "", p.ID, "").Profile
+				if got == nil {
+					t.Fatal("profile not found")
+				}
+				if (got.ScriptAllowlist == nil) != (tc.list == nil) || !slices.Equal(got.ScriptAllowlist, tc.list) {
+					t.Errorf("script_allowlist = %#v, want %#v", got.ScriptAllowlist, tc.list)
+				}
+			})
+		}
+		// Replacing a restricted profile with nil lifts the restriction.
+		must(t, s.PutProfile(ctx(t), &gateway.Profile{WorkspaceID: "ws-a", ID: "p-values"}), "lift")
+		if got := loadAs(t, s, "ws-a", "", "p-values", "").Profile; got.ScriptAllowlist != nil {
+			t.Errorf("after replace with nil, script_allowlist = %#v, want nil", got.ScriptAllowlist)
+		}
+	}},
+	{"DefaultProfileAtMostOne", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		for _, id := range []string{"p1", "p2"} {
+			must(t, s.PutProfile(ctx(t), &gateway.Profile{WorkspaceID: "ws-a", ID: id, Allowlist: []string{id}}), id)
+		}
+		if c := loadAs(t, s, "ws-a", "", "", ""); c.DefaultProfile != nil {
+			t.Fatalf("default before any set = %+v, want nil", c.DefaultProfile)
+		}
+		steps := []struct {
+			name    string
+			set     *string
+			want    string // "" = no default
+			p1IsDef bool
+		}{
+			{"set p1", ptr("p1"), "p1", true},
+			{"set p1 again", ptr("p1"), "p1", true},
+			{"set p2 clears p1", ptr("p2"), "p2", false},
+			{"nil clears", nil, "", false},
+			{"set p1 after clear", ptr("p1"), "p1", true},
+		}
+		for _, st := range steps {
+			must(t, s.SetDefaultProfile(ctx(t), "ws-a", st.set), st.name)
+			c := loadAs(t, s, "ws-a", "", "p1", "")
+			if got := profileID(c.DefaultProfile); got != st.want {
+				t.Fatalf("%s: default = %q, want %q", st.name, got, st.want)
+			}
+			if c.Profile.IsDefault != st.p1IsDef {
+				t.Fatalf("%s: p1.IsDefault = %v, want %v", st.name, c.Profile.IsDefault, st.p1IsDef)
+			}
+		}
+	}},
+	{"DefaultProfileErrorsChangeNothing", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		putWorkspace(t, s, "ws-b")
+		must(t, s.PutProfile(ctx(t), &gateway.Profile{WorkspaceID: "ws-a", ID: "pa"}), "pa")
+		must(t, s.PutProfile(ctx(t), &gateway.Profile{WorkspaceID: "ws-b", ID: "pb"}), "pb")
+		must(t, s.SetDefaultProfile(ctx(t), "ws-a", ptr("pa")), "set pa")
+		for _, tc := range []struct {
+			name    string
+			ws      string
+			profile *string
+		}{
+			{"profile of another workspace", "ws-a", ptr("pb")},
+			{"unknown profile", "ws-a", ptr("nope")},
+			{"unknown workspace", "ws-9", ptr("pa")},
+			{"clear on unknown workspace", "ws-9", nil},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				wantCode(t, s.SetDefaultProfile(ctx(t), tc.ws, tc.profile), gateway.ENotFound, "SetDefaultProfile")
+			})
+		}
+		if got := profileID(loadAs(t, s, "ws-a", "", "", "").DefaultProfile); got != "pa" {
+			t.Errorf("after refused changes default of ws-a = %q, want pa", got)
+		}
+		if got := loadAs(t, s, "ws-b", "", "", "").DefaultProfile; got != nil {
+			t.Errorf("ws-b default = %+v, want none", got)
+		}
+	}},
+	{"ConcurrentDefaultChanges", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		const n = 20
+		for i := range n {
+			must(t, s.PutProfile(ctx(t), &gateway.Profile{WorkspaceID: "ws-a", ID: fmt.Sprintf("p%d", i)}), "profile")
+		}
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { errs[i] = s.SetDefaultProfile(ctx(t), "ws-a", ptr(fmt.Sprintf("p%d", i))) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("concurrent SetDefaultProfile(p%d): %v; concurrent changes must queue, not fail", i, err)
+			}
+		}
+		defaults := 0
+		for i := range n {
+			if loadAs(t, s, "ws-a", "", fmt.Sprintf("p%d", i), "").Profile.IsDefault {
+				defaults++
+			}
+		}
+		if defaults != 1 {
+			t.Errorf("%d default profiles after concurrent changes, want exactly 1", defaults)
+		}
+	}},
+	{"PutProfileKeepsDefaultFlag", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		must(t, s.PutProfile(ctx(t), &gateway.Profile{WorkspaceID: "ws-a", ID: "p1"}), "p1")
+		must(t, s.SetDefaultProfile(ctx(t), "ws-a", ptr("p1")), "default")
+		p := &gateway.Profile{WorkspaceID: "ws-a", ID: "p1", Name: "renamed", IsDefault: false}
+		must(t, s.PutProfile(ctx(t), p), "replace")
+		if !p.IsDefault {
+			t.Error("PutProfile did not report the kept default flag in p.IsDefault")
+		}
+		if got := loadAs(t, s, "ws-a", "", "", "").DefaultProfile; got == nil || got.Name != "renamed" {
+			t.Errorf("default after replace = %+v, want p1 renamed", got)
+		}
+		p2 := &gateway.Profile{WorkspaceID: "ws-a", ID: "p2", IsDefault: true}
+		must(t, s.PutProfile(ctx(t), p2), "new profile claiming default")
+		if p2.IsDefault {
+			t.Error("a new profile became default through PutProfile; only SetDefaultProfile may do that")
+		}
+		if got := profileID(loadAs(t, s, "ws-a", "", "", "").DefaultProfile); got != "p1" {
+			t.Errorf("default = %q, want p1", got)
+		}
+	}},
+}
+
+// profileID returns p's id, or "" for nil.
+func profileID(p *gateway.Profile) string {
+	if p == nil {
+		return ""
+	}
+	return p.ID
+}
+
+// wantProfile compares profiles field by field (allowlists as lists).
+func wantProfile(t *testing.T, what string, got, want *gateway.Profile) {
+	t.Helper()
+	if (got == nil) != (want == nil) {
+		t.Fatalf("%s = %+v, want %+v", what, got, want)
+	}
+	if got == nil {
+		return
+	}
+	if got.WorkspaceID != want.WorkspaceID || got.ID != want.ID || got.Name != want.Name ||
+		got.IsDefault != want.IsDefault || !slices.Equal(got.Allowlist, want.Allowlist) ||
+		(got.ScriptAllowlist == nil) != (want.ScriptAllowlist == nil) ||
+		!slices.Equal(got.ScriptAllowlist, want.ScriptAllowlist) {
+		t.Fatalf("%s = %+v, want %+v", what, *got, *want)
+	}
+}

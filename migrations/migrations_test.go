@@ -1,0 +1,77 @@
+package migrations
+
+import (
+	"io/fs"
+	"regexp"
+	"slices"
+	"testing"
+)
+
+var (
+	tableRe      = regexp.MustCompile(`(?m)^CREATE TABLE (\w+)`)
+	indexRe      = regexp.MustCompile(`(?m)^CREATE (?:UNIQUE )?INDEX (\w+)`)
+	constraintRe = regexp.MustCompile(`CONSTRAINT (\w+)\s+CHECK`)
+)
+
+// names returns the sorted, distinct first submatches of re in every .sql
+// file of fsys.
+func names(t *testing.T, fsys fs.FS, re *regexp.Regexp) []string {
+	t.Helper()
+	paths, err := fs.Glob(fsys, "*.sql")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no migrations found (err %v)", err)
+	}
+	var out []string
+	for _, p := range paths {
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			out = append(out, m[1])
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func TestDialectsDefineTheSameSchema(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		re   *regexp.Regexp
+	}{
+		{"tables", tableRe},
+		{"indexes", indexRe},
+		{"named CHECK constraints", constraintRe},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pg, lite := names(t, Postgres, tc.re), names(t, SQLite, tc.re)
+			if len(pg) == 0 {
+				t.Fatal("found none in the postgres migrations")
+			}
+			if !slices.Equal(pg, lite) {
+				t.Errorf("postgres and sqlite differ:\npostgres %v\nsqlite   %v", pg, lite)
+			}
+		})
+	}
+}
+
+func TestEveryNamedConstraintHasAMessage(t *testing.T) {
+	defined := names(t, Postgres, constraintRe)
+	for _, name := range defined {
+		if msg, ok := ConstraintMessage(name); !ok || msg == "" {
+			t.Errorf("constraint %s has no message in constraintMessages", name)
+		}
+	}
+	for name := range constraintMessages {
+		if !slices.Contains(defined, name) {
+			t.Errorf("constraintMessages names %s, which no migration defines", name)
+		}
+	}
+}
+
+func TestConstraintMessageUnknown(t *testing.T) {
+	if msg, ok := ConstraintMessage("no_such_check"); ok || msg != "" {
+		t.Errorf("ConstraintMessage(no_such_check) = %q, %v; want \"\", false", msg, ok)
+	}
+}
