@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/auth"
+	"github.com/mcpgate/mcpgate/gateway/server"
+)
+
+// devDefaults fills the variables `serve --dev` needs when the environment
+// leaves them unset: generated keys, console logs, the embedded store.
+type devDefaults struct {
+	base       func(string) string
+	generated  map[string]string
+	adminToken string
+}
+
+func newDevDefaults(base func(string) string) *devDefaults {
+	d := &devDefaults{base: base, generated: map[string]string{
+		"MCPGATE_JWT_SECRET":                randomHex(32),
+		"MCPGATE_ADMIN_TOKEN":               "dev-admin-" + randomHex(12),
+		"SUPACLOUD_MCP_CONFIRMATION_SECRET": randomHex(32),
+		"MCPGATE_LOG_FORMAT":                "console",
+		"MCPGATE_DATABASE_URL":              "sqlite:mcpgate-dev.db",
+	}}
+	return d
+}
+
+func (d *devDefaults) getenv(name string) string {
+	if v := d.base(name); v != "" {
+		return v
+	}
+	if name == "MCPGATE_JWT_SECRET" && d.base("MCPGATE_JWT_PUBLIC_KEY_FILE") != "" {
+		return ""
+	}
+	return d.generated[name]
+}
+
+// The demo workspace `serve --dev` creates (or refreshes) at start.
+const (
+	devWorkspace = "ws-demo"
+	devUser      = "alice"
+	devTask      = "task-1"
+	devProfile   = "ops-bot"
+)
+
+// seed creates the demo workspace, members, profiles and task, then prints
+// the URL, a dev agent token and a copy-paste example.
+func (d *devDefaults) seed(ctx context.Context, app *server.App, out io.Writer, url string) error {
+	s := app.Store
+	steps := []func() error{
+		func() error {
+			return s.PutOrgPlan(ctx, &gateway.OrgPlan{Name: "team", Permissions: gateway.Permissions{"workspace.budget.view": true}})
+		},
+		func() error {
+			return s.PutSeatType(ctx, &gateway.SeatType{Name: "developer", Permissions: gateway.Permissions{"workspace.plan.view": true}})
+		},
+		func() error {
+			return s.PutWorkspace(ctx, &gateway.Workspace{ID: devWorkspace, Name: "Acme Robotics", Slug: "acme", OrgPlan: "team"})
+		},
+		func() error {
+			return s.PutMember(ctx, &gateway.Member{WorkspaceID: devWorkspace, UserID: devUser, Role: gateway.RoleOwner, SeatType: "developer"})
+		},
+		func() error {
+			return s.PutMember(ctx, &gateway.Member{WorkspaceID: devWorkspace, UserID: "bob", Role: gateway.RoleMember, SeatType: "developer"})
+		},
+		func() error {
+			return s.PutProfile(ctx, &gateway.Profile{WorkspaceID: devWorkspace, ID: devProfile, Name: "Ops bot",
+				Allowlist: []string{"supacloud.read.*", "supacloud.ops.*", "supacloud.scaffold.*", "supacloud.deploy.*", "supacloud.script.run"}})
+		},
+		func() error {
+			return s.PutProfile(ctx, &gateway.Profile{WorkspaceID: devWorkspace, ID: "reader", Name: "Reader", Allowlist: []string{"supacloud.read.*"}})
+		},
+		func() error {
+			return s.PutTask(ctx, &gateway.Task{WorkspaceID: devWorkspace, ID: devTask, Status: gateway.TaskRunning})
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return fmt.Errorf("seed demo workspace: %w", err)
+		}
+	}
+	tok, err := app.JWT.Issue(auth.AgentClaims{Subject: devUser, WorkspaceID: devWorkspace, TaskID: devTask, ProfileID: devProfile}, 24*time.Hour)
+	if err != nil {
+		return fmt.Errorf("issue dev token: %w", err)
+	}
+	printDevBanner(out, url, tok, d.getenv("MCPGATE_ADMIN_TOKEN"))
+	return nil
+}
+
+func printDevBanner(out io.Writer, url, token, adminToken string) {
+	fmt.Fprintf(out, `
+mcpgate (dev) is listening on %[1]s
+  MCP endpoint : %[1]s/mcp   (agent %[3]s, workspace %[4]s, task %[5]s, profile %[6]s; valid 24h)
+  admin API    : %[1]s/admin/v1   (Authorization: Bearer %[7]s)
+
+Copy-paste example (initialize, then call workspace.info):
+
+export MCPGATE_TOKEN=%[2]s
+H=(-H "Authorization: Bearer $MCPGATE_TOKEN" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
+SID=$(curl -s -o /dev/null -D - "${H[@]}" %[1]s/mcp -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}' | awk 'tolower($1)=="mcp-session-id:"{print $2}' | tr -d '\r')
+curl -s "${H[@]}" -H "Mcp-Session-Id: $SID" -H 'MCP-Protocol-Version: 2025-06-18' %[1]s/mcp -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"workspace.info","arguments":{}}}'; echo
+
+`, url, token, devUser, devWorkspace, devTask, devProfile, adminToken)
+}

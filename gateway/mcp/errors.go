@@ -1,0 +1,116 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// protocolError is a transport-level failure that has no gateway.ErrorCode of
+// its own: malformed JSON-RPC, a missing or unknown session, a bad header.
+// It carries the HTTP status it is answered with (DESIGN.md §5: "the HTTP
+// status is for transport problems").
+type protocolError struct {
+	status int               // HTTP status of the reply
+	code   int               // JSON-RPC error code
+	class  gateway.ErrorCode // data.class
+	msg    string
+}
+
+func (e *protocolError) Error() string { return e.msg }
+
+// errParse is the reply to a body that is not JSON (HTTP 400, -32700).
+func errParse(format string, args ...any) error {
+	return &protocolError{http.StatusBadRequest, gateway.RPCParseError, gateway.EInvalid, fmt.Sprintf(format, args...)}
+}
+
+// errInvalidRequest is the reply to JSON that is not an acceptable JSON-RPC
+// request for this endpoint (HTTP 400, -32600).
+func errInvalidRequest(format string, args ...any) error {
+	return &protocolError{http.StatusBadRequest, gateway.RPCInvalidRequest, gateway.EInvalid, fmt.Sprintf(format, args...)}
+}
+
+// errStatus is a transport error with its own HTTP status (403, 404, 405,
+// 406, 409, 413); the JSON-RPC code stays -32600.
+func errStatus(status int, class gateway.ErrorCode, format string, args ...any) error {
+	return &protocolError{status, gateway.RPCInvalidRequest, class, fmt.Sprintf(format, args...)}
+}
+
+// rpcError is the JSON-RPC error object on the wire.
+type rpcError struct {
+	Code    int        `json:"code"`
+	Message string     `json:"message"`
+	Data    *errorData `json:"data,omitempty"`
+}
+
+// errorData is the "data" member of every error mcpgate sends
+// (DESIGN.md §5: class, status, and for policy denials decision_id and
+// reasons; bucket for rate limits).
+type errorData struct {
+	Class      string           `json:"class"`
+	Status     int              `json:"status"`
+	DecisionID string           `json:"decision_id,omitempty"`
+	Reasons    []gateway.Reason `json:"reasons,omitempty"`
+	Bucket     string           `json:"bucket,omitempty"`
+}
+
+// wireError is the one place that turns an error into its JSON-RPC error
+// object and HTTP status (STYLE.md, "One error type, one writer"). Errors of
+// class Internal are logged at error level with their cause; the caller sees
+// only the message meant for people. Everything else is logged at debug.
+func (t *Transport) wireError(ctx context.Context, err error) (*rpcError, int) {
+	var pe *protocolError
+	if errors.As(err, &pe) {
+		t.log.Debug("mcp: request refused", zap.String("request_id", gateway.RequestIDFrom(ctx)),
+			zap.Int("status", pe.status), zap.String("reason", pe.msg))
+		return &rpcError{Code: pe.code, Message: pe.msg,
+			Data: &errorData{Class: string(pe.class), Status: pe.status}}, pe.status
+	}
+	code := gateway.ErrorCodeOf(err)
+	e := &rpcError{Code: code.RPCCode(), Message: gateway.ErrorMessageOf(err),
+		Data: &errorData{Class: code.Class(), Status: code.HTTPStatus()}}
+	var ge *gateway.Error
+	if errors.As(err, &ge) {
+		e.Data.DecisionID, e.Data.Reasons, e.Data.Bucket = ge.DecisionID, ge.Reasons, ge.Bucket
+	}
+	if code.Class() == string(gateway.EInternal) {
+		t.log.Error("mcp: internal error", zap.String("request_id", gateway.RequestIDFrom(ctx)), zap.Error(err))
+	} else {
+		t.log.Debug("mcp: request failed", zap.String("request_id", gateway.RequestIDFrom(ctx)),
+			zap.String("class", code.Class()), zap.String("message", e.Message))
+	}
+	return e, code.HTTPStatus()
+}
+
+// defaultChallenge is the WWW-Authenticate value of a 401 when
+// Options.Challenge is nil (RFC 6750 §3).
+func defaultChallenge(err error) string {
+	return `Bearer realm="mcpgate", error="invalid_token", error_description=` +
+		quoteHeader(gateway.ErrorMessageOf(err))
+}
+
+// quoteHeader renders s as an HTTP quoted-string, dropping control
+// characters so that an error message can never split a header.
+func quoteHeader(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -1,0 +1,304 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// Test credentials: the bearer token selects a principal.
+const (
+	tokAlice = "tok-alice-secret"
+	tokBob   = "tok-bob-secret"
+	tokCoord = "scmt_coord-secret"
+	tokDown  = "tok-store-down"
+)
+
+var principals = map[string]gateway.Principal{
+	tokAlice: {Kind: gateway.PrincipalAgent, Subject: "user-a", WorkspaceID: "ws-1", TaskID: "task-1"},
+	tokBob:   {Kind: gateway.PrincipalAgent, Subject: "user-b", WorkspaceID: "ws-1", TaskID: "task-2"},
+	tokCoord: {Kind: gateway.PrincipalCoordinator, Subject: "token:fp1", WorkspaceID: "ws-1", TokenFingerprint: "fp1", Scopes: []string{"mcp:read"}},
+}
+
+// fakeAuth maps "Authorization: Bearer <token>" to principals.
+type fakeAuth struct{}
+
+func (fakeAuth) Authenticate(r *http.Request) (*gateway.Principal, error) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if tok == tokDown {
+		return nil, gateway.Wrap(gateway.EUnavailable, errors.New("db down"), "credential store unavailable; retry shortly")
+	}
+	p, known := principals[tok]
+	if !ok || !known {
+		return nil, gateway.Errorf(gateway.EUnauthenticated, "missing or invalid bearer token; send Authorization: Bearer <token>")
+	}
+	return &p, nil
+}
+
+// fakeHandler serves nTools tools and a set of special tools whose names
+// select a behaviour. It records what it was given.
+type fakeHandler struct {
+	nTools int
+
+	mu         sync.Mutex
+	calls      []*CallToolParams
+	requestIDs []string
+	ctxErr     error
+	started    chan struct{} // closed-over signal for the "slow" tool
+}
+
+func toolName(i int) string { return fmt.Sprintf("tool.%03d", i) }
+
+func (h *fakeHandler) ListTools(ctx context.Context, p *gateway.Principal) ([]Tool, error) {
+	h.record(ctx, nil)
+	tools := make([]Tool, h.nTools)
+	for i := range tools {
+		tools[i] = Tool{Name: toolName(i), Description: "fake tool", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	}
+	return tools, nil
+}
+
+func (h *fakeHandler) record(ctx context.Context, call *CallToolParams) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.requestIDs = append(h.requestIDs, gateway.RequestIDFrom(ctx))
+	if call != nil {
+		h.calls = append(h.calls, call)
+	}
+}
+
+func (h *fakeHandler) lastCall() *CallToolParams {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.calls) == 0 {
+		return nil
+	}
+	return h.calls[len(h.calls)-1]
+}
+
+var errBoom = errors.New("pq: connection refused to 10.0.0.7")
+
+func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *CallToolParams) (*gateway.ToolResult, error) {
+	h.record(ctx, call)
+	switch call.Name {
+	case "deny":
+		return nil, &gateway.Error{Code: gateway.EForbidden, Message: "tool deny needs grant supacloud.ops.*",
+			DecisionID: "dec-1", Reasons: []gateway.Reason{{Code: "allowlist_missing", Message: "profile lacks supacloud.ops.*"}}}
+	case "limit":
+		return nil, &gateway.Error{Code: gateway.ERateLimited, Message: "Rate limit exceeded for tool 'limit'", Bucket: "task"}
+	case "invalid":
+		return nil, gateway.Errorf(gateway.EInvalid, "argument project_id of tool invalid is required")
+	case "unknown":
+		return nil, gateway.Errorf(gateway.EMethodNotFound, "unknown tool %q", call.Name)
+	case "boom":
+		return nil, fmt.Errorf("adapter: %w", errBoom)
+	case "internal":
+		return nil, gateway.Wrap(gateway.EInternal, errBoom, "policy evaluation failed; the call was not dispatched")
+	case "panic":
+		panic("handler bug")
+	case "nan":
+		return &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": "x"}}, StructuredContent: map[string]any{"v": math.NaN()}}, nil
+	case "nil":
+		return nil, nil
+	case "structured":
+		return &gateway.ToolResult{StructuredContent: map[string]any{"ok": true}}, nil
+	case "slow":
+		if h.started != nil {
+			close(h.started)
+		}
+		<-ctx.Done()
+		h.mu.Lock()
+		h.ctxErr = ctx.Err()
+		h.mu.Unlock()
+		return nil, gateway.Errorf(gateway.EUnavailable, "cancelled")
+	}
+	return &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": "called " + call.Name}},
+		StructuredContent: map[string]any{"args": call.Arguments}}, nil
+}
+
+// env is a running transport behind an httptest server.
+type env struct {
+	t    *testing.T
+	tr   *Transport
+	h    *fakeHandler
+	srv  *httptest.Server
+	logs *observer.ObservedLogs
+}
+
+func newEnv(t *testing.T, mod func(*Options)) *env {
+	t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	h := &fakeHandler{nTools: 120}
+	opts := Options{Authenticator: fakeAuth{}, Handler: h, Logger: zap.New(core),
+		ServerName: "mcpgate-test", ServerVersion: "1.2.3", Instructions: "use tools wisely"}
+	if mod != nil {
+		mod(&opts)
+	}
+	tr, err := NewHandler(opts)
+	if err != nil {
+		t.Fatalf("NewHandler: %v", err)
+	}
+	e := &env{t: t, tr: tr, h: h, logs: logs}
+	e.srv = httptest.NewServer(tr)
+	e.srv.Client().Timeout = 10 * time.Second       // a stream opened by mistake fails the test instead of hanging it
+	t.Cleanup(func() { tr.Close(); e.srv.Close() }) // Close first: it ends open GET streams
+	return e
+}
+
+// hdr builds request headers: token, session, version, accept.
+type hdr struct {
+	token, session, version, accept, origin string
+}
+
+func (e *env) do(method string, h hdr, body string) *http.Response {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.srv.URL, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
+	}
+	if h.session != "" {
+		req.Header.Set(headerSessionID, h.session)
+	}
+	if h.version != "" {
+		req.Header.Set(headerProtocolVersion, h.version)
+	}
+	if h.accept != "-" {
+		accept := h.accept
+		if accept == "" {
+			accept = "application/json, text/event-stream"
+		}
+		req.Header.Set("Accept", accept)
+	}
+	if h.origin != "" {
+		req.Header.Set("Origin", h.origin)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp
+}
+
+// wireResp is a decoded JSON-RPC response.
+type wireResp struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result"`
+	Error   *struct {
+		Code    int       `json:"code"`
+		Message string    `json:"message"`
+		Data    errorData `json:"data"`
+	} `json:"error"`
+}
+
+func readAll(t *testing.T, resp *http.Response) []byte {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func decodeResp(t *testing.T, b []byte) wireResp {
+	t.Helper()
+	var r wireResp
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("response %q is not a JSON-RPC response: %v", b, err)
+	}
+	return r
+}
+
+// initialize starts a session for token at version and returns its id.
+func (e *env) initialize(token, version string) string {
+	e.t.Helper()
+	resp := e.do("POST", hdr{token: token}, initBody(version))
+	body := readAll(e.t, resp)
+	if resp.StatusCode != 200 {
+		e.t.Fatalf("initialize: status %d: %s", resp.StatusCode, body)
+	}
+	id := resp.Header.Get(headerSessionID)
+	if id == "" {
+		e.t.Fatalf("initialize: no %s header", headerSessionID)
+	}
+	return id
+}
+
+func initBody(version string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, version)
+}
+
+// rpc sends one request in session s and returns the HTTP status and the
+// decoded response.
+func (e *env) rpc(h hdr, method, params string) (int, wireResp) {
+	e.t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":%q`, method)
+	if params != "" {
+		body += `,"params":` + params
+	}
+	resp := e.do("POST", h, body+"}")
+	b := readAll(e.t, resp)
+	if len(bytes.TrimSpace(b)) == 0 {
+		return resp.StatusCode, wireResp{}
+	}
+	return resp.StatusCode, decodeResp(e.t, b)
+}
+
+// errorLogs returns the messages logged at error level.
+func (e *env) errorLogs() []observer.LoggedEntry {
+	return e.logs.FilterLevelExact(zapcore.ErrorLevel).All()
+}
+
+// waitFor polls cond for up to 5 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// streamOpen reports whether the session has an open GET stream.
+func (e *env) streamOpen(id string) bool {
+	e.tr.mu.RLock()
+	s := e.tr.sessions[id]
+	e.tr.mu.RUnlock()
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stream != nil
+}
+
+func (e *env) sessionCount() int {
+	e.tr.mu.RLock()
+	defer e.tr.mu.RUnlock()
+	return len(e.tr.sessions)
+}

@@ -1,0 +1,161 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// bearer adds an Authorization header to every request of the SDK client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// TestInteropGoSDK drives the transport with the official Go SDK client
+// (github.com/modelcontextprotocol/go-sdk v1.8.0) at every protocol version
+// we support, and at the SDK's default, which first probes with the
+// 2026-07-28 server/discover and must fall back to initialize.
+func TestInteropGoSDK(t *testing.T) {
+	tests := []struct{ name, pin, want string }{
+		{"sdk default falls back to latest", "", LatestVersion},
+		{"2025-11-25", Version20251125, Version20251125},
+		{"2025-06-18", Version20250618, Version20250618},
+		{"2025-03-26", Version20250326, Version20250326},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			var deletes atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodDelete {
+					deletes.Add(1)
+				}
+				e.tr.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			defer e.tr.Close() // runs first: ends the SDK's GET stream so srv.Close can return
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+
+			changed := make(chan struct{}, 4)
+			client := sdk.NewClient(&sdk.Implementation{Name: "interop", Version: "1"}, &sdk.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+			})
+			hc := &http.Client{Transport: bearer{tokAlice, http.DefaultTransport}}
+			cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc},
+				&sdk.ClientSessionOptions{ProtocolVersion: tc.pin})
+			if err != nil {
+				t.Fatalf("Connect: %v", err)
+			}
+			defer cs.Close()
+			if got := cs.InitializeResult().ProtocolVersion; got != tc.want {
+				t.Fatalf("negotiated %q, want %q", got, tc.want)
+			}
+			if got := cs.InitializeResult().ServerInfo.Name; got != "mcpgate-test" {
+				t.Fatalf("serverInfo.name = %q", got)
+			}
+
+			interopList(ctx, t, cs)
+			interopCall(ctx, t, cs)
+			interopNotify(t, e, cs, changed)
+
+			if err := cs.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if deletes.Load() != 1 || e.sessionCount() != 0 {
+				t.Fatalf("after Close: %d DELETEs reached the server, %d sessions left", deletes.Load(), e.sessionCount())
+			}
+		})
+	}
+}
+
+func interopList(ctx context.Context, t *testing.T, cs *sdk.ClientSession) {
+	t.Helper()
+	first, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("ListTools: %v", err)
+	}
+	if len(first.Tools) != DefaultPageSize || first.NextCursor == "" {
+		t.Fatalf("first page: %d tools, nextCursor %q", len(first.Tools), first.NextCursor)
+	}
+	n := 0
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatalf("Tools: %v", err)
+		}
+		if tool.Name != toolName(n) {
+			t.Fatalf("tool %d = %s, want %s", n, tool.Name, toolName(n))
+		}
+		n++
+	}
+	if n != 120 {
+		t.Fatalf("paginated listing returned %d tools, want 120", n)
+	}
+}
+
+func interopCall(ctx context.Context, t *testing.T, cs *sdk.ClientSession) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"project": "p1"}})
+	if err != nil {
+		t.Fatalf("CallTool: %v", err)
+	}
+	text, ok := res.Content[0].(*sdk.TextContent)
+	if res.IsError || !ok || text.Text != "called echo" {
+		t.Fatalf("CallTool result: %+v", res)
+	}
+	structured, _ := json.Marshal(res.StructuredContent)
+	if string(structured) != `{"args":{"project":"p1"}}` {
+		t.Fatalf("structuredContent = %s", structured)
+	}
+
+	// A handler error arrives as a JSON-RPC error with its code and data.
+	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "invalid"})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != gateway.RPCInvalidParams {
+		t.Fatalf("invalid call: err = %v, want JSON-RPC error %d", err, gateway.RPCInvalidParams)
+	}
+	var data errorData
+	if json.Unmarshal(werr.Data, &data) != nil || data.Class != "Invalid" || data.Status != 400 {
+		t.Fatalf("error data = %s", werr.Data)
+	}
+	// A policy denial is -32003 (DESIGN.md §5). go-sdk v1.8.0 uses the same
+	// code for its internal ErrClientClosing, so the client reports it as
+	// ErrConnectionClosed with our message as text; the session stays usable.
+	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "deny"})
+	if err == nil || !strings.Contains(err.Error(), "tool deny needs grant supacloud.ops.*") {
+		t.Fatalf("denied call: err = %v, want the denial message", err)
+	}
+	// The session survives an error reply.
+	if err := cs.Ping(ctx, nil); err != nil {
+		t.Fatalf("Ping after an error: %v", err)
+	}
+}
+
+func interopNotify(t *testing.T, e *env, cs *sdk.ClientSession, changed <-chan struct{}) {
+	t.Helper()
+	waitFor(t, "the SDK's GET stream", func() bool { return e.streamOpen(cs.ID()) })
+	e.tr.NotifyToolsChanged(func(p *gateway.Principal) bool { return p.Subject == "user-a" })
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the SDK client did not receive notifications/tools/list_changed")
+	}
+}

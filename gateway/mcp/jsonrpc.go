@@ -1,0 +1,142 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// kind classifies one JSON-RPC message of a POST body.
+type kind int
+
+const (
+	kindInvalid      kind = iota // not a JSON-RPC message; err says why
+	kindRequest                  // method and id: answered
+	kindNotification             // method, no id: never answered
+	kindResponse                 // id and result/error: a reply to a server request
+)
+
+// message is one JSON-RPC message, parsed once (STYLE.md, "Parse once").
+// id holds the raw id bytes (a JSON string or number) to echo back
+// unchanged; nil when absent or unusable.
+type message struct {
+	kind   kind
+	id     json.RawMessage
+	method string
+	params json.RawMessage
+	err    error // for kindInvalid
+}
+
+// wireMessage is the envelope as decoded; every member stays raw so that a
+// member of the wrong type is an invalid request (-32600), not a parse error.
+type wireMessage struct {
+	JSONRPC json.RawMessage `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  json.RawMessage `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// response is one JSON-RPC response. ID nil encodes as null, which is how
+// JSON-RPC answers a request whose id could not be read.
+type response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+// notification is a server-to-client JSON-RPC notification.
+type notification struct {
+	JSONRPC string `json:"jsonrpc"`
+	Method  string `json:"method"`
+}
+
+// parseBody splits a POST body into messages. batch reports a JSON array.
+// A body that is not JSON is errParse; an empty array, or a single value
+// that is not a usable JSON-RPC message, is errInvalidRequest (the single
+// message's id, when readable, is returned so the reply can echo it).
+// Invalid members of a batch are returned as kindInvalid and answered one
+// by one, as JSON-RPC 2.0 §6 asks.
+func parseBody(body []byte) (msgs []message, batch bool, err error) {
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(body, &raws); err != nil {
+			return nil, true, errParse("request body is not valid JSON: %v", err)
+		}
+		if len(raws) == 0 {
+			return nil, true, errInvalidRequest("empty JSON-RPC batch; send at least one message")
+		}
+		msgs = make([]message, len(raws))
+		for i, raw := range raws {
+			msgs[i], _ = parseMessage(raw) // members of a valid array are valid JSON
+		}
+		return msgs, true, nil
+	}
+	m, syntaxErr := parseMessage(body)
+	if syntaxErr != nil {
+		return nil, false, errParse("request body is not valid JSON; send one JSON-RPC message")
+	}
+	if m.kind == kindInvalid {
+		return []message{m}, false, m.err
+	}
+	return []message{m}, false, nil
+}
+
+// parseMessage classifies one JSON value. It returns a non-nil error only
+// when raw is not JSON at all; every other defect is a kindInvalid message.
+func parseMessage(raw json.RawMessage) (message, error) {
+	var w wireMessage
+	if err := json.Unmarshal(raw, &w); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || len(raw) == 0 {
+			return message{}, err
+		}
+		return invalid(nil, "a JSON-RPC message must be a JSON object"), nil
+	}
+	return classify(&w), nil
+}
+
+// classify applies JSON-RPC 2.0 §4 to a decoded envelope.
+func classify(w *wireMessage) message {
+	id, idErr := parseID(w.ID)
+	if string(w.JSONRPC) != `"2.0"` {
+		return invalid(id, `"jsonrpc" must be "2.0"`)
+	}
+	if w.Method == nil {
+		if w.ID != nil && (w.Result != nil || w.Error != nil) {
+			return message{kind: kindResponse, id: id}
+		}
+		return invalid(id, `missing "method"; a JSON-RPC request names the method to call`)
+	}
+	var method string
+	if err := json.Unmarshal(w.Method, &method); err != nil || method == "" {
+		return invalid(id, `"method" must be a non-empty string`)
+	}
+	if w.ID == nil {
+		return message{kind: kindNotification, method: method, params: w.Params}
+	}
+	if idErr != nil {
+		return invalid(nil, "%s", idErr.Error())
+	}
+	return message{kind: kindRequest, id: id, method: method, params: w.Params}
+}
+
+// parseID accepts the id types MCP allows: a string or a number (never
+// null). It returns the raw bytes to echo back.
+func parseID(raw json.RawMessage) (json.RawMessage, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	switch raw[0] {
+	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return raw, nil
+	}
+	return nil, errors.New(`"id" must be a string or a number (MCP forbids null ids)`)
+}
+
+func invalid(id json.RawMessage, format string, args ...any) message {
+	return message{kind: kindInvalid, id: id, err: errInvalidRequest(format, args...)}
+}

@@ -1,0 +1,283 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// Protocol versions this transport speaks, newest first (MCP 2025-11-25,
+// basic/lifecycle, "Version Negotiation").
+const (
+	Version20251125 = "2025-11-25"
+	Version20250618 = "2025-06-18"
+	Version20250326 = "2025-03-26"
+	// LatestVersion is offered to clients that ask for a version not listed.
+	LatestVersion = Version20251125
+)
+
+var supportedVersions = []string{Version20251125, Version20250618, Version20250326}
+
+// SupportedVersions returns the protocol versions initialize accepts,
+// newest first.
+func SupportedVersions() []string { return slices.Clone(supportedVersions) }
+
+// negotiate answers a client's requested version: the same version when
+// supported, otherwise the latest (MCP basic/lifecycle: "Otherwise, the
+// server MUST respond with another protocol version it supports. This SHOULD
+// be the latest version supported by the server.").
+func negotiate(requested string) string {
+	if slices.Contains(supportedVersions, requested) {
+		return requested
+	}
+	return LatestVersion
+}
+
+// Tool is one tool as tools/list shows it (MCP Tool: name, title,
+// description, inputSchema, annotations). An empty InputSchema is sent as
+// {"type":"object"} because the field is required.
+type Tool struct {
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Annotations map[string]any  `json:"annotations,omitempty"`
+}
+
+// MarshalJSON encodes t in its MCP shape, defaulting an empty InputSchema.
+func (t Tool) MarshalJSON() ([]byte, error) {
+	type plain Tool
+	if len(t.InputSchema) == 0 {
+		t.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	return json.Marshal(plain(t))
+}
+
+// CallToolParams are the parsed params of one tools/call, parsed once by the
+// transport (STYLE.md, "Parse once, carry in context"). Arguments is never
+// nil: absent or null arguments become an empty map and RawArguments "{}".
+// Numbers in Arguments are float64 (encoding/json defaults); RawArguments
+// keeps the exact bytes the client sent, for hashing or exact decoding.
+// Meta is the request's "_meta" object, nil when absent.
+type CallToolParams struct {
+	Name         string
+	Arguments    map[string]any
+	RawArguments json.RawMessage
+	Meta         map[string]any
+}
+
+// initializeResult is the InitializeResult of MCP basic/lifecycle.
+type initializeResult struct {
+	ProtocolVersion string         `json:"protocolVersion"`
+	Capabilities    map[string]any `json:"capabilities"`
+	ServerInfo      implementation `json:"serverInfo"`
+	Instructions    string         `json:"instructions,omitempty"`
+}
+
+type implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+type listToolsResult struct {
+	Tools      []Tool `json:"tools"`
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// methods lists what this endpoint serves, for the -32601 message.
+const methods = "initialize, ping, tools/list and tools/call"
+
+// dispatch runs one request of an established session.
+func (t *Transport) dispatch(ctx context.Context, p *gateway.Principal, m *message) (any, error) {
+	switch m.method {
+	case "ping":
+		return struct{}{}, nil
+	case "tools/list":
+		return t.listTools(ctx, p, m.params)
+	case "tools/call":
+		return t.callTool(ctx, p, m.params)
+	case "initialize":
+		return nil, errInvalidRequest("initialize may only be sent alone, without Mcp-Session-Id, to start a session")
+	default:
+		return nil, gateway.Errorf(gateway.EMethodNotFound,
+			"method %q is not served by this MCP endpoint; it serves %s", m.method, methods)
+	}
+}
+
+// initialize validates the params of an initialize request and returns the
+// negotiated version and result.
+func (t *Transport) initialize(params json.RawMessage) (*initializeResult, error) {
+	var in struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := decodeParams(params, &in); err != nil {
+		return nil, gateway.Errorf(gateway.EInvalid,
+			`initialize params must be an object with a string "protocolVersion": %v`, err)
+	}
+	return &initializeResult{
+		ProtocolVersion: negotiate(in.ProtocolVersion),
+		Capabilities:    map[string]any{"tools": map[string]any{"listChanged": true}},
+		ServerInfo:      implementation{Name: t.opts.ServerName, Version: t.opts.ServerVersion},
+		Instructions:    t.opts.Instructions,
+	}, nil
+}
+
+// listTools serves one page of the handler's tools (MCP server/utilities/
+// pagination: opaque cursor, nextCursor while more remain, -32602 for an
+// invalid cursor).
+func (t *Transport) listTools(ctx context.Context, p *gateway.Principal, params json.RawMessage) (any, error) {
+	var in struct {
+		Cursor string `json:"cursor"`
+	}
+	if err := decodeParams(params, &in); err != nil {
+		return nil, gateway.Errorf(gateway.EInvalid, `tools/list params must be an object with an optional string "cursor": %v`, err)
+	}
+	start, err := decodeCursor(in.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := t.opts.Handler.ListTools(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if start > len(tools) {
+		return nil, errBadCursor
+	}
+	end := min(start+t.opts.PageSize, len(tools))
+	res := &listToolsResult{Tools: tools[start:end]}
+	if res.Tools == nil {
+		res.Tools = []Tool{}
+	}
+	if end < len(tools) {
+		res.NextCursor = encodeCursor(end)
+	}
+	return res, nil
+}
+
+const cursorPrefix = "tools:"
+
+var errBadCursor = gateway.Errorf(gateway.EInvalid,
+	"invalid tools/list cursor; pass a nextCursor from an earlier tools/list, or no cursor to start over")
+
+// encodeCursor makes the opaque cursor for the page starting at offset.
+func encodeCursor(offset int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.Itoa(offset)))
+}
+
+// decodeCursor returns the offset of a cursor; "" is the first page.
+func decodeCursor(c string) (int, error) {
+	if c == "" {
+		return 0, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, errBadCursor
+	}
+	n, ok := strings.CutPrefix(string(raw), cursorPrefix)
+	off, err := strconv.Atoi(n)
+	if !ok || err != nil || off < 0 {
+		return 0, errBadCursor
+	}
+	return off, nil
+}
+
+// callTool parses tools/call params once and hands them to the handler.
+func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params json.RawMessage) (any, error) {
+	call, err := parseCallParams(params)
+	if err != nil {
+		return nil, err
+	}
+	res, err := t.opts.Handler.CallTool(ctx, p, call)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, gateway.Errorf(gateway.EInternal, "tool %q returned no result", call.Name)
+	}
+	return normalizeResult(res)
+}
+
+// parseCallParams reads {"name", "arguments", "_meta"}; anything malformed
+// is -32602 naming the problem.
+func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
+	var in struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      map[string]any  `json:"_meta"`
+	}
+	if err := decodeParams(params, &in); err != nil {
+		return nil, gateway.Errorf(gateway.EInvalid,
+			`tools/call params must be an object with a string "name", an object "arguments" and an optional object "_meta": %v`, err)
+	}
+	if in.Name == "" {
+		return nil, gateway.Errorf(gateway.EInvalid, `tools/call needs "name": the tool to call (see tools/list)`)
+	}
+	call := &CallToolParams{Name: in.Name, Meta: in.Meta, Arguments: map[string]any{}, RawArguments: json.RawMessage(`{}`)}
+	raw := bytes.TrimSpace(in.Arguments)
+	if len(raw) == 0 || string(raw) == "null" {
+		return call, nil
+	}
+	if raw[0] != '{' {
+		return nil, gateway.Errorf(gateway.EInvalid, `arguments of tool %q must be a JSON object, got %s`, in.Name, jsonKind(raw[0]))
+	}
+	if err := json.Unmarshal(raw, &call.Arguments); err != nil {
+		return nil, gateway.Errorf(gateway.EInvalid, "arguments of tool %q are not a valid JSON object: %v", in.Name, err)
+	}
+	call.RawArguments = raw
+	return call, nil
+}
+
+// decodeParams decodes optional params into v; absent or null params leave
+// v at its zero value.
+func decodeParams(params json.RawMessage, v any) error {
+	if len(params) == 0 || string(params) == "null" {
+		return nil
+	}
+	if params[0] != '{' {
+		return fmt.Errorf("got %s", jsonKind(params[0]))
+	}
+	return json.Unmarshal(params, v)
+}
+
+// jsonKind names the JSON type that starts with b, for error messages.
+func jsonKind(b byte) string {
+	switch b {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+// normalizeResult makes a handler's result valid MCP: content is always an
+// array, and a result with only structuredContent also carries it as one
+// text block (MCP 2025-06-18, server/tools, "Structured Content": servers
+// SHOULD also return the serialized JSON in a TextContent block).
+func normalizeResult(res *gateway.ToolResult) (*gateway.ToolResult, error) {
+	if len(res.Content) > 0 {
+		return res, nil
+	}
+	out := *res
+	out.Content = []map[string]any{}
+	if res.StructuredContent != nil {
+		text, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return nil, gateway.Wrap(gateway.EInternal, err, "tool result is not encodable as JSON")
+		}
+		out.Content = []map[string]any{{"type": "text", "text": string(text)}}
+	}
+	return &out, nil
+}

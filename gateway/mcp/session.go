@@ -1,0 +1,261 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// Header names of the Streamable HTTP transport (MCP 2025-11-25,
+// basic/transports, "Session Management" and "Protocol Version Header").
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+)
+
+// identity is what binds a session to its owner: a session id presented with
+// a credential of another identity is treated as unknown (404), so a leaked
+// session id is useless without the credential that opened it (MCP
+// 2025-11-25, basic/security_best_practices, "Session Hijacking").
+type identity struct {
+	kind      gateway.PrincipalKind
+	subject   string
+	workspace string
+	task      string
+	tokenFP   string
+}
+
+func identityOf(p *gateway.Principal) identity {
+	return identity{p.Kind, p.Subject, p.WorkspaceID, p.TaskID, p.TokenFingerprint}
+}
+
+// session is one MCP session: created by initialize, ended by DELETE,
+// Transport.Close or SessionIdle without a request.
+type session struct {
+	id        string
+	owner     identity
+	principal gateway.Principal // snapshot at initialize, for NotifyToolsChanged
+	version   string            // negotiated protocol version
+
+	lastSeen atomic.Int64 // unix nanoseconds of the last request
+	done     chan struct{}
+	endOnce  sync.Once
+
+	mu       sync.Mutex
+	stream   chan []byte                    // open GET stream's outbox; nil when none
+	inflight map[string]*context.CancelFunc // running requests by raw id
+}
+
+func newSession(p *gateway.Principal, version string, now time.Time) *session {
+	s := &session{
+		id:        rand.Text(), // 128 bits, base32: visible ASCII as the spec requires
+		owner:     identityOf(p),
+		principal: *p,
+		version:   version,
+		done:      make(chan struct{}),
+		inflight:  map[string]*context.CancelFunc{},
+	}
+	s.principal.Scopes = slices.Clone(p.Scopes)
+	s.lastSeen.Store(now.UnixNano())
+	return s
+}
+
+// end closes the session: its GET stream returns and running requests are
+// cancelled. Safe to call more than once.
+func (s *session) end() {
+	s.endOnce.Do(func() {
+		close(s.done)
+		s.mu.Lock()
+		for _, cancel := range s.inflight {
+			(*cancel)()
+		}
+		s.mu.Unlock()
+	})
+}
+
+func (s *session) ended() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// track registers a running request so notifications/cancelled and the end
+// of the session can cancel it; the returned func unregisters it.
+func (s *session) track(ctx context.Context, id string) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	entry := &cancel
+	s.mu.Lock()
+	if s.ended() {
+		cancel()
+	}
+	s.inflight[id] = entry // a reused id replaces the older entry
+	s.mu.Unlock()
+	return ctx, func() {
+		s.mu.Lock()
+		if s.inflight[id] == entry {
+			delete(s.inflight, id)
+		}
+		s.mu.Unlock()
+		cancel()
+	}
+}
+
+// cancel cancels the running request with the raw id, if any.
+func (s *session) cancel(id string) {
+	s.mu.Lock()
+	if c, ok := s.inflight[id]; ok {
+		(*c)()
+	}
+	s.mu.Unlock()
+}
+
+// openStream registers the GET stream; ok is false when one is already open.
+func (s *session) openStream() (ch chan []byte, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stream != nil {
+		return nil, false
+	}
+	s.stream = make(chan []byte, streamBuffer)
+	return s.stream, true
+}
+
+func (s *session) closeStream() {
+	s.mu.Lock()
+	s.stream = nil
+	s.mu.Unlock()
+}
+
+// send queues msg on the open GET stream without blocking. It reports false
+// when no stream is open or its buffer is full (a client that does not read
+// loses notifications rather than stalling the sender).
+func (s *session) send(msg []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stream == nil {
+		return false
+	}
+	select {
+	case s.stream <- msg:
+		return true
+	default:
+		return false
+	}
+}
+
+// streamBuffer is how many notifications wait for a slow GET stream reader.
+const streamBuffer = 16
+
+// createSession stores a new session for p; it fails when the transport is
+// closed.
+func (t *Transport) createSession(p *gateway.Principal, version string) (*session, error) {
+	s := newSession(p, version, time.Now())
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, errClosed
+	}
+	t.sessions[s.id] = s
+	t.log.Debug("mcp: session started", zap.String("session", s.id), zap.String("version", version))
+	return s, nil
+}
+
+// errClosed answers requests that arrive after Transport.Close.
+var errClosed = gateway.Errorf(gateway.EUnavailable, "the MCP endpoint is shutting down; retry against another instance")
+
+// session resolves the Mcp-Session-Id of a non-initialize request for p and
+// checks its MCP-Protocol-Version header (MCP 2025-11-25, basic/transports).
+func (t *Transport) session(r *http.Request, p *gateway.Principal) (*session, error) {
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		return nil, errInvalidRequest("missing Mcp-Session-Id header; send initialize first and repeat the session id it returns on every request")
+	}
+	now := time.Now()
+	t.mu.RLock()
+	s := t.sessions[id]
+	t.mu.RUnlock()
+	if s == nil || s.ended() || t.expired(s, now) || s.owner != identityOf(p) {
+		return nil, errStatus(http.StatusNotFound, gateway.ENotFound,
+			"session not found or ended; send initialize again without Mcp-Session-Id")
+	}
+	if err := checkVersionHeader(r, s.version); err != nil {
+		return nil, err
+	}
+	s.lastSeen.Store(now.UnixNano())
+	return s, nil
+}
+
+func (t *Transport) expired(s *session, now time.Time) bool {
+	return now.Sub(time.Unix(0, s.lastSeen.Load())) > t.opts.SessionIdle
+}
+
+// endSession removes s and ends it.
+func (t *Transport) endSession(s *session, why string) {
+	t.mu.Lock()
+	if t.sessions[s.id] == s {
+		delete(t.sessions, s.id)
+	}
+	t.mu.Unlock()
+	s.end()
+	t.log.Debug("mcp: session ended", zap.String("session", s.id), zap.String("why", why))
+}
+
+// janitor ends idle sessions until Close.
+func (t *Transport) janitor() {
+	defer t.wg.Done()
+	// Expiry is also checked on every lookup, so the sweep only frees memory.
+	tick := time.NewTicker(max(min(t.opts.SessionIdle/2, time.Minute), 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case now := <-tick.C:
+			t.sweep(now)
+		}
+	}
+}
+
+// sweep ends every session idle for longer than SessionIdle.
+func (t *Transport) sweep(now time.Time) {
+	var idle []*session
+	t.mu.RLock()
+	for _, s := range t.sessions {
+		if t.expired(s, now) {
+			idle = append(idle, s)
+		}
+	}
+	t.mu.RUnlock()
+	for _, s := range idle {
+		t.endSession(s, "idle")
+	}
+}
+
+// checkVersionHeader applies the protocol version header rule: absent means
+// the session's negotiated version (the spec's 2025-03-26 fallback is only
+// for servers with no other way to know); present, it must be supported and
+// equal to the negotiated one.
+func checkVersionHeader(r *http.Request, negotiated string) error {
+	v := r.Header.Get(headerProtocolVersion)
+	switch {
+	case v == "" || v == negotiated:
+		return nil
+	case !slices.Contains(supportedVersions, v):
+		return errInvalidRequest("unsupported MCP-Protocol-Version %q; this server supports %v and this session negotiated %s",
+			v, supportedVersions, negotiated)
+	default:
+		return errInvalidRequest("MCP-Protocol-Version %q differs from the version %s negotiated by initialize for this session",
+			v, negotiated)
+	}
+}

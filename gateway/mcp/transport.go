@@ -1,0 +1,524 @@
+// Package mcp is mcpgate's MCP Streamable HTTP transport: JSON-RPC 2.0 over
+// POST, GET and DELETE on one endpoint, with every request authenticated,
+// sessions bound to the authenticated principal, and tools/list and
+// tools/call handed to a Handler (DESIGN.md §4 and §5; MCP specification
+// 2025-03-26, 2025-06-18 and 2025-11-25, basic/transports and
+// basic/lifecycle).
+//
+// What it deliberately leaves out: SSE event ids and resumption (streams
+// carry no ids, so clients do not send Last-Event-ID), server-to-client
+// requests, the 2024-11-05 HTTP+SSE transport and the stateless 2026-07-28
+// protocol (a server/discover probe gets a plain 400, which dual-era clients
+// take as "legacy server" and answer with initialize).
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// Authenticator authenticates one HTTP request. On failure it returns a
+// *gateway.Error with Code EUnauthenticated (answered with HTTP 401); any
+// other error is answered with its own class (e.g. EUnavailable: 503).
+type Authenticator interface {
+	Authenticate(r *http.Request) (*gateway.Principal, error)
+}
+
+// Handler serves MCP methods for an authenticated principal. Errors are
+// *gateway.Error (or wrap one); any other error is reported as Internal.
+type Handler interface {
+	// ListTools returns every tool p may see, in order; the transport
+	// paginates.
+	ListTools(ctx context.Context, p *gateway.Principal) ([]Tool, error)
+	// CallTool runs one tools/call. The result is sent as the MCP
+	// CallToolResult.
+	CallTool(ctx context.Context, p *gateway.Principal, call *CallToolParams) (*gateway.ToolResult, error)
+}
+
+// Options configure a Transport. Authenticator and Handler are required;
+// every other field has a default.
+type Options struct {
+	Authenticator Authenticator
+	Handler       Handler
+	// Logger receives internal errors (error level) and request details
+	// (debug). Never a credential. Default: no logging.
+	Logger *zap.Logger
+	// MaxBodyBytes caps a POST body; larger bodies get HTTP 413 with a
+	// JSON-RPC error. Default 1 MiB.
+	MaxBodyBytes int64
+	// PageSize is the number of tools per tools/list page. Default 50.
+	PageSize int
+	// ServerName and ServerVersion are sent as serverInfo. Default "mcpgate", "dev".
+	ServerName, ServerVersion string
+	// Instructions are sent in the initialize result when not empty.
+	Instructions string
+	// AllowedOrigins lists the Origin header values accepted (e.g.
+	// "https://app.example.com"). A request with an Origin not listed gets
+	// HTTP 403, so by default browsers are refused (MCP basic/transports,
+	// "Security Warning": DNS rebinding). Requests without Origin pass.
+	AllowedOrigins []string
+	// Challenge returns the WWW-Authenticate value of a 401 for the
+	// authentication error err. Default: Bearer realm="mcpgate",
+	// error="invalid_token", error_description="<message>".
+	Challenge func(err error) string
+	// SessionIdle ends a session after this long without a request; an open
+	// GET stream does not count as activity. Default 1 hour.
+	SessionIdle time.Duration
+	// KeepAlive is the interval of SSE comment lines on an open GET stream,
+	// so proxies do not close it. Default 25 seconds.
+	KeepAlive time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultPageSize     = 50
+	DefaultSessionIdle  = time.Hour
+	DefaultKeepAlive    = 25 * time.Second
+)
+
+// Transport serves the MCP endpoint; it implements http.Handler for POST,
+// GET and DELETE on one path (any other method: 405). It is safe for
+// concurrent use. Create it with NewHandler and stop it with Close.
+type Transport struct {
+	opts    Options
+	log     *zap.Logger
+	origins map[string]bool
+
+	mu       sync.RWMutex
+	sessions map[string]*session
+	closed   bool
+
+	closeOnce sync.Once
+	stop      chan struct{}
+	wg        sync.WaitGroup
+}
+
+// NewHandler checks opts, applies defaults and starts the idle-session
+// janitor. It fails with an EInvalid *gateway.Error when a required field is
+// missing or a value is negative.
+func NewHandler(opts Options) (*Transport, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	opts.setDefaults()
+	t := &Transport{
+		opts:     opts,
+		log:      opts.Logger,
+		origins:  map[string]bool{},
+		sessions: map[string]*session{},
+		stop:     make(chan struct{}),
+	}
+	for _, o := range opts.AllowedOrigins {
+		t.origins[normalizeOrigin(o)] = true
+	}
+	t.wg.Add(1)
+	go t.janitor()
+	return t, nil
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.Authenticator == nil:
+		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Authenticator is nil; pass the authenticator of this endpoint")
+	case o.Handler == nil:
+		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Handler is nil; pass the handler that serves tools/list and tools/call")
+	case o.MaxBodyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.KeepAlive < 0:
+		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, PageSize, SessionIdle and KeepAlive must not be negative; use 0 for the default")
+	}
+	return nil
+}
+
+func (o *Options) setDefaults() {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.PageSize == 0 {
+		o.PageSize = DefaultPageSize
+	}
+	if o.ServerName == "" {
+		o.ServerName = "mcpgate"
+	}
+	if o.ServerVersion == "" {
+		o.ServerVersion = "dev"
+	}
+	if o.Challenge == nil {
+		o.Challenge = defaultChallenge
+	}
+	if o.SessionIdle == 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.KeepAlive == 0 {
+		o.KeepAlive = DefaultKeepAlive
+	}
+}
+
+// allowHeader is the Allow value of 405 replies.
+const allowHeader = "GET, POST, DELETE"
+
+// ServeHTTP checks the Origin, authenticates the request, then serves POST
+// (JSON-RPC messages), GET (the server-to-client SSE stream) or DELETE (end
+// the session).
+func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o := r.Header.Get("Origin"); o != "" && !t.origins[normalizeOrigin(o)] {
+		t.replyError(w, r, nil, errStatus(http.StatusForbidden, gateway.EForbidden,
+			"origin %q is not allowed to call this MCP endpoint; an operator can add it to the allowed origins", o))
+		return
+	}
+	p, err := t.opts.Authenticator.Authenticate(r)
+	if err == nil && p == nil {
+		err = gateway.Errorf(gateway.EInternal, "authenticator returned no principal")
+	}
+	if err != nil {
+		t.replyError(w, r, nil, err)
+		return
+	}
+	t.mu.RLock()
+	closed := t.closed
+	t.mu.RUnlock()
+	if closed {
+		t.replyError(w, r, nil, errClosed)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		t.servePOST(w, r, p)
+	case http.MethodGet:
+		t.serveGET(w, r, p)
+	case http.MethodDelete:
+		t.serveDELETE(w, r, p)
+	default:
+		w.Header().Set("Allow", allowHeader)
+		t.replyError(w, r, nil, errStatus(http.StatusMethodNotAllowed, gateway.EInvalid,
+			"method %s is not served; the MCP endpoint takes POST, GET and DELETE", r.Method))
+	}
+}
+
+// normalizeOrigin compares origins case-insensitively, without a trailing slash.
+func normalizeOrigin(o string) string {
+	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(o), "/"))
+}
+
+// replyError answers a request with a transport-level error: the HTTP status
+// of err's class and a JSON-RPC error body (DESIGN.md §5). A 401 also
+// carries WWW-Authenticate.
+func (t *Transport) replyError(w http.ResponseWriter, r *http.Request, id json.RawMessage, err error) {
+	e, status := t.wireError(r.Context(), err)
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", t.opts.Challenge(err))
+	}
+	writeJSON(w, status, response{JSONRPC: "2.0", ID: id, Error: e})
+}
+
+// servePOST handles one POST body: a single message, or a batch when the
+// session negotiated 2025-03-26.
+func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
+	f, ok := replyFormat(r)
+	if !ok {
+		t.replyError(w, r, nil, errStatus(http.StatusNotAcceptable, gateway.EInvalid,
+			"Accept must allow application/json or text/event-stream"))
+		return
+	}
+	body, err := t.readBody(w, r)
+	if err != nil {
+		t.replyError(w, r, nil, err)
+		return
+	}
+	msgs, batch, err := parseBody(body)
+	if err != nil {
+		var id json.RawMessage
+		if len(msgs) == 1 {
+			id = msgs[0].id
+		}
+		t.replyError(w, r, id, err)
+		return
+	}
+	if !batch && msgs[0].kind == kindRequest && msgs[0].method == "initialize" {
+		t.serveInitialize(w, r, p, &msgs[0], f)
+		return
+	}
+	s, err := t.checkPOST(r, p, msgs, batch)
+	if err != nil {
+		t.replyError(w, r, singleID(msgs, batch), err)
+		return
+	}
+	encoded := t.handleMessages(r, s, p, msgs)
+	if len(encoded) == 0 {
+		w.WriteHeader(http.StatusAccepted) // only notifications and responses
+		return
+	}
+	writeResponses(w, f, batch, encoded)
+}
+
+func singleID(msgs []message, batch bool) json.RawMessage {
+	if batch {
+		return nil
+	}
+	return msgs[0].id
+}
+
+// readBody reads at most MaxBodyBytes; a larger body is HTTP 413.
+func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.opts.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, errStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
+			"request body exceeds %d bytes; send smaller messages", t.opts.MaxBodyBytes)
+	case err != nil:
+		return nil, errInvalidRequest("could not read the request body: %v", err)
+	}
+	return body, nil
+}
+
+// checkPOST applies the session and batch rules to a non-initialize POST.
+func (t *Transport) checkPOST(r *http.Request, p *gateway.Principal, msgs []message, batch bool) (*session, error) {
+	if batch {
+		for i := range msgs {
+			if msgs[i].kind == kindRequest && msgs[i].method == "initialize" {
+				return nil, errInvalidRequest("initialize must not be part of a JSON-RPC batch; send it alone")
+			}
+		}
+	}
+	s, err := t.session(r, p)
+	if err != nil {
+		return nil, err
+	}
+	if batch && s.version != Version20250326 {
+		return nil, errInvalidRequest("JSON-RPC batching was removed in MCP 2025-06-18 and this session negotiated %s; send one message per POST", s.version)
+	}
+	return s, nil
+}
+
+// serveInitialize answers initialize and, on success, starts a session whose
+// id is sent in the Mcp-Session-Id header.
+func (t *Transport) serveInitialize(w http.ResponseWriter, r *http.Request, p *gateway.Principal, m *message, f format) {
+	if r.Header.Get(headerSessionID) != "" {
+		t.replyError(w, r, m.id, errInvalidRequest("initialize starts a new session; send it without Mcp-Session-Id"))
+		return
+	}
+	ctx := gateway.WithRequestID(r.Context(), newRequestID())
+	resp := response{JSONRPC: "2.0", ID: m.id}
+	res, err := t.initialize(m.params)
+	if err == nil {
+		var s *session
+		if s, err = t.createSession(p, res.ProtocolVersion); err == nil {
+			w.Header().Set(headerSessionID, s.id)
+			resp.Result = res
+		}
+	}
+	if err != nil {
+		if gateway.ErrorCodeOf(err) == gateway.EUnavailable {
+			t.replyError(w, r, m.id, err)
+			return
+		}
+		resp.Error, _ = t.wireError(ctx, err)
+	}
+	writeResponses(w, f, false, [][]byte{t.encode(ctx, resp)})
+}
+
+// handleMessages runs the messages of one POST in order and returns the
+// encoded responses to its requests.
+func (t *Transport) handleMessages(r *http.Request, s *session, p *gateway.Principal, msgs []message) [][]byte {
+	var out [][]byte
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.kind {
+		case kindInvalid:
+			e, _ := t.wireError(r.Context(), m.err)
+			out = append(out, t.encode(r.Context(), response{JSONRPC: "2.0", ID: m.id, Error: e}))
+		case kindNotification:
+			t.notified(s, m)
+		case kindRequest:
+			out = append(out, t.call(r, s, p, m))
+		}
+	}
+	return out
+}
+
+// notified handles a client notification. notifications/cancelled cancels
+// the named request; everything else (initialized, roots changes, ...)
+// needs nothing from a tools-only server.
+func (t *Transport) notified(s *session, m *message) {
+	if m.method != "notifications/cancelled" {
+		return
+	}
+	var in struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if decodeParams(m.params, &in) == nil && in.RequestID != nil {
+		s.cancel(string(in.RequestID))
+	}
+}
+
+// call runs one request and returns its encoded response. The context keeps
+// the HTTP request's values but not its cancellation: per MCP
+// basic/transports a disconnect is not a cancellation. The call is cancelled
+// by notifications/cancelled, by the end of the session, or by Close.
+func (t *Transport) call(r *http.Request, s *session, p *gateway.Principal, m *message) []byte {
+	ctx := gateway.WithRequestID(context.WithoutCancel(r.Context()), newRequestID())
+	ctx, done := s.track(ctx, string(m.id))
+	defer done()
+	resp := response{JSONRPC: "2.0", ID: m.id}
+	res, err := t.safeDispatch(ctx, p, m)
+	if err != nil {
+		resp.Error, _ = t.wireError(ctx, err)
+	} else {
+		resp.Result = res
+	}
+	return t.encode(ctx, resp)
+}
+
+// safeDispatch turns a handler panic into an internal error for this one
+// request instead of a dropped connection.
+func (t *Transport) safeDispatch(ctx context.Context, p *gateway.Principal, m *message) (res any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = gateway.Wrap(gateway.EInternal, fmt.Errorf("panic in %s: %v\n%s", m.method, v, debug.Stack()),
+				"internal error; the gateway logged the cause")
+		}
+	}()
+	return t.dispatch(ctx, p, m)
+}
+
+// encode marshals a response; a result that cannot be encoded (e.g. NaN in
+// structured content) becomes an internal error for that request.
+func (t *Transport) encode(ctx context.Context, resp response) []byte {
+	data, err := json.Marshal(resp)
+	if err == nil {
+		return data
+	}
+	e, _ := t.wireError(ctx, gateway.Wrap(gateway.EInternal, err, "the result could not be encoded as JSON; the gateway logged the cause"))
+	data, _ = json.Marshal(response{JSONRPC: "2.0", ID: resp.ID, Error: e})
+	return data
+}
+
+// newRequestID returns 16 random hex characters.
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// serveGET opens the server-to-client SSE stream of a session (one per
+// session). It carries notifications and keep-alive comments and ends on
+// DELETE, Close, idle expiry or client disconnect.
+func (t *Transport) serveGET(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
+	if _, sseOK := acceptable(r.Header.Values("Accept")); !sseOK || len(r.Header.Values("Accept")) == 0 {
+		w.Header().Set("Allow", allowHeader)
+		t.replyError(w, r, nil, errStatus(http.StatusMethodNotAllowed, gateway.EInvalid,
+			"GET opens the server-to-client event stream; send Accept: text/event-stream"))
+		return
+	}
+	s, err := t.session(r, p)
+	if err != nil {
+		t.replyError(w, r, nil, err)
+		return
+	}
+	ch, ok := s.openStream()
+	if !ok {
+		t.replyError(w, r, nil, errStatus(http.StatusConflict, gateway.EConflict,
+			"this session already has an open GET stream; close it before opening another"))
+		return
+	}
+	defer s.closeStream()
+	t.stream(w, r, s, ch)
+}
+
+// stream writes events to an open GET stream until it ends.
+func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, ch <-chan []byte) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // a server WriteTimeout must not cut the stream
+	startSSE(w)
+	if rc.Flush() != nil {
+		return
+	}
+	tick := time.NewTicker(t.opts.KeepAlive)
+	defer tick.Stop()
+	for {
+		var err error
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return
+		case msg := <-ch:
+			err = writeEvent(w, rc, msg)
+		case <-tick.C:
+			if _, err = io.WriteString(w, ": keep-alive\n\n"); err == nil {
+				err = rc.Flush()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// serveDELETE ends the caller's session (MCP basic/transports, "Session
+// Management": clients SHOULD send DELETE when done).
+func (t *Transport) serveDELETE(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
+	s, err := t.session(r, p)
+	if err != nil {
+		t.replyError(w, r, nil, err)
+		return
+	}
+	t.endSession(s, "deleted by client")
+	w.WriteHeader(http.StatusOK)
+}
+
+// toolsChanged is the notification NotifyToolsChanged sends.
+var toolsChanged, _ = json.Marshal(notification{JSONRPC: "2.0", Method: "notifications/tools/list_changed"})
+
+// NotifyToolsChanged sends notifications/tools/list_changed on the open GET
+// stream of every session whose principal (as authenticated at initialize)
+// satisfies match. Sessions without an open stream, or whose stream has a
+// full buffer, miss the notification. match runs without locks held.
+func (t *Transport) NotifyToolsChanged(match func(p *gateway.Principal) bool) {
+	t.mu.RLock()
+	all := make([]*session, 0, len(t.sessions))
+	for _, s := range t.sessions {
+		all = append(all, s)
+	}
+	t.mu.RUnlock()
+	for _, s := range all {
+		p := s.principal
+		if match(&p) && !s.send(toolsChanged) {
+			t.log.Debug("mcp: tools/list_changed not delivered", zap.String("session", s.id))
+		}
+	}
+}
+
+// Close ends all sessions and their streams and stops the janitor. Later
+// requests are answered with HTTP 503. Safe to call more than once.
+func (t *Transport) Close() {
+	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		all := t.sessions
+		t.sessions = map[string]*session{}
+		t.mu.Unlock()
+		for _, s := range all {
+			s.end()
+		}
+		close(t.stop)
+		t.wg.Wait()
+	})
+}

@@ -1,0 +1,211 @@
+// Package policy decides tool calls with OPA: it compiles the Rego bundle once
+// at start, prepares two queries (one decision, the visible tool set) and
+// evaluates them per request with an input built directly as an OPA AST value.
+package policy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/loader"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// The queries the engine prepares; they are the contract with the Rego bundle
+// (policies/supacloud/README.md).
+const (
+	DecisionQuery = "data.supacloud.decision"
+	VisibleQuery  = "data.supacloud.visible_tools"
+)
+
+// ToolRef is what the policy needs to know of a catalog tool.
+type ToolRef struct {
+	Name     string
+	Tier     gateway.Tier
+	CarveOut bool
+}
+
+// Options configure New.
+type Options struct {
+	// FS holds the policy bundle; its root contains one folder per surface
+	// (supacloud/…). Files ending in _test.rego are not loaded.
+	FS fs.FS
+	// Edition is passed to the policy as input.edition on every evaluation.
+	Edition gateway.Edition
+	// Tools is the catalog the tools/list query ranges over.
+	Tools []ToolRef
+}
+
+// Engine evaluates prepared policy queries. It is safe for concurrent use.
+type Engine struct {
+	decide  rego.PreparedEvalQuery
+	visible rego.PreparedEvalQuery
+	edition *ast.Term
+	tools   *ast.Term
+}
+
+// New loads and compiles the bundle in opts.FS and prepares both queries. It
+// fails when a module does not parse or compile, or the bundle has no
+// supacloud decision, so a bad policy refuses to start.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.FS == nil {
+		return nil, errors.New("policy: no policy bundle given")
+	}
+	res, err := loader.NewFileLoader().
+		WithFS(opts.FS).
+		WithRegoVersion(ast.RegoV1).
+		Filtered([]string{"."}, skipTests)
+	if err != nil {
+		return nil, fmt.Errorf("policy: load bundle: %w", err)
+	}
+	if len(res.Modules) == 0 {
+		return nil, errors.New("policy: the bundle has no .rego modules")
+	}
+	compiler, err := res.Compiler()
+	if err != nil {
+		return nil, fmt.Errorf("policy: compile bundle: %w", err)
+	}
+	store, err := res.Store()
+	if err != nil {
+		return nil, fmt.Errorf("policy: data documents: %w", err)
+	}
+	e := &Engine{edition: ast.StringTerm(string(opts.Edition)), tools: toolsTerm(opts.Tools)}
+	for _, q := range []struct {
+		query string
+		dst   *rego.PreparedEvalQuery
+	}{{DecisionQuery, &e.decide}, {VisibleQuery, &e.visible}} {
+		pq, err := rego.New(
+			rego.Query(q.query),
+			rego.Compiler(compiler),
+			rego.Store(store),
+			rego.StrictBuiltinErrors(true),
+		).PrepareForEval(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("policy: prepare %s: %w", q.query, err)
+		}
+		*q.dst = pq
+	}
+	if !hasRule(compiler, DecisionQuery) || !hasRule(compiler, VisibleQuery) {
+		return nil, fmt.Errorf("policy: the bundle must define %s and %s", DecisionQuery, VisibleQuery)
+	}
+	return e, nil
+}
+
+func skipTests(_ string, info fs.FileInfo, _ int) bool {
+	return !info.IsDir() && strings.HasSuffix(info.Name(), "_test.rego")
+}
+
+func hasRule(c *ast.Compiler, query string) bool {
+	ref := ast.MustParseRef(query)
+	return len(c.GetRulesExact(ref)) > 0
+}
+
+// Decide evaluates the decision for one tools/call. Any evaluation error, an
+// undefined decision or a malformed one is returned as an EInternal
+// *gateway.Error: the caller must refuse the call (fail closed).
+func (e *Engine) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (*gateway.Decision, error) {
+	in := e.baseInput(p, c)
+	in.Insert(ast.InternedTerm("tool"), toolTerm(tool))
+	argTerm, err := argumentsTerm(args)
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EInvalid, err, fmt.Sprintf("arguments of tool %s cannot be evaluated", tool.Name))
+	}
+	in.Insert(ast.InternedTerm("arguments"), argTerm)
+	rs, err := e.decide.Eval(ctx, rego.EvalParsedInput(in))
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EInternal, err, "policy evaluation failed; the call was refused")
+	}
+	d, err := decisionFrom(rs)
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EInternal, err, "policy returned no usable decision; the call was refused")
+	}
+	d.ID = newDecisionID()
+	return d, nil
+}
+
+// Visible returns the names of the catalog tools the principal may see, from
+// the same per-tool rules as Decide (listed ⇔ callable, DESIGN.md §1).
+func (e *Engine) Visible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error) {
+	in := e.baseInput(p, c)
+	in.Insert(ast.InternedTerm("tools"), e.tools)
+	rs, err := e.visible.Eval(ctx, rego.EvalParsedInput(in))
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EInternal, err, "policy evaluation failed; no tools can be listed")
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return nil, gateway.Errorf(gateway.EInternal, "policy returned no visible tool set; no tools can be listed")
+	}
+	names, ok := rs[0].Expressions[0].Value.([]any)
+	if !ok {
+		return nil, gateway.Errorf(gateway.EInternal, "policy returned a visible tool set of type %T", rs[0].Expressions[0].Value)
+	}
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		if s, ok := n.(string); ok {
+			out[s] = true
+		}
+	}
+	return out, nil
+}
+
+func newDecisionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// decisionFrom converts the decision document into a gateway.Decision,
+// rejecting documents that lack the allow and visible booleans.
+func decisionFrom(rs rego.ResultSet) (*gateway.Decision, error) {
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return nil, errors.New("decision is undefined")
+	}
+	doc, ok := rs[0].Expressions[0].Value.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("decision is a %T, not an object", rs[0].Expressions[0].Value)
+	}
+	allow, ok1 := doc["allow"].(bool)
+	visible, ok2 := doc["visible"].(bool)
+	if !ok1 || !ok2 {
+		return nil, errors.New("decision lacks boolean allow/visible")
+	}
+	d := &gateway.Decision{Allow: allow, Visible: visible}
+	if t, ok := doc["tier"].(string); ok {
+		d.Tier = gateway.Tier(t)
+	}
+	for _, r := range asSlice(doc["reasons"]) {
+		m, _ := r.(map[string]any)
+		code, _ := m["code"].(string)
+		msg, _ := m["message"].(string)
+		if code != "" {
+			d.Reasons = append(d.Reasons, gateway.Reason{Code: code, Message: msg})
+		}
+	}
+	if !d.Allow && len(d.Reasons) == 0 {
+		d.Reasons = []gateway.Reason{{Code: "policy.denied", Message: "the policy denied this call without a reason"}}
+	}
+	if ob, ok := doc["obligations"].(map[string]any); ok {
+		for _, f := range asSlice(ob["redact"]) {
+			if s, ok := f.(string); ok {
+				d.Obligations.Redact = append(d.Obligations.Redact, s)
+			}
+		}
+		sort.Strings(d.Obligations.Redact)
+		d.Obligations.ConfirmationRequired, _ = ob["confirmation_required"].(bool)
+	}
+	return d, nil
+}
+
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
+}

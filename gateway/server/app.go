@@ -1,0 +1,183 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/adapters/demo"
+	"github.com/mcpgate/mcpgate/adapters/mcpupstream"
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/auth"
+	"github.com/mcpgate/mcpgate/gateway/config"
+	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/postgres"
+	"github.com/mcpgate/mcpgate/gateway/sqlite"
+	"github.com/mcpgate/mcpgate/policies"
+	"github.com/mcpgate/mcpgate/tools"
+)
+
+// App is a fully wired gateway: the real assembly used by `mcpgate serve`
+// and by the end-to-end tests.
+type App struct {
+	Config   *config.Config
+	Store    FullStore
+	Engine   *policy.Engine
+	Catalog  *tools.Catalog
+	JWT      *auth.JWT
+	Server   *Server
+	Pipeline *Pipeline
+	closers  []func() error
+}
+
+// Open opens the store named by cfg.DatabaseURL and applies its migrations,
+// loads the catalog, compiles the policy bundle (refusing to start when it
+// does not compile), connects the adapter and builds the HTTP handler.
+func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, version string) (*App, error) {
+	a := &App{Config: cfg}
+	if err := a.open(ctx, log, version); err != nil {
+		_ = a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
+	cfg := a.Config
+	store, err := OpenStore(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	a.Store = store
+	a.closers = append(a.closers, store.Close)
+	if a.Catalog, err = tools.Load(); err != nil {
+		return fmt.Errorf("tool catalog: %w", err)
+	}
+	if a.Engine, err = NewEngine(ctx, cfg, a.Catalog); err != nil {
+		return err
+	}
+	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
+		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM,
+		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience,
+	}); err != nil {
+		return err
+	}
+	adapter, err := a.adapter(ctx, version)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	a.Pipeline = &Pipeline{
+		Store: store, Decider: a.Engine, Catalog: a.Catalog, Adapter: adapter,
+		Logger: log, Metrics: NewMetrics(reg), AuditArguments: cfg.AuditArguments,
+	}
+	a.Server, err = New(Deps{
+		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, AdminToken: cfg.AdminToken,
+		ValidateGrant: GrantValidator(a.Catalog), Logger: log, Registry: reg,
+		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
+	})
+	if err != nil {
+		return err
+	}
+	a.closers = append(a.closers, func() error { a.Server.Close(); return nil })
+	return nil
+}
+
+func (a *App) adapter(ctx context.Context, version string) (Adapter, error) {
+	if a.Config.UpstreamURL == "" {
+		return demo.New(), nil
+	}
+	up, err := mcpupstream.New(ctx, a.Config.UpstreamURL, mcpupstream.Options{ClientName: "mcpgate", ClientVersion: version})
+	if err != nil {
+		return nil, fmt.Errorf("MCPGATE_UPSTREAM_URL: %w", err)
+	}
+	a.closers = append(a.closers, up.Close)
+	return up, nil
+}
+
+// Close releases everything Open acquired, newest first.
+func (a *App) Close() error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i]())
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
+// OpenStore opens and migrates the store a database URL names:
+// postgres://… (PostgreSQL) or sqlite:PATH (the embedded store).
+func OpenStore(ctx context.Context, url string) (FullStore, error) {
+	switch {
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		s, err := postgres.Open(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Migrate(ctx); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+		return s, nil
+	case strings.HasPrefix(url, "sqlite:"):
+		s, err := sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite:"))
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Migrate(ctx); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+		return s, nil
+	default:
+		return nil, fmt.Errorf("MCPGATE_DATABASE_URL: want postgres://… or sqlite:PATH")
+	}
+}
+
+// NewEngine compiles the policy bundle: the embedded one, or cfg.PolicyDir.
+func NewEngine(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (*policy.Engine, error) {
+	var bundle fs.FS = policies.FS
+	if cfg.PolicyDir != "" {
+		bundle = os.DirFS(cfg.PolicyDir)
+	}
+	refs := make([]policy.ToolRef, 0, cat.Len())
+	for _, t := range cat.Tools() {
+		refs = append(refs, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut})
+	}
+	e, err := policy.New(ctx, policy.Options{FS: bundle, Edition: cfg.Edition, Tools: refs})
+	if err != nil {
+		return nil, fmt.Errorf("policy bundle refused, the gateway does not start: %w", err)
+	}
+	return e, nil
+}
+
+// GrantValidator returns a check for allowlist entries: an entry must grant
+// something (a tier wildcard, supacloud.full, supacloud.*,
+// supacloud.conversation.*, supacloud.script.run, or a catalog tool by exact
+// name or as supacloud.<tool>), so a typo is refused instead of silently
+// granting nothing.
+func GrantValidator(cat *tools.Catalog) func(string) error {
+	fixed := map[string]bool{
+		"supacloud.*": true, "supacloud.full": true, "supacloud.read.*": true, "supacloud.ops.*": true,
+		"supacloud.scaffold.*": true, "supacloud.deploy.*": true, "supacloud.conversation.*": true,
+		"supacloud.script.run": true,
+	}
+	return func(entry string) error {
+		if fixed[entry] {
+			return nil
+		}
+		if _, ok := cat.Lookup(strings.TrimPrefix(entry, "supacloud.")); ok {
+			return nil
+		}
+		if _, ok := cat.Lookup(entry); ok {
+			return nil
+		}
+		return gateway.Errorf(gateway.EInvalid, "allowlist entry %q grants nothing; use a tier wildcard (supacloud.read.*, supacloud.ops.*, supacloud.scaffold.*, supacloud.deploy.*), supacloud.full, supacloud.script.run, supacloud.conversation.*, or a tool name such as project.get", entry)
+	}
+}

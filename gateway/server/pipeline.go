@@ -1,0 +1,251 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/tools"
+)
+
+// Decider decides tool calls; *policy.Engine implements it.
+type Decider interface {
+	Decide(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool policy.ToolRef, args map[string]any) (*gateway.Decision, error)
+	Visible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error)
+}
+
+// Adapter executes allowed tool calls (adapters/demo, adapters/mcpupstream).
+type Adapter interface {
+	CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error)
+}
+
+// Pipeline is the request path of DESIGN.md §1 behind the MCP transport:
+// resolve the caller, decide, audit, dispatch, apply obligations. It
+// implements mcp.Handler.
+type Pipeline struct {
+	Store          Store
+	Decider        Decider
+	Catalog        *tools.Catalog
+	Adapter        Adapter
+	Logger         *zap.Logger
+	Metrics        *Metrics
+	AuditArguments bool
+	Now            func() time.Time
+}
+
+var _ mcp.Handler = (*Pipeline)(nil)
+
+// ListTools returns the catalog tools the principal's decision makes
+// visible, in catalog order.
+func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]mcp.Tool, error) {
+	caller, err := pl.loadCaller(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	visible, err := pl.Decider.Visible(ctx, p, caller)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcp.Tool, 0, len(visible))
+	for _, t := range pl.Catalog.Tools() {
+		if visible[t.Name] {
+			out = append(out, mcpTool(t))
+		}
+	}
+	return out, nil
+}
+
+func mcpTool(t tools.Tool) mcp.Tool {
+	ann := map[string]any{"readOnlyHint": t.ReadOnly}
+	if t.Tier == gateway.TierDeploy {
+		ann["destructiveHint"] = true
+	}
+	return mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Annotations: ann}
+}
+
+// CallTool runs one tools/call through the request path and writes exactly
+// one audit row for it, whatever the outcome, before it returns.
+func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, call *mcp.CallToolParams) (*gateway.ToolResult, error) {
+	start := pl.now()
+	ev := &gateway.AuditEvent{
+		Time:          start.UTC(),
+		RequestID:     gateway.RequestIDFrom(ctx),
+		WorkspaceID:   p.WorkspaceID,
+		TaskID:        p.TaskID,
+		ProfileID:     p.ProfileID,
+		Actor:         p.Subject,
+		PrincipalKind: p.Kind,
+		TokenFP:       p.TokenFingerprint,
+		Tool:          call.Name,
+		ArgumentsHash: hashArguments(call.RawArguments),
+	}
+	if pl.AuditArguments {
+		ev.Arguments = call.RawArguments
+	}
+	res, err := pl.decideAndDispatch(ctx, p, call, ev)
+	pl.finish(ctx, ev, start, err)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// decideAndDispatch returns the result or the error for the caller; it fills
+// ev and records it before an allowed call is dispatched.
+func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal, call *mcp.CallToolParams, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
+	tool, ok := pl.Catalog.Lookup(call.Name)
+	if !ok {
+		return nil, gateway.Errorf(gateway.EInvalid, "unknown tool %q; tools/list shows the tools this session may call", call.Name)
+	}
+	ev.Tier = tool.Tier
+	if err := checkWorkspaceArgument(p, call); err != nil {
+		return nil, err
+	}
+	if err := pl.Catalog.Validate(call.Name, call.Arguments); err != nil {
+		return nil, err
+	}
+	caller, err := pl.loadCaller(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if caller.Profile != nil {
+		ev.ProfileID = caller.Profile.ID
+	} else if p.ProfileID == "" && caller.DefaultProfile != nil {
+		ev.ProfileID = caller.DefaultProfile.ID
+	}
+	d, err := pl.Decider.Decide(ctx, p, caller, policy.ToolRef{Name: tool.Name, Tier: tool.Tier, CarveOut: tool.CarveOut}, call.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	ev.DecisionID = d.ID
+	ev.ReasonCodes = reasonCodes(d.Reasons)
+	if !d.Allow {
+		return nil, denial(tool.Name, d)
+	}
+	ev.Status = gateway.AuditAllowed
+	if err := pl.Store.RecordAudit(ctx, ev); err != nil {
+		ev.ID = 0
+		return nil, gateway.Wrap(gateway.EInternal, err, "the audit store could not record this call, so it was not dispatched; retry when the store is back")
+	}
+	res, err := pl.Adapter.CallTool(ctx, gateway.ToolCall{
+		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,
+		Tool: tool.Name, Arguments: call.Arguments,
+	})
+	if err != nil {
+		return nil, err
+	}
+	applyObligations(res, d.Obligations)
+	if res.IsError {
+		ev.ErrorClass = "ToolError"
+	}
+	return res, nil
+}
+
+// checkWorkspaceArgument refuses a client-supplied workspace_id that differs
+// from the credential's (DESIGN.md §1, Workspace isolation).
+func checkWorkspaceArgument(p *gateway.Principal, call *mcp.CallToolParams) error {
+	ws, present := call.Arguments["workspace_id"]
+	if !present || ws == p.WorkspaceID {
+		return nil
+	}
+	return &gateway.Error{
+		Code:    gateway.EForbidden,
+		Message: fmt.Sprintf("tool %s was called with workspace_id %v, but this session belongs to workspace %s; omit workspace_id or use your own", call.Name, ws, p.WorkspaceID),
+		Reasons: []gateway.Reason{{Code: "workspace.mismatch", Message: "client-supplied workspace_id differs from the credential's workspace"}},
+	}
+}
+
+func (pl *Pipeline) loadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
+	c, err := pl.Store.LoadCaller(ctx, p)
+	if err == nil {
+		return c, nil
+	}
+	if gateway.ErrorCodeOf(err) == gateway.ENotFound {
+		return nil, &gateway.Error{
+			Code:    gateway.EForbidden,
+			Message: fmt.Sprintf("workspace %s of this session is not known to the gateway; ask an operator to register it", p.WorkspaceID),
+			Reasons: []gateway.Reason{{Code: "workspace.unknown", Message: "the credential's workspace is not registered"}},
+			Err:     err,
+		}
+	}
+	return nil, gateway.Wrap(gateway.EInternal, err, "the audit store could not load this session's workspace; the call was refused")
+}
+
+// denial turns a deny decision into the -32003 error of DESIGN.md §5; the
+// message leads with the first reason so clients show something useful.
+func denial(tool string, d *gateway.Decision) error {
+	msg := fmt.Sprintf("tool %s denied by policy", tool)
+	if len(d.Reasons) > 0 {
+		msg = d.Reasons[0].Message
+	}
+	return &gateway.Error{Code: gateway.EForbidden, Message: msg, DecisionID: d.ID, Reasons: d.Reasons}
+}
+
+// finish completes the audit row: for calls refused before dispatch it is
+// inserted now; for dispatched calls the row written before dispatch gets its
+// final status and latency. A failure here is logged; the reply stands.
+func (pl *Pipeline) finish(ctx context.Context, ev *gateway.AuditEvent, start time.Time, err error) {
+	ev.LatencyMicros = pl.now().Sub(start).Microseconds()
+	if err != nil {
+		ev.Status, ev.ErrorClass = statusOf(err)
+		var ge *gateway.Error
+		if errors.As(err, &ge) && len(ev.ReasonCodes) == 0 {
+			ev.ReasonCodes = reasonCodes(ge.Reasons)
+		}
+		if errors.As(err, &ge) && ge.Bucket != "" {
+			ev.Bucket = ge.Bucket
+		}
+	}
+	var werr error
+	if ev.ID != 0 {
+		werr = pl.Store.FinishAudit(context.WithoutCancel(ctx), ev)
+	} else {
+		werr = pl.Store.RecordAudit(context.WithoutCancel(ctx), ev)
+	}
+	if werr != nil {
+		pl.Logger.Error("audit row not written", zap.String("tool", ev.Tool), zap.String("status", ev.Status), zap.Error(werr))
+	}
+	pl.Metrics.observe(ev)
+}
+
+func statusOf(err error) (status, class string) {
+	code := gateway.ErrorCodeOf(err)
+	switch code {
+	case gateway.EForbidden:
+		return gateway.AuditDenied, code.Class()
+	case gateway.ERateLimited:
+		return gateway.AuditRateLimited, string(code)
+	default:
+		return gateway.AuditError, string(code)
+	}
+}
+
+func reasonCodes(rs []gateway.Reason) []string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.Code)
+	}
+	return out
+}
+
+// hashArguments returns "sha256:<hex>" of the raw arguments as sent.
+func hashArguments(raw json.RawMessage) string {
+	sum := sha256.Sum256(raw)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func (pl *Pipeline) now() time.Time {
+	if pl.Now != nil {
+		return pl.Now()
+	}
+	return time.Now()
+}
