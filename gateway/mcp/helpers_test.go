@@ -96,6 +96,9 @@ var errBoom = errors.New("pq: connection refused to 10.0.0.7")
 
 func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *CallToolParams) (*gateway.ToolResult, error) {
 	h.record(ctx, call)
+	if call.ArgumentsErr != nil {
+		return nil, call.ArgumentsErr
+	}
 	switch call.Name {
 	case "deny":
 		return nil, &gateway.Error{Code: gateway.EForbidden, Message: "tool deny needs grant supacloud.ops.*",

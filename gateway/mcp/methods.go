@@ -71,6 +71,10 @@ type CallToolParams struct {
 	Arguments    map[string]any
 	RawArguments json.RawMessage
 	Meta         map[string]any
+	// ArgumentsErr is an EInvalid error when "arguments" was present but not
+	// a JSON object; Arguments is then empty. The handler must refuse the
+	// call with it (after auditing it).
+	ArgumentsErr error
 }
 
 // initializeResult is the InitializeResult of MCP basic/lifecycle.
@@ -224,13 +228,17 @@ func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return call, nil
 	}
+	// Malformed arguments still reach the handler (with ArgumentsErr set) so
+	// that the call is audited like every other tools/call.
+	call.RawArguments = raw
 	if raw[0] != '{' {
-		return nil, gateway.Errorf(gateway.EInvalid, `arguments of tool %q must be a JSON object, got %s`, in.Name, jsonKind(raw[0]))
+		call.ArgumentsErr = gateway.Errorf(gateway.EInvalid, `arguments of tool %q must be a JSON object, got %s`, in.Name, jsonKind(raw[0]))
+		return call, nil
 	}
 	if err := json.Unmarshal(raw, &call.Arguments); err != nil {
-		return nil, gateway.Errorf(gateway.EInvalid, "arguments of tool %q are not a valid JSON object: %v", in.Name, err)
+		call.Arguments = map[string]any{}
+		call.ArgumentsErr = gateway.Errorf(gateway.EInvalid, "arguments of tool %q are not a valid JSON object: %v", in.Name, err)
 	}
-	call.RawArguments = raw
 	return call, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,6 +44,9 @@ type Options struct {
 	Edition gateway.Edition
 	// Tools is the catalog the tools/list query ranges over.
 	Tools []ToolRef
+	// CacheSize bounds the decision cache (entries per query); 0 means
+	// DefaultCacheSize, a negative value turns caching off.
+	CacheSize int
 }
 
 // Engine evaluates prepared policy queries. It is safe for concurrent use.
@@ -51,6 +55,8 @@ type Engine struct {
 	visible rego.PreparedEvalQuery
 	edition *ast.Term
 	tools   *ast.Term
+	cache   *decisionCache
+	args    argumentUse
 }
 
 // New loads and compiles the bundle in opts.FS and prepares both queries. It
@@ -78,7 +84,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: data documents: %w", err)
 	}
-	e := &Engine{edition: ast.StringTerm(string(opts.Edition)), tools: toolsTerm(opts.Tools)}
+	e := &Engine{
+		edition: ast.StringTerm(string(opts.Edition)), tools: toolsTerm(opts.Tools),
+		cache: newDecisionCache(opts.CacheSize), args: analyseArguments(compiler),
+	}
 	for _, q := range []struct {
 		query string
 		dst   *rego.PreparedEvalQuery
@@ -112,7 +121,39 @@ func hasRule(c *ast.Compiler, query string) bool {
 // Decide evaluates the decision for one tools/call. Any evaluation error, an
 // undefined decision or a malformed one is returned as an EInternal
 // *gateway.Error: the caller must refuse the call (fail closed).
+//
+// Results are memoised by their complete input (see decisionCache); every
+// returned decision carries a fresh ID and may be modified by the caller.
 func (e *Engine) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (*gateway.Decision, error) {
+	var key string
+	cacheable := false
+	if e.cache != nil {
+		key, cacheable = e.callKey(p, c, tool, args)
+		if d, ok := e.cache.decisions.Get(key); ok {
+			return withID(d), nil
+		}
+	}
+	d, err := e.evalDecision(ctx, p, c, tool, args)
+	if err != nil {
+		return nil, err
+	}
+	if cacheable {
+		e.cache.decisions.Add(key, d)
+	}
+	return withID(d), nil
+}
+
+// withID returns a copy of d with a new decision id; the cached value is
+// never handed out.
+func withID(d *gateway.Decision) *gateway.Decision {
+	cp := *d
+	cp.Reasons = slices.Clone(d.Reasons)
+	cp.Obligations.Redact = slices.Clone(d.Obligations.Redact)
+	cp.ID = newDecisionID()
+	return &cp
+}
+
+func (e *Engine) evalDecision(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (*gateway.Decision, error) {
 	in := e.baseInput(p, c)
 	in.Insert(ast.InternedTerm("tool"), toolTerm(tool))
 	argTerm, err := argumentsTerm(args)
@@ -128,13 +169,28 @@ func (e *Engine) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Ca
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInternal, err, "policy returned no usable decision; the call was refused")
 	}
-	d.ID = newDecisionID()
 	return d, nil
 }
 
 // Visible returns the names of the catalog tools the principal may see, from
 // the same per-tool rules as Decide (listed ⇔ callable, DESIGN.md §1).
+// The returned map is shared with the cache and must not be modified.
 func (e *Engine) Visible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error) {
+	var key string
+	if e.cache != nil {
+		key = string(e.baseKey(p, c).b)
+		if v, ok := e.cache.visible.Get(key); ok {
+			return v, nil
+		}
+	}
+	v, err := e.evalVisible(ctx, p, c)
+	if err == nil && e.cache != nil {
+		e.cache.visible.Add(key, v)
+	}
+	return v, err
+}
+
+func (e *Engine) evalVisible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error) {
 	in := e.baseInput(p, c)
 	in.Insert(ast.InternedTerm("tools"), e.tools)
 	rs, err := e.visible.Eval(ctx, rego.EvalParsedInput(in))

@@ -2,6 +2,9 @@ package policy_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"time"
 	"testing"
 	"testing/fstest"
 
@@ -190,4 +193,138 @@ func BenchmarkVisibleToolsList(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestCacheKeySeparatesInputs: a cached decision is only reused for an
+// identical input; changing any one input field must re-evaluate and can
+// change the answer.
+func TestCacheKeySeparatesInputs(t *testing.T) {
+	e, refs := newEngine(t, gateway.EditionCommunity)
+	deployer := func() (*gateway.Principal, *gateway.Caller) {
+		return agent("p-1"), caller([]string{"supacloud.deploy.*"}, "owner")
+	}
+	tool := ref(refs, "app.pause")
+	mutations := []struct {
+		note   string
+		mutate func(p *gateway.Principal, c *gateway.Caller)
+	}{
+		{"role", func(_ *gateway.Principal, c *gateway.Caller) { c.Member.Role = "member" }},
+		{"no member", func(_ *gateway.Principal, c *gateway.Caller) { c.Member = nil }},
+		{"allowlist", func(_ *gateway.Principal, c *gateway.Caller) { c.Profile.Allowlist = []string{"supacloud.read.*"} }},
+		{"task status", func(_ *gateway.Principal, c *gateway.Caller) { c.Task.Status = gateway.TaskCompleted }},
+		{"task id", func(p *gateway.Principal, _ *gateway.Caller) { p.TaskID = "t-2" }},
+		{"profile requested", func(p *gateway.Principal, _ *gateway.Caller) { p.ProfileID = "p-9" }},
+		{"principal kind", func(p *gateway.Principal, _ *gateway.Caller) { p.Kind = gateway.PrincipalCoordinator }},
+	}
+	for _, m := range mutations {
+		t.Run(m.note, func(t *testing.T) {
+			p, c := deployer()
+			d1, err := e.Decide(context.Background(), p, c, tool, nil)
+			if err != nil || !d1.Allow {
+				t.Fatalf("baseline decision %+v %v", d1, err)
+			}
+			p, c = deployer()
+			m.mutate(p, c)
+			d2, err := e.Decide(context.Background(), p, c, tool, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d2.Allow {
+				t.Fatalf("mutated input reused the cached allow: %+v", d2)
+			}
+			if d1.ID == d2.ID {
+				t.Error("decision ids repeat")
+			}
+		})
+	}
+	// Arguments are part of the key: the script slug changes the answer.
+	p, c := agent("p-1"), caller([]string{"supacloud.script.run"}, "member")
+	c.Profile.ScriptAllowlist = []string{"ok"}
+	script := ref(refs, "script.run")
+	if d, _ := e.Decide(context.Background(), p, c, script, map[string]any{"slug": "ok"}); !d.Allow {
+		t.Fatalf("allowed slug denied: %+v", d)
+	}
+	if d, _ := e.Decide(context.Background(), p, c, script, map[string]any{"slug": "other"}); d.Allow {
+		t.Fatalf("other slug reused the cached allow: %+v", d)
+	}
+}
+
+func benchEngine(b *testing.B, cacheSize int) (*policy.Engine, []policy.ToolRef) {
+	refs := catalogRefs(b)
+	e, err := policy.New(context.Background(), policy.Options{FS: policies.FS, Edition: gateway.EditionCommunity, Tools: refs, CacheSize: cacheSize})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, refs
+}
+
+// BenchmarkDecideToolsCallUncached measures a full policy evaluation (the
+// cost of the first call of a principal/tool/argument combination).
+func BenchmarkDecideToolsCallUncached(b *testing.B) {
+	e, refs := benchEngine(b, -1)
+	p, c := agent("p-1"), caller([]string{"supacloud.read.*", "supacloud.ops.*"}, "member")
+	tool := ref(refs, "workflow.trigger")
+	args := map[string]any{"workflow_id": "wfl-1"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, err := e.Decide(context.Background(), p, c, tool, args); err != nil || !d.Allow {
+			b.Fatal(err, d)
+		}
+	}
+}
+
+// BenchmarkVisibleToolsListUncached measures a full tools/list evaluation.
+func BenchmarkVisibleToolsListUncached(b *testing.B) {
+	e, _ := benchEngine(b, -1)
+	p, c := agent("p-1"), caller([]string{"supacloud.read.*", "supacloud.ops.*"}, "member")
+	b.ReportAllocs()
+	for b.Loop() {
+		if v, err := e.Visible(context.Background(), p, c); err != nil || len(v) == 0 {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecideWorkload replays an agent-like workload — 30 sessions with
+// different profiles and roles, each calling 12 tools with varying
+// arguments, 30 % of calls with arguments never seen before — and reports
+// the median and 99th percentile of single decisions (p50-ns, p99-ns).
+func BenchmarkDecideWorkload(b *testing.B) {
+	e, refs := benchEngine(b, 0)
+	allowlists := [][]string{{"supacloud.read.*"}, {"supacloud.read.*", "supacloud.ops.*"}, {"supacloud.full"}, {"supacloud.deploy.*"}, {"supacloud.scaffold.*", "project.get"}}
+	roles := []string{"owner", "admin", "member", "viewer", ""}
+	names := []string{"projects.list", "project.get", "workflow.trigger", "schedule.pause", "app.pause", "memory.search", "run.events", "script.run", "scaffold.app.propose", "workspace.info", "tasks.get", "approval.decide"}
+	type call struct {
+		p    *gateway.Principal
+		c    *gateway.Caller
+		tool policy.ToolRef
+		args map[string]any
+	}
+	var calls []call
+	for s := range 30 {
+		p, c := agent("p-1"), caller(allowlists[s%len(allowlists)], roles[s%len(roles)])
+		p.TaskID, c.Task.ID = fmt.Sprintf("t-%d", s), fmt.Sprintf("t-%d", s)
+		for i, n := range names {
+			calls = append(calls, call{p, c, ref(refs, n), map[string]any{"id": fmt.Sprintf("rec-%d", i%4)}})
+		}
+	}
+	lat := make([]time.Duration, 0, b.N)
+	ctx := context.Background()
+	i := 0
+	for b.Loop() {
+		cl := calls[i%len(calls)]
+		args := cl.args
+		if i%10 < 3 {
+			args = map[string]any{"id": fmt.Sprintf("new-%d", i)}
+		}
+		start := time.Now()
+		if _, err := e.Decide(ctx, cl.p, cl.c, cl.tool, args); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		i++
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }

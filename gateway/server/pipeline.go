@@ -107,6 +107,9 @@ func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal,
 		return nil, gateway.Errorf(gateway.EInvalid, "unknown tool %q; tools/list shows the tools this session may call", call.Name)
 	}
 	ev.Tier = tool.Tier
+	if call.ArgumentsErr != nil {
+		return nil, call.ArgumentsErr
+	}
 	if err := checkWorkspaceArgument(p, call); err != nil {
 		return nil, err
 	}

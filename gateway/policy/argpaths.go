@@ -1,0 +1,62 @@
+package policy
+
+import (
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// argumentUse says which call arguments the compiled bundle can read. The
+// decision cache keys tools/call decisions on those arguments only, so
+// calls that differ in arguments the policy never looks at share one cache
+// entry. The analysis is conservative: any way of reaching arguments that is
+// not input.arguments.<constant key> (the bare input document, a variable
+// key, the whole arguments object) makes every argument part of the key.
+type argumentUse struct {
+	all  bool
+	keys []string
+}
+
+func analyseArguments(c *ast.Compiler) argumentUse {
+	seen := map[string]bool{}
+	use := argumentUse{}
+	for _, m := range c.Modules {
+		ast.WalkRefs(m, func(r ast.Ref) bool {
+			if use.all || !r[0].Equal(ast.InputRootDocument) {
+				return false
+			}
+			key, ok := argumentKey(r)
+			switch {
+			case !ok:
+				use.all = true
+			case key != "" && !seen[key]:
+				seen[key] = true
+				use.keys = append(use.keys, key)
+			}
+			return false
+		})
+	}
+	return use
+}
+
+// argumentKey classifies one ref rooted at input: ("", true) when it cannot
+// reach arguments, (key, true) for input.arguments.<key>, ok false when it
+// may reach arguments in a way the key cannot capture.
+func argumentKey(r ast.Ref) (string, bool) {
+	if len(r) < 2 {
+		return "", false // bare input: could be marshalled or iterated whole
+	}
+	first, ok := r[1].Value.(ast.String)
+	if !ok {
+		return "", false // input[x]
+	}
+	if first != "arguments" {
+		return "", true
+	}
+	if len(r) < 3 {
+		return "", false // the whole arguments object
+	}
+	key, ok := r[2].Value.(ast.String)
+	if !ok {
+		return "", false
+	}
+	return string(key), true
+}

@@ -1,0 +1,41 @@
+package policy
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+func TestAnalyseArguments(t *testing.T) {
+	cases := []struct {
+		note string
+		src  string
+		all  bool
+		keys []string
+	}{
+		{"constant key", `package p
+x if input.arguments.slug == "a"`, false, []string{"slug"}},
+		{"nested constant", `package p
+x if input.arguments.inputs.env == "prod"`, false, []string{"inputs"}},
+		{"no arguments", `package p
+x if input.tool.name == "a"`, false, nil},
+		{"whole arguments", `package p
+x := input.arguments`, true, nil},
+		{"variable key", `package p
+x if input.arguments[k] == "a"`, true, nil},
+		{"bare input", `package p
+x := object.get(input, "arguments", {})`, true, nil},
+		{"variable top-level", `package p
+x if input[k].slug == "a"`, true, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.note, func(t *testing.T) {
+			comp := ast.MustCompileModules(map[string]string{"p.rego": c.src})
+			got := analyseArguments(comp)
+			if got.all != c.all || !slices.Equal(got.keys, c.keys) {
+				t.Fatalf("got %+v, want all=%v keys=%v", got, c.all, c.keys)
+			}
+		})
+	}
+}

@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// rawSession speaks MCP over plain HTTP so tests can send what no SDK would.
+type rawSession struct {
+	t     *testing.T
+	url   string
+	token string
+	sid   string
+}
+
+type rpcReply struct {
+	status int
+	header http.Header
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+	Result json.RawMessage `json:"result"`
+}
+
+func (g *gatewayUnderTest) raw(t *testing.T, token string) *rawSession {
+	s := &rawSession{t: t, url: g.srv.URL + "/mcp", token: token}
+	r := s.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + protocolVersion + `","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if r.status != 200 || r.Error != nil {
+		t.Fatalf("initialize: %d %+v", r.status, r.Error)
+	}
+	s.sid = r.header.Get("Mcp-Session-Id")
+	s.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+func (s *rawSession) post(body string) rpcReply {
+	s.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	if s.sid != "" {
+		req.Header.Set("Mcp-Session-Id", s.sid)
+		req.Header.Set("MCP-Protocol-Version", protocolVersion)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := rpcReply{status: resp.StatusCode, header: resp.Header}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			s.t.Fatalf("reply is not JSON (%d): %s", resp.StatusCode, raw)
+		}
+	}
+	return out
+}
+
+func callBody(tool string, args string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool, args)
+}
+
+func TestBadInput(t *testing.T) {
+	for kind, dbURL := range storeKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			g := startGateway(t, dbURL(t), map[string]string{"MCPGATE_MAX_BODY_BYTES": "4096"})
+			seedFixtures(t, g)
+			tok := g.token(t, "ws-a", "mia", "task-ws-a", "reader")
+			s := g.raw(t, tok)
+			all := gateway.AuditFilter{WorkspaceID: "ws-a"}
+			before := g.countAudit(t, all)
+			cases := []struct {
+				note    string
+				body    string
+				status  int
+				code    int
+				mention string
+				audits  int // audit rows the request must add
+			}{
+				{"malformed JSON", `{"jsonrpc":"2.0","id":1,`, 400, gateway.RPCParseError, "", 0},
+				{"not an object", `42`, 400, gateway.RPCInvalidRequest, "", 0},
+				{"wrong jsonrpc version", `{"jsonrpc":"1.0","id":1,"method":"ping"}`, 400, gateway.RPCInvalidRequest, "", 0},
+				{"missing method", `{"jsonrpc":"2.0","id":1}`, 400, gateway.RPCInvalidRequest, "", 0},
+				{"batch on 2025-06-18", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, 400, gateway.RPCInvalidRequest, "batch", 0},
+				{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"resources/list"}`, 200, gateway.RPCMethodNotFound, "resources/list", 0},
+				{"unknown tool", callBody("app.teleport", `{}`), 200, gateway.RPCInvalidParams, "app.teleport", 1},
+				{"missing required field", callBody("project.get", `{}`), 200, gateway.RPCInvalidParams, "project_id", 1},
+				{"wrong type", callBody("projects.list", `{"limit":"ten"}`), 200, gateway.RPCInvalidParams, "limit", 1},
+				{"unknown field", callBody("projects.list", `{"colour":"red"}`), 200, gateway.RPCInvalidParams, "colour", 1},
+				{"arguments not an object", callBody("projects.list", `[1,2]`), 200, gateway.RPCInvalidParams, "object", 1},
+				{"oversized body", callBody("memory.search", `{"query":"`+strings.Repeat("x", 5000)+`"}`), 413, 0, "", 0},
+			}
+			for _, c := range cases {
+				t.Run(c.note, func(t *testing.T) {
+					n := g.countAudit(t, all)
+					r := s.post(c.body)
+					if r.status != c.status {
+						t.Errorf("HTTP %d, want %d", r.status, c.status)
+					}
+					if c.code != 0 && (r.Error == nil || r.Error.Code != c.code) {
+						t.Fatalf("error %+v, want code %d", r.Error, c.code)
+					}
+					if c.mention != "" && !strings.Contains(r.Error.Message, c.mention) {
+						t.Errorf("message %q does not name %q", r.Error.Message, c.mention)
+					}
+					if got := g.countAudit(t, all) - n; got != c.audits {
+						t.Errorf("%d audit rows added, want %d", got, c.audits)
+					}
+				})
+			}
+			// The session still works after all of that.
+			if r := s.post(`{"jsonrpc":"2.0","id":9,"method":"ping"}`); r.status != 200 || r.Error != nil {
+				t.Fatalf("ping after bad input: %d %+v", r.status, r.Error)
+			}
+			if got := g.countAudit(t, all) - before; got != 5 {
+				t.Errorf("audit rows added %d, want 5 (one per tools/call that reached the gateway's request path)", got)
+			}
+			ev := g.lastAudit(t, "ws-a", "task-ws-a", "projects.list")
+			if ev.Status != gateway.AuditError || ev.ErrorClass != "Invalid" {
+				t.Errorf("schema failure audited as %q/%q, want error/Invalid", ev.Status, ev.ErrorClass)
+			}
+		})
+	}
+}
+
+func TestDenialOnTheWire(t *testing.T) {
+	g := startGateway(t, "sqlite:"+t.TempDir()+"/d.db", nil)
+	seedFixtures(t, g)
+	s := g.raw(t, g.token(t, "ws-a", "olivia", "task-ws-a", "reader"))
+	r := s.post(callBody("app.pause", `{"app_id":"app-1"}`))
+	if r.status != 200 || r.Error == nil || r.Error.Code != gateway.RPCForbidden {
+		t.Fatalf("HTTP %d error %+v, want 200 with -32003", r.status, r.Error)
+	}
+	var data struct {
+		Class      string           `json:"class"`
+		Status     int              `json:"status"`
+		DecisionID string           `json:"decision_id"`
+		Reasons    []gateway.Reason `json:"reasons"`
+	}
+	must(t, json.Unmarshal(r.Error.Data, &data))
+	if data.Class != "Forbidden" || data.Status != 403 || data.DecisionID == "" || len(data.Reasons) == 0 || data.Reasons[0].Code != "allowlist.missing_grant" {
+		t.Fatalf("data %+v", data)
+	}
+	for _, want := range []string{"app.pause", "supacloud.deploy.*", "reader"} {
+		if !strings.Contains(r.Error.Message, want) {
+			t.Errorf("message %q does not name %s", r.Error.Message, want)
+		}
+	}
+	ev := g.lastAudit(t, "ws-a", "task-ws-a", "app.pause")
+	if ev.DecisionID != data.DecisionID {
+		t.Errorf("audit decision id %q, wire %q", ev.DecisionID, data.DecisionID)
+	}
+	if strings.Contains(fmt.Sprint(ev), s.token) {
+		t.Error("audit row contains the session token")
+	}
+}
+
+func TestBadTokens(t *testing.T) {
+	g := startGateway(t, "sqlite:"+t.TempDir()+"/t.db", nil)
+	seedFixtures(t, g)
+	sign := func(alg jwt.SigningMethod, key any, claims jwt.MapClaims) string {
+		tok, err := jwt.NewWithClaims(alg, claims).SignedString(key)
+		must(t, err)
+		return tok
+	}
+	good := jwt.MapClaims{"sub": "mia", "workspace_id": "ws-a", "task_id": "task-ws-a", "aud": "mcpgate", "exp": time.Now().Add(time.Hour).Unix()}
+	with := func(k string, v any) jwt.MapClaims {
+		c := jwt.MapClaims{}
+		for kk, vv := range good {
+			c[kk] = vv
+		}
+		if v == nil {
+			delete(c, k)
+		} else {
+			c[k] = v
+		}
+		return c
+	}
+	cases := map[string]string{
+		"no token":        "",
+		"garbage":         "not-a-jwt",
+		"alg none":        sign(jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, good),
+		"wrong key":       sign(jwt.SigningMethodHS256, []byte("another-secret-0123456789abcdef0123"), good),
+		"HS512":           sign(jwt.SigningMethodHS512, []byte(jwtSecret), good),
+		"expired":         sign(jwt.SigningMethodHS256, []byte(jwtSecret), with("exp", time.Now().Add(-time.Hour).Unix())),
+		"no exp":          sign(jwt.SigningMethodHS256, []byte(jwtSecret), with("exp", nil)),
+		"wrong audience":  sign(jwt.SigningMethodHS256, []byte(jwtSecret), with("aud", "someone-else")),
+		"no workspace_id": sign(jwt.SigningMethodHS256, []byte(jwtSecret), with("workspace_id", nil)),
+		"api token":       "scmt_abcdef",
+	}
+	n := g.countAudit(t, gateway.AuditFilter{})
+	for note, tok := range cases {
+		t.Run(note, func(t *testing.T) {
+			s := &rawSession{t: t, url: g.srv.URL + "/mcp", token: tok}
+			r := s.post(callBody("projects.list", `{}`))
+			if r.status != 401 || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
+				t.Fatalf("HTTP %d WWW-Authenticate %q, want 401 Bearer", r.status, r.header.Get("WWW-Authenticate"))
+			}
+			if r.Error == nil || r.Error.Message == "" {
+				t.Fatalf("401 without a JSON-RPC error body")
+			}
+			if tok != "" && len(tok) > 12 && strings.Contains(r.Error.Message, tok) {
+				t.Error("error echoes the token")
+			}
+		})
+	}
+	if got := g.countAudit(t, gateway.AuditFilter{}); got != n {
+		t.Errorf("unauthenticated requests wrote %d audit rows", got-n)
+	}
+}
