@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/policy"
