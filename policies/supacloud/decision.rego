@@ -1,0 +1,92 @@
+# The decision document the gateway evaluates: data.supacloud.decision for one
+# tools/call (input.tool) and data.supacloud.visible_tools for tools/list
+# (input.tools). Both use tool_visible, so a tool is listed iff a call with
+# valid arguments would be allowed (DESIGN.md §1, Listed <=> callable).
+package supacloud
+
+# tool_visible is the per-tool half of visibility, for a session that passed
+# session_ok (every caller checks that first, once): the tool has a string
+# name and a known tier (as tool_valid), its tier's role check passes, the
+# allowlist grants it, and it is not a carve-out the profile cannot use.
+tool_visible(tool) if {
+	is_string(tool.name)
+	tier := data.supacloud.grants.tiers[tool.tier]
+	tier_role_ok(tier)
+	tool_granted(tool, tier)
+	script_listable(tool)
+}
+
+# visible says whether input.tool would be listed by tools/list.
+default visible := false
+
+visible if {
+	session_ok
+	tool_visible(input.tool)
+}
+
+# allow says whether the tools/call may be dispatched: visible, and the
+# arguments pass the checks a call can fail (the script slug).
+default allow := false
+
+allow if {
+	session_ok
+	tool_visible(input.tool)
+	arguments_ok
+}
+
+# tier is input.tool.tier, "" when the input has no string tier.
+default tier := ""
+
+tier := input.tool.tier if is_string(input.tool.tier)
+
+# reasons is deny sorted (by code, then message); empty when allowed, and
+# deny is only evaluated for denied calls. If a denial somehow produced no
+# reason, one is supplied so a deny never comes without an explanation.
+reasons := [] if {
+	allow
+} else := sort(deny) if {
+	count(deny) > 0
+} else := [{
+	"code": "input.invalid",
+	"message": "the policy denied the call without a specific reason; the input is malformed, report it to the operator",
+}]
+
+# decision is the answer for one tools/call, defined for every input:
+# {"allow": bool, "visible": bool, "tier": string,
+#  "reasons": [{"code", "message"}], sorted, empty when allowed,
+#  "obligations": {"redact": [field], sorted,
+#                  "confirmation_required": bool}}.
+# Obligations only bind allowed calls: redact (precedence.rego) lists the
+# result fields to remove; confirmation_required is true for a tool in
+# data.supacloud.grants.confirmation_tools (app.deploy, app.migration.apply;
+# seed 001, Deploy confirmation protocol). A denied call carries neither.
+# The allowed branch comes first and skips the denial rules.
+decision := {
+	"allow": true,
+	"visible": true,
+	"tier": input.tool.tier,
+	"reasons": [],
+	"obligations": {
+		"redact": redact,
+		"confirmation_required": input.tool.name in data.supacloud.grants.confirmation_tools,
+	},
+} if {
+	allow
+} else := {
+	"allow": false,
+	"visible": visible,
+	"tier": tier,
+	"reasons": reasons,
+	"obligations": {
+		"redact": [],
+		"confirmation_required": false,
+	},
+}
+
+# visible_tools is the set of names in input.tools (tools/list) that
+# tool_visible admits.
+visible_tools contains tool.name if {
+	session_ok
+	some tool in input.tools
+	tool_visible(tool)
+}

@@ -1,0 +1,86 @@
+package supacloud_test
+
+import data.supacloud
+
+with_member(base, member) := object.union(object.remove(base, ["member"]), {"member": member})
+
+non_member(base) := object.remove(base, ["member"])
+
+# Deploy tier (seed 001): grant AND role owner/admin; both must pass.
+deploy_role_cases := {
+	"owner with grant": {"role": "owner", "grant": true, "codes": []},
+	"admin with grant": {"role": "admin", "grant": true, "codes": []},
+	"member with grant": {"role": "member", "grant": true, "codes": ["deploy.role_required"]},
+	"viewer with grant": {"role": "viewer", "grant": true, "codes": ["deploy.role_required"]},
+	"non-member with grant": {"role": null, "grant": true, "codes": ["deploy.role_required"]},
+	"owner without grant": {"role": "owner", "grant": false, "codes": ["allowlist.missing_grant"]},
+	"member without grant": {"role": "member", "grant": false, "codes": ["allowlist.missing_grant", "deploy.role_required"]},
+}
+
+deploy_base(tc) := base if {
+	allowlist := grant_allowlist(tc.grant)
+	tc.role == null
+	base := non_member(with_profile(allowlist, null))
+} else := with_member(with_profile(grant_allowlist(tc.grant), null), {"role": tc.role, "seat_type": "pro"})
+
+grant_allowlist(true) := ["supacloud.read.*", "supacloud.deploy.*"]
+
+grant_allowlist(false) := ["supacloud.read.*"]
+
+test_deploy_role[note] if {
+	some note, tc in deploy_role_cases
+	every name in deploy_names {
+		d := supacloud.decision with input as call(deploy_base(tc), name, {})
+		codes(d) == tc.codes
+		expected_allow := count(tc.codes) == 0
+		d.allow == expected_allow
+		d.visible == d.allow
+	}
+}
+
+test_role_ignored_below_deploy[note] if {
+	some note, tool in {"read": "project.get", "ops": "workflow.trigger", "scaffold": "scaffold.app.propose", "baseline": "memory.get"}
+	base := with_member(with_profile(["supacloud.full"], null), {"role": "viewer"})
+	supacloud.decision.allow with input as call(base, tool, {})
+}
+
+test_role_message_names_user_workspace_role if {
+	base := with_member(with_profile(["supacloud.deploy.*"], null), {"role": "member"})
+	d := supacloud.decision with input as call(base, "app.deploy", {})
+	d.reasons[0].message == concat("", [
+		"tool app.deploy is a deploy-tier tool and needs the acting user to be owner or admin of the workspace; ",
+		`user u-1 has role "member" in workspace ws-1 `,
+		"(ask a workspace owner to raise the role, or run the task as a user who holds one of these roles)",
+	])
+}
+
+test_role_message_non_member if {
+	d := supacloud.decision with input as call(non_member(with_profile(["supacloud.deploy.*"], null)), "app.pause", {})
+	contains(d.reasons[0].message, "user u-1 is not a member of workspace ws-1")
+}
+
+test_member_role_hides_deploy_from_list if {
+	base := with_member(with_profile(["supacloud.full"], null), {"role": "member"})
+	names := supacloud.visible_tools with input as listing(base)
+	count(names) == 66
+	every name in deploy_names {
+		not names[name]
+	}
+}
+
+# Confirmation obligation (seed 001, Deploy confirmation protocol): only
+# app.deploy and app.migration.apply, and only when the call is allowed.
+confirmation_cases := {
+	"app.deploy allowed": {"tool": "app.deploy", "role": "owner", "expected": true},
+	"app.migration.apply allowed": {"tool": "app.migration.apply", "role": "admin", "expected": true},
+	"app.undeploy allowed": {"tool": "app.undeploy", "role": "owner", "expected": false},
+	"app.deploy denied": {"tool": "app.deploy", "role": "viewer", "expected": false},
+	"read tool": {"tool": "app.get", "role": "owner", "expected": false},
+}
+
+test_confirmation_required[note] if {
+	some note, tc in confirmation_cases
+	base := with_member(with_profile(["supacloud.full"], null), {"role": tc.role})
+	d := supacloud.decision with input as call(base, tc.tool, {})
+	d.obligations.confirmation_required == tc.expected
+}

@@ -1,0 +1,84 @@
+# Session gates evaluated once per request, before any tool: the principal
+# kind and the task of an agent task session (DESIGN.md §4, agent session JWT
+# claims). Each gate only reports when the gates before it passed, so a
+# denial names the first thing to fix.
+package supacloud
+
+# principal_supported holds for the principal kinds this bundle has rules
+# for (data.supacloud.grants.principal_kinds; coordinators come later).
+principal_supported if input.principal.kind in data.supacloud.grants.principal_kinds
+
+# task_known holds when the input carries the session's task: input.task is
+# absent when the store does not know it, and an id that differs from the
+# credential's task_id is treated the same way (fail closed).
+task_known if input.task.id == input.principal.task_id
+
+# task_running holds when the task's status is the running status.
+task_running if input.task.status == data.supacloud.grants.running_status
+
+# session_ok holds when every per-request gate passes: edition_valid
+# (edition.rego), principal_supported, task_known, task_running, and a
+# resolved profile (active_profile, profile.rego). Tool rules only run after
+# it. Every call and every listing evaluates it, so it spells out the gates'
+# expressions instead of calling the gate rules (each rule costs an
+# evaluation); session_test.rego checks that it agrees with them.
+session_ok if {
+	input.edition in data.supacloud.grants.editions
+	input.principal.kind in data.supacloud.grants.principal_kinds
+	input.task.id == input.principal.task_id
+	input.task.status == data.supacloud.grants.running_status
+	active_profile
+}
+
+# The helpers below only feed messages; each has a default so a message can
+# always be built, whatever the input holds.
+
+# principal_kind_text is input.principal.kind as JSON, or "(unset)".
+default principal_kind_text := "(unset)"
+
+principal_kind_text := json.marshal(input.principal.kind)
+
+# actor is the acting user (JWT "sub"), or "(unknown user)".
+default actor := "(unknown user)"
+
+actor := input.principal.sub
+
+# workspace_id is the credential's workspace, or "(unknown workspace)".
+default workspace_id := "(unknown workspace)"
+
+workspace_id := input.principal.workspace_id
+
+# task_id is the session's task (JWT "task_id"), or "(unknown task)".
+default task_id := "(unknown task)"
+
+task_id := input.principal.task_id
+
+deny contains {"code": "principal.unsupported", "message": msg} if {
+	edition_valid
+	not principal_supported
+	msg := sprintf(
+		"principal kind %s is not supported by the supacloud agent policy, so every tool is denied; call /mcp with an agent task session token",
+		[principal_kind_text],
+	)
+}
+
+deny contains {"code": "task.unknown", "message": msg} if {
+	edition_valid
+	principal_supported
+	not task_known
+	msg := sprintf(
+		"task %s is not known in workspace %s, so every tool is denied; start a new task session whose token names an existing task",
+		[task_id, workspace_id],
+	)
+}
+
+deny contains {"code": "task.not_running", "message": msg} if {
+	edition_valid
+	principal_supported
+	task_known
+	not task_running
+	msg := sprintf(
+		"task %s in workspace %s is %s, not running, so every tool is denied; tools can only be called from a running task, start a new one",
+		[task_id, workspace_id, json.marshal(object.get(input.task, "status", null))],
+	)
+}

@@ -1,0 +1,120 @@
+package supacloud_test
+
+import data.supacloud
+
+# Principal kind and task gates: each case changes one field of a healthy
+# session and names the single reason code expected (none when allowed).
+session_cases := {
+	"agent running task": {"patch": {}, "codes": []},
+	"coordinator": {"patch": {"principal": {"kind": "coordinator"}}, "codes": ["principal.unsupported"]},
+	"unknown kind": {"patch": {"principal": {"kind": "robot"}}, "codes": ["principal.unsupported"]},
+	"task completed": {"patch": {"task": {"status": "completed"}}, "codes": ["task.not_running"]},
+	"task failed": {"patch": {"task": {"status": "failed"}}, "codes": ["task.not_running"]},
+	"task cancelled": {"patch": {"task": {"status": "cancelled"}}, "codes": ["task.not_running"]},
+	"task of another session": {"patch": {"task": {"id": "t-2"}}, "codes": ["task.unknown"]},
+}
+
+test_session_gates[note] if {
+	some note, tc in session_cases
+	inp := object.union(call(session, "memory.search", {}), tc.patch)
+	d := supacloud.decision with input as inp
+	codes(d) == tc.codes
+	expected_allow := count(tc.codes) == 0
+	d.allow == expected_allow
+}
+
+test_task_absent_is_unknown if {
+	inp := object.remove(call(session, "memory.search", {}), ["task"])
+	d := supacloud.decision with input as inp
+	codes(d) == ["task.unknown"]
+	contains(d.reasons[0].message, "task t-1 is not known in workspace ws-1")
+}
+
+test_principal_missing_is_unsupported if {
+	inp := object.remove(call(session, "memory.search", {}), ["principal"])
+	d := supacloud.decision with input as inp
+	codes(d) == ["principal.unsupported"]
+}
+
+test_coordinator_masks_task_reasons if {
+	# a coordinator has no task: only the principal reason is reported
+	inp := object.remove(
+		object.union(call(session, "memory.search", {}), {"principal": {"kind": "coordinator"}}),
+		["task"],
+	)
+	d := supacloud.decision with input as inp
+	codes(d) == ["principal.unsupported"]
+	contains(d.reasons[0].message, `"coordinator"`)
+}
+
+test_not_running_message_names_status if {
+	inp := object.union(call(session, "memory.search", {}), {"task": {"status": "completed"}})
+	d := supacloud.decision with input as inp
+	contains(d.reasons[0].message, `task t-1 in workspace ws-1 is "completed"`)
+}
+
+test_session_gate_lists_nothing[note] if {
+	some note, patch in {
+		"coordinator": {"principal": {"kind": "coordinator"}},
+		"task completed": {"task": {"status": "completed"}},
+	}
+	inp := object.union(listing(with_profile(["supacloud.full"], null)), patch)
+	count(supacloud.visible_tools) == 0 with input as inp
+}
+
+test_messages_survive_a_bare_principal if {
+	inp := object.union(
+		object.remove(call(session, "project.get", {}), ["principal"]),
+		{"principal": {"kind": "agent"}},
+	)
+	d := supacloud.decision with input as inp
+	codes(d) == ["task.unknown"]
+	contains(d.reasons[0].message, "task (unknown task) is not known in workspace (unknown workspace)")
+}
+
+test_deploy_message_survives_a_missing_sub if {
+	base := object.union(with_profile(["supacloud.deploy.*"], null), {"member": {"role": "viewer"}})
+	inp := object.union(
+		object.remove(call(base, "app.deploy", {}), ["principal"]),
+		{"principal": {"kind": "agent", "workspace_id": "ws-1", "task_id": "t-1"}},
+	)
+	d := supacloud.decision with input as inp
+	codes(d) == ["deploy.role_required"]
+	contains(d.reasons[0].message, `user (unknown user) has role "viewer" in workspace ws-1`)
+}
+
+# session_ok spells out the gate expressions for speed; it must agree with
+# the gate rules the reasons come from, for every gate broken alone.
+gate_agreement_cases := {
+	"healthy": {},
+	"edition": {"edition": "gold"},
+	"principal": {"principal": {"kind": "coordinator"}},
+	"task id": {"task": {"id": "t-9"}},
+	"task status": {"task": {"status": "failed"}},
+	"profile": {"profile_requested": "p-9"},
+	"no profile requested field": {"profile_requested": null},
+}
+
+test_session_ok_agrees_with_gates[note] if {
+	some note, patch in gate_agreement_cases
+	inp := object.union(session, patch)
+	passing := {g | some g in gate_names; gate_holds(g)} with input as inp
+	ok := {true | supacloud.session_ok} with input as inp
+	all_pass := count(passing) == count(gate_names)
+	session_passes := count(ok) == 1
+	all_pass == session_passes
+	expected := count(patch) == 0
+	session_passes == expected
+}
+
+gate_names := ["edition", "principal", "task", "running", "profile"]
+
+gate_holds("edition") if supacloud.edition_valid
+
+gate_holds("principal") if supacloud.principal_supported
+
+gate_holds("task") if supacloud.task_known
+
+gate_holds("running") if supacloud.task_running
+
+gate_holds("profile") if supacloud.profile_resolved
