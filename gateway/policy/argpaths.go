@@ -60,3 +60,10 @@ func argumentKey(r ast.Ref) (string, bool) {
 	}
 	return string(key), true
 }
+
+// ArgumentKeys reports which call arguments the bundle can read: all is
+// true when any argument may be read (the cache then keys on all of them),
+// else keys lists the top-level argument names read.
+func (e *Engine) ArgumentKeys() (all bool, keys []string) {
+	return e.args.all, append([]string(nil), e.args.keys...)
+}

@@ -328,3 +328,14 @@ func BenchmarkDecideWorkload(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }
+
+// TestBundleReadsOnlyTheSlug pins what the shipped bundle reads of the call
+// arguments: only input.arguments.slug (the script.run carve-out). If a rule
+// starts reading the whole input or other arguments this fails, as a reminder
+// that the decision cache then keys on every argument (correct, but slower).
+func TestBundleReadsOnlyTheSlug(t *testing.T) {
+	e, _ := newEngine(t, gateway.EditionCommunity)
+	if all, keys := e.ArgumentKeys(); all || len(keys) != 1 || keys[0] != "slug" {
+		t.Fatalf("bundle reads arguments all=%v keys=%v, want only slug", all, keys)
+	}
+}

@@ -68,12 +68,19 @@ missing_grant_message(tool) := sprintf(
 	[tool.name, needed_grant(tool), workspace_id, granted_text, needed_grant(tool)],
 )
 
+# tool_text renders input.tool for messages ("null" when absent). It reads
+# input.tool, never the whole input, so the gateway's decision cache can tell
+# which arguments a decision depends on (gateway/policy, argumentUse).
+default tool_text := "null"
+
+tool_text := json.marshal(input.tool)
+
 deny contains {"code": "input.invalid", "message": msg} if {
 	session_ok
 	not tool_valid(input.tool)
 	msg := sprintf(
 		"the policy input names no valid tool (got %s; a tool needs a string name and a tier among %s); this is a gateway bug, report it to the operator",
-		[json.marshal(object.get(input, "tool", null)), concat(", ", object.keys(data.supacloud.grants.tiers))],
+		[tool_text, concat(", ", object.keys(data.supacloud.grants.tiers))],
 	)
 }
 
