@@ -170,9 +170,13 @@ func checkFields(t *testing.T, res *mcp.CallToolResult, absent, present []string
 	if len(absent)+len(present) > 0 && sc == nil {
 		t.Fatalf("result has no structuredContent: %+v", res)
 	}
+	text := textOf(res)
 	for _, f := range absent {
 		if _, ok := sc[f]; ok {
 			t.Errorf("field %s should be redacted, result has it", f)
+		}
+		if contains(text, `"`+f+`"`) {
+			t.Errorf("field %s should be redacted from the text content too: %s", f, text)
 		}
 	}
 	for _, f := range present {
@@ -208,4 +212,31 @@ func textOf(res *mcp.CallToolResult) string {
 		}
 	}
 	return out
+}
+
+// TestEditionGate: the same member with an enterprise-only seat type sees
+// member_count on a community instance (the seat does nothing there) and
+// loses it on an enterprise instance, where the seat's
+// workspace.members.view=false applies (seed 000, Schranke 1 and
+// Berechtigungspriorität).
+func TestEditionGate(t *testing.T) {
+	for _, c := range []struct {
+		edition string
+		absent  []string
+		present []string
+	}{
+		{"community", nil, []string{"member_count"}},
+		{"enterprise", []string{"member_count"}, []string{"budget_remaining"}},
+	} {
+		t.Run(c.edition, func(t *testing.T) {
+			g := startGateway(t, "sqlite:"+t.TempDir()+"/ed.db", map[string]string{"SUPACLOUD_EDITION": c.edition})
+			seedFixtures(t, g)
+			cs := g.connect(t, g.token(t, "ws-a", "ana", "task-ws-a", "reader"))
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "workspace.info", Arguments: map[string]any{}})
+			if err != nil || res.IsError {
+				t.Fatalf("workspace.info: %v %+v", err, res)
+			}
+			checkFields(t, res, c.absent, c.present)
+		})
+	}
 }
