@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func runCmd(t *testing.T, env map[string]string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := run(context.Background(), args, &out, func(k string) string { return env[k] })
+	return out.String(), err
+}
+
+func TestCommands(t *testing.T) {
+	if out, err := runCmd(t, nil, "version"); err != nil || !strings.HasPrefix(out, "mcpgate ") {
+		t.Fatalf("version: %q %v", out, err)
+	}
+	if _, err := runCmd(t, nil, "frobnicate"); err == nil || !strings.Contains(err.Error(), "frobnicate") {
+		t.Fatalf("unknown command: %v", err)
+	}
+	if out, err := runCmd(t, nil, "policy", "test", "../../policies"); err != nil || !strings.Contains(out, "PASS") {
+		t.Fatalf("policy test: %q %v", out, err)
+	}
+	if _, err := runCmd(t, nil, "policy", "eval", "--input", "/nonexistent.json", "../../policies"); err == nil {
+		t.Fatal("policy eval with a missing input file succeeded")
+	}
+}
+
+// TestTokenLifecycle: create shows the value once, list shows only the
+// fingerprint, revoke marks it revoked; bad input changes nothing.
+func TestTokenLifecycle(t *testing.T) {
+	env := map[string]string{"MCPGATE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "tok.db")}
+	if _, err := runCmd(t, env, "migrate"); err != nil {
+		t.Fatal(err)
+	}
+	// The workspace must exist: tokens are workspace-bound.
+	if _, err := runCmd(t, env, "token", "create", "--workspace", "ws-x", "--label", "ci", "--scope", "mcp:read"); err == nil {
+		t.Fatal("token for an unknown workspace was created")
+	}
+	if _, err := runCmd(t, env, "token", "create", "--workspace", "ws-x", "--label", "ci", "--scope", "mcp:write"); err == nil || !strings.Contains(err.Error(), "mcp:write") {
+		t.Fatalf("unknown scope: %v", err)
+	}
+	seedWorkspace(t, env["MCPGATE_DATABASE_URL"], "ws-x")
+	out, err := runCmd(t, env, "token", "create", "--workspace", "ws-x", "--label", "ci", "--scope", "mcp:read", "--scope", "mcp:ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := regexp.MustCompile(`scmt_\S+`).FindString(out)
+	fp := regexp.MustCompile(`fingerprint: (\S+)`).FindStringSubmatch(out)
+	if value == "" || len(fp) != 2 {
+		t.Fatalf("create output %q lacks token or fingerprint", out)
+	}
+	list, err := runCmd(t, env, "token", "list", "--workspace", "ws-x")
+	if err != nil || !strings.Contains(list, fp[1]) || strings.Contains(list, value) || !strings.Contains(list, "active") {
+		t.Fatalf("list %q %v: want the fingerprint, active, never the value", list, err)
+	}
+	if _, err := runCmd(t, env, "token", "revoke", fp[1]); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := runCmd(t, env, "token", "list", "--workspace", "ws-x"); !strings.Contains(list, "revoked") {
+		t.Fatalf("after revoke: %q", list)
+	}
+	if _, err := runCmd(t, env, "token", "revoke", "0000000000000000"); err == nil {
+		t.Fatal("revoking an unknown fingerprint succeeded")
+	}
+}
