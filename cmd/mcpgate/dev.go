@@ -9,6 +9,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/server"
+	"github.com/mcpgate/mcpgate/tools"
 )
 
 // devDefaults fills the variables `serve --dev` needs when the environment
@@ -46,6 +47,10 @@ const (
 	devUser      = "alice"
 	devTask      = "task-1"
 	devProfile   = "ops-bot"
+	// devUpstreamProfile grants exactly the tools an upstream added to the
+	// catalog, by name, so its tools/list is short: the upstream's tools
+	// plus the always-on baseline.
+	devUpstreamProfile = "upstream"
 )
 
 // seed creates the demo workspace, members, profiles and task, then prints
@@ -79,6 +84,9 @@ func (d *devDefaults) seed(ctx context.Context, app *server.App, out io.Writer, 
 			return s.PutTask(ctx, &gateway.Task{WorkspaceID: devWorkspace, ID: devTask, Status: gateway.TaskRunning})
 		},
 	}
+	if app.Config.UpstreamURL != "" {
+		steps = append(steps, func() error { return seedUpstreamProfile(ctx, app) })
+	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return fmt.Errorf("seed demo workspace: %w", err)
@@ -89,6 +97,10 @@ func (d *devDefaults) seed(ctx context.Context, app *server.App, out io.Writer, 
 		return fmt.Errorf("issue dev token: %w", err)
 	}
 	printDevBanner(out, url, tok, d.getenv("MCPGATE_ADMIN_TOKEN"))
+	if app.Config.UpstreamURL != "" {
+		fmt.Fprintf(out, "Upstream %s: tools it adds to the catalog have tier %s; profile %s grants exactly those.\n\n",
+			app.Config.UpstreamURL, app.Config.UpstreamTier, devUpstreamProfile)
+	}
 	return nil
 }
 
@@ -106,4 +118,24 @@ SID=$(curl -s -o /dev/null -D - "${H[@]}" %[1]s/mcp -d '{"jsonrpc":"2.0","id":1,
 curl -s "${H[@]}" -H "Mcp-Session-Id: $SID" -H 'MCP-Protocol-Version: 2025-06-18' %[1]s/mcp -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"workspace.info","arguments":{}}}'; echo
 
 `, url, token, devUser, devWorkspace, devTask, devProfile, adminToken)
+}
+
+// seedUpstreamProfile creates the devUpstreamProfile profile: an allowlist of
+// the exact names of the tools the upstream (MCPGATE_UPSTREAM_URL) added to
+// the SupaCloud catalog. The ops-bot profile grants them too when their tier
+// (MCPGATE_UPSTREAM_TIER) is read, ops or deploy, together with every
+// SupaCloud tool of those tiers.
+func seedUpstreamProfile(ctx context.Context, app *server.App) error {
+	base, err := tools.Load()
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, t := range app.Catalog.Tools() {
+		if _, supacloud := base.Lookup(t.Name); !supacloud {
+			names = append(names, t.Name)
+		}
+	}
+	return app.Store.PutProfile(ctx, &gateway.Profile{WorkspaceID: devWorkspace, ID: devUpstreamProfile,
+		Name: "Upstream tools", Allowlist: names})
 }

@@ -37,6 +37,14 @@ type Config struct {
 	ConfirmationSecret []byte
 	// UpstreamURL (MCPGATE_UPSTREAM_URL) replaces the demo backend.
 	UpstreamURL string
+	// UpstreamTier (MCPGATE_UPSTREAM_TIER, default ops) is the tier given to
+	// tools the upstream lists that the SupaCloud catalog does not know, so
+	// that policy grants them like any tool of that tier (its wildcard, the
+	// exact name, or supacloud.<name>). One of baseline, read, ops or deploy:
+	// scaffold tools need a proposal/task-spawn limit kind (seed 001, Rate
+	// limits) that an upstream cannot declare. baseline makes the tools
+	// always on for every session.
+	UpstreamTier gateway.Tier
 	// PolicyDir (MCPGATE_POLICY_DIR) loads policies from a folder instead of
 	// the embedded bundle.
 	PolicyDir string
@@ -50,6 +58,9 @@ type Config struct {
 	// AllowedOrigins lists browser origins allowed on the MCP endpoints
 	// (MCPGATE_ALLOWED_ORIGINS, comma separated; none by default).
 	AllowedOrigins []string
+	// HTTP holds the public URL, OAuth authorization servers and allowed
+	// Host names of the MCP endpoints (http.go).
+	HTTP
 	// Limits are the rate limits of seed 001, Rate limits.
 	Limits Limits
 }
@@ -93,6 +104,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		JWTIssuer:          getenv("MCPGATE_JWT_ISSUER"),
 		JWTAudience:        r.str("MCPGATE_JWT_AUDIENCE", "mcpgate"),
 		UpstreamURL:        getenv("MCPGATE_UPSTREAM_URL"),
+		UpstreamTier:       gateway.Tier(r.str("MCPGATE_UPSTREAM_TIER", string(gateway.TierOps))),
 		PolicyDir:          getenv("MCPGATE_POLICY_DIR"),
 		LogFormat:          r.str("MCPGATE_LOG_FORMAT", "json"),
 		AuditArguments:     r.boolean("MCPGATE_AUDIT_ARGUMENTS"),
@@ -101,6 +113,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		ConfirmationSecret: []byte(getenv("SUPACLOUD_MCP_CONFIRMATION_SECRET")),
 	}
 	c.Limits = r.limits()
+	c.loadHTTP(&r)
 	if f := getenv("MCPGATE_JWT_PUBLIC_KEY_FILE"); f != "" {
 		pem, err := os.ReadFile(f)
 		if err != nil {
@@ -141,6 +154,11 @@ func (c *Config) validate(r *reader) {
 	}
 	if c.UpstreamURL != "" && !strings.HasPrefix(c.UpstreamURL, "http://") && !strings.HasPrefix(c.UpstreamURL, "https://") {
 		r.fail("MCPGATE_UPSTREAM_URL=%q: want an http:// or https:// URL of an MCP server", c.UpstreamURL)
+	}
+	switch c.UpstreamTier {
+	case gateway.TierBaseline, gateway.TierRead, gateway.TierOps, gateway.TierDeploy:
+	default:
+		r.fail("MCPGATE_UPSTREAM_TIER=%q: want read, ops, deploy or baseline (the tier of upstream tools the SupaCloud catalog does not list; scaffold is not possible because it needs a rate-limit kind)", c.UpstreamTier)
 	}
 	if c.PolicyDir != "" {
 		if st, err := os.Stat(c.PolicyDir); err != nil || !st.IsDir() {

@@ -25,6 +25,9 @@ func TestLoadDefaults(t *testing.T) {
 	if c.MaxBodyBytes != 1<<20 || c.AdminToken != "" || c.AuditArguments {
 		t.Errorf("defaults: %+v", c)
 	}
+	if c.UpstreamTier != gateway.TierOps {
+		t.Errorf("upstream tier %q, want ops", c.UpstreamTier)
+	}
 }
 
 func TestLoadOverrides(t *testing.T) {
@@ -35,6 +38,7 @@ func TestLoadOverrides(t *testing.T) {
 		"AGENT_MCP_PROFILE_OPS_HOURLY_LIMIT":  "2",
 		"AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT": "99",
 		"MCPGATE_ALLOWED_ORIGINS":             "https://a.example, https://b.example",
+		"MCPGATE_UPSTREAM_TIER":               "read",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +48,9 @@ func TestLoadOverrides(t *testing.T) {
 	}
 	if len(c.AllowedOrigins) != 2 || c.AllowedOrigins[1] != "https://b.example" {
 		t.Errorf("origins %v", c.AllowedOrigins)
+	}
+	if c.UpstreamTier != gateway.TierRead {
+		t.Errorf("upstream tier %q, want read", c.UpstreamTier)
 	}
 }
 
@@ -63,6 +70,8 @@ func TestLoadRejects(t *testing.T) {
 		{"missing key file", map[string]string{"MCPGATE_JWT_PUBLIC_KEY_FILE": "/nonexistent.pem"}, "MCPGATE_JWT_PUBLIC_KEY_FILE"},
 		{"bad log format", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_LOG_FORMAT": "xml"}, "MCPGATE_LOG_FORMAT"},
 		{"bad upstream", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_UPSTREAM_URL": "ftp://x"}, "MCPGATE_UPSTREAM_URL"},
+		{"scaffold upstream tier", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_UPSTREAM_TIER": "scaffold"}, "MCPGATE_UPSTREAM_TIER"},
+		{"unknown upstream tier", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_UPSTREAM_TIER": "admin"}, "MCPGATE_UPSTREAM_TIER"},
 		{"bad bool", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_AUDIT_ARGUMENTS": "maybe"}, "MCPGATE_AUDIT_ARGUMENTS"},
 	}
 	for _, c := range cases {

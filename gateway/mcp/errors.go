@@ -88,11 +88,22 @@ func (t *Transport) wireError(ctx context.Context, err error) (*rpcError, int) {
 	return e, code.HTTPStatus()
 }
 
-// defaultChallenge is the WWW-Authenticate value of a 401 when
-// Options.Challenge is nil (RFC 6750 §3).
-func defaultChallenge(err error) string {
-	return `Bearer realm="mcpgate", error="invalid_token", error_description=` +
-		quoteHeader(gateway.ErrorMessageOf(err))
+// challenge is the WWW-Authenticate value of a 401: Options.Challenge when
+// set, else a Bearer challenge (RFC 6750 §3) naming the resource metadata
+// (RFC 9728 §5.1) and, only when the request carried credentials, the
+// invalid_token error with its message (RFC 6750 §3.1).
+func (t *Transport) challenge(r *http.Request, err error) string {
+	if t.opts.Challenge != nil {
+		return t.opts.Challenge(err)
+	}
+	c := `Bearer realm="mcpgate"`
+	if t.opts.ResourceMetadataURL != "" {
+		c += `, resource_metadata=` + quoteHeader(t.opts.ResourceMetadataURL)
+	}
+	if r.Header.Get("Authorization") != "" {
+		c += `, error="invalid_token", error_description=` + quoteHeader(gateway.ErrorMessageOf(err))
+	}
+	return c
 }
 
 // quoteHeader renders s as an HTTP quoted-string, dropping control

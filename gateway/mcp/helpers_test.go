@@ -54,7 +54,8 @@ func (fakeAuth) Authenticate(r *http.Request) (*gateway.Principal, error) {
 // fakeHandler serves nTools tools and a set of special tools whose names
 // select a behaviour. It records what it was given.
 type fakeHandler struct {
-	nTools int
+	nTools  int   // guarded by mu once the transport runs
+	listErr error // ListTools fails with it when set
 
 	mu         sync.Mutex
 	calls      []*CallToolParams
@@ -67,11 +68,31 @@ func toolName(i int) string { return fmt.Sprintf("tool.%03d", i) }
 
 func (h *fakeHandler) ListTools(ctx context.Context, p *gateway.Principal) ([]Tool, error) {
 	h.record(ctx, nil)
-	tools := make([]Tool, h.nTools)
+	h.mu.Lock()
+	n, failing := h.nTools, h.listErr
+	h.mu.Unlock()
+	if failing != nil {
+		return nil, failing
+	}
+	tools := make([]Tool, n)
 	for i := range tools {
 		tools[i] = Tool{Name: toolName(i), Description: "fake tool", InputSchema: json.RawMessage(`{"type":"object"}`)}
 	}
 	return tools, nil
+}
+
+// setTools changes what ListTools returns.
+func (h *fakeHandler) setTools(n int, err error) {
+	h.mu.Lock()
+	h.nTools, h.listErr = n, err
+	h.mu.Unlock()
+}
+
+// listCalls is how many times ListTools ran.
+func (h *fakeHandler) listCalls() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.requestIDs) - len(h.calls)
 }
 
 func (h *fakeHandler) record(ctx context.Context, call *CallToolParams) {
@@ -166,7 +187,7 @@ func newEnv(t *testing.T, mod func(*Options)) *env {
 
 // hdr builds request headers: token, session, version, accept.
 type hdr struct {
-	token, session, version, accept, origin string
+	token, session, version, accept, origin, host string
 }
 
 func (e *env) do(method string, h hdr, body string) *http.Response {
@@ -193,6 +214,9 @@ func (e *env) do(method string, h hdr, body string) *http.Response {
 	}
 	if h.origin != "" {
 		req.Header.Set("Origin", h.origin)
+	}
+	if h.host != "" {
+		req.Host = h.host
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")

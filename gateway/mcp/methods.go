@@ -29,12 +29,21 @@ var supportedVersions = []string{Version20251125, Version20250618, Version202503
 // newest first.
 func SupportedVersions() []string { return slices.Clone(supportedVersions) }
 
+// Version20241105 is the protocol version of the HTTP+SSE transport, spoken
+// only there (see Transport.LegacyHandler).
+const Version20241105 = "2024-11-05"
+
+// legacyVersions are the versions initialize accepts on the HTTP+SSE
+// transport: the 2024-11-05 version it was made for, and the newer ones
+// that clients such as the Go SDK still negotiate over it.
+var legacyVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}
+
 // negotiate answers a client's requested version: the same version when
-// supported, otherwise the latest (MCP basic/lifecycle: "Otherwise, the
-// server MUST respond with another protocol version it supports. This SHOULD
-// be the latest version supported by the server.").
-func negotiate(requested string) string {
-	if slices.Contains(supportedVersions, requested) {
+// it is among supported, otherwise the latest (MCP basic/lifecycle:
+// "Otherwise, the server MUST respond with another protocol version it
+// supports. This SHOULD be the latest version supported by the server.").
+func negotiate(requested string, supported []string) string {
+	if slices.Contains(supported, requested) {
 		return requested
 	}
 	return LatestVersion
@@ -99,12 +108,12 @@ type listToolsResult struct {
 const methods = "initialize, ping, tools/list and tools/call"
 
 // dispatch runs one request of an established session.
-func (t *Transport) dispatch(ctx context.Context, p *gateway.Principal, m *message) (any, error) {
+func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Principal, m *message) (any, error) {
 	switch m.method {
 	case "ping":
 		return struct{}{}, nil
 	case "tools/list":
-		return t.listTools(ctx, p, m.params)
+		return t.listTools(ctx, s, p, m.params)
 	case "tools/call":
 		return t.callTool(ctx, p, m.params)
 	case "initialize":
@@ -116,8 +125,8 @@ func (t *Transport) dispatch(ctx context.Context, p *gateway.Principal, m *messa
 }
 
 // initialize validates the params of an initialize request and returns the
-// negotiated version and result.
-func (t *Transport) initialize(params json.RawMessage) (*initializeResult, error) {
+// result with the version negotiated among supported.
+func (t *Transport) initialize(params json.RawMessage, supported []string) (*initializeResult, error) {
 	var in struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
@@ -126,7 +135,7 @@ func (t *Transport) initialize(params json.RawMessage) (*initializeResult, error
 			`initialize params must be an object with a string "protocolVersion": %v`, err)
 	}
 	return &initializeResult{
-		ProtocolVersion: negotiate(in.ProtocolVersion),
+		ProtocolVersion: negotiate(in.ProtocolVersion, supported),
 		Capabilities:    map[string]any{"tools": map[string]any{"listChanged": true}},
 		ServerInfo:      implementation{Name: t.opts.ServerName, Version: t.opts.ServerVersion},
 		Instructions:    t.opts.Instructions,
@@ -136,7 +145,7 @@ func (t *Transport) initialize(params json.RawMessage) (*initializeResult, error
 // listTools serves one page of the handler's tools (MCP server/utilities/
 // pagination: opaque cursor, nextCursor while more remain, -32602 for an
 // invalid cursor).
-func (t *Transport) listTools(ctx context.Context, p *gateway.Principal, params json.RawMessage) (any, error) {
+func (t *Transport) listTools(ctx context.Context, s *session, p *gateway.Principal, params json.RawMessage) (any, error) {
 	var in struct {
 		Cursor string `json:"cursor"`
 	}
@@ -151,6 +160,7 @@ func (t *Transport) listTools(ctx context.Context, p *gateway.Principal, params 
 	if err != nil {
 		return nil, err
 	}
+	s.sawTools(toolSetHash(tools))
 	if start > len(tools) {
 		return nil, errBadCursor
 	}

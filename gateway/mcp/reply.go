@@ -91,12 +91,16 @@ func startSSE(w http.ResponseWriter) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// writeEvent sends one "message" event carrying a JSON-RPC message and
-// flushes it. json.Marshal never emits a raw newline, so one data line holds
-// the whole message.
-func writeEvent(w http.ResponseWriter, rc *http.ResponseController, data []byte) error {
-	buf := make([]byte, 0, len(data)+len("event: message\ndata: \n\n"))
-	buf = append(buf, "event: message\ndata: "...)
+// writeEvent sends one event (name "message" for a JSON-RPC message,
+// "endpoint" for the 2024-11-05 endpoint) and flushes it, so every event
+// reaches the client when written. data never holds a raw newline
+// (json.Marshal escapes them; an endpoint is a URL), so one data line holds
+// it.
+func writeEvent(w http.ResponseWriter, rc *http.ResponseController, name string, data []byte) error {
+	buf := make([]byte, 0, len(name)+len(data)+len("event: \ndata: \n\n"))
+	buf = append(buf, "event: "...)
+	buf = append(buf, name...)
+	buf = append(buf, "\ndata: "...)
 	buf = append(buf, data...)
 	buf = append(buf, "\n\n"...)
 	if _, err := w.Write(buf); err != nil {
@@ -120,7 +124,7 @@ func writeResponses(w http.ResponseWriter, f format, batch bool, encoded [][]byt
 	startSSE(w)
 	rc := http.NewResponseController(w)
 	for _, data := range encoded {
-		if writeEvent(w, rc, data) != nil {
+		if writeEvent(w, rc, "message", data) != nil {
 			return // the client is gone; nothing left to tell it
 		}
 	}

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"net/http"
 	"slices"
 	"sync"
@@ -38,12 +39,18 @@ func identityOf(p *gateway.Principal) identity {
 }
 
 // session is one MCP session: created by initialize, ended by DELETE,
-// Transport.Close or SessionIdle without a request.
+// Transport.Close or SessionIdle without a request. A legacy session (the
+// 2024-11-05 HTTP+SSE transport) is created by its GET stream instead and
+// lives exactly as long as that stream.
 type session struct {
 	id        string
 	owner     identity
 	principal gateway.Principal // snapshot at initialize, for NotifyToolsChanged
-	version   string            // negotiated protocol version
+	version   string            // negotiated protocol version; legacy sessions keep 2024-11-05, unread
+	legacy    bool
+
+	initialized atomic.Bool   // legacy: initialize answered (it may come only once)
+	slots       chan struct{} // legacy: one token per POST being handled in the background
 
 	lastSeen atomic.Int64 // unix nanoseconds of the last request
 	done     chan struct{}
@@ -52,18 +59,23 @@ type session struct {
 	mu       sync.Mutex
 	stream   chan []byte                    // open GET stream's outbox; nil when none
 	inflight map[string]*context.CancelFunc // running requests by raw id
+	tools    toolSet                        // the tool set this session's client last knew
 }
 
-func newSession(p *gateway.Principal, version string, now time.Time) *session {
+func newSession(p *gateway.Principal, version string, legacy bool, now time.Time) *session {
 	s := &session{
 		id:        rand.Text(), // 128 bits, base32: visible ASCII as the spec requires
 		owner:     identityOf(p),
 		principal: *p,
 		version:   version,
+		legacy:    legacy,
 		done:      make(chan struct{}),
 		inflight:  map[string]*context.CancelFunc{},
 	}
 	s.principal.Scopes = slices.Clone(p.Scopes)
+	if legacy {
+		s.slots = make(chan struct{}, legacyInflight)
+	}
 	s.lastSeen.Store(now.UnixNano())
 	return s
 }
@@ -154,13 +166,31 @@ func (s *session) send(msg []byte) bool {
 	}
 }
 
+// deliver queues msg on the open stream, waiting while its buffer is full;
+// it reports false when no stream is open or the session ends first. Legacy
+// sessions send their responses this way: a response may not be dropped.
+func (s *session) deliver(msg []byte) bool {
+	s.mu.Lock()
+	ch := s.stream
+	s.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	select {
+	case ch <- msg:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
 // streamBuffer is how many notifications wait for a slow GET stream reader.
 const streamBuffer = 16
 
 // createSession stores a new session for p; it fails when the transport is
 // closed.
-func (t *Transport) createSession(p *gateway.Principal, version string) (*session, error) {
-	s := newSession(p, version, time.Now())
+func (t *Transport) createSession(p *gateway.Principal, version string, legacy bool) (*session, error) {
+	s := newSession(p, version, legacy, time.Now())
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -181,23 +211,41 @@ func (t *Transport) session(r *http.Request, p *gateway.Principal) (*session, er
 	if id == "" {
 		return nil, errInvalidRequest("missing Mcp-Session-Id header; send initialize first and repeat the session id it returns on every request")
 	}
-	now := time.Now()
-	t.mu.RLock()
-	s := t.sessions[id]
-	t.mu.RUnlock()
-	if s == nil || s.ended() || t.expired(s, now) || s.owner != identityOf(p) {
+	s, err := t.lookup(id, p, false)
+	if err != nil {
 		return nil, errStatus(http.StatusNotFound, gateway.ENotFound,
 			"session not found or ended; send initialize again without Mcp-Session-Id")
 	}
 	if err := checkVersionHeader(r, s.version); err != nil {
 		return nil, err
 	}
+	return s, nil
+}
+
+// errNoSession is lookup's failure; callers turn it into their 404.
+var errNoSession = errors.New("no such session")
+
+// lookup returns the live session id of transport kind legacy owned by p
+// and marks it active. Another principal's session, or one of the other
+// transport, is not found: ids are not shared across credentials or
+// transports.
+func (t *Transport) lookup(id string, p *gateway.Principal, legacy bool) (*session, error) {
+	now := time.Now()
+	t.mu.RLock()
+	s := t.sessions[id]
+	t.mu.RUnlock()
+	if s == nil || s.legacy != legacy || s.ended() || t.expired(s, now) || s.owner != identityOf(p) {
+		return nil, errNoSession
+	}
 	s.lastSeen.Store(now.UnixNano())
 	return s, nil
 }
 
+// expired reports a session idle for longer than SessionIdle. A legacy
+// session never expires this way: its open stream is the session, and it
+// ends when the stream does.
 func (t *Transport) expired(s *session, now time.Time) bool {
-	return now.Sub(time.Unix(0, s.lastSeen.Load())) > t.opts.SessionIdle
+	return !s.legacy && now.Sub(time.Unix(0, s.lastSeen.Load())) > t.opts.SessionIdle
 }
 
 // endSession removes s and ends it.

@@ -1,15 +1,19 @@
-// Package mcp is mcpgate's MCP Streamable HTTP transport: JSON-RPC 2.0 over
-// POST, GET and DELETE on one endpoint, with every request authenticated,
-// sessions bound to the authenticated principal, and tools/list and
+// Package mcp is mcpgate's MCP transport: Streamable HTTP (JSON-RPC 2.0 over
+// POST, GET and DELETE on one endpoint) and, for older clients, the
+// 2024-11-05 HTTP+SSE transport (LegacyHandler), with every request
+// authenticated, sessions bound to the authenticated principal, Host,
+// Origin and CORS checks before authentication, and tools/list and
 // tools/call handed to a Handler (DESIGN.md §4 and §5; MCP specification
-// 2025-03-26, 2025-06-18 and 2025-11-25, basic/transports and
-// basic/lifecycle).
+// 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25, basic/transports and
+// basic/lifecycle). It also serves OAuth protected resource metadata
+// (RFC 9728, MetadataHandler) and announces tool set changes
+// (RefreshTools).
 //
 // What it deliberately leaves out: SSE event ids and resumption (streams
 // carry no ids, so clients do not send Last-Event-ID), server-to-client
-// requests, the 2024-11-05 HTTP+SSE transport and the stateless 2026-07-28
-// protocol (a server/discover probe gets a plain 400, which dual-era clients
-// take as "legacy server" and answer with initialize).
+// requests, and the stateless 2026-07-28 protocol (a server/discover probe
+// gets a plain 400 on Streamable HTTP and -32601 on HTTP+SSE, which
+// dual-era clients take as "legacy server" and answer with initialize).
 package mcp
 
 import (
@@ -67,13 +71,35 @@ type Options struct {
 	// Instructions are sent in the initialize result when not empty.
 	Instructions string
 	// AllowedOrigins lists the Origin header values accepted (e.g.
-	// "https://app.example.com"). A request with an Origin not listed gets
-	// HTTP 403, so by default browsers are refused (MCP basic/transports,
-	// "Security Warning": DNS rebinding). Requests without Origin pass.
+	// "https://app.example.com"; "*" accepts every origin). A request with
+	// an Origin not listed gets HTTP 403 before authentication, so by
+	// default browsers are refused (MCP basic/transports, "Security
+	// Warning"). A listed origin gets CORS headers and its preflight
+	// OPTIONS requests are answered with 204. Requests without Origin pass
+	// and get no CORS headers.
 	AllowedOrigins []string
+	// AllowedHosts lists the Host header values accepted, against DNS
+	// rebinding (MCP 2025-11-25, basic/security_best_practices, "Local MCP
+	// Server Compromise"): "name" matches on any port, "name:port" only on
+	// that port, IPv6 in brackets ("[::1]"), "*" matches every host. Any
+	// other Host gets HTTP 403 with a JSON-RPC error, before
+	// authentication. Empty: no Host check.
+	AllowedHosts []string
+	// CORSMaxAge is the Access-Control-Max-Age of preflight answers, in
+	// seconds. Default DefaultCORSMaxAge.
+	CORSMaxAge int
+	// ResourceMetadataURL is the URL of this server's OAuth protected
+	// resource metadata (RFC 9728, see MetadataURL); when set, the default
+	// challenge names it so OAuth clients can discover the authorization
+	// server (MCP 2025-06-18, basic/authorization, "Authorization Server
+	// Location").
+	ResourceMetadataURL string
 	// Challenge returns the WWW-Authenticate value of a 401 for the
-	// authentication error err. Default: Bearer realm="mcpgate",
-	// error="invalid_token", error_description="<message>".
+	// authentication error err. Default: Bearer realm="mcpgate", then
+	// resource_metadata="<ResourceMetadataURL>" when set, then, when the
+	// request carried an Authorization header, error="invalid_token",
+	// error_description="<message>" (RFC 6750 §3.1: a request without
+	// credentials gets no error code).
 	Challenge func(err error) string
 	// SessionIdle ends a session after this long without a request; an open
 	// GET stream does not count as activity. Default 1 hour.
@@ -86,7 +112,7 @@ type Options struct {
 // Defaults of Options.
 const (
 	DefaultMaxBodyBytes = 1 << 20
-	DefaultPageSize     = 50
+	DefaultPageSize     = 100
 	DefaultSessionIdle  = time.Hour
 	DefaultKeepAlive    = 25 * time.Second
 )
@@ -95,9 +121,11 @@ const (
 // GET and DELETE on one path (any other method: 405). It is safe for
 // concurrent use. Create it with NewHandler and stop it with Close.
 type Transport struct {
-	opts    Options
-	log     *zap.Logger
-	origins map[string]bool
+	opts      Options
+	log       *zap.Logger
+	origins   map[string]bool
+	anyOrigin bool
+	hosts     hostSet
 
 	mu       sync.RWMutex
 	sessions map[string]*session
@@ -105,6 +133,8 @@ type Transport struct {
 
 	closeOnce sync.Once
 	stop      chan struct{}
+	ctx       context.Context // background work (RefreshTools, legacy calls); cancelled by Close
+	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 }
 
@@ -125,7 +155,10 @@ func NewHandler(opts Options) (*Transport, error) {
 	}
 	for _, o := range opts.AllowedOrigins {
 		t.origins[normalizeOrigin(o)] = true
+		t.anyOrigin = t.anyOrigin || strings.TrimSpace(o) == "*"
 	}
+	t.hosts = newHostSet(opts.AllowedHosts)
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.wg.Add(1)
 	go t.janitor()
 	return t, nil
@@ -137,8 +170,8 @@ func (o *Options) validate() error {
 		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Authenticator is nil; pass the authenticator of this endpoint")
 	case o.Handler == nil:
 		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Handler is nil; pass the handler that serves tools/list and tools/call")
-	case o.MaxBodyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.KeepAlive < 0:
-		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, PageSize, SessionIdle and KeepAlive must not be negative; use 0 for the default")
+	case o.MaxBodyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.KeepAlive < 0, o.CORSMaxAge < 0:
+		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, PageSize, SessionIdle, KeepAlive and CORSMaxAge must not be negative; use 0 for the default")
 	}
 	return nil
 }
@@ -159,8 +192,8 @@ func (o *Options) setDefaults() {
 	if o.ServerVersion == "" {
 		o.ServerVersion = "dev"
 	}
-	if o.Challenge == nil {
-		o.Challenge = defaultChallenge
+	if o.CORSMaxAge == 0 {
+		o.CORSMaxAge = DefaultCORSMaxAge
 	}
 	if o.SessionIdle == 0 {
 		o.SessionIdle = DefaultSessionIdle
@@ -173,28 +206,16 @@ func (o *Options) setDefaults() {
 // allowHeader is the Allow value of 405 replies.
 const allowHeader = "GET, POST, DELETE"
 
-// ServeHTTP checks the Origin, authenticates the request, then serves POST
-// (JSON-RPC messages), GET (the server-to-client SSE stream) or DELETE (end
-// the session).
+// ServeHTTP checks the Host and Origin headers (answering CORS preflight
+// requests), authenticates the request, then serves POST (JSON-RPC
+// messages), GET (the server-to-client SSE stream) or DELETE (end the
+// session).
 func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if o := r.Header.Get("Origin"); o != "" && !t.origins[normalizeOrigin(o)] {
-		t.replyError(w, r, nil, errStatus(http.StatusForbidden, gateway.EForbidden,
-			"origin %q is not allowed to call this MCP endpoint; an operator can add it to the allowed origins", o))
+	if !t.guard(w, r, allowHeader) {
 		return
 	}
-	p, err := t.opts.Authenticator.Authenticate(r)
-	if err == nil && p == nil {
-		err = gateway.Errorf(gateway.EInternal, "authenticator returned no principal")
-	}
-	if err != nil {
-		t.replyError(w, r, nil, err)
-		return
-	}
-	t.mu.RLock()
-	closed := t.closed
-	t.mu.RUnlock()
-	if closed {
-		t.replyError(w, r, nil, errClosed)
+	p, ok := t.authenticate(w, r)
+	if !ok {
 		return
 	}
 	switch r.Method {
@@ -211,6 +232,27 @@ func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// authenticate returns the request's principal, or writes the error reply
+// (401 with a challenge, or 503 after Close) and reports false.
+func (t *Transport) authenticate(w http.ResponseWriter, r *http.Request) (*gateway.Principal, bool) {
+	p, err := t.opts.Authenticator.Authenticate(r)
+	if err == nil && p == nil {
+		err = gateway.Errorf(gateway.EInternal, "authenticator returned no principal")
+	}
+	if err != nil {
+		t.replyError(w, r, nil, err)
+		return nil, false
+	}
+	t.mu.RLock()
+	closed := t.closed
+	t.mu.RUnlock()
+	if closed {
+		t.replyError(w, r, nil, errClosed)
+		return nil, false
+	}
+	return p, true
+}
+
 // normalizeOrigin compares origins case-insensitively, without a trailing slash.
 func normalizeOrigin(o string) string {
 	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(o), "/"))
@@ -222,7 +264,7 @@ func normalizeOrigin(o string) string {
 func (t *Transport) replyError(w http.ResponseWriter, r *http.Request, id json.RawMessage, err error) {
 	e, status := t.wireError(r.Context(), err)
 	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", t.opts.Challenge(err))
+		w.Header().Set("WWW-Authenticate", t.challenge(r, err))
 	}
 	writeJSON(w, status, response{JSONRPC: "2.0", ID: id, Error: e})
 }
@@ -243,11 +285,7 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 	}
 	msgs, batch, err := parseBody(body)
 	if err != nil {
-		var id json.RawMessage
-		if len(msgs) == 1 {
-			id = msgs[0].id
-		}
-		t.replyError(w, r, id, err)
+		t.replyError(w, r, failedID(msgs), err)
 		return
 	}
 	if !batch && msgs[0].kind == kindRequest && msgs[0].method == "initialize" {
@@ -259,12 +297,21 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 		t.replyError(w, r, singleID(msgs, batch), err)
 		return
 	}
-	encoded := t.handleMessages(r, s, p, msgs)
+	encoded := t.handleMessages(r.Context(), s, p, msgs)
 	if len(encoded) == 0 {
 		w.WriteHeader(http.StatusAccepted) // only notifications and responses
 		return
 	}
 	writeResponses(w, f, batch, encoded)
+}
+
+// failedID is the id to echo when parseBody fails: that of the one message,
+// when it could be read.
+func failedID(msgs []message) json.RawMessage {
+	if len(msgs) == 1 {
+		return msgs[0].id
+	}
+	return nil
 }
 
 func singleID(msgs []message, batch bool) json.RawMessage {
@@ -316,10 +363,10 @@ func (t *Transport) serveInitialize(w http.ResponseWriter, r *http.Request, p *g
 	}
 	ctx := gateway.WithRequestID(r.Context(), newRequestID())
 	resp := response{JSONRPC: "2.0", ID: m.id}
-	res, err := t.initialize(m.params)
+	res, err := t.initialize(m.params, supportedVersions)
 	if err == nil {
 		var s *session
-		if s, err = t.createSession(p, res.ProtocolVersion); err == nil {
+		if s, err = t.createSession(p, res.ProtocolVersion, false); err == nil {
 			w.Header().Set(headerSessionID, s.id)
 			resp.Result = res
 		}
@@ -335,19 +382,19 @@ func (t *Transport) serveInitialize(w http.ResponseWriter, r *http.Request, p *g
 }
 
 // handleMessages runs the messages of one POST in order and returns the
-// encoded responses to its requests.
-func (t *Transport) handleMessages(r *http.Request, s *session, p *gateway.Principal, msgs []message) [][]byte {
+// encoded responses to its requests. ctx carries the HTTP request's values.
+func (t *Transport) handleMessages(ctx context.Context, s *session, p *gateway.Principal, msgs []message) [][]byte {
 	var out [][]byte
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.kind {
 		case kindInvalid:
-			e, _ := t.wireError(r.Context(), m.err)
-			out = append(out, t.encode(r.Context(), response{JSONRPC: "2.0", ID: m.id, Error: e}))
+			e, _ := t.wireError(ctx, m.err)
+			out = append(out, t.encode(ctx, response{JSONRPC: "2.0", ID: m.id, Error: e}))
 		case kindNotification:
 			t.notified(s, m)
 		case kindRequest:
-			out = append(out, t.call(r, s, p, m))
+			out = append(out, t.call(ctx, s, p, m))
 		}
 	}
 	return out
@@ -372,12 +419,12 @@ func (t *Transport) notified(s *session, m *message) {
 // the HTTP request's values but not its cancellation: per MCP
 // basic/transports a disconnect is not a cancellation. The call is cancelled
 // by notifications/cancelled, by the end of the session, or by Close.
-func (t *Transport) call(r *http.Request, s *session, p *gateway.Principal, m *message) []byte {
-	ctx := gateway.WithRequestID(context.WithoutCancel(r.Context()), newRequestID())
+func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, m *message) []byte {
+	ctx = gateway.WithRequestID(context.WithoutCancel(ctx), newRequestID())
 	ctx, done := s.track(ctx, string(m.id))
 	defer done()
 	resp := response{JSONRPC: "2.0", ID: m.id}
-	res, err := t.safeDispatch(ctx, p, m)
+	res, err := t.safeDispatch(ctx, s, p, m)
 	if err != nil {
 		resp.Error, _ = t.wireError(ctx, err)
 	} else {
@@ -388,14 +435,14 @@ func (t *Transport) call(r *http.Request, s *session, p *gateway.Principal, m *m
 
 // safeDispatch turns a handler panic into an internal error for this one
 // request instead of a dropped connection.
-func (t *Transport) safeDispatch(ctx context.Context, p *gateway.Principal, m *message) (res any, err error) {
+func (t *Transport) safeDispatch(ctx context.Context, s *session, p *gateway.Principal, m *message) (res any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = gateway.Wrap(gateway.EInternal, fmt.Errorf("panic in %s: %v\n%s", m.method, v, debug.Stack()),
 				"internal error; the gateway logged the cause")
 		}
 	}()
-	return t.dispatch(ctx, p, m)
+	return t.dispatch(ctx, s, p, m)
 }
 
 // encode marshals a response; a result that cannot be encoded (e.g. NaN in
@@ -439,15 +486,21 @@ func (t *Transport) serveGET(w http.ResponseWriter, r *http.Request, p *gateway.
 		return
 	}
 	defer s.closeStream()
-	t.stream(w, r, s, ch)
+	t.stream(w, r, s, ch, "")
 }
 
-// stream writes events to an open GET stream until it ends.
-func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, ch <-chan []byte) {
+// stream writes events to an open GET stream until it ends. A non-empty
+// endpoint is sent first as the "endpoint" event of the 2024-11-05
+// transport.
+func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, ch <-chan []byte, endpoint string) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a server WriteTimeout must not cut the stream
 	startSSE(w)
-	if rc.Flush() != nil {
+	if endpoint != "" {
+		if writeEvent(w, rc, "endpoint", []byte(endpoint)) != nil {
+			return
+		}
+	} else if rc.Flush() != nil {
 		return
 	}
 	tick := time.NewTicker(t.opts.KeepAlive)
@@ -460,7 +513,7 @@ func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, c
 		case <-s.done:
 			return
 		case msg := <-ch:
-			err = writeEvent(w, rc, msg)
+			err = writeEvent(w, rc, "message", msg)
 		case <-tick.C:
 			if _, err = io.WriteString(w, ": keep-alive\n\n"); err == nil {
 				err = rc.Flush()
@@ -518,6 +571,7 @@ func (t *Transport) Close() {
 		for _, s := range all {
 			s.end()
 		}
+		t.cancel()
 		close(t.stop)
 		t.wg.Wait()
 	})

@@ -70,8 +70,12 @@ func TestAuthenticationOnEveryMethod(t *testing.T) {
 			if tc.wantChallenge != (ch != "") {
 				t.Fatalf("WWW-Authenticate = %q, want present=%v", ch, tc.wantChallenge)
 			}
-			if tc.wantChallenge && !strings.HasPrefix(ch, `Bearer realm="mcpgate", error="invalid_token", error_description="missing or invalid bearer token`) {
-				t.Fatalf("WWW-Authenticate = %q", ch)
+			want := `Bearer realm="mcpgate"` // RFC 6750 §3.1: no error code without credentials
+			if tc.token != "" {
+				want += `, error="invalid_token", error_description="missing or invalid bearer token`
+			}
+			if tc.wantChallenge && !strings.HasPrefix(ch, want) {
+				t.Fatalf("WWW-Authenticate = %q, want prefix %q", ch, want)
 			}
 			if r.Error == nil || r.Error.Code != tc.wantCode || r.Error.Data.Class != tc.wantClass || r.Error.Data.Status != tc.wantStatus {
 				t.Fatalf("error = %+v, want code %d class %s status %d", r.Error, tc.wantCode, tc.wantClass, tc.wantStatus)
@@ -100,7 +104,10 @@ func TestCustomChallenge(t *testing.T) {
 }
 
 func TestChallengeQuotesMessage(t *testing.T) {
-	got := defaultChallenge(gateway.Errorf(gateway.EUnauthenticated, "bad \"token\"\r\nX-Evil: 1"))
+	tr := &Transport{}
+	r, _ := http.NewRequest("POST", "/", nil)
+	r.Header.Set("Authorization", "Bearer x")
+	got := tr.challenge(r, gateway.Errorf(gateway.EUnauthenticated, "bad \"token\"\r\nX-Evil: 1"))
 	want := `Bearer realm="mcpgate", error="invalid_token", error_description="bad \"token\"  X-Evil: 1"`
 	if got != want {
 		t.Fatalf("challenge = %s, want %s", got, want)
@@ -436,7 +443,7 @@ func TestMethods(t *testing.T) {
 }
 
 func TestToolsListPagination(t *testing.T) {
-	e := newEnv(t, nil) // 120 tools, page size 50
+	e := newEnv(t, nil) // 120 tools, default page size
 	sid := e.initialize(tokAlice, Version20251125)
 	h := hdr{token: tokAlice, session: sid}
 	var names []string
@@ -464,8 +471,8 @@ func TestToolsListPagination(t *testing.T) {
 		}
 		cursor = *res.NextCursor
 	}
-	if !slices.Equal(pages, []int{50, 50, 20}) {
-		t.Fatalf("page sizes = %v, want [50 50 20]", pages)
+	if !slices.Equal(pages, []int{DefaultPageSize, 120 - DefaultPageSize}) {
+		t.Fatalf("page sizes = %v, want [%d %d]", pages, DefaultPageSize, 120-DefaultPageSize)
 	}
 	for i, n := range names {
 		if n != toolName(i) {

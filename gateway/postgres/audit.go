@@ -25,19 +25,23 @@ const (
 // the caller must refuse the call (DESIGN.md §1, Fail closed).
 func (s *Store) RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error {
 	normalizeEvent(ctx, ev)
-	var args any
-	if len(ev.Arguments) > 0 {
-		args = string(ev.Arguments)
-	}
 	stmt, err := s.auditStmt.get(ctx, s.db)
 	if err != nil {
 		return err
 	}
-	err = stmt.QueryRowContext(ctx, ev.Time, ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
+	return translate(stmt.QueryRowContext(ctx, auditArgs(ev)...).Scan(&ev.ID), msgs{})
+}
+
+// auditArgs are the parameters of insertAudit for ev; Arguments only when
+// non-empty.
+func auditArgs(ev *gateway.AuditEvent) []any {
+	var args any
+	if len(ev.Arguments) > 0 {
+		args = string(ev.Arguments)
+	}
+	return []any{ev.Time, ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
 		ev.ProfileID, ev.Actor, string(ev.PrincipalKind), ev.TokenFP, ev.Tool, string(ev.Tier), ev.Status,
-		ev.ErrorClass, jsonList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args,
-	).Scan(&ev.ID)
-	return translate(err, msgs{})
+		ev.ErrorClass, jsonList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args}
 }
 
 // insertAudit writes one audit_events row and returns its id.

@@ -37,6 +37,7 @@ type Store struct {
 	db        *sqlx.DB
 	loadStmt  prepared // callerQuery
 	auditStmt prepared // insertAudit
+	rate      *rateStatements
 }
 
 // Open connects to the PostgreSQL database at url (a lib/pq URL or key=value
@@ -58,7 +59,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		_ = db.Close()
 		return nil, openError(err, url)
 	}
-	return &Store{db: db, loadStmt: prepared{query: callerQuery}, auditStmt: prepared{query: insertAudit}}, nil
+	return &Store{db: db, loadStmt: prepared{query: callerQuery}, auditStmt: prepared{query: insertAudit},
+		rate: newRateStatements()}, nil
 }
 
 // openError explains a failed first ping without echoing the password.
@@ -77,7 +79,7 @@ func openError(err error, dsn string) error {
 
 // Close releases the prepared statements and closes the connection pool.
 func (s *Store) Close() error {
-	return errors.Join(s.loadStmt.close(), s.auditStmt.close(), s.db.Close())
+	return errors.Join(s.loadStmt.close(), s.auditStmt.close(), s.rate.close(), s.db.Close())
 }
 
 // DB returns the connection pool, for packages that add queries of their own

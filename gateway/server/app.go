@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -18,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
+	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
 	"github.com/mcpgate/mcpgate/policies"
 	"github.com/mcpgate/mcpgate/tools"
@@ -59,6 +61,12 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if a.Catalog, err = tools.Load(); err != nil {
 		return fmt.Errorf("tool catalog: %w", err)
 	}
+	// The adapter comes before the engine: an upstream's tools join the
+	// catalog, and the policy must range over the merged catalog.
+	adapter, err := a.adapter(ctx, log, version)
+	if err != nil {
+		return err
+	}
 	if a.Engine, err = NewEngine(ctx, cfg, a.Catalog); err != nil {
 		return err
 	}
@@ -68,19 +76,17 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}); err != nil {
 		return err
 	}
-	adapter, err := a.adapter(ctx, version)
-	if err != nil {
-		return err
-	}
 	reg := prometheus.NewRegistry()
 	a.Pipeline = &Pipeline{
 		Store: store, Decider: a.Engine, Catalog: a.Catalog, Adapter: adapter,
 		Logger: log, Metrics: NewMetrics(reg), AuditArguments: cfg.AuditArguments,
+		Limiter: a.limiter(log),
 	}
 	a.Server, err = New(Deps{
 		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, AdminToken: cfg.AdminToken,
 		ValidateGrant: GrantValidator(a.Catalog), Logger: log, Registry: reg,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
+		HTTP: cfg.HTTP,
 	})
 	if err != nil {
 		return err
@@ -89,7 +95,24 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	return nil
 }
 
-func (a *App) adapter(ctx context.Context, version string) (Adapter, error) {
+// limiter builds the rate limiter of seed 001 from cfg.Limits over the
+// audit store's counters, and sweeps ended windows every sweepInterval
+// until the App closes.
+func (a *App) limiter(log *zap.Logger) *ratelimit.Limiter {
+	l := ratelimit.New(a.Store, a.Config.Limits, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	l.Sweeper(ctx, sweepInterval, func(err error) {
+		log.Warn("rate-limit counter sweep failed; ended windows stay in the table until the next sweep", zap.Error(err))
+	})
+	a.closers = append(a.closers, func() error { cancel(); return nil })
+	return l
+}
+
+// sweepInterval is how often ended rate-limit windows are deleted; the
+// rows are small and harmless, so once an hour is plenty.
+const sweepInterval = time.Hour
+
+func (a *App) adapter(ctx context.Context, log *zap.Logger, version string) (Adapter, error) {
 	if a.Config.UpstreamURL == "" {
 		return demo.New(), nil
 	}
@@ -98,7 +121,37 @@ func (a *App) adapter(ctx context.Context, version string) (Adapter, error) {
 		return nil, fmt.Errorf("MCPGATE_UPSTREAM_URL: %w", err)
 	}
 	a.closers = append(a.closers, up.Close)
+	if err := a.mergeUpstreamTools(ctx, log, up); err != nil {
+		return nil, err
+	}
 	return up, nil
+}
+
+// mergeUpstreamTools adds the tools the upstream lists at start, and the
+// SupaCloud catalog does not, to a.Catalog with the tier of
+// MCPGATE_UPSTREAM_TIER (tools.Catalog.WithUpstream). Tools whose schema the
+// gateway cannot check are left out with a warning naming them.
+func (a *App) mergeUpstreamTools(ctx context.Context, log *zap.Logger, up *mcpupstream.Adapter) error {
+	listed, err := up.ListTools(ctx)
+	if err != nil {
+		return fmt.Errorf("MCPGATE_UPSTREAM_URL: listing the upstream's tools: %w", err)
+	}
+	ups := make([]tools.UpstreamTool, len(listed))
+	for i, t := range listed {
+		ups[i] = tools.UpstreamTool(t)
+	}
+	merged, dropped, err := a.Catalog.WithUpstream(ups, a.Config.UpstreamTier)
+	if err != nil {
+		return fmt.Errorf("MCPGATE_UPSTREAM_TIER: %w", err)
+	}
+	for _, d := range dropped {
+		log.Warn("upstream tool not offered", zap.String("tool", d.Name), zap.String("reason", d.Reason))
+	}
+	log.Info("upstream tools merged into the catalog", zap.String("upstream", up.URL()),
+		zap.Int("listed", len(listed)), zap.Int("catalog", merged.Len()), zap.Int("dropped", len(dropped)),
+		zap.String("tier", string(a.Config.UpstreamTier)))
+	a.Catalog = merged
+	return nil
 }
 
 // Close releases everything Open acquired, newest first.

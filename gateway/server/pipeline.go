@@ -14,6 +14,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 	"github.com/mcpgate/mcpgate/tools"
 )
 
@@ -40,6 +41,10 @@ type Pipeline struct {
 	Metrics        *Metrics
 	AuditArguments bool
 	Now            func() time.Time
+	// Limiter reserves the rate-limit slots of an allowed call (seed 001,
+	// Rate limits) in the transaction that records its audit row; nil
+	// turns rate limiting off (App always sets it).
+	Limiter *ratelimit.Limiter
 }
 
 var _ mcp.Handler = (*Pipeline)(nil)
@@ -134,10 +139,8 @@ func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal,
 	if !d.Allow {
 		return nil, denial(tool.Name, d)
 	}
-	ev.Status = gateway.AuditAllowed
-	if err := pl.Store.RecordAudit(ctx, ev); err != nil {
-		ev.ID = 0
-		return nil, gateway.Wrap(gateway.EInternal, err, "the audit store could not record this call, so it was not dispatched; retry when the store is back")
+	if err := pl.reserveAndRecord(ctx, tool, ev); err != nil {
+		return nil, err
 	}
 	res, err := pl.Adapter.CallTool(ctx, gateway.ToolCall{
 		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,

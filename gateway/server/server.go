@@ -7,7 +7,10 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -16,7 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 )
 
@@ -46,28 +51,57 @@ type Deps struct {
 	Registry       *prometheus.Registry
 	MaxBodyBytes   int64
 	AllowedOrigins []string
-	Version        string
+	// HTTP is the public URL, the OAuth authorization servers and the
+	// allowed Host names (config.HTTP). A zero value turns the Host check
+	// and the resource metadata off.
+	HTTP    config.HTTP
+	Version string
 }
 
-// New builds the HTTP handler: /mcp (agent sessions), /admin/v1 (operators),
-// /healthz, /readyz and /metrics (DESIGN.md §4).
+// Paths of the HTTP+SSE transport of MCP 2024-11-05: the event stream and
+// the endpoint its "endpoint" event names for POSTs.
+const (
+	legacySSEPath      = "/sse"
+	legacyMessagesPath = "/messages"
+)
+
+// New builds the HTTP handler: /mcp (agent sessions; and /sse with
+// /messages for 2024-11-05 clients), the OAuth protected resource metadata
+// under /.well-known, /admin/v1 (operators), /healthz, /readyz and /metrics
+// (DESIGN.md §4).
 func New(d Deps) (*Server, error) {
+	metaURL := ""
+	if d.HTTP.PublicURL != "" {
+		u, err := mcp.MetadataURL(d.HTTP.PublicURL)
+		if err != nil {
+			return nil, fmt.Errorf("MCPGATE_PUBLIC_URL: %w", err)
+		}
+		metaURL = u
+	}
 	t, err := mcp.NewHandler(mcp.Options{
-		Authenticator:  d.Auth,
-		Handler:        d.Pipeline,
-		Logger:         d.Logger,
-		MaxBodyBytes:   d.MaxBodyBytes,
-		ServerName:     "mcpgate",
-		ServerVersion:  d.Version,
-		Instructions:   "SupaCloud tools, authorized by mcpgate. tools/list shows exactly the tools your agent profile may call.",
-		AllowedOrigins: d.AllowedOrigins,
+		Authenticator:       d.Auth,
+		Handler:             d.Pipeline,
+		Logger:              d.Logger,
+		MaxBodyBytes:        d.MaxBodyBytes,
+		ServerName:          "mcpgate",
+		ServerVersion:       d.Version,
+		Instructions:        "SupaCloud tools, authorized by mcpgate. tools/list shows exactly the tools your agent profile may call.",
+		AllowedOrigins:      d.AllowedOrigins,
+		AllowedHosts:        d.HTTP.AllowedHosts,
+		ResourceMetadataURL: metaURL,
 	})
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{transport: t, store: d.Store}
 	r := mux.NewRouter()
-	r.Handle("/mcp", t).Methods(http.MethodPost, http.MethodGet, http.MethodDelete, http.MethodOptions)
+	r.Handle("/mcp", t) // every method: the transport answers 405 itself, with a JSON-RPC body
+	legacy := t.LegacyHandler(strings.TrimSuffix(publicPath(d.HTTP.PublicURL), "/") + legacyMessagesPath)
+	r.Handle(legacySSEPath, legacy)
+	r.Handle(legacyMessagesPath, legacy)
+	if d.HTTP.PublicURL != "" {
+		mountMetadata(r, d.HTTP)
+	}
 	r.PathPrefix("/admin/v1").Handler(admin.NewHandler(d.Store, admin.Options{
 		Token:         d.AdminToken,
 		ValidateGrant: d.ValidateGrant,
@@ -102,8 +136,37 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 }
 
 // workspaceChanged is called by the admin API after a change that can alter
-// a workspace's visible tools ("" for every workspace).
-func (s *Server) workspaceChanged(_ string) {}
+// a workspace's visible tools ("" for every workspace: seat types, org
+// plans). Open MCP streams of that workspace whose tools/list now differs
+// get notifications/tools/list_changed; the check runs in the background.
+func (s *Server) workspaceChanged(workspaceID string) {
+	s.transport.RefreshTools(func(p *gateway.Principal) bool {
+		return workspaceID == "" || p.WorkspaceID == workspaceID
+	})
+}
+
+// mountMetadata serves the OAuth protected resource metadata (RFC 9728) at
+// the well-known root, for the gateway as a whole, and path-inserted for
+// each MCP endpoint (§3.1), so a client may ask either way.
+func mountMetadata(r *mux.Router, h config.HTTP) {
+	for _, path := range []string{"", "/mcp", legacySSEPath} {
+		r.Handle(mcp.WellKnownResourceMetadata+path, mcp.MetadataHandler(mcp.ResourceMetadata{
+			Resource:             h.PublicURL + path,
+			AuthorizationServers: h.AuthorizationServers,
+			ResourceName:         "mcpgate",
+		}))
+	}
+}
+
+// publicPath is the path of the public URL ("" for none): a gateway behind
+// a path-prefix proxy names its messages endpoint under that prefix.
+func publicPath(publicURL string) string {
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return ""
+	}
+	return u.Path
+}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

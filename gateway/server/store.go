@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
 // Store is what the request path needs from the audit store. The PostgreSQL
@@ -25,4 +26,20 @@ type Store interface {
 	FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error
 	// Ping reports whether the store can serve requests (for /readyz).
 	Ping(ctx context.Context) error
+	// ReserveAndRecord inserts ev as RecordAudit does and, in the same write
+	// transaction, runs reserve with a ctx that carries the transaction, so
+	// that the rate-limit counters reserve changes (ratelimit.Counters
+	// called with that ctx) commit together with the audit row. When
+	// reserve returns nil the transaction commits and ev.ID is set; when it
+	// returns an error, or the commit fails, everything rolls back (no row,
+	// no counter change: the refund of seed 001, "Rate limits"), ev.ID is 0
+	// and the error is returned: reserve's own *gateway.Error unchanged
+	// (e.g. ERateLimited), EUnavailable when the database cannot be reached.
+	// Concurrent reservations of one counter are serialised across
+	// processes (row locks on PostgreSQL, the single write connection on
+	// SQLite), so a bucket of n admits exactly n calls.
+	ReserveAndRecord(ctx context.Context, ev *gateway.AuditEvent, reserve func(ctx context.Context) error) error
+	// Counters keeps the rate-limit counters the limiter store reads and
+	// changes, in the same database as the audit rows.
+	ratelimit.Counters
 }

@@ -26,22 +26,32 @@ const (
 // no row exists and the caller must refuse the call (DESIGN.md §1, Fail closed).
 func (s *Store) RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error {
 	if len(ev.Arguments) > 0 && !json.Valid(ev.Arguments) {
-		return gateway.Errorf(gateway.EInvalid, "audit event arguments are not valid JSON")
+		return errArgumentsNotJSON()
 	}
 	normalizeEvent(ctx, ev)
-	var args any
-	if len(ev.Arguments) > 0 {
-		args = string(ev.Arguments)
-	}
 	stmt, err := s.auditStmt.get(ctx, s.w)
 	if err != nil {
 		return err
 	}
-	err = stmt.QueryRowContext(ctx, fmtTime(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
+	return translate(stmt.QueryRowContext(ctx, auditArgs(ev)...).Scan(&ev.ID), msgs{})
+}
+
+// errArgumentsNotJSON refuses an audit event whose Arguments are not JSON
+// (PostgreSQL's jsonb column refuses them by itself).
+func errArgumentsNotJSON() error {
+	return gateway.Errorf(gateway.EInvalid, "audit event arguments are not valid JSON")
+}
+
+// auditArgs are the parameters of insertAudit for ev; Arguments only when
+// non-empty.
+func auditArgs(ev *gateway.AuditEvent) []any {
+	var args any
+	if len(ev.Arguments) > 0 {
+		args = string(ev.Arguments)
+	}
+	return []any{fmtTime(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
 		ev.ProfileID, ev.Actor, string(ev.PrincipalKind), ev.TokenFP, ev.Tool, string(ev.Tier), ev.Status,
-		ev.ErrorClass, jsonList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args,
-	).Scan(&ev.ID)
-	return translate(err, msgs{})
+		ev.ErrorClass, jsonList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args}
 }
 
 // insertAudit writes one audit_events row and returns its id.

@@ -39,6 +39,7 @@ type Store struct {
 	r         *sqlx.DB // read-only connections; the same pool as w for ":memory:"
 	loadStmt  prepared // callerQuery, on r
 	auditStmt prepared // insertAudit, on w
+	rate      *rateStatements
 }
 
 // Open opens (creating if needed) the SQLite database at path, as in
@@ -75,7 +76,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // newStore wires the pools and the hot-path statements.
 func newStore(w, r *sqlx.DB) *Store {
-	return &Store{w: w, r: r, loadStmt: prepared{query: callerQuery}, auditStmt: prepared{query: insertAudit}}
+	return &Store{w: w, r: r, loadStmt: prepared{query: callerQuery}, auditStmt: prepared{query: insertAudit},
+		rate: newRateStatements()}
 }
 
 // openPool opens a pool of at most n connections that are never closed for
@@ -99,7 +101,7 @@ func openPool(ctx context.Context, path, params string, n int) (*sqlx.DB, error)
 
 // Close releases the prepared statements and closes the connections.
 func (s *Store) Close() error {
-	errs := []error{s.loadStmt.close(), s.auditStmt.close(), s.w.Close()}
+	errs := []error{s.loadStmt.close(), s.auditStmt.close(), s.rate.close(), s.w.Close()}
 	if s.r != s.w {
 		errs = append(errs, s.r.Close())
 	}

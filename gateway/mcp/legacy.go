@@ -1,0 +1,178 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/url"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// legacyAllow is the Allow value of the HTTP+SSE transport's 405 replies.
+const legacyAllow = "GET, POST"
+
+// legacyInflight is how many POSTs of one SSE session run at once. A POST
+// is answered 202 before its requests run, so without a bound a client
+// could start any number of background calls; the next POST waits for a
+// slot instead.
+const legacyInflight = 32
+
+// legacyHandler serves the HTTP+SSE transport of MCP 2024-11-05
+// (basic/transports, "HTTP with SSE"); see Transport.LegacyHandler.
+type legacyHandler struct {
+	t           *Transport
+	messagePath string
+}
+
+// LegacyHandler returns the HTTP+SSE transport of MCP 2024-11-05, for
+// clients that do not speak Streamable HTTP yet. A GET opens the session's
+// event stream, whose first event ("endpoint") names messagePath with a
+// sessionId query parameter; the client POSTs its JSON-RPC messages there,
+// each POST is answered 202 Accepted, and the responses come on the stream
+// as "message" events, as do tools/list_changed notifications. The session
+// ends when the stream does. Mount the handler on both the stream path
+// (e.g. /sse) and messagePath (e.g. /messages); it serves GET and POST on
+// either.
+//
+// It shares everything else with the Streamable HTTP endpoint: the Host,
+// Origin and CORS checks, authentication on every request (a session is
+// bound to the principal that opened it; another credential gets 404), the
+// Handler (so the same policy and audit), and RefreshTools. initialize
+// accepts 2024-11-05 as well as the newer versions.
+func (t *Transport) LegacyHandler(messagePath string) http.Handler {
+	return &legacyHandler{t: t, messagePath: messagePath}
+}
+
+// ServeHTTP serves GET (open a session and its stream) and POST (a message
+// for a session).
+func (l *legacyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	t := l.t
+	if !t.guard(w, r, legacyAllow) {
+		return
+	}
+	p, ok := t.authenticate(w, r)
+	if !ok {
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		l.serveStream(w, r, p)
+	case http.MethodPost:
+		l.serveMessage(w, r, p)
+	default:
+		w.Header().Set("Allow", legacyAllow)
+		t.replyError(w, r, nil, errStatus(http.StatusMethodNotAllowed, gateway.EInvalid,
+			"method %s is not served; the SSE transport takes GET (the event stream) and POST (messages)", r.Method))
+	}
+}
+
+// serveStream creates a legacy session, sends its endpoint event, and then
+// streams responses and notifications until the client disconnects or the
+// transport closes; the session ends with the stream.
+func (l *legacyHandler) serveStream(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
+	t := l.t
+	s, err := t.createSession(p, Version20241105, true)
+	if err != nil {
+		t.replyError(w, r, nil, err)
+		return
+	}
+	defer t.endSession(s, "SSE stream closed")
+	ch, _ := s.openStream() // a new session has no stream yet
+	t.stream(w, r, s, ch, l.messagePath+"?sessionId="+url.QueryEscape(s.id))
+}
+
+// serveMessage accepts one POST body for a legacy session: 202 once it is
+// parsed, then the requests run in the background and their responses go to
+// the stream. Problems with the POST itself (no or unknown session, a body
+// that is not JSON-RPC) are answered on the POST with their HTTP status.
+func (l *legacyHandler) serveMessage(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
+	t := l.t
+	id := r.URL.Query().Get("sessionId")
+	if id == "" {
+		t.replyError(w, r, nil, errInvalidRequest("missing sessionId query parameter; POST to the URL named by the endpoint event of GET %s", l.messagePath))
+		return
+	}
+	s, err := t.lookup(id, p, true)
+	if err != nil {
+		t.replyError(w, r, nil, errStatus(http.StatusNotFound, gateway.ENotFound,
+			"SSE session not found or ended; open a new event stream with GET and use its endpoint"))
+		return
+	}
+	body, err := t.readBody(w, r)
+	if err != nil {
+		t.replyError(w, r, nil, err)
+		return
+	}
+	msgs, batch, err := parseBody(body)
+	if err != nil {
+		t.replyError(w, r, failedID(msgs), err)
+		return
+	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-s.done:
+		t.replyError(w, r, nil, errStatus(http.StatusNotFound, gateway.ENotFound, "SSE session ended; open a new event stream with GET"))
+		return
+	case <-r.Context().Done():
+		return // the client gave up waiting
+	}
+	ctx := context.WithoutCancel(r.Context()) // the POST ends before the calls do
+	if !t.goTracked(func() { defer func() { <-s.slots }(); l.run(ctx, s, p, msgs, batch) }) {
+		<-s.slots
+		t.replyError(w, r, nil, errClosed)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// run handles the messages of one POST and delivers the responses on the
+// session's stream: one event per response, or one JSON array for a batch
+// (JSON-RPC 2.0 §6; 2024-11-05 allows batches).
+func (l *legacyHandler) run(ctx context.Context, s *session, p *gateway.Principal, msgs []message, batch bool) {
+	var out [][]byte
+	for i := range msgs {
+		m := &msgs[i]
+		if m.kind == kindRequest && m.method == "initialize" {
+			out = append(out, l.initialize(ctx, s, m, batch))
+			continue
+		}
+		out = append(out, l.t.handleMessages(ctx, s, p, msgs[i:i+1])...)
+	}
+	if batch && len(out) > 0 {
+		out = [][]byte{append(append([]byte{'['}, bytes.Join(out, []byte{','})...), ']')}
+	}
+	for _, msg := range out {
+		if !s.deliver(msg) {
+			l.t.log.Debug("mcp: SSE session ended before its response was sent", zap.String("session", s.id))
+			return
+		}
+	}
+}
+
+// initialize answers the one initialize of a legacy session.
+func (l *legacyHandler) initialize(ctx context.Context, s *session, m *message, batch bool) []byte {
+	t := l.t
+	resp := response{JSONRPC: "2.0", ID: m.id}
+	var err error
+	switch {
+	case batch:
+		err = errInvalidRequest("initialize must not be part of a JSON-RPC batch; send it alone")
+	case s.initialized.Swap(true):
+		err = errInvalidRequest("this SSE session is already initialized; open a new event stream to start another")
+	default:
+		var res *initializeResult
+		if res, err = t.initialize(m.params, legacyVersions); err == nil {
+			resp.Result = res
+			t.log.Debug("mcp: SSE session initialized", zap.String("session", s.id), zap.String("version", res.ProtocolVersion))
+		} else {
+			s.initialized.Store(false)
+		}
+	}
+	if err != nil {
+		resp.Error, _ = t.wireError(ctx, err)
+	}
+	return t.encode(ctx, resp)
+}

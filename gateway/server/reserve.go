@@ -1,0 +1,50 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/ratelimit"
+	"github.com/mcpgate/mcpgate/tools"
+)
+
+// reserveTimeout bounds the reservation transaction, so that a database
+// that stops answering refuses calls within seconds instead of holding
+// them (and their pool connections) until the client gives up.
+const reserveTimeout = 5 * time.Second
+
+// reserveAndRecord is the step between an allow decision and dispatch
+// (DESIGN.md §1): it records ev with status "allowed" and, in the same
+// store transaction, reserves the call's rate-limit slots (per task, then
+// workspace/day, then profile/hour; seed 001, Rate limits). Calls denied
+// by policy or refused as invalid never get here, so they consume no slot.
+// It returns the limiter's ERateLimited error for a full bucket (nothing
+// recorded yet: finish inserts the rate_limited row), and an
+// EUnavailable/EInternal error (-32603) when the store cannot reserve or
+// record: the call is then not dispatched (fail closed).
+func (pl *Pipeline) reserveAndRecord(ctx context.Context, tool *tools.Tool, ev *gateway.AuditEvent) error {
+	ev.Status = gateway.AuditAllowed
+	ctx, cancel := context.WithTimeout(ctx, reserveTimeout)
+	defer cancel()
+	var err error
+	if pl.Limiter == nil {
+		err = pl.Store.RecordAudit(ctx, ev)
+	} else {
+		sub := ratelimit.Subject{WorkspaceID: ev.WorkspaceID, TaskID: ev.TaskID, ProfileID: ev.ProfileID,
+			Tool: tool.Name, Tier: tool.Tier, LimitKind: tool.LimitKind}
+		err = pl.Store.ReserveAndRecord(ctx, ev, func(ctx context.Context) error { return pl.Limiter.Reserve(ctx, sub) })
+	}
+	if err == nil {
+		return nil
+	}
+	ev.ID = 0
+	switch code := gateway.ErrorCodeOf(err); code {
+	case gateway.ERateLimited:
+		return err
+	case gateway.EUnavailable:
+		return gateway.Wrap(code, err, "the audit store is unavailable, so this call could not be counted against its rate limits or recorded, and was not dispatched; retry when the store is back")
+	default:
+		return gateway.Wrap(gateway.EInternal, err, "the audit store could not reserve a rate-limit slot or record this call, so it was not dispatched; retry when the store is back")
+	}
+}

@@ -1,0 +1,348 @@
+package interop
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// conformanceCLI is the suite's entry point inside node_modules.
+const conformanceCLI = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
+
+// scenario is one server scenario of the conformance suite and what the
+// gateway does with it: run at the listed protocol versions and pass, or be
+// skipped for the reason given. README.md in this folder shows the same
+// table; TestConformanceReadme keeps the two in step.
+type scenario struct {
+	name     string
+	versions []string // spec versions to run it at; empty when skipped
+	skip     string   // why the scenario cannot apply to the gateway
+}
+
+// Reasons shared by several skipped scenarios.
+const (
+	skipToolsOnly   = "the gateway serves tools only (initialize, ping, tools/list, tools/call); it offers no resources, prompts or completions"
+	skipServerToCli = "needs server-to-client requests (sampling, elicitation); the gateway relays tools/call request and response only and refuses an upstream's request for input (mcpupstream)"
+	skipStateless   = "tests the stateless 2026-07-28 draft; the gateway speaks 2025-03-26, 2025-06-18 and 2025-11-25 and answers server/discover with 400 so clients fall back to initialize"
+	skipTasks       = "tasks extension; the gateway does not offer tasks"
+	skipSkills      = "skills extension (SEP-2640); the gateway serves tools only"
+)
+
+var (
+	dated2  = []string{"2025-06-18", "2025-11-25"}
+	dated3  = []string{"2025-03-26", "2025-06-18", "2025-11-25"}
+	current = []string{"2025-11-25"}
+)
+
+// scenarios lists every server scenario of the pinned suite
+// (@modelcontextprotocol/conformance in package.json), in its order.
+var scenarios = []scenario{
+	{name: "server-initialize", versions: dated2},
+	{name: "server-session-lifecycle", versions: dated3},
+	{name: "server-stateless", skip: skipStateless},
+	{name: "logging-set-level", skip: "the gateway does not offer the logging capability (logging/setLevel is -32601): it relays tool calls, and an upstream's log messages are not forwarded"},
+	{name: "ping", versions: dated2},
+	{name: "completion-complete", skip: skipToolsOnly},
+	{name: "tools-list", versions: dated2},
+	{name: "tools-call-simple-text", versions: dated2},
+	{name: "tools-call-image", versions: dated2},
+	{name: "tools-call-audio", versions: dated2},
+	{name: "tools-call-embedded-resource", versions: dated2},
+	{name: "tools-call-mixed-content", versions: dated2},
+	{name: "tools-call-with-logging", skip: "needs logging/setLevel and the upstream's notifications/message relayed during the call; the gateway relays the tools/call response only"},
+	{name: "tools-call-error", versions: dated2},
+	{name: "tools-call-with-progress", skip: "needs the upstream's notifications/progress relayed during the call; the gateway does not forward the progress token upstream nor relay progress (a possible feature, not a protocol error)"},
+	{name: "tools-call-sampling", skip: skipServerToCli},
+	{name: "tools-call-elicitation", skip: skipServerToCli},
+	{name: "json-schema-2020-12", versions: current},
+	{name: "elicitation-sep1034-defaults", skip: skipServerToCli},
+	{name: "server-sse-polling", skip: "tests SSE polling and resumption (server closes the stream, client reconnects with Last-Event-ID); the gateway answers POSTs with JSON when the client accepts it and its streams carry no event ids, so none of its checks apply (the suite records 0 checks)"},
+	{name: "server-sse-multiple-streams", versions: current},
+	{name: "elicitation-sep1330-enums", skip: skipServerToCli},
+	{name: "resources-list", skip: skipToolsOnly},
+	{name: "resources-read-text", skip: skipToolsOnly},
+	{name: "resources-read-binary", skip: skipToolsOnly},
+	{name: "resources-templates-read", skip: skipToolsOnly},
+	{name: "resources-subscribe", skip: skipToolsOnly},
+	{name: "resources-unsubscribe", skip: skipToolsOnly},
+	{name: "sep-2164-resource-not-found", skip: skipStateless},
+	{name: "sep-2640-skills-directory", skip: skipSkills},
+	{name: "sep-2640-skills-enumeration", skip: skipSkills},
+	{name: "sep-2640-skills-manifest", skip: skipSkills},
+	{name: "prompts-list", skip: skipToolsOnly},
+	{name: "prompts-get-simple", skip: skipToolsOnly},
+	{name: "prompts-get-with-args", skip: skipToolsOnly},
+	{name: "prompts-get-embedded-resource", skip: skipToolsOnly},
+	{name: "prompts-get-with-image", skip: skipToolsOnly},
+	{name: "dns-rebinding-protection", versions: current},
+	{name: "caching", skip: skipStateless},
+	{name: "http-header-validation", skip: skipStateless},
+	{name: "http-custom-header-server-validation", skip: skipStateless},
+	{name: "tasks-lifecycle", skip: skipTasks},
+	{name: "tasks-capability-negotiation", skip: skipTasks},
+	{name: "tasks-wire-fields", skip: skipTasks},
+	{name: "tasks-request-state-removal", skip: skipTasks},
+	{name: "tasks-mrtr-input", skip: skipTasks},
+	{name: "tasks-request-headers", skip: skipTasks},
+	{name: "tasks-dispatch-and-envelope", skip: skipTasks},
+	{name: "tasks-status-notifications", skip: skipTasks},
+	{name: "tasks-required-task-error", skip: skipTasks},
+	{name: "tasks-mrtr-composition", skip: skipTasks},
+	{name: "input-required-result-basic-elicitation", skip: skipStateless},
+	{name: "input-required-result-basic-sampling", skip: skipStateless},
+	{name: "input-required-result-basic-list-roots", skip: skipStateless},
+	{name: "input-required-result-request-state", skip: skipStateless},
+	{name: "input-required-result-multiple-input-requests", skip: skipStateless},
+	{name: "input-required-result-multi-round", skip: skipStateless},
+	{name: "input-required-result-missing-input-response", skip: skipStateless},
+	{name: "input-required-result-non-tool-request", skip: skipStateless},
+	{name: "input-required-result-result-type", skip: skipStateless},
+	{name: "input-required-result-unsupported-methods", skip: skipStateless},
+	{name: "input-required-result-tampered-state", skip: skipStateless},
+	{name: "input-required-result-capability-check", skip: skipStateless},
+	{name: "input-required-result-ignore-extra-params", skip: skipStateless},
+	{name: "input-required-result-validate-input", skip: skipStateless},
+}
+
+// TestConformance runs every applicable scenario at each of its protocol
+// versions against the gateway and requires the suite's verdict: exit 0,
+// at least one SUCCESS check and no FAILURE or WARNING.
+//
+// The suite sends no credentials, so it talks to the gateway through
+// credentialProxy, which adds an agent token of the "upstream" profile (a
+// task of its own per run) and passes everything else (Host, Origin,
+// headers, bodies, streams) through unchanged.
+func TestConformance(t *testing.T) {
+	s := setup(t)
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			if sc.skip != "" {
+				t.Skip("not applicable to the gateway: " + sc.skip)
+			}
+			for _, v := range sc.versions {
+				t.Run(v, func(t *testing.T) {
+					t.Parallel()
+					runScenario(t, s, s.proxy.url(s.taskToken(t, upstreamProfile)), sc.name, v)
+				})
+			}
+		})
+	}
+}
+
+// check is one entry of the suite's checks.json.
+type check struct {
+	ID           string          `json:"id"`
+	Status       string          `json:"status"`
+	ErrorMessage string          `json:"errorMessage"`
+	Details      json.RawMessage `json:"details"`
+}
+
+func runScenario(t *testing.T, s *stack, serverURL, name, version string) {
+	out := filepath.Join(s.dir, "conformance", name+"@"+version)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.node, conformanceCLI, "server", "--url", serverURL,
+		"--scenario", name, "--spec-version", version, "--timeout", "30000", "-o", out)
+	console, runErr := cmd.CombinedOutput()
+	checks, err := readChecks(out)
+	if err != nil {
+		t.Fatalf("no results from the suite (%v); its output:\n%s", err, console)
+	}
+	counts := map[string]int{}
+	for _, c := range checks {
+		counts[c.Status]++
+		if c.Status == "FAILURE" || c.Status == "WARNING" {
+			t.Errorf("%s %s: %s\n  details: %s", c.Status, c.ID, c.ErrorMessage, c.Details)
+		}
+	}
+	t.Logf("%s@%s: %d SUCCESS, %d FAILURE, %d WARNING, %d SKIPPED, %d INFO",
+		name, version, counts["SUCCESS"], counts["FAILURE"], counts["WARNING"], counts["SKIPPED"], counts["INFO"])
+	if counts["SUCCESS"] == 0 {
+		t.Errorf("no check succeeded; the scenario did not really run:\n%s", console)
+	}
+	if runErr != nil && !t.Failed() {
+		t.Errorf("the suite exited with %v although no check failed:\n%s", runErr, console)
+	}
+}
+
+// readChecks reads every checks.json the suite wrote under dir.
+func readChecks(dir string) ([]check, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no checks.json under %s", dir)
+	}
+	var all []check
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var cs []check
+		if err := json.Unmarshal(data, &cs); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		all = append(all, cs...)
+	}
+	return all, nil
+}
+
+// listedScenario matches a line of `conformance list --server`: "  - name [versions]".
+var listedScenario = regexp.MustCompile(`^\s*- (\S+) \[`)
+
+// TestConformanceScenarioList makes a suite upgrade visible: every server
+// scenario the pinned suite lists must be in the table above, run or
+// skipped with a reason, and the table must name nothing else.
+func TestConformanceScenarioList(t *testing.T) {
+	s := setup(t)
+	out, err := exec.Command(s.node, conformanceCLI, "list", "--server").CombinedOutput()
+	if err != nil {
+		t.Fatalf("conformance list: %v\n%s", err, out)
+	}
+	var listed []string
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		if m := listedScenario.FindStringSubmatch(sc.Text()); m != nil {
+			listed = append(listed, m[1])
+		}
+	}
+	var ours []string
+	for _, s := range scenarios {
+		ours = append(ours, s.name)
+		if (s.skip == "") == (len(s.versions) == 0) {
+			t.Errorf("scenario %s must either run at some versions or be skipped with a reason", s.name)
+		}
+	}
+	for _, n := range listed {
+		if !slices.Contains(ours, n) {
+			t.Errorf("the suite lists scenario %s, which the table in conformance_test.go does not: decide whether it applies", n)
+		}
+	}
+	for _, n := range ours {
+		if !slices.Contains(listed, n) {
+			t.Errorf("the table names scenario %s, which the pinned suite does not list", n)
+		}
+	}
+}
+
+// readmeRow matches a scenario row of README.md: | `name` | versions or skip | reason |.
+var readmeRow = regexp.MustCompile("^\\| `([a-z0-9-]+)` \\| ([^|]+) \\|")
+
+// TestConformanceReadme keeps README.md's scenario table in step with the
+// scenarios table: same names, same versions, skips marked "skip".
+func TestConformanceReadme(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := readmeRow.FindStringSubmatch(line); m != nil {
+			rows[m[1]] = strings.TrimSpace(m[2])
+		}
+	}
+	for _, s := range scenarios {
+		want := "skip"
+		if s.skip == "" {
+			want = "pass: " + strings.Join(s.versions, ", ")
+		}
+		if got, ok := rows[s.name]; !ok || got != want {
+			t.Errorf("README.md row for %s = %q, want %q", s.name, got, want)
+		}
+		delete(rows, s.name)
+	}
+	for n := range rows {
+		t.Errorf("README.md lists %s, which the scenarios table does not", n)
+	}
+}
+
+// credentialProxy is a reverse proxy on 127.0.0.1 in front of the gateway,
+// for the conformance suite, which cannot send credentials. A request to
+// /t/<id>/mcp goes to the gateway's /mcp with "Authorization: Bearer
+// <token registered as id>" added; Host, Origin and everything else pass
+// unchanged (the DNS-rebinding checks must see the client's), and streamed
+// responses are flushed at once.
+type credentialProxy struct {
+	ln     net.Listener
+	srv    *http.Server
+	mu     sync.Mutex
+	tokens map[string]string
+}
+
+func newCredentialProxy() (*credentialProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	return &credentialProxy{ln: ln, tokens: map[string]string{}}, nil
+}
+
+// origin is the Origin a browser-like client of the proxy sends.
+func (p *credentialProxy) origin() string { return "http://" + p.ln.Addr().String() }
+
+// serve forwards to the gateway at gatewayURL (…/mcp) until close.
+func (p *credentialProxy) serve(gatewayURL string) error {
+	target, err := url.Parse(gatewayURL)
+	if err != nil {
+		return err
+	}
+	target.Path = ""
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			id, rest := splitRun(pr.In.URL.Path)
+			pr.SetURL(target)
+			pr.Out.URL.Path, pr.Out.URL.RawPath = rest, ""
+			pr.Out.Host = pr.In.Host
+			p.mu.Lock()
+			tok := p.tokens[id]
+			p.mu.Unlock()
+			if tok != "" {
+				pr.Out.Header.Set("Authorization", "Bearer "+tok)
+			}
+		},
+		FlushInterval: -1,
+	}
+	p.srv = &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = p.srv.Serve(p.ln) }()
+	return nil
+}
+
+// splitRun splits "/t/<id>/rest" into id and "/rest".
+func splitRun(path string) (id, rest string) {
+	trimmed, ok := strings.CutPrefix(path, "/t/")
+	if !ok {
+		return "", path
+	}
+	id, rest, _ = strings.Cut(trimmed, "/")
+	return id, "/" + rest
+}
+
+// url registers token and returns the MCP URL that sends it.
+func (p *credentialProxy) url(token string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id := fmt.Sprintf("%d", len(p.tokens)+1)
+	p.tokens[id] = token
+	return p.origin() + "/t/" + id + "/mcp"
+}
+
+func (p *credentialProxy) close() {
+	if p.srv != nil {
+		_ = p.srv.Close()
+		return
+	}
+	_ = p.ln.Close()
+}

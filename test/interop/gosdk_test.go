@@ -1,0 +1,143 @@
+package interop
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// simpleText is what the fixture's test_simple_text returns (conformance
+// scenario tools-call-simple-text).
+const simpleText = "This is a simple text response for testing."
+
+// TestGoSDKClient drives the official Go SDK client (v1.8.0) with its
+// default settings: it first probes the 2026-07-28 stateless protocol with
+// server/discover, which the gateway refuses, then falls back to initialize;
+// it opens the standalone GET stream and ends the session with DELETE.
+func TestGoSDKClient(t *testing.T) {
+	s := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	token := s.taskToken(t, upstreamProfile)
+	cs, wire := connectGoSDK(ctx, t, s, token)
+	assertHandshake(t, wire, true)
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Errorf("negotiated protocol version %q, want 2025-11-25 after the fallback", v)
+	}
+	var names []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		names = append(names, tool.Name)
+	}
+	for _, want := range []string{"test_simple_text", "test_error_handling", "json_schema_2020_12_tool"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools/list lacks %s; got %v", want, names)
+		}
+	}
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_simple_text", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("tools/call test_simple_text: %v", err)
+	}
+	if text := firstText(res); text != simpleText || res.IsError {
+		t.Errorf("test_simple_text = %q (isError %v), want %q", text, res.IsError, simpleText)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_error_handling", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || firstText(res) == "" {
+		t.Errorf("test_error_handling: want a tool result with isError and a message, got %+v, %v", res, err)
+	}
+	closeGoSDK(ctx, t, s, cs, token)
+	assertDeleted(t, wire)
+}
+
+// TestGoSDKClientDenial calls a tool the reader profile does not grant. The
+// SDK maps JSON-RPC -32003 (our policy denial, DESIGN.md §5) to its own
+// ErrConnectionClosed wrapper, but the message is ours and the session goes
+// on working.
+func TestGoSDKClientDenial(t *testing.T) {
+	s := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	token := s.taskToken(t, readerProfile)
+	cs, wire := connectGoSDK(ctx, t, s, token)
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_simple_text", Arguments: map[string]any{}})
+	if err == nil {
+		t.Fatal("tools/call test_simple_text with the reader profile succeeded; want a policy denial")
+	}
+	t.Logf("the Go SDK shows the denial as: %v", err)
+	assertDenialMessage(t, err.Error())
+	if err := cs.Ping(ctx, nil); err != nil {
+		t.Fatalf("ping after the denial: %v (the session must survive a denial)", err)
+	}
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list after the denial: %v", err)
+	}
+	for _, tool := range list.Tools {
+		if tool.Name == "test_simple_text" {
+			t.Errorf("the reader profile lists test_simple_text, which it may not call")
+		}
+	}
+	closeGoSDK(ctx, t, s, cs, token)
+	assertDeleted(t, wire)
+}
+
+// connectGoSDK connects with the SDK's defaults; only the HTTP client is
+// ours, to send the bearer token and record the exchanges.
+func connectGoSDK(ctx context.Context, t *testing.T, s *stack, token string) (*mcp.ClientSession, *wireLog) {
+	t.Helper()
+	httpClient, wire := bearer(token)
+	client := mcp.NewClient(&mcp.Implementation{Name: "interop-go-sdk", Version: "1.0.0"}, nil)
+	transport := &mcp.StreamableClientTransport{Endpoint: s.gatewayURL, HTTPClient: httpClient}
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		t.Fatalf("connect: %v (wire: %v)\n%s", err, wire.all(), s.logs())
+	}
+	return cs, wire
+}
+
+// closeGoSDK closes the session and checks that the gateway ended it: the
+// client's DELETE must leave the session id unknown (404).
+func closeGoSDK(_ context.Context, t *testing.T, s *stack, cs *mcp.ClientSession, token string) {
+	t.Helper()
+	sid, version := cs.ID(), cs.InitializeResult().ProtocolVersion
+	if sid == "" {
+		t.Fatal("the gateway issued no Mcp-Session-Id")
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if got := s.sessionStatus(t, token, sid, version); got != http.StatusNotFound {
+		t.Errorf("after Close, session %s answers HTTP %d; want 404 (the client's DELETE must end it)", sid, got)
+	}
+}
+
+func firstText(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}
+
+// assertDenialMessage checks that a client shows the policy's reason: the
+// tool and the grant it needs (policies/supacloud/allowlist.rego,
+// missing_grant_message).
+func assertDenialMessage(t *testing.T, msg string) {
+	t.Helper()
+	for _, want := range []string{"test_simple_text", "supacloud.ops.*"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("denial %q does not name %s", msg, want)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package interop
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// TestMCPGoClient drives the mcp-go client (v1.2.1) with its default
+// settings: like the Go SDK it probes server/discover (2026-07-28) first and
+// falls back to initialize, and Close sends DELETE.
+func TestMCPGoClient(t *testing.T) {
+	s := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	token := s.taskToken(t, upstreamProfile)
+	c, wire := connectMCPGo(ctx, t, s, token)
+	assertHandshake(t, wire, true)
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.Contains(names, "test_simple_text") {
+		t.Errorf("tools/list lacks test_simple_text; got %v", names)
+	}
+	res, err := c.CallTool(ctx, callRequest("test_simple_text"))
+	if err != nil {
+		t.Fatalf("tools/call test_simple_text: %v", err)
+	}
+	if text := mcpGoText(res); text != simpleText || res.IsError {
+		t.Errorf("test_simple_text = %q (isError %v), want %q", text, res.IsError, simpleText)
+	}
+	closeMCPGo(t, s, c, token, wire)
+}
+
+// TestMCPGoClientDenial: the denial reaches mcp-go as an error carrying the
+// policy's message, and the session goes on working.
+func TestMCPGoClientDenial(t *testing.T) {
+	s := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	token := s.taskToken(t, readerProfile)
+	c, wire := connectMCPGo(ctx, t, s, token)
+	_, err := c.CallTool(ctx, callRequest("test_simple_text"))
+	if err == nil {
+		t.Fatal("tools/call test_simple_text with the reader profile succeeded; want a policy denial")
+	}
+	t.Logf("mcp-go shows the denial as: %v", err)
+	assertDenialMessage(t, err.Error())
+	if err := c.Ping(ctx); err != nil {
+		t.Fatalf("ping after the denial: %v (the session must survive a denial)", err)
+	}
+	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		t.Fatalf("tools/list after the denial: %v", err)
+	}
+	closeMCPGo(t, s, c, token, wire)
+}
+
+// connectMCPGo connects with mcp-go's defaults; the bearer token goes in
+// through the HTTP client (see the package README for why not
+// WithHTTPHeaders).
+func connectMCPGo(ctx context.Context, t *testing.T, s *stack, token string) (*client.Client, *wireLog) {
+	t.Helper()
+	httpClient, wire := bearer(token)
+	c, err := client.NewStreamableHttpClient(s.gatewayURL, transport.WithHTTPBasicClient(httpClient))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "interop-mcp-go", Version: "1.0.0"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize: %v (wire: %v)\n%s", err, wire.all(), s.logs())
+	}
+	return c, wire
+}
+
+func closeMCPGo(t *testing.T, s *stack, c *client.Client, token string, wire *wireLog) {
+	t.Helper()
+	sid, version := c.GetSessionId(), c.ProtocolVersion()
+	if sid == "" {
+		t.Fatal("the gateway issued no Mcp-Session-Id")
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	assertDeleted(t, wire)
+	if got := s.sessionStatus(t, token, sid, version); got != http.StatusNotFound {
+		t.Errorf("after Close, session %s answers HTTP %d; want 404", sid, got)
+	}
+}
+
+func callRequest(name string) mcp.CallToolRequest {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = map[string]any{}
+	return req
+}
+
+func mcpGoText(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}

@@ -1,0 +1,113 @@
+package interop
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tsReport is what ts/client.mjs prints.
+type tsReport struct {
+	Node    string `json:"node"`
+	Allowed struct {
+		tsSession
+		Tools       []string `json:"tools"`
+		Text        string   `json:"text"`
+		ErrorResult struct {
+			IsError bool   `json:"isError"`
+			Text    string `json:"text"`
+		} `json:"errorResult"`
+	} `json:"allowed"`
+	Denied struct {
+		tsSession
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Data    struct {
+				Class   string `json:"class"`
+				Status  int    `json:"status"`
+				Reasons []struct {
+					Code string `json:"code"`
+				} `json:"reasons"`
+			} `json:"data"`
+		} `json:"error"`
+		ToolsAfter []string `json:"toolsAfter"`
+	} `json:"denied"`
+}
+
+type tsSession struct {
+	SessionID       string   `json:"sessionId"`
+	ProtocolVersion string   `json:"protocolVersion"`
+	Wire            []string `json:"wire"`
+}
+
+// TestTypeScriptSDKClient runs ts/client.mjs: the TypeScript SDK client
+// connects with an Authorization header and nothing else configured, lists,
+// calls, receives a policy denial and terminates its sessions with DELETE.
+func TestTypeScriptSDKClient(t *testing.T) {
+	s := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.node, "ts/client.mjs")
+	token, readerToken := s.taskToken(t, upstreamProfile), s.taskToken(t, readerProfile)
+	cmd.Env = append(cmd.Environ(), "GATEWAY_URL="+s.gatewayURL, "TOKEN="+token, "READER_TOKEN="+readerToken)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ts/client.mjs: %v\n%s\n%s", err, stderr.String(), s.logs())
+	}
+	var r tsReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("ts/client.mjs printed no report (%v): %s", err, out)
+	}
+	t.Logf("TypeScript SDK on Node %s, protocol %s", r.Node, r.Allowed.ProtocolVersion)
+
+	a := r.Allowed
+	if a.ProtocolVersion != "2025-11-25" {
+		t.Errorf("negotiated %q, want 2025-11-25", a.ProtocolVersion)
+	}
+	if !slices.Contains(a.Tools, "test_simple_text") || !slices.Contains(a.Tools, "json_schema_2020_12_tool") {
+		t.Errorf("tools/list = %v, want the fixture's tools", a.Tools)
+	}
+	if a.Text != simpleText {
+		t.Errorf("test_simple_text = %q, want %q", a.Text, simpleText)
+	}
+	if !a.ErrorResult.IsError || a.ErrorResult.Text == "" {
+		t.Errorf("test_error_handling = %+v, want isError with a message", a.ErrorResult)
+	}
+
+	d := r.Denied
+	switch {
+	case d.Error == nil:
+		t.Fatal("tools/call test_simple_text with the reader profile succeeded; want a policy denial")
+	case d.Error.Code != -32003 || d.Error.Data.Class != "Forbidden" || d.Error.Data.Status != 403:
+		t.Errorf("denial = %+v, want -32003 with data.class Forbidden, data.status 403 (DESIGN.md §5)", d.Error)
+	}
+	t.Logf("the TypeScript SDK shows the denial as: %s", d.Error.Message)
+	assertDenialMessage(t, d.Error.Message)
+	if len(d.ToolsAfter) == 0 || slices.Contains(d.ToolsAfter, "test_simple_text") {
+		t.Errorf("tools/list after the denial = %v, want the reader's tools without test_simple_text", d.ToolsAfter)
+	}
+
+	for name, sess := range map[string]struct {
+		tsSession
+		token string
+	}{"allowed": {a.tsSession, token}, "denied": {d.tsSession, readerToken}} {
+		if !slices.Contains(sess.Wire, "POST initialize 200") || !hasPrefix(sess.Wire, "DELETE 2") {
+			t.Errorf("%s session: wire %v, want initialize 200 and a DELETE answered 2xx", name, sess.Wire)
+		}
+		if got := s.sessionStatus(t, sess.token, sess.SessionID, sess.ProtocolVersion); got != http.StatusNotFound {
+			t.Errorf("%s session %s answers HTTP %d after DELETE; want 404", name, sess.SessionID, got)
+		}
+	}
+}
+
+func hasPrefix(entries []string, prefix string) bool {
+	return slices.ContainsFunc(entries, func(e string) bool { return strings.HasPrefix(e, prefix) })
+}
