@@ -57,6 +57,9 @@ type Engine struct {
 	tools   *ast.Term
 	cache   *decisionCache
 	args    argumentUse
+
+	grantEntries []string
+	toolPrefix   string
 }
 
 // New loads and compiles the bundle in opts.FS and prepares both queries. It
@@ -88,6 +91,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		edition: ast.StringTerm(string(opts.Edition)), tools: toolsTerm(opts.Tools),
 		cache: newDecisionCache(opts.CacheSize), args: analyseArguments(compiler),
 	}
+	e.grantEntries, e.toolPrefix = readGrants(res.Documents)
 	for _, q := range []struct {
 		query string
 		dst   *rego.PreparedEvalQuery
@@ -264,4 +268,39 @@ func decisionFrom(rs rego.ResultSet) (*gateway.Decision, error) {
 func asSlice(v any) []any {
 	s, _ := v.([]any)
 	return s
+}
+
+// Grants lists the allowlist entries the bundle's data defines that are not
+// tool names: the tier wildcards, the full grant and the group wildcards of
+// data.supacloud.grants (seed 001, Tiers and allowlist entries), and the
+// prefix (data.supacloud.grants.tool_prefix, "supacloud.") under which any
+// tool may also be named. The admin API uses them to refuse allowlist
+// entries that grant nothing; the bundle stays the one place they are defined.
+func (e *Engine) Grants() (entries []string, toolPrefix string) {
+	return slices.Clone(e.grantEntries), e.toolPrefix
+}
+
+// readGrants extracts Grants from the bundle's data documents; a bundle
+// without them yields none (every non-tool entry is then refused).
+func readGrants(docs map[string]any) (entries []string, prefix string) {
+	surface, _ := docs["supacloud"].(map[string]any)
+	grants, _ := surface["grants"].(map[string]any)
+	if tiers, ok := grants["tiers"].(map[string]any); ok {
+		for _, t := range tiers {
+			if w, ok := t.(map[string]any)["wildcard"].(string); ok {
+				entries = append(entries, w)
+			}
+		}
+	}
+	if full, ok := grants["full"].(string); ok {
+		entries = append(entries, full)
+	}
+	if groups, ok := grants["group_wildcards"].(map[string]any); ok {
+		for w := range groups {
+			entries = append(entries, w)
+		}
+	}
+	prefix, _ = grants["tool_prefix"].(string)
+	slices.Sort(entries)
+	return entries, prefix
 }

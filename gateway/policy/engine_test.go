@@ -339,3 +339,12 @@ func TestBundleReadsOnlyTheSlug(t *testing.T) {
 		t.Fatalf("bundle reads arguments all=%v keys=%v, want only slug", all, keys)
 	}
 }
+
+func TestGrantsComeFromTheBundle(t *testing.T) {
+	e, _ := newEngine(t, gateway.EditionCommunity)
+	entries, prefix := e.Grants()
+	want := []string{"supacloud.*", "supacloud.conversation.*", "supacloud.deploy.*", "supacloud.full", "supacloud.ops.*", "supacloud.read.*", "supacloud.scaffold.*"}
+	if !slices.Equal(entries, want) || prefix != "supacloud." {
+		t.Fatalf("grants %v prefix %q, want %v and supacloud.", entries, prefix, want)
+	}
+}

@@ -84,7 +84,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}
 	a.Server, err = New(Deps{
 		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, AdminToken: cfg.AdminToken,
-		ValidateGrant: GrantValidator(a.Catalog), Logger: log, Registry: reg,
+		ValidateGrant: GrantValidator(a.Engine, a.Catalog), Logger: log, Registry: reg,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		HTTP: cfg.HTTP,
 	})
@@ -211,26 +211,29 @@ func NewEngine(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (*po
 }
 
 // GrantValidator returns a check for allowlist entries: an entry must grant
-// something (a tier wildcard, supacloud.full, supacloud.*,
-// supacloud.conversation.*, supacloud.script.run, or a catalog tool by exact
-// name or as supacloud.<tool>), so a typo is refused instead of silently
-// granting nothing.
-func GrantValidator(cat *tools.Catalog) func(string) error {
-	fixed := map[string]bool{
-		"supacloud.*": true, "supacloud.full": true, "supacloud.read.*": true, "supacloud.ops.*": true,
-		"supacloud.scaffold.*": true, "supacloud.deploy.*": true, "supacloud.conversation.*": true,
-		"supacloud.script.run": true,
+// something — one of the bundle's non-tool grants (tier wildcards, the full
+// grant, group wildcards; policy.Engine.Grants) or a catalog tool by exact
+// name or under the bundle's tool prefix — so a typo is refused with a 400
+// instead of silently granting nothing.
+func GrantValidator(e *policy.Engine, cat *tools.Catalog) func(string) error {
+	entries, prefix := e.Grants()
+	known := make(map[string]bool, len(entries))
+	for _, g := range entries {
+		known[g] = true
 	}
 	return func(entry string) error {
-		if fixed[entry] {
-			return nil
-		}
-		if _, ok := cat.Lookup(strings.TrimPrefix(entry, "supacloud.")); ok {
+		if known[entry] {
 			return nil
 		}
 		if _, ok := cat.Lookup(entry); ok {
 			return nil
 		}
-		return gateway.Errorf(gateway.EInvalid, "allowlist entry %q grants nothing; use a tier wildcard (supacloud.read.*, supacloud.ops.*, supacloud.scaffold.*, supacloud.deploy.*), supacloud.full, supacloud.script.run, supacloud.conversation.*, or a tool name such as project.get", entry)
+		if name, ok := strings.CutPrefix(entry, prefix); ok && prefix != "" {
+			if _, ok := cat.Lookup(name); ok {
+				return nil
+			}
+		}
+		return gateway.Errorf(gateway.EInvalid, "allowlist entry %q grants nothing; use one of %s, or a tool name such as project.get (also as %sproject.get)",
+			entry, strings.Join(entries, ", "), prefix)
 	}
 }
