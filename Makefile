@@ -55,7 +55,7 @@ test-interop: build fixture node-deps
 		$(GO) test -race -count=1 -v ./$(INTEROP)/
 
 ## bench: decision, tools/list, transport and store benchmarks
-bench:
+bench: pg
 	$(GO) test -run '^$$' -bench . -benchmem ./gateway/... ./tools/...
 
 ## bench-ratelimit: rate-limit reservation + audit write on PostgreSQL — closed loop at 1, 16 and 64
@@ -70,4 +70,4 @@ test-ratelimit-full: pg
 	MCPGATE_RATELIMIT_FULL=1 $(GO) test -count=1 -timeout 20m -run RateLimits ./gateway/postgres/ ./gateway/sqlite/
 
 clean:
-	rm -rf bin mcpgate-dev.db*
+	rm -rf bin mcpgate-dev.db* .mcpgate-dev-secrets.json

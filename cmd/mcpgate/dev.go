@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -20,15 +22,47 @@ type devDefaults struct {
 	adminToken string
 }
 
+// devSecretsFile keeps the keys `serve --dev` generated, so that tokens it
+// printed keep working after a restart (and the dev database and its keys
+// stay together). It is created with mode 0600 and ignored by git.
+const devSecretsFile = ".mcpgate-dev-secrets.json"
+
 func newDevDefaults(base func(string) string) *devDefaults {
-	d := &devDefaults{base: base, generated: map[string]string{
-		"MCPGATE_JWT_SECRET":                randomHex(32),
-		"MCPGATE_ADMIN_TOKEN":               "dev-admin-" + randomHex(12),
-		"SUPACLOUD_MCP_CONFIRMATION_SECRET": randomHex(32),
+	secrets := loadDevSecrets(devSecretsFile)
+	return &devDefaults{base: base, generated: map[string]string{
+		"MCPGATE_JWT_SECRET":                secrets["MCPGATE_JWT_SECRET"],
+		"MCPGATE_ADMIN_TOKEN":               secrets["MCPGATE_ADMIN_TOKEN"],
+		"SUPACLOUD_MCP_CONFIRMATION_SECRET": secrets["SUPACLOUD_MCP_CONFIRMATION_SECRET"],
 		"MCPGATE_LOG_FORMAT":                "console",
 		"MCPGATE_DATABASE_URL":              "sqlite:mcpgate-dev.db",
 	}}
-	return d
+}
+
+// loadDevSecrets reads the dev keys from path, generating and saving any
+// that are missing. A file that cannot be read or written only costs the
+// persistence: fresh keys are used for this run.
+func loadDevSecrets(path string) map[string]string {
+	secrets := map[string]string{}
+	if raw, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(raw, &secrets)
+	}
+	fresh := map[string]func() string{
+		"MCPGATE_JWT_SECRET":                func() string { return randomHex(32) },
+		"MCPGATE_ADMIN_TOKEN":               func() string { return "dev-admin-" + randomHex(12) },
+		"SUPACLOUD_MCP_CONFIRMATION_SECRET": func() string { return randomHex(32) },
+	}
+	changed := false
+	for k, gen := range fresh {
+		if secrets[k] == "" {
+			secrets[k], changed = gen(), true
+		}
+	}
+	if changed {
+		if raw, err := json.MarshalIndent(secrets, "", "  "); err == nil {
+			_ = os.WriteFile(path, raw, 0o600)
+		}
+	}
+	return secrets
 }
 
 func (d *devDefaults) getenv(name string) string {
@@ -92,6 +126,18 @@ func (d *devDefaults) seed(ctx context.Context, app *server.App, out io.Writer, 
 			return fmt.Errorf("seed demo workspace: %w", err)
 		}
 	}
+	reader, err := app.JWT.Issue(auth.AgentClaims{Subject: devUser, WorkspaceID: devWorkspace, TaskID: devTask, ProfileID: "reader"}, 24*time.Hour)
+	if err != nil {
+		return fmt.Errorf("issue dev token: %w", err)
+	}
+	defer fmt.Fprintf(out, `A second token, for the read-only profile "reader": calls outside supacloud.read.* are denied.
+Repeat the example with it and, e.g., {"name":"schedule.pause","arguments":{"schedule_id":"x"}} to see a policy denial:
+
+export MCPGATE_READER_TOKEN=%s
+
+Tokens stay valid across restarts: the dev keys are kept in %s (delete it, or run make clean, for new ones).
+
+`, reader, devSecretsFile)
 	tok, err := app.JWT.Issue(auth.AgentClaims{Subject: devUser, WorkspaceID: devWorkspace, TaskID: devTask, ProfileID: devProfile}, 24*time.Hour)
 	if err != nil {
 		return fmt.Errorf("issue dev token: %w", err)

@@ -18,14 +18,14 @@ var version = "dev"
 const usage = `mcpgate — authorization gateway for MCP tool calls
 
 usage:
-  mcpgate serve [--dev]          run the gateway (configuration from the environment, DESIGN.md §3)
+  mcpgate serve [--dev]          run the gateway (configuration from the environment; README.md, Configuration)
   mcpgate migrate                apply database migrations to MCPGATE_DATABASE_URL and exit
   mcpgate token create --workspace WS --label L --scope mcp:read [--scope …]
   mcpgate token list --workspace WS
   mcpgate token revoke FINGERPRINT
-  mcpgate policy test [DIR]      run the Rego tests of a policy folder (default: policies)
-  mcpgate policy eval --input FILE [--query Q] [DIR]
-                                 evaluate a query (default data.supacloud.decision) on an input document
+  mcpgate policy test [DIR] [-v]            run the Rego tests of a policy folder (default: policies)
+  mcpgate policy eval -d DIR -i FILE QUERY  evaluate a query, e.g. data.supacloud.decision, on an input
+  mcpgate policy check|fmt|bench …          the same OPA commands as ` + "`go tool opa`" + `, with the OPA the gateway embeds
   mcpgate version
 
 --dev starts with the embedded store, a demo workspace, generated keys, console

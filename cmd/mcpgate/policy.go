@@ -2,95 +2,45 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
+	"slices"
 
-	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/tester"
+	opacmd "github.com/open-policy-agent/opa/cmd"
 )
 
-// policyCmd runs `mcpgate policy test|eval`: the same OPA the gateway embeds,
-// so a security team can check a bundle with the binary it will run under.
-func policyCmd(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("policy: want test or eval")
-	}
-	switch args[0] {
-	case "test":
-		return policyTest(ctx, args[1:], out)
-	case "eval":
-		return policyEval(ctx, args[1:], out)
-	default:
-		return fmt.Errorf("policy: unknown subcommand %q; want test or eval", args[0])
-	}
-}
+// policySubcommands are the OPA commands `mcpgate policy` passes through.
+var policySubcommands = []string{"test", "eval", "check", "fmt", "bench"}
 
-func policyTest(ctx context.Context, args []string, out io.Writer) error {
-	dir := "policies"
-	if len(args) > 0 {
-		dir = args[0]
+// policyCmd runs `mcpgate policy test|eval|check|fmt|bench …` with the OPA
+// the gateway embeds (the same version as `go tool opa`), so a security team
+// checks a bundle with the binary it will run under. `policy test` without
+// a path tests the policies folder.
+func policyCmd(_ context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 || !slices.Contains(policySubcommands, args[0]) {
+		return fmt.Errorf("policy: want one of %v, e.g. `mcpgate policy test policies -v` or `mcpgate policy eval -d policies -i input.json data.supacloud.decision`", policySubcommands)
 	}
-	modules, store, err := tester.LoadWithRegoVersion([]string{dir}, nil, ast.RegoV1)
-	if err != nil {
-		return fmt.Errorf("policy test: load %s: %w", dir, err)
+	if args[0] == "test" && !hasPath(args[1:]) {
+		args = append(args, "policies")
 	}
-	ch, err := tester.NewRunner().SetStore(store).SetModules(modules).Run(ctx, modules)
-	if err != nil {
-		return fmt.Errorf("policy test: %w", err)
-	}
-	var pass, fail int
-	for r := range ch {
-		if r.Pass() {
-			pass++
-			continue
-		}
-		fail++
-		fmt.Fprintf(out, "FAIL %s\n", r.String())
-	}
-	fmt.Fprintf(out, "PASS: %d/%d\n", pass, pass+fail)
-	if fail > 0 || pass == 0 {
-		return fmt.Errorf("policy test: %d failed, %d passed", fail, pass)
+	root := opacmd.Command(nil, "OPA")
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(out)
+	root.SilenceUsage = true
+	if err := root.Execute(); err != nil {
+		return fmt.Errorf("policy %s: %w", args[0], err)
 	}
 	return nil
 }
 
-func policyEval(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("policy eval", flag.ContinueOnError)
-	inputFile := fs.String("input", "", "input document (JSON file), e.g. a tools/call policy input")
-	query := fs.String("query", "data.supacloud.decision", "query to evaluate")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	dir := "policies"
-	if fs.NArg() > 0 {
-		dir = fs.Arg(0)
-	}
-	opts := []func(*rego.Rego){rego.Query(*query), rego.Load([]string{dir}, func(_ string, info os.FileInfo, _ int) bool {
-		return !info.IsDir() && len(info.Name()) > 10 && info.Name()[len(info.Name())-10:] == "_test.rego"
-	})}
-	if *inputFile != "" {
-		raw, err := os.ReadFile(*inputFile)
-		if err != nil {
-			return fmt.Errorf("policy eval: %w", err)
+// hasPath reports whether args name a file or folder (an argument that is
+// not a flag).
+func hasPath(args []string) bool {
+	for _, a := range args {
+		if len(a) > 0 && a[0] != '-' {
+			return true
 		}
-		var input any
-		if err := json.Unmarshal(raw, &input); err != nil {
-			return fmt.Errorf("policy eval: %s is not JSON: %w", *inputFile, err)
-		}
-		opts = append(opts, rego.Input(input))
 	}
-	rs, err := rego.New(opts...).Eval(ctx)
-	if err != nil {
-		return fmt.Errorf("policy eval: %w", err)
-	}
-	if len(rs) == 0 {
-		return fmt.Errorf("policy eval: %s is undefined for this input", *query)
-	}
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rs[0].Expressions[0].Value)
+	return false
 }

@@ -1,0 +1,5 @@
+package failing
+
+test_always_fails if {
+	1 == 2
+}
