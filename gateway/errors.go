@@ -95,7 +95,9 @@ const (
 // RPCCode maps an error code to its JSON-RPC error code.
 func (c ErrorCode) RPCCode() int {
 	switch c {
-	case EInvalid:
+	case EInvalid, EConflict:
+		// A conflict on the MCP path is a client's reuse of an idempotency
+		// key with other arguments: something the caller fixes, not -32603.
 		return RPCInvalidParams
 	case EMethodNotFound:
 		return RPCMethodNotFound

@@ -270,3 +270,20 @@ type ToolResult struct {
 	StructuredContent map[string]any   `json:"structuredContent,omitempty"`
 	IsError           bool             `json:"isError,omitempty"`
 }
+
+// IdempotencyRecord is one mcp_idempotency_keys row: the idempotency_key of
+// a confirmed deploy-tier call, scoped to TaskID + Tool + Key (seed 001),
+// with the InputHash of the arguments it was first used with and the
+// result of that call. Result is nil while the call is being dispatched
+// (the key is claimed but no result is stored yet). The stores and the
+// pipeline share it, so it lives in the domain package.
+type IdempotencyRecord struct {
+	WorkspaceID string
+	TaskID      string
+	Tool        string
+	Key         string
+	InputHash   string
+	// Result is the JSON of the gateway.ToolResult returned to the caller.
+	Result    json.RawMessage
+	CreatedAt time.Time
+}

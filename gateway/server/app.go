@@ -17,6 +17,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
+	"github.com/mcpgate/mcpgate/gateway/confirm"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -82,6 +83,10 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		Logger: log, Metrics: NewMetrics(reg), AuditArguments: cfg.AuditArguments,
 		Limiter: a.limiter(log),
 	}
+	if a.Pipeline.Confirmer, err = confirmer(cfg, log); err != nil {
+		return err
+	}
+	a.sweepIdempotencyKeys(log)
 	a.Server, err = New(Deps{
 		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, AdminToken: cfg.AdminToken,
 		ValidateGrant: GrantValidator(a.Engine, a.Catalog), Logger: log, Registry: reg,
@@ -106,6 +111,39 @@ func (a *App) limiter(log *zap.Logger) *ratelimit.Limiter {
 	})
 	a.closers = append(a.closers, func() error { cancel(); return nil })
 	return l
+}
+
+// confirmer returns the signer of deploy confirmation tokens, or nil with a
+// warning when SUPACLOUD_MCP_CONFIRMATION_SECRET is unset: the deploy
+// tools then fail closed (seed 001, Deploy confirmation protocol).
+func confirmer(cfg *config.Config, log *zap.Logger) (*confirm.Signer, error) {
+	if len(cfg.ConfirmationSecret) == 0 {
+		log.Warn("SUPACLOUD_MCP_CONFIRMATION_SECRET is unset: app.deploy and app.migration.apply are refused (fail closed) until it is set")
+		return nil, nil
+	}
+	return confirm.NewSigner(cfg.ConfirmationSecret, nil)
+}
+
+// sweepIdempotencyKeys deletes, every sweepInterval until the App closes,
+// the idempotency keys of tasks that reached a terminal state more than
+// confirm.IdempotencyTTL ago (seed 001, Deploy confirmation protocol).
+func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	a.closers = append(a.closers, func() error { cancel(); return nil })
+	go func() {
+		tick := time.NewTicker(sweepInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				if _, err := a.Store.DeleteEndedIdempotencyKeys(ctx, now.Add(-confirm.IdempotencyTTL)); err != nil && ctx.Err() == nil {
+					log.Warn("idempotency key sweep failed; the keys of ended tasks stay until the next sweep", zap.Error(err))
+				}
+			}
+		}
+	}()
 }
 
 // sweepInterval is how often ended rate-limit windows are deleted; the

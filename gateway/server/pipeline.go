@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/confirm"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -45,6 +46,11 @@ type Pipeline struct {
 	// Rate limits) in the transaction that records its audit row; nil
 	// turns rate limiting off (App always sets it).
 	Limiter *ratelimit.Limiter
+	// Confirmer signs and verifies the deploy confirmation tokens (seed
+	// 001, Deploy confirmation protocol) with
+	// SUPACLOUD_MCP_CONFIRMATION_SECRET; nil (the secret unset) makes
+	// every call that needs the confirmation fail closed with -32603.
+	Confirmer *confirm.Signer
 }
 
 var _ mcp.Handler = (*Pipeline)(nil)
@@ -139,12 +145,21 @@ func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal,
 	if !d.Allow {
 		return nil, denial(tool.Name, d)
 	}
+	if needsConfirmation(tool, d) {
+		return pl.confirmThenDispatch(ctx, p, tool, call, d, ev)
+	}
 	if err := pl.reserveAndRecord(ctx, tool, ev); err != nil {
 		return nil, err
 	}
+	return pl.dispatch(ctx, p, tool, call.Arguments, d, ev)
+}
+
+// dispatch hands a recorded call to the adapter and applies the
+// decision's obligations to its result.
+func (pl *Pipeline) dispatch(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, d *gateway.Decision, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
 	res, err := pl.Adapter.CallTool(ctx, gateway.ToolCall{
 		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,
-		Tool: tool.Name, Arguments: call.Arguments,
+		Tool: tool.Name, Arguments: args,
 	})
 	if err != nil {
 		return nil, err

@@ -24,23 +24,46 @@ const reserveTimeout = 5 * time.Second
 // EUnavailable/EInternal error (-32603) when the store cannot reserve or
 // record: the call is then not dispatched (fail closed).
 func (pl *Pipeline) reserveAndRecord(ctx context.Context, tool *tools.Tool, ev *gateway.AuditEvent) error {
+	return pl.reserveRecordAndClaim(ctx, tool, ev, nil)
+}
+
+// reserveRecordAndClaim is reserveAndRecord with claim (when non-nil) run
+// first in the same transaction: a confirmed deploy-tier call claims its
+// idempotency key there, so the key, the audit row and the slots commit
+// or roll back together. An EConflict from claim passes through unchanged,
+// like ERateLimited, with nothing recorded.
+func (pl *Pipeline) reserveRecordAndClaim(ctx context.Context, tool *tools.Tool, ev *gateway.AuditEvent, claim func(ctx context.Context) error) error {
 	ev.Status = gateway.AuditAllowed
 	ctx, cancel := context.WithTimeout(ctx, reserveTimeout)
 	defer cancel()
-	var err error
-	if pl.Limiter == nil {
-		err = pl.Store.RecordAudit(ctx, ev)
-	} else {
+	steps := make([]func(ctx context.Context) error, 0, 2)
+	if claim != nil {
+		steps = append(steps, claim)
+	}
+	if pl.Limiter != nil {
 		sub := ratelimit.Subject{WorkspaceID: ev.WorkspaceID, TaskID: ev.TaskID, ProfileID: ev.ProfileID,
 			Tool: tool.Name, Tier: tool.Tier, LimitKind: tool.LimitKind}
-		err = pl.Store.ReserveAndRecord(ctx, ev, func(ctx context.Context) error { return pl.Limiter.Reserve(ctx, sub) })
+		steps = append(steps, func(ctx context.Context) error { return pl.Limiter.Reserve(ctx, sub) })
+	}
+	var err error
+	if len(steps) == 0 {
+		err = pl.Store.RecordAudit(ctx, ev)
+	} else {
+		err = pl.Store.ReserveAndRecord(ctx, ev, func(ctx context.Context) error {
+			for _, step := range steps {
+				if err := step(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
 	if err == nil {
 		return nil
 	}
 	ev.ID = 0
 	switch code := gateway.ErrorCodeOf(err); code {
-	case gateway.ERateLimited:
+	case gateway.ERateLimited, gateway.EConflict:
 		return err
 	case gateway.EUnavailable:
 		return gateway.Wrap(code, err, "the audit store is unavailable, so this call could not be counted against its rate limits or recorded, and was not dispatched; retry when the store is back")

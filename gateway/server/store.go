@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -42,4 +43,37 @@ type Store interface {
 	// Counters keeps the rate-limit counters the limiter store reads and
 	// changes, in the same database as the audit rows.
 	ratelimit.Counters
+	// IdempotencyStore keeps the idempotency keys of confirmed deploy-tier
+	// calls (seed 001, Deploy confirmation protocol).
+	IdempotencyStore
+}
+
+// IdempotencyStore is the mcp_idempotency_keys table (seed 001, Deploy
+// confirmation protocol: keys "scoped to task_id + tool_name + key and
+// cleaned up 24 hours after the parent task reaches a terminal state").
+// Every method runs in the reservation transaction when ctx carries one
+// (ReserveAndRecord), so that a claim commits or rolls back together with
+// the call's audit row and rate-limit slots.
+type IdempotencyStore interface {
+	// ClaimIdempotencyKey inserts rec (TaskID, Tool, Key, WorkspaceID,
+	// InputHash; Result nil) when no row has its TaskID + Tool + Key, and
+	// returns nil, nil: the caller now owns the key and dispatches. When a
+	// row of the same workspace exists it is returned unchanged (its Result
+	// nil while its call is still being dispatched) and nothing is written.
+	// A row of another workspace under the same task id is never returned:
+	// EConflict. Errors as the store's (EUnavailable, EInternal).
+	ClaimIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) (*gateway.IdempotencyRecord, error)
+	// SaveIdempotencyResult stores rec.Result on the claimed row of rec's
+	// workspace, task, tool and key. ENotFound when no such row exists.
+	SaveIdempotencyResult(ctx context.Context, rec *gateway.IdempotencyRecord) error
+	// ReleaseIdempotencyKey deletes the claimed row of rec's workspace,
+	// task, tool and key if it has no result yet (its dispatch failed), so
+	// that a retry with the same key runs. A row with a result is kept; no
+	// row is not an error.
+	ReleaseIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) error
+	// DeleteEndedIdempotencyKeys deletes the keys of tasks that are in a
+	// terminal state (completed, failed, cancelled) since at or before
+	// before (the task row's updated_at), and returns how many it deleted.
+	// Keys of tasks the store does not know are kept.
+	DeleteEndedIdempotencyKeys(ctx context.Context, before time.Time) (int64, error)
 }

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"LoadCaller", callerTests},
 		{"Tokens", tokenTests},
 		{"Audit", auditTests},
+		{"Idempotency", idempotencyTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,102 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// claimKey inserts a key unless its task + tool + key exists; the unique
+// index makes a concurrent claim of the same key wait for the first
+// transaction and then do nothing, so exactly one caller owns a key.
+const claimKey = `
+INSERT INTO mcp_idempotency_keys (workspace_id, task_id, tool_name, key, input_hash)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (task_id, tool_name, key) DO NOTHING`
+
+const selectKey = `
+SELECT workspace_id, input_hash, result, created_at FROM mcp_idempotency_keys
+WHERE task_id = $1 AND tool_name = $2 AND key = $3`
+
+// ClaimIdempotencyKey implements server.IdempotencyStore.
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) (*gateway.IdempotencyRecord, error) {
+	res, err := s.execer(ctx).ExecContext(ctx, claimKey, rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key, rec.InputHash)
+	if err != nil {
+		return nil, translate(err, msgs{notFound: workspaceNotFound(rec.WorkspaceID)})
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return nil, translate(err, msgs{})
+	}
+	got := *rec
+	var result []byte
+	err = s.queryer(ctx).QueryRowxContext(ctx, selectKey, rec.TaskID, rec.Tool, rec.Key).
+		Scan(&got.WorkspaceID, &got.InputHash, &result, &got.CreatedAt)
+	if isNoRows(err) { // released between the insert and the read
+		return nil, gateway.Errorf(gateway.EConflict, "idempotency_key %q of %s changed while this call claimed it; retry", rec.Key, rec.Tool)
+	}
+	if err != nil {
+		return nil, translate(err, msgs{})
+	}
+	if got.WorkspaceID != rec.WorkspaceID {
+		return nil, gateway.Errorf(gateway.EConflict, "idempotency_key %q is already used by task %s for %s; use another key", rec.Key, rec.TaskID, rec.Tool)
+	}
+	got.Result = result
+	return &got, nil
+}
+
+// SaveIdempotencyResult implements server.IdempotencyStore.
+func (s *Store) SaveIdempotencyResult(ctx context.Context, rec *gateway.IdempotencyRecord) error {
+	const q = `UPDATE mcp_idempotency_keys SET result = $5
+WHERE workspace_id = $1 AND task_id = $2 AND tool_name = $3 AND key = $4`
+	res, err := s.execer(ctx).ExecContext(ctx, q, rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key, string(rec.Result))
+	return affectedOne(res, err, "idempotency_key "+rec.Key+" of "+rec.Tool+" is not claimed")
+}
+
+// ReleaseIdempotencyKey implements server.IdempotencyStore.
+func (s *Store) ReleaseIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) error {
+	const q = `DELETE FROM mcp_idempotency_keys
+WHERE workspace_id = $1 AND task_id = $2 AND tool_name = $3 AND key = $4 AND result IS NULL`
+	_, err := s.execer(ctx).ExecContext(ctx, q, rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key)
+	return translate(err, msgs{})
+}
+
+// DeleteEndedIdempotencyKeys implements server.IdempotencyStore.
+func (s *Store) DeleteEndedIdempotencyKeys(ctx context.Context, before time.Time) (int64, error) {
+	const q = `DELETE FROM mcp_idempotency_keys k USING tasks t
+WHERE t.workspace_id = k.workspace_id AND t.id = k.task_id
+  AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= $1`
+	res, err := s.execer(ctx).ExecContext(ctx, q, before.UTC())
+	if err != nil {
+		return 0, translate(err, msgs{})
+	}
+	n, err := res.RowsAffected()
+	return n, translate(err, msgs{})
+}
+
+// queryer is ctx's reservation transaction, or the pool.
+func (s *Store) queryer(ctx context.Context) sqlx.QueryerContext {
+	if tx := s.txFrom(ctx); tx != nil {
+		return tx
+	}
+	return s.db
+}
+
+// affectedOne translates err, and reports ENotFound with notFound when the
+// statement changed no row.
+func affectedOne(res sql.Result, err error, notFound string) error {
+	if err != nil {
+		return translate(err, msgs{})
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return translate(err, msgs{})
+	}
+	if n == 0 {
+		return gateway.Errorf(gateway.ENotFound, "%s", notFound)
+	}
+	return nil
+}

@@ -1,0 +1,230 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/confirm"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/tools"
+)
+
+// ChangesSummarizer is implemented by adapters that can say what a
+// deploy-tier call would change without running it (adapters/demo does).
+// The pipeline asks it for the changes_summary of the confirmation step
+// (seed 001, Deploy confirmation protocol, step 1); for other adapters it
+// writes a generic summary of the tool and its arguments. Errors are
+// returned to the caller as they are (an EInvalid for an unknown app, say).
+type ChangesSummarizer interface {
+	ChangesSummary(ctx context.Context, call gateway.ToolCall) (string, error)
+}
+
+// Reason codes of the confirmation step, in the audit row's reason_codes
+// and in error data. Token refusals use confirm's codes
+// (confirmation.expired, ...).
+const (
+	reasonConfirmationRequired = "confirmation.required"
+	reasonSecretUnset          = "confirmation.secret_unset"
+	reasonReplayed             = "idempotency.replayed"
+	reasonKeyReused            = "idempotency.key_reused"
+	reasonKeyInProgress        = "idempotency.in_progress"
+)
+
+// errKeySeen rolls back a reservation whose idempotency key was already
+// claimed: a replay or a refusal then takes no rate-limit slot.
+var errKeySeen = gateway.Errorf(gateway.EConflict, "idempotency key already claimed")
+
+// needsConfirmation: the policy's obligation decides; the catalog's flag
+// (the same two tools) is a second, fail-closed source, so a policy bundle
+// that forgets the obligation cannot turn the confirmation off.
+func needsConfirmation(tool *tools.Tool, d *gateway.Decision) bool {
+	return d.Obligations.ConfirmationRequired || tool.Confirmation
+}
+
+// confirmThenDispatch runs the two-step confirmation of seed 001 for an
+// allowed call: without confirmation_token it answers with a summary and a
+// token and dispatches nothing; with one it verifies the token and then
+// dispatches at most once per idempotency_key. Without a confirmation
+// secret it refuses (fail closed; seed 000 and 001).
+func (pl *Pipeline) confirmThenDispatch(ctx context.Context, p *gateway.Principal, tool *tools.Tool, call *mcp.CallToolParams, d *gateway.Decision, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
+	if pl.Confirmer == nil {
+		return nil, withReasons(ev, errSecretUnset(tool.Name))
+	}
+	hash, err := confirm.InputHash(call.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	claims := confirm.Claims{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Tool: tool.Name, InputHash: hash}
+	token, _ := call.Arguments[confirm.ArgToken].(string)
+	if token == "" {
+		return pl.requestConfirmation(ctx, p, tool, confirm.WithoutProtocolArgs(call.Arguments), claims, ev)
+	}
+	if err := pl.Confirmer.Verify(token, claims); err != nil {
+		return nil, withReasons(ev, err)
+	}
+	key, _ := call.Arguments[confirm.ArgIdempotencyKey].(string)
+	if key == "" { // the catalog schema requires it too (dependentRequired)
+		return nil, gateway.Errorf(gateway.EInvalid, "%s: idempotency_key is required with confirmation_token; pass a new unique key, and the same key when you retry", tool.Name)
+	}
+	rec := &gateway.IdempotencyRecord{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Tool: tool.Name, Key: key, InputHash: hash}
+	// The token is the gateway's own and is not forwarded; the key is, so
+	// that a backend may deduplicate too.
+	args := make(map[string]any, len(call.Arguments))
+	for k, v := range call.Arguments {
+		if k != confirm.ArgToken {
+			args[k] = v
+		}
+	}
+	return pl.dispatchOnce(ctx, p, tool, args, d, ev, rec)
+}
+
+// errSecretUnset is the fail-closed refusal without a confirmation secret.
+// Class Internal (-32603), not Forbidden: the caller holds the grant and
+// can do nothing about it; the gateway is misconfigured, which is what
+// DESIGN.md §5 reports as -32603, and the wire writer logs it at error
+// level for the operator.
+func errSecretUnset(tool string) error {
+	return &gateway.Error{
+		Code: gateway.EInternal,
+		Message: fmt.Sprintf("%s needs the deploy confirmation, but SUPACLOUD_MCP_CONFIRMATION_SECRET is not set on this gateway, "+
+			"so the call fails closed and nothing was dispatched; ask an operator to set it (at least 32 bytes)", tool),
+		Reasons: []gateway.Reason{{Code: reasonSecretUnset, Message: "SUPACLOUD_MCP_CONFIRMATION_SECRET is unset"}},
+	}
+}
+
+// withReasons adds err's reason codes to the audit row and returns err.
+func withReasons(ev *gateway.AuditEvent, err error) error {
+	var ge *gateway.Error
+	if errors.As(err, &ge) {
+		ev.ReasonCodes = append(ev.ReasonCodes, reasonCodes(ge.Reasons)...)
+	}
+	return err
+}
+
+// requestConfirmation is step 1: record the audit row (status
+// confirmation_required, no rate-limit slot) and answer with the summary
+// and a token; nothing is dispatched.
+func (pl *Pipeline) requestConfirmation(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, claims confirm.Claims, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
+	summary, err := pl.changesSummary(ctx, p, tool, args)
+	if err != nil {
+		return nil, err
+	}
+	token, expires, err := pl.Confirmer.Issue(claims)
+	if err != nil {
+		return nil, err
+	}
+	ev.Status = gateway.AuditConfirmationRequired
+	ev.ReasonCodes = append(ev.ReasonCodes, reasonConfirmationRequired)
+	if err := pl.record(ctx, ev); err != nil {
+		return nil, err
+	}
+	res := &gateway.ToolResult{StructuredContent: map[string]any{
+		"confirmation_required": true,
+		"changes_summary":       summary,
+		"confirmation_token":    token,
+		"expires_at":            expires.Format(time.RFC3339),
+	}}
+	applyObligations(res, gateway.Obligations{})
+	return res, nil
+}
+
+// record writes ev before the reply; a row that cannot be written refuses
+// the call (fail closed), as reserveAndRecord does.
+func (pl *Pipeline) record(ctx context.Context, ev *gateway.AuditEvent) error {
+	ctx, cancel := context.WithTimeout(ctx, reserveTimeout)
+	defer cancel()
+	err := pl.Store.RecordAudit(ctx, ev)
+	if err == nil {
+		return nil
+	}
+	ev.ID = 0
+	return gateway.Wrap(gateway.EInternal, err, "the audit store could not record this call, so no confirmation token was issued; retry when the store is back")
+}
+
+func (pl *Pipeline) changesSummary(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any) (string, error) {
+	if s, ok := pl.Adapter.(ChangesSummarizer); ok {
+		return s.ChangesSummary(ctx, gateway.ToolCall{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject, Tool: tool.Name, Arguments: args})
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return "", gateway.Wrap(gateway.EInvalid, err, "the arguments cannot be encoded as JSON")
+	}
+	return fmt.Sprintf("%s will run with the arguments %s. The backend gives no preview of the changes; check the arguments before you confirm.", tool.Name, b), nil
+}
+
+// dispatchOnce is step 2 after the token verified: claim the idempotency
+// key in the reservation transaction, then dispatch and store the result
+// under the key. A key already claimed answers from the stored row without
+// dispatching and without a rate-limit slot.
+func (pl *Pipeline) dispatchOnce(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, d *gateway.Decision, ev *gateway.AuditEvent, rec *gateway.IdempotencyRecord) (*gateway.ToolResult, error) {
+	var prior *gateway.IdempotencyRecord
+	err := pl.reserveRecordAndClaim(ctx, tool, ev, func(ctx context.Context) error {
+		got, err := pl.Store.ClaimIdempotencyKey(ctx, rec)
+		if err == nil && got != nil {
+			prior, err = got, errKeySeen
+		}
+		return err
+	})
+	if errors.Is(err, errKeySeen) {
+		return pl.answerFromKey(prior, rec, d, ev)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := pl.dispatch(ctx, p, tool, args, d, ev)
+	if err != nil {
+		pl.keyStore(ctx, "release", func(ctx context.Context) error { return pl.Store.ReleaseIdempotencyKey(ctx, rec) })
+		return nil, err
+	}
+	if rec.Result, err = json.Marshal(res); err == nil {
+		// A result that cannot be saved leaves the key claimed: a retry is
+		// then refused as in progress, never dispatched twice.
+		pl.keyStore(ctx, "save the result under", func(ctx context.Context) error { return pl.Store.SaveIdempotencyResult(ctx, rec) })
+	}
+	return res, nil
+}
+
+// keyStore runs one write on the idempotency key after dispatch, whatever
+// happened to the request's ctx; a failure is logged, the reply stands.
+func (pl *Pipeline) keyStore(ctx context.Context, what string, write func(ctx context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reserveTimeout)
+	defer cancel()
+	if err := write(ctx); err != nil {
+		pl.Logger.Error("could not "+what+" an idempotency key", zap.Error(err))
+	}
+}
+
+// answerFromKey answers a call whose idempotency_key was claimed before:
+// the stored result for the same arguments (dispatched again: never), a
+// refusal for other arguments or while the first call is still running.
+// ev is recorded by finish as a row of its own (status allowed for a
+// replay).
+func (pl *Pipeline) answerFromKey(prior, rec *gateway.IdempotencyRecord, d *gateway.Decision, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
+	switch {
+	case prior.InputHash != rec.InputHash:
+		return nil, withReasons(ev, &gateway.Error{Code: gateway.EConflict,
+			Message: fmt.Sprintf("idempotency_key %q was already used by this task for %s with other arguments; use a new key for a new call", rec.Key, rec.Tool),
+			Reasons: []gateway.Reason{{Code: reasonKeyReused, Message: "idempotency key reused with other arguments"}}})
+	case prior.Result == nil:
+		return nil, withReasons(ev, &gateway.Error{Code: gateway.EConflict,
+			Message: fmt.Sprintf("a %s call with idempotency_key %q is still running (or ended without a stored result); retry in a few seconds with the same key to get its result", rec.Tool, rec.Key),
+			Reasons: []gateway.Reason{{Code: reasonKeyInProgress, Message: "idempotency key claimed, no result yet"}}})
+	}
+	var res gateway.ToolResult
+	if err := json.Unmarshal(prior.Result, &res); err != nil {
+		return nil, gateway.Wrap(gateway.EInternal, err, "the stored result of this idempotency_key cannot be read; the call was not dispatched again")
+	}
+	applyObligations(&res, d.Obligations)
+	ev.Status = gateway.AuditAllowed
+	ev.ReasonCodes = append(ev.ReasonCodes, reasonReplayed)
+	if res.IsError {
+		ev.ErrorClass = "ToolError"
+	}
+	return &res, nil
+}

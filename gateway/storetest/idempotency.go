@@ -1,0 +1,200 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// key is an idempotency record of ws-a, task t1, app.deploy.
+func key(k, hash string) *gateway.IdempotencyRecord {
+	return &gateway.IdempotencyRecord{WorkspaceID: "ws-a", TaskID: "t1", Tool: "app.deploy", Key: k, InputHash: hash}
+}
+
+// claim claims rec and fails t on an error.
+func claim(t *testing.T, s Store, rec *gateway.IdempotencyRecord) *gateway.IdempotencyRecord {
+	t.Helper()
+	got, err := s.ClaimIdempotencyKey(ctx(t), rec)
+	must(t, err, "ClaimIdempotencyKey "+rec.Key)
+	return got
+}
+
+func jsonEq(t *testing.T, a, b json.RawMessage) bool {
+	t.Helper()
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}
+
+// idempotencyTests cover mcp_idempotency_keys (seed 001, Deploy
+// confirmation protocol): claim, replay, scope, release, transactions,
+// concurrency and the 24-hour cleanup.
+var idempotencyTests = []test{
+	{"ClaimThenReplay", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		if got := claim(t, s, key("k1", "h1")); got != nil {
+			t.Fatalf("first claim returned %+v, want nil (claimed)", got)
+		}
+		pending := claim(t, s, key("k1", "h1"))
+		if pending == nil || pending.Result != nil || pending.InputHash != "h1" || pending.CreatedAt.IsZero() {
+			t.Fatalf("second claim before a result = %+v, want the pending row", pending)
+		}
+		rec := key("k1", "h1")
+		rec.Result = json.RawMessage(`{"content":[{"type":"text","text":"ok"}],"structuredContent":{"build":"b1","n":2}}`)
+		must(t, s.SaveIdempotencyResult(ctx(t), rec), "SaveIdempotencyResult")
+		done := claim(t, s, key("k1", "h1"))
+		if done == nil || !jsonEq(t, done.Result, rec.Result) {
+			t.Fatalf("claim after the result = %+v, want the stored result %s", done, rec.Result)
+		}
+	}},
+	{"SameKeyOtherArguments", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		claim(t, s, key("k1", "h1"))
+		if got := claim(t, s, key("k1", "h2")); got == nil || got.InputHash != "h1" {
+			t.Fatalf("claim with other arguments = %+v, want the first call's row (hash h1)", got)
+		}
+	}},
+	{"ScopedToTaskToolAndKey", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		claim(t, s, key("k1", "h1"))
+		for _, tc := range []struct {
+			note string
+			edit func(r *gateway.IdempotencyRecord)
+		}{
+			{"other key", func(r *gateway.IdempotencyRecord) { r.Key = "k2" }},
+			{"other tool", func(r *gateway.IdempotencyRecord) { r.Tool = "app.migration.apply" }},
+			{"other task", func(r *gateway.IdempotencyRecord) { r.TaskID = "t2" }},
+		} {
+			r := key("k1", "h1")
+			tc.edit(r)
+			if got := claim(t, s, r); got != nil {
+				t.Errorf("%s: claim = %+v, want a fresh claim", tc.note, got)
+			}
+		}
+	}},
+	{"OtherWorkspaceNeverSeesTheRow", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		putWorkspace(t, s, "ws-b")
+		claim(t, s, key("k1", "h1"))
+		r := key("k1", "h1")
+		r.WorkspaceID = "ws-b"
+		got, err := s.ClaimIdempotencyKey(ctx(t), r)
+		wantCode(t, err, gateway.EConflict, "claim of ws-a's key from ws-b")
+		if got != nil {
+			t.Fatalf("ws-b got ws-a's row %+v", got)
+		}
+	}},
+	{"UnknownWorkspace", func(t *testing.T, s Store) {
+		_, err := s.ClaimIdempotencyKey(ctx(t), key("k1", "h1"))
+		wantCode(t, err, gateway.ENotFound, "claim in an unknown workspace")
+	}},
+	{"SaveWithoutClaim", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		r := key("nope", "h1")
+		r.Result = json.RawMessage(`{}`)
+		wantCode(t, s.SaveIdempotencyResult(ctx(t), r), gateway.ENotFound, "save of an unclaimed key")
+	}},
+	{"ReleaseOnlyPending", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		claim(t, s, key("pending", "h1"))
+		must(t, s.ReleaseIdempotencyKey(ctx(t), key("pending", "h1")), "release pending")
+		if got := claim(t, s, key("pending", "h2")); got != nil {
+			t.Errorf("claim after release = %+v, want a fresh claim", got)
+		}
+		claim(t, s, key("done", "h1"))
+		r := key("done", "h1")
+		r.Result = json.RawMessage(`{"ok":true}`)
+		must(t, s.SaveIdempotencyResult(ctx(t), r), "save")
+		must(t, s.ReleaseIdempotencyKey(ctx(t), r), "release done")
+		if got := claim(t, s, key("done", "h1")); got == nil || got.Result == nil {
+			t.Errorf("a key with a result was released: claim = %+v", got)
+		}
+		must(t, s.ReleaseIdempotencyKey(ctx(t), key("absent", "h1")), "release of no row")
+	}},
+	{"ClaimRollsBackWithTheReservation", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		refused := gateway.Errorf(gateway.ERateLimited, "full")
+		ev := event(1, "ws-a", "t1", "app.deploy", gateway.AuditAllowed)
+		err := s.ReserveAndRecord(ctx(t), ev, func(ctx context.Context) error {
+			if got, err := s.ClaimIdempotencyKey(ctx, key("k1", "h1")); err != nil || got != nil {
+				t.Errorf("claim in the reservation = %+v, %v", got, err)
+			}
+			return refused
+		})
+		if !errors.Is(err, refused) {
+			t.Fatalf("ReserveAndRecord = %v, want the reserve error", err)
+		}
+		if got := claim(t, s, key("k1", "h1")); got != nil {
+			t.Fatalf("the rolled-back claim survived: %+v", got)
+		}
+	}},
+	{"ConcurrentClaimsOneWinner", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		const n = 20
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		won, seen := 0, 0
+		for i := range n {
+			wg.Go(func() {
+				ev := event(i, "ws-a", "t1", "app.deploy", gateway.AuditAllowed)
+				err := s.ReserveAndRecord(ctx(t), ev, func(ctx context.Context) error {
+					got, err := s.ClaimIdempotencyKey(ctx, key("k1", "h1"))
+					mu.Lock()
+					defer mu.Unlock()
+					if err == nil && got == nil {
+						won++
+					} else if err == nil {
+						seen++
+					}
+					return err
+				})
+				if err != nil {
+					t.Errorf("reservation %d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		if won != 1 || seen != n-1 {
+			t.Fatalf("%d claims won and %d saw the row; want 1 and %d", won, seen, n-1)
+		}
+	}},
+	{"CleanupAfterTerminalTasks", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		for id, status := range map[string]string{"done": gateway.TaskCompleted, "failed": gateway.TaskFailed,
+			"cancelled": gateway.TaskCancelled, "running": gateway.TaskRunning} {
+			must(t, s.PutTask(ctx(t), &gateway.Task{WorkspaceID: "ws-a", ID: id, Status: status}), "PutTask "+id)
+			r := key("k", "h")
+			r.TaskID = id
+			claim(t, s, r)
+		}
+		unknown := key("k", "h")
+		unknown.TaskID = "unknown"
+		claim(t, s, unknown)
+		n, err := s.DeleteEndedIdempotencyKeys(ctx(t), time.Now().Add(-time.Hour))
+		must(t, err, "cleanup an hour ago")
+		if n != 0 {
+			t.Fatalf("cleanup before the tasks ended deleted %d keys, want 0", n)
+		}
+		n, err = s.DeleteEndedIdempotencyKeys(ctx(t), time.Now().Add(time.Minute))
+		must(t, err, "cleanup now")
+		if n != 3 {
+			t.Fatalf("cleanup deleted %d keys, want 3 (completed, failed, cancelled)", n)
+		}
+		for _, id := range []string{"running", "unknown"} {
+			r := key("k", "h")
+			r.TaskID = id
+			if got := claim(t, s, r); got == nil {
+				t.Errorf("the key of task %s was deleted", id)
+			}
+		}
+	}},
+}
