@@ -60,7 +60,9 @@ func serve(ctx context.Context, args []string, out io.Writer, getenv func(string
 
 // serveHTTP serves until ctx ends, then drains for up to 10 s.
 func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, log *zap.Logger) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// IdleTimeout closes keep-alive connections nobody uses; request bodies
+	// have their own read deadline in the MCP transport.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

@@ -80,9 +80,10 @@ type CallToolParams struct {
 	Arguments    map[string]any
 	RawArguments json.RawMessage
 	Meta         map[string]any
-	// ArgumentsErr is an EInvalid error when "arguments" was present but not
-	// a JSON object; Arguments is then empty. The handler must refuse the
-	// call with it (after auditing it).
+	// ArgumentsErr is an EInvalid error when the params were malformed
+	// (not an object, no string name, "arguments" not an object, bad
+	// "_meta"); Arguments is then empty and Name is whatever could be read.
+	// The handler must refuse the call with it (after auditing it).
 	ArgumentsErr error
 }
 
@@ -206,7 +207,9 @@ func decodeCursor(c string) (int, error) {
 func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params json.RawMessage) (any, error) {
 	call, err := parseCallParams(params)
 	if err != nil {
-		return nil, err
+		// Still a tools/call: the handler audits it, then refuses it with err.
+		call = &CallToolParams{Name: readableName(params), Arguments: map[string]any{},
+			RawArguments: json.RawMessage(`{}`), ArgumentsErr: err}
 	}
 	res, err := t.opts.Handler.CallTool(ctx, p, call)
 	if err != nil {
@@ -216,6 +219,19 @@ func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params j
 		return nil, gateway.Errorf(gateway.EInternal, "tool %q returned no result", call.Name)
 	}
 	return normalizeResult(res)
+}
+
+// readableName returns params.name when params is an object with a string
+// name, else "" (for the audit row of a malformed tools/call).
+func readableName(params json.RawMessage) string {
+	var in struct {
+		Name any `json:"name"`
+	}
+	if json.Unmarshal(params, &in) != nil {
+		return ""
+	}
+	name, _ := in.Name.(string)
+	return name
 }
 
 // parseCallParams reads {"name", "arguments", "_meta"}; anything malformed

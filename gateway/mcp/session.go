@@ -189,16 +189,58 @@ const streamBuffer = 16
 
 // createSession stores a new session for p; it fails when the transport is
 // closed.
+//
+// Sessions are bounded so that initialize in a loop cannot exhaust memory:
+// a principal keeps at most MaxSessionsPerPrincipal (its least recently
+// used session is ended to make room, and its client re-initializes on the
+// 404), and the transport refuses new sessions beyond MaxSessions.
 func (t *Transport) createSession(p *gateway.Principal, version string, legacy bool) (*session, error) {
 	s := newSession(p, version, legacy, time.Now())
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed {
+		t.mu.Unlock()
 		return nil, errClosed
 	}
+	if len(t.sessions) >= MaxSessions {
+		t.mu.Unlock()
+		return nil, errTooManySessions
+	}
+	evict := t.oldestOverLimit(s.owner)
 	t.sessions[s.id] = s
+	t.mu.Unlock()
+	if evict != nil {
+		t.endSession(evict, "session limit of its principal reached")
+	}
 	t.log.Debug("mcp: session started", zap.String("session", s.id), zap.String("version", version))
 	return s, nil
+}
+
+// Session limits (see createSession).
+const (
+	MaxSessionsPerPrincipal = 64
+	MaxSessions             = 20000
+)
+
+var errTooManySessions = gateway.Errorf(gateway.EUnavailable, "this MCP endpoint has too many open sessions; end unused sessions (DELETE) or retry later")
+
+// oldestOverLimit returns owner's least recently used session when owner
+// already holds MaxSessionsPerPrincipal, else nil. t.mu must be held.
+func (t *Transport) oldestOverLimit(owner identity) *session {
+	var oldest *session
+	n := 0
+	for _, s := range t.sessions {
+		if s.owner != owner {
+			continue
+		}
+		n++
+		if oldest == nil || s.lastSeen.Load() < oldest.lastSeen.Load() {
+			oldest = s
+		}
+	}
+	if n < MaxSessionsPerPrincipal {
+		return nil
+	}
+	return oldest
 }
 
 // errClosed answers requests that arrive after Transport.Close.

@@ -323,7 +323,15 @@ func singleID(msgs []message, batch bool) json.RawMessage {
 
 // readBody reads at most MaxBodyBytes; a larger body is HTTP 413.
 func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	// A body trickled in forever would hold the connection and a goroutine;
+	// the deadline covers the body only (the reply, an SSE stream perhaps,
+	// is not affected). Test recorders cannot set deadlines: ignore that.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.opts.MaxBodyBytes))
+	// Lift the deadline again: net/http's background read after the body
+	// would otherwise hit it and cancel a long reply's context.
+	_ = rc.SetReadDeadline(time.Time{})
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
@@ -334,6 +342,9 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 	}
 	return body, nil
 }
+
+// bodyReadTimeout bounds reading one request body.
+const bodyReadTimeout = 30 * time.Second
 
 // checkPOST applies the session and batch rules to a non-initialize POST.
 func (t *Transport) checkPOST(r *http.Request, p *gateway.Principal, msgs []message, batch bool) (*session, error) {

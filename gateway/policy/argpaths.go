@@ -67,3 +67,30 @@ func argumentKey(r ast.Ref) (string, bool) {
 func (e *Engine) ArgumentKeys() (all bool, keys []string) {
 	return e.args.all, append([]string(nil), e.args.keys...)
 }
+
+// usesNondeterministic reports whether any rule of the bundle calls a
+// builtin OPA marks nondeterministic (time.now_ns, http.send, rand.intn,
+// uuid.rfc4122, opa.runtime, net.lookup_ip_addr, …). Such a bundle can
+// answer the same input differently over time, so the engine then turns its
+// decision cache off rather than keep serving an answer the policy would no
+// longer give.
+func usesNondeterministic(c *ast.Compiler) bool {
+	found := false
+	for _, m := range c.Modules {
+		ast.WalkExprs(m, func(e *ast.Expr) bool {
+			if found || !e.IsCall() {
+				return found
+			}
+			name := e.Operator().String()
+			if b, ok := ast.BuiltinMap[name]; ok && b.Nondeterministic {
+				found = true
+			}
+			return found
+		})
+	}
+	return found
+}
+
+// Caching reports whether the engine memoises decisions (false when turned
+// off by Options.CacheSize or by a nondeterministic bundle).
+func (e *Engine) Caching() bool { return e.cache != nil }

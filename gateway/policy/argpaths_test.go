@@ -39,3 +39,17 @@ x if input[k].slug == "a"`, true, nil},
 		})
 	}
 }
+
+func TestUsesNondeterministic(t *testing.T) {
+	cases := map[string]bool{
+		"package p\nx if time.now_ns() > 0":                                               true,
+		"package p\nx := http.send({\"method\": \"get\", \"url\": \"http://127.0.0.1\"})": true,
+		"package p\nx := count(input.tools)":                                              false,
+		"package p\nf(y) := rand.intn(\"k\", y)\nx := f(3)":                               true,
+	}
+	for src, want := range cases {
+		if got := usesNondeterministic(ast.MustCompileModules(map[string]string{"p.rego": src})); got != want {
+			t.Errorf("%q: got %v, want %v", src, got, want)
+		}
+	}
+}

@@ -16,9 +16,10 @@ import (
 const DefaultCacheSize = 8192
 
 // decisionCache memoises policy results by their complete input. The bundle
-// and its data are fixed for an Engine's lifetime and Rego is side-effect
-// free, so an identical input always yields the identical result: caching by
-// the full input is exact, never stale. A reload builds a new Engine and so
+// and its data are fixed for an Engine's lifetime, so for a bundle that
+// calls no nondeterministic builtin (time, http.send, random, …; the engine
+// turns the cache off for bundles that do) an identical input always yields
+// the identical result: caching by the full input is exact, never stale. A reload builds a new Engine and so
 // a new cache. Keys hold no secrets (inputs carry none).
 type decisionCache struct {
 	decisions *lru.Cache[string, *gateway.Decision]

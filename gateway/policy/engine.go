@@ -87,9 +87,13 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: data documents: %w", err)
 	}
+	cacheSize := opts.CacheSize
+	if usesNondeterministic(compiler) {
+		cacheSize = -1 // the same input may get another answer later
+	}
 	e := &Engine{
 		edition: ast.StringTerm(string(opts.Edition)), tools: toolsTerm(opts.Tools),
-		cache: newDecisionCache(opts.CacheSize), args: analyseArguments(compiler),
+		cache: newDecisionCache(cacheSize), args: analyseArguments(compiler),
 	}
 	e.grantEntries, e.toolPrefix = readGrants(res.Documents)
 	for _, q := range []struct {

@@ -348,3 +348,17 @@ func TestGrantsComeFromTheBundle(t *testing.T) {
 		t.Fatalf("grants %v prefix %q, want %v and supacloud.", entries, prefix, want)
 	}
 }
+
+func TestNondeterministicBundleIsNotCached(t *testing.T) {
+	src := "package supacloud\ndecision := {\"allow\": time.now_ns() > 0, \"visible\": true}\nvisible_tools := set()\n"
+	e, err := policy.New(context.Background(), policy.Options{FS: fstest.MapFS{"supacloud/d.rego": {Data: []byte(src)}}, Edition: gateway.EditionCommunity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Caching() {
+		t.Fatal("a bundle calling time.now_ns is cached")
+	}
+	if shipped, _ := newEngine(t, gateway.EditionCommunity); !shipped.Caching() {
+		t.Fatal("the shipped bundle is not cached")
+	}
+}

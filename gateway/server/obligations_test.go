@@ -23,9 +23,9 @@ func TestApplyObligations(t *testing.T) {
 			gone:     "budget_remaining",
 		},
 		{
-			note: "upstream text block holding JSON is redacted too",
+			note: "structured content replaces the upstream's own blocks",
 			res: &gateway.ToolResult{
-				Content:           []map[string]any{{"type": "text", "text": `{"plan_tier":"pro","slug":"acme"}`}},
+				Content:           []map[string]any{{"type": "text", "text": "plan_tier is pro"}},
 				StructuredContent: map[string]any{"plan_tier": "pro", "slug": "acme"},
 			},
 			redact:   []string{"plan_tier"},
@@ -33,9 +33,34 @@ func TestApplyObligations(t *testing.T) {
 			gone:     "plan_tier",
 		},
 		{
-			note:     "plain text is left alone",
+			note:     "nested objects are redacted too",
+			res:      &gateway.ToolResult{StructuredContent: map[string]any{"workspace": map[string]any{"budget_remaining": 3, "id": "ws"}}},
+			redact:   []string{"budget_remaining"},
+			wantText: `{"workspace":{"id":"ws"}}`,
+			gone:     "budget_remaining",
+		},
+		{
+			note:     "text block holding a JSON array",
+			res:      &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": `[{"budget_remaining":1,"id":"a"}]`}}},
+			redact:   []string{"budget_remaining"},
+			wantText: `[{"id":"a"}]`,
+			gone:     "budget_remaining",
+		},
+		{
+			note:     "prose cannot be checked: withheld",
+			res:      &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": "budget_remaining is 12"}}},
+			redact:   []string{"budget_remaining"},
+			wantText: "[content withheld: the policy requires budget_remaining to be removed from this result, and this text block cannot be checked for them]",
+		},
+		{
+			note:     "embedded resource: withheld",
+			res:      &gateway.ToolResult{Content: []map[string]any{{"type": "resource", "resource": map[string]any{"text": "budget_remaining: 12"}}}},
+			redact:   []string{"budget_remaining"},
+			wantText: "[content withheld: the policy requires budget_remaining to be removed from this result, and this resource block cannot be checked for them]",
+		},
+		{
+			note:     "no obligations: prose passes untouched",
 			res:      &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": "plan_tier is pro"}}},
-			redact:   []string{"plan_tier"},
 			wantText: "plan_tier is pro",
 		},
 		{

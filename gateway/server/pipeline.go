@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -90,17 +93,17 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, call *mc
 	ev := &gateway.AuditEvent{
 		Time:          start.UTC(),
 		RequestID:     gateway.RequestIDFrom(ctx),
-		WorkspaceID:   p.WorkspaceID,
-		TaskID:        p.TaskID,
-		ProfileID:     p.ProfileID,
-		Actor:         p.Subject,
+		WorkspaceID:   auditText(p.WorkspaceID),
+		TaskID:        auditText(p.TaskID),
+		ProfileID:     auditText(p.ProfileID),
+		Actor:         auditText(p.Subject),
 		PrincipalKind: p.Kind,
 		TokenFP:       p.TokenFingerprint,
-		Tool:          call.Name,
+		Tool:          auditText(call.Name),
 		ArgumentsHash: hashArguments(call.RawArguments),
 	}
 	if pl.AuditArguments {
-		ev.Arguments = call.RawArguments
+		ev.Arguments = loggableArguments(call.Arguments, call.RawArguments)
 	}
 	res, err := pl.decideAndDispatch(ctx, p, call, ev)
 	pl.finish(ctx, ev, start, err)
@@ -114,12 +117,14 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, call *mc
 // ev and records it before an allowed call is dispatched.
 func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal, call *mcp.CallToolParams, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
 	tool, ok := pl.Catalog.Lookup(call.Name)
-	if !ok {
-		return nil, gateway.Errorf(gateway.EInvalid, "unknown tool %q; tools/list shows the tools this session may call", call.Name)
+	if ok {
+		ev.Tier = tool.Tier
 	}
-	ev.Tier = tool.Tier
 	if call.ArgumentsErr != nil {
 		return nil, call.ArgumentsErr
+	}
+	if !ok {
+		return nil, gateway.Errorf(gateway.EInvalid, "unknown tool %q; tools/list shows the tools this session may call", call.Name)
 	}
 	if err := checkWorkspaceArgument(p, call); err != nil {
 		return nil, err
@@ -269,4 +274,38 @@ func (pl *Pipeline) now() time.Time {
 		return pl.Now()
 	}
 	return time.Now()
+}
+
+// auditText makes a client- or token-supplied string storable in every
+// audit store: PostgreSQL refuses NUL in text columns, and a row that
+// cannot be written would leave the call unaudited.
+func auditText(s string) string {
+	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
+}
+
+// loggableArguments returns the arguments to store when argument logging is
+// on: never the deploy confirmation token (a credential, DESIGN.md §1: no
+// tokens in audit rows), and nothing when the JSON holds a NUL character,
+// which PostgreSQL's jsonb refuses (the hash still identifies the call).
+func loggableArguments(args map[string]any, raw json.RawMessage) json.RawMessage {
+	if bytes.Contains(raw, []byte(`\u0000`)) {
+		return nil
+	}
+	if _, ok := args[confirm.ArgToken]; !ok {
+		return raw
+	}
+	clean := make(map[string]any, len(args))
+	for k, v := range args {
+		if k != confirm.ArgToken {
+			clean[k] = v
+		}
+	}
+	out, err := json.Marshal(clean)
+	if err != nil {
+		return nil
+	}
+	return out
 }
