@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -14,32 +15,35 @@ import (
 // Open, because the tables exist only after Migrate.
 type prepared struct {
 	query string
-	mu    sync.Mutex
-	stmt  *sql.Stmt
+	ready atomic.Pointer[sql.Stmt] // lock-free read on the hot path
+	mu    sync.Mutex               // serialises preparing and closing
 }
 
 // get returns the statement, preparing it on the first call.
 func (p *prepared) get(ctx context.Context, db *sqlx.DB) (*sql.Stmt, error) {
+	if stmt := p.ready.Load(); stmt != nil {
+		return stmt, nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stmt == nil {
-		stmt, err := db.PrepareContext(ctx, p.query)
-		if err != nil {
-			return nil, translate(err, msgs{})
-		}
-		p.stmt = stmt
+	if stmt := p.ready.Load(); stmt != nil {
+		return stmt, nil
 	}
-	return p.stmt, nil
+	stmt, err := db.PrepareContext(ctx, p.query)
+	if err != nil {
+		return nil, translate(err, msgs{})
+	}
+	p.ready.Store(stmt)
+	return stmt, nil
 }
 
 // close releases the statement, if it was prepared.
 func (p *prepared) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stmt == nil {
+	stmt := p.ready.Swap(nil) // a later get reports the closed pool (EUnavailable)
+	if stmt == nil {
 		return nil
 	}
-	err := p.stmt.Close()
-	p.stmt = nil // a later get reports the closed pool (EUnavailable)
-	return err
+	return stmt.Close()
 }
