@@ -21,10 +21,10 @@ type rateStatements struct {
 }
 
 func newRateStatements() *rateStatements {
-	return &rateStatements{add: prepared{query: addCount}, count: prepared{query: selectCount}}
+	return &rateStatements{add: prepared{Query: addCount}, count: prepared{Query: selectCount}}
 }
 
-func (r *rateStatements) close() error { return errors.Join(r.add.close(), r.count.close()) }
+func (r *rateStatements) close() error { return errors.Join(r.add.Close(), r.count.Close()) }
 
 // addCount creates or bumps a counter in one statement. The upsert takes
 // the row's lock, which is held until the reservation transaction ends:
@@ -60,7 +60,7 @@ func (s *Store) txFrom(ctx context.Context) *sqlx.Tx {
 // stmt returns p prepared on the pool, bound to ctx's reservation
 // transaction when there is one.
 func (s *Store) stmt(ctx context.Context, p *prepared) (*sql.Stmt, error) {
-	stmt, err := p.get(ctx, s.db)
+	stmt, err := p.Get(ctx, s.db, prepareError)
 	if err != nil {
 		return nil, err
 	}
@@ -111,13 +111,13 @@ func (s *Store) ReserveAndRecord(ctx context.Context, ev *gateway.AuditEvent, re
 // connection of a busy pool may be a reservation doing the same). It
 // returns the audit insert.
 func (s *Store) prepareReservation(ctx context.Context) (*sql.Stmt, error) {
-	if _, err := s.rate.add.get(ctx, s.db); err != nil {
+	if _, err := s.rate.add.Get(ctx, s.db, prepareError); err != nil {
 		return nil, err
 	}
-	if _, err := s.rate.count.get(ctx, s.db); err != nil {
+	if _, err := s.rate.count.Get(ctx, s.db, prepareError); err != nil {
 		return nil, err
 	}
-	return s.auditStmt.get(ctx, s.db)
+	return s.auditStmt.Get(ctx, s.db, prepareError)
 }
 
 // AddRateCount implements ratelimit.Counters with one upsert (addCount).

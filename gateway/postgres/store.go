@@ -59,7 +59,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		_ = db.Close()
 		return nil, openError(err, url)
 	}
-	return &Store{db: db, loadStmt: prepared{query: callerQuery}, auditStmt: prepared{query: insertAudit},
+	return &Store{db: db, loadStmt: prepared{Query: callerQuery}, auditStmt: prepared{Query: insertAudit},
 		rate: newRateStatements()}, nil
 }
 
@@ -79,7 +79,7 @@ func openError(err error, dsn string) error {
 
 // Close releases the prepared statements and closes the connection pool.
 func (s *Store) Close() error {
-	return errors.Join(s.loadStmt.close(), s.auditStmt.close(), s.rate.close(), s.db.Close())
+	return errors.Join(s.loadStmt.Close(), s.auditStmt.Close(), s.rate.close(), s.db.Close())
 }
 
 // DB returns the connection pool, for packages that add queries of their own

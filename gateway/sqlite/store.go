@@ -76,7 +76,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // newStore wires the pools and the hot-path statements.
 func newStore(w, r *sqlx.DB) *Store {
-	return &Store{w: w, r: r, loadStmt: prepared{query: callerQuery}, auditStmt: prepared{query: insertAudit},
+	return &Store{w: w, r: r, loadStmt: prepared{Query: callerQuery}, auditStmt: prepared{Query: insertAudit},
 		rate: newRateStatements()}
 }
 
@@ -101,7 +101,7 @@ func openPool(ctx context.Context, path, params string, n int) (*sqlx.DB, error)
 
 // Close releases the prepared statements and closes the connections.
 func (s *Store) Close() error {
-	errs := []error{s.loadStmt.close(), s.auditStmt.close(), s.rate.close(), s.w.Close()}
+	errs := []error{s.loadStmt.Close(), s.auditStmt.Close(), s.rate.close(), s.w.Close()}
 	if s.r != s.w {
 		errs = append(errs, s.r.Close())
 	}
