@@ -44,13 +44,19 @@ func auditArgs(ev *gateway.AuditEvent) []any {
 		ev.ErrorClass, jsonList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args}
 }
 
-// insertAudit writes one audit_events row and returns its id.
-const insertAudit = `
-INSERT INTO audit_events (time, request_id, decision_id, workspace_id, task_id, profile_id, actor,
+// auditInsertColumns are the columns auditArgs fills, in its order.
+const auditInsertColumns = `time, request_id, decision_id, workspace_id, task_id, profile_id, actor,
     principal_kind, token_fingerprint, tool, tier, status, error_class, reason_codes, bucket,
-    latency_us, arguments_hash, arguments)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16, $17, $18::jsonb)
-RETURNING id`
+    latency_us, arguments_hash, arguments`
+
+// auditInsertValues are auditArgs as $1…$18, typed so that they also
+// stand in a SELECT list (reserveAndAudit).
+const auditInsertValues = `$1::timestamptz, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text,
+    $8::text, $9::text, $10::text, $11::text, $12::text, $13::text, $14::jsonb, $15::text,
+    $16::bigint, $17::text, $18::jsonb`
+
+// insertAudit writes one audit_events row and returns its id.
+const insertAudit = `INSERT INTO audit_events (` + auditInsertColumns + `) VALUES (` + auditInsertValues + `) RETURNING id`
 
 // FinishAudit completes the row ev.ID after dispatch: it sets the final
 // Status, ErrorClass and LatencyMicros of ev and leaves every other column

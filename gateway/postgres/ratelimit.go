@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -16,15 +17,20 @@ var _ ratelimit.Counters = (*Store)(nil)
 
 // rateStatements are the hot-path statements of the rate-limit counters.
 type rateStatements struct {
-	add   prepared // addCount
-	count prepared // selectCount
+	add          prepared // addCount
+	count        prepared // selectCount
+	reserve      prepared // reserveCounts
+	reserveAudit prepared // reserveAndAudit
 }
 
 func newRateStatements() *rateStatements {
-	return &rateStatements{add: prepared{Query: addCount}, count: prepared{Query: selectCount}}
+	return &rateStatements{add: prepared{Query: addCount}, count: prepared{Query: selectCount},
+		reserve: prepared{Query: reserveCounts}, reserveAudit: prepared{Query: reserveAndAudit}}
 }
 
-func (r *rateStatements) close() error { return errors.Join(r.add.Close(), r.count.Close()) }
+func (r *rateStatements) close() error {
+	return errors.Join(r.add.Close(), r.count.Close(), r.reserve.Close(), r.reserveAudit.Close())
+}
 
 // addCount creates or bumps a counter in one statement. The upsert takes
 // the row's lock, which is held until the reservation transaction ends:
@@ -39,19 +45,50 @@ RETURNING count`
 
 const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = $1 AND window_start = $2`
 
-// txKey carries the reservation transaction of ReserveAndRecord in a ctx.
+// reserveCounts takes a call's slots, all or nothing, with the function of
+// migration 00003 (mcpgate_reserve_counts, which locks each counter row as
+// addCount does).
+const reserveCounts = `SELECT full_slot, counts FROM mcpgate_reserve_counts($1::text[], $2::timestamptz[], $3::timestamptz[], $4::bigint[])`
+
+// reserveAndAudit is reserveCounts and insertAudit in one statement: the
+// audit row ($1…$18) is inserted only when every slot had room, and its id
+// is returned (0 otherwise). The CTE is materialised so the function runs
+// exactly once, before the insert that depends on it.
+const reserveAndAudit = `
+WITH r AS MATERIALIZED (
+    SELECT full_slot, counts FROM mcpgate_reserve_counts($19::text[], $20::timestamptz[], $21::timestamptz[], $22::bigint[])
+), ins AS (
+    INSERT INTO audit_events (` + auditInsertColumns + `)
+    SELECT ` + auditInsertValues + ` FROM r WHERE r.full_slot = 0
+    RETURNING id
+)
+SELECT r.full_slot, r.counts, coalesce((SELECT id FROM ins), 0) FROM r`
+
+// txKey carries the reservation of ReserveAndRecord in a ctx.
 type txKey struct{}
 
-// reservation is the value under txKey: the transaction and the store it
-// belongs to, so that a ctx from one store is never used by another.
+// reservation is the value under txKey: the transaction, the store it
+// belongs to (so that a ctx from one store is never used by another), and
+// the call's audit row, which the first ReserveCounts writes in its own
+// statement (recorded) to save a round trip.
 type reservation struct {
-	store *Store
-	tx    *sqlx.Tx
+	store    *Store
+	tx       *sqlx.Tx
+	ev       *gateway.AuditEvent
+	recorded bool
+}
+
+// reservationFrom returns the reservation ctx carries for s, or nil.
+func (s *Store) reservationFrom(ctx context.Context) *reservation {
+	if r, ok := ctx.Value(txKey{}).(*reservation); ok && r.store == s {
+		return r
+	}
+	return nil
 }
 
 // txFrom returns the reservation transaction ctx carries for s, or nil.
 func (s *Store) txFrom(ctx context.Context) *sqlx.Tx {
-	if r, ok := ctx.Value(txKey{}).(*reservation); ok && r.store == s {
+	if r := s.reservationFrom(ctx); r != nil {
 		return r.tx
 	}
 	return nil
@@ -70,15 +107,16 @@ func (s *Store) stmt(ctx context.Context, p *prepared) (*sql.Stmt, error) {
 	return stmt, nil
 }
 
-// ReserveAndRecord implements server.Store.ReserveAndRecord: BEGIN, insert
-// the audit row, run reserve (whose counter upserts lock their rows), then
-// COMMIT. The audit insert comes first so that the hot counter rows stay
-// locked for as short a time as possible. On any error the transaction is
-// rolled back and ev.ID is 0; reserve's *gateway.Error passes through
-// unchanged, driver errors are translated (EUnavailable when PostgreSQL
-// cannot be reached). A commit whose outcome is unknown (connection lost
-// during COMMIT) is reported as EUnavailable: the call is refused, and the
-// slot may stay taken — the limiter errs on the side of fewer calls.
+// ReserveAndRecord implements server.Store.ReserveAndRecord: BEGIN, run
+// reserve, insert the audit row, COMMIT. When reserve takes rate-limit
+// slots (ReserveCounts) the audit row goes into the same statement, so an
+// allowed call costs three round trips (BEGIN, reservation, COMMIT)
+// however many buckets it has. On any error the transaction is rolled
+// back and ev.ID is 0; reserve's *gateway.Error passes through unchanged,
+// driver errors are translated (EUnavailable when PostgreSQL cannot be
+// reached). A commit whose outcome is unknown (connection lost during
+// COMMIT) is reported as EUnavailable: the call is refused, and the slot
+// may stay taken — the limiter errs on the side of fewer calls.
 func (s *Store) ReserveAndRecord(ctx context.Context, ev *gateway.AuditEvent, reserve func(ctx context.Context) error) error {
 	normalizeEvent(ctx, ev)
 	audit, err := s.prepareReservation(ctx)
@@ -89,9 +127,10 @@ func (s *Store) ReserveAndRecord(ctx context.Context, ev *gateway.AuditEvent, re
 	if err != nil {
 		return translate(err, msgs{})
 	}
-	err = tx.StmtContext(ctx, audit).QueryRowContext(ctx, auditArgs(ev)...).Scan(&ev.ID)
-	if err == nil {
-		err = reserve(context.WithValue(ctx, txKey{}, &reservation{store: s, tx: tx}))
+	r := &reservation{store: s, tx: tx, ev: ev}
+	err = reserve(context.WithValue(ctx, txKey{}, r))
+	if err == nil && !r.recorded {
+		err = tx.StmtContext(ctx, audit).QueryRowContext(ctx, auditArgs(ev)...).Scan(&ev.ID)
 	}
 	if err == nil {
 		err = tx.Commit()
@@ -111,13 +150,65 @@ func (s *Store) ReserveAndRecord(ctx context.Context, ev *gateway.AuditEvent, re
 // connection of a busy pool may be a reservation doing the same). It
 // returns the audit insert.
 func (s *Store) prepareReservation(ctx context.Context) (*sql.Stmt, error) {
-	if _, err := s.rate.add.Get(ctx, s.db, prepareError); err != nil {
-		return nil, err
-	}
-	if _, err := s.rate.count.Get(ctx, s.db, prepareError); err != nil {
-		return nil, err
+	for _, p := range []*prepared{&s.rate.add, &s.rate.count, &s.rate.reserve, &s.rate.reserveAudit} {
+		if _, err := p.Get(ctx, s.db, prepareError); err != nil {
+			return nil, err
+		}
 	}
 	return s.auditStmt.Get(ctx, s.db, prepareError)
+}
+
+// ReserveCounts implements ratelimit.Counters with one call of
+// mcpgate_reserve_counts (migration 00003). Inside a reservation whose
+// audit row is not written yet, the same statement writes it when every
+// slot had room (reserveAndAudit).
+func (s *Store) ReserveCounts(ctx context.Context, reqs []ratelimit.CountRequest) ([]int64, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	args := countArgs(reqs)
+	var full int
+	var counts pq.Int64Array
+	var err error
+	if r := s.reservationFrom(ctx); r != nil && !r.recorded {
+		var stmt *sql.Stmt
+		if stmt, err = s.stmt(ctx, &s.rate.reserveAudit); err != nil {
+			return nil, err
+		}
+		var id int64
+		err = stmt.QueryRowContext(ctx, append(auditArgs(r.ev), args...)...).Scan(&full, &counts, &id)
+		if err == nil && id != 0 {
+			r.ev.ID, r.recorded = id, true
+		}
+	} else {
+		var stmt *sql.Stmt
+		if stmt, err = s.stmt(ctx, &s.rate.reserve); err != nil {
+			return nil, err
+		}
+		err = stmt.QueryRowContext(ctx, args...).Scan(&full, &counts)
+	}
+	if err != nil {
+		return nil, translate(err, msgs{})
+	}
+	return counts, nil
+}
+
+// countArgs are the four parallel arrays of mcpgate_reserve_counts; times
+// travel as RFC 3339 text (lib/pq has no timestamptz array type) and a
+// window that never ends as NULL.
+func countArgs(reqs []ratelimit.CountRequest) []any {
+	keys := make([]string, len(reqs))
+	windows := make([]string, len(reqs))
+	expires := make([]sql.NullString, len(reqs))
+	limits := make([]int64, len(reqs))
+	for i, q := range reqs {
+		keys[i], limits[i] = q.Key, q.Limit
+		windows[i] = q.Window.UTC().Format(time.RFC3339Nano)
+		if !q.Expires.IsZero() {
+			expires[i] = sql.NullString{String: q.Expires.UTC().Format(time.RFC3339Nano), Valid: true}
+		}
+	}
+	return []any{pq.Array(keys), pq.Array(windows), pq.GenericArray{A: expires}, pq.Array(limits)}
 }
 
 // AddRateCount implements ratelimit.Counters with one upsert (addCount).

@@ -41,47 +41,36 @@ func (l *Limiter) Rules() Rules { return l.rules }
 func (l *Limiter) Store() *Store { return l.store }
 
 // Reserve takes one slot of every bucket of s, in the order of Rules.Plan
-// (per task, then workspace/day, then profile/hour), and stops at the
-// first full one with an ERateLimited *gateway.Error whose Message is the
-// seed 001 text and whose Bucket names the bucket.
+// (per task, then workspace/day, then profile/hour), all or nothing: at
+// the first full bucket it takes back the slots before it (the per-task
+// refund of seed 001) and returns an ERateLimited *gateway.Error whose
+// Message is the seed 001 text and whose Bucket names the bucket.
 //
-// Reserve must run inside the audit store's reservation transaction (ctx
-// from server.Store.ReserveAndRecord): an error then rolls back every slot
-// this call took — the per-task slot refund of seed 001 — atomically, so
-// that no concurrent call ever sees a slot that is about to be refunded.
-// Outside such a transaction, slots taken before a refusal stay taken.
-// A store failure is returned as the store's *gateway.Error (EUnavailable
-// when the database cannot be reached).
+// Each slot is asked of its bucket's ulule limiter.Limiter; the store
+// answers them all from one Counters.ReserveCounts (see batch), so an ops
+// call costs one statement, not three. Inside the audit store's
+// reservation transaction (ctx from server.Store.ReserveAndRecord) the
+// slots commit or roll back with the call's audit row, and the row locks
+// they take keep concurrent calls from seeing a slot that is about to be
+// refunded. A store failure is returned as the store's *gateway.Error
+// (EUnavailable when the database cannot be reached).
 func (l *Limiter) Reserve(ctx context.Context, s Subject) error {
 	slots, err := l.rules.Plan(s)
-	if err != nil {
+	if err != nil || len(slots) == 0 {
 		return err
 	}
-	for _, slot := range slots {
+	b := l.store.newBatch(slots)
+	ctx = b.with(ctx)
+	for i, slot := range slots {
 		lctx, err := l.limiters[slot.Bucket.Name].Get(ctx, slot.Key)
 		if err != nil {
 			return storeError(err)
 		}
 		if lctx.Reached {
-			return l.refuse(ctx, s, slot)
+			return refusal(s, slot, b.used(i))
 		}
 	}
 	return nil
-}
-
-// refuse builds the refusal for a full slot. Its counter already holds
-// this call's increment, which the transaction will roll back, so the
-// calls used before this one are the count minus one.
-func (l *Limiter) refuse(ctx context.Context, s Subject, slot Slot) error {
-	used := slot.Bucket.Rate.Limit
-	if slot.Bucket.Scope != ScopeTask {
-		n, err := l.store.Used(ctx, slot.Key, slot.Bucket.Rate)
-		if err != nil {
-			return storeError(err)
-		}
-		used = n - 1
-	}
-	return refusal(s, slot, used)
 }
 
 // Usage is one bucket's state for a subject.

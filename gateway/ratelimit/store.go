@@ -26,10 +26,30 @@ type Counters interface {
 	RateCount(ctx context.Context, key string, window time.Time) (int64, error)
 	// DeleteRateCount removes the counter; removing a missing one is no error.
 	DeleteRateCount(ctx context.Context, key string, window time.Time) error
+	// ReserveCounts takes one slot of each counter of reqs, in order, all
+	// or nothing: it adds one to each and stops after the first whose new
+	// count exceeds its Limit, whose slot and those before it it then
+	// takes back (the refund of seed 001, "Rate limits"). It returns the
+	// new counts of the counters it reached: len(reqs) of them when every
+	// counter had room; otherwise fewer, the last being the full counter's
+	// count with this call included (its Limit + 1 or more). Concurrent
+	// reservations of one counter are serialised as in AddRateCount; a
+	// store may do the whole reservation in one round trip.
+	ReserveCounts(ctx context.Context, reqs []CountRequest) ([]int64, error)
 	// DeleteExpiredRateCounts removes the counters whose window ended at
 	// or before t (windows are half-open, [start, end)) and returns how
 	// many it removed.
 	DeleteExpiredRateCounts(ctx context.Context, before time.Time) (int64, error)
+}
+
+// CountRequest is one counter slot of a reservation (Counters.ReserveCounts):
+// the counter's key and window start, when the window ends (the zero time
+// for never), and the most calls the window admits.
+type CountRequest struct {
+	Key     string
+	Window  time.Time
+	Expires time.Time
+	Limit   int64
 }
 
 // Store is a limiter.Store (ulule/limiter/v3) whose counters live in the
@@ -92,8 +112,15 @@ func (w window) context(rate limiter.Rate, count int64) limiter.Context {
 func (s *Store) key(k string) string { return s.prefix + ":" + k }
 
 // Get counts one call for key in the current window and returns the state
-// after it (limiter.Store).
+// after it (limiter.Store). When ctx carries a reservation of this store
+// that holds key (Limiter.Reserve), the first such Get reserves every slot
+// of the reservation at once and each Get reads its own slot's result.
 func (s *Store) Get(ctx context.Context, key string, rate limiter.Rate) (limiter.Context, error) {
+	if b := batchFrom(ctx, s); b != nil {
+		if i := b.index(key, rate); i >= 0 {
+			return b.get(ctx, i)
+		}
+	}
 	return s.Increment(ctx, key, 1, rate)
 }
 

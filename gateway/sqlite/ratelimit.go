@@ -156,6 +156,52 @@ func (s *Store) RateCount(ctx context.Context, key string, window time.Time) (in
 	return n, translate(err, msgs{})
 }
 
+// ReserveCounts implements ratelimit.Counters: one addCount per counter in
+// order, and at the first full one an addCount of -1 for each slot taken.
+// Outside a reservation it runs in a write transaction of its own, so it
+// is all or nothing there too.
+func (s *Store) ReserveCounts(ctx context.Context, reqs []ratelimit.CountRequest) ([]int64, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	if s.txFrom(ctx) != nil {
+		return s.reserveCounts(ctx, reqs)
+	}
+	// Prepare before the transaction takes the only write connection.
+	if _, err := s.rate.add.Get(ctx, s.w, prepareError); err != nil {
+		return nil, err
+	}
+	var counts []int64
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		counts, err = s.reserveCounts(context.WithValue(ctx, txKey{}, &reservation{store: s, tx: tx}), reqs)
+		return err
+	})
+	return counts, err
+}
+
+// reserveCounts is ReserveCounts inside ctx's transaction.
+func (s *Store) reserveCounts(ctx context.Context, reqs []ratelimit.CountRequest) ([]int64, error) {
+	counts := make([]int64, 0, len(reqs))
+	for i, q := range reqs {
+		n, err := s.AddRateCount(ctx, q.Key, q.Window, q.Expires, 1)
+		if err != nil {
+			return nil, err
+		}
+		counts = append(counts, n)
+		if n <= q.Limit {
+			continue
+		}
+		for _, taken := range reqs[:i+1] {
+			if _, err := s.AddRateCount(ctx, taken.Key, taken.Window, taken.Expires, -1); err != nil {
+				return nil, err
+			}
+		}
+		break
+	}
+	return counts, nil
+}
+
 // DeleteRateCount implements ratelimit.Counters.
 func (s *Store) DeleteRateCount(ctx context.Context, key string, window time.Time) error {
 	const q = `DELETE FROM rate_limit_counters WHERE bucket_key = ? AND window_start = ?`

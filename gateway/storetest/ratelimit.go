@@ -142,6 +142,7 @@ var rateTests = []test{
 		}
 	}},
 	{"Counters", testCounters},
+	{"ReserveCountsAllOrNothing", testReserveCounts},
 	{"ReserveAndRecordCommitsOrRollsBack", testReserveAndRecord},
 	{"RefundsAndMessages", testRefunds},
 	{"CalendarWindows", testWindows},
@@ -227,7 +228,17 @@ func testReserveAndRecord(t *testing.T, s Store) {
 			}
 			return nil
 		}, "", 2, 2},
-		{"plain errors become EInternal", func(context.Context) error { return errors.New("bug") }, gateway.EInternal, 2, 2},
+		{"error after ReserveCounts rolls back its row and counters", func(ctx context.Context) error {
+			if _, err := s.ReserveCounts(ctx, []ratelimit.CountRequest{{Key: "r", Window: w, Limit: 100}}); err != nil {
+				return err
+			}
+			return boom
+		}, gateway.ERateLimited, 2, 2},
+		{"ReserveCounts with its audit row commits both", func(ctx context.Context) error {
+			_, err := s.ReserveCounts(ctx, []ratelimit.CountRequest{{Key: "r", Window: w, Limit: 100}})
+			return err
+		}, "", 3, 3},
+		{"plain errors become EInternal", func(context.Context) error { return errors.New("bug") }, gateway.EInternal, 3, 3},
 	} {
 		ev := &gateway.AuditEvent{WorkspaceID: "ws-a", TaskID: "t1", Tool: "schedule.pause", Status: gateway.AuditAllowed}
 		err := s.ReserveAndRecord(c, ev, tc.reserve)
@@ -240,6 +251,60 @@ func testReserveAndRecord(t *testing.T, s Store) {
 		if n, _ := s.RateCount(c, "r", w); len(list) != tc.rows || n != tc.count {
 			t.Errorf("%s: %d audit rows and count %d, want %d and %d", tc.name, len(list), n, tc.rows, tc.count)
 		}
+	}
+}
+
+// testReserveCounts checks Counters.ReserveCounts on its own (outside a
+// reservation): in order, all or nothing, and the counts it reports.
+func testReserveCounts(t *testing.T, s Store) {
+	c := ctx(t)
+	w := time.Date(2025, 3, 4, 0, 0, 0, 0, time.UTC)
+	reqs := []ratelimit.CountRequest{
+		{Key: "task", Window: time.Unix(0, 0), Limit: 3},
+		{Key: "day", Window: w, Expires: w.Add(24 * time.Hour), Limit: 2},
+		{Key: "hour", Window: w, Expires: w.Add(time.Hour), Limit: 5},
+	}
+	read := func() []int64 {
+		out := make([]int64, len(reqs))
+		for i, q := range reqs {
+			n, err := s.RateCount(c, q.Key, q.Window)
+			must(t, err, "RateCount")
+			out[i] = n
+		}
+		return out
+	}
+	for _, step := range []struct {
+		name       string
+		want, held []int64
+	}{
+		{"first", []int64{1, 1, 1}, []int64{1, 1, 1}},
+		{"second", []int64{2, 2, 2}, []int64{2, 2, 2}},
+		{"day full: task refunded, hour untouched", []int64{3, 3}, []int64{2, 2, 2}},
+		{"still full", []int64{3, 3}, []int64{2, 2, 2}},
+	} {
+		got, err := s.ReserveCounts(c, reqs)
+		must(t, err, step.name)
+		if fmt.Sprint(got) != fmt.Sprint(step.want) || fmt.Sprint(read()) != fmt.Sprint(step.held) {
+			t.Errorf("%s: ReserveCounts = %v and the counters hold %v, want %v and %v", step.name, got, read(), step.want, step.held)
+		}
+	}
+	if got, err := s.ReserveCounts(c, nil); err != nil || len(got) != 0 {
+		t.Errorf("ReserveCounts(nil) = %v, %v; want nothing", got, err)
+	}
+	// The first counter full: nothing else is reached.
+	got, err := s.ReserveCounts(c, []ratelimit.CountRequest{{Key: "task", Window: time.Unix(0, 0), Limit: 2}, reqs[2]})
+	must(t, err, "ReserveCounts")
+	if fmt.Sprint(got) != "[3]" || fmt.Sprint(read()) != "[2 2 2]" {
+		t.Errorf("full first counter: ReserveCounts = %v and the counters hold %v, want [3] and [2 2 2]", got, read())
+	}
+	if _, err := s.RateCount(c, "hour", w); err != nil {
+		t.Fatal(err)
+	}
+	// A counter whose window never ends is kept by the sweep; the others go.
+	n, err := s.DeleteExpiredRateCounts(c, w.Add(25*time.Hour))
+	must(t, err, "DeleteExpiredRateCounts")
+	if n != 2 || fmt.Sprint(read()) != "[2 0 0]" {
+		t.Errorf("sweep removed %d and left %v, want 2 and [2 0 0]", n, read())
 	}
 }
 

@@ -1,0 +1,50 @@
+-- One statement reserves all the rate-limit slots of a call (seed 001,
+-- "Rate limits"; issue #3): the gateway used to send one upsert per bucket
+-- inside the reservation transaction, so an ops call cost six round trips
+-- (BEGIN, audit row, three counters, COMMIT). mcpgate_reserve_counts takes
+-- the call's counters in order (per task, workspace/day, profile/hour) and
+-- is all or nothing: at the first counter that would pass its limit it
+-- gives back the slots it took — the per-task refund of seed 001 — and
+-- reports which one was full. The upserts lock their rows until the
+-- transaction ends, so concurrent calls of one bucket queue on it, in this
+-- gateway and every other replica, and none sees a slot about to be
+-- refunded.
+--
+-- Arguments are parallel arrays, one element per counter: bucket_key,
+-- window_start, expires_at (NULL: never swept) and the limit. Result:
+-- full_slot is 0 when every counter had room, else the 1-based index of
+-- the full one; counts are the new counts of the counters it reached (for
+-- the full one, with this call included).
+
+-- +goose Up
+-- +goose StatementBegin
+CREATE FUNCTION mcpgate_reserve_counts(keys text[], windows timestamptz[], expires timestamptz[], limits bigint[])
+RETURNS TABLE (full_slot integer, counts bigint[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint;
+BEGIN
+    full_slot := 0;
+    counts := '{}';
+    FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+        INSERT INTO rate_limit_counters AS c (bucket_key, window_start, count, expires_at)
+        VALUES (keys[i], windows[i], 1, expires[i])
+        ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = c.count + 1
+        RETURNING c.count INTO n;
+        counts := counts || n;
+        IF n > limits[i] THEN
+            full_slot := i;
+            FOR j IN 1 .. i LOOP
+                UPDATE rate_limit_counters SET count = count - 1
+                WHERE bucket_key = keys[j] AND window_start = windows[j];
+            END LOOP;
+            EXIT;
+        END IF;
+    END LOOP;
+    RETURN NEXT;
+END
+$$;
+-- +goose StatementEnd
+
+-- +goose Down
+DROP FUNCTION mcpgate_reserve_counts(text[], timestamptz[], timestamptz[], bigint[]);
