@@ -25,7 +25,7 @@ const (
 // the caller must refuse the call (DESIGN.md §1, Fail closed).
 func (s *Store) RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error {
 	normalizeEvent(ctx, ev)
-	stmt, err := s.auditStmt.Get(ctx, s.db, prepareError)
+	stmt, err := s.auditStmt.Get(ctx, s.db, driverError)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ type callerRow struct {
 // not exist are nil. Errors: ENotFound when the workspace does not exist,
 // EUnavailable when PostgreSQL cannot be reached.
 func (s *Store) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
-	stmt, err := s.loadStmt.Get(ctx, s.db, prepareError)
+	stmt, err := s.loadStmt.Get(ctx, s.db, driverError)
 	if err != nil {
 		return nil, err
 	}

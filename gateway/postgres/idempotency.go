@@ -69,12 +69,7 @@ func (s *Store) DeleteEndedIdempotencyKeys(ctx context.Context, before time.Time
 	const q = `DELETE FROM mcp_idempotency_keys k USING tasks t
 WHERE t.workspace_id = k.workspace_id AND t.id = k.task_id
   AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= $1`
-	res, err := s.execer(ctx).ExecContext(ctx, q, before.UTC())
-	if err != nil {
-		return 0, translate(err, msgs{})
-	}
-	n, err := res.RowsAffected()
-	return n, translate(err, msgs{})
+	return s.deleteRows(ctx, q, before.UTC())
 }
 
 // queryer is ctx's reservation transaction, or the pool.

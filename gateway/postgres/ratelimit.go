@@ -10,6 +10,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlstmt"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
@@ -48,7 +49,7 @@ const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = $1
 // reserveCounts takes a call's slots, all or nothing, with the function of
 // migration 00003 (mcpgate_reserve_counts, which locks each counter row as
 // addCount does).
-const reserveCounts = `SELECT full_slot, counts FROM mcpgate_reserve_counts($1::text[], $2::timestamptz[], $3::timestamptz[], $4::bigint[])`
+const reserveCounts = `SELECT full_slot, counts FROM mcpgate_reserve_counts($1::text[], $2::timestamptz[], $3::timestamptz[], $4::bigint[], $5::text[], $6::text[])`
 
 // reserveAndAudit is reserveCounts and insertAudit in one statement: the
 // audit row ($1…$18) is inserted only when every slot had room, and its id
@@ -56,7 +57,7 @@ const reserveCounts = `SELECT full_slot, counts FROM mcpgate_reserve_counts($1::
 // exactly once, before the insert that depends on it.
 const reserveAndAudit = `
 WITH r AS MATERIALIZED (
-    SELECT full_slot, counts FROM mcpgate_reserve_counts($19::text[], $20::timestamptz[], $21::timestamptz[], $22::bigint[])
+    SELECT full_slot, counts FROM mcpgate_reserve_counts($19::text[], $20::timestamptz[], $21::timestamptz[], $22::bigint[], $23::text[], $24::text[])
 ), ins AS (
     INSERT INTO audit_events (` + auditInsertColumns + `)
     SELECT ` + auditInsertValues + ` FROM r WHERE r.full_slot = 0
@@ -97,7 +98,7 @@ func (s *Store) txFrom(ctx context.Context) *sqlx.Tx {
 // stmt returns p prepared on the pool, bound to ctx's reservation
 // transaction when there is one.
 func (s *Store) stmt(ctx context.Context, p *prepared) (*sql.Stmt, error) {
-	stmt, err := p.Get(ctx, s.db, prepareError)
+	stmt, err := p.Get(ctx, s.db, driverError)
 	if err != nil {
 		return nil, err
 	}
@@ -151,11 +152,11 @@ func (s *Store) ReserveAndRecord(ctx context.Context, ev *gateway.AuditEvent, re
 // returns the audit insert.
 func (s *Store) prepareReservation(ctx context.Context) (*sql.Stmt, error) {
 	for _, p := range []*prepared{&s.rate.add, &s.rate.count, &s.rate.reserve, &s.rate.reserveAudit} {
-		if _, err := p.Get(ctx, s.db, prepareError); err != nil {
+		if _, err := p.Get(ctx, s.db, driverError); err != nil {
 			return nil, err
 		}
 	}
-	return s.auditStmt.Get(ctx, s.db, prepareError)
+	return s.auditStmt.Get(ctx, s.db, driverError)
 }
 
 // ReserveCounts implements ratelimit.Counters with one call of
@@ -193,22 +194,29 @@ func (s *Store) ReserveCounts(ctx context.Context, reqs []ratelimit.CountRequest
 	return counts, nil
 }
 
-// countArgs are the four parallel arrays of mcpgate_reserve_counts; times
-// travel as RFC 3339 text (lib/pq has no timestamptz array type) and a
-// window that never ends as NULL.
+// countArgs are the six parallel arrays of mcpgate_reserve_counts; times
+// travel as RFC 3339 text (lib/pq has no timestamptz array type), a window
+// that never ends and the task of a windowed counter as NULL.
 func countArgs(reqs []ratelimit.CountRequest) []any {
 	keys := make([]string, len(reqs))
 	windows := make([]string, len(reqs))
 	expires := make([]sql.NullString, len(reqs))
 	limits := make([]int64, len(reqs))
+	workspaces := make([]sql.NullString, len(reqs))
+	tasks := make([]sql.NullString, len(reqs))
 	for i, q := range reqs {
 		keys[i], limits[i] = q.Key, q.Limit
 		windows[i] = q.Window.UTC().Format(time.RFC3339Nano)
 		if !q.Expires.IsZero() {
 			expires[i] = sql.NullString{String: q.Expires.UTC().Format(time.RFC3339Nano), Valid: true}
 		}
+		if q.TaskID != "" {
+			workspaces[i] = sql.NullString{String: q.WorkspaceID, Valid: true}
+			tasks[i] = sql.NullString{String: q.TaskID, Valid: true}
+		}
 	}
-	return []any{pq.Array(keys), pq.Array(windows), pq.GenericArray{A: expires}, pq.Array(limits)}
+	return []any{pq.Array(keys), pq.Array(windows), pq.GenericArray{A: expires}, pq.Array(limits),
+		pq.GenericArray{A: workspaces}, pq.GenericArray{A: tasks}}
 }
 
 // AddRateCount implements ratelimit.Counters with one upsert (addCount).
@@ -247,16 +255,19 @@ func (s *Store) DeleteRateCount(ctx context.Context, key string, window time.Tim
 	return translate(err, msgs{})
 }
 
+// DeleteEndedTaskCounts implements ratelimit.Counters.
+func (s *Store) DeleteEndedTaskCounts(ctx context.Context, before time.Time) (int64, error) {
+	const q = `DELETE FROM rate_limit_counters c USING tasks t
+WHERE c.task_id IS NOT NULL AND t.workspace_id = c.task_workspace_id AND t.id = c.task_id
+  AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= $1`
+	return s.deleteRows(ctx, q, before.UTC())
+}
+
 // DeleteExpiredRateCounts implements ratelimit.Counters; per-task counters
 // (no expiry) are never deleted.
 func (s *Store) DeleteExpiredRateCounts(ctx context.Context, before time.Time) (int64, error) {
 	const q = `DELETE FROM rate_limit_counters WHERE expires_at <= $1`
-	res, err := s.execer(ctx).ExecContext(ctx, q, before.UTC())
-	if err != nil {
-		return 0, translate(err, msgs{})
-	}
-	n, err := res.RowsAffected()
-	return n, translate(err, msgs{})
+	return s.deleteRows(ctx, q, before.UTC())
 }
 
 // execer is ctx's reservation transaction, or the pool.
@@ -265,4 +276,10 @@ func (s *Store) execer(ctx context.Context) sqlx.ExecerContext {
 		return tx
 	}
 	return s.db
+}
+
+// deleteRows runs the DELETE q (in ctx's reservation transaction when there
+// is one) and returns how many rows it removed.
+func (s *Store) deleteRows(ctx context.Context, q string, args ...any) (int64, error) {
+	return sqlstmt.Delete(ctx, s.execer(ctx), driverError, q, args...)
 }

@@ -18,6 +18,7 @@ import (
 // ≥ 2,000 reserved calls/s at 64 callers).
 type batch struct {
 	store   *Store
+	subject Subject
 	slots   []Slot
 	windows []window
 	done    bool
@@ -30,8 +31,8 @@ type batchKey struct{}
 
 // newBatch fixes the window of every slot at the store's now, so that a
 // reservation never straddles two windows of one bucket.
-func (s *Store) newBatch(slots []Slot) *batch {
-	b := &batch{store: s, slots: slots, windows: make([]window, len(slots))}
+func (s *Store) newBatch(sub Subject, slots []Slot) *batch {
+	b := &batch{store: s, subject: sub, slots: slots, windows: make([]window, len(slots))}
 	for i, slot := range slots {
 		b.windows[i] = s.windowOf(slot.Bucket.Rate)
 	}
@@ -88,6 +89,9 @@ func (b *batch) requests() []CountRequest {
 	for i, slot := range b.slots {
 		reqs[i] = CountRequest{Key: b.store.key(slot.Key), Window: b.windows[i].start, Expires: b.windows[i].end,
 			Limit: slot.Bucket.Rate.Limit}
+		if slot.Bucket.Scope == ScopeTask {
+			reqs[i].WorkspaceID, reqs[i].TaskID = b.subject.WorkspaceID, b.subject.TaskID
+		}
 	}
 	return reqs
 }

@@ -59,7 +59,7 @@ func TestReserveIsOneBatch(t *testing.T) {
 	}
 	day, hour := time.Date(2025, 3, 4, 0, 0, 0, 0, time.UTC), time.Date(2025, 3, 4, 13, 0, 0, 0, time.UTC)
 	want := []CountRequest{
-		{Key: "mcpgate:task:ws-a/t1:task.ops", Window: epoch, Limit: 10},
+		{Key: "mcpgate:task:ws-a/t1:task.ops", Window: epoch, Limit: 10, WorkspaceID: "ws-a", TaskID: "t1"},
 		{Key: "mcpgate:workspace:ws-a:workspace_day.ops", Window: day, Expires: day.Add(24 * time.Hour), Limit: 2},
 		{Key: "mcpgate:profile:ws-a/p1:profile_hour.ops", Window: hour, Expires: hour.Add(time.Hour), Limit: 30},
 	}
@@ -87,7 +87,7 @@ func TestGetOutsideBatch(t *testing.T) {
 	rec := &recording{failing: failing{gateway.Errorf(gateway.EInternal, "not expected")}, counts: map[string]int64{}}
 	s := NewStore(rec, "", nil)
 	rate := limiter.Rate{Limit: 5, Period: time.Hour}
-	b := s.newBatch([]Slot{{Bucket: Bucket{Name: "x", Rate: rate}, Key: "held"}})
+	b := s.newBatch(Subject{}, []Slot{{Bucket: Bucket{Name: "x", Rate: rate}, Key: "held"}})
 	ctx := b.with(context.Background())
 	if c, err := limiter.New(s, rate).Get(ctx, "other"); err != nil || c.Remaining != 4 || rec.adds != 1 {
 		t.Fatalf("Get of a key outside the batch = %+v, %v (adds %d), want a single add", c, err, rec.adds)
@@ -105,7 +105,7 @@ func TestBatchSlotAfterFull(t *testing.T) {
 	rec := &recording{failing: failing{gateway.Errorf(gateway.EInternal, "not expected")}, counts: map[string]int64{"mcpgate:a": 1}}
 	s := NewStore(rec, "", nil)
 	one := limiter.Rate{Limit: 1}
-	b := s.newBatch([]Slot{{Bucket: Bucket{Rate: one}, Key: "a"}, {Bucket: Bucket{Rate: one}, Key: "b"}})
+	b := s.newBatch(Subject{}, []Slot{{Bucket: Bucket{Rate: one}, Key: "a"}, {Bucket: Bucket{Rate: one}, Key: "b"}})
 	ctx := b.with(context.Background())
 	if c, err := s.Get(ctx, "a", one); err != nil || !c.Reached {
 		t.Fatalf("full slot = %+v, %v, want Reached", c, err)

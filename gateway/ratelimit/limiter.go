@@ -59,7 +59,7 @@ func (l *Limiter) Reserve(ctx context.Context, s Subject) error {
 	if err != nil || len(slots) == 0 {
 		return err
 	}
-	b := l.store.newBatch(slots)
+	b := l.store.newBatch(s, slots)
 	ctx = b.with(ctx)
 	for i, slot := range slots {
 		lctx, err := l.limiters[slot.Bucket.Name].Get(ctx, slot.Key)
@@ -107,10 +107,11 @@ func storeError(err error) error {
 	return gateway.Wrap(gateway.EInternal, err, "the rate-limit counters could not be read; the call was refused")
 }
 
-// Sweeper deletes ended windows every interval until ctx ends; report, when
-// non-nil, receives each sweep's error. It returns at once; the sweeping
-// runs in a goroutine that stops when ctx is cancelled. One sweep costs
-// one DELETE on an indexed column, so every replica may run its own.
+// Sweeper runs Store.Sweep (ended windows, ended tasks' counters) every
+// interval until ctx ends; report, when non-nil, receives each sweep's
+// error. It returns at once; the sweeping runs in a goroutine that stops
+// when ctx is cancelled. One sweep costs two DELETEs on indexed columns,
+// so every replica may run its own.
 func (l *Limiter) Sweeper(ctx context.Context, interval time.Duration, report func(error)) {
 	go func() {
 		t := time.NewTicker(interval)

@@ -179,9 +179,10 @@ type failing struct{ err error }
 func (f failing) AddRateCount(context.Context, string, time.Time, time.Time, int64) (int64, error) {
 	return 0, f.err
 }
-func (f failing) RateCount(context.Context, string, time.Time) (int64, error)    { return 0, f.err }
-func (f failing) DeleteRateCount(context.Context, string, time.Time) error       { return f.err }
-func (f failing) ReserveCounts(context.Context, []CountRequest) ([]int64, error) { return nil, f.err }
+func (f failing) RateCount(context.Context, string, time.Time) (int64, error)     { return 0, f.err }
+func (f failing) DeleteRateCount(context.Context, string, time.Time) error        { return f.err }
+func (f failing) ReserveCounts(context.Context, []CountRequest) ([]int64, error)  { return nil, f.err }
+func (f failing) DeleteEndedTaskCounts(context.Context, time.Time) (int64, error) { return 0, f.err }
 func (f failing) DeleteExpiredRateCounts(context.Context, time.Time) (int64, error) {
 	return 0, f.err
 }

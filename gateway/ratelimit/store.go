@@ -36,6 +36,11 @@ type Counters interface {
 	// reservations of one counter are serialised as in AddRateCount; a
 	// store may do the whole reservation in one round trip.
 	ReserveCounts(ctx context.Context, reqs []CountRequest) ([]int64, error)
+	// DeleteEndedTaskCounts removes the per-task counters (those written
+	// with a TaskID) whose task is in a terminal state (completed, failed
+	// or cancelled) last changed at or before t, and returns how many it
+	// removed. Counters of a running or unknown task stay.
+	DeleteEndedTaskCounts(ctx context.Context, before time.Time) (int64, error)
 	// DeleteExpiredRateCounts removes the counters whose window ended at
 	// or before t (windows are half-open, [start, end)) and returns how
 	// many it removed.
@@ -44,13 +49,23 @@ type Counters interface {
 
 // CountRequest is one counter slot of a reservation (Counters.ReserveCounts):
 // the counter's key and window start, when the window ends (the zero time
-// for never), and the most calls the window admits.
+// for never), and the most calls the window admits. A per-task counter also
+// names its task (WorkspaceID, TaskID; both empty otherwise), which is how
+// Counters.DeleteEndedTaskCounts finds it once the task has ended.
 type CountRequest struct {
-	Key     string
-	Window  time.Time
-	Expires time.Time
-	Limit   int64
+	Key         string
+	Window      time.Time
+	Expires     time.Time
+	Limit       int64
+	WorkspaceID string
+	TaskID      string
 }
+
+// TaskCounterRetention is how long a task's per-task counters are kept after
+// the task reached a terminal state: the 24 hours seed 001 gives the task's
+// idempotency keys ("Deploy confirmation protocol"), so that a late retry
+// of an ended task still meets its spent budget.
+const TaskCounterRetention = 24 * time.Hour
 
 // Store is a limiter.Store (ulule/limiter/v3) whose counters live in the
 // audit store. Windows are calendar windows in UTC: a rate with Period p
@@ -162,8 +177,15 @@ func (s *Store) Used(ctx context.Context, key string, rate limiter.Rate) (int64,
 	return s.counters.RateCount(ctx, s.key(key), s.windowOf(rate).start)
 }
 
-// Sweep deletes the counters of windows that ended by now and returns
-// how many it deleted. Per-task counters never expire.
+// Sweep deletes the counters of windows that ended by now, and the
+// per-task counters of tasks that ended TaskCounterRetention ago, and
+// returns how many it deleted.
 func (s *Store) Sweep(ctx context.Context) (int64, error) {
-	return s.counters.DeleteExpiredRateCounts(ctx, s.now().UTC())
+	now := s.now().UTC()
+	windows, err := s.counters.DeleteExpiredRateCounts(ctx, now)
+	if err != nil {
+		return windows, err
+	}
+	tasks, err := s.counters.DeleteEndedTaskCounts(ctx, now.Add(-TaskCounterRetention))
+	return windows + tasks, err
 }

@@ -29,7 +29,7 @@ func (s *Store) RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error {
 		return errArgumentsNotJSON()
 	}
 	normalizeEvent(ctx, ev)
-	stmt, err := s.auditStmt.Get(ctx, s.w, prepareError)
+	stmt, err := s.auditStmt.Get(ctx, s.w, driverError)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ type callerRow struct {
 // not exist are nil. Errors: ENotFound when the workspace does not exist,
 // EUnavailable when the database cannot be read.
 func (s *Store) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
-	stmt, err := s.loadStmt.Get(ctx, s.r, prepareError)
+	stmt, err := s.loadStmt.Get(ctx, s.r, driverError)
 	if err != nil {
 		return nil, err
 	}

@@ -78,12 +78,7 @@ func (s *Store) DeleteEndedIdempotencyKeys(ctx context.Context, before time.Time
   SELECT 1 FROM tasks t
   WHERE t.workspace_id = mcp_idempotency_keys.workspace_id AND t.id = mcp_idempotency_keys.task_id
     AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= ?)`
-	res, err := s.execer(ctx).ExecContext(ctx, q, fmtTime(before))
-	if err != nil {
-		return 0, translate(err, msgs{})
-	}
-	n, err := res.RowsAffected()
-	return n, translate(err, msgs{})
+	return s.deleteRows(ctx, q, fmtTime(before))
 }
 
 // queryer is ctx's reservation transaction, or the write connection (which

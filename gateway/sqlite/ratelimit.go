@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlstmt"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
@@ -32,8 +33,8 @@ func (r *rateStatements) close() error { return errors.Join(r.add.Close(), r.cou
 // it (BEGIN IMMEDIATE) for the whole reservation, so reservations never
 // interleave.
 const addCount = `
-INSERT INTO rate_limit_counters (bucket_key, window_start, count, expires_at)
-VALUES (?, ?, ?, ?)
+INSERT INTO rate_limit_counters (bucket_key, window_start, count, expires_at, task_workspace_id, task_id)
+VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = count + excluded.count
 RETURNING count`
 
@@ -95,7 +96,7 @@ func (s *Store) ReserveAndRecord(ctx context.Context, ev *gateway.AuditEvent, re
 // writeStmt returns p prepared on the write connection, bound to ctx's
 // reservation transaction when there is one.
 func (s *Store) writeStmt(ctx context.Context, p *prepared) (*sql.Stmt, error) {
-	stmt, err := p.Get(ctx, s.w, prepareError)
+	stmt, err := p.Get(ctx, s.w, driverError)
 	if err != nil {
 		return nil, err
 	}
@@ -111,27 +112,36 @@ func (s *Store) writeStmt(ctx context.Context, p *prepared) (*sql.Stmt, error) {
 // connection of a busy pool may be a reservation doing the same). It
 // returns the audit insert.
 func (s *Store) prepareReservation(ctx context.Context) (*sql.Stmt, error) {
-	if _, err := s.rate.add.Get(ctx, s.w, prepareError); err != nil {
+	if _, err := s.rate.add.Get(ctx, s.w, driverError); err != nil {
 		return nil, err
 	}
-	if _, err := s.rate.count.Get(ctx, s.w, prepareError); err != nil {
+	if _, err := s.rate.count.Get(ctx, s.w, driverError); err != nil {
 		return nil, err
 	}
-	return s.auditStmt.Get(ctx, s.w, prepareError)
+	return s.auditStmt.Get(ctx, s.w, driverError)
 }
 
 // AddRateCount implements ratelimit.Counters with one upsert (addCount).
 func (s *Store) AddRateCount(ctx context.Context, key string, window, expires time.Time, delta int64) (int64, error) {
+	return s.addCount(ctx, ratelimit.CountRequest{Key: key, Window: window, Expires: expires}, delta)
+}
+
+// addCount adds delta to q's counter, creating it (with q's task, if any)
+// at delta.
+func (s *Store) addCount(ctx context.Context, q ratelimit.CountRequest, delta int64) (int64, error) {
 	stmt, err := s.writeStmt(ctx, &s.rate.add)
 	if err != nil {
 		return 0, err
 	}
-	var exp any
-	if !expires.IsZero() {
-		exp = fmtTime(expires)
+	var exp, workspace, task any
+	if !q.Expires.IsZero() {
+		exp = fmtTime(q.Expires)
+	}
+	if q.TaskID != "" {
+		workspace, task = q.WorkspaceID, q.TaskID
 	}
 	var n int64
-	err = stmt.QueryRowContext(ctx, key, fmtTime(window), delta, exp).Scan(&n)
+	err = stmt.QueryRowContext(ctx, q.Key, fmtTime(q.Window), delta, exp, workspace, task).Scan(&n)
 	return n, translate(err, msgs{})
 }
 
@@ -168,7 +178,7 @@ func (s *Store) ReserveCounts(ctx context.Context, reqs []ratelimit.CountRequest
 		return s.reserveCounts(ctx, reqs)
 	}
 	// Prepare before the transaction takes the only write connection.
-	if _, err := s.rate.add.Get(ctx, s.w, prepareError); err != nil {
+	if _, err := s.rate.add.Get(ctx, s.w, driverError); err != nil {
 		return nil, err
 	}
 	var counts []int64
@@ -184,7 +194,7 @@ func (s *Store) ReserveCounts(ctx context.Context, reqs []ratelimit.CountRequest
 func (s *Store) reserveCounts(ctx context.Context, reqs []ratelimit.CountRequest) ([]int64, error) {
 	counts := make([]int64, 0, len(reqs))
 	for i, q := range reqs {
-		n, err := s.AddRateCount(ctx, q.Key, q.Window, q.Expires, 1)
+		n, err := s.addCount(ctx, q, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -193,7 +203,7 @@ func (s *Store) reserveCounts(ctx context.Context, reqs []ratelimit.CountRequest
 			continue
 		}
 		for _, taken := range reqs[:i+1] {
-			if _, err := s.AddRateCount(ctx, taken.Key, taken.Window, taken.Expires, -1); err != nil {
+			if _, err := s.addCount(ctx, taken, -1); err != nil {
 				return nil, err
 			}
 		}
@@ -209,16 +219,20 @@ func (s *Store) DeleteRateCount(ctx context.Context, key string, window time.Tim
 	return translate(err, msgs{})
 }
 
+// DeleteEndedTaskCounts implements ratelimit.Counters.
+func (s *Store) DeleteEndedTaskCounts(ctx context.Context, before time.Time) (int64, error) {
+	const q = `DELETE FROM rate_limit_counters WHERE task_id IS NOT NULL AND EXISTS (
+    SELECT 1 FROM tasks t WHERE t.workspace_id = rate_limit_counters.task_workspace_id
+      AND t.id = rate_limit_counters.task_id
+      AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= ?)`
+	return s.deleteRows(ctx, q, fmtTime(before))
+}
+
 // DeleteExpiredRateCounts implements ratelimit.Counters; per-task counters
 // (no expiry) are never deleted.
 func (s *Store) DeleteExpiredRateCounts(ctx context.Context, before time.Time) (int64, error) {
 	const q = `DELETE FROM rate_limit_counters WHERE expires_at <= ?`
-	res, err := s.execer(ctx).ExecContext(ctx, q, fmtTime(before))
-	if err != nil {
-		return 0, translate(err, msgs{})
-	}
-	n, err := res.RowsAffected()
-	return n, translate(err, msgs{})
+	return s.deleteRows(ctx, q, fmtTime(before))
 }
 
 // execer is ctx's reservation transaction, or the write connection.
@@ -227,4 +241,10 @@ func (s *Store) execer(ctx context.Context) sqlx.ExecerContext {
 		return tx
 	}
 	return s.w
+}
+
+// deleteRows runs the DELETE q (in ctx's reservation transaction when there
+// is one) and returns how many rows it removed.
+func (s *Store) deleteRows(ctx context.Context, q string, args ...any) (int64, error) {
+	return sqlstmt.Delete(ctx, s.execer(ctx), driverError, q, args...)
 }

@@ -146,6 +146,7 @@ var rateTests = []test{
 	{"ReserveAndRecordCommitsOrRollsBack", testReserveAndRecord},
 	{"RefundsAndMessages", testRefunds},
 	{"CalendarWindows", testWindows},
+	{"SweepEndedTasks", testSweepEndedTasks},
 	{"ExactUnderConcurrency", func(t *testing.T, s Store) { ConcurrentReservations(t, []Store{s}) }},
 }
 
@@ -400,6 +401,33 @@ func testWindows(t *testing.T, s Store) {
 		t.Errorf("swept %d counters, want 3", n)
 	}
 	wantUsage(t, l, spawn("t1", "p1"), map[string]int64{"task.scaffold": 3, "workspace_day.task_spawn": 1})
+}
+
+// testSweepEndedTasks checks that the sweep deletes a task's per-task
+// counters TaskCounterRetention after the task ended, and never those of a
+// running or unknown task.
+func testSweepEndedTasks(t *testing.T, s Store) {
+	c := ctx(t)
+	putWorkspace(t, s, "ws-a")
+	now := time.Now().UTC()
+	clock := NewClock(now)
+	l := ratelimit.New(s, config.DefaultLimits(), clock.Now)
+	for _, task := range []string{"done", "running", "unknown"} {
+		must(t, reserve(c, s, l, opsCall(task)), "reserve "+task)
+	}
+	must(t, s.PutTask(c, &gateway.Task{WorkspaceID: "ws-a", ID: "done", Status: gateway.TaskCompleted}), "PutTask done")
+	must(t, s.PutTask(c, &gateway.Task{WorkspaceID: "ws-a", ID: "running", Status: gateway.TaskRunning}), "PutTask running")
+	// Tasks are read with the real clock, so step the limiter's far ahead.
+	clock.Set(time.Now().Add(ratelimit.TaskCounterRetention - time.Hour))
+	_, err := l.Store().Sweep(c)
+	must(t, err, "Sweep within the retention")
+	wantUsage(t, l, opsCall("done"), map[string]int64{"task.ops": 1})
+	clock.Set(time.Now().Add(ratelimit.TaskCounterRetention + time.Minute))
+	_, err = l.Store().Sweep(c)
+	must(t, err, "Sweep after the retention")
+	wantUsage(t, l, opsCall("done"), map[string]int64{"task.ops": 0})
+	wantUsage(t, l, opsCall("running"), map[string]int64{"task.ops": 1})
+	wantUsage(t, l, opsCall("unknown"), map[string]int64{"task.ops": 1})
 }
 
 // ConcurrentReservations sends 200 concurrent ops calls of one task,

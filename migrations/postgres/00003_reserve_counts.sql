@@ -10,15 +10,25 @@
 -- gateway and every other replica, and none sees a slot about to be
 -- refunded.
 --
+-- Per-task counters have no window to expire with: task_workspace_id and
+-- task_id name their task, and the sweep deletes them 24 hours after the
+-- task reached a terminal state (the retention seed 001 gives idempotency
+-- keys).
+--
 -- Arguments are parallel arrays, one element per counter: bucket_key,
--- window_start, expires_at (NULL: never swept) and the limit. Result:
+-- window_start, expires_at (NULL: no window end), the limit, and the
+-- counter's task (NULLs for windowed counters). Result:
 -- full_slot is 0 when every counter had room, else the 1-based index of
 -- the full one; counts are the new counts of the counters it reached (for
 -- the full one, with this call included).
 
 -- +goose Up
+ALTER TABLE rate_limit_counters ADD COLUMN task_workspace_id text, ADD COLUMN task_id text;
+CREATE INDEX rate_limit_counters_task ON rate_limit_counters (task_workspace_id, task_id) WHERE task_id IS NOT NULL;
+
 -- +goose StatementBegin
-CREATE FUNCTION mcpgate_reserve_counts(keys text[], windows timestamptz[], expires timestamptz[], limits bigint[])
+CREATE FUNCTION mcpgate_reserve_counts(keys text[], windows timestamptz[], expires timestamptz[], limits bigint[],
+    task_workspaces text[], tasks text[])
 RETURNS TABLE (full_slot integer, counts bigint[])
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -27,8 +37,8 @@ BEGIN
     full_slot := 0;
     counts := '{}';
     FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
-        INSERT INTO rate_limit_counters AS c (bucket_key, window_start, count, expires_at)
-        VALUES (keys[i], windows[i], 1, expires[i])
+        INSERT INTO rate_limit_counters AS c (bucket_key, window_start, count, expires_at, task_workspace_id, task_id)
+        VALUES (keys[i], windows[i], 1, expires[i], task_workspaces[i], tasks[i])
         ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = c.count + 1
         RETURNING c.count INTO n;
         counts := counts || n;
@@ -47,4 +57,6 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
-DROP FUNCTION mcpgate_reserve_counts(text[], timestamptz[], timestamptz[], bigint[]);
+DROP FUNCTION mcpgate_reserve_counts(text[], timestamptz[], timestamptz[], bigint[], text[], text[]);
+DROP INDEX rate_limit_counters_task;
+ALTER TABLE rate_limit_counters DROP COLUMN task_workspace_id, DROP COLUMN task_id;

@@ -1,5 +1,6 @@
-// Package sqlstmt holds the prepared-statement helper both SQL stores
-// (gateway/postgres, gateway/sqlite) use for their hot-path statements.
+// Package sqlstmt holds the statement helpers both SQL stores
+// (gateway/postgres, gateway/sqlite) share: prepared hot-path statements
+// and counted deletes.
 package sqlstmt
 
 import (
@@ -52,4 +53,19 @@ func (p *Prepared) Close() error {
 		return nil
 	}
 	return stmt.Close()
+}
+
+// Delete runs the DELETE q with args on e and returns how many rows it
+// removed; errors are passed through translate (the store's driver-error
+// translation).
+func Delete(ctx context.Context, e sqlx.ExecerContext, translate func(error) error, q string, args ...any) (int64, error) {
+	res, err := e.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, translate(err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, translate(err)
+	}
+	return n, nil
 }
