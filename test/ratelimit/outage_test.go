@@ -12,9 +12,8 @@ import (
 // Issue 3, point 6: PostgreSQL goes away mid-run. The gateway reaches it
 // through a TCP proxy that the test cuts (closing every connection and
 // refusing new ones) and restores; the shared PostgreSQL server keeps
-// running for everybody else. While cut, every call is refused with -32603
-// and nothing is dispatched; once restored, calls succeed again without a
-// restart of the gateway.
+// running for everybody else. TestPostgresStopped does the same with a
+// real server stop.
 func TestDatabaseOutage(t *testing.T) {
 	u, err := url.Parse(pgtest.SchemaURL(t))
 	if err != nil {
@@ -25,9 +24,31 @@ func TestDatabaseOutage(t *testing.T) {
 	q := u.Query()
 	q.Set("connect_timeout", "2")
 	u.RawQuery = q.Encode()
+	outage(t, u.String(), px.setCut)
+}
 
+// TestPostgresStopped is issue 3, point 6 to the letter: a PostgreSQL
+// server of the test's own (initdb in a temporary directory) is stopped
+// mid-run with pg_ctl and started again.
+func TestPostgresStopped(t *testing.T) {
+	pg := startCluster(t)
+	outage(t, pg.url(), func(down bool) {
+		if down {
+			pg.stop(t)
+		} else {
+			pg.start(t)
+		}
+	})
+}
+
+// outage runs one gateway on dbURL and takes its database away with
+// down(true) and back with down(false). While it is away every call is
+// refused with -32603 and nothing is dispatched; once it is back, calls
+// succeed again without a restart of the gateway, and the counters are
+// intact.
+func outage(t *testing.T, dbURL string, down func(bool)) {
 	up := startUpstream(t)
-	base, _ := inProcess(t, baseEnv(u.String(), up.url()))
+	base, _ := inProcess(t, baseEnv(dbURL, up.url()))
 	seed(t, base, "task-0")
 	c := connect(t, base, agentToken(t, "u1", "task-0", "operator"))
 	call := func() reply {
@@ -45,7 +66,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatalf("before the outage: %+v", r.err)
 	}
 
-	px.setCut(true)
+	down(true)
 	for i := range 5 {
 		start := time.Now()
 		r := call()
@@ -60,7 +81,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatalf("upstream saw %d calls, want 1: a call was dispatched while the store was down", n)
 	}
 
-	px.setCut(false)
+	down(false)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		r := call()
