@@ -33,8 +33,9 @@ type batchKey struct{}
 // reservation never straddles two windows of one bucket.
 func (s *Store) newBatch(sub Subject, slots []Slot) *batch {
 	b := &batch{store: s, subject: sub, slots: slots, windows: make([]window, len(slots))}
+	now := s.now()
 	for i, slot := range slots {
-		b.windows[i] = s.windowOf(slot.Bucket.Rate)
+		b.windows[i] = windowAt(slot.Bucket.Rate, now)
 	}
 	return b
 }

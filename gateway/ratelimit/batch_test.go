@@ -76,9 +76,6 @@ func TestReserveIsOneBatch(t *testing.T) {
 	if !errors.As(err, &ge) || ge.Bucket != "workspace_day.ops" || ge.Message != "Workspace daily limit reached for this MCP tool tier (2/2)" {
 		t.Fatalf("third call = %v, want the workspace/day refusal (2/2)", err)
 	}
-	if rec.counts[want[0].Key] != 2 || rec.counts[want[2].Key] != 2 {
-		t.Errorf("after the refusal task and profile hold %d and %d, want 2 and 2 (refunded, never taken)", rec.counts[want[0].Key], rec.counts[want[2].Key])
-	}
 }
 
 // A plain ulule Get outside a reservation, or for a key the reservation

@@ -105,11 +105,14 @@ type window struct {
 }
 
 // windowOf returns the window of rate that contains the store's now.
-func (s *Store) windowOf(rate limiter.Rate) window {
+func (s *Store) windowOf(rate limiter.Rate) window { return windowAt(rate, s.now()) }
+
+// windowAt returns the window of rate that contains t.
+func windowAt(rate limiter.Rate, t time.Time) window {
 	if rate.Period <= 0 {
 		return window{start: epoch}
 	}
-	start := s.now().UTC().Truncate(rate.Period)
+	start := t.UTC().Truncate(rate.Period)
 	return window{start: start, end: start.Add(rate.Period)}
 }
 
@@ -177,12 +180,18 @@ func (s *Store) Used(ctx context.Context, key string, rate limiter.Rate) (int64,
 	return s.counters.RateCount(ctx, s.key(key), s.windowOf(rate).start)
 }
 
-// Sweep deletes the counters of windows that ended by now, and the
+// sweepLag keeps the sweep off windows that ended moments ago: a
+// reservation that picked its windows just before the boundary (or on a
+// replica whose clock is a little behind) may still be locking those rows,
+// and deleting them under it could deadlock the two.
+const sweepLag = time.Minute
+
+// Sweep deletes the counters of windows that ended sweepLag ago, and the
 // per-task counters of tasks that ended TaskCounterRetention ago, and
 // returns how many it deleted.
 func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	now := s.now().UTC()
-	windows, err := s.counters.DeleteExpiredRateCounts(ctx, now)
+	windows, err := s.counters.DeleteExpiredRateCounts(ctx, now.Add(-sweepLag))
 	if err != nil {
 		return windows, err
 	}

@@ -35,7 +35,9 @@ func (r *rateStatements) close() error { return errors.Join(r.add.Close(), r.cou
 const addCount = `
 INSERT INTO rate_limit_counters (bucket_key, window_start, count, expires_at, task_workspace_id, task_id)
 VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = count + excluded.count
+ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = count + excluded.count,
+    task_workspace_id = coalesce(task_workspace_id, excluded.task_workspace_id),
+    task_id = coalesce(task_id, excluded.task_id)
 RETURNING count`
 
 const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = ? AND window_start = ?`

@@ -39,7 +39,11 @@ BEGIN
     FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
         INSERT INTO rate_limit_counters AS c (bucket_key, window_start, count, expires_at, task_workspace_id, task_id)
         VALUES (keys[i], windows[i], 1, expires[i], task_workspaces[i], tasks[i])
-        ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = c.count + 1
+        ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = c.count + 1,
+            -- A counter written without its task (before this migration,
+            -- or by AddRateCount) learns it here, so the sweep finds it.
+            task_workspace_id = coalesce(c.task_workspace_id, excluded.task_workspace_id),
+            task_id = coalesce(c.task_id, excluded.task_id)
         RETURNING c.count INTO n;
         counts := counts || n;
         IF n > limits[i] THEN
