@@ -140,3 +140,29 @@ func (c ErrorCode) HTTPStatus() int {
 		return http.StatusInternalServerError
 	}
 }
+
+// ErrNotDispatched marks an adapter error that proves the tool never ran:
+// the upstream could not be reached, refused the call as a protocol error
+// (unknown tool, invalid arguments) before running it, or the call was
+// cancelled before it started. Adapters wrap it into their error's cause
+// (NotDispatched); any adapter error without it leaves the outcome unknown
+// (a timeout after the request was sent, a lost connection, a reply that
+// cannot be read). The pipeline lets a deploy's idempotency key be used
+// again only after a call that was not dispatched (seed 001, Deploy
+// confirmation protocol: no stale retries).
+var ErrNotDispatched = errors.New("the call did not reach the tool")
+
+// NotDispatched returns cause marked with ErrNotDispatched (errors.Is finds
+// both); the message stays cause's.
+func NotDispatched(cause error) error {
+	if cause == nil {
+		return ErrNotDispatched
+	}
+	return notDispatched{cause}
+}
+
+type notDispatched struct{ cause error }
+
+func (e notDispatched) Error() string { return e.cause.Error() }
+
+func (e notDispatched) Unwrap() []error { return []error{ErrNotDispatched, e.cause} }

@@ -98,10 +98,11 @@ func (b *Backend) Tools() []string { return slices.Clone(b.names) }
 // already done; EInternal if a result cannot be encoded (a bug).
 func (b *Backend) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error) {
 	if call.WorkspaceID == "" {
-		return nil, gateway.Errorf(gateway.EInvalid, "demo backend: tools/call %s has no workspace; the gateway must pass the credential's workspace", call.Tool)
+		return nil, gateway.Wrap(gateway.EInvalid, gateway.ErrNotDispatched,
+			fmt.Sprintf("demo backend: tools/call %s has no workspace; the gateway must pass the credential's workspace", call.Tool))
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, gateway.Wrap(gateway.EUnavailable, err, "demo backend: call cancelled before it ran")
+		return nil, gateway.Wrap(gateway.EUnavailable, gateway.NotDispatched(err), "demo backend: call cancelled before it ran")
 	}
 	t, ok := b.tools[call.Tool]
 	if !ok {

@@ -161,12 +161,12 @@ func (a *Adapter) URL() string { return a.url }
 // upstream rejects the arguments (JSON-RPC -32602); EUnavailable for any
 // other JSON-RPC error from the upstream.
 func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error) {
-	params, err := callParams(call)
-	if err != nil {
-		return nil, err
+	params, perr := callParams(call)
+	if perr != nil {
+		return nil, notDispatched(perr)
 	}
 	var res *mcp.CallToolResult
-	err = a.do(ctx, "tools/call "+call.Tool, false, func(ctx context.Context, s *mcp.ClientSession) error {
+	err := a.do(ctx, "tools/call "+call.Tool, false, func(ctx context.Context, s *mcp.ClientSession) error {
 		var err error
 		res, err = s.CallTool(ctx, params)
 		return err
@@ -184,7 +184,7 @@ func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 // callParams builds the tools/call params. Arguments are encoded here, as
 // an object even when empty, because the SDK leaves out an empty map and
 // strict upstreams expect "arguments": {}.
-func callParams(call gateway.ToolCall) (*mcp.CallToolParams, error) {
+func callParams(call gateway.ToolCall) (*mcp.CallToolParams, *gateway.Error) {
 	args := call.Arguments
 	if args == nil {
 		args = map[string]any{}

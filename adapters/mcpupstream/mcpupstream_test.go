@@ -222,6 +222,10 @@ func TestCallToolMapsRequestAndResult(t *testing.T) {
 				if !strings.Contains(gateway.ErrorMessageOf(err), u.url()) {
 					t.Errorf("message %q does not name the upstream", gateway.ErrorMessageOf(err))
 				}
+				// A protocol error is raised before any tool runs.
+				if !errors.Is(err, gateway.ErrNotDispatched) {
+					t.Errorf("error %v is not marked ErrNotDispatched", err)
+				}
 				return
 			}
 			if res.IsError != tc.wantIsError {
@@ -323,6 +327,9 @@ func TestUpstreamDownIsUnavailable(t *testing.T) {
 	if want := "upstream MCP server " + u.url() + " unreachable"; !strings.Contains(gateway.ErrorMessageOf(err), want) {
 		t.Errorf("message %q lacks %q", gateway.ErrorMessageOf(err), want)
 	}
+	if !errors.Is(err, gateway.ErrNotDispatched) {
+		t.Errorf("a call to a stopped upstream is not marked ErrNotDispatched: %v", err)
+	}
 	if _, err := a.ListTools(context.Background()); gateway.ErrorCodeOf(err) != gateway.EUnavailable {
 		t.Errorf("ListTools error = %v, want EUnavailable", err)
 	}
@@ -385,6 +392,10 @@ func TestTimeoutIsUnavailable(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("timeout took %v", d)
 	}
+	// The request reached the upstream: whether the tool ran is unknown.
+	if errors.Is(err, gateway.ErrNotDispatched) {
+		t.Errorf("a timed-out call is marked ErrNotDispatched: %v", err)
+	}
 	// The session survives a slow call.
 	if _, err := a.CallTool(context.Background(), gateway.ToolCall{WorkspaceID: "ws-a", Tool: "echo"}); err != nil {
 		t.Errorf("call after timeout: %v", err)
@@ -432,7 +443,7 @@ func TestClosedAdapterRefuses(t *testing.T) {
 	}
 	_, err = a.CallTool(context.Background(), gateway.ToolCall{WorkspaceID: "ws-a", Tool: "echo"})
 	var gerr *gateway.Error
-	if !errors.As(err, &gerr) || gerr.Code != gateway.EUnavailable {
-		t.Errorf("call after Close = %v, want EUnavailable", err)
+	if !errors.As(err, &gerr) || gerr.Code != gateway.EUnavailable || !errors.Is(err, gateway.ErrNotDispatched) {
+		t.Errorf("call after Close = %v, want EUnavailable marked ErrNotDispatched", err)
 	}
 }

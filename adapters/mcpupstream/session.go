@@ -42,6 +42,9 @@ func (a *Adapter) do(ctx context.Context, what string, safeToRepeat bool, op fun
 		if attempt == 0 && (safeToRepeat || neverDelivered(err)) {
 			continue
 		}
+		if neverDelivered(err) { // this attempt, and (for tools/call) the one before
+			return notDispatched(a.unavailable(err))
+		}
 		return a.unavailable(err)
 	}
 }
@@ -52,8 +55,8 @@ func (a *Adapter) currentSession(ctx context.Context) (*mcp.ClientSession, error
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return nil, gateway.Errorf(gateway.EUnavailable,
-			"upstream MCP adapter for %s is closed; restart the gateway", a.url)
+		return nil, notDispatched(gateway.Errorf(gateway.EUnavailable,
+			"upstream MCP adapter for %s is closed; restart the gateway", a.url))
 	}
 	if a.session != nil {
 		return a.session, nil
@@ -62,7 +65,7 @@ func (a *Adapter) currentSession(ctx context.Context) (*mcp.ClientSession, error
 	defer cancel()
 	s, err := a.client.Connect(ctx, a.transport, a.sessOpts)
 	if err != nil {
-		return nil, a.unavailable(err)
+		return nil, notDispatched(a.unavailable(err))
 	}
 	a.session = s
 	return s, nil
@@ -101,12 +104,20 @@ func isUpstreamRPCError(err error) bool {
 	return errors.As(err, &rpc) && !errors.Is(rpc, rejectedByTransport)
 }
 
+// rpcError translates a JSON-RPC error the upstream answered. Invalid
+// params and method not found are protocol errors raised before a tool
+// runs (MCP reports a failing tool as an isError result instead), so they
+// are marked not dispatched; any other code leaves the outcome unknown.
 func (a *Adapter) rpcError(what string, err error) error {
 	var rpc *jsonrpc.Error
 	errors.As(err, &rpc)
-	if rpc.Code == jsonrpc.CodeInvalidParams {
-		return gateway.Wrap(gateway.EInvalid, err, fmt.Sprintf(
-			"upstream MCP server %s rejected %s as invalid: %s; check the tool name and arguments against the upstream's tools/list", a.url, what, rpc.Message))
+	switch rpc.Code {
+	case jsonrpc.CodeInvalidParams:
+		return notDispatched(gateway.Wrap(gateway.EInvalid, err, fmt.Sprintf(
+			"upstream MCP server %s rejected %s as invalid: %s; check the tool name and arguments against the upstream's tools/list", a.url, what, rpc.Message)))
+	case jsonrpc.CodeMethodNotFound:
+		return notDispatched(gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
+			"upstream MCP server %s does not know %s (JSON-RPC %d: %s); check that MCPGATE_UPSTREAM_URL points at the server that implements it", a.url, what, rpc.Code, rpc.Message)))
 	}
 	return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
 		"upstream MCP server %s answered %s with JSON-RPC error %d: %s", a.url, what, rpc.Code, rpc.Message))
@@ -121,7 +132,7 @@ func (a *Adapter) timedOut(ctx context.Context, what string, err error) error {
 		"%s to upstream MCP server %s was cancelled by the caller", what, a.url))
 }
 
-func (a *Adapter) unavailable(err error) error {
+func (a *Adapter) unavailable(err error) *gateway.Error {
 	return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
 		"upstream MCP server %s unreachable: %s; check that it is running and that MCPGATE_UPSTREAM_URL points at its MCP endpoint", a.url, shortCause(err)))
 }
@@ -140,4 +151,11 @@ func shortCause(err error) string {
 	default:
 		return err.Error()
 	}
+}
+
+// notDispatched marks e's cause with gateway.ErrNotDispatched: the request
+// provably never reached a tool handler.
+func notDispatched(e *gateway.Error) *gateway.Error {
+	e.Err = gateway.NotDispatched(e.Err)
+	return e
 }

@@ -179,8 +179,7 @@ func (pl *Pipeline) dispatchOnce(ctx context.Context, p *gateway.Principal, tool
 	}
 	res, err := pl.dispatch(ctx, p, tool, args, d, ev)
 	if err != nil {
-		pl.keyStore(ctx, "release", func(ctx context.Context) error { return pl.Store.ReleaseIdempotencyKey(ctx, rec) })
-		return nil, err
+		return nil, pl.settleFailedKey(ctx, rec, err)
 	}
 	if rec.Result, err = json.Marshal(res); err == nil {
 		// A result that cannot be saved leaves the key claimed: a retry is
@@ -188,6 +187,28 @@ func (pl *Pipeline) dispatchOnce(ctx context.Context, p *gateway.Principal, tool
 		pl.keyStore(ctx, "save the result under", func(ctx context.Context) error { return pl.Store.SaveIdempotencyResult(ctx, rec) })
 	}
 	return res, nil
+}
+
+// settleFailedKey decides what a failed dispatch leaves under its
+// idempotency key. A call that provably never reached the tool
+// (gateway.ErrNotDispatched) releases the key, so a retry with it runs the
+// call. Any other failure may have deployed: the key keeps an error result
+// saying so, a retry with it answers that result instead of deploying a
+// second time (seed 001: the protocol exists to prevent "stale retries"),
+// and the returned error tells the caller the same.
+func (pl *Pipeline) settleFailedKey(ctx context.Context, rec *gateway.IdempotencyRecord, err error) error {
+	if errors.Is(err, gateway.ErrNotDispatched) {
+		pl.keyStore(ctx, "release", func(ctx context.Context) error { return pl.Store.ReleaseIdempotencyKey(ctx, rec) })
+		return err
+	}
+	msg := fmt.Sprintf("%s; the call may or may not have run, so idempotency_key %q will not run %s again: check the result (e.g. the app's deployments), then call with a new idempotency_key if it still needs to run",
+		gateway.ErrorMessageOf(err), rec.Key, rec.Tool)
+	res := &gateway.ToolResult{IsError: true, Content: []map[string]any{{"type": "text", "text": "The first " + rec.Tool + " call with this idempotency_key failed: " + msg}}}
+	var jerr error
+	if rec.Result, jerr = json.Marshal(res); jerr == nil {
+		pl.keyStore(ctx, "save the unknown outcome under", func(ctx context.Context) error { return pl.Store.SaveIdempotencyResult(ctx, rec) })
+	}
+	return &gateway.Error{Code: gateway.ErrorCodeOf(err), Message: msg, Err: err}
 }
 
 // keyStore runs one write on the idempotency key after dispatch, whatever

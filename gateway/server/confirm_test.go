@@ -137,15 +137,29 @@ func TestConfirmationSteps(t *testing.T) {
 			app2 := map[string]any{"app_id": "app-2"}
 			return f.deploy(t, with(app2, "confirmation_token", f.token(t, app2), "idempotency_key", "k1"))
 		}, want: want{code: gateway.EConflict, msg: "other arguments", status: "error", reason: "idempotency.key_reused", dispatched: 1, slots: 1}},
-		{note: "failed dispatch releases the key", secret: true, run: func(t *testing.T, f *fixture) (*gateway.ToolResult, error) {
+		{note: "a call that never reached the tool releases the key", secret: true, run: func(t *testing.T, f *fixture) (*gateway.ToolResult, error) {
 			args := with(app1, "confirmation_token", f.token(t, app1), "idempotency_key", "k1")
-			f.up.err = gateway.Errorf(gateway.EUnavailable, "upstream down")
-			if _, err := f.deploy(t, args); gateway.ErrorCodeOf(err) != gateway.EUnavailable {
+			f.up.err = gateway.Wrap(gateway.EUnavailable, gateway.ErrNotDispatched, "upstream down")
+			if _, err := f.deploy(t, args); gateway.ErrorCodeOf(err) != gateway.EUnavailable || gateway.ErrorMessageOf(err) != "upstream down" {
 				t.Fatalf("first try: %v", err)
 			}
 			f.up.err = nil
 			return f.deploy(t, args)
 		}, want: want{status: "allowed", dispatched: 2, slots: 2}},
+		{note: "a call with an unknown outcome keeps the key: no second deploy", secret: true, run: func(t *testing.T, f *fixture) (*gateway.ToolResult, error) {
+			args := with(app1, "confirmation_token", f.token(t, app1), "idempotency_key", "k1")
+			f.up.err = gateway.Errorf(gateway.EUnavailable, "upstream did not answer in time")
+			_, err := f.deploy(t, args)
+			if gateway.ErrorCodeOf(err) != gateway.EUnavailable || !strings.Contains(gateway.ErrorMessageOf(err), `idempotency_key "k1" will not run app.deploy again`) {
+				t.Fatalf("first try: %v", err)
+			}
+			f.up.err = nil
+			return f.deploy(t, args)
+		}, check: func(t *testing.T, res *gateway.ToolResult) {
+			if !res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0]["text"].(string), "may or may not have run") {
+				t.Errorf("retry with the key = %+v, want the stored unknown-outcome error", res)
+			}
+		}, want: want{status: "allowed", reason: "idempotency.replayed", dispatched: 1, slots: 1}},
 	} {
 		t.Run(tc.note, func(t *testing.T) {
 			f := newConfirmFixture(t, tc.secret)
