@@ -11,6 +11,10 @@ var (
 	tableRe      = regexp.MustCompile(`(?m)^CREATE TABLE (\w+)`)
 	indexRe      = regexp.MustCompile(`(?m)^CREATE (?:UNIQUE )?INDEX (\w+)`)
 	constraintRe = regexp.MustCompile(`CONSTRAINT (\w+)\s+CHECK`)
+	// renamedRe finds the tables a migration builds only to rename (SQLite
+	// rebuilds a table to change its primary key); they are not part of
+	// the schema.
+	renamedRe = regexp.MustCompile(`(?m)^ALTER TABLE (\w+) RENAME TO`)
 )
 
 // names returns the sorted, distinct first submatches of re in every .sql
@@ -46,6 +50,10 @@ func TestDialectsDefineTheSameSchema(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pg, lite := names(t, Postgres, tc.re), names(t, SQLite, tc.re)
+			if tc.re == tableRe {
+				pg = slices.DeleteFunc(pg, func(n string) bool { return slices.Contains(names(t, Postgres, renamedRe), n) })
+				lite = slices.DeleteFunc(lite, func(n string) bool { return slices.Contains(names(t, SQLite, renamedRe), n) })
+			}
 			if len(pg) == 0 {
 				t.Fatal("found none in the postgres migrations")
 			}

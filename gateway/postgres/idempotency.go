@@ -10,17 +10,17 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// claimKey inserts a key unless its task + tool + key exists; the unique
+// claimKey inserts a key unless its workspace + task + tool + key exists; the unique
 // index makes a concurrent claim of the same key wait for the first
 // transaction and then do nothing, so exactly one caller owns a key.
 const claimKey = `
 INSERT INTO mcp_idempotency_keys (workspace_id, task_id, tool_name, key, input_hash)
 VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (task_id, tool_name, key) DO NOTHING`
+ON CONFLICT (workspace_id, task_id, tool_name, key) DO NOTHING`
 
 const selectKey = `
-SELECT workspace_id, input_hash, result, created_at FROM mcp_idempotency_keys
-WHERE task_id = $1 AND tool_name = $2 AND key = $3`
+SELECT input_hash, result, created_at FROM mcp_idempotency_keys
+WHERE workspace_id = $1 AND task_id = $2 AND tool_name = $3 AND key = $4`
 
 // ClaimIdempotencyKey implements server.IdempotencyStore.
 func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) (*gateway.IdempotencyRecord, error) {
@@ -33,16 +33,13 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *gateway.Idempotenc
 	}
 	got := *rec
 	var result []byte
-	err = s.queryer(ctx).QueryRowxContext(ctx, selectKey, rec.TaskID, rec.Tool, rec.Key).
-		Scan(&got.WorkspaceID, &got.InputHash, &result, &got.CreatedAt)
+	err = s.queryer(ctx).QueryRowxContext(ctx, selectKey, rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key).
+		Scan(&got.InputHash, &result, &got.CreatedAt)
 	if isNoRows(err) { // released between the insert and the read
 		return nil, gateway.Errorf(gateway.EConflict, "idempotency_key %q of %s changed while this call claimed it; retry", rec.Key, rec.Tool)
 	}
 	if err != nil {
 		return nil, translate(err, msgs{})
-	}
-	if got.WorkspaceID != rec.WorkspaceID {
-		return nil, gateway.Errorf(gateway.EConflict, "idempotency_key %q is already used by task %s for %s; use another key", rec.Key, rec.TaskID, rec.Tool)
 	}
 	got.Result = result
 	return &got, nil

@@ -60,8 +60,9 @@ type IdempotencyStore interface {
 	// returns nil, nil: the caller now owns the key and dispatches. When a
 	// row of the same workspace exists it is returned unchanged (its Result
 	// nil while its call is still being dispatched) and nothing is written.
-	// A row of another workspace under the same task id is never returned:
-	// EConflict. Errors as the store's (EUnavailable, EInternal).
+	// Keys are per workspace: a row of another workspace under the same
+	// task id is neither returned nor in the way. Errors as the store's
+	// (EUnavailable, EInternal).
 	ClaimIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) (*gateway.IdempotencyRecord, error)
 	// SaveIdempotencyResult stores rec.Result on the claimed row of rec's
 	// workspace, task, tool and key. ENotFound when no such row exists.

@@ -11,17 +11,17 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// claimKey inserts a key unless its task + tool + key exists. Claims run in
+// claimKey inserts a key unless its workspace + task + tool + key exists. Claims run in
 // the reservation transaction on the single write connection, so two
 // claims of one key never interleave.
 const claimKey = `
 INSERT INTO mcp_idempotency_keys (workspace_id, task_id, tool_name, key, input_hash, created_at)
 VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (task_id, tool_name, key) DO NOTHING`
+ON CONFLICT (workspace_id, task_id, tool_name, key) DO NOTHING`
 
 const selectKey = `
-SELECT workspace_id, input_hash, result, created_at FROM mcp_idempotency_keys
-WHERE task_id = ? AND tool_name = ? AND key = ?`
+SELECT input_hash, result, created_at FROM mcp_idempotency_keys
+WHERE workspace_id = ? AND task_id = ? AND tool_name = ? AND key = ?`
 
 // ClaimIdempotencyKey implements server.IdempotencyStore.
 func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) (*gateway.IdempotencyRecord, error) {
@@ -35,16 +35,13 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *gateway.Idempotenc
 	got := *rec
 	var result sql.NullString
 	var created string
-	err = s.queryer(ctx).QueryRowxContext(ctx, selectKey, rec.TaskID, rec.Tool, rec.Key).
-		Scan(&got.WorkspaceID, &got.InputHash, &result, &created)
+	err = s.queryer(ctx).QueryRowxContext(ctx, selectKey, rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key).
+		Scan(&got.InputHash, &result, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, gateway.Errorf(gateway.EConflict, "idempotency_key %q of %s changed while this call claimed it; retry", rec.Key, rec.Tool)
 	}
 	if err != nil {
 		return nil, translate(err, msgs{})
-	}
-	if got.WorkspaceID != rec.WorkspaceID {
-		return nil, gateway.Errorf(gateway.EConflict, "idempotency_key %q is already used by task %s for %s; use another key", rec.Key, rec.TaskID, rec.Tool)
 	}
 	if result.Valid {
 		got.Result = []byte(result.String)

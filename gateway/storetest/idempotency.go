@@ -81,16 +81,23 @@ var idempotencyTests = []test{
 			}
 		}
 	}},
-	{"OtherWorkspaceNeverSeesTheRow", func(t *testing.T, s Store) {
+	{"KeysArePerWorkspace", func(t *testing.T, s Store) {
+		// Task ids are unique per workspace only: the same task id, tool
+		// and key in another workspace is another key.
 		putWorkspace(t, s, "ws-a")
 		putWorkspace(t, s, "ws-b")
 		claim(t, s, key("k1", "h1"))
-		r := key("k1", "h1")
+		r := key("k1", "h2")
 		r.WorkspaceID = "ws-b"
-		got, err := s.ClaimIdempotencyKey(ctx(t), r)
-		wantCode(t, err, gateway.EConflict, "claim of ws-a's key from ws-b")
-		if got != nil {
-			t.Fatalf("ws-b got ws-a's row %+v", got)
+		if got := claim(t, s, r); got != nil {
+			t.Fatalf("ws-b's claim returned ws-a's row %+v, want a fresh claim", got)
+		}
+		r.Result = json.RawMessage(`{"ws":"b"}`)
+		must(t, s.SaveIdempotencyResult(ctx(t), r), "save ws-b's result")
+		a := claim(t, s, key("k1", "h1"))
+		b := claim(t, s, r)
+		if a == nil || len(a.Result) != 0 || a.InputHash != "h1" || b == nil || !jsonEq(t, b.Result, r.Result) || b.InputHash != "h2" {
+			t.Fatalf("rows after both claims: ws-a %+v, ws-b %+v", a, b)
 		}
 	}},
 	{"UnknownWorkspace", func(t *testing.T, s Store) {
