@@ -10,12 +10,31 @@ import (
 
 // Metrics are the Prometheus series of the request path, served on /metrics.
 type Metrics struct {
-	calls    *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	calls       *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	refusals    *prometheus.CounterVec
+	reservation *prometheus.HistogramVec
 }
 
-// NewMetrics registers mcpgate_tool_calls_total{tool,tier,status} and
-// mcpgate_tool_call_duration_seconds{tier,status} on reg.
+// Outcomes of a reservation (mcpgate_reservation_duration_seconds).
+const (
+	reservationOK          = "ok"           // slots taken, audit row written
+	reservationRateLimited = "rate_limited" // a bucket was full
+	reservationConflict    = "conflict"     // the idempotency key was taken
+	reservationFailed      = "error"        // the store failed: call refused
+)
+
+// NewMetrics registers on reg:
+//   - mcpgate_tool_calls_total{tool,tier,status}: every tools/call by its
+//     audit status;
+//   - mcpgate_tool_call_duration_seconds{tier,status}: time to the reply;
+//   - mcpgate_rate_limit_refusals_total{bucket}: calls refused by a full
+//     bucket (seed 001, Rate limits), e.g. bucket="workspace_day.ops", to
+//     see which cap to raise;
+//   - mcpgate_reservation_duration_seconds{outcome}: the audit store's
+//     reservation transaction (slots + audit row) by outcome ok,
+//     rate_limited, conflict or error; the part of a call's latency the
+//     database decides, and "error" counts calls refused fail-closed.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -27,9 +46,36 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from receiving a tools/call to its reply, by tier and audit status.",
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2.5, 12),
 		}, []string{"tier", "status"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_rate_limit_refusals_total",
+			Help: "tools/call requests refused by a full rate-limit bucket, by bucket.",
+		}, []string{"bucket"}),
+		reservation: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcpgate_reservation_duration_seconds",
+			Help:    "Time of the audit store's reservation (rate-limit slots and audit row) by outcome.",
+			Buckets: prometheus.ExponentialBuckets(100e-6, 2.5, 10),
+		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.calls, m.duration)
+	reg.MustRegister(m.calls, m.duration, m.refusals, m.reservation)
 	return m
+}
+
+// observeReservation records one reservation that took d and ended with err.
+func (m *Metrics) observeReservation(d time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	outcome := reservationOK
+	switch gateway.ErrorCodeOf(err) {
+	case "":
+	case gateway.ERateLimited:
+		outcome = reservationRateLimited
+	case gateway.EConflict:
+		outcome = reservationConflict
+	default:
+		outcome = reservationFailed
+	}
+	m.reservation.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
 func (m *Metrics) observe(ev *gateway.AuditEvent) {
@@ -41,5 +87,8 @@ func (m *Metrics) observe(ev *gateway.AuditEvent) {
 		tool = "unknown" // keep label cardinality bounded for unknown names
 	}
 	m.calls.WithLabelValues(tool, string(ev.Tier), ev.Status).Inc()
+	if ev.Status == gateway.AuditRateLimited && ev.Bucket != "" {
+		m.refusals.WithLabelValues(ev.Bucket).Inc()
+	}
 	m.duration.WithLabelValues(string(ev.Tier), ev.Status).Observe(float64(ev.LatencyMicros) * float64(time.Microsecond) / float64(time.Second))
 }

@@ -46,6 +46,8 @@ func (pl *Pipeline) reserveRecordAndClaim(ctx context.Context, tool *tools.Tool,
 		steps = append(steps, func(ctx context.Context) error { return pl.Limiter.Reserve(ctx, sub) })
 	}
 	var err error
+	start := time.Now()
+	defer func() { pl.Metrics.observeReservation(time.Since(start), err) }()
 	if len(steps) == 0 {
 		err = pl.Store.RecordAudit(ctx, ev)
 	} else {
