@@ -65,6 +65,11 @@ bench-ratelimit: pg
 	$(GO) test -count=1 -run '^$$' -bench Reservation -benchtime 5s ./test/ratelimit/
 	MCPGATE_RATELIMIT_LOAD=2000 $(GO) test -count=1 -run TestReservationLoad -v ./test/ratelimit/
 
+## bench-e2e: the whole request path — a real gateway on PostgreSQL, 64 MCP sessions, 1,000 calls/s open loop
+.PHONY: bench-e2e
+bench-e2e: pg build
+	MCPGATE_E2E_LOAD=1000 $(GO) test -count=1 -run TestEndToEndLoad -v ./test/ratelimit/
+
 ## test-ratelimit-full: also run ulule/limiter's concurrent store test (250,000 updates) on both stores
 test-ratelimit-full: pg
 	MCPGATE_RATELIMIT_FULL=1 $(GO) test -count=1 -timeout 20m -run RateLimits ./gateway/postgres/ ./gateway/sqlite/
