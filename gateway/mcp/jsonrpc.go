@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 )
 
 // kind classifies one JSON-RPC message of a POST body.
@@ -64,7 +66,7 @@ func parseBody(body []byte) (msgs []message, batch bool, err error) {
 	if len(body) > 0 && body[0] == '[' {
 		var raws []json.RawMessage
 		if err := json.Unmarshal(body, &raws); err != nil {
-			return nil, true, errParse("request body is not valid JSON: %v", err)
+			return nil, true, errParse("%s", notJSON(err))
 		}
 		if len(raws) == 0 {
 			return nil, true, errInvalidRequest("empty JSON-RPC batch; send at least one message")
@@ -77,12 +79,30 @@ func parseBody(body []byte) (msgs []message, batch bool, err error) {
 	}
 	m, syntaxErr := parseMessage(body)
 	if syntaxErr != nil {
-		return nil, false, errParse("request body is not valid JSON; send one JSON-RPC message")
+		return nil, false, errParse("%s; send one JSON-RPC message", notJSON(syntaxErr))
 	}
 	if m.kind == kindInvalid {
 		return []message{m}, false, m.err
 	}
 	return []message{m}, false, nil
+}
+
+// maxJSONDepth is encoding/json's nesting limit: deeper input is refused
+// as a syntax error that names no offset.
+const maxJSONDepth = 10000
+
+// notJSON explains why a body could not be read as JSON: its syntax error
+// and offset, or the nesting limit, which valid but absurdly deep JSON
+// meets before it ends.
+func notJSON(err error) string {
+	var syn *json.SyntaxError
+	switch {
+	case errors.As(err, &syn) && strings.Contains(syn.Error(), "exceeded max depth"):
+		return fmt.Sprintf("request body nests JSON deeper than %d levels, which the gateway does not read", maxJSONDepth)
+	case errors.As(err, &syn):
+		return fmt.Sprintf("request body is not valid JSON: %s at byte %d", syn.Error(), syn.Offset)
+	}
+	return "request body is not valid JSON"
 }
 
 // parseMessage classifies one JSON value. It returns a non-nil error only

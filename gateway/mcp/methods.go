@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -133,7 +134,7 @@ func (t *Transport) initialize(params json.RawMessage, supported []string) (*ini
 	}
 	if err := decodeParams(params, &in); err != nil {
 		return nil, gateway.Errorf(gateway.EInvalid,
-			`initialize params must be an object with a string "protocolVersion": %v`, err)
+			`initialize params must be an object with a string "protocolVersion"%s`, typeProblem(err))
 	}
 	return &initializeResult{
 		ProtocolVersion: negotiate(in.ProtocolVersion, supported),
@@ -151,7 +152,7 @@ func (t *Transport) listTools(ctx context.Context, s *session, p *gateway.Princi
 		Cursor string `json:"cursor"`
 	}
 	if err := decodeParams(params, &in); err != nil {
-		return nil, gateway.Errorf(gateway.EInvalid, `tools/list params must be an object with an optional string "cursor": %v`, err)
+		return nil, gateway.Errorf(gateway.EInvalid, `tools/list params must be an object with an optional string "cursor"%s`, typeProblem(err))
 	}
 	start, err := decodeCursor(in.Cursor)
 	if err != nil {
@@ -244,7 +245,7 @@ func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
 	}
 	if err := decodeParams(params, &in); err != nil {
 		return nil, gateway.Errorf(gateway.EInvalid,
-			`tools/call params must be an object with a string "name", an object "arguments" and an optional object "_meta": %v`, err)
+			`tools/call params must be an object with a string "name", an object "arguments" and an optional object "_meta"%s`, typeProblem(err))
 	}
 	if in.Name == "" {
 		return nil, gateway.Errorf(gateway.EInvalid, `tools/call needs "name": the tool to call (see tools/list)`)
@@ -263,7 +264,7 @@ func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
 	}
 	if err := json.Unmarshal(raw, &call.Arguments); err != nil {
 		call.Arguments = map[string]any{}
-		call.ArgumentsErr = gateway.Errorf(gateway.EInvalid, "arguments of tool %q are not a valid JSON object: %v", in.Name, err)
+		call.ArgumentsErr = gateway.Errorf(gateway.EInvalid, "arguments of tool %q are not a valid JSON object%s", in.Name, typeProblem(err))
 	}
 	return call, nil
 }
@@ -275,9 +276,53 @@ func decodeParams(params json.RawMessage, v any) error {
 		return nil
 	}
 	if params[0] != '{' {
-		return fmt.Errorf("got %s", jsonKind(params[0]))
+		return notObject(jsonKind(params[0]))
 	}
 	return json.Unmarshal(params, v)
+}
+
+// typeProblem says, for a JSON decoding error, which field had which JSON
+// type (": \"name\" is a number"), without Go's type names; "" when err
+// says nothing a client can act on.
+func typeProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if field := strings.TrimPrefix(te.Field, "."); field != "" {
+			return fmt.Sprintf(": %q is %s", field, jsonValueKind(te.Value))
+		}
+		return fmt.Sprintf(": got %s", jsonValueKind(te.Value))
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Sprintf(": %s at byte %d", syn.Error(), syn.Offset)
+	}
+	var kind notObject
+	if errors.As(err, &kind) {
+		return ": " + kind.Error()
+	}
+	return ""
+}
+
+// notObject is decodeParams' error for params that are not an object; it
+// holds the JSON kind they are.
+type notObject string
+
+func (k notObject) Error() string { return "got " + string(k) }
+
+// jsonValueKind names the JSON kind in a json.UnmarshalTypeError's Value
+// ("number", "string", "array", "object", "bool", "number 5").
+func jsonValueKind(v string) string {
+	switch {
+	case strings.HasPrefix(v, "number"):
+		return "a number"
+	case v == "bool":
+		return "a boolean"
+	case v == "array" || v == "object":
+		return "an " + v
+	case v == "string":
+		return "a string"
+	}
+	return v
 }
 
 // jsonKind names the JSON type that starts with b, for error messages.

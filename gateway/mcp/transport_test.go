@@ -941,3 +941,31 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("%d sessions left after every client deleted its own", n)
 	}
 }
+
+// Error messages name the problem in JSON terms, never Go's.
+func TestErrorMessagesNameTheProblem(t *testing.T) {
+	e := newEnv(t, nil)
+	sid := e.initialize(tokAlice, Version20251125)
+	h := hdr{token: tokAlice, session: sid}
+	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"name not a string", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, -32602, `"name" is a number`},
+		{"params an array", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}`, -32602, `got an array`},
+		{"valid JSON nested too deep", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":` + deep + `}}`, -32700, "deeper than 10000 levels"},
+		{"syntax error", `{"jsonrpc":"2.0","id":1,,}`, -32700, "at byte 25"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := decodeResp(t, readAll(t, e.do("POST", h, tc.body)))
+			if r.Error == nil || r.Error.Code != tc.code || !strings.Contains(r.Error.Message, tc.want) {
+				t.Fatalf("error %+v, want code %d with %q", r.Error, tc.code, tc.want)
+			}
+			if strings.Contains(r.Error.Message, "Go ") || strings.Contains(r.Error.Message, "struct") {
+				t.Errorf("message %q speaks Go", r.Error.Message)
+			}
+		})
+	}
+}

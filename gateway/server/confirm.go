@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -71,6 +74,11 @@ func (pl *Pipeline) confirmThenDispatch(ctx context.Context, p *gateway.Principa
 	key, _ := call.Arguments[confirm.ArgIdempotencyKey].(string)
 	if key == "" { // the catalog schema requires it too (dependentRequired)
 		return nil, gateway.Errorf(gateway.EInvalid, "%s: idempotency_key is required with confirmation_token; pass a new unique key, and the same key when you retry", tool.Name)
+	}
+	// The key is stored as text; PostgreSQL refuses NUL there, and a
+	// control character in a key is a client's mistake, not an outage.
+	if strings.ContainsFunc(key, unicode.IsControl) || !utf8.ValidString(key) {
+		return nil, gateway.Errorf(gateway.EInvalid, "%s: idempotency_key must be printable UTF-8 text without control characters; use e.g. a UUID", tool.Name)
 	}
 	rec := &gateway.IdempotencyRecord{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Tool: tool.Name, Key: key, InputHash: hash}
 	// The token is the gateway's own and is not forwarded; the key is, so

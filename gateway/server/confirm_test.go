@@ -137,6 +137,9 @@ func TestConfirmationSteps(t *testing.T) {
 			app2 := map[string]any{"app_id": "app-2"}
 			return f.deploy(t, with(app2, "confirmation_token", f.token(t, app2), "idempotency_key", "k1"))
 		}, want: want{code: gateway.EConflict, msg: "other arguments", status: "error", reason: "idempotency.key_reused", dispatched: 1, slots: 1}},
+		{note: "control characters in the key: invalid, nothing claimed", secret: true, run: func(t *testing.T, f *fixture) (*gateway.ToolResult, error) {
+			return f.deploy(t, with(app1, "confirmation_token", f.token(t, app1), "idempotency_key", "k\x00"))
+		}, want: want{code: gateway.EInvalid, msg: "without control characters", status: "error"}},
 		{note: "a call that never reached the tool releases the key", secret: true, run: func(t *testing.T, f *fixture) (*gateway.ToolResult, error) {
 			args := with(app1, "confirmation_token", f.token(t, app1), "idempotency_key", "k1")
 			f.up.err = gateway.Wrap(gateway.EUnavailable, gateway.ErrNotDispatched, "upstream down")

@@ -99,7 +99,7 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, call *mc
 		Actor:         auditText(p.Subject),
 		PrincipalKind: p.Kind,
 		TokenFP:       p.TokenFingerprint,
-		Tool:          auditText(call.Name),
+		Tool:          auditText(clip(call.Name, maxToolName)),
 		ArgumentsHash: hashArguments(call.RawArguments),
 	}
 	if pl.AuditArguments {
@@ -122,6 +122,10 @@ func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal,
 	}
 	if call.ArgumentsErr != nil {
 		return nil, call.ArgumentsErr
+	}
+	if !ok && len(call.Name) > maxToolName {
+		return nil, gateway.Errorf(gateway.EInvalid, "tool name %q is %d bytes long, longer than any MCP tool name (at most %d characters); tools/list shows the tools this session may call",
+			clip(call.Name, 32), len(call.Name), maxToolName)
 	}
 	if !ok {
 		return nil, gateway.Errorf(gateway.EInvalid, "unknown tool %q; tools/list shows the tools this session may call", call.Name)
@@ -274,6 +278,25 @@ func (pl *Pipeline) now() time.Time {
 		return pl.Now()
 	}
 	return time.Now()
+}
+
+// maxToolName is the longest tool name the gateway repeats: the MCP
+// specification (2025-11-25, Tools, "Tool names") says names SHOULD be 1 to
+// 128 characters. A longer name cannot be in the catalog; it is refused,
+// and the audit row, the log and the error quote only its start, so that a
+// client cannot fill the audit store with one huge name per call.
+const maxToolName = 128
+
+// clip returns s cut to at most n bytes at a rune boundary, marked with
+// "…" when it was cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // auditText makes a client- or token-supplied string storable in every

@@ -105,6 +105,7 @@ func TestBadInput(t *testing.T) {
 				{"unknown field", callBody("projects.list", `{"colour":"red"}`), 200, gateway.RPCInvalidParams, "colour", 1},
 				{"arguments not an object", callBody("projects.list", `[1,2]`), 200, gateway.RPCInvalidParams, "object", 1},
 				{"NUL in the tool name is still audited", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"app.pause\u0000","arguments":{}}}`, 200, gateway.RPCInvalidParams, "app.pause", 1},
+				{"tool name longer than any MCP tool name", callBody(strings.Repeat("b", 3000), `{}`), 200, gateway.RPCInvalidParams, "3000 bytes long", 1},
 				{"tools/call name not a string", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5,"arguments":{}}}`, 200, gateway.RPCInvalidParams, "name", 1},
 				{"tools/call params an array", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[1]}`, 200, gateway.RPCInvalidParams, "", 1},
 				{"oversized body", callBody("memory.search", `{"query":"`+strings.Repeat("x", 5000)+`"}`), 413, 0, "", 0},
@@ -131,8 +132,12 @@ func TestBadInput(t *testing.T) {
 			if r := s.post(`{"jsonrpc":"2.0","id":9,"method":"ping"}`); r.status != 200 || r.Error != nil {
 				t.Fatalf("ping after bad input: %d %+v", r.status, r.Error)
 			}
-			if got := g.countAudit(t, all) - before; got != 8 {
-				t.Errorf("audit rows added %d, want 8 (one per tools/call that reached the gateway's request path)", got)
+			if got := g.countAudit(t, all) - before; got != 9 {
+				t.Errorf("audit rows added %d, want 9 (one per tools/call that reached the gateway's request path)", got)
+			}
+			// A huge name is audited by its first 128 bytes only.
+			if ev := g.lastAudit(t, "ws-a", "task-ws-a", strings.Repeat("b", 128)+"…"); ev.ErrorClass != "Invalid" {
+				t.Errorf("long tool name audited as %q/%q, want error/Invalid", ev.Status, ev.ErrorClass)
 			}
 			ev := g.lastAudit(t, "ws-a", "task-ws-a", "projects.list")
 			if ev.Status != gateway.AuditError || ev.ErrorClass != "Invalid" {
