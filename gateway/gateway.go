@@ -243,14 +243,31 @@ type AuditEvent struct {
 }
 
 // AuditFilter narrows a listing of audit events; empty fields match all.
-// Limit is capped by the store (default 100, max 1000).
+// Limit is capped by the store (default 100, max 1000). Before, when set,
+// keeps only the events older than that position, which pages through a
+// trail longer than one listing: pass the position of the last event of
+// the previous page.
 type AuditFilter struct {
 	WorkspaceID string
 	TaskID      string
 	Tool        string
 	Status      string
 	Limit       int
+	Before      AuditPosition
 }
+
+// AuditPosition is an event's place in the listing order: newest first by
+// Time, then by ID. The zero value is "no position".
+type AuditPosition struct {
+	Time time.Time
+	ID   int64
+}
+
+// IsZero reports whether p is the zero position.
+func (p AuditPosition) IsZero() bool { return p.ID == 0 && p.Time.IsZero() }
+
+// PositionOf returns ev's position in the listing order.
+func PositionOf(ev *AuditEvent) AuditPosition { return AuditPosition{Time: ev.Time, ID: ev.ID} }
 
 // ToolCall is an allowed call handed to an adapter. WorkspaceID is the
 // credential's workspace, never a client-supplied one.

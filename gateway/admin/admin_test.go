@@ -504,6 +504,23 @@ func TestAuditEvents(t *testing.T) {
 		{name: "bad status", method: get, path: "/admin/v1/audit-events?status=ok", wantStatus: 400, wantBody: "allowed, denied, error, rate_limited, confirmation_required"},
 		{name: "bad tool", method: get, path: "/admin/v1/audit-events?tool=a%20b", wantStatus: 400, wantBody: "not a tool name"},
 		{name: "bad workspace", method: get, path: "/admin/v1/audit-events?workspace_id=%2Fx", wantStatus: 400, wantBody: "workspace_id"},
+		{name: "full page has next_cursor", method: get, path: "/admin/v1/audit-events?limit=1", wantStatus: 200,
+			wantBody: `"next_cursor":"` + encodeCursor(gateway.AuditPosition{Time: time.Time{}, ID: 1}) + `"`, wantCalls: ok},
+		{name: "short page has none", method: get, path: "/admin/v1/audit-events?limit=2", wantStatus: 200, wantCalls: ok,
+			check: func(t *testing.T, _ *fakeStore, rec *httptest.ResponseRecorder) {
+				if strings.Contains(rec.Body.String(), "next_cursor") {
+					t.Errorf("a short page has a next_cursor: %s", rec.Body)
+				}
+			}},
+		{name: "cursor sets the position", method: get, path: "/admin/v1/audit-events?limit=5&cursor=" + encodeCursor(gateway.AuditPosition{Time: time.UnixMicro(1700000000123456), ID: 42}),
+			wantStatus: 200, wantCalls: ok, check: func(t *testing.T, s *fakeStore, _ *httptest.ResponseRecorder) {
+				b := s.lastFilter.Before
+				if b.ID != 42 || !b.Time.Equal(time.UnixMicro(1700000000123456)) {
+					t.Errorf("position %+v, want id 42 at 1700000000.123456", b)
+				}
+			}},
+		{name: "forged cursor", method: get, path: "/admin/v1/audit-events?cursor=bm90LWEtY3Vyc29y", wantStatus: 400, wantBody: "not one this API returned"},
+		{name: "cursor not base64", method: get, path: "/admin/v1/audit-events?cursor=%25%25", wantStatus: 400, wantBody: "not one this API returned"},
 	})
 }
 

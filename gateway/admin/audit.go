@@ -1,11 +1,13 @@
 package admin
 
 import (
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -17,15 +19,17 @@ const (
 )
 
 // auditParams are the query parameters GET /audit-events accepts.
-var auditParams = []string{"workspace_id", "task_id", "tool", "status", "limit"}
+var auditParams = []string{"workspace_id", "task_id", "tool", "status", "limit", "cursor"}
 
 // auditStatuses are the values of gateway.AuditEvent.Status.
 var auditStatuses = []string{gateway.AuditAllowed, gateway.AuditDenied, gateway.AuditError,
 	gateway.AuditRateLimited, gateway.AuditConfirmationRequired}
 
-// listAuditEvents: GET /audit-events?workspace_id=&task_id=&tool=&status=&limit=
-// → {"events":[…]} newest first. A read-only token caller sees only its
-// own workspace.
+// listAuditEvents: GET /audit-events?workspace_id=&task_id=&tool=&status=&limit=&cursor=
+// → {"events":[…], "next_cursor":"…"} newest first. next_cursor is present
+// when the page is full: pass it as cursor, with the same filters, for the
+// events after the page. A read-only token caller sees only its own
+// workspace.
 func (h *handler) listAuditEvents(w http.ResponseWriter, r *http.Request) error {
 	f, err := auditFilter(r.URL.Query())
 	if err != nil {
@@ -44,8 +48,34 @@ func (h *handler) listAuditEvents(w http.ResponseWriter, r *http.Request) error 
 	if events == nil {
 		events = []gateway.AuditEvent{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+	out := map[string]any{"events": events}
+	if len(events) == f.Limit {
+		out["next_cursor"] = encodeCursor(gateway.PositionOf(&events[len(events)-1]))
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// encodeCursor makes the opaque cursor of a listing position: base64url of
+// "<unix microseconds>.<id>" (audit times are kept to the microsecond).
+func encodeCursor(p gateway.AuditPosition) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.Time.UnixMicro(), 10) + "." + strconv.FormatInt(p.ID, 10)))
+}
+
+// decodeCursor reads a cursor of encodeCursor.
+func decodeCursor(s string) (gateway.AuditPosition, error) {
+	bad := invalid("cursor %q is not one this API returned; pass next_cursor from the previous page unchanged, or leave cursor out to start from the newest event", clip(s))
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return gateway.AuditPosition{}, bad
+	}
+	us, id, ok := strings.Cut(string(raw), ".")
+	t, err1 := strconv.ParseInt(us, 10, 64)
+	n, err2 := strconv.ParseInt(id, 10, 64)
+	if !ok || err1 != nil || err2 != nil || n <= 0 {
+		return gateway.AuditPosition{}, bad
+	}
+	return gateway.AuditPosition{Time: time.UnixMicro(t).UTC(), ID: n}, nil
 }
 
 // auditFilter parses and checks the query; every parameter may appear once.
@@ -69,6 +99,13 @@ func auditFilter(q url.Values) (gateway.AuditFilter, error) {
 			return f, invalid("limit %q is not valid; use a whole number from 1 to %d", clip(s), maxAuditLimit)
 		}
 		f.Limit = n
+	}
+	if s := q.Get("cursor"); s != "" {
+		p, err := decodeCursor(s)
+		if err != nil {
+			return f, err
+		}
+		f.Before = p
 	}
 	return f, nil
 }

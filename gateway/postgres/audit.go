@@ -126,9 +126,10 @@ func (r auditRow) event() (gateway.AuditEvent, error) {
 	return ev, nil
 }
 
-// ListAuditEvents returns the events matching f's non-empty fields, newest
-// first (by time, then id), at most f.Limit of them: 100 when Limit <= 0,
-// never more than 1000. An unknown workspace simply matches nothing.
+// ListAuditEvents returns the events matching f's non-empty fields (and
+// older than f.Before when set), newest first (by time, then id), at most
+// f.Limit of them: 100 when Limit <= 0, never more than 1000. An unknown
+// workspace simply matches nothing.
 func (s *Store) ListAuditEvents(ctx context.Context, f gateway.AuditFilter) ([]gateway.AuditEvent, error) {
 	var where []string
 	var args []any
@@ -139,6 +140,10 @@ func (s *Store) ListAuditEvents(ctx context.Context, f gateway.AuditFilter) ([]g
 			args = append(args, c.val)
 			where = append(where, c.col+" = $"+strconv.Itoa(len(args)))
 		}
+	}
+	if !f.Before.IsZero() {
+		args = append(args, f.Before.Time.UTC(), f.Before.ID)
+		where = append(where, "(time, id) < ($"+strconv.Itoa(len(args)-1)+", $"+strconv.Itoa(len(args))+")")
 	}
 	q := `SELECT ` + auditColumns + ` FROM audit_events`
 	if len(where) > 0 {

@@ -121,6 +121,38 @@ var auditTests = []test{
 			})
 		}
 	}},
+	{"PagesWithBefore", func(t *testing.T, s Store) {
+		// Seven events, three of them at the same instant: paging by
+		// (time, id) must return each exactly once, newest first.
+		for i := range 7 {
+			ev := event(i, "ws-a", "t1", "app.list", gateway.AuditAllowed)
+			if i >= 2 && i <= 4 {
+				ev.Time = base.Add(2 * time.Second)
+			}
+			must(t, s.RecordAudit(ctx(t), ev), "record")
+		}
+		all, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a"})
+		must(t, err, "list all")
+		var paged []gateway.AuditEvent
+		f := gateway.AuditFilter{WorkspaceID: "ws-a", Limit: 2}
+		for range 10 {
+			page, err := s.ListAuditEvents(ctx(t), f)
+			must(t, err, "list page")
+			paged = append(paged, page...)
+			if len(page) < f.Limit {
+				break
+			}
+			f.Before = gateway.PositionOf(&page[len(page)-1])
+		}
+		if len(all) != 7 || len(paged) != 7 {
+			t.Fatalf("listed %d events at once and %d by pages of 2, want 7 and 7", len(all), len(paged))
+		}
+		for i := range all {
+			if paged[i].ID != all[i].ID {
+				t.Errorf("page order differs at %d: id %d, want %d", i, paged[i].ID, all[i].ID)
+			}
+		}
+	}},
 	{"LimitDefaultAndCap", func(t *testing.T, s Store) {
 		recordMany(t, s, 1001, "ws-a")
 		for _, tc := range []struct {
