@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -49,7 +52,15 @@ func TestCommands(t *testing.T) {
 // TestTokenLifecycle: create shows the value once, list shows only the
 // fingerprint, revoke marks it revoked; bad input changes nothing.
 func TestTokenLifecycle(t *testing.T) {
-	env := map[string]string{"MCPGATE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "tok.db")}
+	path := filepath.Join(t.TempDir(), "tok.db")
+	env := map[string]string{"MCPGATE_DATABASE_URL": "sqlite:" + path}
+	// No store yet: the token commands must not create an empty one.
+	if _, err := runCmd(t, env, "token", "list", "--workspace", "ws-x"); err == nil || !strings.Contains(err.Error(), "no database at") {
+		t.Fatalf("token list without a store: %v", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("token list created %s (%v)", path, err)
+	}
 	if _, err := runCmd(t, env, "migrate"); err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -36,6 +39,9 @@ func token(ctx context.Context, args []string, out io.Writer, getenv func(string
 	url := getenv("MCPGATE_DATABASE_URL")
 	if url == "" {
 		url = "sqlite:mcpgate.db"
+	}
+	if err := existingSQLite(url); err != nil {
+		return err
 	}
 	store, err := server.OpenStore(ctx, url)
 	if err != nil {
@@ -96,4 +102,19 @@ func tokenList(ctx context.Context, store server.FullStore, out io.Writer, ws st
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Fingerprint, t.Label, strings.Join(t.Scopes, ","), t.Status, t.CreatedAt.Format(time.RFC3339), last)
 	}
 	return tw.Flush()
+}
+
+// existingSQLite refuses an sqlite: URL whose file does not exist: opening
+// it would create an empty store that no gateway uses, and the token
+// commands would then fail on a workspace nobody can see.
+func existingSQLite(url string) error {
+	path, ok := strings.CutPrefix(url, "sqlite:")
+	path, _, _ = strings.Cut(path, "?")
+	if !ok || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no database at %s: set MCPGATE_DATABASE_URL to the gateway's store (make run uses sqlite:mcpgate-dev.db; production a postgres:// URL), or create one with `mcpgate migrate`", path)
+	}
+	return nil
 }
