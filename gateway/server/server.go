@@ -25,11 +25,13 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 )
 
-// FullStore is a store that serves both the request path and the admin API;
+// FullStore is a store that serves the request path, the admin API and the
+// admin API's management-read API tokens;
 // the PostgreSQL and embedded stores implement it.
 type FullStore interface {
 	Store
 	admin.Store
+	APITokenStore
 	Close() error
 }
 
@@ -104,6 +106,7 @@ func New(d Deps) (*Server, error) {
 	}
 	r.PathPrefix("/admin/v1").Handler(admin.NewHandler(d.Store, admin.Options{
 		Token:         d.AdminToken,
+		TokenReader:   ManagementReader(d.Store, d.Logger, nil),
 		ValidateGrant: d.ValidateGrant,
 		Logger:        d.Logger,
 		OnChange:      s.workspaceChanged,

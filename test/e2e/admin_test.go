@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -12,16 +13,7 @@ import (
 
 func adminPut(t *testing.T, g *gatewayUnderTest, path, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPut, g.srv.URL+"/admin/v1"+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer e2e-admin-token")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(raw)
+	return adminDo(t, g, http.MethodPut, path, "e2e-admin-token", body)
 }
 
 // TestAdminRefusesGrantsThatGrantNothing: through the real wiring, an
@@ -43,5 +35,75 @@ func TestAdminRefusesGrantsThatGrantNothing(t *testing.T) {
 		if status, body := adminPut(t, g, "/workspaces/ws-a/profiles/p2", `{"name":"p2","allowlist":["`+entry+`"]}`); status != http.StatusOK {
 			t.Errorf("entry %s refused: %d %s", entry, status, body)
 		}
+	}
+}
+
+// adminDo sends one admin request with the given bearer token.
+func adminDo(t *testing.T, g *gatewayUnderTest, method, path, token, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, g.srv.URL+"/admin/v1"+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
+}
+
+// TestManagementReadTokens: an scmt_ token with management:read reads its
+// own workspace through the admin API (DESIGN.md §4; seed 002, step 1),
+// on both stores; every other use of it, and every other token, is refused.
+func TestManagementReadTokens(t *testing.T) {
+	for kind, dbURL := range storeKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			g := startGateway(t, dbURL(t), nil)
+			seedFixtures(t, g)
+			mint := func(ws string, scopes ...string) (value, fp string) {
+				t.Helper()
+				body, _ := json.Marshal(map[string]any{"label": "coordinator", "scopes": scopes})
+				status, out := adminDo(t, g, http.MethodPost, "/workspaces/"+ws+"/api-tokens", "e2e-admin-token", string(body))
+				var tok struct{ Token, Fingerprint string }
+				if status != http.StatusCreated || json.Unmarshal([]byte(out), &tok) != nil {
+					t.Fatalf("create token: %d %s", status, out)
+				}
+				return tok.Token, tok.Fingerprint
+			}
+			reader, readerFP := mint("ws-a", "management:read")
+			mcpOnly, _ := mint("ws-a", "mcp:read")
+			for _, tc := range []struct {
+				note, method, path, token string
+				status                    int
+				want                      string
+			}{
+				{"reads its workspace's audit trail", http.MethodGet, "/audit-events", reader, 200, `"events"`},
+				{"reads its workspace's tokens", http.MethodGet, "/workspaces/ws-a/api-tokens", reader, 200, readerFP},
+				{"not another workspace", http.MethodGet, "/audit-events?workspace_id=ws-b", reader, 403, "ws-a"},
+				{"not another workspace's tokens", http.MethodGet, "/workspaces/ws-b/api-tokens", reader, 403, "ws-a"},
+				{"never writes", http.MethodPut, "/workspaces/ws-a/tasks/t9", reader, 403, "may only read"},
+				{"a token without management:read", http.MethodGet, "/audit-events", mcpOnly, 401, ""},
+				{"an unknown scmt_ token", http.MethodGet, "/audit-events", "scmt_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 401, ""},
+			} {
+				t.Run(tc.note, func(t *testing.T) {
+					status, body := adminDo(t, g, tc.method, tc.path, tc.token, `{"status":"running"}`)
+					if status != tc.status || !strings.Contains(body, tc.want) {
+						t.Fatalf("%d %s, want %d with %q", status, body, tc.status, tc.want)
+					}
+				})
+			}
+			// Use is recorded; revocation takes effect at once.
+			_, list := adminDo(t, g, http.MethodGet, "/workspaces/ws-a/api-tokens", "e2e-admin-token", "")
+			if !strings.Contains(list, `"last_used_at":"`) {
+				t.Errorf("token use not recorded: %s", list)
+			}
+			if status, body := adminDo(t, g, http.MethodDelete, "/api-tokens/"+readerFP, "e2e-admin-token", ""); status != http.StatusNoContent {
+				t.Fatalf("revoke: %d %s", status, body)
+			}
+			if status, _ := adminDo(t, g, http.MethodGet, "/audit-events", reader, ""); status != http.StatusUnauthorized {
+				t.Errorf("revoked token read the audit trail: %d", status)
+			}
+		})
 	}
 }
