@@ -72,6 +72,8 @@ type UpstreamTool struct {
 // concurrent use; create it with New and release it with Close.
 type Adapter struct {
 	url       string
+	display   string // url without credentials or query, for messages
+	flights   flights
 	client    *mcp.Client
 	transport *mcp.StreamableClientTransport
 	timeout   time.Duration
@@ -95,6 +97,7 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 	}
 	a := &Adapter{
 		url:      rawURL,
+		display:  displayURL(rawURL),
 		client:   mcp.NewClient(implementation(opts), &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}),
 		timeout:  opts.Timeout,
 		sessOpts: &mcp.ClientSessionOptions{ProtocolVersion: opts.ProtocolVersion},
@@ -119,6 +122,22 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 	return a, nil
 }
 
+// displayURL is rawURL fit for error messages and logs, which reach
+// clients and the idempotency store: the password replaced by "xxxxx" and
+// the query (which may carry an API key) left out (seed 001, Security
+// properties: no secret exposure).
+func displayURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "…"
+	}
+	u.Fragment = ""
+	return u.Redacted()
+}
+
 func checkURL(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -140,7 +159,7 @@ func implementation(opts Options) *mcp.Implementation {
 }
 
 // URL returns the upstream endpoint this adapter forwards to.
-func (a *Adapter) URL() string { return a.url }
+func (a *Adapter) URL() string { return a.display }
 
 // CallTool forwards call to the upstream as tools/call: the tool name and
 // arguments unchanged, and the credential's workspace, task and actor in the
@@ -151,10 +170,12 @@ func (a *Adapter) URL() string { return a.url }
 // results.
 //
 // A call is sent again, once, on a fresh session only when the first attempt
-// provably never reached a tool handler: the upstream answered 404 for a lost
-// session, the connection could not be dialled, or the session was already
-// closed. Any other failure is not retried, because tools/call may have
-// side effects.
+// provably never reached a tool handler: the connection could not be
+// dialled, or the upstream answered 404 for a lost session (or the session
+// was already closed) while no other request of the adapter was in flight.
+// Any other failure is not retried, because tools/call may have side
+// effects; errors that prove the tool never ran are marked
+// gateway.ErrNotDispatched.
 //
 // Errors (*gateway.Error): EUnavailable "upstream MCP server <url>
 // unreachable: ..." for transport failures and timeouts; EInvalid when the
@@ -176,7 +197,7 @@ func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 	}
 	if res.NeedsInput() {
 		return nil, gateway.Errorf(gateway.EUnavailable,
-			"upstream MCP server %s asked for interactive input to run %s, which the gateway cannot provide; configure the upstream tool to run without elicitation", a.url, call.Tool)
+			"upstream MCP server %s asked for interactive input to run %s, which the gateway cannot provide; configure the upstream tool to run without elicitation", a.display, call.Tool)
 	}
 	return mapResult(res)
 }
@@ -259,7 +280,7 @@ func (a *Adapter) Close() error {
 	a.closing.Wait()
 	if err != nil && !errors.Is(err, mcp.ErrSessionMissing) {
 		return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
-			"closing the session with upstream MCP server %s failed; the upstream will expire it", a.url))
+			"closing the session with upstream MCP server %s failed; the upstream will expire it", a.display))
 	}
 	return nil
 }

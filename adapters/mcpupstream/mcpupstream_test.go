@@ -402,33 +402,48 @@ func TestTimeoutIsUnavailable(t *testing.T) {
 	}
 }
 
+// Concurrent calls across an upstream restart: a call that overlapped
+// another when the session was lost cannot tell whether the upstream ran
+// it, so it is not sent again; it fails with EUnavailable, not marked
+// ErrNotDispatched. No call runs twice, and the adapter recovers: the next
+// round all succeeds on a fresh session.
 func TestConcurrentCallsAcrossRestart(t *testing.T) {
 	u := startUpstream(t)
 	a := newAdapter(t, u.url(), Options{})
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	run := func(round int) {
+	run := func(round int) (ok int) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
 		for i := range 16 {
 			wg.Go(func() {
 				ws := fmt.Sprintf("ws-%d", i%4)
 				res, err := a.CallTool(context.Background(), gateway.ToolCall{WorkspaceID: ws, Tool: "echo"})
 				if err != nil {
-					errs <- fmt.Errorf("round %d call %d: %w", round, i, err)
+					if gateway.ErrorCodeOf(err) != gateway.EUnavailable || errors.Is(err, gateway.ErrNotDispatched) {
+						t.Errorf("round %d call %d: %v, want EUnavailable with an unknown outcome", round, i, err)
+					}
 					return
 				}
 				if got := res.StructuredContent["meta"].(map[string]any)[MetaWorkspaceID]; got != ws {
-					errs <- fmt.Errorf("round %d call %d: workspace %v, want %s", round, i, got, ws)
+					t.Errorf("round %d call %d: workspace %v, want %s", round, i, got, ws)
 				}
+				mu.Lock()
+				ok++
+				mu.Unlock()
 			})
 		}
 		wg.Wait()
+		return ok
 	}
-	run(1)
+	if ok := run(1); ok != 16 {
+		t.Fatalf("round 1: %d of 16 calls succeeded", ok)
+	}
 	u.restart()
-	run(2)
-	close(errs)
-	for err := range errs {
-		t.Error(err)
+	ok := run(2)
+	if n := u.echoRuns.Load(); n != int64(ok) {
+		t.Errorf("after the restart the upstream ran echo %d times for %d successful calls: a call ran twice or a failure ran", n, ok)
+	}
+	if ok := run(3); ok != 16 {
+		t.Errorf("round 3: %d of 16 calls succeeded, want all: the adapter did not recover", ok)
 	}
 }
 
@@ -445,5 +460,85 @@ func TestClosedAdapterRefuses(t *testing.T) {
 	var gerr *gateway.Error
 	if !errors.As(err, &gerr) || gerr.Code != gateway.EUnavailable || !errors.Is(err, gateway.ErrNotDispatched) {
 		t.Errorf("call after Close = %v, want EUnavailable marked ErrNotDispatched", err)
+	}
+}
+
+// A call the upstream is already running must never be sent again nor be
+// reported as not dispatched when another call on the shared session meets
+// the upstream's 404 for a lost session: the SDK fails every call in
+// flight on that session with the same error (found in review; the
+// deploy ran twice, or its idempotency key was freed for a second deploy).
+func TestLostSessionDuringACallIsNotNeverDelivered(t *testing.T) {
+	for _, refuseReconnect := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reconnect refused %v", refuseReconnect), func(t *testing.T) {
+			var runs atomic.Int64
+			started, release := make(chan struct{}, 4), make(chan struct{})
+			s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+			s.AddTool(&mcp.Tool{Name: "deploy", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				runs.Add(1)
+				started <- struct{}{}
+				select {
+				case <-release:
+				case <-time.After(2 * time.Second):
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deployed"}}}, nil
+			})
+			s.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}}, nil
+			})
+			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+			var forget, refuse atomic.Bool
+			var known atomic.Value
+			known.Store("")
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				id := r.Header.Get("Mcp-Session-Id")
+				if !forget.Load() && id != "" {
+					known.Store(id)
+				}
+				if forget.Load() && id == known.Load().(string) && r.Method == http.MethodPost {
+					http.Error(w, "session not found", http.StatusNotFound) // the upstream evicted the session
+					return
+				}
+				if refuse.Load() && id == "" {
+					http.Error(w, "overloaded", http.StatusInternalServerError)
+					return
+				}
+				h.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			a := newAdapter(t, srv.URL, Options{Timeout: 5 * time.Second})
+			done := make(chan error, 1)
+			go func() {
+				_, err := a.CallTool(context.Background(), gateway.ToolCall{WorkspaceID: "ws", Tool: "deploy"})
+				done <- err
+			}()
+			<-started // the deploy runs on the upstream
+			forget.Store(true)
+			refuse.Store(refuseReconnect)
+			_, _ = a.CallTool(context.Background(), gateway.ToolCall{WorkspaceID: "ws", Tool: "echo"})
+			var err error
+			select {
+			case err = <-done:
+				close(release)
+			case <-time.After(time.Second):
+				close(release)
+				err = <-done
+			}
+			time.Sleep(100 * time.Millisecond) // let a wrong retry reach the upstream
+			if errors.Is(err, gateway.ErrNotDispatched) {
+				t.Errorf("the running deploy's error %v is marked not dispatched", err)
+			}
+			if n := runs.Load(); n != 1 {
+				t.Errorf("the deploy ran %d times, want exactly once", n)
+			}
+		})
+	}
+}
+
+// Messages name the upstream without its credentials or query.
+func TestDisplayURLHidesSecrets(t *testing.T) {
+	got := displayURL("http://svc:s3cret@tools.internal:8080/mcp?api_key=TOPSECRET#x")
+	if strings.Contains(got, "s3cret") || strings.Contains(got, "TOPSECRET") || !strings.Contains(got, "tools.internal:8080/mcp") {
+		t.Errorf("displayURL = %q", got)
 	}
 }

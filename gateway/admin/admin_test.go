@@ -521,6 +521,7 @@ func TestAuditEvents(t *testing.T) {
 			}},
 		{name: "forged cursor", method: get, path: "/admin/v1/audit-events?cursor=bm90LWEtY3Vyc29y", wantStatus: 400, wantBody: "not one this API returned"},
 		{name: "cursor not base64", method: get, path: "/admin/v1/audit-events?cursor=%25%25", wantStatus: 400, wantBody: "not one this API returned"},
+		{name: "cursor time out of range", method: get, path: "/admin/v1/audit-events?cursor=" + encodeCursor(gateway.AuditPosition{Time: time.UnixMicro(-9223372036854775807), ID: 1}), wantStatus: 400, wantBody: "not one this API returned"},
 	})
 }
 

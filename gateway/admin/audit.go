@@ -56,6 +56,11 @@ func (h *handler) listAuditEvents(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
+// maxCursorMicros is 9999-12-31T23:59:59.999999Z in Unix microseconds: a
+// cursor's time lies between 1970 and then, so that no store meets a time
+// it cannot represent.
+const maxCursorMicros = 253402300799999999
+
 // encodeCursor makes the opaque cursor of a listing position: base64url of
 // "<unix microseconds>.<id>" (audit times are kept to the microsecond).
 func encodeCursor(p gateway.AuditPosition) string {
@@ -72,7 +77,7 @@ func decodeCursor(s string) (gateway.AuditPosition, error) {
 	us, id, ok := strings.Cut(string(raw), ".")
 	t, err1 := strconv.ParseInt(us, 10, 64)
 	n, err2 := strconv.ParseInt(id, 10, 64)
-	if !ok || err1 != nil || err2 != nil || n <= 0 {
+	if !ok || err1 != nil || err2 != nil || n <= 0 || t < 0 || t > maxCursorMicros {
 		return gateway.AuditPosition{}, bad
 	}
 	return gateway.AuditPosition{Time: time.UnixMicro(t).UTC(), ID: n}, nil

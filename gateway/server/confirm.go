@@ -77,8 +77,8 @@ func (pl *Pipeline) confirmThenDispatch(ctx context.Context, p *gateway.Principa
 	}
 	// The key is stored as text; PostgreSQL refuses NUL there, and a
 	// control character in a key is a client's mistake, not an outage.
-	if strings.ContainsFunc(key, unicode.IsControl) || !utf8.ValidString(key) {
-		return nil, gateway.Errorf(gateway.EInvalid, "%s: idempotency_key must be printable UTF-8 text without control characters; use e.g. a UUID", tool.Name)
+	if strings.ContainsFunc(key, invisible) || !utf8.ValidString(key) {
+		return nil, gateway.Errorf(gateway.EInvalid, "%s: idempotency_key must be printable UTF-8 text without control or format characters; use e.g. a UUID", tool.Name)
 	}
 	rec := &gateway.IdempotencyRecord{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Tool: tool.Name, Key: key, InputHash: hash}
 	// The token is the gateway's own and is not forwarded; the key is, so
@@ -197,6 +197,11 @@ func (pl *Pipeline) dispatchOnce(ctx context.Context, p *gateway.Principal, tool
 	return res, nil
 }
 
+// invisible reports control and format characters (C0/C1 controls, NUL,
+// bidi overrides, zero-width spaces): a key holding them looks like
+// another key to the people who read it.
+func invisible(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf) }
+
 // settleFailedKey decides what a failed dispatch leaves under its
 // idempotency key. A call that provably never reached the tool
 // (gateway.ErrNotDispatched) releases the key, so a retry with it runs the
@@ -242,7 +247,7 @@ func (pl *Pipeline) answerFromKey(prior, rec *gateway.IdempotencyRecord, d *gate
 			Reasons: []gateway.Reason{{Code: reasonKeyReused, Message: "idempotency key reused with other arguments"}}})
 	case prior.Result == nil:
 		return nil, withReasons(ev, &gateway.Error{Code: gateway.EConflict,
-			Message: fmt.Sprintf("a %s call with idempotency_key %q is still running (or ended without a stored result); retry in a few seconds with the same key to get its result", rec.Tool, rec.Key),
+			Message: fmt.Sprintf("a %s call with idempotency_key %q is still running, or ended without a stored result (the store failed while recording it): retry in a few seconds with the same key to get its result; if this persists for minutes, check whether the call took effect, and use a new idempotency_key if it must run", rec.Tool, rec.Key),
 			Reasons: []gateway.Reason{{Code: reasonKeyInProgress, Message: "idempotency key claimed, no result yet"}}})
 	}
 	var res gateway.ToolResult

@@ -139,7 +139,10 @@ func TestConfirmationSteps(t *testing.T) {
 		}, want: want{code: gateway.EConflict, msg: "other arguments", status: "error", reason: "idempotency.key_reused", dispatched: 1, slots: 1}},
 		{note: "control characters in the key: invalid, nothing claimed", secret: true, run: func(t *testing.T, f *fixture) (*gateway.ToolResult, error) {
 			return f.deploy(t, with(app1, "confirmation_token", f.token(t, app1), "idempotency_key", "k\x00"))
-		}, want: want{code: gateway.EInvalid, msg: "without control characters", status: "error"}},
+		}, want: want{code: gateway.EInvalid, msg: "without control or format characters", status: "error"}},
+		{note: "a zero-width space in the key: invalid", secret: true, run: func(t *testing.T, f *fixture) (*gateway.ToolResult, error) {
+			return f.deploy(t, with(app1, "confirmation_token", f.token(t, app1), "idempotency_key", "k\u200b1"))
+		}, want: want{code: gateway.EInvalid, msg: "without control or format characters", status: "error"}},
 		{note: "a call that never reached the tool releases the key", secret: true, run: func(t *testing.T, f *fixture) (*gateway.ToolResult, error) {
 			args := with(app1, "confirmation_token", f.token(t, app1), "idempotency_key", "k1")
 			f.up.err = gateway.Wrap(gateway.EUnavailable, gateway.ErrNotDispatched, "upstream down")

@@ -104,9 +104,13 @@ func New(d Deps) (*Server, error) {
 	if d.HTTP.PublicURL != "" {
 		mountMetadata(r, d.HTTP)
 	}
+	var tokenReader func(*http.Request) (string, bool)
+	if d.AdminToken != "" { // no admin token: the admin API is off (DESIGN.md §3)
+		tokenReader = ManagementReader(d.Store, d.Logger, nil)
+	}
 	r.PathPrefix("/admin/v1").Handler(admin.NewHandler(d.Store, admin.Options{
 		Token:         d.AdminToken,
-		TokenReader:   ManagementReader(d.Store, d.Logger, nil),
+		TokenReader:   tokenReader,
 		ValidateGrant: d.ValidateGrant,
 		Logger:        d.Logger,
 		OnChange:      s.workspaceChanged,

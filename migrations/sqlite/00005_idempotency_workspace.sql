@@ -29,7 +29,9 @@ CREATE TABLE mcp_idempotency_keys_old (
     created_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now') || substr(strftime('%f', 'now'), 3) || '000Z'),
     PRIMARY KEY (task_id, tool_name, key)
 ) STRICT;
-INSERT OR IGNORE INTO mcp_idempotency_keys_old SELECT workspace_id, task_id, tool_name, key, input_hash, result, created_at FROM mcp_idempotency_keys;
+-- Plain INSERT: keys that the same task id holds in two workspaces cannot
+-- go back to the old key, and the downgrade fails rather than drop one.
+INSERT INTO mcp_idempotency_keys_old SELECT workspace_id, task_id, tool_name, key, input_hash, result, created_at FROM mcp_idempotency_keys;
 DROP TABLE mcp_idempotency_keys;
 ALTER TABLE mcp_idempotency_keys_old RENAME TO mcp_idempotency_keys;
 CREATE INDEX mcp_idempotency_keys_created ON mcp_idempotency_keys (created_at);

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/admin"
 )
 
 func adminPut(t *testing.T, g *gatewayUnderTest, path, body string) (int, string) {
@@ -105,5 +107,22 @@ func TestManagementReadTokens(t *testing.T) {
 				t.Errorf("revoked token read the audit trail: %d", status)
 			}
 		})
+	}
+}
+
+// Without MCPGATE_ADMIN_TOKEN the admin API is off (DESIGN.md §3), for
+// management-read tokens too.
+func TestAdminOffIgnoresManagementTokens(t *testing.T) {
+	g := startGateway(t, "sqlite:"+t.TempDir()+"/off.db", map[string]string{"MCPGATE_ADMIN_TOKEN": ""})
+	ctx := context.Background()
+	if err := g.app.Store.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-a", Name: "A", Slug: "a", OrgPlan: "team"}); err != nil {
+		t.Fatal(err)
+	}
+	value, tok := admin.NewAPIToken("ws-a", "coordinator", []string{admin.ScopeManagementRead}, time.Now())
+	if err := g.app.Store.CreateAPIToken(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := adminDo(t, g, http.MethodGet, "/audit-events", value, ""); status != http.StatusNotFound {
+		t.Fatalf("admin API off: %d %s, want 404", status, body)
 	}
 }
