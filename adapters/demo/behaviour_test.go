@@ -132,7 +132,13 @@ func TestWriteBehaviour(t *testing.T) {
 			mustRefuse(t, call(t, b, "ws-a", "", "task.cancel", map[string]any{"task_id": fx.queuedTask}), "already cancelled")
 		}},
 		{"task budget clamps", func(t *testing.T, b *Backend, fx ids) {
-			mustRefuse(t, call(t, b, "ws-a", "", "task.create", map[string]any{"project_id": fx.project, "prompt": "p", "budget_usd": 1e9}), "remaining budget")
+			over := call(t, b, "ws-a", "", "task.create", map[string]any{"project_id": fx.project, "prompt": "p", "budget_usd": 1e9})
+			mustRefuse(t, over, "remaining budget")
+			// The refusal must not tell what workspace.info may hide.
+			remaining := b.workspace("ws-a").info.BudgetRemaining
+			if strings.Contains(text(over), fmt.Sprintf("%.2f", remaining)) {
+				t.Errorf("refusal %q names the remaining budget %.2f", text(over), remaining)
+			}
 			out := mustOK(t, call(t, b, "ws-a", "", "task.create", map[string]any{"project_id": fx.project, "prompt": "p", "budget_usd": 60.0}))
 			if out["budget_clamped"] != true || get(out, "task", "budget_usd") != maxTaskBudget {
 				t.Errorf("task.create answered %v", out)

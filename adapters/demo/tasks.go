@@ -272,7 +272,10 @@ func (w *workspace) clampBudget(r *request, arg string, def float64) (float64, b
 		return 0, false, refuse("%s must be greater than 0", arg)
 	}
 	if budget > w.info.BudgetRemaining {
-		return 0, false, refuse("%s %.2f exceeds the workspace's remaining budget of %.2f USD; ask a workspace admin to raise the budget or use a smaller cap", arg, budget, w.info.BudgetRemaining)
+		// The remaining budget itself is not named: workspace.info hides it
+		// from principals without workspace.budget.view, and this message
+		// reaches the same principals.
+		return 0, false, refuse("%s %.2f exceeds the workspace's remaining budget; ask a workspace admin to raise the budget or use a smaller cap", arg, budget)
 	}
 	if budget > maxTaskBudget {
 		return maxTaskBudget, true, nil

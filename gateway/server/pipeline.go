@@ -133,9 +133,6 @@ func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal,
 	if err := checkWorkspaceArgument(p, call); err != nil {
 		return nil, err
 	}
-	if err := pl.Catalog.Validate(call.Name, call.Arguments); err != nil {
-		return nil, err
-	}
 	caller, err := pl.loadCaller(ctx, p)
 	if err != nil {
 		return nil, err
@@ -153,6 +150,13 @@ func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal,
 	ev.ReasonCodes = reasonCodes(d.Reasons)
 	if !d.Allow {
 		return nil, denial(tool.Name, d)
+	}
+	// Arguments are checked against the schema only once the policy allows
+	// the tool: a principal that may not call it gets the denial, not the
+	// schema of a tool tools/list does not show it (DESIGN.md §1, listed ⇔
+	// callable), and its audit row says denied.
+	if err := pl.Catalog.Validate(call.Name, call.Arguments); err != nil {
+		return nil, err
 	}
 	if needsConfirmation(tool, d) {
 		return pl.confirmThenDispatch(ctx, p, tool, call, d, ev)

@@ -104,6 +104,7 @@ func TestBadInput(t *testing.T) {
 				{"wrong type", callBody("projects.list", `{"limit":"ten"}`), 200, gateway.RPCInvalidParams, "limit", 1},
 				{"unknown field", callBody("projects.list", `{"colour":"red"}`), 200, gateway.RPCInvalidParams, "colour", 1},
 				{"arguments not an object", callBody("projects.list", `[1,2]`), 200, gateway.RPCInvalidParams, "object", 1},
+				{"bad arguments to a tool the profile may not call: the denial, not its schema", callBody("app.deploy", `{"x":1}`), 200, gateway.RPCForbidden, "app.deploy", 1},
 				{"NUL in the tool name is still audited", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"app.pause\u0000","arguments":{}}}`, 200, gateway.RPCInvalidParams, "app.pause", 1},
 				{"tool name longer than any MCP tool name", callBody(strings.Repeat("b", 3000), `{}`), 200, gateway.RPCInvalidParams, "3000 bytes long", 1},
 				{"tools/call name not a string", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5,"arguments":{}}}`, 200, gateway.RPCInvalidParams, "name", 1},
@@ -123,6 +124,9 @@ func TestBadInput(t *testing.T) {
 					if c.mention != "" && !strings.Contains(r.Error.Message, c.mention) {
 						t.Errorf("message %q does not name %q", r.Error.Message, c.mention)
 					}
+					if c.code == gateway.RPCForbidden && strings.Contains(r.Error.Message, "accepted") {
+						t.Errorf("a denial reveals the tool's schema: %q", r.Error.Message)
+					}
 					if got := g.countAudit(t, all) - n; got != c.audits {
 						t.Errorf("%d audit rows added, want %d", got, c.audits)
 					}
@@ -132,8 +136,11 @@ func TestBadInput(t *testing.T) {
 			if r := s.post(`{"jsonrpc":"2.0","id":9,"method":"ping"}`); r.status != 200 || r.Error != nil {
 				t.Fatalf("ping after bad input: %d %+v", r.status, r.Error)
 			}
-			if got := g.countAudit(t, all) - before; got != 9 {
-				t.Errorf("audit rows added %d, want 9 (one per tools/call that reached the gateway's request path)", got)
+			if got := g.countAudit(t, all) - before; got != 10 {
+				t.Errorf("audit rows added %d, want 10 (one per tools/call that reached the gateway's request path)", got)
+			}
+			if ev := g.lastAudit(t, "ws-a", "task-ws-a", "app.deploy"); ev.Status != gateway.AuditDenied || len(ev.ReasonCodes) == 0 {
+				t.Errorf("bad arguments to a denied tool audited as %q %v, want denied with reasons", ev.Status, ev.ReasonCodes)
 			}
 			// A huge name is audited by its first 128 bytes only.
 			if ev := g.lastAudit(t, "ws-a", "task-ws-a", strings.Repeat("b", 128)+"…"); ev.ErrorClass != "Invalid" {
