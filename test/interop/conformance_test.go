@@ -151,16 +151,18 @@ type check struct {
 	Details      json.RawMessage `json:"details"`
 }
 
+// clientTeardown is the error text of a check that failed because the
+// suite's own HTTP client (Node's fetch) saw its connection torn down
+// mid-response ("terminated"). On this 2-core machine it happens in about
+// one run in ten, at the end of a scenario, with nothing in the gateway's
+// log; the scenario then runs once more, and the retry is logged.
+const clientTeardown = "terminated"
+
 func runScenario(t *testing.T, s *stack, serverURL, name, version string) {
-	out := filepath.Join(s.dir, "conformance", name+"@"+version)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, s.node, conformanceCLI, "server", "--url", serverURL,
-		"--scenario", name, "--spec-version", version, "--timeout", "30000", "-o", out)
-	console, runErr := cmd.CombinedOutput()
-	checks, err := readChecks(out)
-	if err != nil {
-		t.Fatalf("no results from the suite (%v); its output:\n%s", err, console)
+	checks, console, runErr := suiteRun(t, s, serverURL, name, version, "")
+	if onlyTeardowns(checks) {
+		t.Logf("%s@%s: every failing check says %q (the suite's client lost its connection); running the scenario once more", name, version, clientTeardown)
+		checks, console, runErr = suiteRun(t, s, serverURL, name, version, "-retry")
 	}
 	counts := map[string]int{}
 	for _, c := range checks {
@@ -177,6 +179,38 @@ func runScenario(t *testing.T, s *stack, serverURL, name, version string) {
 	if runErr != nil && !t.Failed() {
 		t.Errorf("the suite exited with %v although no check failed:\n%s", runErr, console)
 	}
+}
+
+// suiteRun runs the suite's scenario once and returns its checks, console
+// output and exit error; suffix keeps a retry's results apart.
+func suiteRun(t *testing.T, s *stack, serverURL, name, version, suffix string) ([]check, []byte, error) {
+	out := filepath.Join(s.dir, "conformance", name+"@"+version+suffix)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.node, conformanceCLI, "server", "--url", serverURL,
+		"--scenario", name, "--spec-version", version, "--timeout", "30000", "-o", out)
+	console, runErr := cmd.CombinedOutput()
+	checks, err := readChecks(out)
+	if err != nil {
+		t.Fatalf("no results from the suite (%v); its output:\n%s", err, console)
+	}
+	return checks, console, runErr
+}
+
+// onlyTeardowns reports whether some check failed and every failed check
+// failed with clientTeardown.
+func onlyTeardowns(checks []check) bool {
+	failed := 0
+	for _, c := range checks {
+		if c.Status != "FAILURE" && c.Status != "WARNING" {
+			continue
+		}
+		if !strings.Contains(c.ErrorMessage, clientTeardown) {
+			return false
+		}
+		failed++
+	}
+	return failed > 0
 }
 
 // readChecks reads every checks.json the suite wrote under dir.
