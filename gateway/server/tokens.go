@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/auth"
 )
 
 // APITokenStore is what the management-read token check needs from the
@@ -39,8 +40,8 @@ func ManagementReader(s APITokenStore, log *zap.Logger, now func() time.Time) fu
 		now = time.Now
 	}
 	return func(r *http.Request) (string, bool) {
-		value, ok := bearerToken(r)
-		if !ok || !strings.HasPrefix(value, admin.TokenPrefix) {
+		value, err := auth.BearerToken(r)
+		if err != nil || !strings.HasPrefix(value, admin.TokenPrefix) {
 			return "", false
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), tokenLookupTimeout)
@@ -60,11 +61,4 @@ func ManagementReader(s APITokenStore, log *zap.Logger, now func() time.Time) fu
 		}
 		return tok.WorkspaceID, true
 	}
-}
-
-// bearerToken returns the token of "Authorization: Bearer <token>".
-func bearerToken(r *http.Request) (string, bool) {
-	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	token = strings.TrimSpace(token)
-	return token, strings.EqualFold(scheme, "Bearer") && token != ""
 }
