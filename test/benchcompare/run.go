@@ -1,0 +1,522 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	_ "github.com/lib/pq"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/gateway/auth"
+)
+
+// The gateway's credentials and the workspace the driver seeds.
+const (
+	jwtSecret  = "bench-compare-secret-0123456789abcdef0123"
+	adminToken = "bench-compare-admin-token"
+	workspace  = "ws-bench"
+	member     = "u1"
+	profile    = "bench"
+	// protocolVersion is pinned for every session, direct or through the
+	// gateway, so that all configurations speak the same protocol.
+	protocolVersion = "2025-11-25"
+	// perTaskLimit lifts the per-task bucket (AGENT_MCP_TOOL_RATE_LIMIT,
+	// default 50), the only bucket of a read-tier call, far above what a
+	// run can reach; each session has its own task as well.
+	perTaskLimit = "1000000000"
+)
+
+// Configurations, in the order a repetition runs them.
+const (
+	cfgDirect   = "direct"
+	cfgSQLite   = "sqlite"
+	cfgPostgres = "postgres"
+)
+
+// options are the driver's settings (main.go reads them).
+type options struct {
+	gatewayBin, upstreamBin string
+	pgURL                   string // the server's admin URL; each run makes its own database
+	duration, warmup        time.Duration
+	reps                    int
+	concurrency             []int
+	configs                 []string
+	tmp                     string
+}
+
+// result is one run: one configuration at one concurrency.
+type result struct {
+	config     string
+	c          int
+	calls      int
+	window     time.Duration
+	p50, p99   time.Duration
+	gatewayCPU time.Duration // -1 when there is no gateway
+	upCPU      time.Duration
+	pg         *backendUsage // nil when there is no PostgreSQL
+}
+
+func (r result) rate() float64 { return float64(r.calls) / r.window.Seconds() }
+
+// perCall is cpu per measured call, in µs.
+func (r result) perCall(cpu time.Duration) float64 {
+	return float64(cpu.Microseconds()) / float64(r.calls)
+}
+
+// run starts fresh processes for one configuration, warms up, measures and
+// tears everything down.
+func run(ctx context.Context, o options, cfg string, c int) (res result, err error) {
+	res = result{config: cfg, c: c, gatewayCPU: -1}
+	var cleanups []func()
+	defer func() {
+		for _, f := range slices.Backward(cleanups) {
+			f()
+		}
+	}()
+
+	up, err := startUpstream(o.upstreamBin)
+	if err != nil {
+		return res, err
+	}
+	cleanups = append(cleanups, up.stop)
+	endpoint := up.url
+
+	var gw *proc
+	var meter *backendMeter
+	if cfg != cfgDirect {
+		var dbURL string
+		switch cfg {
+		case cfgSQLite:
+			dir, err := os.MkdirTemp(o.tmp, "sqlite-")
+			if err != nil {
+				return res, err
+			}
+			cleanups = append(cleanups, func() { _ = os.RemoveAll(dir) })
+			dbURL = "sqlite:" + filepath.Join(dir, "mcpgate.db")
+		case cfgPostgres:
+			pg, err := newDatabase(ctx, o.pgURL)
+			if err != nil {
+				return res, err
+			}
+			cleanups = append(cleanups, pg.drop)
+			dbURL = pg.url
+			if pg.postmaster > 0 {
+				meter = newBackendMeter(pg.postmaster, pg.name)
+			}
+		}
+		if gw, err = startGateway(o.gatewayBin, dbURL, up.url); err != nil {
+			return res, err
+		}
+		cleanups = append(cleanups, gw.stop)
+		if err := seed(ctx, gw.url, c); err != nil {
+			return res, fmt.Errorf("seeding the gateway: %w\n%s", err, gw.logs())
+		}
+		endpoint = gw.url + "/mcp"
+	}
+
+	hc := &http.Transport{MaxIdleConnsPerHost: c + 4, IdleConnTimeout: time.Minute}
+	cleanups = append(cleanups, hc.CloseIdleConnections)
+	sessions, err := connect(ctx, endpoint, hc, c, cfg != cfgDirect)
+	// Registered before the error check: connect returns the sessions it
+	// opened even when a later one failed.
+	cleanups = append(cleanups, func() {
+		for _, s := range sessions {
+			_ = s.Close()
+		}
+	})
+	if err != nil {
+		return res, err
+	}
+
+	// Closed loop: every session calls echo again as soon as its last call
+	// returns, from the start of the warm-up to the end of the window.
+	// Only calls that start and end inside the window are counted.
+	base := time.Now()
+	var winStart, winEnd atomic.Int64 // ns since base; 0 = not yet
+	winStart.Store(1 << 62)
+	winEnd.Store(1 << 62)
+	lctx, stopLoad := context.WithCancel(ctx)
+	lat := make([][]time.Duration, c)
+	errs := make([]error, c)
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		lat[i] = make([]time.Duration, 0, 1<<16)
+		wg.Go(func() {
+			params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": fmt.Sprintf("hello from session %d", i)}}
+			for lctx.Err() == nil {
+				t0 := time.Since(base)
+				r, err := s.CallTool(lctx, params)
+				t1 := time.Since(base)
+				if err == nil && r.IsError {
+					err = fmt.Errorf("echo returned a tool error: %+v", r.Content)
+				}
+				if err != nil {
+					if lctx.Err() == nil || int64(t1) < winEnd.Load() {
+						errs[i] = fmt.Errorf("session %d: %w", i, err)
+					}
+					return
+				}
+				if int64(t0) >= winStart.Load() && int64(t1) <= winEnd.Load() {
+					lat[i] = append(lat[i], t1-t0)
+				}
+			}
+		})
+	}
+	failed := func() error {
+		for _, e := range errs {
+			if e != nil {
+				return e
+			}
+		}
+		return nil
+	}
+	wait := func(d time.Duration) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+
+	werr := wait(o.warmup)
+	// Window start: CPU readings right after the mark; window end: right
+	// before it. The CPU window is therefore the calls' window, plus the
+	// calls in flight at its edges (at most c of them, not counted).
+	winStart.Store(int64(time.Since(base)))
+	gw0, up0 := cpuOf(gw), cpuOf(up)
+	if meter != nil {
+		meter.Start()
+	}
+	if werr == nil {
+		werr = wait(o.duration)
+	}
+	var pgUse backendUsage
+	if meter != nil {
+		pgUse = meter.Stop()
+	}
+	gw1, up1 := cpuOf(gw), cpuOf(up)
+	winEnd.Store(int64(time.Since(base)))
+	res.window = time.Duration(winEnd.Load() - winStart.Load())
+	stopLoad()
+	wg.Wait()
+	if werr != nil {
+		return res, werr
+	}
+	if err := failed(); err != nil {
+		if gw != nil {
+			return res, fmt.Errorf("%w\ngateway log (end):\n%s", err, gw.logs())
+		}
+		return res, err
+	}
+
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	if len(all) == 0 {
+		return res, errors.New("no call completed inside the window")
+	}
+	slices.Sort(all)
+	res.calls = len(all)
+	res.p50, res.p99 = percentile(all, 0.50), percentile(all, 0.99)
+	res.upCPU = up1 - up0
+	if gw != nil {
+		res.gatewayCPU = gw1 - gw0
+	}
+	if meter != nil {
+		res.pg = &pgUse
+	}
+	return res, nil
+}
+
+func cpuOf(p *proc) time.Duration {
+	if p == nil {
+		return 0
+	}
+	d, _ := processCPU(p.cmd.Process.Pid)
+	return d
+}
+
+// ---- processes ----
+
+// proc is a child process; it is stopped by its own pid only.
+type proc struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{}
+	mu   sync.Mutex
+	tail []string // the last lines of its output
+}
+
+// start runs bin with args and env and returns once ready reports the
+// URL it found in an output line (read from the stream out names).
+func start(bin string, args, env []string, stream string, ready func(line string) (string, bool)) (*proc, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	// The child gets SIGTERM if the driver dies without stopping it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	var r io.Reader
+	var err error
+	if stream == "stdout" {
+		r, err = cmd.StdoutPipe()
+		cmd.Stderr = os.Stderr
+	} else {
+		r, err = cmd.StderrPipe()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	found := make(chan string, 1)
+	go func() {
+		// Keep reading to the end: a child blocked on a full pipe would
+		// stall the benchmark.
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			if p.tail = append(p.tail, line); len(p.tail) > 40 {
+				p.tail = p.tail[1:]
+			}
+			p.mu.Unlock()
+			if u, ok := ready(line); ok {
+				select {
+				case found <- u:
+				default:
+				}
+			}
+		}
+	}()
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	select {
+	case p.url = <-found:
+		return p, nil
+	case <-p.done:
+		return nil, fmt.Errorf("%s exited at start:\n%s", bin, p.logs())
+	case <-time.After(60 * time.Second):
+		p.stop()
+		return nil, fmt.Errorf("%s did not start listening within 60 s:\n%s", bin, p.logs())
+	}
+}
+
+func (p *proc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.tail, "\n")
+}
+
+// stop sends SIGTERM (graceful shutdown) and kills the process after 15 s.
+func (p *proc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func startUpstream(bin string) (*proc, error) {
+	return start(bin, []string{"-addr", "127.0.0.1:0"}, nil, "stdout", func(line string) (string, bool) {
+		return strings.CutPrefix(line, "benchupstream listening on ")
+	})
+}
+
+// startGateway runs `mcpgate serve` (production mode, not --dev) on a free
+// loopback port in front of the upstream, on the store dbURL names.
+func startGateway(bin, dbURL, upstreamURL string) (*proc, error) {
+	env := []string{
+		"MCPGATE_LISTEN=127.0.0.1:0",
+		"MCPGATE_DATABASE_URL=" + dbURL,
+		"MCPGATE_JWT_SECRET=" + jwtSecret,
+		"MCPGATE_ADMIN_TOKEN=" + adminToken,
+		"MCPGATE_UPSTREAM_URL=" + upstreamURL,
+		// echo is not in the SupaCloud catalog; as a read-tier tool it has
+		// only the per-task bucket.
+		"MCPGATE_UPSTREAM_TIER=read",
+		"MCPGATE_LOG_FORMAT=json",
+		"AGENT_MCP_TOOL_RATE_LIMIT=" + perTaskLimit,
+	}
+	return start(bin, []string{"serve"}, env, "stderr", func(line string) (string, bool) {
+		var entry struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "mcpgate listening" {
+			return "http://" + entry.Addr, true
+		}
+		return "", false
+	})
+}
+
+// ---- PostgreSQL ----
+
+// database is a fresh database of one run on the benchmark's server.
+type database struct {
+	admin      *sql.DB
+	name, url  string
+	postmaster int // 0 when the server's processes are not visible here
+}
+
+// newDatabase creates a database of its own for one run, so that the run
+// starts on empty tables and its backends can be told apart from every
+// other client of the server by their process titles (backendMeter).
+func newDatabase(ctx context.Context, adminURL string) (*database, error) {
+	admin, err := sql.Open("postgres", adminURL)
+	if err != nil {
+		return nil, err
+	}
+	admin.SetMaxOpenConns(1)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	d := &database{admin: admin, name: "bench_compare_" + hex.EncodeToString(b)}
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+d.name); err != nil {
+		_ = admin.Close()
+		return nil, fmt.Errorf("create database (is PostgreSQL running, and may the role of %s create databases?): %w", redact(adminURL), err)
+	}
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		d.drop()
+		return nil, err
+	}
+	u.Path = "/" + d.name
+	d.url = u.String()
+	// The postmaster is the parent of this connection's backend, if the
+	// server runs on this machine.
+	var backend int
+	if err := admin.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&backend); err == nil {
+		if s, err := readStat(backend); err == nil {
+			d.postmaster = s.PPID
+		}
+	}
+	return d, nil
+}
+
+func (d *database) drop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := d.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+d.name+" WITH (FORCE)"); err != nil {
+		fmt.Fprintf(os.Stderr, "bench-compare: drop database %s: %v\n", d.name, err)
+	}
+	_ = d.admin.Close()
+}
+
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return "the database URL"
+}
+
+// ---- the gateway's workspace, and the MCP sessions ----
+
+// seed creates, through the admin API, the workspace, its member, a
+// profile granting the read tier (echo is a read-tier tool) and one running
+// task per session.
+func seed(ctx context.Context, base string, c int) error {
+	ws := "/workspaces/" + workspace
+	reqs := []struct {
+		path string
+		body any
+	}{
+		{ws, map[string]any{"name": "bench-compare", "slug": "bench", "org_plan": "team"}},
+		{ws + "/members/" + member, map[string]any{"role": "member", "seat_type": "developer"}},
+		{ws + "/profiles/" + profile, map[string]any{"name": profile, "allowlist": []string{"supacloud.read.*"}}},
+	}
+	for i := range c {
+		reqs = append(reqs, struct {
+			path string
+			body any
+		}{fmt.Sprintf("%s/tasks/task-%d", ws, i), map[string]any{"status": "running"}})
+	}
+	for _, r := range reqs {
+		body, _ := json.Marshal(r.body)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, base+"/admin/v1"+r.path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		out, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("PUT %s: HTTP %d %s", r.path, resp.StatusCode, out)
+		}
+	}
+	return nil
+}
+
+// bearer adds an agent session token to every request of one session.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// connect opens c MCP sessions with the Go SDK client, all over one HTTP
+// transport; through the gateway each has the token of its own task.
+func connect(ctx context.Context, endpoint string, hc http.RoundTripper, c int, gateway bool) ([]*mcp.ClientSession, error) {
+	var issuer *auth.JWT
+	if gateway {
+		var err error
+		if issuer, err = auth.NewJWT(auth.JWTConfig{Secret: []byte(jwtSecret), Audience: "mcpgate"}); err != nil {
+			return nil, err
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench-compare", Version: "1"}, nil)
+	var sessions []*mcp.ClientSession
+	for i := range c {
+		rt := hc
+		if gateway {
+			tok, err := issuer.Issue(auth.AgentClaims{Subject: member, WorkspaceID: workspace,
+				TaskID: fmt.Sprintf("task-%d", i), ProfileID: profile}, 2*time.Hour)
+			if err != nil {
+				return sessions, err
+			}
+			rt = bearer{token: tok, next: hc}
+		}
+		tr := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: rt},
+			// No standing GET stream: the benchmark only makes calls.
+			DisableStandaloneSSE: true}
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		s, err := client.Connect(cctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+		cancel()
+		if err != nil {
+			return sessions, fmt.Errorf("session %d: connect %s: %w", i, endpoint, err)
+		}
+		sessions = append(sessions, s)
+	}
+	return sessions, nil
+}
