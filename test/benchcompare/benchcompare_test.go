@@ -1,0 +1,136 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestParseStat(t *testing.T) {
+	// comm may hold spaces and parentheses; fields count from its last ')'.
+	line := "4242 (postgres: a) b) S 1622 4242 4242 0 -1 4194560 90 0 0 0 123 45 6 7 20 0 1 0 100 1000 10\n"
+	s, err := parseStat([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (procStat{PPID: 1622, CPU: 168, Children: 13}); s != want {
+		t.Errorf("parseStat = %+v; want %+v", s, want)
+	}
+	if _, err := parseStat([]byte("4242 (x) S 1")); err == nil {
+		t.Error("parseStat of a short line: no error")
+	}
+}
+
+func TestClockTicks(t *testing.T) {
+	if n := clockTicks(); n < 1 || n > 10000 {
+		t.Fatalf("clockTicks() = %d", n)
+	}
+	if got := ticks(clockTicks()); got != time.Second {
+		t.Errorf("ticks(one second's worth) = %s", got)
+	}
+}
+
+// TestProcessCPUSelf spins in this process until procfs shows 50 ms more
+// CPU time, and checks that the reading stays within what the wall clock
+// allows.
+func TestProcessCPUSelf(t *testing.T) {
+	pid := os.Getpid()
+	before, err := processCPU(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var used time.Duration
+	x := 0
+	for used < 50*time.Millisecond {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("spun for 5 s, procfs shows %s of CPU", used)
+		}
+		for i := range 100000 {
+			x ^= i * i
+		}
+		after, err := processCPU(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used = after - before
+	}
+	_ = x
+	if wall := time.Since(start); used > wall*time.Duration(runtime.NumCPU())+2*ticks(1) {
+		t.Errorf("procfs shows %s of CPU for %s of spinning on %d CPUs", used, wall, runtime.NumCPU())
+	}
+}
+
+func TestPercentileMedian(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{0.5, 50 * time.Millisecond}, {0.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}, {0.001, time.Millisecond}} {
+		if got := percentile(d, c.p); got != c.want {
+			t.Errorf("percentile(1..100 ms, %v) = %s; want %s", c.p, got, c.want)
+		}
+	}
+	if got := percentile([]time.Duration{7}, 0.99); got != 7 {
+		t.Errorf("percentile of one value = %s", got)
+	}
+	if got := percentile(nil, 0.5); got != 0 {
+		t.Errorf("percentile of none = %s", got)
+	}
+
+	in := []float64{3, 1, 2}
+	if got := median(in); got != 2 {
+		t.Errorf("median(3,1,2) = %v", got)
+	}
+	if !slices.Equal(in, []float64{3, 1, 2}) {
+		t.Errorf("median sorted its argument: %v", in)
+	}
+	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
+		t.Errorf("median(4,1,3,2) = %v", got)
+	}
+	if got := median([]time.Duration{5 * time.Millisecond}); got != 5*time.Millisecond {
+		t.Errorf("median of one = %s", got)
+	}
+}
+
+func TestTitleNamesDatabase(t *testing.T) {
+	title := []byte("postgres: 15/main: mcpgate bench_compare_0a1b 127.0.0.1(36812) idle\x00\x00\x00")
+	if !titleNamesDatabase(title, "bench_compare_0a1b") {
+		t.Error("title of a backend of the database: not matched")
+	}
+	for _, db := range []string{"bench_compare_0a", "mcpgate_test"} {
+		if titleNamesDatabase(title, db) {
+			t.Errorf("title matched database %s", db)
+		}
+	}
+}
+
+// TestBackendMeter meters a child of this process whose command line names
+// a "database", as a backend's title does: it starts inside the window,
+// uses some CPU and exits before the window ends.
+func TestBackendMeter(t *testing.T) {
+	const db = "bench_compare_meter_test"
+	m := newBackendMeter(os.Getpid(), db)
+	m.Start()
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; sleep 0.2", db)
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no sh: %v", err)
+	}
+	if !slices.Contains(children(os.Getpid()), cmd.Process.Pid) {
+		t.Errorf("children(self) does not list the child %d", cmd.Process.Pid)
+	}
+	_ = cmd.Wait()
+	u := m.Stop()
+	if u.Backends != 1 || u.Started != 1 || u.Exited != 1 {
+		t.Errorf("meter saw %+v; want the one child, started and exited inside the window", u)
+	}
+	if u.CPU <= 0 {
+		t.Errorf("meter counted no CPU for a child that spun: %+v", u)
+	}
+}
