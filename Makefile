@@ -70,6 +70,14 @@ bench-ratelimit: pg
 bench-e2e: pg build
 	MCPGATE_E2E_LOAD=1000 $(GO) test -count=1 -run TestEndToEndLoad -v ./test/ratelimit/
 
+## bench-compare: what the gateway adds to a call — echo on test/benchupstream called directly, through the
+## gateway on SQLite and on PostgreSQL; closed loop, interleaved, fresh processes per run (README.md, "Benchmarks").
+## BENCH_DURATION (10s), BENCH_REPS (3), BENCH_CONCURRENCY (1,16), BENCH_WARMUP (1s), BENCH_CONFIGS
+.PHONY: bench-compare
+bench-compare: pg build
+	$(GO) build -o bin/benchupstream ./test/benchupstream
+	$(GO) run ./test/benchcompare -gateway bin/mcpgate -upstream bin/benchupstream
+
 ## test-ratelimit-full: also run ulule/limiter's concurrent store test (250,000 updates) on both stores
 test-ratelimit-full: pg
 	MCPGATE_RATELIMIT_FULL=1 $(GO) test -count=1 -timeout 20m -run RateLimits ./gateway/postgres/ ./gateway/sqlite/
