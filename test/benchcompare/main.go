@@ -160,7 +160,7 @@ func churnNote(u *backendUsage) string {
 	if u == nil || (u.Started == 0 && u.Exited == 0) {
 		return ""
 	}
-	return fmt.Sprintf("  (pg backends: %d, %d started and %d exited inside the window)", u.Backends, u.Started, u.Exited)
+	return fmt.Sprintf("  (pg processes: %d, %d started and %d exited inside the window)", u.Backends, u.Started, u.Exited)
 }
 
 // summary is the medians of one configuration's repetitions.
@@ -225,7 +225,7 @@ func table(o options, results map[key][]result) string {
 			fmt.Fprintf(&b, "| %d | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %.1f |\n",
 				c, cfg, s.rate, s.p50, s.p99, delta, ratio, num(s.gw), num(s.pg), s.up)
 			if s.started > 0 || s.exited > 0 {
-				notes = append(notes, fmt.Sprintf("c=%d %s: %d PostgreSQL backends started and %d exited inside the measured windows (the gateway's pool opening and closing connections); the CPU of an exited backend is counted up to its last 50 ms sample, so that column is a lower bound.", c, cfg, s.started, s.exited))
+				notes = append(notes, fmt.Sprintf("c=%d %s: %d PostgreSQL processes of the run's database started and %d exited inside the measured windows (the gateway's pool opening and closing connections, or autovacuum workers); the CPU of one that exited is counted up to its last 50 ms sample, so that column is a lower bound.", c, cfg, s.started, s.exited))
 			}
 		}
 	}

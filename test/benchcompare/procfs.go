@@ -145,10 +145,13 @@ func titleNamesDatabase(cmdline []byte, db string) bool {
 // sample before its exit, so up to one sampling interval of its CPU is
 // lost, and a backend that starts and exits between two samples is missed
 // entirely; the meter samples every 50 ms and counts the backends it saw
-// start and exit so that the report can say when this happened. The
-// postmaster's own work (forking a backend) and the shared auxiliary
-// processes (WAL writer, checkpointer, background writer, autovacuum) are
-// not counted: they serve every database of the server.
+// start and exit so that the report can say when this happened.
+// Autovacuum workers of the run's database are counted with the backends
+// (their titles name it too): they vacuum and analyze the tables the run
+// writes. The postmaster's own work (forking a backend) and the shared
+// auxiliary processes (WAL writer, checkpointer, background writer,
+// autovacuum launcher) are not counted: they serve every database of the
+// server.
 type backendMeter struct {
 	postmaster int
 	db         string
