@@ -133,4 +133,9 @@ func TestBackendMeter(t *testing.T) {
 	if u.CPU <= 0 {
 		t.Errorf("meter counted no CPU for a child that spun: %+v", u)
 	}
+	// The "server" here is this test process and its children: the reaped
+	// child's time is in its cutime, and the test's own time is added.
+	if u.Server < u.CPU {
+		t.Errorf("server-wide CPU %s < the child's %s", u.Server, u.CPU)
+	}
 }

@@ -16,8 +16,9 @@
 //
 // It prints, per concurrency and configuration, the medians over the
 // repetitions of: calls/s, p50 and p99 call latency, and the CPU time per
-// call of the gateway, of PostgreSQL's backends for the run and of the
-// upstream (from procfs; see backendMeter for how PostgreSQL's is counted),
+// call of the gateway, of PostgreSQL's backends for the run (and of the
+// whole PostgreSQL server, an upper bound) and of the upstream (from
+// procfs; see backendMeter for how PostgreSQL's is counted),
 // with p50's difference to direct and the throughput ratio to direct, as a
 // Markdown table on stdout. Progress goes to stderr.
 //
@@ -153,7 +154,7 @@ func pgCell(r result) string {
 	if r.pg == nil {
 		return "—"
 	}
-	return cpuCell(r, r.pg.CPU)
+	return cpuCell(r, r.pg.CPU) + fmt.Sprintf(" (server %.0f)", r.perCall(r.pg.Server))
 }
 
 func churnNote(u *backendUsage) string {
@@ -166,13 +167,14 @@ func churnNote(u *backendUsage) string {
 // summary is the medians of one configuration's repetitions.
 type summary struct {
 	rate, p50, p99  float64 // calls/s, µs, µs
-	gw, pg, up      float64 // CPU µs per call; NaN when not measured
-	started, exited int     // PostgreSQL backends, summed over the runs
+	gw, pg, pgAll   float64 // CPU µs per call; NaN when not measured
+	up              float64
+	started, exited int // PostgreSQL backends, summed over the runs
 }
 
 func summarize(rs []result) summary {
 	var s summary
-	var rate, p50, p99, gw, pg, up []float64
+	var rate, p50, p99, gw, pg, pgAll, up []float64
 	for _, r := range rs {
 		rate = append(rate, r.rate())
 		p50 = append(p50, float64(r.p50.Microseconds()))
@@ -183,12 +185,13 @@ func summarize(rs []result) summary {
 		}
 		if r.pg != nil {
 			pg = append(pg, r.perCall(r.pg.CPU))
+			pgAll = append(pgAll, r.perCall(r.pg.Server))
 			s.started += r.pg.Started
 			s.exited += r.pg.Exited
 		}
 	}
 	s.rate, s.p50, s.p99, s.up = median(rate), median(p50), median(p99), median(up)
-	s.gw, s.pg = nanIfEmpty(gw), nanIfEmpty(pg)
+	s.gw, s.pg, s.pgAll = nanIfEmpty(gw), nanIfEmpty(pg), nanIfEmpty(pgAll)
 	return s
 }
 
@@ -206,8 +209,8 @@ func table(o options, results map[key][]result) string {
 	fmt.Fprintf(&b, "\n## bench-compare: echo over MCP Streamable HTTP, closed loop\n\n")
 	fmt.Fprintf(&b, "%s, %d CPUs, %s; %d repetition(s) of %s after a %s warm-up, fresh processes and store per run; medians over the repetitions.\n\n",
 		host, runtime.NumCPU(), time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.reps, o.duration, o.warmup)
-	b.WriteString("| c | config | calls/s | p50 µs | p99 µs | Δp50 vs direct µs | × direct calls/s | gateway CPU µs/call | PostgreSQL CPU µs/call | upstream CPU µs/call |\n")
-	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| c | config | calls/s | p50 µs | p99 µs | Δp50 vs direct µs | × direct calls/s | gateway CPU µs/call | PostgreSQL CPU µs/call | PostgreSQL server CPU µs/call | upstream CPU µs/call |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var notes []string
 	for _, c := range o.concurrency {
 		direct, hasDirect := results[key{c, cfgDirect}]
@@ -222,14 +225,14 @@ func table(o options, results map[key][]result) string {
 				delta = fmt.Sprintf("%+.0f", s.p50-d.p50)
 				ratio = fmt.Sprintf("%.2f", s.rate/d.rate)
 			}
-			fmt.Fprintf(&b, "| %d | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %.1f |\n",
-				c, cfg, s.rate, s.p50, s.p99, delta, ratio, num(s.gw), num(s.pg), s.up)
+			fmt.Fprintf(&b, "| %d | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %.1f |\n",
+				c, cfg, s.rate, s.p50, s.p99, delta, ratio, num(s.gw), num(s.pg), num(s.pgAll), s.up)
 			if s.started > 0 || s.exited > 0 {
 				notes = append(notes, fmt.Sprintf("c=%d %s: %d PostgreSQL processes of the run's database started and %d exited inside the measured windows (the gateway's pool opening and closing connections, or autovacuum workers); the CPU of one that exited is counted up to its last 50 ms sample, so that column is a lower bound.", c, cfg, s.started, s.exited))
 			}
 		}
 	}
-	b.WriteString("\nCPU per call is user + system time from /proc/<pid>/stat over the measured window divided by the calls completed in it. PostgreSQL's is that of the backends serving the run's own database; the server's shared background processes (WAL writer, checkpointer, …) are not included.\n")
+	b.WriteString("\nCPU per call is user + system time from /proc/<pid>/stat over the measured window divided by the calls completed in it. \"PostgreSQL\" is the backends (and autovacuum workers) serving the run's own database; \"PostgreSQL server\" is every process of the server (postmaster, reaped and live children), so it adds the shared background processes (WAL writer, checkpointer, …) and whatever else uses the server meanwhile.\n")
 	for _, n := range notes {
 		b.WriteString("\n" + n + "\n")
 	}

@@ -90,17 +90,27 @@ func processCPU(pid int) (time.Duration, error) {
 	return ticks(s.CPU), err
 }
 
-// children lists the child processes of pid: /proc/<pid>/task/<pid>/children
-// (kernels with CONFIG_PROC_CHILDREN), else a scan of /proc for processes
-// whose parent is pid.
+// children lists the child processes of pid: the union of
+// /proc/<pid>/task/<tid>/children over its threads (the file lists the
+// children a thread forked; kernels with CONFIG_PROC_CHILDREN), else a scan
+// of /proc for processes whose parent is pid.
 func children(pid int) []int {
 	var out []int
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	found := false
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		if err != nil {
+			continue
+		}
+		found = true
 		for f := range strings.FieldsSeq(string(b)) {
 			if c, err := strconv.Atoi(f); err == nil {
 				out = append(out, c)
 			}
 		}
+	}
+	if found {
 		return out
 	}
 	ents, _ := os.ReadDir("/proc")
@@ -152,6 +162,15 @@ func titleNamesDatabase(cmdline []byte, db string) bool {
 // auxiliary processes (WAL writer, checkpointer, background writer,
 // autovacuum launcher) are not counted: they serve every database of the
 // server.
+//
+// The meter also reads the server's CPU as a whole, an upper bound: the
+// postmaster's own time, its cutime/cstime (every child it has reaped, so
+// a backend that exits inside the window is in it with its whole life) and
+// the time of its live children, at both ends of the window. The difference
+// counts each process's CPU inside the window exactly once (one alive at
+// the start and gone at the end adds its total to cutime and drops its
+// start reading from the live sum), but it includes the shared processes
+// and every other client of the server.
 type backendMeter struct {
 	postmaster int
 	db         string
@@ -161,6 +180,7 @@ type backendMeter struct {
 	titles  map[int]bool   // pid → its title names db (cached: a backend serves one database)
 	first   map[int]uint64 // pid → CPU ticks at the start of the window (0 if started inside)
 	last    map[int]uint64 // pid → CPU ticks at its last sample
+	server0 uint64         // serverTicks at the start
 	started int            // backends first seen inside the window
 	exited  int            // backends seen inside the window that are gone at its end
 	stop    chan struct{}
@@ -211,6 +231,7 @@ func (m *backendMeter) sample(start bool) map[int]bool {
 
 // Start takes the window's first sample and keeps sampling until Stop.
 func (m *backendMeter) Start() {
+	m.server0 = m.serverTicks()
 	m.sample(true)
 	m.stop, m.done = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -228,12 +249,32 @@ func (m *backendMeter) Start() {
 	}()
 }
 
+// serverTicks is the CPU the whole server has used so far: the postmaster,
+// its reaped children and its live ones. The children are listed before the
+// postmaster's stat is read, so a child reaped in between is counted twice
+// (once live, once in cutime) rather than not at all.
+func (m *backendMeter) serverTicks() uint64 {
+	kids := children(m.postmaster)
+	pm, err := readStat(m.postmaster)
+	if err != nil {
+		return 0
+	}
+	sum := pm.CPU + pm.Children
+	for _, pid := range kids {
+		if s, err := readStat(pid); err == nil && s.PPID == m.postmaster {
+			sum += s.CPU
+		}
+	}
+	return sum
+}
+
 // backendUsage is what a backendMeter measured.
 type backendUsage struct {
-	CPU      time.Duration
-	Backends int // backends seen in the window
-	Started  int // of which first seen inside the window
-	Exited   int // of which gone at its end
+	CPU      time.Duration // the run's backends (a lower bound when some exited)
+	Server   time.Duration // the whole server (an upper bound)
+	Backends int           // backends seen in the window
+	Started  int           // of which first seen inside the window
+	Exited   int           // of which gone at its end
 }
 
 // Stop takes the last sample and returns the backends' CPU in the window.
@@ -241,6 +282,7 @@ func (m *backendMeter) Stop() backendUsage {
 	close(m.stop)
 	<-m.done
 	live := m.sample(false)
+	server1 := m.serverTicks()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var sum uint64
@@ -250,5 +292,9 @@ func (m *backendMeter) Stop() backendUsage {
 			m.exited++
 		}
 	}
-	return backendUsage{CPU: ticks(sum), Backends: len(m.last), Started: m.started, Exited: m.exited}
+	var server time.Duration
+	if server1 >= m.server0 {
+		server = ticks(server1 - m.server0)
+	}
+	return backendUsage{CPU: ticks(sum), Server: server, Backends: len(m.last), Started: m.started, Exited: m.exited}
 }
