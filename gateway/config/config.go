@@ -55,6 +55,14 @@ type Config struct {
 	AuditArguments bool
 	// MaxBodyBytes limits request bodies (MCPGATE_MAX_BODY_BYTES, default 1 MiB).
 	MaxBodyBytes int64
+	// MaxBatchMessages is the most messages one JSON-RPC batch may hold
+	// (MCPGATE_MAX_BATCH_MESSAGES, default 100); a larger batch is refused
+	// whole.
+	MaxBatchMessages int
+	// MaxBatchReplyBytes is the reply budget of one POST in bytes
+	// (MCPGATE_MAX_BATCH_REPLY_BYTES, default 4 MiB): once a batch's
+	// responses reach it, its later requests are refused without running.
+	MaxBatchReplyBytes int64
 	// AllowedOrigins lists browser origins allowed on the MCP endpoints
 	// (MCPGATE_ALLOWED_ORIGINS, comma separated; none by default).
 	AllowedOrigins []string
@@ -109,6 +117,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		LogFormat:          r.str("MCPGATE_LOG_FORMAT", "json"),
 		AuditArguments:     r.boolean("MCPGATE_AUDIT_ARGUMENTS"),
 		MaxBodyBytes:       int64(r.positive("MCPGATE_MAX_BODY_BYTES", 1<<20)),
+		MaxBatchMessages:   r.positive("MCPGATE_MAX_BATCH_MESSAGES", 100),
+		MaxBatchReplyBytes: int64(r.positive("MCPGATE_MAX_BATCH_REPLY_BYTES", 4<<20)),
 		AllowedOrigins:     splitList(getenv("MCPGATE_ALLOWED_ORIGINS")),
 		ConfirmationSecret: []byte(getenv("SUPACLOUD_MCP_CONFIRMATION_SECRET")),
 	}

@@ -22,7 +22,7 @@ func TestLoadDefaults(t *testing.T) {
 	if c.Limits != DefaultLimits() {
 		t.Errorf("limits %+v, want seed 001 defaults", c.Limits)
 	}
-	if c.MaxBodyBytes != 1<<20 || c.AdminToken != "" || c.AuditArguments {
+	if c.MaxBodyBytes != 1<<20 || c.MaxBatchMessages != 100 || c.MaxBatchReplyBytes != 4<<20 || c.AdminToken != "" || c.AuditArguments {
 		t.Errorf("defaults: %+v", c)
 	}
 	if c.UpstreamTier != gateway.TierOps {
@@ -39,6 +39,8 @@ func TestLoadOverrides(t *testing.T) {
 		"AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT": "99",
 		"MCPGATE_ALLOWED_ORIGINS":             "https://a.example, https://b.example",
 		"MCPGATE_UPSTREAM_TIER":               "read",
+		"MCPGATE_MAX_BATCH_MESSAGES":          "10",
+		"MCPGATE_MAX_BATCH_REPLY_BYTES":       "65536",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +53,9 @@ func TestLoadOverrides(t *testing.T) {
 	}
 	if c.UpstreamTier != gateway.TierRead {
 		t.Errorf("upstream tier %q, want read", c.UpstreamTier)
+	}
+	if c.MaxBatchMessages != 10 || c.MaxBatchReplyBytes != 65536 {
+		t.Errorf("batch limits %d messages, %d reply bytes; want 10 and 65536", c.MaxBatchMessages, c.MaxBatchReplyBytes)
 	}
 }
 
@@ -72,6 +77,8 @@ func TestLoadRejects(t *testing.T) {
 		{"bad upstream", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_UPSTREAM_URL": "ftp://x"}, "MCPGATE_UPSTREAM_URL"},
 		{"scaffold upstream tier", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_UPSTREAM_TIER": "scaffold"}, "MCPGATE_UPSTREAM_TIER"},
 		{"unknown upstream tier", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_UPSTREAM_TIER": "admin"}, "MCPGATE_UPSTREAM_TIER"},
+		{"zero batch limit", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_MAX_BATCH_MESSAGES": "0"}, "MCPGATE_MAX_BATCH_MESSAGES"},
+		{"bad reply budget", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_MAX_BATCH_REPLY_BYTES": "4MiB"}, "MCPGATE_MAX_BATCH_REPLY_BYTES"},
 		{"bad bool", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_AUDIT_ARGUMENTS": "maybe"}, "MCPGATE_AUDIT_ARGUMENTS"},
 	}
 	for _, c := range cases {

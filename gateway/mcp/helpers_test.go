@@ -40,11 +40,18 @@ var principals = map[string]gateway.Principal{
 type fakeAuth struct{}
 
 func (fakeAuth) Authenticate(r *http.Request) (*gateway.Principal, error) {
+	return mapAuth(principals).Authenticate(r)
+}
+
+// mapAuth is fakeAuth over a map of the test's own.
+type mapAuth map[string]gateway.Principal
+
+func (m mapAuth) Authenticate(r *http.Request) (*gateway.Principal, error) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if tok == tokDown {
 		return nil, gateway.Wrap(gateway.EUnavailable, errors.New("db down"), "credential store unavailable; retry shortly")
 	}
-	p, known := principals[tok]
+	p, known := m[tok]
 	if !ok || !known {
 		return nil, gateway.Errorf(gateway.EUnauthenticated, "missing or invalid bearer token; send Authorization: Bearer <token>")
 	}
@@ -61,8 +68,27 @@ type fakeHandler struct {
 	calls      []*CallToolParams
 	requestIDs []string
 	ctxErr     error
-	started    chan struct{} // closed-over signal for the "slow" tool
+	started    chan struct{}   // closed-over signal for the "slow" tool
+	slowCtx    context.Context // the context of the running "slow" call
+	gates      map[string]chan struct{}
 }
+
+// gate returns the channel a "wait" call with {"gate": name} blocks on
+// until the test closes it (release).
+func (h *fakeHandler) gate(name string) chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gates == nil {
+		h.gates = map[string]chan struct{}{}
+	}
+	if h.gates[name] == nil {
+		h.gates[name] = make(chan struct{})
+	}
+	return h.gates[name]
+}
+
+// release lets the "wait" calls on gate name return.
+func (h *fakeHandler) release(name string) { close(h.gate(name)) }
 
 func toolName(i int) string { return fmt.Sprintf("tool.%03d", i) }
 
@@ -142,7 +168,18 @@ func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *
 		return nil, nil
 	case "structured":
 		return &gateway.ToolResult{StructuredContent: map[string]any{"ok": true}}, nil
+	case "wait":
+		name, _ := call.Arguments["gate"].(string)
+		select {
+		case <-h.gate(name):
+			return &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": "released " + name}}}, nil
+		case <-ctx.Done():
+			return nil, gateway.Errorf(gateway.EUnavailable, "cancelled while waiting for %s", name)
+		}
 	case "slow":
+		h.mu.Lock()
+		h.slowCtx = ctx
+		h.mu.Unlock()
 		if h.started != nil {
 			close(h.started)
 		}

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // kind classifies one JSON-RPC message of a POST body.
@@ -60,10 +63,15 @@ type notification struct {
 // that is not a usable JSON-RPC message, is errInvalidRequest (the single
 // message's id, when readable, is returned so the reply can echo it).
 // Invalid members of a batch are returned as kindInvalid and answered one
-// by one, as JSON-RPC 2.0 §6 asks.
-func parseBody(body []byte) (msgs []message, batch bool, err error) {
+// by one, as JSON-RPC 2.0 §6 asks. A batch of more than maxBatch members
+// is refused whole (HTTP 413), before its members are parsed.
+func parseBody(body []byte, maxBatch int) (msgs []message, batch bool, err error) {
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
+		if batchOver(body, maxBatch) {
+			return nil, true, errStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
+				"JSON-RPC batch has more than %d messages, the most this gateway accepts in one batch (an operator can raise MCPGATE_MAX_BATCH_MESSAGES); send at most %d per batch", maxBatch, maxBatch)
+		}
 		var raws []json.RawMessage
 		if err := json.Unmarshal(body, &raws); err != nil {
 			return nil, true, errParse("%s", notJSON(err))
@@ -85,6 +93,27 @@ func parseBody(body []byte) (msgs []message, batch bool, err error) {
 		return []message{m}, false, m.err
 	}
 	return []message{m}, false, nil
+}
+
+// batchOver reports whether the JSON array body has more than limit
+// members. It reads no further than member limit+1, so a body of many tiny
+// members costs no more than limit of them. A body that is not a valid
+// array reports false: the full parse says what is wrong with it.
+func batchOver(body []byte, limit int) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil { // the '['
+		return false
+	}
+	for n := 0; dec.More(); n++ {
+		if n == limit {
+			return true
+		}
+		var member json.RawMessage
+		if dec.Decode(&member) != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // maxJSONDepth is encoding/json's nesting limit: deeper input is refused

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"net/url"
@@ -32,7 +31,8 @@ type legacyHandler struct {
 // event stream, whose first event ("endpoint") names messagePath with a
 // sessionId query parameter; the client POSTs its JSON-RPC messages there,
 // each POST is answered 202 Accepted, and the responses come on the stream
-// as "message" events, as do tools/list_changed notifications. The session
+// as "message" events, one per response as each is ready (the members of a
+// batch too), as do tools/list_changed notifications. The session
 // ends when the stream does. Mount the handler on both the stream path
 // (e.g. /sse) and messagePath (e.g. /messages); it serves GET and POST on
 // either.
@@ -106,7 +106,7 @@ func (l *legacyHandler) serveMessage(w http.ResponseWriter, r *http.Request, p *
 		t.replyError(w, r, nil, err)
 		return
 	}
-	msgs, batch, err := parseBody(body)
+	msgs, batch, err := parseBody(body, t.opts.MaxBatchMessages)
 	if err != nil {
 		t.replyError(w, r, failedID(msgs), err)
 		return
@@ -128,28 +128,26 @@ func (l *legacyHandler) serveMessage(w http.ResponseWriter, r *http.Request, p *
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// run handles the messages of one POST and delivers the responses on the
-// session's stream: one event per response, or one JSON array for a batch
-// (JSON-RPC 2.0 §6; 2024-11-05 allows batches).
+// run handles the messages of one POST and delivers each response on the
+// session's stream as its own "message" event as soon as it is ready, a
+// batch's members included: the SDKs' HTTP+SSE clients read one JSON-RPC
+// message per event, and a batch held for one array event would keep
+// every response in memory until its slowest member finished. The reply
+// budget of handleMessages applies.
 func (l *legacyHandler) run(ctx context.Context, s *session, p *gateway.Principal, msgs []message, batch bool) {
-	var out [][]byte
-	for i := range msgs {
-		m := &msgs[i]
-		if m.kind == kindRequest && m.method == "initialize" {
-			out = append(out, l.initialize(ctx, s, m, batch))
-			continue
+	answer := func(ctx context.Context, m *message) []byte {
+		if m.method == "initialize" {
+			return l.initialize(ctx, s, m, batch)
 		}
-		out = append(out, l.t.handleMessages(ctx, s, p, msgs[i:i+1])...)
+		return l.t.call(ctx, s, p, m)
 	}
-	if batch && len(out) > 0 {
-		out = [][]byte{append(append([]byte{'['}, bytes.Join(out, []byte{','})...), ']')}
-	}
-	for _, msg := range out {
-		if !s.deliver(msg) {
-			l.t.log.Debug("mcp: SSE session ended before its response was sent", zap.String("session", s.id))
-			return
+	l.t.handleMessages(ctx, s, msgs, answer, func(msg []byte) bool {
+		if s.deliver(msg) {
+			return true
 		}
-	}
+		l.t.log.Debug("mcp: SSE session ended before its response was sent", zap.String("session", s.id))
+		return false
+	})
 }
 
 // initialize answers the one initialize of a legacy session.

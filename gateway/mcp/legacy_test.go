@@ -140,7 +140,7 @@ func TestLegacySSEMessages(t *testing.T) {
 		{"denial", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"deny"}}`, `"code":-32003`},
 		{"unknown method", `{"jsonrpc":"2.0","id":6,"method":"server/discover"}`, `"code":-32601`},
 		{"second initialize", strings.Replace(initBody(Version20241105), `"id":1`, `"id":7`, 1), `already initialized`},
-		{"batch answered as one array", `[{"jsonrpc":"2.0","id":8,"method":"ping"},{"jsonrpc":"2.0","id":9,"method":"ping"}]`, `[{"jsonrpc":"2.0","id":8,"result":{}},{"jsonrpc":"2.0","id":9,"result":{}}]`},
+		{"batch answered one event per member", `[{"jsonrpc":"2.0","id":8,"method":"ping"},{"jsonrpc":"2.0","id":9,"method":"ping"}]`, `{"jsonrpc":"2.0","id":8,"result":{}}`}, // id 9: below
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,6 +156,9 @@ func TestLegacySSEMessages(t *testing.T) {
 				t.Fatalf("event %+v, want a message containing %s", ev, tc.wantIn)
 			}
 		})
+	}
+	if ev := ls.next(t); ev.data != `{"jsonrpc":"2.0","id":9,"result":{}}` {
+		t.Fatalf("event %+v, want the batch's second response as an event of its own", ev)
 	}
 	if c := e.h.lastCall(); c == nil || c.Name != "deny" {
 		t.Fatalf("the handler did not see the calls: last %+v", c)
@@ -347,5 +350,58 @@ func TestLegacySSECloseCancelsCalls(t *testing.T) {
 	}
 	if code, _ := post(t, srv, ls.endpoint, tokAlice, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); code != 503 {
 		t.Fatalf("POST after Close: %d, want 503", code)
+	}
+}
+
+// On the HTTP+SSE transport a batch over the limit is refused on the POST,
+// naming the limit, and none of it runs or reaches the stream.
+func TestLegacySSEBatchOverTheLimitIsRefused(t *testing.T) {
+	e, srv := legacyEnv(t, nil)
+	ls := openLegacy(t, srv, tokAlice)
+	code, body := post(t, srv, ls.endpoint, tokAlice, batchOf(101, echoCall))
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "at most 100") || !strings.Contains(body, "MCPGATE_MAX_BATCH_MESSAGES") {
+		t.Fatalf("POST of a batch of 101: %d %s, want 413 naming the limit and MCPGATE_MAX_BATCH_MESSAGES", code, body)
+	}
+	if code, body := post(t, srv, ls.endpoint, tokAlice, `{"jsonrpc":"2.0","id":"after","method":"ping"}`); code != 202 {
+		t.Fatalf("ping: %d %s", code, body)
+	}
+	if ev := ls.next(t); !strings.Contains(ev.data, `"id":"after"`) {
+		t.Fatalf("next event %+v, want the ping's response: nothing of the refused batch", ev)
+	}
+	if c := e.h.lastCall(); c != nil {
+		t.Fatalf("a member of the refused batch ran: %+v", c)
+	}
+}
+
+// On the HTTP+SSE transport each member of a batch is sent as its own
+// message event as soon as it finishes, not held for the last one.
+func TestLegacySSEBatchSendsEachResponseWhenReady(t *testing.T) {
+	e, srv := legacyEnv(t, nil)
+	ls := openLegacy(t, srv, tokAlice)
+	body := `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait","arguments":{"gate":"a"}}},` +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait","arguments":{"gate":"b"}}}]`
+	if code, b := post(t, srv, ls.endpoint, tokAlice, body); code != 202 {
+		t.Fatalf("POST: %d %s", code, b)
+	}
+	e.h.release("a")
+	first := make(chan sseEvent, 1)
+	go func() {
+		select {
+		case ev := <-ls.events:
+			first <- ev
+		case <-time.After(5 * time.Second):
+			close(first)
+		}
+	}()
+	ev, ok := <-first
+	e.h.release("b")
+	if !ok {
+		t.Fatal("member 1 finished but no event arrived while member 2 runs")
+	}
+	if r := decodeResp(t, []byte(ev.data)); string(r.ID) != "1" || r.Error != nil {
+		t.Fatalf("first event %+v, want member 1's result alone", ev)
+	}
+	if ev := ls.next(t); !strings.Contains(ev.data, `"id":2`) || strings.HasPrefix(ev.data, "[") {
+		t.Fatalf("second event %+v, want member 2's result alone", ev)
 	}
 }

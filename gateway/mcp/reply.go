@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -109,23 +108,66 @@ func writeEvent(w http.ResponseWriter, rc *http.ResponseController, name string,
 	return rc.Flush()
 }
 
-// writeResponses sends the encoded responses of one POST in format f: a
-// single object, a JSON array for a batch, or one SSE event per response.
-func writeResponses(w http.ResponseWriter, f format, batch bool, encoded [][]byte) {
-	if f == formatJSON {
-		if !batch {
-			writeBody(w, http.StatusOK, encoded[0])
-			return
+// replyWriter sends the responses of one POST in format f as each is
+// ready: one SSE event per response, flushed at once; the members of a
+// JSON array for a batch; or, for a single JSON response, the one object
+// with its length at finish. Nothing is written before the first response,
+// so a POST that produces none is still answered 202.
+type replyWriter struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	f     format
+	batch bool
+	n     int    // responses written
+	held  []byte // the single JSON response, written by finish
+	gone  bool   // a write failed: the client is gone
+}
+
+func newReplyWriter(w http.ResponseWriter, f format, batch bool) *replyWriter {
+	return &replyWriter{w: w, rc: http.NewResponseController(w), f: f, batch: batch}
+}
+
+// write sends one encoded response. It always reports true: a client that
+// went away does not cancel the rest of its batch (MCP basic/transports:
+// a disconnect is not a cancellation), whose responses are then dropped.
+func (rw *replyWriter) write(data []byte) bool {
+	first := rw.n == 0
+	rw.n++
+	switch {
+	case rw.gone:
+	case rw.f == formatSSE:
+		if first {
+			startSSE(rw.w)
 		}
-		body := append([]byte{'['}, bytes.Join(encoded, []byte{','})...)
-		writeBody(w, http.StatusOK, append(body, ']'))
-		return
+		rw.gone = writeEvent(rw.w, rw.rc, "message", data) != nil
+	case !rw.batch:
+		rw.held = data
+	default:
+		sep := []byte{','}
+		if first {
+			rw.w.Header().Set("Content-Type", "application/json")
+			rw.w.WriteHeader(http.StatusOK)
+			sep[0] = '['
+		}
+		_, err := rw.w.Write(sep)
+		if err == nil {
+			_, err = rw.w.Write(data)
+		}
+		rw.gone = err != nil
 	}
-	startSSE(w)
-	rc := http.NewResponseController(w)
-	for _, data := range encoded {
-		if writeEvent(w, rc, "message", data) != nil {
-			return // the client is gone; nothing left to tell it
-		}
+	return true
+}
+
+// finish completes the reply: 202 Accepted when there was no response,
+// the single JSON response, or the closing bracket of a batch's array.
+func (rw *replyWriter) finish() {
+	switch {
+	case rw.n == 0:
+		rw.w.WriteHeader(http.StatusAccepted)
+	case rw.gone || rw.f == formatSSE:
+	case !rw.batch:
+		writeBody(rw.w, http.StatusOK, rw.held)
+	default:
+		_, _ = rw.w.Write([]byte{']'})
 	}
 }

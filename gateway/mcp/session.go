@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -22,20 +23,31 @@ const (
 	headerProtocolVersion = "Mcp-Protocol-Version"
 )
 
-// identity is what binds a session to its owner: a session id presented with
-// a credential of another identity is treated as unknown (404), so a leaked
-// session id is useless without the credential that opened it (MCP
+// identity is what binds a session to its owner: the whole identity of the
+// credential that opened it, every field of gateway.Principal except the
+// expiry (a renewed token keeps its sessions). A session id presented with
+// a credential that differs in any of them (another user, workspace, task,
+// agent profile, kind, token or scope set) is treated as unknown (404): it
+// cannot use, stream, cancel calls of, post to or end the session, so a
+// leaked session id is useless without the credential that opened it (MCP
 // 2025-11-25, basic/security_best_practices, "Session Hijacking").
 type identity struct {
 	kind      gateway.PrincipalKind
 	subject   string
 	workspace string
 	task      string
+	profile   string
 	tokenFP   string
+	scopes    string // sorted and quoted: ["mcp:ops" "mcp:read"]
 }
 
 func identityOf(p *gateway.Principal) identity {
-	return identity{p.Kind, p.Subject, p.WorkspaceID, p.TaskID, p.TokenFingerprint}
+	scopes := slices.Clone(p.Scopes)
+	slices.Sort(scopes)
+	return identity{
+		kind: p.Kind, subject: p.Subject, workspace: p.WorkspaceID, task: p.TaskID,
+		profile: p.ProfileID, tokenFP: p.TokenFingerprint, scopes: fmt.Sprintf("%q", scopes),
+	}
 }
 
 // session is one MCP session: created by initialize, ended by DELETE,

@@ -64,7 +64,23 @@ type Options struct {
 	// MaxBodyBytes caps a POST body; larger bodies get HTTP 413 with a
 	// JSON-RPC error. Default 1 MiB.
 	MaxBodyBytes int64
-	// PageSize is the number of tools per tools/list page. Default 50.
+	// MaxBatchMessages caps the members (requests, notifications and
+	// responses) of one JSON-RPC batch, which 2025-03-26 sessions and the
+	// HTTP+SSE transport accept. A larger batch is refused whole, before
+	// any member runs, with HTTP 413 and a -32600 error naming the limit.
+	// Default DefaultMaxBatchMessages.
+	MaxBatchMessages int
+	// MaxBatchReplyBytes is the reply budget of one POST, in bytes of
+	// encoded JSON-RPC responses. The members of a batch run in order;
+	// once the responses sent so far reach the budget, each later request
+	// is answered with a -32600 error naming the budget (data.status 413)
+	// instead of running. A request that ran keeps its response, so one
+	// POST's replies exceed the budget by at most one response, and a
+	// single request is never refused by it. Default
+	// DefaultMaxBatchReplyBytes.
+	MaxBatchReplyBytes int64
+	// PageSize is the number of tools per tools/list page. Default
+	// DefaultPageSize.
 	PageSize int
 	// ServerName and ServerVersion are sent as serverInfo. Default "mcpgate", "dev".
 	ServerName, ServerVersion string
@@ -111,10 +127,12 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMaxBodyBytes = 1 << 20
-	DefaultPageSize     = 100
-	DefaultSessionIdle  = time.Hour
-	DefaultKeepAlive    = 25 * time.Second
+	DefaultMaxBodyBytes       = 1 << 20
+	DefaultMaxBatchMessages   = 100
+	DefaultMaxBatchReplyBytes = 4 << 20
+	DefaultPageSize           = 100
+	DefaultSessionIdle        = time.Hour
+	DefaultKeepAlive          = 25 * time.Second
 )
 
 // Transport serves the MCP endpoint; it implements http.Handler for POST,
@@ -170,8 +188,8 @@ func (o *Options) validate() error {
 		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Authenticator is nil; pass the authenticator of this endpoint")
 	case o.Handler == nil:
 		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Handler is nil; pass the handler that serves tools/list and tools/call")
-	case o.MaxBodyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.KeepAlive < 0, o.CORSMaxAge < 0:
-		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, PageSize, SessionIdle, KeepAlive and CORSMaxAge must not be negative; use 0 for the default")
+	case o.MaxBodyBytes < 0, o.MaxBatchMessages < 0, o.MaxBatchReplyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.KeepAlive < 0, o.CORSMaxAge < 0:
+		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, MaxBatchMessages, MaxBatchReplyBytes, PageSize, SessionIdle, KeepAlive and CORSMaxAge must not be negative; use 0 for the default")
 	}
 	return nil
 }
@@ -182,6 +200,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxBatchMessages == 0 {
+		o.MaxBatchMessages = DefaultMaxBatchMessages
+	}
+	if o.MaxBatchReplyBytes == 0 {
+		o.MaxBatchReplyBytes = DefaultMaxBatchReplyBytes
 	}
 	if o.PageSize == 0 {
 		o.PageSize = DefaultPageSize
@@ -270,7 +294,7 @@ func (t *Transport) replyError(w http.ResponseWriter, r *http.Request, id json.R
 }
 
 // servePOST handles one POST body: a single message, or a batch when the
-// session negotiated 2025-03-26.
+// session negotiated 2025-03-26. Responses are written as each is ready.
 func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
 	f, ok := replyFormat(r)
 	if !ok {
@@ -283,7 +307,7 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 		t.replyError(w, r, nil, err)
 		return
 	}
-	msgs, batch, err := parseBody(body)
+	msgs, batch, err := parseBody(body, t.opts.MaxBatchMessages)
 	if err != nil {
 		t.replyError(w, r, failedID(msgs), err)
 		return
@@ -297,12 +321,11 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 		t.replyError(w, r, singleID(msgs, batch), err)
 		return
 	}
-	encoded := t.handleMessages(r.Context(), s, p, msgs)
-	if len(encoded) == 0 {
-		w.WriteHeader(http.StatusAccepted) // only notifications and responses
-		return
-	}
-	writeResponses(w, f, batch, encoded)
+	reply := newReplyWriter(w, f, batch)
+	t.handleMessages(r.Context(), s, msgs, func(ctx context.Context, m *message) []byte {
+		return t.call(ctx, s, p, m)
+	}, reply.write)
+	reply.finish() // 202 when there were only notifications and responses
 }
 
 // failedID is the id to echo when parseBody fails: that of the one message,
@@ -389,26 +412,53 @@ func (t *Transport) serveInitialize(w http.ResponseWriter, r *http.Request, p *g
 		}
 		resp.Error, _ = t.wireError(ctx, err)
 	}
-	writeResponses(w, f, false, [][]byte{t.encode(ctx, resp)})
+	reply := newReplyWriter(w, f, false)
+	reply.write(t.encode(ctx, resp))
+	reply.finish()
 }
 
-// handleMessages runs the messages of one POST in order and returns the
-// encoded responses to its requests. ctx carries the HTTP request's values.
-func (t *Transport) handleMessages(ctx context.Context, s *session, p *gateway.Principal, msgs []message) [][]byte {
-	var out [][]byte
+// handleMessages runs the messages of one POST in order and hands each
+// response to emit as soon as it is ready, so the responses of a batch are
+// never held together. answer serves one request. Once the responses
+// emitted reach MaxBatchReplyBytes, later requests are not answered but
+// refused with errReplyBudget; notifications still take effect. It stops
+// early when emit reports false (nobody will ever read the rest). ctx
+// carries the HTTP request's values.
+func (t *Transport) handleMessages(ctx context.Context, s *session, msgs []message,
+	answer func(context.Context, *message) []byte, emit func([]byte) bool) {
+	var spent int64
 	for i := range msgs {
 		m := &msgs[i]
+		var out []byte
 		switch m.kind {
 		case kindInvalid:
 			e, _ := t.wireError(ctx, m.err)
-			out = append(out, t.encode(ctx, response{JSONRPC: "2.0", ID: m.id, Error: e}))
+			out = t.encode(ctx, response{JSONRPC: "2.0", ID: m.id, Error: e})
+		case kindRequest:
+			if spent < t.opts.MaxBatchReplyBytes {
+				out = answer(ctx, m)
+				break
+			}
+			e, _ := t.wireError(ctx, errReplyBudget(t.opts.MaxBatchReplyBytes))
+			out = t.encode(ctx, response{JSONRPC: "2.0", ID: m.id, Error: e})
 		case kindNotification:
 			t.notified(s, m)
-		case kindRequest:
-			out = append(out, t.call(ctx, s, p, m))
+			continue
+		default:
+			continue // a response: this server sends no requests to answer
+		}
+		spent += int64(len(out))
+		if !emit(out) {
+			return
 		}
 	}
-	return out
+}
+
+// errReplyBudget answers the requests of a batch after its responses have
+// reached MaxBatchReplyBytes.
+func errReplyBudget(budget int64) error {
+	return errStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
+		"not run: the responses to this POST already reached %d bytes, the most one POST may produce (an operator can raise MCPGATE_MAX_BATCH_REPLY_BYTES); send this request again in a new POST", budget)
 }
 
 // notified handles a client notification. notifications/cancelled cancels

@@ -26,6 +26,8 @@ func TestNewHandlerValidatesOptions(t *testing.T) {
 		{"no handler", Options{Authenticator: fakeAuth{}}, "Handler is nil"},
 		{"negative page size", Options{Authenticator: fakeAuth{}, Handler: &fakeHandler{}, PageSize: -1}, "must not be negative"},
 		{"negative body limit", Options{Authenticator: fakeAuth{}, Handler: &fakeHandler{}, MaxBodyBytes: -1}, "must not be negative"},
+		{"negative batch limit", Options{Authenticator: fakeAuth{}, Handler: &fakeHandler{}, MaxBatchMessages: -1}, "must not be negative"},
+		{"negative reply budget", Options{Authenticator: fakeAuth{}, Handler: &fakeHandler{}, MaxBatchReplyBytes: -1}, "must not be negative"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

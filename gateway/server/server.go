@@ -58,6 +58,12 @@ type Deps struct {
 	// and the resource metadata off.
 	HTTP    config.HTTP
 	Version string
+
+	// MaxBatchMessages and MaxBatchReplyBytes bound one JSON-RPC batch:
+	// its members and the bytes of its responses (mcp.Options); 0 takes
+	// the transport's defaults.
+	MaxBatchMessages   int
+	MaxBatchReplyBytes int64
 }
 
 // Paths of the HTTP+SSE transport of MCP 2024-11-05: the event stream and
@@ -85,6 +91,8 @@ func New(d Deps) (*Server, error) {
 		Handler:             d.Pipeline,
 		Logger:              d.Logger,
 		MaxBodyBytes:        d.MaxBodyBytes,
+		MaxBatchMessages:    d.MaxBatchMessages,
+		MaxBatchReplyBytes:  d.MaxBatchReplyBytes,
 		ServerName:          "mcpgate",
 		ServerVersion:       d.Version,
 		Instructions:        "SupaCloud tools, authorized by mcpgate. tools/list shows exactly the tools your agent profile may call.",
