@@ -292,7 +292,7 @@ func decodeParams(params json.RawMessage, v any) error {
 	for i := range rv.NumField() {
 		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
 		raw, ok := obj[name]
-		if !ok {
+		if !ok || name == "" || name == "-" {
 			continue
 		}
 		if err := json.Unmarshal(raw, rv.Field(i).Addr().Interface()); err != nil {
