@@ -237,6 +237,11 @@ func FuzzCallToolParams(f *testing.F) {
 		metaRaw := obj["_meta"]
 		var meta map[string]any
 		metaOK := metaRaw == nil || json.Unmarshal(metaRaw, &meta) == nil && (meta != nil || string(metaRaw) == "null")
+		// The audit row of a malformed call names the tool only when the
+		// params do.
+		if got := readableName(params); got != name {
+			t.Fatalf("readableName(%q) = %q, want %q", params, got, name)
+		}
 		if err != nil {
 			if gateway.ErrorCodeOf(err) != gateway.EInvalid || call != nil {
 				t.Fatalf("refusal is %v with call %+v, want EInvalid and no call", err, call)

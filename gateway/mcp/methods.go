@@ -228,13 +228,11 @@ func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params j
 // readableName returns params.name when params is an object with a string
 // name, else "" (for the audit row of a malformed tools/call).
 func readableName(params json.RawMessage) string {
-	var in struct {
-		Name any `json:"name"`
-	}
-	if json.Unmarshal(params, &in) != nil {
+	var in map[string]json.RawMessage // exact member names, as in decodeParams
+	var name string
+	if json.Unmarshal(params, &in) != nil || json.Unmarshal(in["name"], &name) != nil {
 		return ""
 	}
-	name, _ := in.Name.(string)
 	return name
 }
 
