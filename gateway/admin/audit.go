@@ -80,7 +80,13 @@ func decodeCursor(s string) (gateway.AuditPosition, error) {
 	if !ok || err1 != nil || err2 != nil || n <= 0 || t < 0 || t > maxCursorMicros {
 		return gateway.AuditPosition{}, bad
 	}
-	return gateway.AuditPosition{Time: time.UnixMicro(t).UTC(), ID: n}, nil
+	p := gateway.AuditPosition{Time: time.UnixMicro(t).UTC(), ID: n}
+	// Only the cursor encodeCursor writes for p is p's cursor: no signs,
+	// no leading zeros, no stray bits in the last base64 character.
+	if encodeCursor(p) != s {
+		return gateway.AuditPosition{}, bad
+	}
+	return p, nil
 }
 
 // auditFilter parses and checks the query; every parameter may appear once.

@@ -35,12 +35,12 @@ type message struct {
 // wireMessage is the envelope as decoded; every member stays raw so that a
 // member of the wrong type is an invalid request (-32600), not a parse error.
 type wireMessage struct {
-	JSONRPC json.RawMessage `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  json.RawMessage `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
+	JSONRPC json.RawMessage
+	ID      json.RawMessage
+	Method  json.RawMessage
+	Params  json.RawMessage
+	Result  json.RawMessage
+	Error   json.RawMessage
 }
 
 // response is one JSON-RPC response. ID nil encodes as null, which is how
@@ -136,15 +136,19 @@ func notJSON(err error) string {
 
 // parseMessage classifies one JSON value. It returns a non-nil error only
 // when raw is not JSON at all; every other defect is a kindInvalid message.
+// Member names are matched exactly, as JSON-RPC defines them: decoding
+// into a struct would also take "Method" or "ID" for method and id.
 func parseMessage(raw json.RawMessage) (message, error) {
-	var w wireMessage
-	if err := json.Unmarshal(raw, &w); err != nil {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) || len(raw) == 0 {
 			return message{}, err
 		}
 		return invalid(nil, "a JSON-RPC message must be a JSON object"), nil
 	}
+	w := wireMessage{JSONRPC: obj["jsonrpc"], ID: obj["id"], Method: obj["method"],
+		Params: obj["params"], Result: obj["result"], Error: obj["error"]}
 	return classify(&w), nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -198,7 +199,9 @@ func decodeCursor(c string) (int, error) {
 	}
 	n, ok := strings.CutPrefix(string(raw), cursorPrefix)
 	off, err := strconv.Atoi(n)
-	if !ok || err != nil || off < 0 {
+	// Only the cursor encodeCursor makes for off is off's cursor: no sign,
+	// no leading zeros, no stray bits in the last base64 character.
+	if !ok || err != nil || off < 0 || encodeCursor(off) != c {
 		return 0, errBadCursor
 	}
 	return off, nil
@@ -225,13 +228,11 @@ func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params j
 // readableName returns params.name when params is an object with a string
 // name, else "" (for the audit row of a malformed tools/call).
 func readableName(params json.RawMessage) string {
-	var in struct {
-		Name any `json:"name"`
-	}
-	if json.Unmarshal(params, &in) != nil {
+	var in map[string]json.RawMessage // exact member names, as in decodeParams
+	var name string
+	if json.Unmarshal(params, &in) != nil || json.Unmarshal(in["name"], &name) != nil {
 		return ""
 	}
-	name, _ := in.Name.(string)
 	return name
 }
 
@@ -269,8 +270,11 @@ func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
 	return call, nil
 }
 
-// decodeParams decodes optional params into v; absent or null params leave
-// v at its zero value.
+// decodeParams decodes optional params into v, a pointer to a struct whose
+// fields are tagged with their member names; absent or null params leave v
+// at its zero value. Member names are matched exactly, as MCP defines them
+// (json.Unmarshal into the struct would also fill "name" from "NAME"), and
+// the last of duplicate members wins.
 func decodeParams(params json.RawMessage, v any) error {
 	if len(params) == 0 || string(params) == "null" {
 		return nil
@@ -278,7 +282,26 @@ func decodeParams(params json.RawMessage, v any) error {
 	if params[0] != '{' {
 		return notObject(jsonKind(params[0]))
 	}
-	return json.Unmarshal(params, v)
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(params, &obj); err != nil {
+		return err
+	}
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
+		raw, ok := obj[name]
+		if !ok || name == "" || name == "-" {
+			continue
+		}
+		if err := json.Unmarshal(raw, rv.Field(i).Addr().Interface()); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				te.Field = strings.TrimSuffix(name+"."+te.Field, ".")
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // typeProblem says, for a JSON decoding error, which field had which JSON

@@ -1,0 +1,388 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// The fuzz targets of this file check properties of the JSON-RPC parser,
+// the tools/call params and the tools/list cursor against an independent
+// reading of the same bytes: JSON objects decoded with exact member names
+// (JSON-RPC and MCP names are case-sensitive), never through the structs
+// the code under test uses. `go test` runs their seeds; `make fuzz` runs
+// the engine.
+
+// members decodes raw as a JSON object with exact member names (the last
+// of duplicate names wins, as in encoding/json). ok is false when raw is
+// not an object.
+func members(raw []byte) (map[string]json.RawMessage, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil, false
+	}
+	return obj, true
+}
+
+// jsonString decodes raw as a JSON string.
+func jsonString(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+func compactJSON(t *testing.T, raw []byte) string {
+	t.Helper()
+	// Decode and encode again, numbers kept as written: two spellings of
+	// one value (escapes such as \u0026 for &, key order) compare equal.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("not JSON: %q: %v", raw, err)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("does not re-encode: %q: %v", raw, err)
+	}
+	return string(out)
+}
+
+func FuzzParseBody(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"workspace.info","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":-3.5e2,"method":"tools/list","params":{"cursor":"dG9vbHM6MTAw"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":7,"result":{}}`,
+		`{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}`,
+		` [{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}},{"id":null}] `,
+		`[]`, `[1,"x",null]`, `null`, `{}`, `"2.0"`, `{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":{},"method":"ping"}`, `{"jsonrpc":"1.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":""}`, `{"jsonrpc":"2.0","id":1,"method":7}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","Method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		msgs, batch, err := parseBody(body, DefaultMaxBatchMessages)
+		trimmed := bytes.TrimSpace(body)
+		isArray := len(trimmed) > 0 && trimmed[0] == '['
+		if isArray != batch {
+			t.Fatalf("batch = %v for a body that starts with %q", batch, trimmed[:min(1, len(trimmed))])
+		}
+		if err != nil && batch && isBatchTooLarge(err) {
+			// Counted before parsing: the members past the limit are never
+			// read, so the body need not be JSON.
+			if len(msgs) != 0 {
+				t.Fatalf("refused oversized batch returned %d messages", len(msgs))
+			}
+			return
+		}
+		if err != nil {
+			checkProtocolError(t, err)
+			if !json.Valid(trimmed) && !isParseError(err) {
+				t.Fatalf("body that is not JSON refused with %v, want a parse error", err)
+			}
+			if batch && len(msgs) != 0 {
+				t.Fatalf("refused batch returned %d messages", len(msgs))
+			}
+			if !batch && (len(msgs) > 1 || len(msgs) == 1 && msgs[0].kind != kindInvalid) {
+				t.Fatalf("refused single message returned %+v", msgs)
+			}
+			return
+		}
+		if !json.Valid(trimmed) {
+			t.Fatalf("accepted a body that is not JSON: %q", body)
+		}
+		var raws []json.RawMessage
+		if batch {
+			if e := json.Unmarshal(trimmed, &raws); e != nil {
+				t.Fatalf("accepted batch does not decode as an array: %v", e)
+			}
+		} else {
+			raws = []json.RawMessage{trimmed}
+		}
+		if len(raws) == 0 || len(msgs) != len(raws) {
+			t.Fatalf("%d messages for %d array members", len(msgs), len(raws))
+		}
+		if !batch && msgs[0].kind == kindInvalid {
+			t.Fatalf("single invalid message accepted without an error: %+v", msgs[0])
+		}
+		for i := range msgs {
+			checkMessage(t, raws[i], &msgs[i])
+		}
+	})
+}
+
+// isBatchTooLarge reports the refusal of a batch over the member limit:
+// HTTP 413, -32600.
+func isBatchTooLarge(err error) bool {
+	var pe *protocolError
+	return errors.As(err, &pe) && pe.status == 413 && pe.code == gateway.RPCInvalidRequest
+}
+
+func isParseError(err error) bool {
+	var pe *protocolError
+	return errors.As(err, &pe) && pe.code == gateway.RPCParseError
+}
+
+func checkProtocolError(t *testing.T, err error) {
+	t.Helper()
+	var pe *protocolError
+	if !errors.As(err, &pe) || pe.status != 400 || pe.class != gateway.EInvalid ||
+		(pe.code != gateway.RPCParseError && pe.code != gateway.RPCInvalidRequest) {
+		t.Fatalf("refusal is %#v, want a 400 parse error or invalid request", err)
+	}
+}
+
+// checkMessage checks m against an independent, case-sensitive reading of
+// raw, and that re-encoding m reads back as the same message.
+func checkMessage(t *testing.T, raw json.RawMessage, m *message) {
+	t.Helper()
+	obj, isObject := members(raw)
+	if m.kind == kindInvalid {
+		if m.err == nil {
+			t.Fatalf("invalid message without an error: %q", raw)
+		}
+		checkProtocolError(t, m.err)
+		return
+	}
+	if !isObject {
+		t.Fatalf("message %q is not a JSON object but was classified %d", raw, m.kind)
+	}
+	if v, ok := jsonString(obj["jsonrpc"]); !ok || v != "2.0" {
+		t.Fatalf("accepted %q whose jsonrpc member is %q", raw, obj["jsonrpc"])
+	}
+	id, hasID := obj["id"]
+	if hasID && m.id != nil && !bytes.Equal(id, m.id) {
+		t.Fatalf("id %q echoed as %q", id, m.id)
+	}
+	switch m.kind {
+	case kindRequest, kindNotification:
+		method, ok := jsonString(obj["method"])
+		if !ok || method == "" || method != m.method {
+			t.Fatalf("accepted %q as method %q; its method member is %q", raw, m.method, obj["method"])
+		}
+		if !bytes.Equal(m.params, obj["params"]) {
+			t.Fatalf("params %q, want the member %q", m.params, obj["params"])
+		}
+		if (m.kind == kindRequest) != hasID {
+			t.Fatalf("kind %d for a message with id member %v", m.kind, hasID)
+		}
+		if m.kind == kindRequest && (len(m.id) == 0 || !validID(m.id)) {
+			t.Fatalf("request %q accepted with id %q; ids are strings or numbers", raw, m.id)
+		}
+	case kindResponse:
+		if _, ok := obj["method"]; ok || !hasID {
+			t.Fatalf("response %q has a method or no id", raw)
+		}
+		if obj["result"] == nil && obj["error"] == nil {
+			t.Fatalf("response %q has neither result nor error", raw)
+		}
+		return
+	}
+	// Re-encoding the message reads back as the same message.
+	out := map[string]any{"jsonrpc": "2.0", "method": m.method}
+	if m.kind == kindRequest {
+		out["id"] = m.id
+	}
+	if m.params != nil {
+		out["params"] = m.params
+	}
+	enc, err := json.Marshal(out)
+	if err != nil {
+		t.Fatalf("accepted message does not re-encode: %v", err)
+	}
+	again, err := parseMessage(enc)
+	if err != nil || again.kind != m.kind || again.method != m.method ||
+		(m.kind == kindRequest && compactJSON(t, again.id) != compactJSON(t, m.id)) ||
+		(m.params != nil && compactJSON(t, again.params) != compactJSON(t, m.params)) {
+		t.Fatalf("re-encoded %q reads back as %+v (err %v), want %+v", enc, again, err, *m)
+	}
+	if m.kind == kindRequest {
+		// The reply echoes the id unchanged.
+		reply, err := json.Marshal(response{JSONRPC: "2.0", ID: m.id, Result: struct{}{}})
+		if err != nil {
+			t.Fatalf("reply to id %q does not encode: %v", m.id, err)
+		}
+		back, err := parseMessage(reply)
+		if err != nil || back.kind != kindResponse || compactJSON(t, back.id) != compactJSON(t, m.id) {
+			t.Fatalf("reply %q reads back as %+v (err %v)", reply, back, err)
+		}
+	}
+}
+
+// validID reports whether raw is one JSON string or number.
+func validID(raw json.RawMessage) bool {
+	if !json.Valid(raw) {
+		return false
+	}
+	if _, ok := jsonString(raw); ok {
+		return true
+	}
+	var n json.Number
+	return json.Unmarshal(raw, &n) == nil && raw[0] != '"'
+}
+
+func FuzzCallToolParams(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"workspace.info","arguments":{}}`,
+		`{"name":"projects.list"}`,
+		`{"name":"app.deploy","arguments":{"app_id":"app-1","confirmation_token":"mcpc1.x.y","idempotency_key":"k1"},"_meta":{"progressToken":3}}`,
+		`{"name":"db.query","arguments":{"sql":"select 1","limit":10.5,"tags":["a",null,true],"nested":{"x":{"y":[]}}}}`,
+		`{"name":"x","arguments":null,"_meta":null}`,
+		`{"name":"x","arguments":[1,2]}`, `{"name":"x","arguments":"{}"}`, `{"name":"x","arguments":{"a":1,"a":2}}`,
+		`{"name":"","arguments":{}}`, `{"name":7}`, `{"arguments":{}}`, `{"name":"x","_meta":[]}`,
+		`{"name":"x","NAME":"y"}`, `[]`, `"x"`, `null`, ``, `{"name":"x","arguments":{"a":1e999}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		params = bytes.TrimSpace(params) // as the envelope hands them over
+		call, err := parseCallParams(params)
+		obj, isObject := members(params)
+		name, nameOK := jsonString(obj["name"])
+		metaRaw := obj["_meta"]
+		var meta map[string]any
+		metaOK := metaRaw == nil || json.Unmarshal(metaRaw, &meta) == nil && (meta != nil || string(metaRaw) == "null")
+		// The audit row of a malformed call names the tool only when the
+		// params do.
+		if got := readableName(params); got != name {
+			t.Fatalf("readableName(%q) = %q, want %q", params, got, name)
+		}
+		if err != nil {
+			if gateway.ErrorCodeOf(err) != gateway.EInvalid || call != nil {
+				t.Fatalf("refusal is %v with call %+v, want EInvalid and no call", err, call)
+			}
+			if isObject && json.Valid(params) && nameOK && name != "" && metaOK {
+				t.Fatalf("refused well-formed params %q: %v", params, err)
+			}
+			return
+		}
+		if !isObject || !nameOK || name == "" || call.Name != name {
+			t.Fatalf("accepted %q as tool %q; its name member is %q", params, call.Name, obj["name"])
+		}
+		if !metaOK || !reflect.DeepEqual(call.Meta, meta) {
+			t.Fatalf("_meta %v, want %v from %q", call.Meta, meta, metaRaw)
+		}
+		if call.Arguments == nil || len(call.RawArguments) == 0 {
+			t.Fatalf("nil arguments or raw arguments: %+v", call)
+		}
+		args := bytes.TrimSpace(obj["arguments"])
+		if len(args) == 0 || string(args) == "null" {
+			if len(call.Arguments) != 0 || string(call.RawArguments) != "{}" || call.ArgumentsErr != nil {
+				t.Fatalf("absent arguments read as %+v", call)
+			}
+			return
+		}
+		if !bytes.Equal(call.RawArguments, args) {
+			t.Fatalf("raw arguments %q, want the member %q", call.RawArguments, args)
+		}
+		var want map[string]any
+		decodable := args[0] == '{' && json.Unmarshal(args, &want) == nil
+		if call.ArgumentsErr != nil {
+			if decodable || gateway.ErrorCodeOf(call.ArgumentsErr) != gateway.EInvalid || len(call.Arguments) != 0 {
+				t.Fatalf("arguments %q refused with %v, arguments %v", args, call.ArgumentsErr, call.Arguments)
+			}
+			return
+		}
+		if !decodable || !reflect.DeepEqual(call.Arguments, want) {
+			t.Fatalf("arguments %v, want %v from %q", call.Arguments, want, args)
+		}
+		// The arguments re-encode and read back unchanged (what adapters and
+		// the input hash see).
+		enc, err := json.Marshal(call.Arguments)
+		if err != nil {
+			t.Fatalf("arguments do not re-encode: %v", err)
+		}
+		var back map[string]any
+		if err := json.Unmarshal(enc, &back); err != nil || !reflect.DeepEqual(back, call.Arguments) {
+			t.Fatalf("re-encoded arguments %s read back as %v (err %v)", enc, back, err)
+		}
+	})
+}
+
+func FuzzToolsListCursor(f *testing.F) {
+	const pageSize = 7
+	h := &fakeHandler{}
+	tr, err := NewHandler(Options{Authenticator: fakeAuth{}, Handler: h, Logger: zap.NewNop(), PageSize: pageSize})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(tr.Close)
+	p := principals[tokAlice]
+	for _, s := range []string{"", encodeCursor(0), encodeCursor(7), encodeCursor(14), encodeCursor(119), encodeCursor(1 << 40),
+		"dG9vbHM6LTE" /* tools:-1 */, "dG9vbHM6KzE0" /* tools:+14 */, "dG9vbHM6MDc" /* tools:07 */, "dG9vbHM6MTR",
+		"dG9vbHM6MTQ=", "not a cursor", "dG9vbHM6", "eA", "!!"} {
+		f.Add(s, uint16(120))
+	}
+	f.Add(encodeCursor(3), uint16(3))
+	f.Add(encodeCursor(4), uint16(3))
+	f.Fuzz(func(t *testing.T, cursor string, n uint16) {
+		nTools := int(n % 300)
+		off, err := decodeCursor(cursor)
+		if err != nil {
+			if gateway.ErrorCodeOf(err) != gateway.EInvalid {
+				t.Fatalf("cursor %q refused with %v, want EInvalid", cursor, err)
+			}
+		} else if off < 0 || cursor != "" && encodeCursor(off) != cursor {
+			t.Fatalf("cursor %q decodes to %d, which encodes as %q", cursor, off, encodeCursor(off))
+		}
+		h.setTools(nTools, nil)
+		params, _ := json.Marshal(map[string]string{"cursor": cursor})
+		res, lerr := tr.listTools(context.Background(), &session{}, &p, params)
+		if err != nil || off > nTools {
+			if lerr == nil || gateway.ErrorCodeOf(lerr) != gateway.EInvalid {
+				t.Fatalf("cursor %q (offset %d, err %v) over %d tools answered %v, %v; want EInvalid", cursor, off, err, nTools, res, lerr)
+			}
+			return
+		}
+		if lerr != nil {
+			t.Fatalf("valid cursor %q (offset %d) over %d tools refused: %v", cursor, off, nTools, lerr)
+		}
+		// Following nextCursor from here lists every remaining tool once, in
+		// order, in full pages but the last.
+		next := off
+		for {
+			page := res.(*listToolsResult)
+			end := min(next+pageSize, nTools)
+			if len(page.Tools) != end-next {
+				t.Fatalf("page at %d of %d tools has %d tools", next, nTools, len(page.Tools))
+			}
+			for i, tool := range page.Tools {
+				if tool.Name != toolName(next+i) {
+					t.Fatalf("page at %d: tool %d is %q, want %q", next, i, tool.Name, toolName(next+i))
+				}
+			}
+			if end == nTools {
+				if page.NextCursor != "" {
+					t.Fatalf("last page at %d of %d tools has nextCursor %q", next, nTools, page.NextCursor)
+				}
+				return
+			}
+			if page.NextCursor != encodeCursor(end) {
+				t.Fatalf("page at %d: nextCursor %q, want %q", next, page.NextCursor, encodeCursor(end))
+			}
+			params, _ := json.Marshal(map[string]string{"cursor": page.NextCursor})
+			if res, lerr = tr.listTools(context.Background(), &session{}, &p, params); lerr != nil {
+				t.Fatalf("nextCursor %q refused: %v", page.NextCursor, lerr)
+			}
+			next = end
+		}
+	})
+}
