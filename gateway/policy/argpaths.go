@@ -15,6 +15,22 @@ type argumentUse struct {
 	keys []string
 }
 
+// read returns the arguments the bundle can read: args itself when it may
+// read any, else only the keys it names, so arguments no rule looks at
+// (such as script.run's inputs) are never converted into the policy input.
+func (u argumentUse) read(args map[string]any) map[string]any {
+	if u.all || len(args) == 0 {
+		return args
+	}
+	out := make(map[string]any, len(u.keys))
+	for _, k := range u.keys {
+		if v, ok := args[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func analyseArguments(c *ast.Compiler) argumentUse {
 	seen := map[string]bool{}
 	use := argumentUse{}

@@ -1,12 +1,15 @@
 package policy
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"hash"
 	"slices"
 	"strconv"
+	"sync"
 
-	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -15,31 +18,155 @@ import (
 // engine keeps when Options.CacheSize is 0.
 const DefaultCacheSize = 8192
 
+// DefaultCacheBytes is the memory budget of each of the two caches
+// (decisions, visible tool sets) when Options.CacheBytes is 0.
+const DefaultCacheBytes = 32 << 20
+
 // decisionCache memoises policy results by their complete input. The bundle
 // and its data are fixed for an Engine's lifetime, so for a bundle that
 // calls no nondeterministic builtin (time, http.send, random, …; the engine
 // turns the cache off for bundles that do) an identical input always yields
-// the identical result: caching by the full input is exact, never stale. A reload builds a new Engine and so
-// a new cache. Keys hold no secrets (inputs carry none).
+// the identical result: caching by the full input is exact, never stale. A
+// reload builds a new Engine and so a new cache.
+//
+// Its memory is bounded whatever the callers send. A key is the SHA-256
+// digest of the input's encoding (inputKey), 32 bytes however large the
+// arguments are; two different inputs sharing a digest would need a
+// SHA-256 collision. Each entry is charged its key, its value's strings
+// and a fixed overhead, and a cache evicts its least recently used entries
+// once the charges pass its byte budget, as well as beyond its entry
+// count. An entry that alone would take more than a sixteenth of the
+// budget is not cached at all (it is still answered, by evaluation).
 type decisionCache struct {
-	decisions *lru.Cache[string, *gateway.Decision]
-	visible   *lru.Cache[string, map[string]bool]
+	decisions *sizedLRU[*gateway.Decision]
+	visible   *sizedLRU[map[string]bool]
 }
 
-func newDecisionCache(size int) *decisionCache {
+func newDecisionCache(size int, budget int64) *decisionCache {
 	if size < 0 {
 		return nil
 	}
 	if size == 0 {
 		size = DefaultCacheSize
 	}
-	d, _ := lru.New[string, *gateway.Decision](size)
-	v, _ := lru.New[string, map[string]bool](size)
-	return &decisionCache{decisions: d, visible: v}
+	if budget <= 0 {
+		budget = DefaultCacheBytes
+	}
+	return &decisionCache{
+		decisions: newSizedLRU[*gateway.Decision](size, budget),
+		visible:   newSizedLRU[map[string]bool](size, budget),
+	}
+}
+
+// cacheKey is a digest of a complete policy input.
+type cacheKey [sha256.Size]byte
+
+// entryOverhead is what an entry costs beyond its strings: the list
+// element, the map slot, the key and the value's headers.
+const entryOverhead = 256
+
+// sizedLRU is an LRU bounded both in entries and in accounted bytes. It is
+// safe for concurrent use.
+type sizedLRU[V any] struct {
+	mu     sync.Mutex
+	lru    *simplelru.LRU[cacheKey, sized[V]]
+	bytes  int64
+	budget int64
+}
+
+type sized[V any] struct {
+	v    V
+	cost int64
+}
+
+func newSizedLRU[V any](size int, budget int64) *sizedLRU[V] {
+	c := &sizedLRU[V]{budget: budget}
+	c.lru, _ = simplelru.NewLRU(size, func(_ cacheKey, e sized[V]) { c.bytes -= e.cost })
+	return c
+}
+
+func (c *sizedLRU[V]) get(k cacheKey) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.lru.Get(k)
+	return e.v, ok
+}
+
+// add caches v under k at the given cost (entryOverhead is added), then
+// evicts the oldest entries until the cache is within its budget.
+func (c *sizedLRU[V]) add(k cacheKey, v V, cost int64) {
+	cost += entryOverhead
+	if cost > c.budget/16 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.lru.Peek(k); ok {
+		c.bytes -= old.cost
+	}
+	c.lru.Add(k, sized[V]{v: v, cost: cost})
+	c.bytes += cost
+	for c.bytes > c.budget {
+		if _, _, ok := c.lru.RemoveOldest(); !ok {
+			break
+		}
+	}
+}
+
+func (c *sizedLRU[V]) stats() (entries int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len(), c.bytes
+}
+
+// decisionCost is what a cached decision holds in strings.
+func decisionCost(d *gateway.Decision) int64 {
+	n := int64(len(d.ID) + len(d.Tier))
+	for _, r := range d.Reasons {
+		n += int64(32 + len(r.Code) + len(r.Message))
+	}
+	for _, f := range d.Obligations.Redact {
+		n += int64(16 + len(f))
+	}
+	return n
+}
+
+// visibleCost is what a cached visible tool set holds: its names and the
+// map's slots.
+func visibleCost(v map[string]bool) int64 {
+	n := int64(0)
+	for name := range v {
+		n += int64(48 + len(name))
+	}
+	return n
+}
+
+// CacheStats describes the decision cache's current contents.
+type CacheStats struct {
+	// Decisions and DecisionBytes are the cached tools/call decisions and
+	// the bytes they are charged (keys, strings and per-entry overhead).
+	Decisions     int
+	DecisionBytes int64
+	// Visible and VisibleBytes are the same for cached tools/list sets.
+	Visible      int
+	VisibleBytes int64
+}
+
+// CacheStats reports how many entries the decision cache holds and the
+// bytes they are charged; all zero when caching is off.
+func (e *Engine) CacheStats() CacheStats {
+	if e.cache == nil {
+		return CacheStats{}
+	}
+	var st CacheStats
+	st.Decisions, st.DecisionBytes = e.cache.decisions.stats()
+	st.Visible, st.VisibleBytes = e.cache.visible.stats()
+	return st
 }
 
 // inputKey encodes everything baseInput puts into the policy input, each
-// field length-prefixed so that no two different inputs share a key.
+// field length-prefixed so that no two different inputs share an encoding;
+// the cache keys on its digest.
 type inputKey struct{ b []byte }
 
 func (k *inputKey) str(s string) {
@@ -83,7 +210,7 @@ func (k *inputKey) profile(p *gateway.Profile) {
 	k.strs(p.ScriptAllowlist, p.ScriptAllowlist != nil)
 }
 
-// baseKey is the cache key of baseInput(p, c).
+// baseKey is the encoding of baseInput(p, c).
 func (e *Engine) baseKey(p *gateway.Principal, c *gateway.Caller) *inputKey {
 	k := &inputKey{b: make([]byte, 0, 256)}
 	k.str(string(p.Kind))
@@ -124,33 +251,45 @@ func (e *Engine) baseKey(p *gateway.Principal, c *gateway.Caller) *inputKey {
 	return k
 }
 
-// callKey extends the base key with the tool and the arguments the policy
-// can read (argumentUse); ok is false
-// when the arguments cannot be encoded (the call is then not cached).
-func (e *Engine) callKey(p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (string, bool) {
+// callKey is the digest of the complete tools/call input: the base key,
+// the tool, and the arguments the policy can read (argumentUse), each
+// argument JSON-encoded straight into the hash, so its size costs time but
+// no memory. ok is false when the arguments cannot be encoded (the call is
+// then not cached).
+func (e *Engine) callKey(p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (cacheKey, bool) {
 	k := e.baseKey(p, c)
 	k.str(tool.Name)
 	k.str(string(tool.Tier))
 	k.str(strconv.FormatBool(tool.CarveOut))
-	if e.args.all {
-		raw, err := json.Marshal(args) // sorted map keys: a canonical encoding
-		if err != nil {
-			return "", false
+	h := sha256.New()
+	h.Write(k.b)
+	if !e.args.all {
+		for _, name := range e.args.keys {
+			v, present := args[name]
+			if !present {
+				h.Write([]byte{0xff})
+				continue
+			}
+			h.Write([]byte{1})
+			if !encodeInto(h, v) {
+				return cacheKey{}, false
+			}
 		}
-		k.str(string(raw))
-		return string(k.b), true
+	} else if !encodeInto(h, args) { // sorted map keys: a canonical encoding
+		return cacheKey{}, false
 	}
-	for _, name := range e.args.keys {
-		v, present := args[name]
-		if !present {
-			k.b = append(k.b, 0xff)
-			continue
-		}
-		raw, err := json.Marshal(v)
-		if err != nil {
-			return "", false
-		}
-		k.str(string(raw))
-	}
-	return string(k.b), true
+	var key cacheKey
+	h.Sum(key[:0])
+	return key, true
+}
+
+// encodeInto writes v's JSON encoding to h, ended by a newline: the
+// encoding never holds one, so the values written in a row stay apart.
+func encodeInto(h hash.Hash, v any) bool {
+	return json.NewEncoder(h).Encode(v) == nil
+}
+
+// visibleKey is the digest of the tools/list input.
+func (e *Engine) visibleKey(p *gateway.Principal, c *gateway.Caller) cacheKey {
+	return sha256.Sum256(e.baseKey(p, c).b)
 }

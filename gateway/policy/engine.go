@@ -47,6 +47,9 @@ type Options struct {
 	// CacheSize bounds the decision cache (entries per query); 0 means
 	// DefaultCacheSize, a negative value turns caching off.
 	CacheSize int
+	// CacheBytes bounds the memory of the decision cache (bytes per query,
+	// see decisionCache); 0 or less means DefaultCacheBytes.
+	CacheBytes int64
 }
 
 // Engine evaluates prepared policy queries. It is safe for concurrent use.
@@ -93,7 +96,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		edition: ast.StringTerm(string(opts.Edition)), tools: toolsTerm(opts.Tools),
-		cache: newDecisionCache(cacheSize), args: analyseArguments(compiler),
+		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler),
 	}
 	e.grantEntries, e.toolPrefix = readGrants(res.Documents)
 	for _, q := range []struct {
@@ -130,15 +133,22 @@ func hasRule(c *ast.Compiler, query string) bool {
 // undefined decision or a malformed one is returned as an EInternal
 // *gateway.Error: the caller must refuse the call (fail closed).
 //
+// Only the arguments the bundle can read (ArgumentKeys) enter the policy
+// input. args must already be bounded: the engine does not know the tool's
+// schema, so the caller leaves out values larger than it allows (the
+// server does so with tools.Catalog.PolicyArguments).
+//
 // Results are memoised by their complete input (see decisionCache); every
 // returned decision carries a fresh ID and may be modified by the caller.
 func (e *Engine) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (*gateway.Decision, error) {
-	var key string
+	var key cacheKey
 	cacheable := false
 	if e.cache != nil {
 		key, cacheable = e.callKey(p, c, tool, args)
-		if d, ok := e.cache.decisions.Get(key); ok {
-			return withID(d), nil
+		if cacheable {
+			if d, ok := e.cache.decisions.get(key); ok {
+				return withID(d), nil
+			}
 		}
 	}
 	d, err := e.evalDecision(ctx, p, c, tool, args)
@@ -146,7 +156,7 @@ func (e *Engine) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Ca
 		return nil, err
 	}
 	if cacheable {
-		e.cache.decisions.Add(key, d)
+		e.cache.decisions.add(key, d, decisionCost(d))
 	}
 	return withID(d), nil
 }
@@ -164,7 +174,7 @@ func withID(d *gateway.Decision) *gateway.Decision {
 func (e *Engine) evalDecision(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (*gateway.Decision, error) {
 	in := e.baseInput(p, c)
 	in.Insert(ast.InternedTerm("tool"), toolTerm(tool))
-	argTerm, err := argumentsTerm(args)
+	argTerm, err := argumentsTerm(e.args.read(args))
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInvalid, err, fmt.Sprintf("arguments of tool %s cannot be evaluated", tool.Name))
 	}
@@ -184,16 +194,16 @@ func (e *Engine) evalDecision(ctx context.Context, p *gateway.Principal, c *gate
 // the same per-tool rules as Decide (listed ⇔ callable, DESIGN.md §1).
 // The returned map is shared with the cache and must not be modified.
 func (e *Engine) Visible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error) {
-	var key string
+	var key cacheKey
 	if e.cache != nil {
-		key = string(e.baseKey(p, c).b)
-		if v, ok := e.cache.visible.Get(key); ok {
+		key = e.visibleKey(p, c)
+		if v, ok := e.cache.visible.get(key); ok {
 			return v, nil
 		}
 	}
 	v, err := e.evalVisible(ctx, p, c)
 	if err == nil && e.cache != nil {
-		e.cache.visible.Add(key, v)
+		e.cache.visible.add(key, v, visibleCost(v))
 	}
 	return v, err
 }

@@ -80,7 +80,9 @@ func TestDecide(t *testing.T) {
 		{"ops lacks script.run", []string{"supacloud.ops.*"}, "member", "script.run", map[string]any{"slug": "x"}, false, "script.not_granted"},
 		{"deploy needs role", []string{"supacloud.deploy.*"}, "member", "app.pause", nil, false, "deploy.role_required"},
 		{"deploy with owner", []string{"supacloud.deploy.*"}, "owner", "app.pause", nil, true, ""},
-		{"baseline with empty allowlist", []string{}, "", "memory.search", nil, true, ""},
+		{"baseline with empty allowlist", []string{}, "viewer", "memory.search", nil, true, ""},
+		{"non-member gets no baseline", []string{}, "", "memory.search", nil, false, "actor.not_member"},
+		{"non-member gets no grant", []string{"supacloud.full"}, "", "projects.list", nil, false, "actor.not_member"},
 	}
 	for _, c := range cases {
 		t.Run(c.note, func(t *testing.T) {

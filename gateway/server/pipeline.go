@@ -142,7 +142,13 @@ func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal,
 	} else if p.ProfileID == "" && caller.DefaultProfile != nil {
 		ev.ProfileID = caller.DefaultProfile.ID
 	}
-	d, err := pl.Decider.Decide(ctx, p, caller, policy.ToolRef{Name: tool.Name, Tier: tool.Tier, CarveOut: tool.CarveOut}, call.Arguments)
+	// The policy sees the arguments before they are validated (below), but
+	// never one larger than the tool's schema allows: PolicyArguments
+	// leaves those out, silently, so the decision (and its cache) stays
+	// small and a caller the policy denies learns nothing of the schema.
+	// A call allowed without them still fails validation.
+	policyArgs := pl.Catalog.PolicyArguments(tool.Name, call.Arguments)
+	d, err := pl.Decider.Decide(ctx, p, caller, policy.ToolRef{Name: tool.Name, Tier: tool.Tier, CarveOut: tool.CarveOut}, policyArgs)
 	if err != nil {
 		return nil, err
 	}

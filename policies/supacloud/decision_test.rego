@@ -32,7 +32,7 @@ matrix_role_sessions := {
 }
 
 matrix_script_sessions := {
-	"non-member deploy": object.remove(with_profile(["supacloud.deploy.*"], null), ["member"]),
+	"non-member full": object.remove(with_profile(["supacloud.full"], null), ["member"]),
 	"script carve-out, empty script list": with_profile(["supacloud.script.run"], []),
 }
 
@@ -109,7 +109,7 @@ test_matrix_lists_something_and_nothing if {
 	counts["enterprise admin full, one script"] == 71
 	counts["member full"] == 66
 	counts["viewer read and ops"] == 59
-	counts["non-member deploy"] == 8
+	counts["non-member full"] == 0
 	counts["read-only fallback"] == 39
 	counts["default profile conversation"] == 16
 	counts["script carve-out, empty script list"] == 8
@@ -173,6 +173,7 @@ test_visible_tools_ignores_input_tool if {
 reason_code_inputs := {
 	"edition.invalid": call(object.union(session, {"edition": "x"}), "project.get", {}),
 	"principal.unsupported": call(object.union(session, {"principal": {"kind": "coordinator"}}), "project.get", {}),
+	"actor.not_member": call(object.remove(session, ["member"]), "project.get", {}),
 	"task.unknown": call(object.remove(session, ["task"]), "project.get", {}),
 	"task.not_running": call(object.union(session, {"task": {"status": "failed"}}), "project.get", {}),
 	"profile.not_in_workspace": call(object.remove(session, ["profile"]), "project.get", {}),

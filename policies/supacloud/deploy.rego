@@ -7,19 +7,18 @@ package supacloud
 
 # tier_role_ok holds when the tier (an entry of data.supacloud.grants.tiers)
 # needs no role ("roles": null), or the acting user's role
-# (input.member.role; no member, no role) is one of its roles.
+# (input.member.role) is one of its roles.
 tier_role_ok(tier) if tier.roles == null
 
 tier_role_ok(tier) if input.member.role in tier.roles
 
-# role_text describes the actor's standing in the workspace for messages.
+# role_text describes the actor's role in the workspace for messages. A
+# non-member never gets here: session_ok (actor_member) refuses it first.
 role_text := sprintf("user %s has role %s in workspace %s", [
 	actor,
 	json.marshal(object.get(input.member, "role", null)),
 	workspace_id,
-]) if {
-	is_object(input.member)
-} else := sprintf("user %s is not a member of workspace %s", [actor, workspace_id])
+])
 
 deny contains {"code": "deploy.role_required", "message": msg} if {
 	session_ok

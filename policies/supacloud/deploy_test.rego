@@ -12,7 +12,7 @@ deploy_role_cases := {
 	"admin with grant": {"role": "admin", "grant": true, "codes": []},
 	"member with grant": {"role": "member", "grant": true, "codes": ["deploy.role_required"]},
 	"viewer with grant": {"role": "viewer", "grant": true, "codes": ["deploy.role_required"]},
-	"non-member with grant": {"role": null, "grant": true, "codes": ["deploy.role_required"]},
+	"non-member with grant": {"role": null, "grant": true, "codes": ["actor.not_member"]},
 	"owner without grant": {"role": "owner", "grant": false, "codes": ["allowlist.missing_grant"]},
 	"member without grant": {"role": "member", "grant": false, "codes": ["allowlist.missing_grant", "deploy.role_required"]},
 }
@@ -56,6 +56,7 @@ test_role_message_names_user_workspace_role if {
 
 test_role_message_non_member if {
 	d := supacloud.decision with input as call(non_member(with_profile(["supacloud.deploy.*"], null)), "app.pause", {})
+	codes(d) == ["actor.not_member"]
 	contains(d.reasons[0].message, "user u-1 is not a member of workspace ws-1")
 }
 

@@ -1,12 +1,22 @@
 # Session gates evaluated once per request, before any tool: the principal
-# kind and the task of an agent task session (DESIGN.md §4, agent session JWT
-# claims). Each gate only reports when the gates before it passed, so a
-# denial names the first thing to fix.
+# kind, the acting user's membership of the workspace and the task of an
+# agent task session (DESIGN.md §4, agent session JWT claims). Each gate only
+# reports when the gates before it passed, so a denial names the first thing
+# to fix.
 package supacloud
 
 # principal_supported holds for the principal kinds this bundle has rules
 # for (data.supacloud.grants.principal_kinds; coordinators come later).
 principal_supported if input.principal.kind in data.supacloud.grants.principal_kinds
+
+# actor_member holds when the acting user (JWT "sub") is a member of the
+# credential's workspace: the gateway sends input.member only then.
+# Permissions are resolved per workspace user (seed 000,
+# Berechtigungspriorität: user override, then the member's seat type), so a
+# user outside the workspace has no standing in it and gets no tool, the
+# always-on baseline included. The gate comes before the task gates, so a
+# non-member learns nothing about the workspace's tasks or profiles.
+actor_member if is_object(input.member)
 
 # task_known holds when the input carries the session's task: input.task is
 # absent when the store does not know it, and an id that differs from the
@@ -17,7 +27,7 @@ task_known if input.task.id == input.principal.task_id
 task_running if input.task.status == data.supacloud.grants.running_status
 
 # session_ok holds when every per-request gate passes: edition_valid
-# (edition.rego), principal_supported, task_known, task_running, and a
+# (edition.rego), principal_supported, actor_member, task_known, task_running, and a
 # resolved profile (active_profile, profile.rego). Tool rules only run after
 # it. Every call and every listing evaluates it, so it spells out the gates'
 # expressions instead of calling the gate rules (each rule costs an
@@ -25,6 +35,7 @@ task_running if input.task.status == data.supacloud.grants.running_status
 session_ok if {
 	input.edition in data.supacloud.grants.editions
 	input.principal.kind in data.supacloud.grants.principal_kinds
+	is_object(input.member)
 	input.task.id == input.principal.task_id
 	input.task.status == data.supacloud.grants.running_status
 	active_profile
@@ -62,9 +73,20 @@ deny contains {"code": "principal.unsupported", "message": msg} if {
 	)
 }
 
+deny contains {"code": "actor.not_member", "message": msg} if {
+	edition_valid
+	principal_supported
+	not actor_member
+	msg := sprintf(
+		"user %s is not a member of workspace %s, so every tool is denied; permissions are resolved per workspace member: ask a workspace owner or admin to add the user to the workspace, or start the task session as a member of it",
+		[actor, workspace_id],
+	)
+}
+
 deny contains {"code": "task.unknown", "message": msg} if {
 	edition_valid
 	principal_supported
+	actor_member
 	not task_known
 	msg := sprintf(
 		"task %s is not known in workspace %s, so every tool is denied; start a new task session whose token names an existing task",
@@ -75,6 +97,7 @@ deny contains {"code": "task.unknown", "message": msg} if {
 deny contains {"code": "task.not_running", "message": msg} if {
 	edition_valid
 	principal_supported
+	actor_member
 	task_known
 	not task_running
 	msg := sprintf(

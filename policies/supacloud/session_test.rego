@@ -12,6 +12,7 @@ session_cases := {
 	"task failed": {"patch": {"task": {"status": "failed"}}, "codes": ["task.not_running"]},
 	"task cancelled": {"patch": {"task": {"status": "cancelled"}}, "codes": ["task.not_running"]},
 	"task of another session": {"patch": {"task": {"id": "t-2"}}, "codes": ["task.unknown"]},
+	"member is not an object": {"patch": {"member": null}, "codes": ["actor.not_member"]},
 }
 
 test_session_gates[note] if {
@@ -34,6 +35,39 @@ test_principal_missing_is_unsupported if {
 	inp := object.remove(call(session, "memory.search", {}), ["principal"])
 	d := supacloud.decision with input as inp
 	codes(d) == ["principal.unsupported"]
+}
+
+# Membership gate (seed 000, Berechtigungspriorität: permissions are
+# resolved per workspace user): a JWT whose sub is not a member of its
+# workspace gets no tool, the always-on baseline included.
+test_non_member_is_refused_every_tool[name] if {
+	some name in ["memory.search", "project.get", "workflow.trigger", "script.run", "app.deploy"]
+	inp := object.remove(call(with_profile(["supacloud.full"], null), name, {"slug": "x"}), ["member"])
+	d := supacloud.decision with input as inp
+	codes(d) == ["actor.not_member"]
+	d.allow == false
+	d.visible == false
+}
+
+test_non_member_message_names_user_and_workspace if {
+	inp := object.remove(call(session, "memory.search", {}), ["member"])
+	d := supacloud.decision with input as inp
+	startswith(d.reasons[0].message, "user u-1 is not a member of workspace ws-1, so every tool is denied")
+}
+
+test_non_member_lists_nothing if {
+	inp := object.remove(listing(with_profile(["supacloud.full"], null)), ["member"])
+	count(supacloud.visible_tools) == 0 with input as inp
+}
+
+test_non_member_masks_task_and_profile_reasons if {
+	# a non-member learns nothing about the workspace's tasks and profiles
+	inp := object.remove(
+		object.union(call(session, "memory.search", {}), {"task": {"status": "completed"}, "profile_requested": "p-9"}),
+		["member"],
+	)
+	d := supacloud.decision with input as inp
+	codes(d) == ["actor.not_member"]
 }
 
 test_coordinator_masks_task_reasons if {
@@ -89,6 +123,7 @@ gate_agreement_cases := {
 	"healthy": {},
 	"edition": {"edition": "gold"},
 	"principal": {"principal": {"kind": "coordinator"}},
+	"member": {"member": null},
 	"task id": {"task": {"id": "t-9"}},
 	"task status": {"task": {"status": "failed"}},
 	"profile": {"profile_requested": "p-9"},
@@ -107,11 +142,13 @@ test_session_ok_agrees_with_gates[note] if {
 	session_passes == expected
 }
 
-gate_names := ["edition", "principal", "task", "running", "profile"]
+gate_names := ["edition", "principal", "member", "task", "running", "profile"]
 
 gate_holds("edition") if supacloud.edition_valid
 
 gate_holds("principal") if supacloud.principal_supported
+
+gate_holds("member") if supacloud.actor_member
 
 gate_holds("task") if supacloud.task_known
 
