@@ -40,6 +40,7 @@ type Server struct {
 	handler   http.Handler
 	transport *mcp.Transport
 	store     Store
+	log       *zap.Logger
 }
 
 // Deps are the parts New wires together.
@@ -95,7 +96,11 @@ func New(d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{transport: t, store: d.Store}
+	log := d.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Server{transport: t, store: d.Store, log: log}
 	r := mux.NewRouter()
 	r.Handle("/mcp", t) // every method: the transport answers 405 itself, with a JSON-RPC body
 	legacy := t.LegacyHandler(strings.TrimSuffix(publicPath(d.HTTP.PublicURL), "/") + legacyMessagesPath)
@@ -132,11 +137,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // Close ends all MCP sessions and streams.
 func (s *Server) Close() { s.transport.Close() }
 
+// ready answers /readyz: whether the audit store answers. The reason of a
+// "not ready" is generic, since anyone who reaches the probe reads it; the
+// store's own error (which names the database host and port) goes to the
+// log.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "audit store: " + err.Error()})
+		s.log.Warn("readyz: the audit store does not answer; the gateway refuses tool calls until it does", zap.Error(err))
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "the audit store does not answer; see the gateway's log"})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
