@@ -50,6 +50,9 @@ func serve(ctx context.Context, args []string, out io.Writer, getenv func(string
 		}
 	}
 	log.Info("mcpgate listening", zap.String("addr", ls.Main.Addr().String()), zap.String("edition", string(cfg.Edition)), zap.String("version", version))
+	if ls.Metrics != nil {
+		log.Info("metrics and probes listening", zap.String("addr", ls.Metrics.Addr().String()))
+	}
 	return app.Serve(ctx, ls, log)
 }
 
