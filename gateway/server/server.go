@@ -79,7 +79,7 @@ const (
 // New builds the HTTP handler: /mcp (agent sessions; and /sse with
 // /messages for 2024-11-05 clients), the OAuth protected resource metadata
 // under /.well-known, /admin/v1 (operators), and, unless d.ProbesApart,
-// /healthz, /readyz and /metrics (DESIGN.md §4).
+// /healthz, /readyz and /metrics.
 func New(d Deps) (*Server, error) {
 	metaURL := ""
 	if d.HTTP.PublicURL != "" {
