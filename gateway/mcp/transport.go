@@ -332,10 +332,10 @@ func singleID(msgs []message, batch bool) json.RawMessage {
 
 // readBody reads at most MaxBodyBytes; a larger body is HTTP 413. The time
 // a client has to send the body is bounded by the HTTP server, not here: a
-// deadline set here would not cover bodies that never reach this read
-// (unauthenticated requests, say), whose leftover net/http reads after the
-// handler. mcpgate's server sets it (MCPGATE_HTTP_BODY_TIMEOUT); a body
-// that misses it is HTTP 408.
+// deadline set here would not cover the bodies of requests refused before
+// this read (unauthenticated ones, say), which net/http reads after the
+// handler to discard them. mcpgate's server sets that deadline
+// (MCPGATE_HTTP_BODY_TIMEOUT); a body that misses it is HTTP 408.
 func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.opts.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
