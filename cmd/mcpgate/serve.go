@@ -4,13 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -44,39 +39,21 @@ func serve(ctx context.Context, args []string, out io.Writer, getenv func(string
 		return err
 	}
 	defer func() { _ = app.Close() }()
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ls, err := app.Listen()
 	if err != nil {
-		return fmt.Errorf("MCPGATE_LISTEN=%s: %w", cfg.Listen, err)
+		return err
 	}
 	if devEnv != nil {
-		if err := devEnv.seed(ctx, app, out, "http://"+ln.Addr().String()); err != nil {
-			_ = ln.Close()
+		if err := devEnv.seed(ctx, app, out, "http://"+ls.Main.Addr().String()); err != nil {
+			_ = ls.Close()
 			return err
 		}
 	}
-	log.Info("mcpgate listening", zap.String("addr", ln.Addr().String()), zap.String("edition", string(cfg.Edition)), zap.String("version", version))
-	return serveHTTP(ctx, ln, app.Server, log)
-}
-
-// serveHTTP serves until ctx ends, then drains for up to 10 s.
-func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, log *zap.Logger) error {
-	// IdleTimeout closes keep-alive connections nobody uses; request bodies
-	// have their own read deadline in the MCP transport.
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
+	log.Info("mcpgate listening", zap.String("addr", ls.Main.Addr().String()), zap.String("edition", string(cfg.Edition)), zap.String("version", version))
+	if ls.Metrics != nil {
+		log.Info("metrics and probes listening", zap.String("addr", ls.Metrics.Addr().String()))
 	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
+	return app.Serve(ctx, ls, log)
 }
 
 // newLogger returns a zap logger: JSON for production, console for make run.

@@ -69,6 +69,14 @@ type Config struct {
 	// HTTP holds the public URL, OAuth authorization servers and allowed
 	// Host names of the MCP endpoints (http.go).
 	HTTP
+	// Conn holds the timeouts and the connection cap of the listeners
+	// (conn.go).
+	Conn
+	// MetricsListen is the address, host:port, of a second listener that
+	// serves /metrics, /healthz and /readyz instead of the main one
+	// (MCPGATE_METRICS_LISTEN). Empty (the default): they are served on
+	// Listen.
+	MetricsListen string
 	// Limits are the rate limits of seed 001, Rate limits.
 	Limits Limits
 }
@@ -124,6 +132,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	c.Limits = r.limits()
 	c.loadHTTP(&r)
+	c.loadConn(&r)
 	if f := getenv("MCPGATE_JWT_PUBLIC_KEY_FILE"); f != "" {
 		pem, err := os.ReadFile(f)
 		if err != nil {

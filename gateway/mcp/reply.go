@@ -121,10 +121,13 @@ type replyWriter struct {
 	n     int    // responses written
 	held  []byte // the single JSON response, written by finish
 	gone  bool   // a write failed: the client is gone
+	// deadline gives the next write its own deadline (Options.WriteTimeout),
+	// counted from when that response is ready, not from the request.
+	deadline func(*http.ResponseController)
 }
 
-func newReplyWriter(w http.ResponseWriter, f format, batch bool) *replyWriter {
-	return &replyWriter{w: w, rc: http.NewResponseController(w), f: f, batch: batch}
+func newReplyWriter(w http.ResponseWriter, f format, batch bool, deadline func(*http.ResponseController)) *replyWriter {
+	return &replyWriter{w: w, rc: http.NewResponseController(w), f: f, batch: batch, deadline: deadline}
 }
 
 // write sends one encoded response. It always reports true: a client that
@@ -133,6 +136,9 @@ func newReplyWriter(w http.ResponseWriter, f format, batch bool) *replyWriter {
 func (rw *replyWriter) write(data []byte) bool {
 	first := rw.n == 0
 	rw.n++
+	if !rw.gone && (rw.f == formatSSE || rw.batch) {
+		rw.deadline(rw.rc)
+	}
 	switch {
 	case rw.gone:
 	case rw.f == formatSSE:
@@ -161,6 +167,7 @@ func (rw *replyWriter) write(data []byte) bool {
 // finish completes the reply: 202 Accepted when there was no response,
 // the single JSON response, or the closing bracket of a batch's array.
 func (rw *replyWriter) finish() {
+	rw.deadline(rw.rc)
 	switch {
 	case rw.n == 0:
 		rw.w.WriteHeader(http.StatusAccepted)

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -123,6 +124,13 @@ type Options struct {
 	// KeepAlive is the interval of SSE comment lines on an open GET stream,
 	// so proxies do not close it. Default 25 seconds.
 	KeepAlive time.Duration
+	// WriteTimeout bounds each write to a client that may come long after
+	// the request: every event (and keep-alive) of an SSE stream, and the
+	// reply to a POST, counted from when its calls are done. It replaces
+	// the HTTP server's write deadline for those writes, so that deadline
+	// cuts neither streams nor the replies of slow tool calls, while a
+	// client that stops reading is still cut off. Default 0: no bound.
+	WriteTimeout time.Duration
 }
 
 // Defaults of Options.
@@ -188,8 +196,8 @@ func (o *Options) validate() error {
 		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Authenticator is nil; pass the authenticator of this endpoint")
 	case o.Handler == nil:
 		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Handler is nil; pass the handler that serves tools/list and tools/call")
-	case o.MaxBodyBytes < 0, o.MaxBatchMessages < 0, o.MaxBatchReplyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.KeepAlive < 0, o.CORSMaxAge < 0:
-		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, MaxBatchMessages, MaxBatchReplyBytes, PageSize, SessionIdle, KeepAlive and CORSMaxAge must not be negative; use 0 for the default")
+	case o.MaxBodyBytes < 0, o.MaxBatchMessages < 0, o.MaxBatchReplyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.KeepAlive < 0, o.CORSMaxAge < 0, o.WriteTimeout < 0:
+		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, MaxBatchMessages, MaxBatchReplyBytes, PageSize, SessionIdle, KeepAlive, CORSMaxAge and WriteTimeout must not be negative; use 0 for the default")
 	}
 	return nil
 }
@@ -321,7 +329,7 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 		t.replyError(w, r, singleID(msgs, batch), err)
 		return
 	}
-	reply := newReplyWriter(w, f, batch)
+	reply := newReplyWriter(w, f, batch, t.writeDeadline)
 	t.handleMessages(r.Context(), s, msgs, func(ctx context.Context, m *message) []byte {
 		return t.call(ctx, s, p, m)
 	}, reply.write)
@@ -344,30 +352,28 @@ func singleID(msgs []message, batch bool) json.RawMessage {
 	return msgs[0].id
 }
 
-// readBody reads at most MaxBodyBytes; a larger body is HTTP 413.
+// readBody reads at most MaxBodyBytes; a larger body is HTTP 413. The time
+// a client has to send the body is bounded by the HTTP server, not here: a
+// deadline set here would not cover the bodies of requests refused before
+// this read (unauthenticated ones, say), which net/http reads after the
+// handler to discard them. mcpgate's server sets that deadline
+// (MCPGATE_HTTP_BODY_TIMEOUT); a body that misses it is HTTP 408.
 func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	// A body trickled in forever would hold the connection and a goroutine;
-	// the deadline covers the body only (the reply, an SSE stream perhaps,
-	// is not affected). Test recorders cannot set deadlines: ignore that.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.opts.MaxBodyBytes))
-	// Lift the deadline again: net/http's background read after the body
-	// would otherwise hit it and cancel a long reply's context.
-	_ = rc.SetReadDeadline(time.Time{})
 	var tooBig *http.MaxBytesError
+	var nerr net.Error
 	switch {
 	case errors.As(err, &tooBig):
 		return nil, errStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
 			"request body exceeds %d bytes; send smaller messages", t.opts.MaxBodyBytes)
+	case errors.As(err, &nerr) && nerr.Timeout():
+		return nil, errStatus(http.StatusRequestTimeout, gateway.EInvalid,
+			"the request body did not arrive in time; send the whole body right after the headers")
 	case err != nil:
 		return nil, errInvalidRequest("could not read the request body: %v", err)
 	}
 	return body, nil
 }
-
-// bodyReadTimeout bounds reading one request body.
-const bodyReadTimeout = 30 * time.Second
 
 // checkPOST applies the session and batch rules to a non-initialize POST.
 func (t *Transport) checkPOST(r *http.Request, p *gateway.Principal, msgs []message, batch bool) (*session, error) {
@@ -412,7 +418,7 @@ func (t *Transport) serveInitialize(w http.ResponseWriter, r *http.Request, p *g
 		}
 		resp.Error, _ = t.wireError(ctx, err)
 	}
-	reply := newReplyWriter(w, f, false)
+	reply := newReplyWriter(w, f, false, t.writeDeadline)
 	reply.write(t.encode(ctx, resp))
 	reply.finish()
 }
@@ -555,7 +561,7 @@ func (t *Transport) serveGET(w http.ResponseWriter, r *http.Request, p *gateway.
 // transport.
 func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, ch <-chan []byte, endpoint string) {
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // a server WriteTimeout must not cut the stream
+	t.writeDeadline(rc)
 	startSSE(w)
 	if endpoint != "" {
 		if writeEvent(w, rc, "endpoint", []byte(endpoint)) != nil {
@@ -574,8 +580,10 @@ func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, c
 		case <-s.done:
 			return
 		case msg := <-ch:
+			t.writeDeadline(rc)
 			err = writeEvent(w, rc, "message", msg)
 		case <-tick.C:
+			t.writeDeadline(rc)
 			if _, err = io.WriteString(w, ": keep-alive\n\n"); err == nil {
 				err = rc.Flush()
 			}
@@ -584,6 +592,17 @@ func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, c
 			return
 		}
 	}
+}
+
+// writeDeadline gives the next write WriteTimeout from now, in place of
+// the HTTP server's deadline, which counts from the request (none when
+// WriteTimeout is 0). Test recorders cannot set deadlines: ignore that.
+func (t *Transport) writeDeadline(rc *http.ResponseController) {
+	var d time.Time
+	if t.opts.WriteTimeout > 0 {
+		d = time.Now().Add(t.opts.WriteTimeout)
+	}
+	_ = rc.SetWriteDeadline(d)
 }
 
 // serveDELETE ends the caller's session (MCP basic/transports, "Session

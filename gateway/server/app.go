@@ -92,7 +92,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		ValidateGrant: GrantValidator(a.Engine, a.Catalog), Logger: log, Registry: reg,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes,
-		HTTP: cfg.HTTP,
+		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", WriteTimeout: cfg.WriteTimeout,
 	})
 	if err != nil {
 		return err

@@ -40,6 +40,8 @@ type Server struct {
 	handler   http.Handler
 	transport *mcp.Transport
 	store     Store
+	log       *zap.Logger
+	probes    http.Handler // /healthz, /readyz, /metrics
 }
 
 // Deps are the parts New wires together.
@@ -64,6 +66,13 @@ type Deps struct {
 	// the transport's defaults.
 	MaxBatchMessages   int
 	MaxBatchReplyBytes int64
+	// WriteTimeout bounds each SSE event and each MCP POST reply, counted
+	// from when the reply is ready (config.Conn.WriteTimeout); 0: no bound.
+	WriteTimeout time.Duration
+	// ProbesApart leaves /healthz, /readyz and /metrics out of the main
+	// handler; they are served only by Server.Probes, on the listener of
+	// MCPGATE_METRICS_LISTEN.
+	ProbesApart bool
 }
 
 // Paths of the HTTP+SSE transport of MCP 2024-11-05: the event stream and
@@ -75,8 +84,8 @@ const (
 
 // New builds the HTTP handler: /mcp (agent sessions; and /sse with
 // /messages for 2024-11-05 clients), the OAuth protected resource metadata
-// under /.well-known, /admin/v1 (operators), /healthz, /readyz and /metrics
-// (DESIGN.md §4).
+// under /.well-known, /admin/v1 (operators), and, unless d.ProbesApart,
+// /healthz, /readyz and /metrics.
 func New(d Deps) (*Server, error) {
 	metaURL := ""
 	if d.HTTP.PublicURL != "" {
@@ -99,11 +108,16 @@ func New(d Deps) (*Server, error) {
 		AllowedOrigins:      d.AllowedOrigins,
 		AllowedHosts:        d.HTTP.AllowedHosts,
 		ResourceMetadataURL: metaURL,
+		WriteTimeout:        d.WriteTimeout,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{transport: t, store: d.Store}
+	log := d.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Server{transport: t, store: d.Store, log: log}
 	r := mux.NewRouter()
 	r.Handle("/mcp", t) // every method: the transport answers 405 itself, with a JSON-RPC body
 	legacy := t.LegacyHandler(strings.TrimSuffix(publicPath(d.HTTP.PublicURL), "/") + legacyMessagesPath)
@@ -123,28 +137,48 @@ func New(d Deps) (*Server, error) {
 		Logger:        d.Logger,
 		OnChange:      s.workspaceChanged,
 	}))
+	reg := d.Registry
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	probes := mux.NewRouter()
+	s.mountProbes(probes, metrics)
+	if !d.ProbesApart {
+		s.mountProbes(r, metrics)
+	}
+	s.handler, s.probes = r, probes
+	return s, nil
+}
+
+// ServeHTTP serves every route of the gateway (without the probes when
+// Deps.ProbesApart).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Probes serves /healthz, /readyz and /metrics, and nothing else: the
+// handler of the metrics listener.
+func (s *Server) Probes() http.Handler { return s.probes }
+
+// mountProbes serves /healthz, /readyz and /metrics on r.
+func (s *Server) mountProbes(r *mux.Router, metrics http.Handler) {
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.HandleFunc("/readyz", s.ready)
-	reg := d.Registry
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s.handler = r
-	return s, nil
+	r.Handle("/metrics", metrics)
 }
-
-// ServeHTTP serves every route of the gateway.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // Close ends all MCP sessions and streams.
 func (s *Server) Close() { s.transport.Close() }
 
+// ready answers /readyz: whether the audit store answers. The reason of a
+// "not ready" is generic, since anyone who reaches the probe reads it; the
+// store's own error (which names the database host and port) goes to the
+// log.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "audit store: " + err.Error()})
+		s.log.Warn("readyz: the audit store does not answer; the gateway refuses tool calls until it does", zap.Error(err))
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "the audit store does not answer; see the gateway's log"})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

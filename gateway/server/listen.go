@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/net/netutil"
+
+	"github.com/mcpgate/mcpgate/gateway/config"
+)
+
+// Listeners are the open listeners of one gateway process. Each holds at
+// most a fixed number of connections at once (config.Conn.MaxConnections,
+// config.MetricsMaxConnections); a client above the cap waits in the
+// kernel's accept queue until a connection closes.
+type Listeners struct {
+	// Main serves the MCP endpoints, the admin API and the OAuth metadata
+	// (MCPGATE_LISTEN), and the probes unless Metrics is open.
+	Main net.Listener
+	// Metrics serves /metrics, /healthz and /readyz
+	// (MCPGATE_METRICS_LISTEN); nil when they are served on Main.
+	Metrics net.Listener
+}
+
+// Close closes every listener.
+func (l *Listeners) Close() error {
+	err := l.Main.Close()
+	if l.Metrics != nil {
+		err = errors.Join(err, l.Metrics.Close())
+	}
+	return err
+}
+
+// Listen opens the listeners the configuration names. An address that
+// cannot be bound fails with an error naming its variable.
+func (a *App) Listen() (*Listeners, error) {
+	cfg := a.Config
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("MCPGATE_LISTEN=%s: %w", cfg.Listen, err)
+	}
+	ls := &Listeners{Main: netutil.LimitListener(ln, cfg.MaxConnections)}
+	if cfg.MetricsListen != "" {
+		ml, err := net.Listen("tcp", cfg.MetricsListen)
+		if err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("MCPGATE_METRICS_LISTEN=%s: %w", cfg.MetricsListen, err)
+		}
+		ls.Metrics = netutil.LimitListener(ml, config.MetricsMaxConnections)
+	}
+	return ls, nil
+}
+
+// Serve serves ls until ctx ends, then drains open requests for up to
+// drainTimeout. It closes the listeners. Every connection is answered or
+// closed in bounded time: see newHTTPServer.
+func (a *App) Serve(ctx context.Context, ls *Listeners, log *zap.Logger) error {
+	servers := []*http.Server{newHTTPServer(a.Server, a.Config.Conn, log)}
+	serving := []net.Listener{ls.Main}
+	if ls.Metrics != nil {
+		servers = append(servers, newHTTPServer(a.Server.Probes(), a.Config.Conn, log))
+		serving = append(serving, ls.Metrics)
+	}
+	done := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { done <- srv.Serve(serving[i]) }()
+	}
+	var err error
+	select {
+	case err = <-done: // a listener failed: stop the others too
+	case <-ctx.Done():
+		log.Info("shutting down")
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	for _, srv := range servers {
+		if serr := srv.Shutdown(sctx); serr != nil && !errors.Is(serr, context.DeadlineExceeded) && err == nil {
+			err = serr
+		}
+	}
+	return err
+}
+
+// drainTimeout is how long Serve waits for open requests at shutdown.
+const drainTimeout = 10 * time.Second
+
+// newHTTPServer returns the http.Server of one listener, with the limits of
+// c:
+//   - a client has HeaderTimeout to send a request's headers, then
+//     BodyTimeout to send its body (withBodyDeadline);
+//   - a reply must be written within WriteTimeout of the request; the MCP
+//     transport gives each SSE event, and a POST reply that waited for long
+//     tool calls, a WriteTimeout of its own, so streams are not cut;
+//   - a keep-alive connection without a request is closed after
+//     IdleTimeout.
+//
+// ReadTimeout stays off: it would also bound the read net/http keeps
+// pending while a handler runs, and so cancel the context of a long call
+// or stream when it passes.
+func newHTTPServer(h http.Handler, c config.Conn, log *zap.Logger) *http.Server {
+	return &http.Server{
+		Handler:           withBodyDeadline(h, c.BodyTimeout),
+		ReadHeaderTimeout: c.HeaderTimeout,
+		WriteTimeout:      c.WriteTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
+}
+
+// withBodyDeadline gives a client timeout, from the end of a request's
+// headers, to send the request's body. The read deadline stays in force
+// until the body has been read to its end, so it also bounds the read
+// net/http makes after the handler to discard a body the handler did not
+// read (an unauthenticated POST, say): a body that stalls always ends with
+// an error reply and a closed connection. net/http lifts the deadline
+// itself when the body reaches EOF, as it starts the read it keeps pending
+// to notice the client leaving, so a long reply after a complete body is
+// not cut (TestBodyDeadlineLiftedOnceBodyIsRead holds it to that).
+// Requests without a body get no deadline: that pending read starts at
+// once for them, and the deadline would cancel their context (an SSE
+// stream's, say) when it passed.
+func withBodyDeadline(h http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
