@@ -180,8 +180,14 @@ func (a *Adapter) URL() string { return a.display }
 // Errors (*gateway.Error): EUnavailable "upstream MCP server <url>
 // unreachable: ..." for transport failures and timeouts; EInvalid when the
 // upstream rejects the arguments (JSON-RPC -32602); EUnavailable for any
-// other JSON-RPC error from the upstream.
+// other JSON-RPC error from the upstream. A ctx that has already ended
+// sends nothing and returns EUnavailable marked gateway.ErrNotDispatched.
 func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error) {
+	if err := ctx.Err(); err != nil {
+		// Nobody waits for the result: the call is not sent.
+		return nil, notDispatched(gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
+			"tools/call %s was not sent to upstream MCP server %s: the caller gave up or its deadline passed first", call.Tool, a.display)))
+	}
 	params, perr := callParams(call)
 	if perr != nil {
 		return nil, notDispatched(perr)

@@ -542,3 +542,19 @@ func TestDisplayURLHidesSecrets(t *testing.T) {
 		t.Errorf("displayURL = %q", got)
 	}
 }
+
+// A call whose caller has already gone is not sent: the upstream would run
+// a tool nobody waits for.
+func TestCallToolWithEndedContextSendsNothing(t *testing.T) {
+	u := startUpstream(t)
+	a := newAdapter(t, u.url(), Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := a.CallTool(ctx, gateway.ToolCall{WorkspaceID: "ws-a", Tool: "echo"})
+	if err == nil || !errors.Is(err, gateway.ErrNotDispatched) {
+		t.Errorf("CallTool with a cancelled context: %v; want an error marked not dispatched", err)
+	}
+	if n := u.echoRuns.Load(); n != 0 {
+		t.Errorf("the upstream ran the tool %d times for a caller that had gone", n)
+	}
+}

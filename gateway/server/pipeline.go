@@ -105,6 +105,7 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, call *mc
 	if pl.AuditArguments {
 		ev.Arguments = loggableArguments(call.Arguments, call.RawArguments)
 	}
+	ctx = withStoreDeadline(ctx, time.Now().Add(storeTimeout))
 	res, err := pl.decideAndDispatch(ctx, p, call, ev)
 	pl.finish(ctx, ev, start, err)
 	if err != nil {
@@ -168,8 +169,18 @@ func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal,
 }
 
 // dispatch hands a recorded call to the adapter and applies the
-// decision's obligations to its result.
+// decision's obligations to its result. A call whose client has gone, or
+// whose deadline passed, by the time its reservation committed (a store
+// that answered late, say) is not dispatched: nobody would get the result,
+// and the client may already be retrying. Its audit row says so (status
+// error, reason dispatch.abandoned); the slots it took stay taken.
 func (pl *Pipeline) dispatch(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, d *gateway.Decision, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
+	if err := ctx.Err(); err != nil {
+		ev.ReasonCodes = append(ev.ReasonCodes, reasonAbandoned)
+		return nil, &gateway.Error{Code: gateway.EUnavailable, Err: gateway.NotDispatched(err),
+			Message: fmt.Sprintf("%s was not dispatched: the client gave up or the call's deadline passed before the gateway could run it; call again if it is still needed", tool.Name),
+			Reasons: []gateway.Reason{{Code: reasonAbandoned, Message: "the request ended before dispatch"}}}
+	}
 	res, err := pl.Adapter.CallTool(ctx, gateway.ToolCall{
 		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,
 		Tool: tool.Name, Arguments: args,
@@ -199,6 +210,8 @@ func checkWorkspaceArgument(p *gateway.Principal, call *mcp.CallToolParams) erro
 }
 
 func (pl *Pipeline) loadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
+	ctx, cancel := storeContext(ctx)
+	defer cancel()
 	c, err := pl.Store.LoadCaller(ctx, p)
 	if err == nil {
 		return c, nil
@@ -239,11 +252,16 @@ func (pl *Pipeline) finish(ctx context.Context, ev *gateway.AuditEvent, start ti
 			ev.Bucket = ge.Bucket
 		}
 	}
+	// The row is written even when the client has gone, within a
+	// deadline of its own: a store that does not answer must not hold the
+	// request (and its goroutine) for ever.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
 	var werr error
 	if ev.ID != 0 {
-		werr = pl.Store.FinishAudit(context.WithoutCancel(ctx), ev)
+		werr = pl.Store.FinishAudit(wctx, ev)
 	} else {
-		werr = pl.Store.RecordAudit(context.WithoutCancel(ctx), ev)
+		werr = pl.Store.RecordAudit(wctx, ev)
 	}
 	if werr != nil {
 		pl.Logger.Error("audit row not written", zap.String("tool", ev.Tool), zap.String("status", ev.Status), zap.Error(werr))
