@@ -252,10 +252,16 @@ func (pl *Pipeline) finish(ctx context.Context, ev *gateway.AuditEvent, start ti
 			ev.Bucket = ge.Bucket
 		}
 	}
-	// The row is written even when the client has gone, within a
-	// deadline of its own: a store that does not answer must not hold the
-	// request (and its goroutine) for ever.
+	// The row is written even when the client has gone, and within a
+	// deadline: a store that does not answer must not hold the reply. A
+	// call refused before dispatch has what is left of its store deadline
+	// (so a refusal because the store did not answer comes within
+	// storeTimeout, not twice that); a recorded call gets a new one.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	if ev.ID == 0 {
+		cancel()
+		wctx, cancel = storeContext(context.WithoutCancel(ctx))
+	}
 	defer cancel()
 	var werr error
 	if ev.ID != 0 {
