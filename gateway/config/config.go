@@ -153,7 +153,8 @@ func (c *Config) validate(r *reader) {
 		r.fail("MCPGATE_LOG_FORMAT=%q: want json or console", c.LogFormat)
 	}
 	if c.UpstreamURL != "" && !strings.HasPrefix(c.UpstreamURL, "http://") && !strings.HasPrefix(c.UpstreamURL, "https://") {
-		r.fail("MCPGATE_UPSTREAM_URL=%q: want an http:// or https:// URL of an MCP server", c.UpstreamURL)
+		// The value is not repeated: its password or query may hold a key.
+		r.fail("MCPGATE_UPSTREAM_URL: want an http:// or https:// URL of an MCP server (the value starts %q)", scheme(c.UpstreamURL))
 	}
 	switch c.UpstreamTier {
 	case gateway.TierBaseline, gateway.TierRead, gateway.TierOps, gateway.TierDeploy:
@@ -234,4 +235,14 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// scheme is the part of a URL before "://" (at most 16 bytes), or "" when
+// it has none: what an error may say of a URL that may hold secrets.
+func scheme(u string) string {
+	s, _, ok := strings.Cut(u, "://")
+	if !ok || len(s) > 16 {
+		return ""
+	}
+	return s + "://"
 }

@@ -83,3 +83,17 @@ func TestLoadRejects(t *testing.T) {
 		})
 	}
 }
+
+// Issue 8, point 5: the error for a bad MCPGATE_UPSTREAM_URL does not
+// repeat the key or password it may hold.
+func TestBadUpstreamURLErrorHidesSecrets(t *testing.T) {
+	env := map[string]string{"MCPGATE_JWT_SECRET": strings.Repeat("s", 32),
+		"MCPGATE_UPSTREAM_URL": "ftp://svc:hunter2-pw@tools/mcp?api_key=TOPSECRET"}
+	_, err := Load(func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), "MCPGATE_UPSTREAM_URL") {
+		t.Fatalf("Load: %v; want an error naming MCPGATE_UPSTREAM_URL", err)
+	}
+	if strings.Contains(err.Error(), "TOPSECRET") || strings.Contains(err.Error(), "hunter2-pw") {
+		t.Errorf("the error repeats a secret of the URL: %v", err)
+	}
+}
