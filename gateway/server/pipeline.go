@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
@@ -99,7 +101,7 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, call *mc
 		Actor:         auditText(p.Subject),
 		PrincipalKind: p.Kind,
 		TokenFP:       p.TokenFingerprint,
-		Tool:          auditText(clip(call.Name, maxToolName)),
+		Tool:          toolText(call.Name),
 		ArgumentsHash: hashArguments(call.RawArguments),
 	}
 	if pl.AuditArguments {
@@ -335,6 +337,20 @@ func auditText(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
+}
+
+// toolText is the client-supplied tool name as the audit row, the log
+// and the metrics name it: clipped to maxToolName, and, when it holds
+// anything but printable Unicode (newlines, ANSI escapes, NUL, invalid
+// UTF-8), quoted with Go's escapes (strconv.QuoteToGraphic), so that a
+// name cannot forge log lines or recolour a terminal. A printable name,
+// which every catalog name is, is kept as it is.
+func toolText(name string) string {
+	name = clip(name, maxToolName)
+	if utf8.ValidString(name) && !strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsGraphic(r) }) {
+		return name
+	}
+	return strconv.QuoteToGraphic(name)
 }
 
 // loggableArguments returns the arguments to store when argument logging is
