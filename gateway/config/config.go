@@ -63,6 +63,14 @@ type Config struct {
 	HTTP
 	// Limits are the rate limits of seed 001, Rate limits.
 	Limits Limits
+	// DatabaseMaxConns is the PostgreSQL pool size, idle connections
+	// included (MCPGATE_DATABASE_MAX_CONNS, default 20).
+	DatabaseMaxConns int
+	// RefusedCallsPerSecond is how many tools/call refused before dispatch
+	// one principal may have audited per second, with bursts of four
+	// times that (MCPGATE_REFUSED_CALLS_PER_SECOND, default 5); refusals
+	// above it are answered as rate limited without an audit row.
+	RefusedCallsPerSecond int
 }
 
 // Limits holds the rate-limit caps of seed 001 ("SupaCloud MCP tool
@@ -113,6 +121,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		ConfirmationSecret: []byte(getenv("SUPACLOUD_MCP_CONFIRMATION_SECRET")),
 	}
 	c.Limits = r.limits()
+	c.DatabaseMaxConns = r.positive("MCPGATE_DATABASE_MAX_CONNS", 20)
+	c.RefusedCallsPerSecond = r.positive("MCPGATE_REFUSED_CALLS_PER_SECOND", 5)
 	c.loadHTTP(&r)
 	if f := getenv("MCPGATE_JWT_PUBLIC_KEY_FILE"); f != "" {
 		pem, err := os.ReadFile(f)

@@ -97,3 +97,23 @@ func TestBadUpstreamURLErrorHidesSecrets(t *testing.T) {
 		t.Errorf("the error repeats a secret of the URL: %v", err)
 	}
 }
+
+func TestStoreAndRefusalVariables(t *testing.T) {
+	c, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DatabaseMaxConns != 20 || c.RefusedCallsPerSecond != 5 {
+		t.Errorf("defaults: %d connections, %d refusals/s; want 20 and 5", c.DatabaseMaxConns, c.RefusedCallsPerSecond)
+	}
+	c, err = Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret,
+		"MCPGATE_DATABASE_MAX_CONNS": "8", "MCPGATE_REFUSED_CALLS_PER_SECOND": "50"}))
+	if err != nil || c.DatabaseMaxConns != 8 || c.RefusedCallsPerSecond != 50 {
+		t.Errorf("set: %+v, %v", c, err)
+	}
+	for _, name := range []string{"MCPGATE_DATABASE_MAX_CONNS", "MCPGATE_REFUSED_CALLS_PER_SECOND"} {
+		if _, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, name: "0"})); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=0: %v; want an error naming it", name, err)
+		}
+	}
+}

@@ -51,6 +51,11 @@ type Pipeline struct {
 	// Rate limits) in the transaction that records its audit row; nil
 	// turns rate limiting off (App always sets it).
 	Limiter *ratelimit.Limiter
+	// Refusals bounds, per principal, how many calls refused before
+	// dispatch get an audit row (MCPGATE_REFUSED_CALLS_PER_SECOND); over
+	// it a refused call is answered as rate limited (bucket
+	// principal.refusals) without a row. nil audits every refusal.
+	Refusals *RefusalLimiter
 	// Confirmer signs and verifies the deploy confirmation tokens (seed
 	// 001, Deploy confirmation protocol) with
 	// SUPACLOUD_MCP_CONFIRMATION_SECRET; nil (the secret unset) makes
@@ -109,11 +114,48 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, call *mc
 	}
 	ctx = withStoreDeadline(ctx, time.Now().Add(storeTimeout))
 	res, err := pl.decideAndDispatch(ctx, p, call, ev)
+	if err != nil && ev.ID == 0 && !pl.refusalAudited(p, ev, start) {
+		return nil, refusalLimited(err)
+	}
 	pl.finish(ctx, ev, start, err)
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// refusalAudited takes a token of p's refusal bucket for a call refused
+// before it had an audit row. Without one the call gets no row (the store
+// write is what the bucket bounds): it is counted in the metrics as
+// rate_limited in bucket principal.refusals, and a warning at most every
+// 10 s per principal says how many refusals went unaudited.
+func (pl *Pipeline) refusalAudited(p *gateway.Principal, ev *gateway.AuditEvent, start time.Time) bool {
+	if pl.Refusals == nil {
+		return true
+	}
+	key := p.WorkspaceID + "\x00" + p.TaskID + "\x00" + p.Subject + "\x00" + p.TokenFingerprint
+	ok, warn := pl.Refusals.take(key, pl.now())
+	if ok {
+		return true
+	}
+	ev.Status, ev.ErrorClass, ev.Bucket = gateway.AuditRateLimited, string(gateway.ERateLimited), RefusalBucket
+	ev.LatencyMicros = pl.now().Sub(start).Microseconds()
+	pl.Metrics.observe(ev)
+	if warn > 0 {
+		pl.Logger.Warn("refused calls of one principal not audited: over MCPGATE_REFUSED_CALLS_PER_SECOND",
+			zap.String("workspace_id", ev.WorkspaceID), zap.String("task_id", ev.TaskID), zap.String("actor", ev.Actor),
+			zap.Int64("unaudited", warn), zap.String("last_tool", ev.Tool))
+	}
+	return false
+}
+
+// refusalLimited is the reply to a refused call over its principal's
+// refusal bucket: a rate limit (-32003, bucket principal.refusals) that
+// still says why the call itself was refused.
+func refusalLimited(err error) error {
+	return &gateway.Error{Code: gateway.ERateLimited, Bucket: RefusalBucket, Err: err,
+		Message: "Rate limit exceeded for refused calls of this session; slow down and fix the refused calls (this one: " +
+			gateway.ErrorMessageOf(err) + ")"}
 }
 
 // decideAndDispatch returns the result or the error for the caller; it fills

@@ -59,6 +59,9 @@ func baseEnv(dbURL, upstreamURL string) map[string]string {
 		"MCPGATE_ADMIN_TOKEN":  adminToken,
 		"MCPGATE_LISTEN":       "127.0.0.1:0",
 		"MCPGATE_LOG_FORMAT":   "json",
+		// These tests count every refusal's audit row (200 concurrent
+		// calls of one task against a bucket of 10).
+		"MCPGATE_REFUSED_CALLS_PER_SECOND": "100000",
 	}
 	if upstreamURL != "" {
 		env["MCPGATE_UPSTREAM_URL"] = upstreamURL
