@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,7 +74,8 @@ type UpstreamTool struct {
 // concurrent use; create it with New and release it with Close.
 type Adapter struct {
 	url       string
-	display   string // url without credentials or query, for messages
+	display   string            // url without password or query values, for messages
+	secrets   *strings.Replacer // secretReplacer(url), for the errors of the SDK
 	flights   flights
 	client    *mcp.Client
 	transport *mcp.StreamableClientTransport
@@ -98,6 +101,7 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 	a := &Adapter{
 		url:      rawURL,
 		display:  displayURL(rawURL),
+		secrets:  secretReplacer(rawURL),
 		client:   mcp.NewClient(implementation(opts), &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}),
 		timeout:  opts.Timeout,
 		sessOpts: &mcp.ClientSessionOptions{ProtocolVersion: opts.ProtocolVersion},
@@ -123,26 +127,85 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 }
 
 // displayURL is rawURL fit for error messages and logs, which reach
-// clients and the idempotency store: the password replaced by "xxxxx" and
-// the query (which may carry an API key) left out (seed 001, Security
-// properties: no secret exposure).
+// clients and the idempotency store: the password and every query value
+// (which may carry an API key) replaced by "xxxxx", the fragment left out
+// (seed 001, Security properties: no secret exposure).
 func displayURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(unparsable URL)"
 	}
 	if u.RawQuery != "" {
-		u.RawQuery = "…"
+		q := u.Query()
+		for k, vs := range q {
+			for i := range vs {
+				vs[i] = redacted
+			}
+			q[k] = vs
+		}
+		u.RawQuery = q.Encode()
 	}
 	u.Fragment = ""
 	return u.Redacted()
+}
+
+// redacted stands for a secret in displayURL (the same as url.URL.Redacted).
+const redacted = "xxxxx"
+
+// secretReplacer replaces, in any text, the parts of rawURL that may be
+// secrets: the whole URL by displayURL, and its raw query, each query
+// value (as sent and as decoded) and the password by "xxxxx". Errors of
+// the HTTP client and of the MCP SDK quote the request URL; they pass
+// through it before they are wrapped (scrub).
+func secretReplacer(rawURL string) *strings.Replacer {
+	pairs := []string{rawURL, displayURL(rawURL)}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return strings.NewReplacer(pairs...)
+	}
+	secrets := []string{u.RawQuery}
+	for _, vs := range u.Query() {
+		for _, v := range vs {
+			secrets = append(secrets, v, url.QueryEscape(v))
+		}
+	}
+	if pw, ok := u.User.Password(); ok {
+		secrets = append(secrets, pw, url.QueryEscape(pw), url.PathEscape(pw))
+	}
+	// Longest first, so that a secret inside another is not half replaced;
+	// very short values (a flag such as "1") are not worth garbling text.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range secrets {
+		if len(s) >= 3 {
+			pairs = append(pairs, s, redacted)
+		}
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// scrubbedError is an error whose text went through secretReplacer; it
+// unwraps to the original, for errors.Is and errors.As.
+type scrubbedError struct {
+	err  error
+	text string
+}
+
+func (e *scrubbedError) Error() string { return e.text }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// scrub returns err with the upstream URL's secrets replaced in its text.
+func (a *Adapter) scrub(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &scrubbedError{err: err, text: a.secrets.Replace(err.Error())}
 }
 
 func checkURL(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return gateway.Errorf(gateway.EInvalid,
-			"upstream MCP URL %q is not an absolute http(s) URL; set MCPGATE_UPSTREAM_URL to e.g. https://tools.internal/mcp", rawURL)
+			"upstream MCP URL %q is not an absolute http(s) URL; set MCPGATE_UPSTREAM_URL to e.g. https://tools.internal/mcp", displayURL(rawURL))
 	}
 	return nil
 }
@@ -180,8 +243,14 @@ func (a *Adapter) URL() string { return a.display }
 // Errors (*gateway.Error): EUnavailable "upstream MCP server <url>
 // unreachable: ..." for transport failures and timeouts; EInvalid when the
 // upstream rejects the arguments (JSON-RPC -32602); EUnavailable for any
-// other JSON-RPC error from the upstream.
+// other JSON-RPC error from the upstream. A ctx that has already ended
+// sends nothing and returns EUnavailable marked gateway.ErrNotDispatched.
 func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error) {
+	if err := ctx.Err(); err != nil {
+		// Nobody waits for the result: the call is not sent.
+		return nil, notDispatched(gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
+			"tools/call %s was not sent to upstream MCP server %s: the caller gave up or its deadline passed first", call.Tool, a.display)))
+	}
 	params, perr := callParams(call)
 	if perr != nil {
 		return nil, notDispatched(perr)
@@ -279,7 +348,7 @@ func (a *Adapter) Close() error {
 	}
 	a.closing.Wait()
 	if err != nil && !errors.Is(err, mcp.ErrSessionMissing) {
-		return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
+		return gateway.Wrap(gateway.EUnavailable, a.scrub(err), fmt.Sprintf(
 			"closing the session with upstream MCP server %s failed; the upstream will expire it", a.display))
 	}
 	return nil

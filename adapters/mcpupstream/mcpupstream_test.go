@@ -542,3 +542,57 @@ func TestDisplayURLHidesSecrets(t *testing.T) {
 		t.Errorf("displayURL = %q", got)
 	}
 }
+
+// A call whose caller has already gone is not sent: the upstream would run
+// a tool nobody waits for.
+func TestCallToolWithEndedContextSendsNothing(t *testing.T) {
+	u := startUpstream(t)
+	a := newAdapter(t, u.url(), Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := a.CallTool(ctx, gateway.ToolCall{WorkspaceID: "ws-a", Tool: "echo"})
+	if err == nil || !errors.Is(err, gateway.ErrNotDispatched) {
+		t.Errorf("CallTool with a cancelled context: %v; want an error marked not dispatched", err)
+	}
+	if n := u.echoRuns.Load(); n != 0 {
+		t.Errorf("the upstream ran the tool %d times for a caller that had gone", n)
+	}
+}
+
+// Issue 8, point 5: an API key in the query of MCPGATE_UPSTREAM_URL, or a
+// password in it, appeared in the errors (and so the log lines) of a
+// gateway whose upstream was down.
+func TestUpstreamURLSecretsStayOutOfErrors(t *testing.T) {
+	const key, pw = "TOPSECRET-key-42", "hunter2-pw"
+	leaks := func(t *testing.T, what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s: no error", what)
+		}
+		for _, text := range []string{err.Error(), fmt.Sprintf("%+v", err), gateway.ErrorMessageOf(err)} {
+			if strings.Contains(text, key) || strings.Contains(text, pw) {
+				t.Errorf("%s: the error shows a secret of the URL: %s", what, text)
+			}
+		}
+	}
+	t.Run("down at start", func(t *testing.T) {
+		_, err := New(context.Background(), "http://svc:"+pw+"@"+deadAddr(t)+"/mcp?api_key="+key+"&region=eu", Options{Timeout: 2 * time.Second})
+		leaks(t, "New", err)
+		if !strings.Contains(err.Error(), "api_key=xxxxx") {
+			t.Errorf("the error no longer names the query key: %v", err)
+		}
+	})
+	t.Run("down later", func(t *testing.T) {
+		u := startUpstream(t)
+		a := newAdapter(t, strings.Replace(u.url(), "http://", "http://svc:"+pw+"@", 1)+"?api_key="+key, Options{})
+		u.stop()
+		_, err := a.CallTool(context.Background(), gateway.ToolCall{WorkspaceID: "ws-a", Tool: "echo"})
+		leaks(t, "CallTool", err)
+		_, err = a.ListTools(context.Background())
+		leaks(t, "ListTools", err)
+	})
+	t.Run("bad URL", func(t *testing.T) {
+		_, err := New(context.Background(), "ftp://svc:"+pw+"@host/mcp?api_key="+key, Options{})
+		leaks(t, "New", err)
+	})
+}

@@ -30,7 +30,7 @@ func (a *Adapter) do(ctx context.Context, what string, safeToRepeat bool, op fun
 			return err
 		}
 		flight := a.flights.begin()
-		err = op(ctx, s)
+		err = a.scrub(op(ctx, s))
 		alone := a.flights.end(flight)
 		if err == nil {
 			return nil
@@ -68,7 +68,7 @@ func (a *Adapter) currentSession(ctx context.Context) (*mcp.ClientSession, error
 	defer cancel()
 	s, err := a.client.Connect(ctx, a.transport, a.sessOpts)
 	if err != nil {
-		return nil, notDispatched(a.unavailable(err))
+		return nil, notDispatched(a.unavailable(a.scrub(err)))
 	}
 	a.session = s
 	return s, nil

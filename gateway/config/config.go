@@ -79,6 +79,14 @@ type Config struct {
 	MetricsListen string
 	// Limits are the rate limits of seed 001, Rate limits.
 	Limits Limits
+	// DatabaseMaxConns is the PostgreSQL pool size, idle connections
+	// included (MCPGATE_DATABASE_MAX_CONNS, default 20).
+	DatabaseMaxConns int
+	// RefusedCallsPerSecond is how many tools/call refused before dispatch
+	// one principal may have audited per second, with bursts of four
+	// times that (MCPGATE_REFUSED_CALLS_PER_SECOND, default 5); refusals
+	// above it are answered as rate limited without an audit row.
+	RefusedCallsPerSecond int
 }
 
 // Limits holds the rate-limit caps of seed 001 ("SupaCloud MCP tool
@@ -131,6 +139,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		ConfirmationSecret: []byte(getenv("SUPACLOUD_MCP_CONFIRMATION_SECRET")),
 	}
 	c.Limits = r.limits()
+	c.DatabaseMaxConns = r.positive("MCPGATE_DATABASE_MAX_CONNS", 20)
+	c.RefusedCallsPerSecond = r.positive("MCPGATE_REFUSED_CALLS_PER_SECOND", 5)
 	c.loadHTTP(&r)
 	c.loadConn(&r)
 	if f := getenv("MCPGATE_JWT_PUBLIC_KEY_FILE"); f != "" {
@@ -172,7 +182,8 @@ func (c *Config) validate(r *reader) {
 		r.fail("MCPGATE_LOG_FORMAT=%q: want json or console", c.LogFormat)
 	}
 	if c.UpstreamURL != "" && !strings.HasPrefix(c.UpstreamURL, "http://") && !strings.HasPrefix(c.UpstreamURL, "https://") {
-		r.fail("MCPGATE_UPSTREAM_URL=%q: want an http:// or https:// URL of an MCP server", c.UpstreamURL)
+		// The value is not repeated: its password or query may hold a key.
+		r.fail("MCPGATE_UPSTREAM_URL: want an http:// or https:// URL of an MCP server (the value starts %q)", scheme(c.UpstreamURL))
 	}
 	switch c.UpstreamTier {
 	case gateway.TierBaseline, gateway.TierRead, gateway.TierOps, gateway.TierDeploy:
@@ -253,4 +264,14 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// scheme is the part of a URL before "://" (at most 16 bytes), or "" when
+// it has none: what an error may say of a URL that may hold secrets.
+func scheme(u string) string {
+	s, _, ok := strings.Cut(u, "://")
+	if !ok || len(s) > 16 {
+		return ""
+	}
+	return s + "://"
 }

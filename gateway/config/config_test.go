@@ -90,3 +90,37 @@ func TestLoadRejects(t *testing.T) {
 		})
 	}
 }
+
+// Issue 8, point 5: the error for a bad MCPGATE_UPSTREAM_URL does not
+// repeat the key or password it may hold.
+func TestBadUpstreamURLErrorHidesSecrets(t *testing.T) {
+	env := map[string]string{"MCPGATE_JWT_SECRET": strings.Repeat("s", 32),
+		"MCPGATE_UPSTREAM_URL": "ftp://svc:hunter2-pw@tools/mcp?api_key=TOPSECRET"}
+	_, err := Load(func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), "MCPGATE_UPSTREAM_URL") {
+		t.Fatalf("Load: %v; want an error naming MCPGATE_UPSTREAM_URL", err)
+	}
+	if strings.Contains(err.Error(), "TOPSECRET") || strings.Contains(err.Error(), "hunter2-pw") {
+		t.Errorf("the error repeats a secret of the URL: %v", err)
+	}
+}
+
+func TestStoreAndRefusalVariables(t *testing.T) {
+	c, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DatabaseMaxConns != 20 || c.RefusedCallsPerSecond != 5 {
+		t.Errorf("defaults: %d connections, %d refusals/s; want 20 and 5", c.DatabaseMaxConns, c.RefusedCallsPerSecond)
+	}
+	c, err = Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret,
+		"MCPGATE_DATABASE_MAX_CONNS": "8", "MCPGATE_REFUSED_CALLS_PER_SECOND": "50"}))
+	if err != nil || c.DatabaseMaxConns != 8 || c.RefusedCallsPerSecond != 50 {
+		t.Errorf("set: %+v, %v", c, err)
+	}
+	for _, name := range []string{"MCPGATE_DATABASE_MAX_CONNS", "MCPGATE_REFUSED_CALLS_PER_SECOND"} {
+		if _, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, name: "0"})); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=0: %v; want an error naming it", name, err)
+		}
+	}
+}

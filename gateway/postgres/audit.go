@@ -59,12 +59,13 @@ const auditInsertValues = `$1::timestamptz, $2::text, $3::text, $4::text, $5::te
 const insertAudit = `INSERT INTO audit_events (` + auditInsertColumns + `) VALUES (` + auditInsertValues + `) RETURNING id`
 
 // FinishAudit completes the row ev.ID after dispatch: it sets the final
-// Status, ErrorClass and LatencyMicros of ev and leaves every other column
+// Status, ErrorClass, ReasonCodes and LatencyMicros of ev (a call can end
+// with a reason of its own, such as dispatch.abandoned) and leaves every other column
 // as RecordAudit wrote it. Errors: ENotFound when no row has ev.ID,
 // EUnavailable when PostgreSQL cannot be reached.
 func (s *Store) FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error {
-	const q = `UPDATE audit_events SET status = $2, error_class = $3, latency_us = $4 WHERE id = $1`
-	res, err := s.db.ExecContext(ctx, q, ev.ID, ev.Status, ev.ErrorClass, ev.LatencyMicros)
+	const q = `UPDATE audit_events SET status = $2, error_class = $3, latency_us = $4, reason_codes = $5::jsonb WHERE id = $1`
+	res, err := s.db.ExecContext(ctx, q, ev.ID, ev.Status, ev.ErrorClass, ev.LatencyMicros, jsonList(ev.ReasonCodes))
 	return expectOne(res, err, "audit event "+strconv.FormatInt(ev.ID, 10)+
 		" not found; record it with RecordAudit before finishing it")
 }

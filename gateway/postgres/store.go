@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq" // registers the "postgres" driver
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
@@ -21,16 +20,36 @@ import (
 	"github.com/mcpgate/mcpgate/migrations"
 )
 
-// Pool sizes. A gateway replica serves many concurrent calls, each needing
-// one short query (LoadCaller) and one insert (RecordAudit); 20 connections
-// per replica keeps several replicas under PostgreSQL's default
-// max_connections of 100.
+// Pool settings. A gateway replica serves many concurrent calls, each
+// needing one short query (LoadCaller) and one reservation transaction;
+// 20 connections per replica keeps several replicas under PostgreSQL's
+// default max_connections of 100. The pool keeps as many idle connections
+// as it may open: with fewer, every burst above the idle count closes
+// connections on return and opens new ones (a new PostgreSQL backend,
+// with its startup cost) for the next call.
 const (
-	maxOpenConns    = 20
-	maxIdleConns    = 10
+	// DefaultMaxConns is the pool size of Options.MaxConns.
+	DefaultMaxConns = 20
 	connMaxLifetime = 30 * time.Minute
 	connMaxIdleTime = 5 * time.Minute
+	// pingTimeout bounds Ping (/readyz): a probe must answer quickly even
+	// when the database does not.
+	pingTimeout = 2 * time.Second
+	// migrateTimeout bounds Migrate when its context has no deadline: the
+	// migration lock waits up to 5 minutes for another replica.
+	migrateTimeout = 15 * time.Minute
 )
+
+// Options are the connection pool settings of OpenWith.
+type Options struct {
+	// MaxConns is the most connections the pool opens and keeps open
+	// (idle connections included); 0 means DefaultMaxConns
+	// (MCPGATE_DATABASE_MAX_CONNS).
+	MaxConns int
+	// OperationTimeout bounds each statement and transaction whose
+	// context has no deadline; 0 means DefaultOperationTimeout.
+	OperationTimeout time.Duration
+}
 
 // Store is the PostgreSQL audit store. It is safe for concurrent use.
 type Store struct {
@@ -40,19 +59,37 @@ type Store struct {
 	rate      *rateStatements
 }
 
-// Open connects to the PostgreSQL database at url (a lib/pq URL or key=value
-// DSN, e.g. "postgres://user:pw@host:5432/db?sslmode=disable"; a search_path
-// parameter selects the schema), pings it and sets the pool sizes above.
-// It does not migrate; call Migrate. Errors: EInvalid for a URL lib/pq
-// cannot parse, EUnavailable when the server cannot be reached.
+// Open is OpenWith with the default Options.
 func Open(ctx context.Context, url string) (*Store, error) {
-	db, err := sqlx.Open("postgres", url)
+	return OpenWith(ctx, url, Options{})
+}
+
+// OpenWith connects to the PostgreSQL database at url (a lib/pq URL or
+// key=value DSN, e.g. "postgres://user:pw@host:5432/db?sslmode=disable"; a
+// search_path parameter selects the schema), pings it and sizes the pool
+// by o. Every network operation of the store has a deadline: opening a
+// connection DefaultConnectTimeout (unless url sets connect_timeout), a
+// statement or transaction the deadline of its context, or
+// o.OperationTimeout when the context has none; at that deadline the
+// operation returns even when the server stopped answering, and its
+// connection is discarded. It does not migrate; call Migrate. Errors:
+// EInvalid for a URL lib/pq cannot parse, EUnavailable when the server
+// cannot be reached.
+func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.OperationTimeout <= 0 {
+		o.OperationTimeout = DefaultOperationTimeout
+	}
+	c, err := newConnector(url, o.OperationTimeout)
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInvalid, err,
 			"MCPGATE_DATABASE_URL is not a valid PostgreSQL URL; use postgres://user:password@host:5432/dbname")
 	}
-	db.SetMaxOpenConns(maxOpenConns)
-	db.SetMaxIdleConns(maxIdleConns)
+	db := sqlx.NewDb(sql.OpenDB(c), "postgres")
+	db.SetMaxOpenConns(o.MaxConns)
+	db.SetMaxIdleConns(o.MaxConns)
 	db.SetConnMaxLifetime(connMaxLifetime)
 	db.SetConnMaxIdleTime(connMaxIdleTime)
 	if err := db.PingContext(ctx); err != nil {
@@ -86,8 +123,11 @@ func (s *Store) Close() error {
 // (e.g. rate-limit counters over audit_events).
 func (s *Store) DB() *sqlx.DB { return s.db }
 
-// Ping reports whether PostgreSQL answers (for /readyz); EUnavailable if not.
+// Ping reports whether PostgreSQL answers (for /readyz) within ctx's
+// deadline and at most pingTimeout (2 s); EUnavailable if not.
 func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
 	return translate(s.db.PingContext(ctx), msgs{})
 }
 
@@ -95,9 +135,15 @@ func (s *Store) Ping(ctx context.Context) error {
 // It is idempotent, and safe when several replicas start at once: goose holds
 // a PostgreSQL session advisory lock while it migrates, keyed by the current
 // schema so that stores in different schemas do not wait for each other.
-// Errors: EInvalid when search_path names no existing schema, EUnavailable
-// when the database is unreachable, EInternal when a migration fails.
+// When ctx has no deadline, Migrate gives up after 15 minutes. Errors:
+// EInvalid when search_path names no existing schema, EUnavailable when
+// the database is unreachable, EInternal when a migration fails.
 func (s *Store) Migrate(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, migrateTimeout)
+		defer cancel()
+	}
 	var schema sql.NullString
 	if err := s.db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
 		return translate(err, msgs{})

@@ -53,7 +53,7 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, version stri
 
 func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	cfg := a.Config
-	store, err := OpenStore(ctx, cfg.DatabaseURL)
+	store, err := openStore(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	a.Pipeline = &Pipeline{
 		Store: store, Decider: a.Engine, Catalog: a.Catalog, Adapter: adapter,
 		Logger: log, Metrics: NewMetrics(reg), AuditArguments: cfg.AuditArguments,
-		Limiter: a.limiter(log),
+		Limiter: a.limiter(log), Refusals: NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 	}
 	if a.Pipeline.Confirmer, err = confirmer(cfg, log); err != nil {
 		return err
@@ -206,9 +206,15 @@ func (a *App) Close() error {
 // OpenStore opens and migrates the store a database URL names:
 // postgres://… (PostgreSQL) or sqlite:PATH (the embedded store).
 func OpenStore(ctx context.Context, url string) (FullStore, error) {
+	return openStore(ctx, url, 0)
+}
+
+// openStore is OpenStore with a PostgreSQL pool of maxConns connections
+// (0: postgres.DefaultMaxConns).
+func openStore(ctx context.Context, url string, maxConns int) (FullStore, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		s, err := postgres.Open(ctx, url)
+		s, err := postgres.OpenWith(ctx, url, postgres.Options{MaxConns: maxConns})
 		if err != nil {
 			return nil, err
 		}

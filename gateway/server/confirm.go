@@ -145,7 +145,7 @@ func (pl *Pipeline) requestConfirmation(ctx context.Context, p *gateway.Principa
 // record writes ev before the reply; a row that cannot be written refuses
 // the call (fail closed), as reserveAndRecord does.
 func (pl *Pipeline) record(ctx context.Context, ev *gateway.AuditEvent) error {
-	ctx, cancel := context.WithTimeout(ctx, reserveTimeout)
+	ctx, cancel := storeContext(ctx)
 	defer cancel()
 	err := pl.Store.RecordAudit(ctx, ev)
 	if err == nil {
@@ -227,7 +227,7 @@ func (pl *Pipeline) settleFailedKey(ctx context.Context, rec *gateway.Idempotenc
 // keyStore runs one write on the idempotency key after dispatch, whatever
 // happened to the request's ctx; a failure is logged, the reply stands.
 func (pl *Pipeline) keyStore(ctx context.Context, what string, write func(ctx context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reserveTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	if err := write(ctx); err != nil {
 		pl.Logger.Error("could not "+what+" an idempotency key", zap.Error(err))

@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
@@ -49,6 +51,11 @@ type Pipeline struct {
 	// Rate limits) in the transaction that records its audit row; nil
 	// turns rate limiting off (App always sets it).
 	Limiter *ratelimit.Limiter
+	// Refusals bounds, per principal, how many calls refused before
+	// dispatch get an audit row (MCPGATE_REFUSED_CALLS_PER_SECOND); over
+	// it a refused call is answered as rate limited (bucket
+	// principal.refusals) without a row. nil audits every refusal.
+	Refusals *RefusalLimiter
 	// Confirmer signs and verifies the deploy confirmation tokens (seed
 	// 001, Deploy confirmation protocol) with
 	// SUPACLOUD_MCP_CONFIRMATION_SECRET; nil (the secret unset) makes
@@ -99,18 +106,56 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, call *mc
 		Actor:         auditText(p.Subject),
 		PrincipalKind: p.Kind,
 		TokenFP:       p.TokenFingerprint,
-		Tool:          auditText(clip(call.Name, maxToolName)),
+		Tool:          toolText(call.Name),
 		ArgumentsHash: hashArguments(call.RawArguments),
 	}
 	if pl.AuditArguments {
 		ev.Arguments = loggableArguments(call.Arguments, call.RawArguments)
 	}
+	ctx = withStoreDeadline(ctx, time.Now().Add(storeTimeout))
 	res, err := pl.decideAndDispatch(ctx, p, call, ev)
+	if err != nil && ev.ID == 0 && !pl.refusalAudited(p, ev, start) {
+		return nil, refusalLimited(err)
+	}
 	pl.finish(ctx, ev, start, err)
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// refusalAudited takes a token of p's refusal bucket for a call refused
+// before it had an audit row. Without one the call gets no row (the store
+// write is what the bucket bounds): it is counted in the metrics as
+// rate_limited in bucket principal.refusals, and a warning at most every
+// 10 s per principal says how many refusals went unaudited.
+func (pl *Pipeline) refusalAudited(p *gateway.Principal, ev *gateway.AuditEvent, start time.Time) bool {
+	if pl.Refusals == nil {
+		return true
+	}
+	key := p.WorkspaceID + "\x00" + p.TaskID + "\x00" + p.Subject + "\x00" + p.TokenFingerprint
+	ok, warn := pl.Refusals.take(key, pl.now())
+	if ok {
+		return true
+	}
+	ev.Status, ev.ErrorClass, ev.Bucket = gateway.AuditRateLimited, string(gateway.ERateLimited), RefusalBucket
+	ev.LatencyMicros = pl.now().Sub(start).Microseconds()
+	pl.Metrics.observe(ev)
+	if warn > 0 {
+		pl.Logger.Warn("refused calls of one principal not audited: over MCPGATE_REFUSED_CALLS_PER_SECOND",
+			zap.String("workspace_id", ev.WorkspaceID), zap.String("task_id", ev.TaskID), zap.String("actor", ev.Actor),
+			zap.Int64("unaudited", warn), zap.String("last_tool", ev.Tool))
+	}
+	return false
+}
+
+// refusalLimited is the reply to a refused call over its principal's
+// refusal bucket: a rate limit (-32003, bucket principal.refusals) that
+// still says why the call itself was refused.
+func refusalLimited(err error) error {
+	return &gateway.Error{Code: gateway.ERateLimited, Bucket: RefusalBucket, Err: err,
+		Message: "Rate limit exceeded for refused calls of this session; slow down and fix the refused calls (this one: " +
+			gateway.ErrorMessageOf(err) + ")"}
 }
 
 // decideAndDispatch returns the result or the error for the caller; it fills
@@ -174,8 +219,18 @@ func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal,
 }
 
 // dispatch hands a recorded call to the adapter and applies the
-// decision's obligations to its result.
+// decision's obligations to its result. A call whose client has gone, or
+// whose deadline passed, by the time its reservation committed (a store
+// that answered late, say) is not dispatched: nobody would get the result,
+// and the client may already be retrying. Its audit row says so (status
+// error, reason dispatch.abandoned); the slots it took stay taken.
 func (pl *Pipeline) dispatch(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, d *gateway.Decision, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
+	if err := ctx.Err(); err != nil {
+		ev.ReasonCodes = append(ev.ReasonCodes, reasonAbandoned)
+		return nil, &gateway.Error{Code: gateway.EUnavailable, Err: gateway.NotDispatched(err),
+			Message: fmt.Sprintf("%s was not dispatched: the client gave up or the call's deadline passed before the gateway could run it; call again if it is still needed", tool.Name),
+			Reasons: []gateway.Reason{{Code: reasonAbandoned, Message: "the request ended before dispatch"}}}
+	}
 	res, err := pl.Adapter.CallTool(ctx, gateway.ToolCall{
 		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,
 		Tool: tool.Name, Arguments: args,
@@ -205,6 +260,8 @@ func checkWorkspaceArgument(p *gateway.Principal, call *mcp.CallToolParams) erro
 }
 
 func (pl *Pipeline) loadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
+	ctx, cancel := storeContext(ctx)
+	defer cancel()
 	c, err := pl.Store.LoadCaller(ctx, p)
 	if err == nil {
 		return c, nil
@@ -245,11 +302,22 @@ func (pl *Pipeline) finish(ctx context.Context, ev *gateway.AuditEvent, start ti
 			ev.Bucket = ge.Bucket
 		}
 	}
+	// The row is written even when the client has gone, and within a
+	// deadline: a store that does not answer must not hold the reply. A
+	// call refused before dispatch has what is left of its store deadline
+	// (so a refusal because the store did not answer comes within
+	// storeTimeout, not twice that); a recorded call gets a new one.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	if ev.ID == 0 {
+		cancel()
+		wctx, cancel = storeContext(context.WithoutCancel(ctx))
+	}
+	defer cancel()
 	var werr error
 	if ev.ID != 0 {
-		werr = pl.Store.FinishAudit(context.WithoutCancel(ctx), ev)
+		werr = pl.Store.FinishAudit(wctx, ev)
 	} else {
-		werr = pl.Store.RecordAudit(context.WithoutCancel(ctx), ev)
+		werr = pl.Store.RecordAudit(wctx, ev)
 	}
 	if werr != nil {
 		pl.Logger.Error("audit row not written", zap.String("tool", ev.Tool), zap.String("status", ev.Status), zap.Error(werr))
@@ -317,6 +385,20 @@ func auditText(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
+}
+
+// toolText is the client-supplied tool name as the audit row, the log
+// and the metrics name it: clipped to maxToolName, and, when it holds
+// anything but printable Unicode (newlines, ANSI escapes, NUL, invalid
+// UTF-8), quoted with Go's escapes (strconv.QuoteToGraphic), so that a
+// name cannot forge log lines or recolour a terminal. A printable name,
+// which every catalog name is, is kept as it is.
+func toolText(name string) string {
+	name = clip(name, maxToolName)
+	if utf8.ValidString(name) && !strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsGraphic(r) }) {
+		return name
+	}
+	return strconv.QuoteToGraphic(name)
 }
 
 // loggableArguments returns the arguments to store when argument logging is

@@ -9,10 +9,35 @@ import (
 	"github.com/mcpgate/mcpgate/tools"
 )
 
-// reserveTimeout bounds the reservation transaction, so that a database
-// that stops answering refuses calls within seconds instead of holding
-// them (and their pool connections) until the client gives up.
-const reserveTimeout = 5 * time.Second
+// storeTimeout bounds the store work of one call before its dispatch
+// (loading the caller, then the reservation transaction), so that a
+// database that stops answering refuses calls within seconds instead of
+// holding them (and their pool connections) until the client gives up;
+// it also bounds each write after dispatch (finishing the audit row, the
+// idempotency key).
+const storeTimeout = 5 * time.Second
+
+// reasonAbandoned is the audit reason code of an allowed call that was
+// recorded but not dispatched because its request had ended.
+const reasonAbandoned = "dispatch.abandoned"
+
+// storeDeadlineKey carries, in a call's context, the deadline of its store
+// work before dispatch (CallTool sets it; storeContext reads it).
+type storeDeadlineKey struct{}
+
+// withStoreDeadline returns ctx carrying deadline as the store deadline.
+func withStoreDeadline(ctx context.Context, deadline time.Time) context.Context {
+	return context.WithValue(ctx, storeDeadlineKey{}, deadline)
+}
+
+// storeContext returns ctx bounded by the call's store deadline, or by
+// storeTimeout from now outside a call (tools/list).
+func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Value(storeDeadlineKey{}).(time.Time); ok {
+		return context.WithDeadline(ctx, d)
+	}
+	return context.WithTimeout(ctx, storeTimeout)
+}
 
 // reserveAndRecord is the step between an allow decision and dispatch
 // (DESIGN.md §1): it records ev with status "allowed" and, in the same
@@ -34,7 +59,7 @@ func (pl *Pipeline) reserveAndRecord(ctx context.Context, tool *tools.Tool, ev *
 // like ERateLimited, with nothing recorded.
 func (pl *Pipeline) reserveRecordAndClaim(ctx context.Context, tool *tools.Tool, ev *gateway.AuditEvent, claim func(ctx context.Context) error) error {
 	ev.Status = gateway.AuditAllowed
-	ctx, cancel := context.WithTimeout(ctx, reserveTimeout)
+	ctx, cancel := storeContext(ctx)
 	defer cancel()
 	steps := make([]func(ctx context.Context) error, 0, 2)
 	if claim != nil {

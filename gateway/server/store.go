@@ -21,8 +21,8 @@ type Store interface {
 	// before an allowed call is dispatched (fail closed) and completed by
 	// FinishAudit afterwards.
 	RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error
-	// FinishAudit sets the final status, error class and latency of the row
-	// ev.ID after dispatch (e.g. "error" with class "Unavailable" when the
+	// FinishAudit sets the final status, error class, reason codes and
+	// latency of the row ev.ID after dispatch (e.g. "error" with class "Unavailable" when the
 	// upstream failed). ENotFound when no row has that id.
 	FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error
 	// Ping reports whether the store can serve requests (for /readyz).

@@ -63,12 +63,13 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING id`
 
 // FinishAudit completes the row ev.ID after dispatch: it sets the final
-// Status, ErrorClass and LatencyMicros of ev and leaves every other column
+// Status, ErrorClass, ReasonCodes and LatencyMicros of ev (a call can end
+// with a reason of its own, such as dispatch.abandoned) and leaves every other column
 // as RecordAudit wrote it. Errors: ENotFound when no row has ev.ID,
 // EUnavailable when the database cannot be written.
 func (s *Store) FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error {
-	const q = `UPDATE audit_events SET status = ?, error_class = ?, latency_us = ? WHERE id = ?`
-	res, err := s.w.ExecContext(ctx, q, ev.Status, ev.ErrorClass, ev.LatencyMicros, ev.ID)
+	const q = `UPDATE audit_events SET status = ?, error_class = ?, latency_us = ?, reason_codes = ? WHERE id = ?`
+	res, err := s.w.ExecContext(ctx, q, ev.Status, ev.ErrorClass, ev.LatencyMicros, jsonList(ev.ReasonCodes), ev.ID)
 	return expectOne(res, err, "audit event "+strconv.FormatInt(ev.ID, 10)+
 		" not found; record it with RecordAudit before finishing it")
 }

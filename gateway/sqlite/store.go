@@ -112,8 +112,15 @@ func (s *Store) Close() error {
 // queries of their own should write through it.
 func (s *Store) DB() *sqlx.DB { return s.w }
 
-// Ping reports whether the database answers (for /readyz); EUnavailable if not.
+// pingTimeout bounds Ping (/readyz): the write connection may be held by
+// a long write, and a probe must answer quickly all the same.
+const pingTimeout = 2 * time.Second
+
+// Ping reports whether the database answers (for /readyz) within ctx's
+// deadline and at most pingTimeout (2 s); EUnavailable if not.
 func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
 	if err := s.w.PingContext(ctx); err != nil {
 		return translate(err, msgs{})
 	}

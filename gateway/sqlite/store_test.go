@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/pressly/goose/v3"
 
@@ -161,4 +162,31 @@ func BenchmarkRecordAudit(b *testing.B) {
 	b.Run("file-parallel", func(b *testing.B) {
 		storetest.BenchRecordAuditParallel(b, newStore(b, filepath.Join(b.TempDir(), "bench.db")))
 	})
+}
+
+// Issue 8, point 4: /readyz's Ping has a short deadline of its own, also
+// when the one write connection is held by another writer.
+func TestPingHasADeadline(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ping.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tx, err := s.DB().BeginTxx(ctx, nil) // holds the write connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- s.Ping(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil || time.Since(start) > 3*time.Second {
+			t.Errorf("Ping with the write connection held: %v after %v; want not ready within 2 s", err, time.Since(start))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Ping without a deadline of its own still waits after 5 s")
+	}
 }

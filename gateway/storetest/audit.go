@@ -64,9 +64,10 @@ var auditTests = []test{
 		ev := event(1, "ws-a", "t1", "app.deploy", gateway.AuditAllowed)
 		must(t, s.RecordAudit(ctx(t), ev), "record")
 		want := *ev
-		fin := &gateway.AuditEvent{ID: ev.ID, Status: gateway.AuditError, ErrorClass: "Unavailable", LatencyMicros: 4321}
+		fin := &gateway.AuditEvent{ID: ev.ID, Status: gateway.AuditError, ErrorClass: "Unavailable", LatencyMicros: 4321,
+			ReasonCodes: append(slices.Clone(ev.ReasonCodes), "dispatch.abandoned")}
 		must(t, s.FinishAudit(ctx(t), fin), "finish")
-		want.Status, want.ErrorClass, want.LatencyMicros = fin.Status, fin.ErrorClass, fin.LatencyMicros
+		want.Status, want.ErrorClass, want.LatencyMicros, want.ReasonCodes = fin.Status, fin.ErrorClass, fin.LatencyMicros, fin.ReasonCodes
 		list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a"})
 		must(t, err, "list")
 		if len(list) != 1 {

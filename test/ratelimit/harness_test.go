@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -60,6 +59,9 @@ func baseEnv(dbURL, upstreamURL string) map[string]string {
 		"MCPGATE_ADMIN_TOKEN":  adminToken,
 		"MCPGATE_LISTEN":       "127.0.0.1:0",
 		"MCPGATE_LOG_FORMAT":   "json",
+		// These tests count every refusal's audit row (200 concurrent
+		// calls of one task against a bucket of 10).
+		"MCPGATE_REFUSED_CALLS_PER_SECOND": "100000",
 	}
 	if upstreamURL != "" {
 		env["MCPGATE_UPSTREAM_URL"] = upstreamURL
@@ -432,76 +434,4 @@ func sseData(b []byte) []byte {
 		}
 	}
 	return b
-}
-
-// ---- a TCP proxy that can cut the gateway off PostgreSQL ----
-
-// proxy forwards TCP connections to target until cut; while cut it
-// closes every open connection and refuses new ones (accepting and
-// closing them at once, as a database that went away).
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	cut    bool
-	conns  map[net.Conn]struct{}
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	go p.serve()
-	t.Cleanup(func() { _ = ln.Close(); p.setCut(true) })
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		go p.forward(c)
-	}
-}
-
-func (p *proxy) forward(c net.Conn) {
-	p.mu.Lock()
-	if p.cut {
-		p.mu.Unlock()
-		_ = c.Close()
-		return
-	}
-	p.conns[c] = struct{}{}
-	p.mu.Unlock()
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		_ = c.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns[up] = struct{}{}
-	p.mu.Unlock()
-	go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
-	_, _ = io.Copy(c, up)
-	_ = c.Close()
-}
-
-// setCut cuts (closing every open connection) or restores the link.
-func (p *proxy) setCut(cut bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = cut
-	if cut {
-		for c := range p.conns {
-			_ = c.Close()
-		}
-		clear(p.conns)
-	}
 }

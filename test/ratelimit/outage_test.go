@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"testing"
 	"time"
@@ -19,12 +20,12 @@ func TestDatabaseOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := startProxy(t, u.Host)
-	u.Host = px.addr()
+	px := pgtest.NewProxy(t, u.Host)
+	u.Host = px.Addr()
 	q := u.Query()
 	q.Set("connect_timeout", "2")
 	u.RawQuery = q.Encode()
-	outage(t, u.String(), px.setCut)
+	outage(t, u.String(), px.Cut)
 }
 
 // TestPostgresStopped is issue 3, point 6 to the letter: a PostgreSQL
@@ -104,5 +105,92 @@ func outage(t *testing.T, dbURL string, down func(bool)) {
 	}
 	if r := call(); r.err == nil || r.err.Code != -32003 {
 		t.Fatalf("11th dispatched call: %+v, want the per-task refusal", r.err)
+	}
+}
+
+// Issue 8, point 4: PostgreSQL stops answering but keeps its connections
+// open (the proxy accepts and holds every byte). Calls are refused with
+// -32603 within the 5 s store deadline instead of hanging, /readyz says
+// not ready within its 2 s, and a call whose client gave up during the
+// stall (its deadline passed, or it was cancelled) is not dispatched when
+// the database answers again.
+func TestDatabaseStalled(t *testing.T) {
+	px, dbURL := pgtest.ProxyURL(t, pgtest.SchemaURL(t))
+	up := startUpstream(t)
+	base, _ := inProcess(t, baseEnv(dbURL, up.url()))
+	seed(t, base, "task-0")
+	c := connect(t, base, agentToken(t, "u1", "task-0", "operator"))
+	call := func(timeout time.Duration) (reply, time.Duration, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		start := time.Now()
+		r, err := c.callTool(ctx, opsTool, opsArgs)
+		return r, time.Since(start), err
+	}
+	if r, _, err := call(20 * time.Second); err != nil || r.err != nil {
+		t.Fatalf("before the stall: %v %+v", err, r.err)
+	}
+
+	px.Stall(true)
+	for i := range 2 {
+		r, took, err := call(30 * time.Second)
+		if err != nil {
+			t.Fatalf("call %d during the stall: transport error after %v: %v", i, took, err)
+		}
+		if r.err == nil || r.err.Code != -32603 || r.err.Data.Class != "Internal" {
+			t.Fatalf("call %d during the stall: %+v, result %s; want -32603 class Internal", i, r.err, r.result)
+		}
+		if took > 6*time.Second {
+			t.Errorf("call %d during the stall was refused after %v; want within the 5 s store deadline", i, took)
+		}
+	}
+	start := time.Now()
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if took := time.Since(start); resp.StatusCode != http.StatusServiceUnavailable || took > 3*time.Second {
+		t.Errorf("/readyz during the stall: HTTP %d after %v; want 503 within 3 s", resp.StatusCode, took)
+	}
+	// A client that gives up after 1 s while the store does not answer:
+	// the call ends at its store deadline and is never dispatched.
+	if r, took, err := call(time.Second); err == nil {
+		t.Errorf("a call with a 1 s client timeout answered after %v during the stall: %+v", took, r.err)
+	}
+	time.Sleep(5 * time.Second)
+	// A client that cancels its call (notifications/cancelled, MCP's way
+	// to give up: a disconnect is not a cancellation) while the store does
+	// not answer, and the store answers right after: the call is not
+	// dispatched.
+	id := c.ids.Load() + 1
+	abandoned := make(chan error, 1)
+	go func() { _, _, err := call(30 * time.Second); abandoned <- err }()
+	time.Sleep(time.Second)
+	if _, err := c.post(context.Background(), "notifications/cancelled", map[string]any{"requestId": id, "reason": "gave up"}, false); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	px.Stall(false)
+	select {
+	case <-abandoned:
+	case <-time.After(10 * time.Second):
+		t.Error("the cancelled call did not end within 10 s")
+	}
+
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r, _, err := call(20 * time.Second)
+		if err == nil && r.err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still refused 15 s after the database answered again: %v %+v", err, r.err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // room for a late dispatch of the abandoned call
+	if n := up.calls.Load(); n != 2 {
+		t.Errorf("upstream saw %d calls, want 2 (before and after the stall): a refused or abandoned call was dispatched", n)
 	}
 }

@@ -1,0 +1,60 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/sqlite"
+)
+
+// lateStore commits a reservation only once the request's context has
+// ended, as a database that answered after the client gave up.
+type lateStore struct{ *sqlite.Store }
+
+func (s lateStore) ReserveAndRecord(ctx context.Context, ev *gateway.AuditEvent, reserve func(context.Context) error) error {
+	<-ctx.Done()
+	return s.Store.ReserveAndRecord(context.WithoutCancel(ctx), ev, reserve)
+}
+
+// Issue 8, point 4: a call whose client had given up was dispatched when
+// the database came back. A reservation that commits after the request
+// ended is not dispatched, and its audit row says why.
+func TestCallOfAGoneClientIsNotDispatched(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(50*time.Millisecond, cancel)
+			return ctx, cancel
+		}},
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 50*time.Millisecond)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.pl.Store = lateStore{f.store}
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			raw, _ := json.Marshal(pause)
+			_, err := f.pl.CallTool(ctx, f.p, &mcp.CallToolParams{Name: "schedule.pause", Arguments: pause, RawArguments: raw})
+			if n := f.up.calls.Load(); n != 0 {
+				t.Fatalf("the adapter ran %d times for a call whose request had ended", n)
+			}
+			if err == nil || !errors.Is(err, gateway.ErrNotDispatched) {
+				t.Errorf("error %v; want one marked not dispatched", err)
+			}
+			ev := f.last(t)
+			if ev.Status != gateway.AuditError || !contains(ev.ReasonCodes, "dispatch.abandoned") {
+				t.Errorf("audit row %s %v, want error with dispatch.abandoned", ev.Status, ev.ReasonCodes)
+			}
+		})
+	}
+}
