@@ -40,6 +40,16 @@ type Server struct {
 	handler   http.Handler
 	transport *mcp.Transport
 	store     Store
+	callers   CallerInvalidator
+}
+
+// CallerInvalidator drops cached callers; *callercache.Cache implements
+// it. Calls that start after a method returns read the store.
+type CallerInvalidator interface {
+	// InvalidateWorkspace drops the cached callers of one workspace.
+	InvalidateWorkspace(workspaceID string)
+	// InvalidateAll drops every cached caller.
+	InvalidateAll()
 }
 
 // Deps are the parts New wires together.
@@ -64,6 +74,10 @@ type Deps struct {
 	// the transport's defaults.
 	MaxBatchMessages   int
 	MaxBatchReplyBytes int64
+
+	// Callers is the cache Pipeline.Callers reads, if any: the admin API's
+	// changes invalidate it (Server.WorkspaceChanged). nil: no cache.
+	Callers CallerInvalidator
 }
 
 // Paths of the HTTP+SSE transport of MCP 2024-11-05: the event stream and
@@ -103,7 +117,7 @@ func New(d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{transport: t, store: d.Store}
+	s := &Server{transport: t, store: d.Store, callers: d.Callers}
 	r := mux.NewRouter()
 	r.Handle("/mcp", t) // every method: the transport answers 405 itself, with a JSON-RPC body
 	legacy := t.LegacyHandler(strings.TrimSuffix(publicPath(d.HTTP.PublicURL), "/") + legacyMessagesPath)
@@ -121,7 +135,7 @@ func New(d Deps) (*Server, error) {
 		TokenReader:   tokenReader,
 		ValidateGrant: d.ValidateGrant,
 		Logger:        d.Logger,
-		OnChange:      s.workspaceChanged,
+		OnChange:      s.WorkspaceChanged,
 	}))
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -150,11 +164,28 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// workspaceChanged is called by the admin API after a change that can alter
-// a workspace's visible tools ("" for every workspace: seat types, org
-// plans). Open MCP streams of that workspace whose tools/list now differs
-// get notifications/tools/list_changed; the check runs in the background.
-func (s *Server) workspaceChanged(workspaceID string) {
+// WorkspaceChanged is called after a change that can alter what a
+// workspace's callers may see or do (workspaceID "" for every workspace:
+// seat types, org plans). First, before it returns, it drops the cached
+// callers of that workspace (of all workspaces for ""), so that every
+// call that starts afterwards reads the store and sees the change. Then
+// open MCP streams of that workspace whose tools/list now differs get
+// notifications/tools/list_changed; that check runs in the background.
+//
+// The admin API of this process calls it after each successful change.
+// It is also the seam for changes made through other replicas: whatever
+// announces those (a listener on the shared database) calls it with the
+// changed workspace, and this replica then behaves as if the change had
+// been made here. Until then the caller cache's TTL bounds how long such
+// a change goes unseen.
+func (s *Server) WorkspaceChanged(workspaceID string) {
+	if s.callers != nil {
+		if workspaceID == "" {
+			s.callers.InvalidateAll()
+		} else {
+			s.callers.InvalidateWorkspace(workspaceID)
+		}
+	}
 	s.transport.RefreshTools(func(p *gateway.Principal) bool {
 		return workspaceID == "" || p.WorkspaceID == workspaceID
 	})
