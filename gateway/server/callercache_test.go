@@ -27,13 +27,13 @@ import (
 
 // countingStore counts the store's LoadCaller calls.
 type countingStore struct {
-	*sqlite.Store
+	server.FullStore
 	loads atomic.Int64
 }
 
 func (s *countingStore) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
 	s.loads.Add(1)
-	return s.Store.LoadCaller(ctx, p)
+	return s.FullStore.LoadCaller(ctx, p)
 }
 
 // infoAdapter answers every call with a workspace.info-like result, so that
@@ -58,16 +58,23 @@ type cachedGateway struct {
 
 func newCachedGateway(t *testing.T) *cachedGateway {
 	t.Helper()
-	ctx := context.Background()
-	sq, err := sqlite.Open(ctx, ":memory:")
+	sq, err := sqlite.Open(context.Background(), ":memory:")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sq.Close() })
-	if err := sq.Migrate(ctx); err != nil {
+	if err := sq.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	s := &countingStore{Store: sq}
+	return newCachedGatewayOn(t, sq, time.Hour, config.DefaultLimits())
+}
+
+// newCachedGatewayOn is newCachedGateway on a migrated store fs, with a
+// cache of TTL ttl (0: no cache) and the rate limits limits.
+func newCachedGatewayOn(t testing.TB, fs server.FullStore, ttl time.Duration, limits config.Limits) *cachedGateway {
+	t.Helper()
+	ctx := context.Background()
+	s := &countingStore{FullStore: fs}
 	for _, err := range []error{
 		s.PutOrgPlan(ctx, &gateway.OrgPlan{Name: "team", Permissions: gateway.Permissions{}}),
 		s.PutSeatType(ctx, &gateway.SeatType{Name: "developer", Permissions: gateway.Permissions{"workspace.plan.view": false}}),
@@ -94,10 +101,10 @@ func newCachedGateway(t *testing.T) *cachedGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := callercache.New(s, callercache.Options{TTL: time.Hour})
+	cache := callercache.New(s, callercache.Options{TTL: ttl})
 	up := &infoAdapter{}
 	pl := &server.Pipeline{Store: s, Callers: cache, Decider: engine, Catalog: cat, Adapter: up,
-		Logger: zap.NewNop(), Limiter: ratelimit.New(s, config.DefaultLimits(), nil)}
+		Logger: zap.NewNop(), Limiter: ratelimit.New(s, limits, nil)}
 	srv, err := server.New(server.Deps{Store: s, Pipeline: pl, Auth: jwt, AdminToken: "admin-token",
 		ValidateGrant: server.GrantValidator(engine, cat), Logger: zap.NewNop(), Registry: prometheus.NewRegistry(),
 		Callers: cache})
@@ -110,7 +117,7 @@ func newCachedGateway(t *testing.T) *cachedGateway {
 }
 
 // admin sends one admin API request through the server's handler.
-func (g *cachedGateway) admin(t *testing.T, method, path, body string) {
+func (g *cachedGateway) admin(t testing.TB, method, path, body string) {
 	t.Helper()
 	r := httptest.NewRequest(method, "/admin/v1"+path, strings.NewReader(body))
 	r.Header.Set("Authorization", "Bearer admin-token")
@@ -123,7 +130,7 @@ func (g *cachedGateway) admin(t *testing.T, method, path, body string) {
 }
 
 // call runs one tools/call and returns its result, or nil and the error.
-func (g *cachedGateway) call(t *testing.T, tool string) (*gateway.ToolResult, error) {
+func (g *cachedGateway) call(t testing.TB, tool string) (*gateway.ToolResult, error) {
 	t.Helper()
 	args := map[string]any{}
 	if tool == "schedule.pause" {
@@ -133,7 +140,7 @@ func (g *cachedGateway) call(t *testing.T, tool string) (*gateway.ToolResult, er
 	return g.pl.CallTool(context.Background(), g.p, &mcp.CallToolParams{Name: tool, Arguments: args, RawArguments: raw})
 }
 
-func (g *cachedGateway) allowed(t *testing.T, tool string) bool {
+func (g *cachedGateway) allowed(t testing.TB, tool string) bool {
 	t.Helper()
 	_, err := g.call(t, tool)
 	if err != nil && gateway.ErrorCodeOf(err) != gateway.EForbidden {
@@ -142,7 +149,7 @@ func (g *cachedGateway) allowed(t *testing.T, tool string) bool {
 	return err == nil
 }
 
-func (g *cachedGateway) listed(t *testing.T, tool string) bool {
+func (g *cachedGateway) listed(t testing.TB, tool string) bool {
 	t.Helper()
 	ts, err := g.pl.ListTools(context.Background(), g.p)
 	if err != nil {
