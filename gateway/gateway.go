@@ -161,7 +161,8 @@ type ExternalLimits struct {
 }
 
 // Caller is everything the store knows about a principal that the policy
-// needs: loaded once per request by Store.LoadCaller.
+// needs, loaded by Store.LoadCaller. The caller cache shares one Caller
+// between the calls of a principal, so once loaded it is read-only.
 type Caller struct {
 	Workspace *Workspace
 	// Member is nil when the acting user is not a member of the workspace.

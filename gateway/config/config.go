@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -66,6 +67,15 @@ type Config struct {
 	// AllowedOrigins lists browser origins allowed on the MCP endpoints
 	// (MCPGATE_ALLOWED_ORIGINS, comma separated; none by default).
 	AllowedOrigins []string
+	// CallerCacheTTL is how long the request path reuses a caller it
+	// loaded from the store (workspace, member, profiles, seat type, org
+	// plan, overrides, task): MCPGATE_CALLER_CACHE_TTL, a Go duration such
+	// as 500ms, default DefaultCallerCacheTTL, at most MaxCallerCacheTTL;
+	// 0 turns the cache off. A change through this process's admin API
+	// takes effect on the next call whatever the value; the TTL bounds how
+	// long a change made elsewhere (another replica, the database
+	// directly) may go unseen here.
+	CallerCacheTTL time.Duration
 	// HTTP holds the public URL, OAuth authorization servers and allowed
 	// Host names of the MCP endpoints (http.go).
 	HTTP
@@ -115,6 +125,15 @@ func DefaultLimits() Limits {
 	}
 }
 
+// DefaultCallerCacheTTL is CallerCacheTTL when MCPGATE_CALLER_CACHE_TTL
+// is unset.
+const DefaultCallerCacheTTL = time.Second
+
+// MaxCallerCacheTTL is the largest CallerCacheTTL accepted: a change made
+// through any replica must take effect on every replica within 1 s, and
+// until changes are announced between replicas the TTL is what bounds it.
+const MaxCallerCacheTTL = time.Second
+
 // Load reads the configuration through getenv (os.Getenv in production) and
 // returns every problem at once, each naming its variable.
 func Load(getenv func(string) string) (*Config, error) {
@@ -141,6 +160,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.Limits = r.limits()
 	c.DatabaseMaxConns = r.positive("MCPGATE_DATABASE_MAX_CONNS", 20)
 	c.RefusedCallsPerSecond = r.positive("MCPGATE_REFUSED_CALLS_PER_SECOND", 5)
+	c.CallerCacheTTL = r.callerCacheTTL()
 	c.loadHTTP(&r)
 	c.loadConn(&r)
 	if f := getenv("MCPGATE_JWT_PUBLIC_KEY_FILE"); f != "" {
@@ -242,6 +262,26 @@ func (r *reader) positive(name string, def int) int {
 		return def
 	}
 	return n
+}
+
+// callerCacheTTL reads MCPGATE_CALLER_CACHE_TTL: a Go duration from 0
+// (off) to MaxCallerCacheTTL.
+func (r *reader) callerCacheTTL() time.Duration {
+	const name = "MCPGATE_CALLER_CACHE_TTL"
+	v := r.getenv(name)
+	if v == "" {
+		return DefaultCallerCacheTTL
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil || d < 0:
+		r.fail("%s=%q: want a duration such as 500ms or 1s (0 turns the caller cache off)", name, v)
+		return DefaultCallerCacheTTL
+	case d > MaxCallerCacheTTL:
+		r.fail("%s=%q: must be at most %v, so that a change made through another replica takes effect here within that time", name, v, MaxCallerCacheTTL)
+		return DefaultCallerCacheTTL
+	}
+	return d
 }
 
 func (r *reader) boolean(name string) bool {

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -27,6 +28,21 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if c.UpstreamTier != gateway.TierOps {
 		t.Errorf("upstream tier %q, want ops", c.UpstreamTier)
+	}
+	if c.CallerCacheTTL != time.Second {
+		t.Errorf("caller cache TTL %v, want 1s", c.CallerCacheTTL)
+	}
+}
+
+func TestCallerCacheTTL(t *testing.T) {
+	for v, want := range map[string]time.Duration{"0": 0, "0s": 0, "250ms": 250 * time.Millisecond, "1s": time.Second} {
+		c, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_CALLER_CACHE_TTL": v}))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if c.CallerCacheTTL != want {
+			t.Errorf("MCPGATE_CALLER_CACHE_TTL=%s: %v, want %v", v, c.CallerCacheTTL, want)
+		}
 	}
 }
 
@@ -79,6 +95,9 @@ func TestLoadRejects(t *testing.T) {
 		{"unknown upstream tier", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_UPSTREAM_TIER": "admin"}, "MCPGATE_UPSTREAM_TIER"},
 		{"zero batch limit", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_MAX_BATCH_MESSAGES": "0"}, "MCPGATE_MAX_BATCH_MESSAGES"},
 		{"bad reply budget", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_MAX_BATCH_REPLY_BYTES": "4MiB"}, "MCPGATE_MAX_BATCH_REPLY_BYTES"},
+		{"caller cache TTL without unit", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_CALLER_CACHE_TTL": "1"}, "MCPGATE_CALLER_CACHE_TTL"},
+		{"negative caller cache TTL", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_CALLER_CACHE_TTL": "-1s"}, "MCPGATE_CALLER_CACHE_TTL"},
+		{"caller cache TTL above 1s", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_CALLER_CACHE_TTL": "1.5s"}, "at most 1s"},
 		{"bad bool", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_AUDIT_ARGUMENTS": "maybe"}, "MCPGATE_AUDIT_ARGUMENTS"},
 	}
 	for _, c := range cases {

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpgate/mcpgate/adapters/mcpupstream"
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auth"
+	"github.com/mcpgate/mcpgate/gateway/callercache"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
 	"github.com/mcpgate/mcpgate/gateway/policy"
@@ -36,7 +37,10 @@ type App struct {
 	JWT      *auth.JWT
 	Server   *Server
 	Pipeline *Pipeline
-	closers  []func() error
+	// Callers caches what the request path loads about each caller for
+	// Config.CallerCacheTTL; Server.WorkspaceChanged invalidates it.
+	Callers *callercache.Cache
+	closers []func() error
 }
 
 // Open opens the store named by cfg.DatabaseURL and applies its migrations,
@@ -78,8 +82,9 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
+	a.Callers = callercache.New(store, callercache.Options{TTL: cfg.CallerCacheTTL})
 	a.Pipeline = &Pipeline{
-		Store: store, Decider: a.Engine, Catalog: a.Catalog, Adapter: adapter,
+		Store: store, Callers: a.Callers, Decider: a.Engine, Catalog: a.Catalog, Adapter: adapter,
 		Logger: log, Metrics: NewMetrics(reg), AuditArguments: cfg.AuditArguments,
 		Limiter: a.limiter(log), Refusals: NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 	}
@@ -92,7 +97,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		ValidateGrant: GrantValidator(a.Engine, a.Catalog), Logger: log, Registry: reg,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes,
-		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", WriteTimeout: cfg.WriteTimeout,
+		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
 	})
 	if err != nil {
 		return err

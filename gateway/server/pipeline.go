@@ -35,11 +35,24 @@ type Adapter interface {
 	CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error)
 }
 
+// CallerLoader loads what the policy needs about a principal (the
+// workspace, member, profiles, seat type, org plan, overrides and task);
+// Store and *callercache.Cache implement it. The returned Caller may be
+// shared between calls: it must not be modified.
+type CallerLoader interface {
+	LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error)
+}
+
 // Pipeline is the request path of DESIGN.md §1 behind the MCP transport:
 // resolve the caller, decide, audit, dispatch, apply obligations. It
 // implements mcp.Handler.
 type Pipeline struct {
-	Store          Store
+	Store Store
+	// Callers, when set, loads each call's caller instead of
+	// Store.LoadCaller: App sets the caller cache (gateway/callercache)
+	// here, which the admin API's changes invalidate through
+	// Server.WorkspaceChanged. nil reads the store on every call.
+	Callers        CallerLoader
 	Decider        Decider
 	Catalog        *tools.Catalog
 	Adapter        Adapter
@@ -262,7 +275,11 @@ func checkWorkspaceArgument(p *gateway.Principal, call *mcp.CallToolParams) erro
 func (pl *Pipeline) loadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
 	ctx, cancel := storeContext(ctx)
 	defer cancel()
-	c, err := pl.Store.LoadCaller(ctx, p)
+	var from CallerLoader = pl.Store
+	if pl.Callers != nil {
+		from = pl.Callers
+	}
+	c, err := from.LoadCaller(ctx, p)
 	if err == nil {
 		return c, nil
 	}

@@ -42,6 +42,16 @@ type Server struct {
 	store     Store
 	log       *zap.Logger
 	probes    http.Handler // /healthz, /readyz, /metrics
+	callers   CallerInvalidator
+}
+
+// CallerInvalidator drops cached callers; *callercache.Cache implements
+// it. Calls that start after a method returns read the store.
+type CallerInvalidator interface {
+	// InvalidateWorkspace drops the cached callers of one workspace.
+	InvalidateWorkspace(workspaceID string)
+	// InvalidateAll drops every cached caller.
+	InvalidateAll()
 }
 
 // Deps are the parts New wires together.
@@ -73,6 +83,10 @@ type Deps struct {
 	// handler; they are served only by Server.Probes, on the listener of
 	// MCPGATE_METRICS_LISTEN.
 	ProbesApart bool
+
+	// Callers is the cache Pipeline.Callers reads, if any: the admin API's
+	// changes invalidate it (Server.WorkspaceChanged). nil: no cache.
+	Callers CallerInvalidator
 }
 
 // Paths of the HTTP+SSE transport of MCP 2024-11-05: the event stream and
@@ -117,7 +131,7 @@ func New(d Deps) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{transport: t, store: d.Store, log: log}
+	s := &Server{transport: t, store: d.Store, log: log, callers: d.Callers}
 	r := mux.NewRouter()
 	r.Handle("/mcp", t) // every method: the transport answers 405 itself, with a JSON-RPC body
 	legacy := t.LegacyHandler(strings.TrimSuffix(publicPath(d.HTTP.PublicURL), "/") + legacyMessagesPath)
@@ -135,7 +149,7 @@ func New(d Deps) (*Server, error) {
 		TokenReader:   tokenReader,
 		ValidateGrant: d.ValidateGrant,
 		Logger:        d.Logger,
-		OnChange:      s.workspaceChanged,
+		OnChange:      s.WorkspaceChanged,
 	}))
 	reg := d.Registry
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -184,11 +198,28 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// workspaceChanged is called by the admin API after a change that can alter
-// a workspace's visible tools ("" for every workspace: seat types, org
-// plans). Open MCP streams of that workspace whose tools/list now differs
-// get notifications/tools/list_changed; the check runs in the background.
-func (s *Server) workspaceChanged(workspaceID string) {
+// WorkspaceChanged is called after a change that can alter what a
+// workspace's callers may see or do (workspaceID "" for every workspace:
+// seat types, org plans). First, before it returns, it drops the cached
+// callers of that workspace (of all workspaces for ""), so that every
+// call that starts afterwards reads the store and sees the change. Then
+// open MCP streams of that workspace whose tools/list now differs get
+// notifications/tools/list_changed; that check runs in the background.
+//
+// The admin API of this process calls it after each successful change.
+// It is also the seam for changes made through other replicas: whatever
+// announces those (a listener on the shared database) calls it with the
+// changed workspace, and this replica then behaves as if the change had
+// been made here. Until then the caller cache's TTL bounds how long such
+// a change goes unseen.
+func (s *Server) WorkspaceChanged(workspaceID string) {
+	if s.callers != nil {
+		if workspaceID == "" {
+			s.callers.InvalidateAll()
+		} else {
+			s.callers.InvalidateWorkspace(workspaceID)
+		}
+	}
 	s.transport.RefreshTools(func(p *gateway.Principal) bool {
 		return workspaceID == "" || p.WorkspaceID == workspaceID
 	})
