@@ -271,12 +271,20 @@ func PositionOf(ev *AuditEvent) AuditPosition { return AuditPosition{Time: ev.Ti
 
 // ToolCall is an allowed call handed to an adapter. WorkspaceID is the
 // credential's workspace, never a client-supplied one.
+//
+// Arguments are the decoded arguments, numbers as json.Number with every
+// digit the client sent. RawArguments are the same arguments as the
+// client's JSON object, byte for byte except that members only the gateway
+// reads (the deploy confirmation token) are left out; an adapter that
+// forwards the call sends these bytes. RawArguments is nil for a call built
+// in Go; an adapter then encodes Arguments.
 type ToolCall struct {
-	WorkspaceID string
-	TaskID      string
-	Actor       string
-	Tool        string
-	Arguments   map[string]any
+	WorkspaceID  string
+	TaskID       string
+	Actor        string
+	Tool         string
+	Arguments    map[string]any
+	RawArguments json.RawMessage
 }
 
 // ToolResult is an adapter's answer in MCP CallToolResult shape. Adapters

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/canon"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/policy"
@@ -100,7 +101,7 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, call *mc
 		PrincipalKind: p.Kind,
 		TokenFP:       p.TokenFingerprint,
 		Tool:          auditText(clip(call.Name, maxToolName)),
-		ArgumentsHash: hashArguments(call.RawArguments),
+		ArgumentsHash: argumentsHash(call),
 	}
 	if pl.AuditArguments {
 		ev.Arguments = loggableArguments(call.Arguments, call.RawArguments)
@@ -170,15 +171,16 @@ func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal,
 	if err := pl.reserveAndRecord(ctx, tool, ev); err != nil {
 		return nil, err
 	}
-	return pl.dispatch(ctx, p, tool, call.Arguments, d, ev)
+	return pl.dispatch(ctx, p, tool, call.Arguments, call.RawArguments, d, ev)
 }
 
-// dispatch hands a recorded call to the adapter and applies the
-// decision's obligations to its result.
-func (pl *Pipeline) dispatch(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, d *gateway.Decision, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
+// dispatch hands a recorded call to the adapter, args decoded and raw as
+// the client sent them (gateway.ToolCall), and applies the decision's
+// obligations to its result.
+func (pl *Pipeline) dispatch(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, raw json.RawMessage, d *gateway.Decision, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
 	res, err := pl.Adapter.CallTool(ctx, gateway.ToolCall{
 		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,
-		Tool: tool.Name, Arguments: args,
+		Tool: tool.Name, Arguments: args, RawArguments: raw,
 	})
 	if err != nil {
 		return nil, err
@@ -277,10 +279,35 @@ func reasonCodes(rs []gateway.Reason) []string {
 	return out
 }
 
-// hashArguments returns "sha256:<hex>" of the raw arguments as sent.
-func hashArguments(raw json.RawMessage) string {
-	sum := sha256.Sum256(raw)
+// argumentsHash is the audit row's arguments_hash: canon.Hash of the
+// arguments the row logs (all but the confirmation token), the one hash
+// that also binds a confirmation token and an idempotency key
+// (confirm.InputHash, which also leaves out idempotency_key). Arguments
+// that could not be decoded (call.ArgumentsErr) have no canonical form;
+// the row of such a call, always refused, hashes the bytes as sent.
+func argumentsHash(call *mcp.CallToolParams) string {
+	if call.ArgumentsErr == nil {
+		if h, err := canon.Hash(withoutToken(call.Arguments)); err == nil {
+			return h
+		}
+	}
+	sum := sha256.Sum256(call.RawArguments)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// withoutToken returns args without the confirmation token, args itself
+// when it has none.
+func withoutToken(args map[string]any) map[string]any {
+	if _, ok := args[confirm.ArgToken]; !ok {
+		return args
+	}
+	out := make(map[string]any, len(args)-1)
+	for k, v := range args {
+		if k != confirm.ArgToken {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func (pl *Pipeline) now() time.Time {
@@ -330,13 +357,7 @@ func loggableArguments(args map[string]any, raw json.RawMessage) json.RawMessage
 	if _, ok := args[confirm.ArgToken]; !ok {
 		return raw
 	}
-	clean := make(map[string]any, len(args))
-	for k, v := range args {
-		if k != confirm.ArgToken {
-			clean[k] = v
-		}
-	}
-	out, err := json.Marshal(clean)
+	out, err := canon.WithoutMembers(raw, confirm.ArgToken)
 	if err != nil {
 		return nil
 	}
