@@ -387,7 +387,7 @@ func normalizeResult(res *gateway.ToolResult) (*gateway.ToolResult, error) {
 	out := *res
 	out.Content = []map[string]any{}
 	if res.StructuredContent != nil {
-		text, err := json.Marshal(res.StructuredContent)
+		text, err := out.StructuredJSON()
 		if err != nil {
 			return nil, gateway.Wrap(gateway.EInternal, err, "tool result is not encodable as JSON")
 		}
