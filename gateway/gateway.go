@@ -272,12 +272,20 @@ func PositionOf(ev *AuditEvent) AuditPosition { return AuditPosition{Time: ev.Ti
 
 // ToolCall is an allowed call handed to an adapter. WorkspaceID is the
 // credential's workspace, never a client-supplied one.
+//
+// Arguments are the decoded arguments, numbers as json.Number with every
+// digit the client sent. RawArguments are the same arguments as the
+// client's JSON object, byte for byte except that members only the gateway
+// reads (the deploy confirmation token) are left out; an adapter that
+// forwards the call sends these bytes. RawArguments is nil for a call built
+// in Go; an adapter then encodes Arguments.
 type ToolCall struct {
-	WorkspaceID string
-	TaskID      string
-	Actor       string
-	Tool        string
-	Arguments   map[string]any
+	WorkspaceID  string
+	TaskID       string
+	Actor        string
+	Tool         string
+	Arguments    map[string]any
+	RawArguments json.RawMessage
 }
 
 // ToolResult is an adapter's answer in MCP CallToolResult shape. Adapters
@@ -287,6 +295,42 @@ type ToolResult struct {
 	Content           []map[string]any `json:"content"`
 	StructuredContent map[string]any   `json:"structuredContent,omitempty"`
 	IsError           bool             `json:"isError,omitempty"`
+
+	// structuredJSON is StructuredContent encoded by StructuredJSON, once.
+	structuredJSON []byte
+}
+
+// StructuredJSON returns the JSON encoding of StructuredContent (nil when
+// it is nil). The encoding is made once: later calls, the text block
+// rendered from it and MarshalJSON reuse it, so StructuredContent must not
+// change after the first call (apply redactions before).
+func (r *ToolResult) StructuredJSON() ([]byte, error) {
+	if r.structuredJSON != nil || r.StructuredContent == nil {
+		return r.structuredJSON, nil
+	}
+	b, err := json.Marshal(r.StructuredContent)
+	if err != nil {
+		return nil, err
+	}
+	r.structuredJSON = b
+	return b, nil
+}
+
+// MarshalJSON encodes r in CallToolResult shape, structuredContent from
+// the encoding StructuredJSON made, if it made one.
+func (r ToolResult) MarshalJSON() ([]byte, error) {
+	var sc []byte
+	if len(r.StructuredContent) > 0 { // omitted when empty, as the field's tag says
+		var err error
+		if sc, err = r.StructuredJSON(); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(struct {
+		Content           []map[string]any `json:"content"`
+		StructuredContent json.RawMessage  `json:"structuredContent,omitempty"`
+		IsError           bool             `json:"isError,omitempty"`
+	}{r.Content, sc, r.IsError})
 }
 
 // IdempotencyRecord is one mcp_idempotency_keys row: the idempotency_key of

@@ -55,7 +55,8 @@ func (r *request) boolean(name string) bool {
 }
 
 // number returns a numeric argument and whether it was present. JSON
-// numbers arrive as float64; json.Number and Go integers are accepted too.
+// numbers arrive as json.Number (every digit the client sent); float64 and
+// Go integers, from calls built in Go, are accepted too.
 func (r *request) number(name string) (float64, bool) {
 	switch v := r.Arguments[name].(type) {
 	case float64:

@@ -225,7 +225,7 @@ func implementation(opts Options) *mcp.Implementation {
 func (a *Adapter) URL() string { return a.display }
 
 // CallTool forwards call to the upstream as tools/call: the tool name and
-// arguments unchanged, and the credential's workspace, task and actor in the
+// arguments unchanged (the client's bytes, see callParams), and the credential's workspace, task and actor in the
 // request _meta under MetaWorkspaceID, MetaTaskID and MetaActor (empty values
 // are left out). The upstream's CallToolResult is mapped field by field:
 // content blocks as their JSON objects, an object structuredContent as
@@ -271,10 +271,16 @@ func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 	return mapResult(res)
 }
 
-// callParams builds the tools/call params. Arguments are encoded here, as
-// an object even when empty, because the SDK leaves out an empty map and
+// callParams builds the tools/call params. The arguments are the client's
+// bytes (call.RawArguments), so every number keeps every digit; a call
+// built in Go (no RawArguments) has its Arguments encoded here, numbers
+// that are json.Number with their text. Either way they are sent as an
+// object even when empty, because the SDK leaves out an empty map and
 // strict upstreams expect "arguments": {}.
 func callParams(call gateway.ToolCall) (*mcp.CallToolParams, *gateway.Error) {
+	if len(call.RawArguments) > 0 {
+		return &mcp.CallToolParams{Name: call.Tool, Arguments: call.RawArguments, Meta: callMeta(call)}, nil
+	}
 	args := call.Arguments
 	if args == nil {
 		args = map[string]any{}

@@ -32,6 +32,7 @@ type upstream struct {
 	mu          sync.Mutex
 	lastAuth    string
 	lastVersion string
+	lastArgs    json.RawMessage // the arguments bytes of the last echo call
 }
 
 func startUpstream(t testing.TB) *upstream {
@@ -125,6 +126,9 @@ func newTestServer(u *upstream) *mcp.Server {
 	}
 	add("echo", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		u.echoRuns.Add(1)
+		u.mu.Lock()
+		u.lastArgs = append(json.RawMessage(nil), req.Params.Arguments...)
+		u.mu.Unlock()
 		var args map[string]any
 		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
 			return nil, err
@@ -236,6 +240,32 @@ func TestCallToolMapsRequestAndResult(t *testing.T) {
 			}
 			if !reflect.DeepEqual(res.StructuredContent, tc.wantStruct) {
 				t.Errorf("StructuredContent = %#v, want %#v", res.StructuredContent, tc.wantStruct)
+			}
+		})
+	}
+}
+
+// TestCallToolForwardsEveryDigit: the upstream receives the client's
+// argument bytes; 2^53+1 is not rounded to 2^53 on the way, neither from
+// RawArguments nor from json.Number Arguments of a call built in Go.
+func TestCallToolForwardsEveryDigit(t *testing.T) {
+	u := startUpstream(t)
+	a := newAdapter(t, u.url(), Options{})
+	const big = "9007199254740993"
+	for name, call := range map[string]gateway.ToolCall{
+		"raw": {Tool: "echo", RawArguments: json.RawMessage(`{"n":` + big + `,"x":1.50}`),
+			Arguments: map[string]any{"n": json.Number(big), "x": json.Number("1.50")}},
+		"decoded": {Tool: "echo", Arguments: map[string]any{"n": json.Number(big), "x": json.Number("1.50")}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := a.CallTool(context.Background(), call); err != nil {
+				t.Fatal(err)
+			}
+			u.mu.Lock()
+			got := string(u.lastArgs)
+			u.mu.Unlock()
+			if !strings.Contains(got, `"n":`+big) || !strings.Contains(got, `"x":1.50`) {
+				t.Errorf("upstream got arguments %s, want n %s and x 1.50 as sent", got, big)
 			}
 		})
 	}

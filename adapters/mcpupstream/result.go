@@ -15,14 +15,11 @@ import (
 // no content blocks it is rendered as one JSON text block instead of being
 // lost.
 func mapResult(res *mcp.CallToolResult) (*gateway.ToolResult, error) {
-	out := &gateway.ToolResult{IsError: res.IsError, Content: make([]map[string]any, 0, len(res.Content))}
-	for _, c := range res.Content {
-		block, err := toMap(c)
-		if err != nil {
-			return nil, gateway.Wrap(gateway.EUnavailable, err, "upstream MCP server sent a content block the gateway cannot re-encode")
-		}
-		out.Content = append(out.Content, block)
+	content, err := contentBlocks(res.Content)
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EUnavailable, err, "upstream MCP server sent a content block the gateway cannot re-encode")
 	}
+	out := &gateway.ToolResult{IsError: res.IsError, Content: content}
 	if res.StructuredContent == nil {
 		return out, nil
 	}
@@ -36,6 +33,47 @@ func mapResult(res *mcp.CallToolResult) (*gateway.ToolResult, error) {
 			return nil, gateway.Wrap(gateway.EUnavailable, err, "upstream MCP server sent structuredContent the gateway cannot re-encode")
 		}
 		out.Content = append(out.Content, map[string]any{"type": "text", "text": string(text)})
+	}
+	return out, nil
+}
+
+// contentBlocks turns the SDK's content blocks into their wire objects. A
+// plain text block (no annotations, no _meta), the usual kind, is built
+// directly; the others are encoded and decoded together, in one round trip
+// for the whole result rather than one per block.
+func contentBlocks(cs []mcp.Content) ([]map[string]any, error) {
+	out := make([]map[string]any, len(cs))
+	var rest []int // indexes of the blocks to re-encode
+	for i, c := range cs {
+		if t, ok := c.(*mcp.TextContent); ok && t.Meta == nil && t.Annotations == nil {
+			out[i] = map[string]any{"type": "text", "text": t.Text}
+			continue
+		}
+		rest = append(rest, i)
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	others := make([]mcp.Content, len(rest))
+	for j, i := range rest {
+		others[j] = cs[i]
+	}
+	raw, err := json.Marshal(others)
+	if err != nil {
+		return nil, err
+	}
+	var blocks []map[string]any
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, err
+	}
+	if len(blocks) != len(rest) {
+		return nil, fmt.Errorf("%d content blocks re-encoded as %d", len(rest), len(blocks))
+	}
+	for j, i := range rest {
+		if blocks[j] == nil {
+			return nil, fmt.Errorf("content block %d is not a JSON object", i)
+		}
+		out[i] = blocks[j]
 	}
 	return out, nil
 }

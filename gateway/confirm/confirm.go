@@ -13,7 +13,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/canon"
 )
 
 // TTL is how long a confirmation token is valid after it is issued
@@ -170,19 +170,18 @@ func refusal(cause error, code, tool string) error {
 	}
 }
 
-// InputHash returns "sha256:<hex>" of the canonical JSON of args without
-// ArgToken and ArgIdempotencyKey: object keys sorted (encoding/json sorts
-// map keys), no insignificant whitespace, numbers as encoding/json writes
-// float64. So the first and second call of the protocol hash alike exactly
-// when their other arguments are equal. Errors: EInvalid for a value JSON
-// cannot encode.
+// InputHash returns the hash a token and an idempotency key are bound to:
+// canon.Hash (RFC 8785, SHA-256, every digit of every number) of args
+// without ArgToken and ArgIdempotencyKey. So the first and second call of
+// the protocol hash alike exactly when their other arguments are equal,
+// and the audit row of the first call carries the same hash. Errors:
+// EInvalid for a value that has no canonical form.
 func InputHash(args map[string]any) (string, error) {
-	b, err := json.Marshal(WithoutProtocolArgs(args))
+	h, err := canon.Hash(WithoutProtocolArgs(args))
 	if err != nil {
-		return "", gateway.Wrap(gateway.EInvalid, err, "the arguments cannot be encoded as JSON")
+		return "", gateway.Wrap(gateway.EInvalid, err, "the arguments have no canonical JSON form: "+err.Error())
 	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return h, nil
 }
 
 // WithoutProtocolArgs returns a shallow copy of args without ArgToken and

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/canon"
 )
 
 // The fuzz targets of this file check properties of the JSON-RPC parser,
@@ -293,16 +295,23 @@ func FuzzCallToolParams(f *testing.F) {
 		if !bytes.Equal(call.RawArguments, args) {
 			t.Fatalf("raw arguments %q, want the member %q", call.RawArguments, args)
 		}
-		var want map[string]any
-		decodable := args[0] == '{' && json.Unmarshal(args, &want) == nil
+		// Arguments are what encoding/json decodes with UseNumber: every
+		// number keeps the client's digits. Only what canon refuses
+		// (a repeated member name, a number beyond its limits) or what is
+		// not a UTF-8 JSON object is refused.
+		want, werr := decodeUseNumber(args)
+		decodable := args[0] == '{' && werr == nil && utf8.Valid(args)
+		var ce *canon.Error
+		_, cerr := canon.Decode(args)
+		noCanonicalForm := errors.As(cerr, &ce)
 		if call.ArgumentsErr != nil {
-			if decodable || gateway.ErrorCodeOf(call.ArgumentsErr) != gateway.EInvalid || len(call.Arguments) != 0 {
+			if decodable && !noCanonicalForm || gateway.ErrorCodeOf(call.ArgumentsErr) != gateway.EInvalid || len(call.Arguments) != 0 {
 				t.Fatalf("arguments %q refused with %v, arguments %v", args, call.ArgumentsErr, call.Arguments)
 			}
 			return
 		}
-		if !decodable || !reflect.DeepEqual(call.Arguments, want) {
-			t.Fatalf("arguments %v, want %v from %q", call.Arguments, want, args)
+		if !decodable || noCanonicalForm || !reflect.DeepEqual(call.Arguments, want) {
+			t.Fatalf("arguments %v, want %v from %q (canon: %v)", call.Arguments, want, args, cerr)
 		}
 		// The arguments re-encode and read back unchanged (what adapters and
 		// the input hash see).
@@ -310,11 +319,24 @@ func FuzzCallToolParams(f *testing.F) {
 		if err != nil {
 			t.Fatalf("arguments do not re-encode: %v", err)
 		}
-		var back map[string]any
-		if err := json.Unmarshal(enc, &back); err != nil || !reflect.DeepEqual(back, call.Arguments) {
+		if back, err := decodeUseNumber(enc); err != nil || !reflect.DeepEqual(back, call.Arguments) {
 			t.Fatalf("re-encoded arguments %s read back as %v (err %v)", enc, back, err)
 		}
 	})
+}
+
+// decodeUseNumber decodes a JSON object with numbers as json.Number.
+func decodeUseNumber(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data")
+	}
+	return m, nil
 }
 
 func FuzzToolsListCursor(f *testing.F) {

@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/canon"
 )
 
 // Protocol versions this transport speaks, newest first (MCP 2025-11-25,
@@ -74,8 +76,10 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 // CallToolParams are the parsed params of one tools/call, parsed once by the
 // transport (STYLE.md, "Parse once, carry in context"). Arguments is never
 // nil: absent or null arguments become an empty map and RawArguments "{}".
-// Numbers in Arguments are float64 (encoding/json defaults); RawArguments
-// keeps the exact bytes the client sent, for hashing or exact decoding.
+// Numbers in Arguments are json.Number with the client's digits (no
+// float64 round trip), and no object in them repeats a member name
+// (canon.Decode); RawArguments keeps the exact bytes the client sent, which
+// an adapter that forwards the call passes on.
 // Meta is the request's "_meta" object, nil when absent.
 type CallToolParams struct {
 	Name         string
@@ -263,9 +267,17 @@ func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
 		call.ArgumentsErr = gateway.Errorf(gateway.EInvalid, `arguments of tool %q must be a JSON object, got %s`, in.Name, jsonKind(raw[0]))
 		return call, nil
 	}
-	if err := json.Unmarshal(raw, &call.Arguments); err != nil {
-		call.Arguments = map[string]any{}
+	v, err := canon.Decode(raw)
+	var ce *canon.Error
+	switch {
+	case errors.As(err, &ce):
+		call.ArgumentsErr = gateway.Errorf(gateway.EInvalid, "arguments of tool %q: %s", in.Name, ce)
+	case err != nil:
 		call.ArgumentsErr = gateway.Errorf(gateway.EInvalid, "arguments of tool %q are not a valid JSON object%s", in.Name, typeProblem(err))
+	case !utf8.Valid(raw):
+		call.ArgumentsErr = gateway.Errorf(gateway.EInvalid, "arguments of tool %q are not valid UTF-8; send JSON text in UTF-8", in.Name)
+	default:
+		call.Arguments = v.(map[string]any) // raw starts with '{'
 	}
 	return call, nil
 }
@@ -375,7 +387,7 @@ func normalizeResult(res *gateway.ToolResult) (*gateway.ToolResult, error) {
 	out := *res
 	out.Content = []map[string]any{}
 	if res.StructuredContent != nil {
-		text, err := json.Marshal(res.StructuredContent)
+		text, err := out.StructuredJSON()
 		if err != nil {
 			return nil, gateway.Wrap(gateway.EInternal, err, "tool result is not encodable as JSON")
 		}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/canon"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/tools"
@@ -82,14 +83,22 @@ func (pl *Pipeline) confirmThenDispatch(ctx context.Context, p *gateway.Principa
 	}
 	rec := &gateway.IdempotencyRecord{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Tool: tool.Name, Key: key, InputHash: hash}
 	// The token is the gateway's own and is not forwarded; the key is, so
-	// that a backend may deduplicate too.
-	args := make(map[string]any, len(call.Arguments))
-	for k, v := range call.Arguments {
-		if k != confirm.ArgToken {
-			args[k] = v
-		}
+	// that a backend may deduplicate too. The other members keep the
+	// client's bytes.
+	raw, err := rawWithoutToken(call.RawArguments)
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EInvalid, err, tool.Name+": the arguments are not a JSON object")
 	}
-	return pl.dispatchOnce(ctx, p, tool, args, d, ev, rec)
+	return pl.dispatchOnce(ctx, p, tool, withoutToken(call.Arguments), raw, d, ev, rec)
+}
+
+// rawWithoutToken returns the client's arguments without the confirmation
+// token; nil stays nil (a call built in Go).
+func rawWithoutToken(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	return canon.WithoutMembers(raw, confirm.ArgToken)
 }
 
 // errSecretUnset is the fail-closed refusal without a confirmation secret.
@@ -170,7 +179,7 @@ func (pl *Pipeline) changesSummary(ctx context.Context, p *gateway.Principal, to
 // key in the reservation transaction, then dispatch and store the result
 // under the key. A key already claimed answers from the stored row without
 // dispatching and without a rate-limit slot.
-func (pl *Pipeline) dispatchOnce(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, d *gateway.Decision, ev *gateway.AuditEvent, rec *gateway.IdempotencyRecord) (*gateway.ToolResult, error) {
+func (pl *Pipeline) dispatchOnce(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, raw json.RawMessage, d *gateway.Decision, ev *gateway.AuditEvent, rec *gateway.IdempotencyRecord) (*gateway.ToolResult, error) {
 	var prior *gateway.IdempotencyRecord
 	err := pl.reserveRecordAndClaim(ctx, tool, ev, func(ctx context.Context) error {
 		got, err := pl.Store.ClaimIdempotencyKey(ctx, rec)
@@ -185,7 +194,7 @@ func (pl *Pipeline) dispatchOnce(ctx context.Context, p *gateway.Principal, tool
 	if err != nil {
 		return nil, err
 	}
-	res, err := pl.dispatch(ctx, p, tool, args, d, ev)
+	res, err := pl.dispatch(ctx, p, tool, args, raw, d, ev)
 	if err != nil {
 		return nil, pl.settleFailedKey(ctx, rec, err)
 	}

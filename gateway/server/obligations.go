@@ -29,7 +29,8 @@ func applyObligations(res *gateway.ToolResult, ob gateway.Obligations) {
 		}
 	}
 	if len(res.Content) == 0 && res.StructuredContent != nil {
-		text, err := json.Marshal(res.StructuredContent)
+		// Encoded once: the reply reuses the same bytes for structuredContent.
+		text, err := res.StructuredJSON()
 		if err == nil {
 			res.Content = []map[string]any{{"type": "text", "text": string(text)}}
 		}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/canon"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/policy"
@@ -120,7 +121,7 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, call *mc
 		PrincipalKind: p.Kind,
 		TokenFP:       p.TokenFingerprint,
 		Tool:          toolText(call.Name),
-		ArgumentsHash: hashArguments(call.RawArguments),
+		ArgumentsHash: argumentsHash(call),
 	}
 	if pl.AuditArguments {
 		ev.Arguments = loggableArguments(call.Arguments, call.RawArguments)
@@ -228,16 +229,17 @@ func (pl *Pipeline) decideAndDispatch(ctx context.Context, p *gateway.Principal,
 	if err := pl.reserveAndRecord(ctx, tool, ev); err != nil {
 		return nil, err
 	}
-	return pl.dispatch(ctx, p, tool, call.Arguments, d, ev)
+	return pl.dispatch(ctx, p, tool, call.Arguments, call.RawArguments, d, ev)
 }
 
-// dispatch hands a recorded call to the adapter and applies the
-// decision's obligations to its result. A call whose client has gone, or
-// whose deadline passed, by the time its reservation committed (a store
-// that answered late, say) is not dispatched: nobody would get the result,
-// and the client may already be retrying. Its audit row says so (status
+// dispatch hands a recorded call to the adapter, args decoded and raw as
+// the client sent them (gateway.ToolCall), and applies the decision's
+// obligations to its result. A call whose client has gone, or whose
+// deadline passed, by the time its reservation committed (a store that
+// answered late, say) is not dispatched: nobody would get the result, and
+// the client may already be retrying. Its audit row says so (status
 // error, reason dispatch.abandoned); the slots it took stay taken.
-func (pl *Pipeline) dispatch(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, d *gateway.Decision, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
+func (pl *Pipeline) dispatch(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, raw json.RawMessage, d *gateway.Decision, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
 	if err := ctx.Err(); err != nil {
 		ev.ReasonCodes = append(ev.ReasonCodes, reasonAbandoned)
 		return nil, &gateway.Error{Code: gateway.EUnavailable, Err: gateway.NotDispatched(err),
@@ -246,7 +248,7 @@ func (pl *Pipeline) dispatch(ctx context.Context, p *gateway.Principal, tool *to
 	}
 	res, err := pl.Adapter.CallTool(ctx, gateway.ToolCall{
 		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,
-		Tool: tool.Name, Arguments: args,
+		Tool: tool.Name, Arguments: args, RawArguments: raw,
 	})
 	if err != nil {
 		return nil, err
@@ -362,10 +364,35 @@ func reasonCodes(rs []gateway.Reason) []string {
 	return out
 }
 
-// hashArguments returns "sha256:<hex>" of the raw arguments as sent.
-func hashArguments(raw json.RawMessage) string {
-	sum := sha256.Sum256(raw)
+// argumentsHash is the audit row's arguments_hash: canon.Hash of the
+// arguments the row logs (all but the confirmation token), the one hash
+// that also binds a confirmation token and an idempotency key
+// (confirm.InputHash, which also leaves out idempotency_key). Arguments
+// that could not be decoded (call.ArgumentsErr) have no canonical form;
+// the row of such a call, always refused, hashes the bytes as sent.
+func argumentsHash(call *mcp.CallToolParams) string {
+	if call.ArgumentsErr == nil {
+		if h, err := canon.Hash(withoutToken(call.Arguments)); err == nil {
+			return h
+		}
+	}
+	sum := sha256.Sum256(call.RawArguments)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// withoutToken returns args without the confirmation token, args itself
+// when it has none.
+func withoutToken(args map[string]any) map[string]any {
+	if _, ok := args[confirm.ArgToken]; !ok {
+		return args
+	}
+	out := make(map[string]any, len(args)-1)
+	for k, v := range args {
+		if k != confirm.ArgToken {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func (pl *Pipeline) now() time.Time {
@@ -429,13 +456,7 @@ func loggableArguments(args map[string]any, raw json.RawMessage) json.RawMessage
 	if _, ok := args[confirm.ArgToken]; !ok {
 		return raw
 	}
-	clean := make(map[string]any, len(args))
-	for k, v := range args {
-		if k != confirm.ArgToken {
-			clean[k] = v
-		}
-	}
-	out, err := json.Marshal(clean)
+	out, err := canon.WithoutMembers(raw, confirm.ArgToken)
 	if err != nil {
 		return nil
 	}
