@@ -100,7 +100,7 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 	}
 	a := &Adapter{
 		url:      rawURL,
-		display:  displayURL(rawURL),
+		display:  DisplayURL(rawURL),
 		secrets:  secretReplacer(rawURL),
 		client:   mcp.NewClient(implementation(opts), &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}),
 		timeout:  opts.Timeout,
@@ -126,22 +126,27 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 	return a, nil
 }
 
-// displayURL is rawURL fit for error messages and logs, which reach
-// clients and the idempotency store: the password and every query value
-// (which may carry an API key) replaced by "xxxxx", the fragment left out
-// (seed 001, Security properties: no secret exposure).
-func displayURL(rawURL string) string {
+// DisplayURL is rawURL fit for error messages, logs and banners, which
+// reach clients and the idempotency store: the password and every query
+// value (which may carry an API key) replaced by "xxxxx", a query key
+// without a value (which may be the key itself) too, and the fragment
+// left out (seed 001, Security properties: no secret exposure). A URL that
+// does not parse is "(unparsable URL)".
+func DisplayURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(unparsable URL)"
 	}
 	if u.RawQuery != "" {
-		q := u.Query()
-		for k, vs := range q {
-			for i := range vs {
-				vs[i] = redacted
+		q := url.Values{}
+		for k, vs := range u.Query() {
+			for _, v := range vs {
+				if v == "" {
+					q.Add(redacted, redacted) // a bare key may be the secret itself
+				} else {
+					q.Add(k, redacted)
+				}
 			}
-			q[k] = vs
 		}
 		u.RawQuery = q.Encode()
 	}
@@ -149,16 +154,16 @@ func displayURL(rawURL string) string {
 	return u.Redacted()
 }
 
-// redacted stands for a secret in displayURL (the same as url.URL.Redacted).
+// redacted stands for a secret in DisplayURL (the same as url.URL.Redacted).
 const redacted = "xxxxx"
 
 // secretReplacer replaces, in any text, the parts of rawURL that may be
-// secrets: the whole URL by displayURL, and its raw query, each query
+// secrets: the whole URL by DisplayURL, and its raw query, each query
 // value (as sent and as decoded) and the password by "xxxxx". Errors of
 // the HTTP client and of the MCP SDK quote the request URL; they pass
 // through it before they are wrapped (scrub).
 func secretReplacer(rawURL string) *strings.Replacer {
-	pairs := []string{rawURL, displayURL(rawURL)}
+	pairs := []string{rawURL, DisplayURL(rawURL)}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return strings.NewReplacer(pairs...)
@@ -205,7 +210,7 @@ func checkURL(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return gateway.Errorf(gateway.EInvalid,
-			"upstream MCP URL %q is not an absolute http(s) URL; set MCPGATE_UPSTREAM_URL to e.g. https://tools.internal/mcp", displayURL(rawURL))
+			"upstream MCP URL %q is not an absolute http(s) URL; set MCPGATE_UPSTREAM_URL to e.g. https://tools.internal/mcp", DisplayURL(rawURL))
 	}
 	return nil
 }

@@ -567,9 +567,13 @@ func TestLostSessionDuringACallIsNotNeverDelivered(t *testing.T) {
 
 // Messages name the upstream without its credentials or query.
 func TestDisplayURLHidesSecrets(t *testing.T) {
-	got := displayURL("http://svc:s3cret@tools.internal:8080/mcp?api_key=TOPSECRET#x")
+	got := DisplayURL("http://svc:s3cret@tools.internal:8080/mcp?api_key=TOPSECRET#x")
 	if strings.Contains(got, "s3cret") || strings.Contains(got, "TOPSECRET") || !strings.Contains(got, "tools.internal:8080/mcp") {
-		t.Errorf("displayURL = %q", got)
+		t.Errorf("DisplayURL = %q", got)
+	}
+	// A key without a value may be the secret itself.
+	if got := DisplayURL("http://tools.internal/mcp?BARE-SECRET-9&region=eu"); strings.Contains(got, "BARE-SECRET-9") || !strings.Contains(got, "region=xxxxx") {
+		t.Errorf("DisplayURL of a bare query key = %q", got)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mcpgate/mcpgate/adapters/mcpupstream"
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/server"
@@ -145,7 +146,7 @@ Tokens stay valid across restarts: the dev keys are kept in %s (delete it, or ru
 	printDevBanner(out, url, tok, d.getenv("MCPGATE_ADMIN_TOKEN"))
 	if app.Config.UpstreamURL != "" {
 		fmt.Fprintf(out, "Upstream %s: tools it adds to the catalog have tier %s; profile %s grants exactly those.\n\n",
-			app.Config.UpstreamURL, app.Config.UpstreamTier, devUpstreamProfile)
+			mcpupstream.DisplayURL(app.Config.UpstreamURL), app.Config.UpstreamTier, devUpstreamProfile)
 	}
 	return nil
 }

@@ -64,6 +64,11 @@ type Config struct {
 	// (MCPGATE_MAX_BATCH_REPLY_BYTES, default 4 MiB): once a batch's
 	// responses reach it, its later requests are refused without running.
 	MaxBatchReplyBytes int64
+	// MaxHeldBodyBytes bounds the bytes of request bodies the MCP
+	// transports hold at once, summed over all requests still running
+	// (MCPGATE_MAX_HELD_BODY_BYTES, default 256 MiB); a POST beyond it
+	// gets HTTP 503 with Retry-After.
+	MaxHeldBodyBytes int64
 	// AllowedOrigins lists browser origins allowed on the MCP endpoints
 	// (MCPGATE_ALLOWED_ORIGINS, comma separated; none by default).
 	AllowedOrigins []string
@@ -154,6 +159,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		MaxBodyBytes:       int64(r.positive("MCPGATE_MAX_BODY_BYTES", 1<<20)),
 		MaxBatchMessages:   r.positive("MCPGATE_MAX_BATCH_MESSAGES", 100),
 		MaxBatchReplyBytes: int64(r.positive("MCPGATE_MAX_BATCH_REPLY_BYTES", 4<<20)),
+		MaxHeldBodyBytes:   int64(r.positive("MCPGATE_MAX_HELD_BODY_BYTES", 256<<20)),
 		AllowedOrigins:     splitList(getenv("MCPGATE_ALLOWED_ORIGINS")),
 		ConfirmationSecret: []byte(getenv("SUPACLOUD_MCP_CONFIRMATION_SECRET")),
 	}

@@ -23,7 +23,7 @@ func TestLoadDefaults(t *testing.T) {
 	if c.Limits != DefaultLimits() {
 		t.Errorf("limits %+v, want seed 001 defaults", c.Limits)
 	}
-	if c.MaxBodyBytes != 1<<20 || c.MaxBatchMessages != 100 || c.MaxBatchReplyBytes != 4<<20 || c.AdminToken != "" || c.AuditArguments {
+	if c.MaxBodyBytes != 1<<20 || c.MaxBatchMessages != 100 || c.MaxBatchReplyBytes != 4<<20 || c.MaxHeldBodyBytes != 256<<20 || c.AdminToken != "" || c.AuditArguments {
 		t.Errorf("defaults: %+v", c)
 	}
 	if c.UpstreamTier != gateway.TierOps {
@@ -57,6 +57,7 @@ func TestLoadOverrides(t *testing.T) {
 		"MCPGATE_UPSTREAM_TIER":               "read",
 		"MCPGATE_MAX_BATCH_MESSAGES":          "10",
 		"MCPGATE_MAX_BATCH_REPLY_BYTES":       "65536",
+		"MCPGATE_MAX_HELD_BODY_BYTES":         "1048576",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +71,8 @@ func TestLoadOverrides(t *testing.T) {
 	if c.UpstreamTier != gateway.TierRead {
 		t.Errorf("upstream tier %q, want read", c.UpstreamTier)
 	}
-	if c.MaxBatchMessages != 10 || c.MaxBatchReplyBytes != 65536 {
-		t.Errorf("batch limits %d messages, %d reply bytes; want 10 and 65536", c.MaxBatchMessages, c.MaxBatchReplyBytes)
+	if c.MaxBatchMessages != 10 || c.MaxBatchReplyBytes != 65536 || c.MaxHeldBodyBytes != 1<<20 {
+		t.Errorf("batch limits %d messages, %d reply bytes, %d held body bytes; want 10, 65536 and 1048576", c.MaxBatchMessages, c.MaxBatchReplyBytes, c.MaxHeldBodyBytes)
 	}
 }
 

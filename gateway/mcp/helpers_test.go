@@ -87,8 +87,18 @@ func (h *fakeHandler) gate(name string) chan struct{} {
 	return h.gates[name]
 }
 
-// release lets the "wait" calls on gate name return.
-func (h *fakeHandler) release(name string) { close(h.gate(name)) }
+// release lets the "wait" calls on gate name return; releasing a gate
+// again does nothing.
+func (h *fakeHandler) release(name string) {
+	ch := h.gate(name)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
 
 func toolName(i int) string { return fmt.Sprintf("tool.%03d", i) }
 

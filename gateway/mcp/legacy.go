@@ -16,8 +16,9 @@ const legacyAllow = "GET, POST"
 // legacyInflight is how many POSTs of one SSE session run at once. A POST
 // is answered 202 before its requests run, so without a bound a client
 // could start any number of background calls; the next POST waits for a
-// slot instead.
-const legacyInflight = 32
+// slot instead, before its body is read, so that a session holds at most
+// this many bodies.
+const legacyInflight = 8
 
 // legacyHandler serves the HTTP+SSE transport of MCP 2024-11-05
 // (basic/transports, "HTTP with SSE"); see Transport.LegacyHandler.
@@ -101,16 +102,9 @@ func (l *legacyHandler) serveMessage(w http.ResponseWriter, r *http.Request, p *
 			"SSE session not found or ended; open a new event stream with GET and use its endpoint"))
 		return
 	}
-	body, err := t.readBody(w, r)
-	if err != nil {
-		t.replyError(w, r, nil, err)
-		return
-	}
-	msgs, batch, err := parseBody(body, t.opts.MaxBatchMessages)
-	if err != nil {
-		t.replyError(w, r, failedID(msgs), err)
-		return
-	}
+	// The slot comes before the body: a session's POSTs waiting for one
+	// hold no body, so what one session can make the gateway hold is
+	// legacyInflight bodies, and all sessions together MaxHeldBodyBytes.
 	select {
 	case s.slots <- struct{}{}:
 	case <-s.done:
@@ -119,9 +113,23 @@ func (l *legacyHandler) serveMessage(w http.ResponseWriter, r *http.Request, p *
 	case <-r.Context().Done():
 		return // the client gave up waiting
 	}
-	ctx := context.WithoutCancel(r.Context()) // the POST ends before the calls do
-	if !t.goTracked(func() { defer func() { <-s.slots }(); l.run(ctx, s, p, msgs, batch) }) {
+	body, release, err := t.readBody(w, r)
+	if err != nil {
 		<-s.slots
+		t.replyError(w, r, nil, err)
+		return
+	}
+	msgs, batch, err := parseBody(body, t.opts.MaxBatchMessages)
+	if err != nil {
+		release()
+		<-s.slots
+		t.replyError(w, r, failedID(msgs), err)
+		return
+	}
+	ctx := context.WithoutCancel(r.Context()) // the POST ends before the calls do
+	done := func() { release(); <-s.slots }
+	if !t.goTracked(func() { defer done(); l.run(ctx, s, p, msgs, batch) }) {
+		done()
 		t.replyError(w, r, nil, errClosed)
 		return
 	}

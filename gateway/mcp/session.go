@@ -69,9 +69,9 @@ type session struct {
 	endOnce  sync.Once
 
 	mu       sync.Mutex
-	stream   chan []byte                    // open GET stream's outbox; nil when none
-	inflight map[string]*context.CancelFunc // running requests by raw id
-	tools    toolSet                        // the tool set this session's client last knew
+	stream   chan []byte                      // open GET stream's outbox; nil when none
+	inflight map[string][]*context.CancelFunc // running requests by raw id; a reused id has several
+	tools    toolSet                          // the tool set this session's client last knew
 }
 
 func newSession(p *gateway.Principal, version string, legacy bool, now time.Time) *session {
@@ -82,7 +82,7 @@ func newSession(p *gateway.Principal, version string, legacy bool, now time.Time
 		version:   version,
 		legacy:    legacy,
 		done:      make(chan struct{}),
-		inflight:  map[string]*context.CancelFunc{},
+		inflight:  map[string][]*context.CancelFunc{},
 	}
 	s.principal.Scopes = slices.Clone(p.Scopes)
 	if legacy {
@@ -98,8 +98,10 @@ func (s *session) end() {
 	s.endOnce.Do(func() {
 		close(s.done)
 		s.mu.Lock()
-		for _, cancel := range s.inflight {
-			(*cancel)()
+		for _, cancels := range s.inflight {
+			for _, cancel := range cancels {
+				(*cancel)()
+			}
 		}
 		s.mu.Unlock()
 	})
@@ -115,7 +117,9 @@ func (s *session) ended() bool {
 }
 
 // track registers a running request so notifications/cancelled and the end
-// of the session can cancel it; the returned func unregisters it.
+// of the session can cancel it; the returned func unregisters it. A client
+// that reuses the id of a request still running gets both tracked: a later
+// request never hides an earlier one from the session's end.
 func (s *session) track(ctx context.Context, id string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	entry := &cancel
@@ -123,22 +127,25 @@ func (s *session) track(ctx context.Context, id string) (context.Context, func()
 	if s.ended() {
 		cancel()
 	}
-	s.inflight[id] = entry // a reused id replaces the older entry
+	s.inflight[id] = append(s.inflight[id], entry)
 	s.mu.Unlock()
 	return ctx, func() {
 		s.mu.Lock()
-		if s.inflight[id] == entry {
+		rest := slices.DeleteFunc(s.inflight[id], func(e *context.CancelFunc) bool { return e == entry })
+		if len(rest) == 0 {
 			delete(s.inflight, id)
+		} else {
+			s.inflight[id] = rest
 		}
 		s.mu.Unlock()
 		cancel()
 	}
 }
 
-// cancel cancels the running request with the raw id, if any.
+// cancel cancels every running request with the raw id.
 func (s *session) cancel(id string) {
 	s.mu.Lock()
-	if c, ok := s.inflight[id]; ok {
+	for _, c := range s.inflight[id] {
 		(*c)()
 	}
 	s.mu.Unlock()

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -80,6 +81,14 @@ type Options struct {
 	// single request is never refused by it. Default
 	// DefaultMaxBatchReplyBytes.
 	MaxBatchReplyBytes int64
+	// MaxHeldBodyBytes bounds the request bodies the transport holds at
+	// once, in bytes, summed over every request of every client: a body
+	// is held from the moment it is read until its requests are answered
+	// (for the HTTP+SSE transport, until its background work ends). A POST
+	// that would exceed it is refused with HTTP 503 and Retry-After, so
+	// many slow requests cannot pin the gateway's memory whatever the
+	// connection and session limits. Default DefaultMaxHeldBodyBytes.
+	MaxHeldBodyBytes int64
 	// PageSize is the number of tools per tools/list page. Default
 	// DefaultPageSize.
 	PageSize int
@@ -138,6 +147,7 @@ const (
 	DefaultMaxBodyBytes       = 1 << 20
 	DefaultMaxBatchMessages   = 100
 	DefaultMaxBatchReplyBytes = 4 << 20
+	DefaultMaxHeldBodyBytes   = 256 << 20
 	DefaultPageSize           = 100
 	DefaultSessionIdle        = time.Hour
 	DefaultKeepAlive          = 25 * time.Second
@@ -152,6 +162,7 @@ type Transport struct {
 	origins   map[string]bool
 	anyOrigin bool
 	hosts     hostSet
+	bodies    *semaphore.Weighted // bytes of request bodies held (Options.MaxHeldBodyBytes)
 
 	mu       sync.RWMutex
 	sessions map[string]*session
@@ -178,6 +189,7 @@ func NewHandler(opts Options) (*Transport, error) {
 		origins:  map[string]bool{},
 		sessions: map[string]*session{},
 		stop:     make(chan struct{}),
+		bodies:   semaphore.NewWeighted(opts.MaxHeldBodyBytes),
 	}
 	for _, o := range opts.AllowedOrigins {
 		t.origins[normalizeOrigin(o)] = true
@@ -196,8 +208,8 @@ func (o *Options) validate() error {
 		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Authenticator is nil; pass the authenticator of this endpoint")
 	case o.Handler == nil:
 		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Handler is nil; pass the handler that serves tools/list and tools/call")
-	case o.MaxBodyBytes < 0, o.MaxBatchMessages < 0, o.MaxBatchReplyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.KeepAlive < 0, o.CORSMaxAge < 0, o.WriteTimeout < 0:
-		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, MaxBatchMessages, MaxBatchReplyBytes, PageSize, SessionIdle, KeepAlive, CORSMaxAge and WriteTimeout must not be negative; use 0 for the default")
+	case o.MaxBodyBytes < 0, o.MaxBatchMessages < 0, o.MaxBatchReplyBytes < 0, o.MaxHeldBodyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.KeepAlive < 0, o.CORSMaxAge < 0, o.WriteTimeout < 0:
+		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, MaxBatchMessages, MaxBatchReplyBytes, MaxHeldBodyBytes, PageSize, SessionIdle, KeepAlive, CORSMaxAge and WriteTimeout must not be negative; use 0 for the default")
 	}
 	return nil
 }
@@ -214,6 +226,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxBatchReplyBytes == 0 {
 		o.MaxBatchReplyBytes = DefaultMaxBatchReplyBytes
+	}
+	if o.MaxHeldBodyBytes == 0 {
+		o.MaxHeldBodyBytes = DefaultMaxHeldBodyBytes
 	}
 	if o.PageSize == 0 {
 		o.PageSize = DefaultPageSize
@@ -310,11 +325,12 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 			"Accept must allow application/json or text/event-stream"))
 		return
 	}
-	body, err := t.readBody(w, r)
+	body, release, err := t.readBody(w, r)
 	if err != nil {
 		t.replyError(w, r, nil, err)
 		return
 	}
+	defer release()
 	msgs, batch, err := parseBody(body, t.opts.MaxBatchMessages)
 	if err != nil {
 		t.replyError(w, r, failedID(msgs), err)
@@ -352,27 +368,47 @@ func singleID(msgs []message, batch bool) json.RawMessage {
 	return msgs[0].id
 }
 
-// readBody reads at most MaxBodyBytes; a larger body is HTTP 413. The time
-// a client has to send the body is bounded by the HTTP server, not here: a
-// deadline set here would not cover the bodies of requests refused before
-// this read (unauthenticated ones, say), which net/http reads after the
-// handler to discard them. mcpgate's server sets that deadline
-// (MCPGATE_HTTP_BODY_TIMEOUT); a body that misses it is HTTP 408.
-func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.opts.MaxBodyBytes))
+// readBody reads at most MaxBodyBytes; a larger body is HTTP 413, a body
+// that does not arrive within the server's body deadline HTTP 408. The
+// body is charged to MaxHeldBodyBytes (its Content-Length, or
+// MaxBodyBytes when the length is unknown, while it is read; then its
+// size) until the caller calls release, exactly once, when the body's
+// requests are done; on an error nothing stays charged. With the budget
+// spent the POST is refused at once with HTTP 503.
+func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
+	charge := t.opts.MaxBodyBytes
+	if r.ContentLength >= 0 && r.ContentLength < charge {
+		charge = max(r.ContentLength, 1)
+	}
+	if !t.bodies.TryAcquire(charge) {
+		w.Header().Set("Retry-After", "1")
+		return nil, nil, errStatus(http.StatusServiceUnavailable, gateway.EUnavailable,
+			"the gateway already holds %d bytes of unanswered request bodies, its limit (MCPGATE_MAX_HELD_BODY_BYTES); retry in a moment", t.opts.MaxHeldBodyBytes)
+	}
+	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, t.opts.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	var nerr net.Error
 	switch {
 	case errors.As(err, &tooBig):
-		return nil, errStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
+		err = errStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
 			"request body exceeds %d bytes; send smaller messages", t.opts.MaxBodyBytes)
 	case errors.As(err, &nerr) && nerr.Timeout():
-		return nil, errStatus(http.StatusRequestTimeout, gateway.EInvalid,
+		err = errStatus(http.StatusRequestTimeout, gateway.EInvalid,
 			"the request body did not arrive in time; send the whole body right after the headers")
 	case err != nil:
-		return nil, errInvalidRequest("could not read the request body: %v", err)
+		err = errInvalidRequest("could not read the request body: %v", err)
 	}
-	return body, nil
+	if err != nil {
+		t.bodies.Release(charge)
+		return nil, nil, err
+	}
+	held := max(int64(len(body)), 1)
+	if held < charge {
+		t.bodies.Release(charge - held) // a Content-Length larger than the body, or unknown
+	}
+	held = min(held, charge)
+	var once sync.Once
+	return body, func() { once.Do(func() { t.bodies.Release(held) }) }, nil
 }
 
 // checkPOST applies the session and batch rules to a non-initialize POST.

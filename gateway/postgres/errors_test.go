@@ -55,3 +55,17 @@ func TestTranslate(t *testing.T) {
 		})
 	}
 }
+
+// A URL lib/pq cannot parse is refused without repeating it: the password
+// (here one with a stray %) stays out of the error.
+func TestBadURLHidesThePassword(t *testing.T) {
+	_, err := Open(context.Background(), "postgres://mcpgate:SECRET%zzPW@127.0.0.1:1/x")
+	if gateway.ErrorCodeOf(err) != gateway.EInvalid {
+		t.Fatalf("bad URL: %v, want EInvalid", err)
+	}
+	for _, text := range []string{err.Error(), fmt.Sprintf("%+v", err)} {
+		if strings.Contains(text, "SECRET") {
+			t.Fatalf("the error shows the password: %s", text)
+		}
+	}
+}

@@ -84,8 +84,10 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 	}
 	c, err := newConnector(url, o.OperationTimeout)
 	if err != nil {
-		return nil, gateway.Wrap(gateway.EInvalid, err,
-			"MCPGATE_DATABASE_URL is not a valid PostgreSQL URL; use postgres://user:password@host:5432/dbname")
+		// The parser's error quotes the URL, password included: say what
+		// to check instead of passing it on.
+		return nil, gateway.Errorf(gateway.EInvalid,
+			"MCPGATE_DATABASE_URL is not a valid PostgreSQL URL; use postgres://user:password@host:5432/dbname, with characters such as %% @ : / in the password percent-encoded")
 	}
 	db := sqlx.NewDb(sql.OpenDB(c), "postgres")
 	db.SetMaxOpenConns(o.MaxConns)

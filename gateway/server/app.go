@@ -96,7 +96,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, AdminToken: cfg.AdminToken,
 		ValidateGrant: GrantValidator(a.Engine, a.Catalog), Logger: log, Registry: reg,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
-		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes,
+		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
 	})
 	if err != nil {

@@ -7,13 +7,21 @@ import (
 )
 
 func TestAuditText(t *testing.T) {
+	// Printable text, any script, stays as it is; anything else is quoted
+	// with Go's escapes: storable (no NUL, valid UTF-8), no raw control
+	// bytes for a psql or sqlite3 dump to print, and two different inputs
+	// never end as the same text.
 	for in, want := range map[string]string{
-		"app.pause":        "app.pause",
-		"app.pause\x00":    "app.pause\uFFFD",
-		"bad\xffutf8":      "bad\uFFFDutf8",
-		"ws-a\x00\x00evil": "ws-a\uFFFD\uFFFDevil",
+		"app.pause":                  "app.pause",
+		"Zoë-Ω":                      "Zoë-Ω",
+		"app.pause\x00":              `"app.pause\x00"`,
+		"bad\xffutf8":                `"bad\xffutf8"`,
+		"bad\xfeutf8":                `"bad\xfeutf8"`,
+		"ws-a\x00\x00evil":           `"ws-a\x00\x00evil"`,
+		"eve\n\x1b[31mFAKE LOG LINE": `"eve\n\x1b[31mFAKE LOG LINE"`,
+		`"x\n"`:                      `"\"x\\n\""`,
 	} {
-		if got := auditText(in); got != want || strings.IndexByte(got, 0) >= 0 {
+		if got := auditText(in); got != want || strings.IndexByte(got, 0) >= 0 || strings.ContainsAny(got, "\n\x1b") {
 			t.Errorf("auditText(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -104,7 +104,7 @@ const drainTimeout = 10 * time.Second
 // or stream when it passes.
 func newHTTPServer(h http.Handler, c config.Conn, log *zap.Logger) *http.Server {
 	return &http.Server{
-		Handler:           withBodyDeadline(h, c.BodyTimeout),
+		Handler:           withBodyDeadline(h, c.BodyTimeout, c.WriteTimeout),
 		ReadHeaderTimeout: c.HeaderTimeout,
 		WriteTimeout:      c.WriteTimeout,
 		IdleTimeout:       c.IdleTimeout,
@@ -124,10 +124,20 @@ func newHTTPServer(h http.Handler, c config.Conn, log *zap.Logger) *http.Server 
 // Requests without a body get no deadline: that pending read starts at
 // once for them, and the deadline would cancel their context (an SSE
 // stream's, say) when it passed.
-func withBodyDeadline(h http.Handler, timeout time.Duration) http.Handler {
+//
+// The write deadline of a request with a body counts from the end of its
+// body time, not from the request (as http.Server.WriteTimeout would): the
+// reply to a body that stalls, a 408, is written after the body timeout
+// passed, and must still get through.
+func withBodyDeadline(h http.Handler, timeout, write time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+			rc := http.NewResponseController(w)
+			body := time.Now().Add(timeout)
+			_ = rc.SetReadDeadline(body)
+			if write > 0 {
+				_ = rc.SetWriteDeadline(body.Add(write))
+			}
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -26,7 +26,7 @@ func TestBodyDeadlineLiftedOnceBodyIsRead(t *testing.T) {
 		case <-time.After(4 * timeout): // a long call, well past the body deadline
 			_, _ = io.WriteString(w, "done")
 		}
-	}), timeout))
+	}), timeout, 0))
 	t.Cleanup(srv.Close)
 	cases := []struct {
 		note string

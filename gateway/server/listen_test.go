@@ -137,6 +137,22 @@ func TestStalledBodyIsClosed(t *testing.T) {
 	}
 }
 
+// The error reply to a body that stalls gets through even when the write
+// timeout is no longer than the body timeout: the write deadline of a
+// request with a body counts from the end of its body time.
+func TestStalledBodyGets408(t *testing.T) {
+	s := serve(t, map[string]string{"MCPGATE_HTTP_BODY_TIMEOUT": "300ms", "MCPGATE_HTTP_WRITE_TIMEOUT": "300ms"})
+	conn := dial(t, s.ls.Main)
+	req := "POST /mcp HTTP/1.1\r\nAuthorization: Bearer " + s.token(t) + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n" +
+		"Host: " + s.ls.Main.Addr().String() + "\r\nContent-Length: 1000\r\n\r\n" + `{"jsonrpc":"2.0",`
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	if got := readToClose(t, conn); !strings.HasPrefix(got, "HTTP/1.1 408 ") {
+		t.Fatalf("answer %.80q, want HTTP 408 before the close", got)
+	}
+}
+
 // A client that never finishes its headers is closed after the header
 // timeout.
 func TestSlowHeadersAreClosed(t *testing.T) {

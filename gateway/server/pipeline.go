@@ -421,29 +421,24 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// auditText makes a client- or token-supplied string storable in every
-// audit store: PostgreSQL refuses NUL in text columns, and a row that
-// cannot be written would leave the call unaudited.
+// auditText is a client- or token-supplied string (tool name, workspace,
+// task, profile, actor) as the audit row, the log and the metrics carry it.
+// Printable Unicode, which every catalog name and every sane id is, is kept
+// as it is. Anything else (newlines, ANSI escapes, NUL, invalid UTF-8) is
+// quoted with Go's escapes (strconv.QuoteToGraphic), so that the value
+// cannot forge log lines or recolour a terminal that shows a raw dump,
+// PostgreSQL (which refuses NUL in text) can store it, and two different
+// values never end as the same text (a printable value that starts with a
+// double quote is quoted too, so it cannot pass for a quoted one).
 func auditText(s string) string {
-	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
+	if utf8.ValidString(s) && !strings.HasPrefix(s, `"`) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }) {
 		return s
 	}
-	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
+	return strconv.QuoteToGraphic(s)
 }
 
-// toolText is the client-supplied tool name as the audit row, the log
-// and the metrics name it: clipped to maxToolName, and, when it holds
-// anything but printable Unicode (newlines, ANSI escapes, NUL, invalid
-// UTF-8), quoted with Go's escapes (strconv.QuoteToGraphic), so that a
-// name cannot forge log lines or recolour a terminal. A printable name,
-// which every catalog name is, is kept as it is.
-func toolText(name string) string {
-	name = clip(name, maxToolName)
-	if utf8.ValidString(name) && !strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsGraphic(r) }) {
-		return name
-	}
-	return strconv.QuoteToGraphic(name)
-}
+// toolText is auditText of the tool name clipped to maxToolName.
+func toolText(name string) string { return auditText(clip(name, maxToolName)) }
 
 // loggableArguments returns the arguments to store when argument logging is
 // on: never the deploy confirmation token (a credential, DESIGN.md §1: no

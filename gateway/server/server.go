@@ -76,6 +76,9 @@ type Deps struct {
 	// the transport's defaults.
 	MaxBatchMessages   int
 	MaxBatchReplyBytes int64
+	// MaxHeldBodyBytes bounds the request bodies held at once
+	// (mcp.Options); 0 takes the transport's default.
+	MaxHeldBodyBytes int64
 	// WriteTimeout bounds each SSE event and each MCP POST reply, counted
 	// from when the reply is ready (config.Conn.WriteTimeout); 0: no bound.
 	WriteTimeout time.Duration
@@ -116,6 +119,7 @@ func New(d Deps) (*Server, error) {
 		MaxBodyBytes:        d.MaxBodyBytes,
 		MaxBatchMessages:    d.MaxBatchMessages,
 		MaxBatchReplyBytes:  d.MaxBatchReplyBytes,
+		MaxHeldBodyBytes:    d.MaxHeldBodyBytes,
 		ServerName:          "mcpgate",
 		ServerVersion:       d.Version,
 		Instructions:        "SupaCloud tools, authorized by mcpgate. tools/list shows exactly the tools your agent profile may call.",
