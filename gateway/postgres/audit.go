@@ -18,13 +18,13 @@ const (
 
 // RecordAudit inserts ev into audit_events with one INSERT … RETURNING id
 // and sets ev.ID. It normalises ev first: a zero Time becomes now, Time is
-// kept in UTC to the microsecond (PostgreSQL's precision), and an empty
-// RequestID is taken from ctx (gateway.RequestIDFrom). Arguments are stored
+// kept in UTC to the microsecond (PostgreSQL's precision); the caller sets
+// RequestID (nothing is read from ctx). Arguments are stored
 // only when non-empty. Errors: EUnavailable when PostgreSQL cannot be
 // reached, EInvalid when Arguments is not JSON; on error no row exists and
 // the caller must refuse the call (DESIGN.md §1, Fail closed).
 func (s *Store) RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error {
-	normalizeEvent(ctx, ev)
+	normalizeEvent(ev)
 	stmt, err := s.auditStmt.Get(ctx, s.db, driverError)
 	if err != nil {
 		return err
@@ -70,16 +70,13 @@ func (s *Store) FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error {
 		" not found; record it with RecordAudit before finishing it")
 }
 
-// normalizeEvent fills the time and request id and rounds the time to what
-// the column keeps, so that ev equals the row read back.
-func normalizeEvent(ctx context.Context, ev *gateway.AuditEvent) {
+// normalizeEvent fills the time and rounds it to what the column keeps, so
+// that ev equals the row read back.
+func normalizeEvent(ev *gateway.AuditEvent) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
 	ev.Time = ev.Time.UTC().Truncate(time.Microsecond)
-	if ev.RequestID == "" {
-		ev.RequestID = gateway.RequestIDFrom(ctx)
-	}
 }
 
 // auditColumns are read into auditRow; listed, not *, so that a column a

@@ -18,8 +18,8 @@ const (
 
 // RecordAudit inserts ev into audit_events with one INSERT … RETURNING id
 // and sets ev.ID. It normalises ev first: a zero Time becomes now, Time is
-// kept in UTC to the microsecond (as PostgreSQL keeps it), and an empty
-// RequestID is taken from ctx (gateway.RequestIDFrom). Arguments are stored
+// kept in UTC to the microsecond (as PostgreSQL keeps it); the caller sets
+// RequestID (nothing is read from ctx). Arguments are stored
 // only when non-empty. Concurrent calls queue for the one write connection
 // instead of failing with SQLITE_BUSY. Errors: EUnavailable when the
 // database cannot be written, EInvalid when Arguments is not JSON; on error
@@ -28,7 +28,7 @@ func (s *Store) RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error {
 	if len(ev.Arguments) > 0 && !json.Valid(ev.Arguments) {
 		return errArgumentsNotJSON()
 	}
-	normalizeEvent(ctx, ev)
+	normalizeEvent(ev)
 	stmt, err := s.auditStmt.Get(ctx, s.w, driverError)
 	if err != nil {
 		return err
@@ -74,16 +74,13 @@ func (s *Store) FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error {
 		" not found; record it with RecordAudit before finishing it")
 }
 
-// normalizeEvent fills the time and request id and rounds the time to what
-// the column keeps, so that ev equals the row read back.
-func normalizeEvent(ctx context.Context, ev *gateway.AuditEvent) {
+// normalizeEvent fills the time and rounds it to what the column keeps, so
+// that ev equals the row read back.
+func normalizeEvent(ev *gateway.AuditEvent) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
 	ev.Time = ev.Time.UTC().Truncate(time.Microsecond)
-	if ev.RequestID == "" {
-		ev.RequestID = gateway.RequestIDFrom(ctx)
-	}
 }
 
 // auditColumns are read into auditRow; listed, not *, so that a column a

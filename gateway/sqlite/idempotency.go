@@ -11,10 +11,10 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// claimKey inserts a key unless its workspace + task + tool + key exists. Claims run in
+// insertKey inserts a key unless its workspace + task + tool + key exists. Claims run in
 // the reservation transaction on the single write connection, so two
 // claims of one key never interleave.
-const claimKey = `
+const insertKey = `
 INSERT INTO mcp_idempotency_keys (workspace_id, task_id, tool_name, key, input_hash, created_at)
 VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (workspace_id, task_id, tool_name, key) DO NOTHING`
@@ -23,9 +23,11 @@ const selectKey = `
 SELECT input_hash, result, created_at FROM mcp_idempotency_keys
 WHERE workspace_id = ? AND task_id = ? AND tool_name = ? AND key = ?`
 
-// ClaimIdempotencyKey implements server.IdempotencyStore.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) (*gateway.IdempotencyRecord, error) {
-	res, err := s.execer(ctx).ExecContext(ctx, claimKey, rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key, rec.InputHash, fmtTime(now()))
+// claimKey claims rec in tx (Reserve): nil when this call now owns the
+// key, else the row claimed before, unchanged. ENotFound when rec's
+// workspace does not exist.
+func claimKey(ctx context.Context, tx *sqlx.Tx, rec *gateway.IdempotencyRecord) (*gateway.IdempotencyRecord, error) {
+	res, err := tx.ExecContext(ctx, insertKey, rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key, rec.InputHash, fmtTime(now()))
 	if err != nil {
 		return nil, translate(err, msgs{notFound: workspaceNotFound(rec.WorkspaceID)})
 	}
@@ -35,7 +37,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *gateway.Idempotenc
 	got := *rec
 	var result sql.NullString
 	var created string
-	err = s.queryer(ctx).QueryRowxContext(ctx, selectKey, rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key).
+	err = tx.QueryRowxContext(ctx, selectKey, rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key).
 		Scan(&got.InputHash, &result, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, gateway.Errorf(gateway.EConflict, "idempotency_key %q of %s changed while this call claimed it; retry", rec.Key, rec.Tool)
@@ -56,7 +58,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *gateway.Idempotenc
 func (s *Store) SaveIdempotencyResult(ctx context.Context, rec *gateway.IdempotencyRecord) error {
 	const q = `UPDATE mcp_idempotency_keys SET result = ?
 WHERE workspace_id = ? AND task_id = ? AND tool_name = ? AND key = ?`
-	res, err := s.execer(ctx).ExecContext(ctx, q, string(rec.Result), rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key)
+	res, err := s.w.ExecContext(ctx, q, string(rec.Result), rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key)
 	return affectedOne(res, err, "idempotency_key "+rec.Key+" of "+rec.Tool+" is not claimed")
 }
 
@@ -64,7 +66,7 @@ WHERE workspace_id = ? AND task_id = ? AND tool_name = ? AND key = ?`
 func (s *Store) ReleaseIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) error {
 	const q = `DELETE FROM mcp_idempotency_keys
 WHERE workspace_id = ? AND task_id = ? AND tool_name = ? AND key = ? AND result IS NULL`
-	_, err := s.execer(ctx).ExecContext(ctx, q, rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key)
+	_, err := s.w.ExecContext(ctx, q, rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key)
 	return translate(err, msgs{})
 }
 
@@ -76,15 +78,6 @@ func (s *Store) DeleteEndedIdempotencyKeys(ctx context.Context, before time.Time
   WHERE t.workspace_id = mcp_idempotency_keys.workspace_id AND t.id = mcp_idempotency_keys.task_id
     AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= ?)`
 	return s.deleteRows(ctx, q, fmtTime(before))
-}
-
-// queryer is ctx's reservation transaction, or the write connection (which
-// sees the store's own latest writes).
-func (s *Store) queryer(ctx context.Context) sqlx.QueryerContext {
-	if tx := s.txFrom(ctx); tx != nil {
-		return tx
-	}
-	return s.w
 }
 
 // affectedOne translates err, and reports ENotFound with notFound when the

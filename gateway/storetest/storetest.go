@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 	"github.com/mcpgate/mcpgate/gateway/server"
 )
 
@@ -19,6 +20,7 @@ import (
 type Store interface {
 	server.Store
 	admin.Store
+	ratelimit.Counters
 	// ExternalLimits returns a workspace's external-gateway limits (nil
 	// fields keep the default); ENotFound for an unknown workspace.
 	ExternalLimits(ctx context.Context, workspaceID string) (gateway.ExternalLimits, error)
