@@ -211,6 +211,12 @@ func (a *App) Close() error {
 	return errors.Join(errs...)
 }
 
+// Both stores serve the request path, the admin API and the token lookups.
+var (
+	_ FullStore = (*postgres.Store)(nil)
+	_ FullStore = (*sqlite.Store)(nil)
+)
+
 // OpenStore opens and migrates the store a database URL names:
 // postgres://… (PostgreSQL) or sqlite:PATH (the embedded store).
 func OpenStore(ctx context.Context, url string) (FullStore, error) {

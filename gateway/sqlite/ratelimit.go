@@ -11,10 +11,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlstmt"
-	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
-
-var _ ratelimit.Counters = (*Store)(nil)
 
 // rateStatements are the hot-path statements of the rate-limit counters,
 // all on the write connection.
