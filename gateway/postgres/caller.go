@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 )
 
 // callerQuery loads everything LoadCaller returns in one round trip: the
@@ -72,7 +73,7 @@ func (s *Store) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.
 		&r.ID, &r.Name, &r.Slug, &r.OrgPlan, &r.CreatedAt, &r.Member, &r.Profile, &r.DefaultProfile,
 		&r.SeatType, &r.Plan, &r.UserOverrides, &r.WorkspaceOverrides, &r.Task)
 	if err != nil {
-		return nil, translate(err, msgs{notFound: workspaceNotFound(p.WorkspaceID)})
+		return nil, translate(err, msgs{notFound: sqlcore.WorkspaceNotFound(p.WorkspaceID)})
 	}
 	c := &gateway.Caller{
 		Workspace:        &gateway.Workspace{ID: r.ID, Name: r.Name, Slug: r.Slug, OrgPlan: r.OrgPlan, CreatedAt: r.CreatedAt},
@@ -99,10 +100,6 @@ func (s *Store) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.
 
 // Messages for missing records: what is missing and how to create it
 // (DESIGN.md §4, admin API).
-
-func workspaceNotFound(ws string) string {
-	return fmt.Sprintf("workspace %s not found; create it with PUT /admin/v1/workspaces/%s", ws, ws)
-}
 
 func memberNotFound(ws, user string) string {
 	return fmt.Sprintf("member %s of workspace %s not found; add it with PUT /admin/v1/workspaces/%s/members/%s",

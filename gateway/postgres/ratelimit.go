@@ -10,6 +10,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlstmt"
 )
 
@@ -50,74 +51,32 @@ const reserveAndAudit = `
 WITH r AS MATERIALIZED (
     SELECT full_slot, counts FROM mcpgate_reserve_counts($19::text[], $20::timestamptz[], $21::timestamptz[], $22::bigint[], $23::text[], $24::text[])
 ), ins AS (
-    INSERT INTO audit_events (` + auditInsertColumns + `)
+    INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
     SELECT ` + auditInsertValues + ` FROM r WHERE r.full_slot = 0
     RETURNING id
 )
 SELECT r.full_slot, r.counts, coalesce((SELECT id FROM ins), 0) FROM r`
 
-// Reserve implements server.Store.Reserve. Without slots or claim it is
-// RecordAudit's one INSERT. Otherwise: BEGIN; the claim's INSERT (and, for
-// a key claimed before, its SELECT), when r.Claim is set; one statement
-// that takes the slots and inserts the audit row (reserveAndAudit), or the
-// audit INSERT alone without slots; COMMIT — an allowed call without a
-// claim costs three round trips however many buckets it has. A full slot
-// or a key claimed before rolls everything back. A commit whose outcome is
-// unknown (connection lost during COMMIT) is reported as EUnavailable: the
-// call is refused, and the slots may stay taken — the limiter errs on the
-// side of fewer calls.
-func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
-	normalizeEvent(r.Event)
-	var res gateway.ReservationResult
-	// Prepare before BEGIN: preparing takes a connection from the pool,
-	// which inside the transaction could wait for ever for the one the
-	// transaction holds (every connection of a busy pool may be a
-	// reservation doing the same).
-	audit, err := s.auditStmt.Get(ctx, s.db, driverError)
-	if err != nil {
-		return res, err
-	}
-	if len(r.Slots) == 0 && r.Claim == nil {
-		err = audit.QueryRowContext(ctx, auditArgs(r.Event)...).Scan(&res.AuditID)
-		return res, translate(err, msgs{})
-	}
-	reserve, err := s.rate.reserveAudit.Get(ctx, s.db, driverError)
-	if err != nil {
-		return res, err
-	}
-	tx, err := s.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return res, translate(err, msgs{})
-	}
-	res, err = s.reserveIn(ctx, tx, r, audit, reserve)
-	if err != nil || res.AuditID == 0 {
-		_ = tx.Rollback()
-		return res, err
-	}
-	if err := tx.Commit(); err != nil {
-		return gateway.ReservationResult{}, translate(err, msgs{})
-	}
-	return res, nil
+// prepareReserve is sqlcore.Dialect.PrepareReserve: it prepares
+// reserveAndAudit on the pool.
+func (s *Store) prepareReserve(ctx context.Context) error {
+	_, err := s.rate.reserveAudit.Get(ctx, s.db, driverError)
+	return err
 }
 
-// reserveIn is Reserve's work inside tx; audit and reserve are the
-// prepared insertAudit and reserveAndAudit.
-func (s *Store) reserveIn(ctx context.Context, tx *sqlx.Tx, r gateway.Reservation, audit, reserve *sql.Stmt) (gateway.ReservationResult, error) {
+// takeSlots is sqlcore.Dialect.TakeSlots: one statement
+// (reserveAndAudit) takes every slot and inserts the audit row, so an
+// allowed call without a claim costs three round trips (BEGIN, this
+// statement, COMMIT) however many buckets it has.
+func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots []gateway.Slot) (gateway.ReservationResult, error) {
+	stmt, err := s.rate.reserveAudit.Get(ctx, s.db, driverError)
+	if err != nil {
+		return gateway.ReservationResult{}, err
+	}
 	var res gateway.ReservationResult
-	if r.Claim != nil {
-		prior, err := claimKey(ctx, tx, r.Claim)
-		if err != nil || prior != nil {
-			return gateway.ReservationResult{Prior: prior}, err
-		}
-	}
-	if len(r.Slots) == 0 {
-		err := tx.StmtContext(ctx, audit).QueryRowContext(ctx, auditArgs(r.Event)...).Scan(&res.AuditID)
-		return res, translate(err, msgs{})
-	}
 	var full int
 	var counts pq.Int64Array
-	err := tx.StmtContext(ctx, reserve).QueryRowContext(ctx, append(auditArgs(r.Event), slotArgs(r.Slots)...)...).
-		Scan(&full, &counts, &res.AuditID)
+	err = tx.StmtContext(ctx, stmt).QueryRowContext(ctx, append(audit, slotArgs(slots)...)...).Scan(&full, &counts, &res.AuditID)
 	if err != nil {
 		return gateway.ReservationResult{}, translate(err, msgs{})
 	}

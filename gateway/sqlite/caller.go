@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 )
 
 // profileJSON renders an agent_profiles row p as a gateway.Profile object.
@@ -72,7 +73,7 @@ func (s *Store) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.
 		&r.ID, &r.Name, &r.Slug, &r.OrgPlan, &r.CreatedAt, &r.Member, &r.Profile, &r.DefaultProfile,
 		&r.SeatType, &r.Plan, &r.UserOverrides, &r.WorkspaceOverrides, &r.Task)
 	if err != nil {
-		return nil, translate(err, msgs{notFound: workspaceNotFound(p.WorkspaceID)})
+		return nil, translate(err, msgs{notFound: sqlcore.WorkspaceNotFound(p.WorkspaceID)})
 	}
 	created, err := parseTime(r.CreatedAt)
 	if err != nil {
@@ -103,10 +104,6 @@ func (s *Store) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.
 
 // Messages for missing records: what is missing and how to create it
 // (DESIGN.md §4, admin API).
-
-func workspaceNotFound(ws string) string {
-	return fmt.Sprintf("workspace %s not found; create it with PUT /admin/v1/workspaces/%s", ws, ws)
-}
 
 func memberNotFound(ws, user string) string {
 	return fmt.Sprintf("member %s of workspace %s not found; add it with PUT /admin/v1/workspaces/%s/members/%s",

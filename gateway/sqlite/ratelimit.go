@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -38,19 +37,20 @@ RETURNING count`
 
 const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = ? AND window_start = ?`
 
-// Reserve implements server.Store.Reserve: BEGIN IMMEDIATE on the write
-// connection; the claim, when r.Claim is set; the audit row; one addCount
-// per slot, in order, stopping at the first full one; COMMIT, or ROLLBACK
-// when a slot was full or the key was claimed before (the rollback gives
-// back the slots taken before the full one).
-func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
-	ev := r.Event
-	if len(ev.Arguments) > 0 && !json.Valid(ev.Arguments) {
-		return gateway.ReservationResult{}, errArgumentsNotJSON()
-	}
-	normalizeEvent(ev)
-	// Prepare before the transaction takes the only write connection.
-	audit, err := s.auditStmt.Get(ctx, s.w, driverError)
+// prepareReserve is sqlcore.Dialect.PrepareReserve: it prepares addCount
+// on the write connection before the transaction takes it.
+func (s *Store) prepareReserve(ctx context.Context) error {
+	_, err := s.rate.add.Get(ctx, s.w, driverError)
+	return err
+}
+
+// takeSlots is sqlcore.Dialect.TakeSlots: the audit row, then one
+// addCount per slot, in order, stopping at the first full one. Reserve
+// runs it in BEGIN IMMEDIATE on the single write connection, so
+// reservations never interleave, and rolls back after a full slot, which
+// gives back the slots taken before it.
+func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots []gateway.Slot) (gateway.ReservationResult, error) {
+	ins, err := s.Audit.Get(ctx, s.w, driverError)
 	if err != nil {
 		return gateway.ReservationResult{}, err
 	}
@@ -58,36 +58,12 @@ func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.Res
 	if err != nil {
 		return gateway.ReservationResult{}, err
 	}
-	tx, err := s.w.BeginTxx(ctx, nil)
-	if err != nil {
-		return gateway.ReservationResult{}, translate(err, msgs{})
-	}
-	res, err := reserveIn(ctx, tx, r, audit, add)
-	if err != nil || res.AuditID == 0 {
-		_ = tx.Rollback()
-		return res, err
-	}
-	if err := tx.Commit(); err != nil {
-		return gateway.ReservationResult{}, translate(err, msgs{})
-	}
-	return res, nil
-}
-
-// reserveIn is Reserve's work inside tx; audit and add are the prepared
-// insertAudit and addCount.
-func reserveIn(ctx context.Context, tx *sqlx.Tx, r gateway.Reservation, audit, add *sql.Stmt) (gateway.ReservationResult, error) {
-	if r.Claim != nil {
-		prior, err := claimKey(ctx, tx, r.Claim)
-		if err != nil || prior != nil {
-			return gateway.ReservationResult{Prior: prior}, err
-		}
-	}
 	var id int64
-	if err := tx.StmtContext(ctx, audit).QueryRowContext(ctx, auditArgs(r.Event)...).Scan(&id); err != nil {
+	if err := tx.StmtContext(ctx, ins).QueryRowContext(ctx, audit...).Scan(&id); err != nil {
 		return gateway.ReservationResult{}, translate(err, msgs{})
 	}
 	add = tx.StmtContext(ctx, add)
-	for i, slot := range r.Slots {
+	for i, slot := range slots {
 		n, err := addSlot(ctx, add, slot, 1)
 		if err != nil {
 			return gateway.ReservationResult{}, err

@@ -39,7 +39,7 @@ var (
 	rules  = []rule{
 		{pkg: "gateway", why: "domain types: the standard library only",
 			allow: nil, forbid: []string{"*"}},
-		{pkg: "gateway/internal/...", allow: bottom, why: "helpers of the stores"},
+		{pkg: "gateway/internal/...", allow: []string{"gateway", "gateway/internal/..."}, why: "the stores' shared SQL core and helpers"},
 		{pkg: "gateway/postgres", allow: stores, test: []string{"gateway/postgres/...", "gateway/storetest"}, forbid: noSDKs,
 			why: "a store wraps its database and imports no sibling"},
 		{pkg: "gateway/postgres/pgtest", allow: []string{"gateway", "gateway/postgres"}, forbid: noSDKs, why: "the PostgreSQL store's test helpers"},
