@@ -57,9 +57,8 @@ type Store struct {
 	// Core holds the queries both stores share (audit rows, the
 	// reservation, idempotency keys) over db, with this store's dialect.
 	*sqlcore.Core
-	db       *sqlx.DB
-	loadStmt prepared // callerQuery
-	rate     *rateStatements
+	db   *sqlx.DB
+	rate *rateStatements
 }
 
 // Open is OpenWith with the default Options.
@@ -99,13 +98,14 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, openError(err, url)
 	}
-	s := &Store{db: db, loadStmt: prepared{Query: callerQuery}, rate: newRateStatements()}
+	s := &Store{db: db, rate: newRateStatements()}
 	s.Core = sqlcore.New(db, db, sqlcore.Dialect{
 		Bind: sqlx.DOLLAR,
 		Time: func(t time.Time) any { return t.UTC() },
 		Translate: func(err error, m sqlcore.Msgs) error {
 			return translate(err, msgs{notFound: m.NotFound, conflict: m.Conflict})
 		},
+		CallerQuery:    callerQuery,
 		InsertAudit:    insertAudit,
 		PrepareReserve: s.prepareReserve,
 		TakeSlots:      s.takeSlots,
@@ -129,7 +129,7 @@ func openError(err error, dsn string) error {
 
 // Close releases the prepared statements and closes the connection pool.
 func (s *Store) Close() error {
-	return errors.Join(s.loadStmt.Close(), s.Core.Close(), s.rate.close(), s.db.Close())
+	return errors.Join(s.Core.Close(), s.rate.close(), s.db.Close())
 }
 
 // DB returns the connection pool, for packages that add queries of their own

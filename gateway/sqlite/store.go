@@ -40,10 +40,9 @@ type Store struct {
 	// reservation, idempotency keys) over w and r, with this store's
 	// dialect.
 	*sqlcore.Core
-	w        *sqlx.DB // the one write connection
-	r        *sqlx.DB // read-only connections; the same pool as w for ":memory:"
-	loadStmt prepared // callerQuery, on r
-	rate     *rateStatements
+	w    *sqlx.DB // the one write connection
+	r    *sqlx.DB // read-only connections; the same pool as w for ":memory:"
+	rate *rateStatements
 }
 
 // Open opens (creating if needed) the SQLite database at path, as in
@@ -80,7 +79,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // newStore wires the pools and the hot-path statements.
 func newStore(w, r *sqlx.DB) *Store {
-	s := &Store{w: w, r: r, loadStmt: prepared{Query: callerQuery}, rate: newRateStatements()}
+	s := &Store{w: w, r: r, rate: newRateStatements()}
 	s.Core = sqlcore.New(w, r, sqlcore.Dialect{
 		Bind: sqlx.QUESTION,
 		Time: func(t time.Time) any { return fmtTime(t) },
@@ -88,6 +87,7 @@ func newStore(w, r *sqlx.DB) *Store {
 			return translate(err, msgs{notFound: m.NotFound, conflict: m.Conflict})
 		},
 		CheckJSON:      true,
+		CallerQuery:    callerQuery,
 		InsertAudit:    insertAudit,
 		PrepareReserve: s.prepareReserve,
 		TakeSlots:      s.takeSlots,
@@ -116,7 +116,7 @@ func openPool(ctx context.Context, path, params string, n int) (*sqlx.DB, error)
 
 // Close releases the prepared statements and closes the connections.
 func (s *Store) Close() error {
-	errs := []error{s.loadStmt.Close(), s.Core.Close(), s.rate.close(), s.w.Close()}
+	errs := []error{s.Core.Close(), s.rate.close(), s.w.Close()}
 	if s.r != s.w {
 		errs = append(errs, s.r.Close())
 	}

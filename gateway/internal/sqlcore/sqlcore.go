@@ -12,6 +12,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -46,6 +47,13 @@ type Dialect struct {
 	// CheckJSON makes the core check audit arguments itself, for a
 	// database whose column does not refuse text that is not JSON.
 	CheckJSON bool
+	// CallerQuery loads a caller in one row (Core.LoadCaller): its
+	// parameters are the workspace, the acting user, the requested profile
+	// and the task; its columns the workspace's id, name, slug, org plan
+	// and created_at, then, as JSON or NULL, the member, the requested and
+	// the default profile, the seat type, the org plan, the member's and
+	// the workspace's overrides, and the task.
+	CallerQuery string
 	// InsertAudit inserts one audit_events row from AuditArgs (18 ?
 	// placeholders in their order) and returns its id.
 	InsertAudit string
@@ -71,17 +79,19 @@ type Core struct {
 	D    Dialect
 	// Audit is the prepared Dialect.InsertAudit, on W.
 	Audit sqlstmt.Prepared
+	load  sqlstmt.Prepared // Dialect.CallerQuery, on R
 }
 
 // New returns the core over w and r with dialect d.
 func New(w, r *sqlx.DB, d Dialect) *Core {
 	c := &Core{W: w, R: r, D: d}
 	c.Audit.Query = c.Q(d.InsertAudit)
+	c.load.Query = c.Q(d.CallerQuery)
 	return c
 }
 
 // Close releases the core's prepared statements (not the pools).
-func (c *Core) Close() error { return c.Audit.Close() }
+func (c *Core) Close() error { return errors.Join(c.Audit.Close(), c.load.Close()) }
 
 // Q rebinds q, written with ? placeholders, to the dialect's.
 func (c *Core) Q(q string) string { return sqlx.Rebind(c.D.Bind, q) }
