@@ -75,7 +75,7 @@ WHERE workspace_id = $1 AND is_workspace_default`
 		}
 		const set = `UPDATE agent_profiles SET is_workspace_default = true WHERE workspace_id = $1 AND id = $2`
 		res, err := tx.ExecContext(ctx, set, workspaceID, *profileID)
-		return s.ExpectOne(res, err, profileNotFound(workspaceID, *profileID))
+		return s.ExpectOne(res, err, sqlcore.ProfileNotFound(workspaceID, *profileID))
 	})
 }
 
@@ -106,7 +106,7 @@ func (s *Store) PutMemberOverrides(ctx context.Context, workspaceID, userID stri
 		var one int
 		const lockMember = `SELECT 1 FROM members WHERE workspace_id = $1 AND user_id = $2 FOR NO KEY UPDATE`
 		if err := tx.QueryRowContext(ctx, lockMember, workspaceID, userID).Scan(&one); err != nil {
-			return translate(err, msgs{notFound: memberNotFound(workspaceID, userID)})
+			return translate(err, msgs{notFound: sqlcore.MemberNotFound(workspaceID, userID)})
 		}
 		const del = `DELETE FROM member_permission_overrides WHERE workspace_id = $1 AND user_id = $2`
 		if _, err := tx.ExecContext(ctx, del, workspaceID, userID); err != nil {
@@ -115,7 +115,7 @@ func (s *Store) PutMemberOverrides(ctx context.Context, workspaceID, userID stri
 		const ins = `INSERT INTO member_permission_overrides (workspace_id, user_id, permission_key, granted)
 SELECT $1, $2, e.key, e.value::boolean FROM jsonb_each($3::jsonb) e`
 		_, err := tx.ExecContext(ctx, ins, workspaceID, userID, sqlcore.JSONObject(perms))
-		return translate(err, msgs{notFound: memberNotFound(workspaceID, userID)})
+		return translate(err, msgs{notFound: sqlcore.MemberNotFound(workspaceID, userID)})
 	})
 }
 

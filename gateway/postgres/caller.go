@@ -1,7 +1,5 @@
 package postgres
 
-import "fmt"
-
 // callerQuery loads everything LoadCaller returns in one round trip: the
 // workspace row plus one JSON-valued subquery per optional part. Every
 // subquery is keyed by the workspace id, so a profile, task or member of
@@ -35,20 +33,3 @@ SELECT w.id, w.name, w.slug, w.org_plan, w.created_at,
      FROM tasks t WHERE t.workspace_id = w.id AND t.id = $4) AS task
 FROM workspaces w
 WHERE w.id = $1`
-
-// Messages for missing records: what is missing and how to create it
-// (DESIGN.md §4, admin API).
-
-func memberNotFound(ws, user string) string {
-	return fmt.Sprintf("member %s of workspace %s not found; add it with PUT /admin/v1/workspaces/%s/members/%s",
-		user, ws, ws, user)
-}
-
-func profileNotFound(ws, profile string) string {
-	return fmt.Sprintf("profile %s not found in workspace %s; create it with PUT /admin/v1/workspaces/%s/profiles/%s",
-		profile, ws, ws, profile)
-}
-
-func tokenNotFound(fp string) string {
-	return fmt.Sprintf("api token %s not found; list a workspace's tokens with GET /admin/v1/workspaces/{ws}/api-tokens", fp)
-}

@@ -100,7 +100,7 @@ func (s *Store) RevokeAPIToken(ctx context.Context, fingerprint string) error {
 	const q = `UPDATE api_tokens SET status = 'revoked', revoked_at = COALESCE(revoked_at, now())
 WHERE fingerprint = $1`
 	res, err := s.db.ExecContext(ctx, q, fingerprint)
-	return s.ExpectOne(res, err, tokenNotFound(fingerprint))
+	return s.ExpectOne(res, err, sqlcore.TokenNotFound(fingerprint))
 }
 
 // APITokenByHash returns the token whose SHA-256 hash is hash, whatever its
@@ -123,5 +123,5 @@ func (s *Store) APITokenByHash(ctx context.Context, hash string) (*gateway.APITo
 func (s *Store) TouchAPIToken(ctx context.Context, fingerprint string, at time.Time) error {
 	const q = `UPDATE api_tokens SET last_used_at = GREATEST(last_used_at, $2) WHERE fingerprint = $1`
 	res, err := s.db.ExecContext(ctx, q, fingerprint, at.UTC())
-	return s.ExpectOne(res, err, tokenNotFound(fingerprint))
+	return s.ExpectOne(res, err, sqlcore.TokenNotFound(fingerprint))
 }

@@ -79,7 +79,7 @@ WHERE workspace_id = ? AND is_workspace_default = 1`
 		}
 		const set = `UPDATE agent_profiles SET is_workspace_default = 1 WHERE workspace_id = ? AND id = ?`
 		res, err := tx.ExecContext(ctx, set, workspaceID, *profileID)
-		return s.ExpectOne(res, err, profileNotFound(workspaceID, *profileID))
+		return s.ExpectOne(res, err, sqlcore.ProfileNotFound(workspaceID, *profileID))
 	})
 }
 
@@ -111,7 +111,7 @@ func (s *Store) PutMemberOverrides(ctx context.Context, workspaceID, userID stri
 		var one int
 		const member = `SELECT 1 FROM members WHERE workspace_id = ? AND user_id = ?`
 		if err := tx.QueryRowContext(ctx, member, workspaceID, userID).Scan(&one); err != nil {
-			return translate(err, msgs{notFound: memberNotFound(workspaceID, userID)})
+			return translate(err, msgs{notFound: sqlcore.MemberNotFound(workspaceID, userID)})
 		}
 		const del = `DELETE FROM member_permission_overrides WHERE workspace_id = ? AND user_id = ?`
 		if _, err := tx.ExecContext(ctx, del, workspaceID, userID); err != nil {
@@ -120,7 +120,7 @@ func (s *Store) PutMemberOverrides(ctx context.Context, workspaceID, userID stri
 		const ins = `INSERT INTO member_permission_overrides (workspace_id, user_id, permission_key, granted)
 SELECT ?, ?, e.key, e.value FROM json_each(?) e`
 		_, err := tx.ExecContext(ctx, ins, workspaceID, userID, sqlcore.JSONObject(perms))
-		return translate(err, msgs{notFound: memberNotFound(workspaceID, userID)})
+		return translate(err, msgs{notFound: sqlcore.MemberNotFound(workspaceID, userID)})
 	})
 }
 

@@ -110,7 +110,7 @@ func (s *Store) RevokeAPIToken(ctx context.Context, fingerprint string) error {
 	const q = `UPDATE api_tokens SET status = 'revoked', revoked_at = COALESCE(revoked_at, ?)
 WHERE fingerprint = ?`
 	res, err := s.w.ExecContext(ctx, q, fmtTime(now()), fingerprint)
-	return s.ExpectOne(res, err, tokenNotFound(fingerprint))
+	return s.ExpectOne(res, err, sqlcore.TokenNotFound(fingerprint))
 }
 
 // APITokenByHash returns the token whose SHA-256 hash is hash, whatever its
@@ -135,5 +135,5 @@ func (s *Store) TouchAPIToken(ctx context.Context, fingerprint string, at time.T
 	// coalesce because SQLite's max() of a NULL is NULL.
 	const q = `UPDATE api_tokens SET last_used_at = max(coalesce(last_used_at, ''), ?) WHERE fingerprint = ?`
 	res, err := s.w.ExecContext(ctx, q, fmtTime(at), fingerprint)
-	return s.ExpectOne(res, err, tokenNotFound(fingerprint))
+	return s.ExpectOne(res, err, sqlcore.TokenNotFound(fingerprint))
 }

@@ -204,7 +204,27 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
+// Messages for missing records: what is missing and how to create it
+// through the admin API.
+
 // WorkspaceNotFound is the message for an unknown workspace.
 func WorkspaceNotFound(ws string) string {
 	return fmt.Sprintf("workspace %s not found; create it with PUT /admin/v1/workspaces/%s", ws, ws)
+}
+
+// MemberNotFound is the message for an unknown member of a workspace.
+func MemberNotFound(ws, user string) string {
+	return fmt.Sprintf("member %s of workspace %s not found; add it with PUT /admin/v1/workspaces/%s/members/%s",
+		user, ws, ws, user)
+}
+
+// ProfileNotFound is the message for an unknown profile of a workspace.
+func ProfileNotFound(ws, profile string) string {
+	return fmt.Sprintf("profile %s not found in workspace %s; create it with PUT /admin/v1/workspaces/%s/profiles/%s",
+		profile, ws, ws, profile)
+}
+
+// TokenNotFound is the message for an unknown API token fingerprint.
+func TokenNotFound(fp string) string {
+	return fmt.Sprintf("api token %s not found; list a workspace's tokens with GET /admin/v1/workspaces/{ws}/api-tokens", fp)
 }
