@@ -349,3 +349,50 @@ type IdempotencyRecord struct {
 	Result    json.RawMessage
 	CreatedAt time.Time
 }
+
+// Slot is one rate-limit counter a call takes in its reservation: the
+// counter Key (e.g. "mcpgate:task:ws-a/t1:task.ops") and the start of its
+// Window, in UTC; Expires is when the window ends (the zero time for a
+// counter that never expires, such as a per-task cap, whose Window is the
+// Unix epoch). Limit is the most calls the window admits. A per-task
+// counter names its task (WorkspaceID, TaskID; both empty otherwise), so
+// that the store can delete it once the task has ended. Bucket is the
+// bucket's name ("task.ops", "workspace_day.ops", …), for people and
+// logs; the store keys the counter by Key and Window only.
+type Slot struct {
+	Bucket      string
+	Key         string
+	Window      time.Time
+	Expires     time.Time
+	Limit       int64
+	WorkspaceID string
+	TaskID      string
+}
+
+// Reservation is what the request path asks of the audit store for an
+// allowed call, in one transaction: claim the idempotency key Claim (when
+// non-nil; its Result nil), take one call of each of Slots in order, all
+// or nothing, and insert Event (its Status "allowed") as the call's audit
+// row. Nothing is written unless all three succeed.
+type Reservation struct {
+	Event *AuditEvent
+	Slots []Slot
+	Claim *IdempotencyRecord
+}
+
+// ReservationResult is the outcome of a Reservation that the store could
+// carry out (a store failure is an error instead). Exactly one holds:
+//   - AuditID != 0: everything was written and committed; AuditID is the
+//     audit row's id.
+//   - Prior != nil: Claim's key was claimed before (by this workspace's
+//     task, for the same tool); Prior is that record as stored (Result nil
+//     while its call is still being dispatched). Nothing was written.
+//   - Full > 0: Slots[Full-1] had no room; Used is how many calls its window
+//     held (its Limit, or more if the limit was lowered). Nothing was
+//     written: the slots before it are given back.
+type ReservationResult struct {
+	AuditID int64
+	Prior   *IdempotencyRecord
+	Full    int
+	Used    int64
+}

@@ -1,14 +1,5 @@
 package postgres
 
-import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"time"
-
-	"github.com/mcpgate/mcpgate/gateway"
-)
-
 // callerQuery loads everything LoadCaller returns in one round trip: the
 // workspace row plus one JSON-valued subquery per optional part. Every
 // subquery is keyed by the workspace id, so a profile, task or member of
@@ -42,78 +33,3 @@ SELECT w.id, w.name, w.slug, w.org_plan, w.created_at,
      FROM tasks t WHERE t.workspace_id = w.id AND t.id = $4) AS task
 FROM workspaces w
 WHERE w.id = $1`
-
-// callerRow is one row of callerQuery; the JSON columns are NULL when the
-// part does not exist.
-type callerRow struct {
-	ID, Name, Slug, OrgPlan string
-	CreatedAt               time.Time
-	Member, Profile         []byte
-	DefaultProfile          []byte
-	SeatType, Plan          []byte
-	UserOverrides           []byte
-	WorkspaceOverrides      []byte
-	Task                    []byte
-}
-
-// LoadCaller loads, in one query, what the policy needs about p: the
-// workspace, p.Subject's membership and seat type, the requested profile
-// (p.ProfileID), the workspace default profile, the org plan, both override
-// sets and the task (p.TaskID), all scoped to p.WorkspaceID. Parts that do
-// not exist are nil. Errors: ENotFound when the workspace does not exist,
-// EUnavailable when PostgreSQL cannot be reached.
-func (s *Store) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
-	stmt, err := s.loadStmt.Get(ctx, s.db, driverError)
-	if err != nil {
-		return nil, err
-	}
-	var r callerRow
-	err = stmt.QueryRowContext(ctx, p.WorkspaceID, p.Subject, p.ProfileID, p.TaskID).Scan(
-		&r.ID, &r.Name, &r.Slug, &r.OrgPlan, &r.CreatedAt, &r.Member, &r.Profile, &r.DefaultProfile,
-		&r.SeatType, &r.Plan, &r.UserOverrides, &r.WorkspaceOverrides, &r.Task)
-	if err != nil {
-		return nil, translate(err, msgs{notFound: workspaceNotFound(p.WorkspaceID)})
-	}
-	c := &gateway.Caller{
-		Workspace:        &gateway.Workspace{ID: r.ID, Name: r.Name, Slug: r.Slug, OrgPlan: r.OrgPlan, CreatedAt: r.CreatedAt},
-		ProfileRequested: p.ProfileID,
-	}
-	parts := []struct {
-		raw  []byte
-		into any
-	}{
-		{r.Member, &c.Member}, {r.Profile, &c.Profile}, {r.DefaultProfile, &c.DefaultProfile},
-		{r.SeatType, &c.SeatType}, {r.Plan, &c.OrgPlan}, {r.UserOverrides, &c.UserOverrides},
-		{r.WorkspaceOverrides, &c.WorkspaceOverrides}, {r.Task, &c.Task},
-	}
-	for _, part := range parts {
-		if part.raw == nil {
-			continue // NULL: the part does not exist; leave the field nil
-		}
-		if err := json.Unmarshal(part.raw, part.into); err != nil {
-			return nil, gateway.Wrap(gateway.EInternal, err, "audit store returned an unreadable caller record")
-		}
-	}
-	return c, nil
-}
-
-// Messages for missing records: what is missing and how to create it
-// (DESIGN.md §4, admin API).
-
-func workspaceNotFound(ws string) string {
-	return fmt.Sprintf("workspace %s not found; create it with PUT /admin/v1/workspaces/%s", ws, ws)
-}
-
-func memberNotFound(ws, user string) string {
-	return fmt.Sprintf("member %s of workspace %s not found; add it with PUT /admin/v1/workspaces/%s/members/%s",
-		user, ws, ws, user)
-}
-
-func profileNotFound(ws, profile string) string {
-	return fmt.Sprintf("profile %s not found in workspace %s; create it with PUT /admin/v1/workspaces/%s/profiles/%s",
-		profile, ws, ws, profile)
-}
-
-func tokenNotFound(fp string) string {
-	return fmt.Sprintf("api token %s not found; list a workspace's tokens with GET /admin/v1/workspaces/{ws}/api-tokens", fp)
-}

@@ -77,9 +77,10 @@ func TestStalledDatabaseOperationsReturnAtTheirDeadline(t *testing.T) {
 			_, err := s.LoadCaller(ctx, &gateway.Principal{WorkspaceID: "ws"})
 			return err
 		}},
-		{"ReserveAndRecord", func(ctx context.Context) error {
-			return s.ReserveAndRecord(ctx, &gateway.AuditEvent{WorkspaceID: "ws", Tool: "t", Status: "allowed"},
-				func(context.Context) error { return nil })
+		{"Reserve", func(ctx context.Context) error {
+			_, err := s.Reserve(ctx, gateway.Reservation{Event: &gateway.AuditEvent{WorkspaceID: "ws", Tool: "t", Status: "allowed"},
+				Slots: []gateway.Slot{{Key: "k", Window: time.Unix(0, 0), Limit: 1}}})
+			return err
 		}},
 	}
 	for _, o := range ops {

@@ -17,6 +17,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 	"github.com/mcpgate/mcpgate/migrations"
 )
 
@@ -53,10 +54,11 @@ type Options struct {
 
 // Store is the PostgreSQL audit store. It is safe for concurrent use.
 type Store struct {
-	db        *sqlx.DB
-	loadStmt  prepared // callerQuery
-	auditStmt prepared // insertAudit
-	rate      *rateStatements
+	// Core holds the queries both stores share (audit rows, the
+	// reservation, idempotency keys) over db, with this store's dialect.
+	*sqlcore.Core
+	db   *sqlx.DB
+	rate *rateStatements
 }
 
 // Open is OpenWith with the default Options.
@@ -98,8 +100,19 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, openError(err, url)
 	}
-	return &Store{db: db, loadStmt: prepared{Query: callerQuery}, auditStmt: prepared{Query: insertAudit},
-		rate: newRateStatements()}, nil
+	s := &Store{db: db, rate: newRateStatements()}
+	s.Core = sqlcore.New(db, db, sqlcore.Dialect{
+		Bind: sqlx.DOLLAR,
+		Time: func(t time.Time) any { return t.UTC() },
+		Translate: func(err error, m sqlcore.Msgs) error {
+			return translate(err, msgs{notFound: m.NotFound, conflict: m.Conflict})
+		},
+		CallerQuery:    callerQuery,
+		InsertAudit:    insertAudit,
+		PrepareReserve: s.prepareReserve,
+		TakeSlots:      s.takeSlots,
+	})
+	return s, nil
 }
 
 // openError explains a failed first ping without echoing the password.
@@ -118,7 +131,7 @@ func openError(err error, dsn string) error {
 
 // Close releases the prepared statements and closes the connection pool.
 func (s *Store) Close() error {
-	return errors.Join(s.loadStmt.Close(), s.auditStmt.Close(), s.rate.close(), s.db.Close())
+	return errors.Join(s.Core.Close(), s.rate.close(), s.db.Close())
 }
 
 // DB returns the connection pool, for packages that add queries of their own

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 )
 
 // tokenColumns are read into tokenRow, in this order.
@@ -58,10 +59,10 @@ func (s *Store) CreateAPIToken(ctx context.Context, t *gateway.APIToken) error {
 INSERT INTO api_tokens (fingerprint, workspace_id, label, scopes, status, token_hash, created_at)
 VALUES ($1, $2, $3, $4::jsonb, $5, $6, COALESCE($7::timestamptz, now()))
 RETURNING created_at`
-	err := s.db.QueryRowContext(ctx, q, t.Fingerprint, t.WorkspaceID, t.Label, jsonList(t.Scopes),
+	err := s.db.QueryRowContext(ctx, q, t.Fingerprint, t.WorkspaceID, t.Label, sqlcore.JSONList(t.Scopes),
 		t.Status, t.Hash, created).Scan(&t.CreatedAt)
 	return translate(err, msgs{
-		notFound: workspaceNotFound(t.WorkspaceID),
+		notFound: sqlcore.WorkspaceNotFound(t.WorkspaceID),
 		conflict: "an api token with this fingerprint or hash already exists; generate a new token",
 	})
 }
@@ -79,7 +80,7 @@ func (s *Store) ListAPITokens(ctx context.Context, workspaceID string) ([]gatewa
 		// Tell "no tokens" from "no workspace" only when it matters.
 		var one int
 		err := s.db.QueryRowContext(ctx, `SELECT 1 FROM workspaces WHERE id = $1`, workspaceID).Scan(&one)
-		return []gateway.APIToken{}, translate(err, msgs{notFound: workspaceNotFound(workspaceID)})
+		return []gateway.APIToken{}, translate(err, msgs{notFound: sqlcore.WorkspaceNotFound(workspaceID)})
 	}
 	out := make([]gateway.APIToken, 0, len(rows))
 	for _, r := range rows {
@@ -99,7 +100,7 @@ func (s *Store) RevokeAPIToken(ctx context.Context, fingerprint string) error {
 	const q = `UPDATE api_tokens SET status = 'revoked', revoked_at = COALESCE(revoked_at, now())
 WHERE fingerprint = $1`
 	res, err := s.db.ExecContext(ctx, q, fingerprint)
-	return expectOne(res, err, tokenNotFound(fingerprint))
+	return s.ExpectOne(res, err, sqlcore.TokenNotFound(fingerprint))
 }
 
 // APITokenByHash returns the token whose SHA-256 hash is hash, whatever its
@@ -122,5 +123,5 @@ func (s *Store) APITokenByHash(ctx context.Context, hash string) (*gateway.APITo
 func (s *Store) TouchAPIToken(ctx context.Context, fingerprint string, at time.Time) error {
 	const q = `UPDATE api_tokens SET last_used_at = GREATEST(last_used_at, $2) WHERE fingerprint = $1`
 	res, err := s.db.ExecContext(ctx, q, fingerprint, at.UTC())
-	return expectOne(res, err, tokenNotFound(fingerprint))
+	return s.ExpectOne(res, err, sqlcore.TokenNotFound(fingerprint))
 }

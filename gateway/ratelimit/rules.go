@@ -2,13 +2,18 @@
 // MCP tool surface", Rate limits; seed 000, "Ratenlimits"): per-task caps,
 // workspace/day caps and profile/hour caps, reserved in that order.
 //
-// The limiter API is ulule/limiter/v3 (one limiter.Limiter per bucket); its
-// limiter.Store is Store, which keeps the counters in the audit store's
-// database through the Counters interface. The audit store runs Reserve
-// inside the transaction that inserts the call's audit row, so counters and
-// audit rows commit together (they survive restarts and are shared by every
-// replica), and a refusal rolls every increment of the call back — the
-// per-task slot refund of seed 001.
+// Rules.Plan turns a call into its slots, as plain values: bucket, counter
+// key, window (at one instant), limit and task. The request path hands
+// them to the audit store, which takes them all or none in the transaction
+// that inserts the call's audit row (gateway.Reservation), so counters and
+// audit rows commit together (they survive restarts and are shared by
+// every replica), and a full bucket gives back what the call took — the
+// per-task slot refund of seed 001. Plan.Refusal words the store's answer
+// as the seed's refusal.
+//
+// ulule/limiter/v3 gives the rates (limiter.Rate) and the store contract:
+// Store is a limiter.Store over the same counters (Counters), which passes
+// ulule's conformance test, and reads, resets and sweeps them.
 //
 // Windows are calendar windows in UTC: a workspace day runs from 00:00 to
 // 24:00 UTC, a profile hour from hh:00 to hh+1:00 UTC. Per-task caps have no
@@ -23,8 +28,41 @@ import (
 	"github.com/ulule/limiter/v3"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/config"
-	"github.com/mcpgate/mcpgate/tools"
+)
+
+// Limits are the caps of seed 001 in calls, as plain values; the
+// configuration reads them from the environment (the variable of each
+// field is named beside it) and the wiring passes them to NewRules.
+type Limits struct {
+	ToolPerTask             int // AGENT_MCP_TOOL_RATE_LIMIT: baseline + read per task (50)
+	OpsPerTask              int // ops incl. script.run per task (10)
+	ScaffoldPerTask         int // scaffold per task (10)
+	DeployPerTask           int // deploy per task (5)
+	WorkspaceOpsDaily       int // AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT (100)
+	WorkspaceDeployDaily    int // AGENT_MCP_WORKSPACE_DEPLOY_DAILY_LIMIT (20)
+	WorkspaceProposalDaily  int // AGENT_MCP_WORKSPACE_PROPOSAL_DAILY_LIMIT (10)
+	WorkspaceTaskSpawnDaily int // AGENT_MCP_WORKSPACE_TASK_SPAWN_DAILY_LIMIT (3)
+	ProfileOpsHourly        int // AGENT_MCP_PROFILE_OPS_HOURLY_LIMIT (30)
+	ProfileDeployHourly     int // AGENT_MCP_PROFILE_DEPLOY_HOURLY_LIMIT (10)
+	ProfileProposalHourly   int // AGENT_MCP_PROFILE_PROPOSAL_HOURLY_LIMIT (10)
+	ProfileTaskSpawnHourly  int // AGENT_MCP_PROFILE_TASK_SPAWN_HOURLY_LIMIT (3)
+}
+
+// DefaultLimits returns the defaults of seed 001.
+func DefaultLimits() Limits {
+	return Limits{
+		ToolPerTask: 50, OpsPerTask: 10, ScaffoldPerTask: 10, DeployPerTask: 5,
+		WorkspaceOpsDaily: 100, WorkspaceDeployDaily: 20, WorkspaceProposalDaily: 10, WorkspaceTaskSpawnDaily: 3,
+		ProfileOpsHourly: 30, ProfileDeployHourly: 10, ProfileProposalHourly: 10, ProfileTaskSpawnHourly: 3,
+	}
+}
+
+// The two limit kinds of scaffold tools (Subject.LimitKind), spelled as
+// the tool catalog's limit_kind: each has its own workspace/day and
+// profile/hour caps.
+const (
+	LimitKindProposal  = "proposal"
+	LimitKindTaskSpawn = "task_spawn"
 )
 
 // Scope says what a bucket counts per: a task, a workspace and UTC day, or
@@ -50,8 +88,8 @@ const (
 const (
 	classOps       = "ops"
 	classDeploy    = "deploy"
-	classProposal  = tools.LimitKindProposal
-	classTaskSpawn = tools.LimitKindTaskSpawn
+	classProposal  = LimitKindProposal
+	classTaskSpawn = LimitKindTaskSpawn
 )
 
 // Bucket names. Baseline and read share one per-task bucket (seed 001,
@@ -84,17 +122,27 @@ type Bucket struct {
 }
 
 // Slot is one bucket a call must reserve, with the counter key it uses
-// (the bucket name qualified by the workspace, task or profile it counts).
+// (the bucket name qualified by the workspace, task or profile it counts;
+// the store's key is KeyPrefix + ":" + Key) and the window of the bucket's
+// rate that held the plan's instant: from Window to Expires, in UTC; a
+// per-task bucket has Window the Unix epoch and Expires zero (no end).
 type Slot struct {
-	Bucket Bucket
-	Key    string
+	Bucket  Bucket
+	Key     string
+	Window  time.Time
+	Expires time.Time
 }
+
+// KeyPrefix qualifies every counter key of the request path ("mcpgate:"
+// + Slot.Key), so that two users of one database cannot share counters by
+// accident.
+const KeyPrefix = "mcpgate"
 
 // Subject is what a call's buckets depend on. ProfileID must be the
 // resolved profile recorded in the audit row (the requested profile, or the
 // workspace default for a profile-less task); empty means the read-only
-// fallback, which has no profile buckets. LimitKind is the tool's
-// tools.LimitKind ("proposal" or "task_spawn" for scaffold tools).
+// fallback, which has no profile buckets. LimitKind is the tool's limit
+// kind (LimitKindProposal or LimitKindTaskSpawn for scaffold tools).
 type Subject struct {
 	WorkspaceID string
 	TaskID      string
@@ -111,14 +159,14 @@ type Rules struct {
 	profile   map[string]Bucket
 }
 
-// NewRules builds the buckets of seed 001 from l (config.Limits, which
-// reads each cap's environment variable and falls back to the seed's
-// default): baseline and read share one per-task bucket
+// NewRules builds the buckets of seed 001 from l (each cap as the
+// configuration read it from its environment variable, or the seed's
+// default; DefaultLimits): baseline and read share one per-task bucket
 // (AGENT_MCP_TOOL_RATE_LIMIT, 50); ops including script.run 10, scaffold
 // 10 and deploy 5 per task; workspace/day ops 100, deploy 20, scaffold
 // proposals 10, scaffold task-spawns 3; profile/hour ops 30, deploy 10,
 // proposals 10, task-spawns 3.
-func NewRules(l config.Limits) Rules {
+func NewRules(l Limits) Rules {
 	read := bucket(bucketTaskRead, ScopeTask, l.ToolPerTask, noWindow)
 	return Rules{
 		perTask: map[gateway.Tier]Bucket{
@@ -147,33 +195,80 @@ func bucket(name string, scope Scope, limit int, period time.Duration) Bucket {
 	return Bucket{Name: name, Scope: scope, Rate: limiter.Rate{Limit: int64(limit), Period: period}}
 }
 
-// Plan returns the slots a call of s must reserve, in the order of seed
-// 001: the per-task bucket first (when s has a task), then the
+// Plan is the reservation of one call: its Subject and the Slots it must
+// take, in order, with their windows fixed at one instant, so that a
+// reservation never straddles two windows of one bucket.
+type Plan struct {
+	Subject Subject
+	Slots   []Slot
+}
+
+// Plan returns the slots a call of s must reserve at now, in the order of
+// seed 001: the per-task bucket first (when s has a task), then the
 // workspace/day bucket, then the profile/hour bucket (when s has a
 // profile). Baseline and read tools have only the per-task bucket. It
 // fails with EInternal for a tier it does not know or a scaffold tool
 // without a limit kind, so that a catalog mistake refuses calls instead of
 // letting them through unlimited.
-func (r Rules) Plan(s Subject) ([]Slot, error) {
+func (r Rules) Plan(s Subject, now time.Time) (Plan, error) {
+	p := Plan{Subject: s}
 	perTask, ok := r.perTask[s.Tier]
 	if !ok {
-		return nil, gateway.Errorf(gateway.EInternal, "tool %s has tier %q, which has no rate-limit bucket; the call was refused", s.Tool, s.Tier)
+		return p, gateway.Errorf(gateway.EInternal, "tool %s has tier %q, which has no rate-limit bucket; the call was refused", s.Tool, s.Tier)
 	}
-	slots := make([]Slot, 0, 3)
+	p.Slots = make([]Slot, 0, 3)
 	if s.TaskID != "" {
-		slots = append(slots, Slot{perTask, key("task", perTask.Name, s.WorkspaceID, s.TaskID)})
+		p.Slots = append(p.Slots, slotAt(perTask, now, "task", s.WorkspaceID, s.TaskID))
 	}
 	class, err := classOf(s)
 	if err != nil || class == "" {
-		return slots, err
+		return p, err
 	}
-	ws := r.workspace[class]
-	slots = append(slots, Slot{ws, key("workspace", ws.Name, s.WorkspaceID)})
+	p.Slots = append(p.Slots, slotAt(r.workspace[class], now, "workspace", s.WorkspaceID))
 	if s.ProfileID != "" {
-		p := r.profile[class]
-		slots = append(slots, Slot{p, key("profile", p.Name, s.WorkspaceID, s.ProfileID)})
+		p.Slots = append(p.Slots, slotAt(r.profile[class], now, "profile", s.WorkspaceID, s.ProfileID))
 	}
-	return slots, nil
+	return p, nil
+}
+
+// slotAt is b's slot for the ids at instant now.
+func slotAt(b Bucket, now time.Time, scope string, ids ...string) Slot {
+	w := windowAt(b.Rate, now)
+	return Slot{Bucket: b, Key: key(scope, b.Name, ids...), Window: w.start, Expires: w.end}
+}
+
+// Counters returns p's slots as the audit store takes them
+// (gateway.Reservation.Slots), in the same order: keys qualified by
+// KeyPrefix, the bucket's limit, and the task of a per-task slot.
+func (p Plan) Counters() []gateway.Slot {
+	if len(p.Slots) == 0 {
+		return nil
+	}
+	out := make([]gateway.Slot, len(p.Slots))
+	for i, s := range p.Slots {
+		out[i] = gateway.Slot{Bucket: s.Bucket.Name, Key: KeyPrefix + ":" + s.Key, Window: s.Window, Expires: s.Expires,
+			Limit: s.Bucket.Rate.Limit}
+		if s.Bucket.Scope == ScopeTask {
+			out[i].WorkspaceID, out[i].TaskID = p.Subject.WorkspaceID, p.Subject.TaskID
+		}
+	}
+	return out
+}
+
+// Refusal returns the refusal of seed 001 for a reservation of p's
+// Counters that the store answered with res: nil when res names no full
+// slot, else an ERateLimited *gateway.Error whose Message is the seed's
+// text (with res.Used for the workspace and profile caps) and whose Bucket
+// names the full bucket. A Full outside p's slots is the store's mistake,
+// EInternal.
+func (p Plan) Refusal(res gateway.ReservationResult) error {
+	if res.Full == 0 {
+		return nil
+	}
+	if res.Full < 0 || res.Full > len(p.Slots) {
+		return gateway.Errorf(gateway.EInternal, "the audit store reported slot %d of %d full; the call was refused", res.Full, len(p.Slots))
+	}
+	return refusal(p.Subject, p.Slots[res.Full-1], res.Used)
 }
 
 // classOf names the workspace/profile cap class of a call; "" for the

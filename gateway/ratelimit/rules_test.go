@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -10,8 +9,6 @@ import (
 	"github.com/ulule/limiter/v3"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/config"
-	"github.com/mcpgate/mcpgate/tools"
 )
 
 // slotView is a slot as the tests compare it.
@@ -31,7 +28,7 @@ func view(slots []Slot) []slotView {
 }
 
 func TestPlanDefaults(t *testing.T) {
-	r := NewRules(config.DefaultLimits())
+	r := NewRules(DefaultLimits())
 	sub := func(tier gateway.Tier, kind, profile string) Subject {
 		return Subject{WorkspaceID: "ws-a", TaskID: "t1", ProfileID: profile, Tool: "x", Tier: tier, LimitKind: kind}
 	}
@@ -53,11 +50,11 @@ func TestPlanDefaults(t *testing.T) {
 			{"task.deploy", 5, 0, "task:ws-a/t1:task.deploy"},
 			{"workspace_day.deploy", 20, 24 * h, "workspace:ws-a:workspace_day.deploy"},
 			{"profile_hour.deploy", 10, h, "profile:ws-a/p1:profile_hour.deploy"}}},
-		{"scaffold proposal", sub(gateway.TierScaffold, tools.LimitKindProposal, "p1"), []slotView{
+		{"scaffold proposal", sub(gateway.TierScaffold, LimitKindProposal, "p1"), []slotView{
 			{"task.scaffold", 10, 0, "task:ws-a/t1:task.scaffold"},
 			{"workspace_day.proposal", 10, 24 * h, "workspace:ws-a:workspace_day.proposal"},
 			{"profile_hour.proposal", 10, h, "profile:ws-a/p1:profile_hour.proposal"}}},
-		{"scaffold task-spawn", sub(gateway.TierScaffold, tools.LimitKindTaskSpawn, "p1"), []slotView{
+		{"scaffold task-spawn", sub(gateway.TierScaffold, LimitKindTaskSpawn, "p1"), []slotView{
 			{"task.scaffold", 10, 0, "task:ws-a/t1:task.scaffold"},
 			{"workspace_day.task_spawn", 3, 24 * h, "workspace:ws-a:workspace_day.task_spawn"},
 			{"profile_hour.task_spawn", 3, h, "profile:ws-a/p1:profile_hour.task_spawn"}}},
@@ -72,11 +69,11 @@ func TestPlanDefaults(t *testing.T) {
 			{"profile_hour.ops", 30, h, "profile:a%2Fb/e+f:profile_hour.ops"}}},
 	} {
 		t.Run(tc.note, func(t *testing.T) {
-			slots, err := r.Plan(tc.sub)
+			p, err := r.Plan(tc.sub, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := view(slots); !slices.Equal(got, tc.want) {
+			if got := view(p.Slots); !slices.Equal(got, tc.want) {
 				t.Errorf("Plan =\n %v\nwant\n %v", got, tc.want)
 			}
 		})
@@ -84,7 +81,7 @@ func TestPlanDefaults(t *testing.T) {
 }
 
 func TestPlanRefusesUnknownShapes(t *testing.T) {
-	r := NewRules(config.DefaultLimits())
+	r := NewRules(DefaultLimits())
 	for _, tc := range []struct {
 		note string
 		sub  Subject
@@ -93,59 +90,69 @@ func TestPlanRefusesUnknownShapes(t *testing.T) {
 		{"scaffold without limit kind", Subject{WorkspaceID: "w", TaskID: "t", Tool: "x", Tier: gateway.TierScaffold}},
 	} {
 		t.Run(tc.note, func(t *testing.T) {
-			if _, err := r.Plan(tc.sub); gateway.ErrorCodeOf(err) != gateway.EInternal {
+			if _, err := r.Plan(tc.sub, time.Now()); gateway.ErrorCodeOf(err) != gateway.EInternal {
 				t.Errorf("Plan = %v, want EInternal (fail closed)", err)
 			}
 		})
 	}
 }
 
-// Every cap follows its environment variable (seed 001 names them; the
-// per-task ops, scaffold and deploy caps have none).
-func TestRulesFollowEnvironment(t *testing.T) {
-	env := map[string]string{
-		"MCPGATE_JWT_SECRET":                         "0123456789abcdef0123456789abcdef",
-		"AGENT_MCP_TOOL_RATE_LIMIT":                  "7",
-		"AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT":        "11",
-		"AGENT_MCP_WORKSPACE_DEPLOY_DAILY_LIMIT":     "12",
-		"AGENT_MCP_WORKSPACE_PROPOSAL_DAILY_LIMIT":   "13",
-		"AGENT_MCP_WORKSPACE_TASK_SPAWN_DAILY_LIMIT": "14",
-		"AGENT_MCP_PROFILE_OPS_HOURLY_LIMIT":         "15",
-		"AGENT_MCP_PROFILE_DEPLOY_HOURLY_LIMIT":      "16",
-		"AGENT_MCP_PROFILE_PROPOSAL_HOURLY_LIMIT":    "17",
-		"AGENT_MCP_PROFILE_TASK_SPAWN_HOURLY_LIMIT":  "18",
-	}
-	cfg, err := config.Load(func(k string) string { return env[k] })
+// A plan fixes every slot's window at its instant, and Counters are the
+// store's slots in Plan order: prefixed keys, limits, and the task of the
+// per-task slot only.
+func TestPlanCounters(t *testing.T) {
+	now := time.Date(2025, 3, 4, 13, 30, 0, 0, time.UTC)
+	limits := DefaultLimits()
+	limits.WorkspaceOpsDaily = 2
+	sub := Subject{WorkspaceID: "ws-a", TaskID: "t1", ProfileID: "p1", Tool: "schedule.pause", Tier: gateway.TierOps}
+	p, err := NewRules(limits).Plan(sub, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRules(cfg.Limits)
-	limits := map[string]int64{}
+	day, hour := time.Date(2025, 3, 4, 0, 0, 0, 0, time.UTC), time.Date(2025, 3, 4, 13, 0, 0, 0, time.UTC)
+	want := []gateway.Slot{
+		{Bucket: "task.ops", Key: "mcpgate:task:ws-a/t1:task.ops", Window: epoch, Limit: 10, WorkspaceID: "ws-a", TaskID: "t1"},
+		{Bucket: "workspace_day.ops", Key: "mcpgate:workspace:ws-a:workspace_day.ops", Window: day, Expires: day.Add(24 * time.Hour), Limit: 2},
+		{Bucket: "profile_hour.ops", Key: "mcpgate:profile:ws-a/p1:profile_hour.ops", Window: hour, Expires: hour.Add(time.Hour), Limit: 30},
+	}
+	if got := p.Counters(); !slices.Equal(got, want) {
+		t.Errorf("Counters =\n %+v\nwant\n %+v", got, want)
+	}
+	if got := (Plan{}).Counters(); got != nil {
+		t.Errorf("Counters of an empty plan = %+v, want nil", got)
+	}
+}
+
+// Plan.Refusal turns the store's answer into the seed's refusal.
+func TestPlanRefusal(t *testing.T) {
+	sub := Subject{WorkspaceID: "ws-a", TaskID: "t1", ProfileID: "p1", Tool: "schedule.pause", Tier: gateway.TierOps}
+	p, err := NewRules(DefaultLimits()).Plan(sub, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		tier gateway.Tier
-		kind string
-	}{{gateway.TierRead, ""}, {gateway.TierOps, ""}, {gateway.TierDeploy, ""},
-		{gateway.TierScaffold, tools.LimitKindProposal}, {gateway.TierScaffold, tools.LimitKindTaskSpawn}} {
-		slots, err := r.Plan(Subject{WorkspaceID: "w", TaskID: "t", ProfileID: "p", Tool: "x", Tier: tc.tier, LimitKind: tc.kind})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range slots {
-			limits[s.Bucket.Name] = s.Bucket.Rate.Limit
-		}
-	}
-	want := map[string]int64{
-		"task.read": 7, "task.ops": 10, "task.scaffold": 10, "task.deploy": 5,
-		"workspace_day.ops": 11, "workspace_day.deploy": 12, "workspace_day.proposal": 13, "workspace_day.task_spawn": 14,
-		"profile_hour.ops": 15, "profile_hour.deploy": 16, "profile_hour.proposal": 17, "profile_hour.task_spawn": 18,
-	}
-	for name, n := range want {
-		if limits[name] != n {
-			t.Errorf("bucket %s has limit %d, want %d", name, limits[name], n)
-		}
-	}
-	if len(limits) != len(want) {
-		t.Errorf("buckets %v, want exactly %v", limits, want)
+		note   string
+		res    gateway.ReservationResult
+		code   gateway.ErrorCode
+		msg    string
+		bucket string
+	}{
+		{"room everywhere", gateway.ReservationResult{AuditID: 7}, "", "", ""},
+		{"per task", gateway.ReservationResult{Full: 1, Used: 10}, gateway.ERateLimited, "Rate limit exceeded for tool 'schedule.pause'", "task.ops"},
+		{"workspace", gateway.ReservationResult{Full: 2, Used: 100}, gateway.ERateLimited, "Workspace daily limit reached for this MCP tool tier (100/100)", "workspace_day.ops"},
+		{"profile", gateway.ReservationResult{Full: 3, Used: 31}, gateway.ERateLimited, "Profile hourly limit reached for this MCP tool tier (31/30)", "profile_hour.ops"},
+		{"no such slot", gateway.ReservationResult{Full: 4}, gateway.EInternal, "", ""},
+	} {
+		t.Run(tc.note, func(t *testing.T) {
+			err := p.Refusal(tc.res)
+			if gateway.ErrorCodeOf(err) != tc.code {
+				t.Fatalf("Refusal = %v, want code %q", err, tc.code)
+			}
+			var ge *gateway.Error
+			if tc.msg != "" && (!errors.As(err, &ge) || ge.Message != tc.msg || ge.Bucket != tc.bucket) {
+				t.Errorf("Refusal = %+v, want %q in bucket %s", err, tc.msg, tc.bucket)
+			}
+		})
 	}
 }
 
@@ -168,40 +175,6 @@ func TestRefusalMessages(t *testing.T) {
 			}
 			if err.Code.RPCCode() != -32003 || err.Code.Class() != "Forbidden" || err.Code.HTTPStatus() != 403 {
 				t.Errorf("wire shape %d/%s/%d, want -32003/Forbidden/403 (DESIGN.md §5)", err.Code.RPCCode(), err.Code.Class(), err.Code.HTTPStatus())
-			}
-		})
-	}
-}
-
-// failing counters fail every call with err.
-type failing struct{ err error }
-
-func (f failing) AddRateCount(context.Context, string, time.Time, time.Time, int64) (int64, error) {
-	return 0, f.err
-}
-func (f failing) RateCount(context.Context, string, time.Time) (int64, error)     { return 0, f.err }
-func (f failing) DeleteRateCount(context.Context, string, time.Time) error        { return f.err }
-func (f failing) ReserveCounts(context.Context, []CountRequest) ([]int64, error)  { return nil, f.err }
-func (f failing) DeleteEndedTaskCounts(context.Context, time.Time) (int64, error) { return 0, f.err }
-func (f failing) DeleteExpiredRateCounts(context.Context, time.Time) (int64, error) {
-	return 0, f.err
-}
-
-// A failing store refuses the call (fail closed) and keeps its error class.
-func TestReserveStoreFailure(t *testing.T) {
-	sub := Subject{WorkspaceID: "w", TaskID: "t", Tool: "projects.list", Tier: gateway.TierRead}
-	for _, tc := range []struct {
-		note string
-		err  error
-		want gateway.ErrorCode
-	}{
-		{"unavailable passes through", gateway.Errorf(gateway.EUnavailable, "down"), gateway.EUnavailable},
-		{"foreign errors become EInternal", errors.New("driver bug"), gateway.EInternal},
-	} {
-		t.Run(tc.note, func(t *testing.T) {
-			err := New(failing{tc.err}, config.DefaultLimits(), nil).Reserve(context.Background(), sub)
-			if gateway.ErrorCodeOf(err) != tc.want || gateway.ErrorMessageOf(err) == "" {
-				t.Errorf("Reserve = %v, want %s with a message", err, tc.want)
 			}
 		})
 	}

@@ -7,58 +7,34 @@ import (
 	"github.com/ulule/limiter/v3"
 )
 
-// Counters is what the limiter store needs from the audit store (the
-// PostgreSQL and embedded stores implement it; STYLE.md, "Interfaces belong
-// to their consumer"). A counter is identified by its key and the start of
-// its window. When ctx comes from the audit store's reservation
-// transaction (server.Store.ReserveAndRecord), every method runs inside
-// that transaction, so the change commits or rolls back with the call's
-// audit row; otherwise each call commits on its own. Errors are
-// *gateway.Error: EUnavailable when the database cannot be reached.
+// Counters is what Store needs from the audit store (the PostgreSQL and
+// embedded stores implement it): single counters, read and changed one
+// statement at a time, each committing on its own. A counter is identified
+// by its key and the start of its window. The request path does not use
+// them: its slots are taken by the audit store's reservation
+// (gateway.Reservation). Errors are *gateway.Error: EUnavailable when the
+// database cannot be reached.
 type Counters interface {
 	// AddRateCount adds delta (may be negative) to the counter, creating it
 	// at delta, and returns the new count. expires is when the window ends
 	// and the row may be swept; the zero time means never. Concurrent adds
-	// to one counter are serialised (row lock on PostgreSQL, the single
-	// write connection on SQLite); none is lost.
+	// to one counter, and reservations that take it, are serialised (row
+	// lock on PostgreSQL, the single write connection on SQLite); none is
+	// lost.
 	AddRateCount(ctx context.Context, key string, window, expires time.Time, delta int64) (int64, error)
 	// RateCount returns the counter's value, 0 when it does not exist.
 	RateCount(ctx context.Context, key string, window time.Time) (int64, error)
 	// DeleteRateCount removes the counter; removing a missing one is no error.
 	DeleteRateCount(ctx context.Context, key string, window time.Time) error
-	// ReserveCounts takes one slot of each counter of reqs, in order, all
-	// or nothing: it adds one to each and stops after the first whose new
-	// count exceeds its Limit, whose slot and those before it it then
-	// takes back (the refund of seed 001, "Rate limits"). It returns the
-	// new counts of the counters it reached: len(reqs) of them when every
-	// counter had room; otherwise fewer, the last being the full counter's
-	// count with this call included (its Limit + 1 or more). Concurrent
-	// reservations of one counter are serialised as in AddRateCount; a
-	// store may do the whole reservation in one round trip.
-	ReserveCounts(ctx context.Context, reqs []CountRequest) ([]int64, error)
-	// DeleteEndedTaskCounts removes the per-task counters (those written
+	// DeleteEndedTaskCounts removes the per-task counters (those reserved
 	// with a TaskID) whose task is in a terminal state (completed, failed
-	// or cancelled) last changed at or before t, and returns how many it
-	// removed. Counters of a running or unknown task stay.
+	// or cancelled) last changed at or before before, and returns how many
+	// it removed. Counters of a running or unknown task stay.
 	DeleteEndedTaskCounts(ctx context.Context, before time.Time) (int64, error)
 	// DeleteExpiredRateCounts removes the counters whose window ended at
-	// or before t (windows are half-open, [start, end)) and returns how
-	// many it removed.
+	// or before before (windows are half-open, [start, end)) and returns
+	// how many it removed.
 	DeleteExpiredRateCounts(ctx context.Context, before time.Time) (int64, error)
-}
-
-// CountRequest is one counter slot of a reservation (Counters.ReserveCounts):
-// the counter's key and window start, when the window ends (the zero time
-// for never), and the most calls the window admits. A per-task counter also
-// names its task (WorkspaceID, TaskID; both empty otherwise), which is how
-// Counters.DeleteEndedTaskCounts finds it once the task has ended.
-type CountRequest struct {
-	Key         string
-	Window      time.Time
-	Expires     time.Time
-	Limit       int64
-	WorkspaceID string
-	TaskID      string
 }
 
 // TaskCounterRetention is how long a task's per-task counters are kept after
@@ -72,8 +48,9 @@ const TaskCounterRetention = 24 * time.Hour
 // counts from t.Truncate(p) to t.Truncate(p)+p (an hour or a UTC day for
 // the periods this package uses); a Period ≤ 0 means one window for ever
 // (per-task caps). As in ulule's own stores, Get and Increment count
-// calls beyond the limit and report Reached; the reservation transaction
-// rolls such increments back. It is safe for concurrent use.
+// calls beyond the limit and report Reached. Its jobs besides ulule's
+// contract: reading a plan's usage and sweeping ended counters. It is safe
+// for concurrent use.
 type Store struct {
 	counters Counters
 	prefix   string
@@ -86,12 +63,12 @@ var _ limiter.Store = (*Store)(nil)
 var epoch = time.Unix(0, 0).UTC()
 
 // NewStore returns a limiter store over c. prefix qualifies every key
-// ("mcpgate" when empty), so that two users of one database cannot share
+// (KeyPrefix when empty, the request path's own), so that two users of one database cannot share
 // counters by accident; now is the clock that picks the window (time.Now
 // when nil; tests inject a fake one to cross window boundaries).
 func NewStore(c Counters, prefix string, now func() time.Time) *Store {
 	if prefix == "" {
-		prefix = "mcpgate"
+		prefix = KeyPrefix
 	}
 	if now == nil {
 		now = time.Now
@@ -130,15 +107,8 @@ func (w window) context(rate limiter.Rate, count int64) limiter.Context {
 func (s *Store) key(k string) string { return s.prefix + ":" + k }
 
 // Get counts one call for key in the current window and returns the state
-// after it (limiter.Store). When ctx carries a reservation of this store
-// that holds key (Limiter.Reserve), the first such Get reserves every slot
-// of the reservation at once and each Get reads its own slot's result.
+// after it (limiter.Store).
 func (s *Store) Get(ctx context.Context, key string, rate limiter.Rate) (limiter.Context, error) {
-	if b := batchFrom(ctx, s); b != nil {
-		if i := b.index(key, rate); i >= 0 {
-			return b.get(ctx, i)
-		}
-	}
 	return s.Increment(ctx, key, 1, rate)
 }
 
@@ -180,6 +150,27 @@ func (s *Store) Used(ctx context.Context, key string, rate limiter.Rate) (int64,
 	return s.counters.RateCount(ctx, s.key(key), s.windowOf(rate).start)
 }
 
+// Usage is one bucket's state for a plan.
+type Usage struct {
+	Slot  Slot
+	Used  int64 // calls counted in the slot's window
+	Limit int64
+}
+
+// Usage reports every slot of p without counting, in p's order, each in
+// the window p fixed.
+func (s *Store) Usage(ctx context.Context, p Plan) ([]Usage, error) {
+	out := make([]Usage, 0, len(p.Slots))
+	for _, slot := range p.Slots {
+		n, err := s.counters.RateCount(ctx, s.key(slot.Key), slot.Window)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Usage{Slot: slot, Used: n, Limit: slot.Bucket.Rate.Limit})
+	}
+	return out, nil
+}
+
 // sweepLag keeps the sweep off windows that ended moments ago: a
 // reservation that picked its windows just before the boundary (or on a
 // replica whose clock is a little behind) may still be locking those rows,
@@ -197,4 +188,26 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	}
 	tasks, err := s.counters.DeleteEndedTaskCounts(ctx, now.Add(-TaskCounterRetention))
 	return windows + tasks, err
+}
+
+// Sweeper runs Sweep (ended windows, ended tasks' counters) every interval
+// until ctx ends; report, when non-nil, receives each sweep's error. It
+// returns at once; the sweeping runs in a goroutine that stops when ctx is
+// cancelled. One sweep costs two DELETEs on indexed columns, so every
+// replica may run its own.
+func (s *Store) Sweeper(ctx context.Context, interval time.Duration, report func(error)) {
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := s.Sweep(ctx); err != nil && report != nil && ctx.Err() == nil {
+					report(err)
+				}
+			}
+		}
+	}()
 }

@@ -16,9 +16,9 @@ import (
 // ended, as a database that answered after the client gave up.
 type lateStore struct{ *sqlite.Store }
 
-func (s lateStore) ReserveAndRecord(ctx context.Context, ev *gateway.AuditEvent, reserve func(context.Context) error) error {
+func (s lateStore) Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
 	<-ctx.Done()
-	return s.Store.ReserveAndRecord(context.WithoutCancel(ctx), ev, reserve)
+	return s.Store.Reserve(context.WithoutCancel(ctx), r)
 }
 
 // Issue 8, point 4: a call whose client had given up was dispatched when

@@ -86,7 +86,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	a.Pipeline = &Pipeline{
 		Store: store, Callers: a.Callers, Decider: a.Engine, Catalog: a.Catalog, Adapter: adapter,
 		Logger: log, Metrics: NewMetrics(reg), AuditArguments: cfg.AuditArguments,
-		Limiter: a.limiter(log), Refusals: NewRefusalLimiter(cfg.RefusedCallsPerSecond),
+		RateLimits: a.rateLimits(log), Refusals: NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 	}
 	if a.Pipeline.Confirmer, err = confirmer(cfg, log); err != nil {
 		return err
@@ -106,18 +106,21 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	return nil
 }
 
-// limiter builds the rate limiter of seed 001 from cfg.Limits over the
-// audit store's counters, and sweeps ended windows every sweepInterval
-// until the App closes.
-func (a *App) limiter(log *zap.Logger) *ratelimit.Limiter {
-	l := ratelimit.New(a.Store, a.Config.Limits, nil)
+// rateLimits builds the rate-limit rules of seed 001 from cfg.Limits, and
+// sweeps the audit store's ended counters every sweepInterval until the
+// App closes.
+func (a *App) rateLimits(log *zap.Logger) *ratelimit.Rules {
+	rules := ratelimit.NewRules(RateLimits(a.Config.Limits))
 	ctx, cancel := context.WithCancel(context.Background())
-	l.Sweeper(ctx, sweepInterval, func(err error) {
+	ratelimit.NewStore(a.Store, "", nil).Sweeper(ctx, sweepInterval, func(err error) {
 		log.Warn("rate-limit counter sweep failed; ended windows stay in the table until the next sweep", zap.Error(err))
 	})
 	a.closers = append(a.closers, func() error { cancel(); return nil })
-	return l
+	return &rules
 }
+
+// RateLimits are the configured caps as the rate limiter takes them.
+func RateLimits(l config.Limits) ratelimit.Limits { return ratelimit.Limits(l) }
 
 // confirmer returns the signer of deploy confirmation tokens, or nil with a
 // warning when SUPACLOUD_MCP_CONFIRMATION_SECRET is unset: the deploy
@@ -207,6 +210,12 @@ func (a *App) Close() error {
 	a.closers = nil
 	return errors.Join(errs...)
 }
+
+// Both stores serve the request path, the admin API and the token lookups.
+var (
+	_ FullStore = (*postgres.Store)(nil)
+	_ FullStore = (*sqlite.Store)(nil)
+)
 
 // OpenStore opens and migrates the store a database URL names:
 // postgres://… (PostgreSQL) or sqlite:PATH (the embedded store).

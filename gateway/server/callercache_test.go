@@ -75,6 +75,7 @@ func newCachedGatewayOn(t testing.TB, fs server.FullStore, ttl time.Duration, li
 	t.Helper()
 	ctx := context.Background()
 	s := &countingStore{FullStore: fs}
+	rules := ratelimit.NewRules(server.RateLimits(limits))
 	for _, err := range []error{
 		s.PutOrgPlan(ctx, &gateway.OrgPlan{Name: "team", Permissions: gateway.Permissions{}}),
 		s.PutSeatType(ctx, &gateway.SeatType{Name: "developer", Permissions: gateway.Permissions{"workspace.plan.view": false}}),
@@ -104,7 +105,7 @@ func newCachedGatewayOn(t testing.TB, fs server.FullStore, ttl time.Duration, li
 	cache := callercache.New(s, callercache.Options{TTL: ttl})
 	up := &infoAdapter{}
 	pl := &server.Pipeline{Store: s, Callers: cache, Decider: engine, Catalog: cat, Adapter: up,
-		Logger: zap.NewNop(), Limiter: ratelimit.New(s, limits, nil)}
+		Logger: zap.NewNop(), RateLimits: &rules}
 	srv, err := server.New(server.Deps{Store: s, Pipeline: pl, Auth: jwt, AdminToken: "admin-token",
 		ValidateGrant: server.GrantValidator(engine, cat), Logger: zap.NewNop(), Registry: prometheus.NewRegistry(),
 		Callers: cache})

@@ -180,14 +180,7 @@ func (pl *Pipeline) changesSummary(ctx context.Context, p *gateway.Principal, to
 // under the key. A key already claimed answers from the stored row without
 // dispatching and without a rate-limit slot.
 func (pl *Pipeline) dispatchOnce(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, raw json.RawMessage, d *gateway.Decision, ev *gateway.AuditEvent, rec *gateway.IdempotencyRecord) (*gateway.ToolResult, error) {
-	var prior *gateway.IdempotencyRecord
-	err := pl.reserveRecordAndClaim(ctx, tool, ev, func(ctx context.Context) error {
-		got, err := pl.Store.ClaimIdempotencyKey(ctx, rec)
-		if err == nil && got != nil {
-			prior, err = got, errKeySeen
-		}
-		return err
-	})
+	prior, err := pl.reserve(ctx, tool, ev, rec)
 	if errors.Is(err, errKeySeen) {
 		return pl.answerFromKey(prior, rec, d, ev)
 	}

@@ -28,11 +28,7 @@ func (f *fixture) deploy(t *testing.T, args map[string]any) (*gateway.ToolResult
 // deploySlots returns the task.deploy slots t1 used.
 func (f *fixture) deploySlots(t *testing.T) int64 {
 	t.Helper()
-	us, err := f.pl.Limiter.Usage(context.Background(), ratelimit.Subject{WorkspaceID: "ws-a", TaskID: "t1", ProfileID: "p1", Tool: "app.deploy", Tier: gateway.TierDeploy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range us {
+	for _, u := range f.usage(t, ratelimit.Subject{WorkspaceID: "ws-a", TaskID: "t1", ProfileID: "p1", Tool: "app.deploy", Tier: gateway.TierDeploy}) {
 		if u.Slot.Bucket.Name == "task.deploy" {
 			return u.Used
 		}

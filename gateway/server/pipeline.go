@@ -61,10 +61,11 @@ type Pipeline struct {
 	Metrics        *Metrics
 	AuditArguments bool
 	Now            func() time.Time
-	// Limiter reserves the rate-limit slots of an allowed call (seed 001,
-	// Rate limits) in the transaction that records its audit row; nil
-	// turns rate limiting off (App always sets it).
-	Limiter *ratelimit.Limiter
+	// RateLimits plans the rate-limit slots of an allowed call (seed 001,
+	// Rate limits), at Now, which the store takes in the transaction that
+	// records its audit row; nil turns rate limiting off (App always sets
+	// it).
+	RateLimits *ratelimit.Rules
 	// Refusals bounds, per principal, how many calls refused before
 	// dispatch get an audit row (MCPGATE_REFUSED_CALLS_PER_SECOND); over
 	// it a refused call is answered as rate limited (bucket

@@ -44,57 +44,56 @@ func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // store transaction, reserves the call's rate-limit slots (per task, then
 // workspace/day, then profile/hour; seed 001, Rate limits). Calls denied
 // by policy or refused as invalid never get here, so they consume no slot.
-// It returns the limiter's ERateLimited error for a full bucket (nothing
-// recorded yet: finish inserts the rate_limited row), and an
+// It returns the ERateLimited refusal of seed 001 for a full bucket
+// (nothing recorded yet: finish inserts the rate_limited row), and an
 // EUnavailable/EInternal error (-32603) when the store cannot reserve or
 // record: the call is then not dispatched (fail closed).
 func (pl *Pipeline) reserveAndRecord(ctx context.Context, tool *tools.Tool, ev *gateway.AuditEvent) error {
-	return pl.reserveRecordAndClaim(ctx, tool, ev, nil)
+	_, err := pl.reserve(ctx, tool, ev, nil)
+	return err
 }
 
-// reserveRecordAndClaim is reserveAndRecord with claim (when non-nil) run
-// first in the same transaction: a confirmed deploy-tier call claims its
-// idempotency key there, so the key, the audit row and the slots commit
-// or roll back together. An EConflict from claim passes through unchanged,
-// like ERateLimited, with nothing recorded.
-func (pl *Pipeline) reserveRecordAndClaim(ctx context.Context, tool *tools.Tool, ev *gateway.AuditEvent, claim func(ctx context.Context) error) error {
+// reserve is reserveAndRecord with the idempotency key claim (when
+// non-nil) claimed in the same transaction: a confirmed deploy-tier call
+// claims its key there, so the key, the audit row and the slots commit or
+// roll back together. When the key was claimed before, it returns that
+// record and errKeySeen, with nothing recorded and no slot taken.
+func (pl *Pipeline) reserve(ctx context.Context, tool *tools.Tool, ev *gateway.AuditEvent, claim *gateway.IdempotencyRecord) (*gateway.IdempotencyRecord, error) {
 	ev.Status = gateway.AuditAllowed
+	ev.ID = 0
 	ctx, cancel := storeContext(ctx)
 	defer cancel()
-	steps := make([]func(ctx context.Context) error, 0, 2)
-	if claim != nil {
-		steps = append(steps, claim)
-	}
-	if pl.Limiter != nil {
-		sub := ratelimit.Subject{WorkspaceID: ev.WorkspaceID, TaskID: ev.TaskID, ProfileID: ev.ProfileID,
-			Tool: tool.Name, Tier: tool.Tier, LimitKind: tool.LimitKind}
-		steps = append(steps, func(ctx context.Context) error { return pl.Limiter.Reserve(ctx, sub) })
-	}
 	var err error
 	start := time.Now()
 	defer func() { pl.Metrics.observeReservation(time.Since(start), err) }()
-	if len(steps) == 0 {
-		err = pl.Store.RecordAudit(ctx, ev)
-	} else {
-		err = pl.Store.ReserveAndRecord(ctx, ev, func(ctx context.Context) error {
-			for _, step := range steps {
-				if err := step(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+	var plan ratelimit.Plan
+	if pl.RateLimits != nil {
+		sub := ratelimit.Subject{WorkspaceID: ev.WorkspaceID, TaskID: ev.TaskID, ProfileID: ev.ProfileID,
+			Tool: tool.Name, Tier: tool.Tier, LimitKind: tool.LimitKind}
+		plan, err = pl.RateLimits.Plan(sub, pl.now())
 	}
+	var res gateway.ReservationResult
 	if err == nil {
-		return nil
+		res, err = pl.Store.Reserve(ctx, gateway.Reservation{Event: ev, Slots: plan.Counters(), Claim: claim})
 	}
-	ev.ID = 0
-	switch code := gateway.ErrorCodeOf(err); code {
-	case gateway.ERateLimited, gateway.EConflict:
-		return err
-	case gateway.EUnavailable:
-		return gateway.Wrap(code, err, "the audit store is unavailable, so this call could not be counted against its rate limits or recorded, and was not dispatched; retry when the store is back")
+	switch {
+	case err != nil:
+	case res.Prior != nil:
+		err = errKeySeen
+		return res.Prior, err
+	case res.Full > 0:
+		err = plan.Refusal(res)
+		return nil, err
+	case res.AuditID == 0:
+		err = gateway.Errorf(gateway.EInternal, "the audit store reported a reservation without an audit row")
 	default:
-		return gateway.Wrap(gateway.EInternal, err, "the audit store could not reserve a rate-limit slot or record this call, so it was not dispatched; retry when the store is back")
+		ev.ID = res.AuditID
+		return nil, nil
+	}
+	switch code := gateway.ErrorCodeOf(err); code {
+	case gateway.EUnavailable:
+		return nil, gateway.Wrap(code, err, "the audit store is unavailable, so this call could not be counted against its rate limits or recorded, and was not dispatched; retry when the store is back")
+	default:
+		return nil, gateway.Wrap(gateway.EInternal, err, "the audit store could not reserve a rate-limit slot or record this call, so it was not dispatched; retry when the store is back")
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -52,8 +51,8 @@ func (a *adapter) CallTool(context.Context, gateway.ToolCall) (*gateway.ToolResu
 // database does, while everything else works.
 type brokenReservations struct{ *sqlite.Store }
 
-func (brokenReservations) ReserveAndRecord(context.Context, *gateway.AuditEvent, func(context.Context) error) error {
-	return gateway.Errorf(gateway.EUnavailable, "audit store unavailable: PostgreSQL did not answer")
+func (brokenReservations) Reserve(context.Context, gateway.Reservation) (gateway.ReservationResult, error) {
+	return gateway.ReservationResult{}, gateway.Errorf(gateway.EUnavailable, "audit store unavailable: PostgreSQL did not answer")
 }
 
 type fixture struct {
@@ -86,12 +85,13 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limits := config.DefaultLimits()
+	limits := ratelimit.DefaultLimits()
 	limits.OpsPerTask, limits.WorkspaceOpsDaily = 2, 3
+	rules := ratelimit.NewRules(limits)
 	up := &adapter{}
 	return &fixture{
 		pl: &server.Pipeline{Store: s, Decider: decider{deny: map[string]bool{"app.pause": true}}, Catalog: cat, Adapter: up,
-			Logger: zap.NewNop(), Limiter: ratelimit.New(s, limits, nil)},
+			Logger: zap.NewNop(), RateLimits: &rules},
 		store: s, up: up,
 		p: &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t1", ProfileID: "p1"},
 	}
@@ -108,15 +108,25 @@ func (f *fixture) call(task, tool string, args map[string]any) error {
 // used returns the ops-tier bucket counts of task.
 func (f *fixture) used(t *testing.T, task string) map[string]int64 {
 	t.Helper()
-	us, err := f.pl.Limiter.Usage(context.Background(), ratelimit.Subject{WorkspaceID: "ws-a", TaskID: task, ProfileID: "p1", Tool: "schedule.pause", Tier: gateway.TierOps})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]int64{}
-	for _, u := range us {
+	for _, u := range f.usage(t, ratelimit.Subject{WorkspaceID: "ws-a", TaskID: task, ProfileID: "p1", Tool: "schedule.pause", Tier: gateway.TierOps}) {
 		out[u.Slot.Bucket.Name] = u.Used
 	}
 	return out
+}
+
+// usage reads the buckets of sub now from the fixture's store.
+func (f *fixture) usage(t *testing.T, sub ratelimit.Subject) []ratelimit.Usage {
+	t.Helper()
+	plan, err := f.pl.RateLimits.Plan(sub, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, err := ratelimit.NewStore(f.store, "", nil).Usage(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return us
 }
 
 // last returns the newest audit row.
@@ -217,16 +227,17 @@ func TestStoreFailureIsInternalOnTheWire(t *testing.T) {
 	}
 }
 
-// The reservation uses the limiter's clock: a new UTC day frees the
+// The reservation uses the pipeline's clock: a new UTC day frees the
 // workspace bucket.
 func TestReservationClock(t *testing.T) {
 	f := newFixture(t)
 	var now atomic.Int64
 	now.Store(time.Date(2025, 3, 4, 23, 59, 59, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	limits := config.DefaultLimits()
+	limits := ratelimit.DefaultLimits()
 	limits.WorkspaceOpsDaily = 1
-	f.pl.Limiter, f.pl.Now = ratelimit.New(f.store, limits, clock), clock
+	rules := ratelimit.NewRules(limits)
+	f.pl.RateLimits, f.pl.Now = &rules, clock
 	if err := f.call("t1", "schedule.pause", pause); err != nil {
 		t.Fatal(err)
 	}

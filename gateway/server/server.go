@@ -23,15 +23,18 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
 // FullStore is a store that serves the request path, the admin API and the
-// admin API's management-read API tokens;
-// the PostgreSQL and embedded stores implement it.
+// admin API's management-read API tokens, and keeps the rate-limit
+// counters that App sweeps; the PostgreSQL and embedded stores implement
+// it.
 type FullStore interface {
 	Store
 	admin.Store
 	APITokenStore
+	ratelimit.Counters
 	Close() error
 }
 

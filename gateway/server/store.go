@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
 // Store is what the request path needs from the audit store. The PostgreSQL
@@ -27,22 +26,23 @@ type Store interface {
 	FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error
 	// Ping reports whether the store can serve requests (for /readyz).
 	Ping(ctx context.Context) error
-	// ReserveAndRecord inserts ev as RecordAudit does and, in the same write
-	// transaction, runs reserve with a ctx that carries the transaction, so
-	// that the rate-limit counters reserve changes (ratelimit.Counters
-	// called with that ctx) commit together with the audit row. When
-	// reserve returns nil the transaction commits and ev.ID is set; when it
-	// returns an error, or the commit fails, everything rolls back (no row,
-	// no counter change: the refund of seed 001, "Rate limits"), ev.ID is 0
-	// and the error is returned: reserve's own *gateway.Error unchanged
-	// (e.g. ERateLimited), EUnavailable when the database cannot be reached.
-	// Concurrent reservations of one counter are serialised across
-	// processes (row locks on PostgreSQL, the single write connection on
-	// SQLite), so a bucket of n admits exactly n calls.
-	ReserveAndRecord(ctx context.Context, ev *gateway.AuditEvent, reserve func(ctx context.Context) error) error
-	// Counters keeps the rate-limit counters the limiter store reads and
-	// changes, in the same database as the audit rows.
-	ratelimit.Counters
+	// Reserve carries out r in one write transaction: it claims r.Claim
+	// (when non-nil) unless its workspace, task, tool and key are claimed
+	// already, takes one call of each of r.Slots in order, all or nothing,
+	// and inserts r.Event as RecordAudit does (normalising its Time the
+	// same way). The result says which of three things happened (see
+	// gateway.ReservationResult): committed, with the audit row's id; the
+	// key was claimed before; or a slot was full, with its count. In the
+	// last two cases nothing was written: no row, no claim, and no slot
+	// (the refund of seed 001, "Rate limits"). Concurrent reservations of
+	// one counter or key are serialised across processes (row locks on
+	// PostgreSQL, the single write connection on SQLite), so a bucket of n
+	// admits exactly n calls and a key has one owner. An error means
+	// nothing was written, or, for a commit whose outcome is unknown, that
+	// the slots may stay taken: EUnavailable when the database cannot be
+	// reached, ENotFound when r.Claim's workspace does not exist, EInvalid
+	// when r.Event.Arguments is not JSON.
+	Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error)
 	// IdempotencyStore keeps the idempotency keys of confirmed deploy-tier
 	// calls (seed 001, Deploy confirmation protocol).
 	IdempotencyStore
@@ -51,19 +51,11 @@ type Store interface {
 // IdempotencyStore is the mcp_idempotency_keys table (seed 001, Deploy
 // confirmation protocol: keys "scoped to task_id + tool_name + key and
 // cleaned up 24 hours after the parent task reaches a terminal state").
-// Every method runs in the reservation transaction when ctx carries one
-// (ReserveAndRecord), so that a claim commits or rolls back together with
-// the call's audit row and rate-limit slots.
+// A key is claimed by Store.Reserve (gateway.Reservation.Claim), in the
+// transaction of the call's audit row and rate-limit slots. Keys are per
+// workspace: a row of another workspace under the same task id is neither
+// returned nor in the way. Each method commits on its own.
 type IdempotencyStore interface {
-	// ClaimIdempotencyKey inserts rec (TaskID, Tool, Key, WorkspaceID,
-	// InputHash; Result nil) when no row has its TaskID + Tool + Key, and
-	// returns nil, nil: the caller now owns the key and dispatches. When a
-	// row of the same workspace exists it is returned unchanged (its Result
-	// nil while its call is still being dispatched) and nothing is written.
-	// Keys are per workspace: a row of another workspace under the same
-	// task id is neither returned nor in the way. Errors as the store's
-	// (EUnavailable, EInternal).
-	ClaimIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) (*gateway.IdempotencyRecord, error)
 	// SaveIdempotencyResult stores rec.Result on the claimed row of rec's
 	// workspace, task, tool and key. ENotFound when no such row exists.
 	SaveIdempotencyResult(ctx context.Context, rec *gateway.IdempotencyRecord) error

@@ -2,13 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 )
 
 // PutWorkspace creates or replaces workspace w.ID (name, slug, org plan) and
@@ -39,7 +38,7 @@ func (s *Store) PutMember(ctx context.Context, m *gateway.Member) error {
 INSERT INTO members (workspace_id, user_id, role, seat_type) VALUES (?, ?, ?, ?)
 ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = excluded.role, seat_type = excluded.seat_type`
 	_, err := s.w.ExecContext(ctx, q, m.WorkspaceID, m.UserID, m.Role, m.SeatType)
-	return translate(err, msgs{notFound: workspaceNotFound(m.WorkspaceID)})
+	return translate(err, msgs{notFound: sqlcore.WorkspaceNotFound(m.WorkspaceID)})
 }
 
 // PutProfile creates or replaces profile p.ID of p.WorkspaceID. A nil
@@ -56,8 +55,8 @@ ON CONFLICT (workspace_id, id) DO UPDATE
        script_allowlist = excluded.script_allowlist, updated_at = excluded.updated_at
 RETURNING is_workspace_default`
 	err := s.w.QueryRowContext(ctx, q, p.WorkspaceID, p.ID, p.Name,
-		jsonList(p.Allowlist), nullableJSONList(p.ScriptAllowlist), fmtTime(now())).Scan(&p.IsDefault)
-	return translate(err, msgs{notFound: workspaceNotFound(p.WorkspaceID)})
+		sqlcore.JSONList(p.Allowlist), sqlcore.NullableJSONList(p.ScriptAllowlist), fmtTime(now())).Scan(&p.IsDefault)
+	return translate(err, msgs{notFound: sqlcore.WorkspaceNotFound(p.WorkspaceID)})
 }
 
 // SetDefaultProfile makes profileID the default profile of workspaceID,
@@ -80,7 +79,7 @@ WHERE workspace_id = ? AND is_workspace_default = 1`
 		}
 		const set = `UPDATE agent_profiles SET is_workspace_default = 1 WHERE workspace_id = ? AND id = ?`
 		res, err := tx.ExecContext(ctx, set, workspaceID, *profileID)
-		return expectOne(res, err, profileNotFound(workspaceID, *profileID))
+		return s.ExpectOne(res, err, sqlcore.ProfileNotFound(workspaceID, *profileID))
 	})
 }
 
@@ -99,7 +98,7 @@ func (s *Store) PutWorkspaceOverrides(ctx context.Context, workspaceID string, p
 		// json_each yields true/false as 1/0, the column's representation.
 		const ins = `INSERT INTO workspace_permission_overrides (workspace_id, permission_key, granted)
 SELECT ?, e.key, e.value FROM json_each(?) e`
-		_, err := tx.ExecContext(ctx, ins, workspaceID, jsonObject(perms))
+		_, err := tx.ExecContext(ctx, ins, workspaceID, sqlcore.JSONObject(perms))
 		return translate(err, msgs{})
 	})
 }
@@ -112,7 +111,7 @@ func (s *Store) PutMemberOverrides(ctx context.Context, workspaceID, userID stri
 		var one int
 		const member = `SELECT 1 FROM members WHERE workspace_id = ? AND user_id = ?`
 		if err := tx.QueryRowContext(ctx, member, workspaceID, userID).Scan(&one); err != nil {
-			return translate(err, msgs{notFound: memberNotFound(workspaceID, userID)})
+			return translate(err, msgs{notFound: sqlcore.MemberNotFound(workspaceID, userID)})
 		}
 		const del = `DELETE FROM member_permission_overrides WHERE workspace_id = ? AND user_id = ?`
 		if _, err := tx.ExecContext(ctx, del, workspaceID, userID); err != nil {
@@ -120,8 +119,8 @@ func (s *Store) PutMemberOverrides(ctx context.Context, workspaceID, userID stri
 		}
 		const ins = `INSERT INTO member_permission_overrides (workspace_id, user_id, permission_key, granted)
 SELECT ?, ?, e.key, e.value FROM json_each(?) e`
-		_, err := tx.ExecContext(ctx, ins, workspaceID, userID, jsonObject(perms))
-		return translate(err, msgs{notFound: memberNotFound(workspaceID, userID)})
+		_, err := tx.ExecContext(ctx, ins, workspaceID, userID, sqlcore.JSONObject(perms))
+		return translate(err, msgs{notFound: sqlcore.MemberNotFound(workspaceID, userID)})
 	})
 }
 
@@ -132,7 +131,7 @@ func (s *Store) PutSeatType(ctx context.Context, st *gateway.SeatType) error {
 INSERT INTO seat_types (name, enterprise_only, permissions) VALUES (?, ?, ?)
 ON CONFLICT (name) DO UPDATE
    SET enterprise_only = excluded.enterprise_only, permissions = excluded.permissions`
-	_, err := s.w.ExecContext(ctx, q, st.Name, st.EnterpriseOnly, jsonObject(st.Permissions))
+	_, err := s.w.ExecContext(ctx, q, st.Name, st.EnterpriseOnly, sqlcore.JSONObject(st.Permissions))
 	return translate(err, msgs{})
 }
 
@@ -142,7 +141,7 @@ func (s *Store) PutOrgPlan(ctx context.Context, o *gateway.OrgPlan) error {
 	const q = `
 INSERT INTO org_plans (name, permissions) VALUES (?, ?)
 ON CONFLICT (name) DO UPDATE SET permissions = excluded.permissions`
-	_, err := s.w.ExecContext(ctx, q, o.Name, jsonObject(o.Permissions))
+	_, err := s.w.ExecContext(ctx, q, o.Name, sqlcore.JSONObject(o.Permissions))
 	return translate(err, msgs{})
 }
 
@@ -155,7 +154,7 @@ INSERT INTO tasks (workspace_id, id, status, updated_at) VALUES (?, ?, ?, ?)
 ON CONFLICT (workspace_id, id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at`
 	at := now()
 	if _, err := s.w.ExecContext(ctx, q, t.WorkspaceID, t.ID, t.Status, fmtTime(at)); err != nil {
-		return translate(err, msgs{notFound: workspaceNotFound(t.WorkspaceID)})
+		return translate(err, msgs{notFound: sqlcore.WorkspaceNotFound(t.WorkspaceID)})
 	}
 	t.UpdatedAt = at
 	return nil
@@ -172,7 +171,7 @@ ON CONFLICT (workspace_id) DO UPDATE
    SET reads_per_tool_hourly = excluded.reads_per_tool_hourly,
        ops_per_token_hourly = excluded.ops_per_token_hourly, updated_at = excluded.updated_at`
 	_, err := s.w.ExecContext(ctx, q, workspaceID, l.ReadsPerToolHourly, l.OpsPerTokenHourly, fmtTime(now()))
-	return translate(err, msgs{notFound: workspaceNotFound(workspaceID)})
+	return translate(err, msgs{notFound: sqlcore.WorkspaceNotFound(workspaceID)})
 }
 
 // ExternalLimits returns the external-gateway limits of workspaceID; fields
@@ -185,7 +184,7 @@ SELECT l.reads_per_tool_hourly, l.ops_per_token_hourly
  WHERE w.id = ?`
 	var l gateway.ExternalLimits
 	err := s.r.QueryRowContext(ctx, q, workspaceID).Scan(&l.ReadsPerToolHourly, &l.OpsPerTokenHourly)
-	return l, translate(err, msgs{notFound: workspaceNotFound(workspaceID)})
+	return l, translate(err, msgs{notFound: sqlcore.WorkspaceNotFound(workspaceID)})
 }
 
 // workspaceExists returns ENotFound unless the workspace exists. Inside a
@@ -193,55 +192,5 @@ SELECT l.reads_per_tool_hourly, l.ops_per_token_hourly
 func workspaceExists(ctx context.Context, tx *sqlx.Tx, workspaceID string) error {
 	var one int
 	err := tx.QueryRowContext(ctx, `SELECT 1 FROM workspaces WHERE id = ?`, workspaceID).Scan(&one)
-	return translate(err, msgs{notFound: workspaceNotFound(workspaceID)})
-}
-
-// expectOne checks the outcome of an UPDATE that must touch a row: it
-// returns ENotFound with the message notFound when it touched none.
-func expectOne(res sql.Result, err error, notFound string) error {
-	if err != nil {
-		return translate(err, msgs{notFound: notFound})
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return translate(err, msgs{})
-	}
-	if n == 0 {
-		return gateway.Errorf(gateway.ENotFound, "%s", notFound)
-	}
-	return nil
-}
-
-// jsonList encodes a string list for a JSON column; nil becomes [].
-func jsonList(v []string) string {
-	if v == nil {
-		return "[]"
-	}
-	return mustJSON(v)
-}
-
-// nullableJSONList keeps the nil/empty distinction of script_allowlist:
-// nil → SQL NULL (no restriction), empty → [] (no script).
-func nullableJSONList(v []string) any {
-	if v == nil {
-		return nil
-	}
-	return mustJSON(v)
-}
-
-// jsonObject encodes permissions for a JSON column; nil becomes {}.
-func jsonObject(p gateway.Permissions) string {
-	if p == nil {
-		return "{}"
-	}
-	return mustJSON(p)
-}
-
-// mustJSON marshals values that cannot fail (strings, bools, maps of them).
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("sqlite: marshal: " + err.Error())
-	}
-	return string(b)
+	return translate(err, msgs{notFound: sqlcore.WorkspaceNotFound(workspaceID)})
 }

@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 	"github.com/mcpgate/mcpgate/migrations"
 )
 
@@ -35,11 +36,13 @@ const (
 // queueing them in the pool means no call ever fails with SQLITE_BUSY), and
 // reads use a pool of read-only connections.
 type Store struct {
-	w         *sqlx.DB // the one write connection
-	r         *sqlx.DB // read-only connections; the same pool as w for ":memory:"
-	loadStmt  prepared // callerQuery, on r
-	auditStmt prepared // insertAudit, on w
-	rate      *rateStatements
+	// Core holds the queries both stores share (audit rows, the
+	// reservation, idempotency keys) over w and r, with this store's
+	// dialect.
+	*sqlcore.Core
+	w    *sqlx.DB // the one write connection
+	r    *sqlx.DB // read-only connections; the same pool as w for ":memory:"
+	rate *rateStatements
 }
 
 // Open opens (creating if needed) the SQLite database at path, as in
@@ -76,8 +79,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // newStore wires the pools and the hot-path statements.
 func newStore(w, r *sqlx.DB) *Store {
-	return &Store{w: w, r: r, loadStmt: prepared{Query: callerQuery}, auditStmt: prepared{Query: insertAudit},
-		rate: newRateStatements()}
+	s := &Store{w: w, r: r, rate: newRateStatements()}
+	s.Core = sqlcore.New(w, r, sqlcore.Dialect{
+		Bind: sqlx.QUESTION,
+		Time: func(t time.Time) any { return fmtTime(t) },
+		Translate: func(err error, m sqlcore.Msgs) error {
+			return translate(err, msgs{notFound: m.NotFound, conflict: m.Conflict})
+		},
+		CheckJSON:      true,
+		CallerQuery:    callerQuery,
+		InsertAudit:    insertAudit,
+		PrepareReserve: s.prepareReserve,
+		TakeSlots:      s.takeSlots,
+	})
+	return s
 }
 
 // openPool opens a pool of at most n connections that are never closed for
@@ -101,7 +116,7 @@ func openPool(ctx context.Context, path, params string, n int) (*sqlx.DB, error)
 
 // Close releases the prepared statements and closes the connections.
 func (s *Store) Close() error {
-	errs := []error{s.loadStmt.Close(), s.auditStmt.Close(), s.rate.close(), s.w.Close()}
+	errs := []error{s.Core.Close(), s.rate.close(), s.w.Close()}
 	if s.r != s.w {
 		errs = append(errs, s.r.Close())
 	}

@@ -9,20 +9,14 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/admin"
-	"github.com/mcpgate/mcpgate/gateway/server"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
 	"github.com/mcpgate/mcpgate/gateway/storetest"
 	"github.com/mcpgate/mcpgate/migrations"
 )
 
-// The store serves both consumers (STYLE.md, "Interfaces belong to their consumer").
-var (
-	_ server.Store     = (*sqlite.Store)(nil)
-	_ admin.Store      = (*sqlite.Store)(nil)
-	_ server.FullStore = (*sqlite.Store)(nil)
-	_ storetest.Store  = (*sqlite.Store)(nil)
-)
+// The store passes the shared suite; its consumers (gateway/server,
+// gateway/admin) check that it serves them where they use it.
+var _ storetest.Store = (*sqlite.Store)(nil)
 
 // newStore opens and migrates a store at path, closed when t ends.
 func newStore(t testing.TB, path string) *sqlite.Store {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 )
 
 // tokenColumns are read into tokenRow, in this order.
@@ -64,11 +65,11 @@ func (s *Store) CreateAPIToken(ctx context.Context, t *gateway.APIToken) error {
 	const q = `
 INSERT INTO api_tokens (fingerprint, workspace_id, label, scopes, status, token_hash, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?)`
-	_, err := s.w.ExecContext(ctx, q, t.Fingerprint, t.WorkspaceID, t.Label, jsonList(t.Scopes),
+	_, err := s.w.ExecContext(ctx, q, t.Fingerprint, t.WorkspaceID, t.Label, sqlcore.JSONList(t.Scopes),
 		t.Status, t.Hash, fmtTime(created))
 	if err != nil {
 		return translate(err, msgs{
-			notFound: workspaceNotFound(t.WorkspaceID),
+			notFound: sqlcore.WorkspaceNotFound(t.WorkspaceID),
 			conflict: "an api token with this fingerprint or hash already exists; generate a new token",
 		})
 	}
@@ -89,7 +90,7 @@ func (s *Store) ListAPITokens(ctx context.Context, workspaceID string) ([]gatewa
 		// Tell "no tokens" from "no workspace" only when it matters.
 		var one int
 		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM workspaces WHERE id = ?`, workspaceID).Scan(&one)
-		return []gateway.APIToken{}, translate(err, msgs{notFound: workspaceNotFound(workspaceID)})
+		return []gateway.APIToken{}, translate(err, msgs{notFound: sqlcore.WorkspaceNotFound(workspaceID)})
 	}
 	out := make([]gateway.APIToken, 0, len(rows))
 	for _, r := range rows {
@@ -109,7 +110,7 @@ func (s *Store) RevokeAPIToken(ctx context.Context, fingerprint string) error {
 	const q = `UPDATE api_tokens SET status = 'revoked', revoked_at = COALESCE(revoked_at, ?)
 WHERE fingerprint = ?`
 	res, err := s.w.ExecContext(ctx, q, fmtTime(now()), fingerprint)
-	return expectOne(res, err, tokenNotFound(fingerprint))
+	return s.ExpectOne(res, err, sqlcore.TokenNotFound(fingerprint))
 }
 
 // APITokenByHash returns the token whose SHA-256 hash is hash, whatever its
@@ -134,5 +135,5 @@ func (s *Store) TouchAPIToken(ctx context.Context, fingerprint string, at time.T
 	// coalesce because SQLite's max() of a NULL is NULL.
 	const q = `UPDATE api_tokens SET last_used_at = max(coalesce(last_used_at, ''), ?) WHERE fingerprint = ?`
 	res, err := s.w.ExecContext(ctx, q, fmtTime(at), fingerprint)
-	return expectOne(res, err, tokenNotFound(fingerprint))
+	return s.ExpectOne(res, err, sqlcore.TokenNotFound(fingerprint))
 }

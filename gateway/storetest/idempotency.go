@@ -1,10 +1,9 @@
 package storetest
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,12 +15,18 @@ func key(k, hash string) *gateway.IdempotencyRecord {
 	return &gateway.IdempotencyRecord{WorkspaceID: "ws-a", TaskID: "t1", Tool: "app.deploy", Key: k, InputHash: hash}
 }
 
-// claim claims rec and fails t on an error.
+// claim claims rec in a reservation without slots, as a confirmed deploy
+// call does, and fails t on an error. It returns the record claimed
+// before, or nil when rec was claimed now.
 func claim(t *testing.T, s Store, rec *gateway.IdempotencyRecord) *gateway.IdempotencyRecord {
 	t.Helper()
-	got, err := s.ClaimIdempotencyKey(ctx(t), rec)
-	must(t, err, "ClaimIdempotencyKey "+rec.Key)
-	return got
+	ev := &gateway.AuditEvent{WorkspaceID: rec.WorkspaceID, TaskID: rec.TaskID, Tool: rec.Tool, Status: gateway.AuditAllowed}
+	res, err := s.Reserve(ctx(t), gateway.Reservation{Event: ev, Claim: rec})
+	must(t, err, "Reserve with the claim of "+rec.Key)
+	if (res.Prior == nil) != (res.AuditID != 0) {
+		t.Fatalf("Reserve with the claim of %s = %+v, want a prior record or an audit row", rec.Key, res)
+	}
+	return res.Prior
 }
 
 func jsonEq(t *testing.T, a, b json.RawMessage) bool {
@@ -101,7 +106,8 @@ var idempotencyTests = []test{
 		}
 	}},
 	{"UnknownWorkspace", func(t *testing.T, s Store) {
-		_, err := s.ClaimIdempotencyKey(ctx(t), key("k1", "h1"))
+		ev := event(1, "ws-a", "t1", "app.deploy", gateway.AuditAllowed)
+		_, err := s.Reserve(ctx(t), gateway.Reservation{Event: ev, Claim: key("k1", "h1")})
 		wantCode(t, err, gateway.ENotFound, "claim in an unknown workspace")
 	}},
 	{"SaveWithoutClaim", func(t *testing.T, s Store) {
@@ -129,16 +135,12 @@ var idempotencyTests = []test{
 	}},
 	{"ClaimRollsBackWithTheReservation", func(t *testing.T, s Store) {
 		putWorkspace(t, s, "ws-a")
-		refused := gateway.Errorf(gateway.ERateLimited, "full")
 		ev := event(1, "ws-a", "t1", "app.deploy", gateway.AuditAllowed)
-		err := s.ReserveAndRecord(ctx(t), ev, func(ctx context.Context) error {
-			if got, err := s.ClaimIdempotencyKey(ctx, key("k1", "h1")); err != nil || got != nil {
-				t.Errorf("claim in the reservation = %+v, %v", got, err)
-			}
-			return refused
-		})
-		if !errors.Is(err, refused) {
-			t.Fatalf("ReserveAndRecord = %v, want the reserve error", err)
+		full := gateway.Slot{Bucket: "task.deploy", Key: "full", Window: time.Unix(0, 0).UTC(), Limit: 0}
+		res, err := s.Reserve(ctx(t), gateway.Reservation{Event: ev, Slots: []gateway.Slot{full}, Claim: key("k1", "h1")})
+		must(t, err, "Reserve")
+		if res.Full != 1 || res.AuditID != 0 || res.Prior != nil {
+			t.Fatalf("Reserve with a full slot = %+v, want slot 1 full", res)
 		}
 		if got := claim(t, s, key("k1", "h1")); got != nil {
 			t.Fatalf("the rolled-back claim survived: %+v", got)
@@ -148,30 +150,24 @@ var idempotencyTests = []test{
 		putWorkspace(t, s, "ws-a")
 		const n = 20
 		var wg sync.WaitGroup
-		var mu sync.Mutex
-		won, seen := 0, 0
+		var won, seen atomic.Int64
 		for i := range n {
 			wg.Go(func() {
 				ev := event(i, "ws-a", "t1", "app.deploy", gateway.AuditAllowed)
-				err := s.ReserveAndRecord(ctx(t), ev, func(ctx context.Context) error {
-					got, err := s.ClaimIdempotencyKey(ctx, key("k1", "h1"))
-					mu.Lock()
-					defer mu.Unlock()
-					if err == nil && got == nil {
-						won++
-					} else if err == nil {
-						seen++
-					}
-					return err
-				})
-				if err != nil {
+				res, err := s.Reserve(ctx(t), gateway.Reservation{Event: ev, Claim: key("k1", "h1")})
+				switch {
+				case err != nil:
 					t.Errorf("reservation %d: %v", i, err)
+				case res.Prior != nil:
+					seen.Add(1)
+				case res.AuditID != 0:
+					won.Add(1)
 				}
 			})
 		}
 		wg.Wait()
-		if won != 1 || seen != n-1 {
-			t.Fatalf("%d claims won and %d saw the row; want 1 and %d", won, seen, n-1)
+		if won.Load() != 1 || seen.Load() != n-1 {
+			t.Fatalf("%d claims won and %d saw the row; want 1 and %d", won.Load(), seen.Load(), n-1)
 		}
 	}},
 	{"CleanupAfterTerminalTasks", func(t *testing.T, s Store) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,15 +15,13 @@ import (
 	limitertests "github.com/ulule/limiter/v3/drivers/store/tests"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
-	"github.com/mcpgate/mcpgate/tools"
 )
 
 // RunRateLimits runs the rate-limit part of the suite (seed 001, Rate
 // limits; DESIGN.md §6) as parallel subtests of t: ulule/limiter's own
 // store conformance test over ratelimit.Store, the counters, the
-// reservation transaction, exact limits under concurrency, refunds and
+// reservation (Store.Reserve), exact limits under concurrency, refunds and
 // calendar windows. newStore must return an empty, migrated store of its
 // own for each call.
 func RunRateLimits(t *testing.T, newStore func(t *testing.T) Store) {
@@ -59,22 +58,57 @@ func opsCall(task string) ratelimit.Subject {
 	return ratelimit.Subject{WorkspaceID: "ws-a", TaskID: task, ProfileID: "p1", Tool: "schedule.pause", Tier: gateway.TierOps}
 }
 
-// reserve runs one reservation as the pipeline does: audit row and slots in
-// one transaction.
-func reserve(ctx context.Context, s Store, l *ratelimit.Limiter, sub ratelimit.Subject) error {
-	ev := &gateway.AuditEvent{WorkspaceID: sub.WorkspaceID, TaskID: sub.TaskID, ProfileID: sub.ProfileID,
-		Tool: sub.Tool, Tier: sub.Tier, Status: gateway.AuditAllowed}
-	err := s.ReserveAndRecord(ctx, ev, func(ctx context.Context) error { return l.Reserve(ctx, sub) })
-	if (err == nil) != (ev.ID != 0) {
-		return fmt.Errorf("ReserveAndRecord returned %v with ev.ID %d; want an id exactly when it succeeds", err, ev.ID)
-	}
-	return err
+// reserver does what the request path does around a store: plan a call's
+// slots at its clock, reserve them with the audit row, and word a full
+// slot as the seed's refusal.
+type reserver struct {
+	s     Store
+	rules ratelimit.Rules
+	now   func() time.Time
 }
 
+// newLimiter is a reserver over s with the buckets of limits and the clock
+// now (time.Now when nil).
+func newLimiter(s Store, limits ratelimit.Limits, now func() time.Time) *reserver {
+	if now == nil {
+		now = time.Now
+	}
+	return &reserver{s: s, rules: ratelimit.NewRules(limits), now: now}
+}
+
+// plan is sub's plan at the limiter's now.
+func (l *reserver) plan(sub ratelimit.Subject) (ratelimit.Plan, error) {
+	return l.rules.Plan(sub, l.now())
+}
+
+// reserve runs one reservation as the pipeline does: audit row and slots in
+// one store call.
+func (l *reserver) reserve(ctx context.Context, sub ratelimit.Subject) error {
+	p, err := l.plan(sub)
+	if err != nil {
+		return err
+	}
+	ev := &gateway.AuditEvent{WorkspaceID: sub.WorkspaceID, TaskID: sub.TaskID, ProfileID: sub.ProfileID,
+		Tool: sub.Tool, Tier: sub.Tier, Status: gateway.AuditAllowed}
+	res, err := l.s.Reserve(ctx, gateway.Reservation{Event: ev, Slots: p.Counters()})
+	if err != nil {
+		return err
+	}
+	if (res.AuditID != 0) == (res.Full != 0) || res.Prior != nil {
+		return fmt.Errorf("Reserve returned %+v; want an audit id or a full slot, not both or neither", res)
+	}
+	return p.Refusal(res)
+}
+
+// store is the limiter store over l's counters and clock.
+func (l *reserver) store() *ratelimit.Store { return ratelimit.NewStore(l.s, "", l.now) }
+
 // usage returns the used counts of sub's buckets by bucket name.
-func usage(t *testing.T, l *ratelimit.Limiter, sub ratelimit.Subject) map[string]int64 {
+func usage(t *testing.T, l *reserver, sub ratelimit.Subject) map[string]int64 {
 	t.Helper()
-	us, err := l.Usage(ctx(t), sub)
+	p, err := l.plan(sub)
+	must(t, err, "Plan")
+	us, err := l.store().Usage(ctx(t), p)
 	must(t, err, "Usage")
 	out := map[string]int64{}
 	for _, u := range us {
@@ -84,7 +118,7 @@ func usage(t *testing.T, l *ratelimit.Limiter, sub ratelimit.Subject) map[string
 }
 
 // wantUsage fails t unless sub's buckets hold want.
-func wantUsage(t *testing.T, l *ratelimit.Limiter, sub ratelimit.Subject, want map[string]int64) {
+func wantUsage(t *testing.T, l *reserver, sub ratelimit.Subject, want map[string]int64) {
 	t.Helper()
 	got := usage(t, l, sub)
 	for name, n := range want {
@@ -142,8 +176,8 @@ var rateTests = []test{
 		}
 	}},
 	{"Counters", testCounters},
-	{"ReserveCountsAllOrNothing", testReserveCounts},
-	{"ReserveAndRecordCommitsOrRollsBack", testReserveAndRecord},
+	{"ReserveAllOrNothing", testReserve},
+	{"ReserveWithClaim", testReserveWithClaim},
 	{"RefundsAndMessages", testRefunds},
 	{"CalendarWindows", testWindows},
 	{"SweepEndedTasks", testSweepEndedTasks},
@@ -202,109 +236,64 @@ func testCounters(t *testing.T, s Store) {
 	}
 }
 
-func testReserveAndRecord(t *testing.T, s Store) {
-	c := ctx(t)
-	w := time.Unix(0, 0)
-	boom := gateway.Errorf(gateway.ERateLimited, "full")
-	var ev *gateway.AuditEvent // the current case's row
-	for _, tc := range []struct {
-		name    string
-		reserve func(ctx context.Context) error
-		code    gateway.ErrorCode
-		rows    int
-		count   int64
-	}{
-		{"commit", func(ctx context.Context) error { _, err := s.AddRateCount(ctx, "r", w, time.Time{}, 1); return err }, "", 1, 1},
-		{"error rolls back row and counter", func(ctx context.Context) error {
-			if _, err := s.AddRateCount(ctx, "r", w, time.Time{}, 1); err != nil {
-				return err
-			}
-			return boom
-		}, gateway.ERateLimited, 1, 1},
-		{"reads its own writes", func(ctx context.Context) error {
-			if _, err := s.AddRateCount(ctx, "r", w, time.Time{}, 1); err != nil {
-				return err
-			}
-			if n, err := s.RateCount(ctx, "r", w); err != nil || n != 2 {
-				return fmt.Errorf("inside the transaction the counter reads %d (%v), want 2", n, err)
-			}
-			return nil
-		}, "", 2, 2},
-		{"error after ReserveCounts rolls back its row and counters", func(ctx context.Context) error {
-			if _, err := s.ReserveCounts(ctx, []ratelimit.CountRequest{{Key: "r", Window: w, Limit: 100}}); err != nil {
-				return err
-			}
-			return boom
-		}, gateway.ERateLimited, 2, 2},
-		{"ReserveCounts with its audit row commits both", func(ctx context.Context) error {
-			if _, err := s.ReserveCounts(ctx, []ratelimit.CountRequest{{Key: "r", Window: w, Limit: 100}}); err != nil {
-				return err
-			}
-			// The row is written by now (with the slots, or before them),
-			// not after the reservation.
-			if ev.ID == 0 {
-				return fmt.Errorf("after ReserveCounts the audit row has no id yet")
-			}
-			return nil
-		}, "", 3, 3},
-		{"plain errors become EInternal", func(context.Context) error { return errors.New("bug") }, gateway.EInternal, 3, 3},
-	} {
-		ev = &gateway.AuditEvent{WorkspaceID: "ws-a", TaskID: "t1", Tool: "schedule.pause", Status: gateway.AuditAllowed}
-		err := s.ReserveAndRecord(c, ev, tc.reserve)
-		wantCode(t, err, tc.code, tc.name)
-		if (tc.code == "") != (ev.ID != 0) {
-			t.Errorf("%s: ev.ID = %d after error %v", tc.name, ev.ID, err)
-		}
-		list, lerr := s.ListAuditEvents(c, gateway.AuditFilter{WorkspaceID: "ws-a"})
-		must(t, lerr, "list")
-		if n, _ := s.RateCount(c, "r", w); len(list) != tc.rows || n != tc.count {
-			t.Errorf("%s: %d audit rows and count %d, want %d and %d", tc.name, len(list), n, tc.rows, tc.count)
-		}
-	}
-}
-
-// testReserveCounts checks Counters.ReserveCounts on its own (outside a
-// reservation): in order, all or nothing, and the counts it reports.
-func testReserveCounts(t *testing.T, s Store) {
+// testReserve checks Store.Reserve on its own: slots in order, all or
+// nothing, the full slot and its count, and the audit row only with the
+// slots.
+func testReserve(t *testing.T, s Store) {
 	c := ctx(t)
 	w := time.Date(2025, 3, 4, 0, 0, 0, 0, time.UTC)
-	reqs := []ratelimit.CountRequest{
-		{Key: "task", Window: time.Unix(0, 0), Limit: 3},
-		{Key: "day", Window: w, Expires: w.Add(24 * time.Hour), Limit: 2},
-		{Key: "hour", Window: w, Expires: w.Add(time.Hour), Limit: 5},
+	epoch := time.Unix(0, 0).UTC()
+	slots := []gateway.Slot{
+		{Bucket: "task", Key: "task", Window: epoch, Limit: 3, WorkspaceID: "ws-a", TaskID: "t1"},
+		{Bucket: "day", Key: "day", Window: w, Expires: w.Add(24 * time.Hour), Limit: 2},
+		{Bucket: "hour", Key: "hour", Window: w, Expires: w.Add(time.Hour), Limit: 5},
 	}
 	read := func() []int64 {
-		out := make([]int64, len(reqs))
-		for i, q := range reqs {
+		out := make([]int64, len(slots))
+		for i, q := range slots {
 			n, err := s.RateCount(c, q.Key, q.Window)
 			must(t, err, "RateCount")
 			out[i] = n
 		}
 		return out
 	}
+	rows := func() int {
+		list, err := s.ListAuditEvents(c, gateway.AuditFilter{WorkspaceID: "ws-a"})
+		must(t, err, "ListAuditEvents")
+		return len(list)
+	}
 	for _, step := range []struct {
-		name       string
-		want, held []int64
+		name  string
+		slots []gateway.Slot
+		full  int
+		used  int64
+		held  string
+		rows  int
 	}{
-		{"first", []int64{1, 1, 1}, []int64{1, 1, 1}},
-		{"second", []int64{2, 2, 2}, []int64{2, 2, 2}},
-		{"day full: task refunded, hour untouched", []int64{3, 3}, []int64{2, 2, 2}},
-		{"still full", []int64{3, 3}, []int64{2, 2, 2}},
+		{"first", slots, 0, 0, "[1 1 1]", 1},
+		{"second", slots, 0, 0, "[2 2 2]", 2},
+		{"day full: task given back, hour untouched", slots, 2, 2, "[2 2 2]", 2},
+		{"still full", slots, 2, 2, "[2 2 2]", 2},
+		{"first slot full: nothing else is reached", []gateway.Slot{{Key: "task", Window: epoch, Limit: 2}, slots[2]}, 1, 2, "[2 2 2]", 2},
+		{"no slots: the audit row alone", nil, 0, 0, "[2 2 2]", 3},
 	} {
-		got, err := s.ReserveCounts(c, reqs)
+		ev := &gateway.AuditEvent{WorkspaceID: "ws-a", TaskID: "t1", Tool: "schedule.pause", Status: gateway.AuditAllowed}
+		res, err := s.Reserve(c, gateway.Reservation{Event: ev, Slots: step.slots})
 		must(t, err, step.name)
-		if fmt.Sprint(got) != fmt.Sprint(step.want) || fmt.Sprint(read()) != fmt.Sprint(step.held) {
-			t.Errorf("%s: ReserveCounts = %v and the counters hold %v, want %v and %v", step.name, got, read(), step.want, step.held)
+		if res.Full != step.full || res.Used != step.used || (res.AuditID != 0) != (step.full == 0) || res.Prior != nil {
+			t.Errorf("%s: Reserve = %+v, want full slot %d with %d used", step.name, res, step.full, step.used)
+		}
+		if got := fmt.Sprint(read()); got != step.held || rows() != step.rows {
+			t.Errorf("%s: the counters hold %s and %d audit rows exist, want %s and %d", step.name, got, rows(), step.held, step.rows)
 		}
 	}
-	if got, err := s.ReserveCounts(c, nil); err != nil || len(got) != 0 {
-		t.Errorf("ReserveCounts(nil) = %v, %v; want nothing", got, err)
-	}
-	// The first counter full: nothing else is reached.
-	got, err := s.ReserveCounts(c, []ratelimit.CountRequest{{Key: "task", Window: time.Unix(0, 0), Limit: 2}, reqs[2]})
-	must(t, err, "ReserveCounts")
-	if fmt.Sprint(got) != "[3]" || fmt.Sprint(read()) != "[2 2 2]" {
-		t.Errorf("full first counter: ReserveCounts = %v and the counters hold %v, want [3] and [2 2 2]", got, read())
+	// Arguments that are not JSON refuse the whole reservation.
+	bad := &gateway.AuditEvent{WorkspaceID: "ws-a", Tool: "schedule.pause", Status: gateway.AuditAllowed,
+		Arguments: json.RawMessage(`{"unterminated`)}
+	_, err := s.Reserve(c, gateway.Reservation{Event: bad, Slots: slots[2:]})
+	wantCode(t, err, gateway.EInvalid, "arguments that are not JSON")
+	if got := fmt.Sprint(read()); got != "[2 2 2]" || rows() != 3 {
+		t.Errorf("a refused reservation left the counters at %s with %d rows", got, rows())
 	}
 	// A counter whose window never ends is kept by the sweep; the others go.
 	n, err := s.DeleteExpiredRateCounts(c, w.Add(25*time.Hour))
@@ -314,12 +303,59 @@ func testReserveCounts(t *testing.T, s Store) {
 	}
 }
 
+// testReserveWithClaim checks the idempotency claim of Store.Reserve: it
+// commits with the slots and the row, a key claimed before is answered
+// with nothing written, and a full slot rolls the claim back.
+func testReserveWithClaim(t *testing.T, s Store) {
+	c := ctx(t)
+	putWorkspace(t, s, "ws-a")
+	slot := gateway.Slot{Bucket: "task.deploy", Key: "deploy", Window: time.Unix(0, 0).UTC(), Limit: 2}
+	call := func(k string, slots ...gateway.Slot) gateway.ReservationResult {
+		t.Helper()
+		ev := &gateway.AuditEvent{WorkspaceID: "ws-a", TaskID: "t1", Tool: "app.deploy", Status: gateway.AuditAllowed}
+		res, err := s.Reserve(c, gateway.Reservation{Event: ev, Slots: slots, Claim: key(k, "h1")})
+		must(t, err, "Reserve "+k)
+		return res
+	}
+	count := func() int64 {
+		n, err := s.RateCount(c, "deploy", slot.Window)
+		must(t, err, "RateCount")
+		return n
+	}
+	if res := call("k1", slot); res.AuditID == 0 || res.Prior != nil || count() != 1 {
+		t.Fatalf("first claim = %+v (count %d), want committed with one slot", res, count())
+	}
+	if res := call("k1", slot); res.Prior == nil || res.Prior.InputHash != "h1" || res.Prior.Result != nil || res.AuditID != 0 || count() != 1 {
+		t.Fatalf("second claim = %+v (count %d), want the pending record and no slot", res, count())
+	}
+	if res := call("k2", slot); res.AuditID == 0 || count() != 2 {
+		t.Fatalf("claim of k2 = %+v (count %d), want committed", res, count())
+	}
+	if res := call("k3", slot); res.Full != 1 || res.Used != 2 || count() != 2 {
+		t.Fatalf("claim of k3 with the bucket full = %+v (count %d), want slot 1 full", res, count())
+	}
+	if res := call("k3"); res.AuditID == 0 || res.Prior != nil {
+		t.Fatalf("claim of k3 after its refused reservation = %+v, want a fresh claim (the refused one rolled back)", res)
+	}
+	list, err := s.ListAuditEvents(c, gateway.AuditFilter{WorkspaceID: "ws-a"})
+	must(t, err, "ListAuditEvents")
+	if len(list) != 3 {
+		t.Errorf("%d audit rows, want 3 (k1, k2, k3 without slots)", len(list))
+	}
+	// A claim in a workspace the store does not know.
+	ev := &gateway.AuditEvent{WorkspaceID: "ws-x", TaskID: "t1", Tool: "app.deploy", Status: gateway.AuditAllowed}
+	rec := key("k1", "h1")
+	rec.WorkspaceID = "ws-x"
+	_, err = s.Reserve(c, gateway.Reservation{Event: ev, Claim: rec})
+	wantCode(t, err, gateway.ENotFound, "claim in an unknown workspace")
+}
+
 // testRefunds walks the order rule of seed 001: per task first, then
 // workspace/day, then profile/hour; a refusal refunds what the call took.
 func testRefunds(t *testing.T, s Store) {
-	limits := config.DefaultLimits()
+	limits := ratelimit.DefaultLimits()
 	limits.OpsPerTask, limits.WorkspaceOpsDaily, limits.ProfileOpsHourly = 2, 3, 4
-	l := ratelimit.New(s, limits, NewClock(time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)).Now)
+	l := newLimiter(s, limits, NewClock(time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)).Now)
 	c := ctx(t)
 	t1, t2, t3 := opsCall("t1"), opsCall("t2"), opsCall("t3")
 	steps := []struct {
@@ -335,7 +371,7 @@ func testRefunds(t *testing.T, s Store) {
 		{"t2 over the workspace cap", t2, "Workspace daily limit reached for this MCP tool tier (3/3)", "workspace_day.ops"},
 	}
 	for _, st := range steps {
-		err := reserve(c, s, l, st.sub)
+		err := l.reserve(c, st.sub)
 		if st.msg == "" {
 			must(t, err, st.name)
 			continue
@@ -347,29 +383,29 @@ func testRefunds(t *testing.T, s Store) {
 
 	// A profile refusal refunds the per-task and the workspace slot.
 	limits.WorkspaceOpsDaily = 10
-	l = ratelimit.New(s, limits, NewClock(time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)).Now)
-	must(t, reserve(c, s, l, t3), "t3 takes the last profile slot")
-	wantRefusal(t, reserve(c, s, l, t3), "Profile hourly limit reached for this MCP tool tier (4/4)", "profile_hour.ops")
+	l = newLimiter(s, limits, NewClock(time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)).Now)
+	must(t, l.reserve(c, t3), "t3 takes the last profile slot")
+	wantRefusal(t, l.reserve(c, t3), "Profile hourly limit reached for this MCP tool tier (4/4)", "profile_hour.ops")
 	wantUsage(t, l, t3, map[string]int64{"task.ops": 1, "workspace_day.ops": 4, "profile_hour.ops": 4})
 
 	// Without a profile (the read-only fallback) there is no profile bucket.
 	noProfile := t3
 	noProfile.TaskID, noProfile.ProfileID = "t4", ""
-	must(t, reserve(c, s, l, noProfile), "no profile bucket")
+	must(t, l.reserve(c, noProfile), "no profile bucket")
 	wantUsage(t, l, noProfile, map[string]int64{"task.ops": 1, "workspace_day.ops": 5})
 }
 
 // testWindows crosses the UTC hour and day boundaries with a fake clock:
 // workspace/day and profile/hour buckets start again, per-task ones do not.
 func testWindows(t *testing.T, s Store) {
-	limits := config.DefaultLimits()
+	limits := ratelimit.DefaultLimits()
 	limits.ScaffoldPerTask, limits.WorkspaceTaskSpawnDaily, limits.ProfileTaskSpawnHourly = 100, 3, 2
 	clock := NewClock(time.Date(2025, 3, 4, 22, 59, 59, 999999000, time.UTC))
-	l := ratelimit.New(s, limits, clock.Now)
+	l := newLimiter(s, limits, clock.Now)
 	c := ctx(t)
 	spawn := func(task, profile string) ratelimit.Subject {
 		return ratelimit.Subject{WorkspaceID: "ws-a", TaskID: task, ProfileID: profile,
-			Tool: "task.create_for_app_scaffold", Tier: gateway.TierScaffold, LimitKind: tools.LimitKindTaskSpawn}
+			Tool: "task.create_for_app_scaffold", Tier: gateway.TierScaffold, LimitKind: ratelimit.LimitKindTaskSpawn}
 	}
 	const hourFull = "Profile hourly limit reached for this MCP tool tier (2/2)"
 	const dayFull = "Workspace daily limit reached for this MCP tool tier (3/3)"
@@ -389,7 +425,7 @@ func testWindows(t *testing.T, s Store) {
 		{"00:00:00 UTC new day", time.Date(2025, 3, 5, 0, 0, 0, 0, time.UTC), spawn("t2", "p2"), "", ""},
 	} {
 		clock.Set(st.at)
-		err := reserve(c, s, l, st.sub)
+		err := l.reserve(c, st.sub)
 		if st.msg == "" {
 			must(t, err, st.name)
 			continue
@@ -401,13 +437,13 @@ func testWindows(t *testing.T, s Store) {
 	wantUsage(t, l, spawn("t2", "p2"), map[string]int64{"task.scaffold": 1, "profile_hour.task_spawn": 1})
 	// Sweeping on the new day removes the ended windows, never a current
 	// one; a window that ended less than a minute ago stays a little longer.
-	n, err := l.Store().Sweep(c)
+	n, err := l.store().Sweep(c)
 	must(t, err, "Sweep at 00:00")
 	if n != 1 { // p1's hour 22:00; the day and the hour 23:00 ended just now
 		t.Errorf("swept %d counters at 00:00, want 1", n)
 	}
 	clock.Set(time.Date(2025, 3, 5, 0, 1, 0, 0, time.UTC))
-	n, err = l.Store().Sweep(c)
+	n, err = l.store().Sweep(c)
 	must(t, err, "Sweep")
 	if n != 2 { // workspace day of 03-04, p1's hour 23:00
 		t.Errorf("swept %d counters, want 3", n)
@@ -423,23 +459,23 @@ func testSweepEndedTasks(t *testing.T, s Store) {
 	putWorkspace(t, s, "ws-a")
 	now := time.Now().UTC()
 	clock := NewClock(now)
-	l := ratelimit.New(s, config.DefaultLimits(), clock.Now)
+	l := newLimiter(s, ratelimit.DefaultLimits(), clock.Now)
 	// Task done's counter exists already without its task, as one written
 	// before migration 00003 would: the reservation below must name it.
 	_, err := s.AddRateCount(c, "mcpgate:task:ws-a/done:task.ops", time.Unix(0, 0), time.Time{}, 1)
 	must(t, err, "AddRateCount")
 	for _, task := range []string{"done", "running", "unknown"} {
-		must(t, reserve(c, s, l, opsCall(task)), "reserve "+task)
+		must(t, l.reserve(c, opsCall(task)), "reserve "+task)
 	}
 	must(t, s.PutTask(c, &gateway.Task{WorkspaceID: "ws-a", ID: "done", Status: gateway.TaskCompleted}), "PutTask done")
 	must(t, s.PutTask(c, &gateway.Task{WorkspaceID: "ws-a", ID: "running", Status: gateway.TaskRunning}), "PutTask running")
 	// Tasks are read with the real clock, so step the limiter's far ahead.
 	clock.Set(time.Now().Add(ratelimit.TaskCounterRetention - time.Hour))
-	_, err = l.Store().Sweep(c)
+	_, err = l.store().Sweep(c)
 	must(t, err, "Sweep within the retention")
 	wantUsage(t, l, opsCall("done"), map[string]int64{"task.ops": 2})
 	clock.Set(time.Now().Add(ratelimit.TaskCounterRetention + time.Minute))
-	_, err = l.Store().Sweep(c)
+	_, err = l.store().Sweep(c)
 	must(t, err, "Sweep after the retention")
 	wantUsage(t, l, opsCall("done"), map[string]int64{"task.ops": 0})
 	wantUsage(t, l, opsCall("running"), map[string]int64{"task.ops": 1})
@@ -454,20 +490,20 @@ func testSweepEndedTasks(t *testing.T, s Store) {
 // slots must all have been refunded.
 func ConcurrentReservations(t *testing.T, stores []Store) {
 	clock := NewClock(time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC))
-	limits := config.DefaultLimits()
+	limits := ratelimit.DefaultLimits()
 	limits.WorkspaceOpsDaily, limits.ProfileOpsHourly = 1000, 1000
-	run := func(t *testing.T, limits config.Limits, sub func(i int) ratelimit.Subject, msg, bucket string) *ratelimit.Limiter {
+	run := func(t *testing.T, limits ratelimit.Limits, sub func(i int) ratelimit.Subject, msg, bucket string) *reserver {
 		t.Helper()
-		limiters := make([]*ratelimit.Limiter, len(stores))
+		limiters := make([]*reserver, len(stores))
 		for i, s := range stores {
-			limiters[i] = ratelimit.New(s, limits, clock.Now)
+			limiters[i] = newLimiter(s, limits, clock.Now)
 		}
 		var ok, refused atomic.Int64
 		var wg sync.WaitGroup
 		for i := range 200 {
 			wg.Go(func() {
-				s, l := stores[i%len(stores)], limiters[i%len(stores)]
-				switch err := reserve(ctx(t), s, l, sub(i)); {
+				l := limiters[i%len(stores)]
+				switch err := l.reserve(ctx(t), sub(i)); {
 				case err == nil:
 					ok.Add(1)
 				case gateway.ErrorCodeOf(err) == gateway.ERateLimited && gateway.ErrorMessageOf(err) == msg:

@@ -9,16 +9,46 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/admin"
-	"github.com/mcpgate/mcpgate/gateway/server"
+	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
-// Store is what the suite tests: the request path's server.Store, the admin
-// API's admin.Store, and the token and limit reads that the external gateway
-// needs (not yet declared by a consumer interface).
+// Store is what the suite tests: every method the request path, the admin
+// API, the limiter store and the token lookups ask of an audit store. The
+// suite declares it itself (the consumers' interfaces are subsets of it),
+// so that the store tests link only the stores, not the packages that
+// use them. The methods' contracts are the consumers' (gateway/server's
+// Store and APITokenStore, gateway/admin's Store, ratelimit.Counters);
+// the suite checks them.
 type Store interface {
-	server.Store
-	admin.Store
+	// The request path.
+	LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error)
+	RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error
+	FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error
+	Ping(ctx context.Context) error
+	Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error)
+	SaveIdempotencyResult(ctx context.Context, rec *gateway.IdempotencyRecord) error
+	ReleaseIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) error
+	DeleteEndedIdempotencyKeys(ctx context.Context, before time.Time) (int64, error)
+
+	// The admin API.
+	PutWorkspace(ctx context.Context, w *gateway.Workspace) error
+	PutMember(ctx context.Context, m *gateway.Member) error
+	PutProfile(ctx context.Context, p *gateway.Profile) error
+	SetDefaultProfile(ctx context.Context, workspaceID string, profileID *string) error
+	PutWorkspaceOverrides(ctx context.Context, workspaceID string, p gateway.Permissions) error
+	PutMemberOverrides(ctx context.Context, workspaceID, userID string, p gateway.Permissions) error
+	PutSeatType(ctx context.Context, s *gateway.SeatType) error
+	PutOrgPlan(ctx context.Context, o *gateway.OrgPlan) error
+	PutTask(ctx context.Context, t *gateway.Task) error
+	CreateAPIToken(ctx context.Context, t *gateway.APIToken) error
+	ListAPITokens(ctx context.Context, workspaceID string) ([]gateway.APIToken, error)
+	RevokeAPIToken(ctx context.Context, fingerprint string) error
+	PutExternalLimits(ctx context.Context, workspaceID string, l gateway.ExternalLimits) error
+	ListAuditEvents(ctx context.Context, f gateway.AuditFilter) ([]gateway.AuditEvent, error)
+
+	// The rate-limit counters (ratelimit.Store's contract).
+	ratelimit.Counters
+
 	// ExternalLimits returns a workspace's external-gateway limits (nil
 	// fields keep the default); ENotFound for an unknown workspace.
 	ExternalLimits(ctx context.Context, workspaceID string) (gateway.ExternalLimits, error)

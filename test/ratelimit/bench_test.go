@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 	"github.com/mcpgate/mcpgate/gateway/postgres/pgtest"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -48,20 +47,30 @@ func (sh loadShape) subject(c int) ratelimit.Subject {
 	return ratelimit.Subject{WorkspaceID: ws, TaskID: fmt.Sprintf("task-%d", c), ProfileID: profile, Tool: sh.tool, Tier: sh.tier}
 }
 
-// reserveOnce is what the request path adds per allowed call: one
-// ReserveAndRecord transaction (audit row plus the call's counter upserts).
-func reserveOnce(s *postgres.Store, l *ratelimit.Limiter, sub ratelimit.Subject) error {
+// reserveOnce is what the request path adds per allowed call: the plan of
+// its slots and one Reserve (audit row plus the call's counters in one
+// transaction).
+func reserveOnce(s *postgres.Store, l *ratelimit.Rules, sub ratelimit.Subject) error {
+	plan, err := l.Plan(sub, time.Now())
+	if err != nil {
+		return err
+	}
 	ev := &gateway.AuditEvent{WorkspaceID: sub.WorkspaceID, TaskID: sub.TaskID, ProfileID: sub.ProfileID,
 		Tool: sub.Tool, Tier: sub.Tier, Status: gateway.AuditAllowed, ArgumentsHash: "sha256:x", ReasonCodes: []string{"allowlist.match"}}
-	return s.ReserveAndRecord(context.Background(), ev, func(ctx context.Context) error { return l.Reserve(ctx, sub) })
+	res, err := s.Reserve(context.Background(), gateway.Reservation{Event: ev, Slots: plan.Counters()})
+	if err != nil {
+		return err
+	}
+	return plan.Refusal(res)
 }
 
 // benchStore is a migrated store with a replica's pool and no caps in the way.
-func benchStore(tb testing.TB) (*postgres.Store, *ratelimit.Limiter) {
+func benchStore(tb testing.TB) (*postgres.Store, *ratelimit.Rules) {
 	s := pgtest.New(tb)
 	s.DB().SetMaxOpenConns(replicaPool)
 	s.DB().SetMaxIdleConns(replicaPool)
-	return s, ratelimit.New(s, unlimited(), nil)
+	rules := ratelimit.NewRules(unlimited())
+	return s, &rules
 }
 
 // BenchmarkReservation is the closed-loop benchmark: 1, 16 and 64 callers
@@ -194,7 +203,7 @@ func openLoop(t *testing.T, rate int, duration time.Duration, callers int, call 
 // statements and compiled mcpgate_reserve_counts: a replica that has been
 // serving for a while is in that state, and the measurement is of that
 // steady state. (The first calls of a new replica pay about 100 ms once.)
-func warmUp(tb testing.TB, s *postgres.Store, l *ratelimit.Limiter, sh loadShape, callers int) {
+func warmUp(tb testing.TB, s *postgres.Store, l *ratelimit.Rules, sh loadShape, callers int) {
 	var wg sync.WaitGroup
 	for c := range callers {
 		sub := sh.subject(c)
@@ -213,9 +222,9 @@ func warmUp(tb testing.TB, s *postgres.Store, l *ratelimit.Limiter, sh loadShape
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // unlimited lifts every cap out of the benchmark's way.
-func unlimited() config.Limits {
+func unlimited() ratelimit.Limits {
 	const n = 1 << 30
-	return config.Limits{ToolPerTask: n, OpsPerTask: n, ScaffoldPerTask: n, DeployPerTask: n,
+	return ratelimit.Limits{ToolPerTask: n, OpsPerTask: n, ScaffoldPerTask: n, DeployPerTask: n,
 		WorkspaceOpsDaily: n, WorkspaceDeployDaily: n, WorkspaceProposalDaily: n, WorkspaceTaskSpawnDaily: n,
 		ProfileOpsHourly: n, ProfileDeployHourly: n, ProfileProposalHourly: n, ProfileTaskSpawnHourly: n}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 	"github.com/mcpgate/mcpgate/gateway/server"
 )
@@ -167,11 +166,15 @@ func wantTaskSlots(t *testing.T, dbURL string, tasks []string, want int64) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l := ratelimit.New(s, config.DefaultLimits(), nil)
+	rules, counters := ratelimit.NewRules(ratelimit.DefaultLimits()), ratelimit.NewStore(s, "", nil)
 	var sum int64
 	for _, task := range tasks {
-		us, err := l.Usage(context.Background(), ratelimit.Subject{WorkspaceID: workspace, TaskID: task, ProfileID: "operator",
-			Tool: opsTool, Tier: gateway.TierOps})
+		plan, err := rules.Plan(ratelimit.Subject{WorkspaceID: workspace, TaskID: task, ProfileID: "operator",
+			Tool: opsTool, Tier: gateway.TierOps}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		us, err := counters.Usage(context.Background(), plan)
 		if err != nil {
 			t.Fatal(err)
 		}

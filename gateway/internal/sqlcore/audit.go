@@ -1,0 +1,172 @@
+package sqlcore
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// Listing limits of gateway.AuditFilter.
+const (
+	defaultAuditLimit = 100
+	maxAuditLimit     = 1000
+)
+
+// AuditInsertColumns are the columns AuditArgs fills, in its order.
+const AuditInsertColumns = `time, request_id, decision_id, workspace_id, task_id, profile_id, actor,
+    principal_kind, token_fingerprint, tool, tier, status, error_class, reason_codes, bucket,
+    latency_us, arguments_hash, arguments`
+
+// RecordAudit inserts ev into audit_events with one INSERT … RETURNING id
+// and sets ev.ID. It normalises ev first: a zero Time becomes now, and
+// Time is kept in UTC to the microsecond (PostgreSQL's precision, which
+// SQLite keeps too); the caller sets RequestID (nothing is read from ctx).
+// Arguments are stored only when non-empty. Errors: EUnavailable when the
+// database cannot be reached or written, EInvalid when Arguments is not
+// JSON; on error no row exists and the caller must refuse the call (fail
+// closed).
+func (c *Core) RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error {
+	if err := c.checkEvent(ev); err != nil {
+		return err
+	}
+	stmt, err := c.Audit.Get(ctx, c.W, c.DriverError)
+	if err != nil {
+		return err
+	}
+	return c.DriverError(stmt.QueryRowContext(ctx, c.AuditArgs(ev)...).Scan(&ev.ID))
+}
+
+// checkEvent refuses arguments that are not JSON (where the column does
+// not) and normalises ev's time, so that ev equals the row read back.
+func (c *Core) checkEvent(ev *gateway.AuditEvent) error {
+	if c.D.CheckJSON && len(ev.Arguments) > 0 && !json.Valid(ev.Arguments) {
+		return gateway.Errorf(gateway.EInvalid, "audit event arguments are not valid JSON")
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	ev.Time = ev.Time.UTC().Truncate(time.Microsecond)
+	return nil
+}
+
+// AuditArgs are the parameters of Dialect.InsertAudit for ev, in
+// AuditInsertColumns order; Arguments only when non-empty.
+func (c *Core) AuditArgs(ev *gateway.AuditEvent) []any {
+	var args any
+	if len(ev.Arguments) > 0 {
+		args = string(ev.Arguments)
+	}
+	return []any{c.D.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
+		ev.ProfileID, ev.Actor, string(ev.PrincipalKind), ev.TokenFP, ev.Tool, string(ev.Tier), ev.Status,
+		ev.ErrorClass, JSONList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args}
+}
+
+// FinishAudit completes the row ev.ID after dispatch: it sets the final
+// Status, ErrorClass, ReasonCodes and LatencyMicros of ev (a call can end
+// with a reason of its own, such as dispatch.abandoned) and leaves every
+// other column as RecordAudit wrote it. Errors: ENotFound when no row has
+// ev.ID, EUnavailable when the database cannot be reached or written.
+func (c *Core) FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error {
+	q := c.Q(`UPDATE audit_events SET status = ?, error_class = ?, latency_us = ?, reason_codes = ? WHERE id = ?`)
+	res, err := c.W.ExecContext(ctx, q, ev.Status, ev.ErrorClass, ev.LatencyMicros, JSONList(ev.ReasonCodes), ev.ID)
+	return c.ExpectOne(res, err, "audit event "+strconv.FormatInt(ev.ID, 10)+
+		" not found; record it with RecordAudit before finishing it")
+}
+
+// auditColumns are read into auditRow; listed, not *, so that a column a
+// later migration adds does not break the scan.
+const auditColumns = `id, ` + AuditInsertColumns
+
+// auditRow is an audit_events row as either driver returns it.
+type auditRow struct {
+	ID            int64  `db:"id"`
+	Time          Time   `db:"time"`
+	RequestID     string `db:"request_id"`
+	DecisionID    string `db:"decision_id"`
+	WorkspaceID   string `db:"workspace_id"`
+	TaskID        string `db:"task_id"`
+	ProfileID     string `db:"profile_id"`
+	Actor         string `db:"actor"`
+	PrincipalKind string `db:"principal_kind"`
+	TokenFP       string `db:"token_fingerprint"`
+	Tool          string `db:"tool"`
+	Tier          string `db:"tier"`
+	Status        string `db:"status"`
+	ErrorClass    string `db:"error_class"`
+	ReasonCodes   []byte `db:"reason_codes"`
+	Bucket        string `db:"bucket"`
+	LatencyMicros int64  `db:"latency_us"`
+	ArgumentsHash string `db:"arguments_hash"`
+	Arguments     []byte `db:"arguments"`
+}
+
+// event converts the row, with Time in UTC.
+func (r auditRow) event() (gateway.AuditEvent, error) {
+	ev := gateway.AuditEvent{ID: r.ID, Time: r.Time.Time, RequestID: r.RequestID, DecisionID: r.DecisionID,
+		WorkspaceID: r.WorkspaceID, TaskID: r.TaskID, ProfileID: r.ProfileID, Actor: r.Actor,
+		PrincipalKind: gateway.PrincipalKind(r.PrincipalKind), TokenFP: r.TokenFP, Tool: r.Tool,
+		Tier: gateway.Tier(r.Tier), Status: r.Status, ErrorClass: r.ErrorClass, Bucket: r.Bucket,
+		LatencyMicros: r.LatencyMicros, ArgumentsHash: r.ArgumentsHash}
+	if r.Arguments != nil {
+		ev.Arguments = json.RawMessage(r.Arguments)
+	}
+	if err := json.Unmarshal(r.ReasonCodes, &ev.ReasonCodes); err != nil {
+		return ev, gateway.Wrap(gateway.EInternal, err, "audit store returned unreadable reason codes")
+	}
+	return ev, nil
+}
+
+// ListAuditEvents returns the events matching f's non-empty fields (and
+// older than f.Before when set), newest first (by time, then id), at most
+// f.Limit of them: 100 when Limit <= 0, never more than 1000. An unknown
+// workspace simply matches nothing.
+func (c *Core) ListAuditEvents(ctx context.Context, f gateway.AuditFilter) ([]gateway.AuditEvent, error) {
+	var where []string
+	var args []any
+	for _, col := range []struct{ name, val string }{
+		{"workspace_id", f.WorkspaceID}, {"task_id", f.TaskID}, {"tool", f.Tool}, {"status", f.Status},
+	} {
+		if col.val != "" {
+			args = append(args, col.val)
+			where = append(where, col.name+" = ?")
+		}
+	}
+	if !f.Before.IsZero() {
+		args = append(args, c.D.Time(f.Before.Time), f.Before.ID)
+		where = append(where, "(time, id) < (?, ?)")
+	}
+	q := `SELECT ` + auditColumns + ` FROM audit_events`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, auditLimit(f.Limit))
+	q += ` ORDER BY time DESC, id DESC LIMIT ?`
+	var rows []auditRow
+	if err := c.R.SelectContext(ctx, &rows, c.Q(q), args...); err != nil {
+		return nil, c.DriverError(err)
+	}
+	out := make([]gateway.AuditEvent, 0, len(rows))
+	for _, r := range rows {
+		ev, err := r.event()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// auditLimit applies AuditFilter's default and cap.
+func auditLimit(n int) int {
+	switch {
+	case n <= 0:
+		return defaultAuditLimit
+	case n > maxAuditLimit:
+		return maxAuditLimit
+	}
+	return n
+}

@@ -1,0 +1,229 @@
+// Package layout checks that the module's imports point one way: domain
+// types at the bottom, packages that wrap one dependency above them and
+// beside each other, and only the composing packages seeing everything.
+package layout
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/mcpgate/mcpgate"
+
+// rule says which of the module's own packages the packages matching pkg
+// may import ("x/..." matches x and everything below it). allow is for
+// the package's own files, test for its _test files on top of allow. Any
+// standard-library or third-party import is allowed, except those
+// matching forbid.
+type rule struct {
+	pkg    string
+	allow  []string
+	test   []string
+	forbid []string
+	why    string
+}
+
+// Packages that wrap one dependency may import the domain package (and
+// canon, the domain's one canonical form of arguments, which imports no
+// package of ours) and their own internal helpers, never a sibling.
+var (
+	bottom = []string{"gateway", "gateway/canon"}
+	stores = []string{"gateway", "gateway/internal/...", "migrations"}
+	anyPkg = []string{"..."}
+	noSDKs = []string{"github.com/open-policy-agent/...", "github.com/modelcontextprotocol/...", "github.com/santhosh-tekuri/jsonschema/..."}
+	rules  = []rule{
+		{pkg: "gateway", why: "domain types: the standard library only",
+			allow: nil, forbid: []string{"*"}},
+		{pkg: "gateway/canon", test: []string{"gateway/canon"}, forbid: noSDKs,
+			why: "RFC 8785 canonical arguments and their hash: wraps jcs, imports no package of ours"},
+		{pkg: "gateway/internal/...", allow: []string{"gateway", "gateway/internal/..."}, why: "the stores' shared SQL core and helpers"},
+		{pkg: "gateway/postgres", allow: stores, test: []string{"gateway/postgres/...", "gateway/storetest"}, forbid: noSDKs,
+			why: "a store wraps its database and imports no sibling"},
+		{pkg: "gateway/postgres/pgtest", allow: []string{"gateway", "gateway/postgres"}, forbid: noSDKs, why: "the PostgreSQL store's test helpers"},
+		{pkg: "gateway/sqlite", allow: stores, test: []string{"gateway/sqlite", "gateway/storetest"}, forbid: noSDKs,
+			why: "a store wraps its database and imports no sibling"},
+		{pkg: "gateway/ratelimit", allow: bottom, test: []string{"gateway/ratelimit"}, forbid: noSDKs,
+			why: "wraps ulule/limiter; takes limits as plain values, not from config or the catalog"},
+		{pkg: "gateway/storetest", allow: []string{"gateway", "gateway/ratelimit"}, forbid: noSDKs,
+			why: "the shared store suite tests through an interface of its own, so the SQL tests link only the stores"},
+		{pkg: "gateway/policy", allow: bottom, test: []string{"gateway/policy", "policies", "tools"}, why: "wraps OPA"},
+		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},
+		{pkg: "gateway/mcp", allow: bottom, test: []string{"gateway/mcp"}, why: "wraps the MCP transport"},
+		{pkg: "gateway/confirm", allow: bottom, test: []string{"gateway/confirm"}, why: "confirmation tokens"},
+		{pkg: "gateway/admin", allow: bottom, test: []string{"gateway/admin"}, why: "the admin API"},
+		{pkg: "gateway/config", allow: bottom, test: []string{"gateway/config"}, why: "configuration"},
+		{pkg: "gateway/callercache", allow: bottom, test: []string{"gateway/callercache"}, why: "the caller cache"},
+		{pkg: "tools", allow: bottom, test: []string{"tools"}, why: "the tool catalogs"},
+		{pkg: "adapters/...", allow: bottom, test: anyPkg, why: "where allowed calls go"},
+		{pkg: "policies", why: "the Rego bundles, embedded"},
+		{pkg: "migrations", test: []string{"migrations"}, why: "the SQL migrations, embedded"},
+		{pkg: "gateway/server/...", allow: anyPkg, test: anyPkg, why: "composes the request path"},
+		{pkg: "cmd/...", allow: anyPkg, test: anyPkg, why: "the wiring"},
+		{pkg: "test/...", allow: anyPkg, test: anyPkg, why: "end-to-end tests"},
+	}
+)
+
+// pkgInfo is what `go list -json` says of a package.
+type pkgInfo struct {
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Standard     bool
+}
+
+// matches reports whether the module-relative or full path p matches
+// pattern ("x/..." for x and below, "..." for all, "*" for anything
+// outside the standard library, used only in forbid lists).
+func matches(pattern, p string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return p == base || strings.HasPrefix(p, base+"/")
+	}
+	return p == pattern
+}
+
+// ruleFor returns the first rule whose pkg matches the module-relative p.
+func ruleFor(p string) (rule, bool) {
+	for _, r := range rules {
+		if matches(r.pkg, p) {
+			return r, true
+		}
+	}
+	return rule{}, false
+}
+
+// violations checks every package of pkgs against the rules and returns
+// one line per forbidden import.
+func violations(pkgs []pkgInfo, std map[string]bool) []string {
+	var out []string
+	for _, p := range pkgs {
+		rel, ok := strings.CutPrefix(p.ImportPath, module+"/")
+		if !ok {
+			continue
+		}
+		r, ok := ruleFor(rel)
+		if !ok {
+			out = append(out, rel+": no rule in test/layout says what it may import; add one")
+			continue
+		}
+		check := func(imports, allow []string, kind string) {
+			for _, imp := range imports {
+				if std[imp] {
+					continue
+				}
+				if own, ok := strings.CutPrefix(imp, module+"/"); ok || imp == module {
+					if !ok {
+						own = ""
+					}
+					if !slices.ContainsFunc(allow, func(a string) bool { return matches(a, own) }) {
+						out = append(out, rel+" "+kind+"imports "+own+": "+r.why)
+					}
+					continue
+				}
+				if slices.ContainsFunc(r.forbid, func(f string) bool { return f == "*" || matches(f, imp) }) {
+					out = append(out, rel+" "+kind+"imports "+imp+": "+r.why)
+				}
+			}
+		}
+		check(p.Imports, r.allow, "")
+		tests := append(slices.Clip(r.allow), append(r.test, rel)...) // an external test imports its package
+		check(append(slices.Clip(p.TestImports), p.XTestImports...), tests, "(tests) ")
+	}
+	return out
+}
+
+// goList runs `go list -json` with args and decodes its stream of packages.
+func goList(t *testing.T, args ...string) []pkgInfo {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, stderr.String())
+	}
+	var out []pkgInfo
+	dec := json.NewDecoder(&stdout)
+	for {
+		var p pkgInfo
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+}
+
+// standard is the set of standard-library packages the module's packages
+// and their tests import.
+func standard(t *testing.T) map[string]bool {
+	std := map[string]bool{}
+	for _, p := range goList(t, "-deps", "-test", module+"/...") {
+		if p.Standard {
+			std[p.ImportPath] = true
+		}
+	}
+	return std
+}
+
+func TestImportsPointOneWay(t *testing.T) {
+	for _, v := range violations(goList(t, module+"/..."), standard(t)) {
+		t.Error(v)
+	}
+}
+
+// The SQL stores' test binaries link neither OPA, the MCP SDK, the JSON
+// Schema compiler, the catalog nor any composing package.
+func TestStoreTestsLinkOnlyTheStores(t *testing.T) {
+	forbidden := append(slices.Clip(noSDKs), module+"/gateway/server/...", module+"/gateway/policy", module+"/gateway/mcp",
+		module+"/gateway/admin", module+"/gateway/config", module+"/tools", module+"/adapters/...", module+"/policies")
+	for _, pkg := range []string{"gateway/postgres", "gateway/sqlite", "gateway/ratelimit"} {
+		for _, dep := range goList(t, "-deps", "-test", module+"/"+pkg) {
+			if slices.ContainsFunc(forbidden, func(f string) bool { return matches(f, dep.ImportPath) }) {
+				t.Errorf("the tests of %s link %s", pkg, dep.ImportPath)
+			}
+		}
+	}
+}
+
+// The check itself: a sibling import, a config import of ratelimit, and a
+// third-party import of the domain package are each reported.
+func TestViolationsAreReported(t *testing.T) {
+	std := map[string]bool{"context": true}
+	for _, tc := range []struct {
+		note string
+		pkg  pkgInfo
+		want string
+	}{
+		{"store imports a sibling", pkgInfo{ImportPath: module + "/gateway/postgres", Imports: []string{module + "/gateway/ratelimit"}},
+			"gateway/postgres imports gateway/ratelimit"},
+		{"ratelimit imports config", pkgInfo{ImportPath: module + "/gateway/ratelimit", Imports: []string{module + "/gateway/config"}},
+			"gateway/ratelimit imports gateway/config"},
+		{"storetest imports the wiring", pkgInfo{ImportPath: module + "/gateway/storetest", Imports: []string{module + "/gateway/server"}},
+			"gateway/storetest imports gateway/server"},
+		{"domain imports a third party", pkgInfo{ImportPath: module + "/gateway", Imports: []string{"context", "github.com/jmoiron/sqlx"}},
+			"gateway imports github.com/jmoiron/sqlx"},
+		{"a store's test imports the wiring", pkgInfo{ImportPath: module + "/gateway/sqlite", XTestImports: []string{module + "/gateway/server"}},
+			"gateway/sqlite (tests) imports gateway/server"},
+		{"a package without a rule", pkgInfo{ImportPath: module + "/gateway/newpkg"}, "gateway/newpkg: no rule"},
+	} {
+		t.Run(tc.note, func(t *testing.T) {
+			got := violations([]pkgInfo{tc.pkg}, std)
+			if len(got) != 1 || !strings.HasPrefix(got[0], tc.want) {
+				t.Errorf("violations = %q, want one starting %q", got, tc.want)
+			}
+		})
+	}
+	if got := violations([]pkgInfo{{ImportPath: module + "/gateway/server", Imports: []string{module + "/gateway/postgres"}}}, std); len(got) != 0 {
+		t.Errorf("the composing package may import anything, got %q", got)
+	}
+}
