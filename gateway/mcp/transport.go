@@ -118,9 +118,25 @@ type Options struct {
 	// error_description="<message>" (RFC 6750 §3.1: a request without
 	// credentials gets no error code).
 	Challenge func(err error) string
-	// SessionIdle ends a session after this long without a request; an open
-	// GET stream does not count as activity. Default 1 hour.
+	// SessionIdle drops this replica's state of a Streamable HTTP session
+	// (its GET stream, its running calls) after this long without a request
+	// here; an open GET stream does not count as activity. The session
+	// stays valid: its next request, here or on another replica, is served
+	// from its signed id. Default 1 hour.
 	SessionIdle time.Duration
+	// SessionMaxAge is how long a Streamable HTTP session id is valid after
+	// initialize, on every replica; then the client gets 404 and
+	// initializes again. Default DefaultSessionMaxAge.
+	SessionMaxAge time.Duration
+	// SessionSecret is the HMAC key that signs session ids (at least
+	// MinSessionSecretBytes). Replicas that share it serve each other's
+	// sessions. Empty: a random key for this Transport only, so its
+	// sessions are refused by every other replica and after a restart.
+	SessionSecret []byte
+	// SessionEnds records ended sessions (DELETE) for every replica; all
+	// replicas must share one. Default: a MemorySessionEnds of this
+	// Transport only.
+	SessionEnds SessionEnds
 	// KeepAlive is the interval of SSE comment lines on an open GET stream,
 	// so proxies do not close it. Default 25 seconds.
 	KeepAlive time.Duration
@@ -140,6 +156,7 @@ const (
 	DefaultMaxBatchReplyBytes = 4 << 20
 	DefaultPageSize           = 100
 	DefaultSessionIdle        = time.Hour
+	DefaultSessionMaxAge      = 24 * time.Hour
 	DefaultKeepAlive          = 25 * time.Second
 )
 
@@ -152,6 +169,7 @@ type Transport struct {
 	origins   map[string]bool
 	anyOrigin bool
 	hosts     hostSet
+	signer    sessionSigner
 
 	mu       sync.RWMutex
 	sessions map[string]*session
@@ -184,6 +202,7 @@ func NewHandler(opts Options) (*Transport, error) {
 		t.anyOrigin = t.anyOrigin || strings.TrimSpace(o) == "*"
 	}
 	t.hosts = newHostSet(opts.AllowedHosts)
+	t.signer = sessionSigner{key: opts.SessionSecret, maxAge: opts.SessionMaxAge}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.wg.Add(1)
 	go t.janitor()
@@ -196,8 +215,10 @@ func (o *Options) validate() error {
 		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Authenticator is nil; pass the authenticator of this endpoint")
 	case o.Handler == nil:
 		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Handler is nil; pass the handler that serves tools/list and tools/call")
-	case o.MaxBodyBytes < 0, o.MaxBatchMessages < 0, o.MaxBatchReplyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.KeepAlive < 0, o.CORSMaxAge < 0, o.WriteTimeout < 0:
-		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, MaxBatchMessages, MaxBatchReplyBytes, PageSize, SessionIdle, KeepAlive, CORSMaxAge and WriteTimeout must not be negative; use 0 for the default")
+	case o.MaxBodyBytes < 0, o.MaxBatchMessages < 0, o.MaxBatchReplyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.SessionMaxAge < 0, o.KeepAlive < 0, o.CORSMaxAge < 0, o.WriteTimeout < 0:
+		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, MaxBatchMessages, MaxBatchReplyBytes, PageSize, SessionIdle, SessionMaxAge, KeepAlive, CORSMaxAge and WriteTimeout must not be negative; use 0 for the default")
+	case len(o.SessionSecret) > 0 && len(o.SessionSecret) < MinSessionSecretBytes:
+		return gateway.Errorf(gateway.EInvalid, "mcp: Options.SessionSecret is %d bytes; it must be at least %d (MCPGATE_SESSION_SECRET)", len(o.SessionSecret), MinSessionSecretBytes)
 	}
 	return nil
 }
@@ -232,6 +253,16 @@ func (o *Options) setDefaults() {
 	}
 	if o.KeepAlive == 0 {
 		o.KeepAlive = DefaultKeepAlive
+	}
+	if o.SessionMaxAge == 0 {
+		o.SessionMaxAge = DefaultSessionMaxAge
+	}
+	if len(o.SessionSecret) == 0 {
+		o.SessionSecret = make([]byte, 32)
+		_, _ = rand.Read(o.SessionSecret)
+	}
+	if o.SessionEnds == nil {
+		o.SessionEnds = NewMemorySessionEnds()
 	}
 }
 
@@ -605,12 +636,19 @@ func (t *Transport) writeDeadline(rc *http.ResponseController) {
 	_ = rc.SetWriteDeadline(d)
 }
 
-// serveDELETE ends the caller's session (MCP basic/transports, "Session
-// Management": clients SHOULD send DELETE when done).
+// serveDELETE ends the caller's session on every replica (MCP
+// basic/transports, "Session Management": clients SHOULD send DELETE when
+// done): it is recorded in SessionEnds, then this replica's state of it is
+// dropped.
 func (t *Transport) serveDELETE(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
 	s, err := t.session(r, p)
 	if err != nil {
 		t.replyError(w, r, nil, err)
+		return
+	}
+	if err := t.opts.SessionEnds.End(r.Context(), s.id, s.until); err != nil {
+		t.replyError(w, r, nil, gateway.Wrap(gateway.EUnavailable, err,
+			"could not record the end of this MCP session; send DELETE again"))
 		return
 	}
 	t.endSession(s, "deleted by client")
