@@ -78,6 +78,7 @@ type session struct {
 	stream   chan []byte                    // open GET stream's outbox; nil when none
 	inflight map[string]*context.CancelFunc // running requests by raw id
 	tools    toolSet                        // the tool set this session's client last knew
+	notice   []byte                         // a listen stream's tools/list_changed; nil: toolsChanged
 }
 
 func newSession(id string, p *gateway.Principal, version string, legacy bool, now time.Time) *session {

@@ -4,16 +4,24 @@
 // authenticated, sessions bound to the authenticated principal, Host,
 // Origin and CORS checks before authentication, and tools/list and
 // tools/call handed to a Handler (DESIGN.md §4 and §5; MCP specification
-// 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25, basic/transports and
-// basic/lifecycle). It also serves OAuth protected resource metadata
-// (RFC 9728, MetadataHandler) and announces tool set changes
-// (RefreshTools).
+// 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25 and 2026-07-28,
+// basic/transports and basic/lifecycle or basic/versioning). It also
+// serves OAuth protected resource metadata (RFC 9728, MetadataHandler) and
+// announces tool set changes (RefreshTools).
+//
+// The stateless 2026-07-28 protocol is served beside the session-based
+// versions on the same endpoint (modern.go): server/discover, per-request
+// _meta, the standard headers checked against the body, and
+// subscriptions/listen. Session ids of the session-based versions are
+// signed and self-contained (sessionid.go), so any replica that shares the
+// key serves any session.
 //
 // What it deliberately leaves out: SSE event ids and resumption (streams
 // carry no ids, so clients do not send Last-Event-ID), server-to-client
-// requests, and the stateless 2026-07-28 protocol (a server/discover probe
-// gets a plain 400 on Streamable HTTP and -32601 on HTTP+SSE, which
-// dual-era clients take as "legacy server" and answer with initialize).
+// requests and the 2026-07-28 input-required results that replace them
+// (an upstream's request for input is not relayed), and 2026-07-28
+// Mcp-Param-* headers (no tool the gateway lists declares x-mcp-header
+// mirroring it checks).
 package mcp
 
 import (
@@ -171,9 +179,10 @@ type Transport struct {
 	hosts     hostSet
 	signer    sessionSigner
 
-	mu       sync.RWMutex
-	sessions map[string]*session
-	closed   bool
+	mu        sync.RWMutex
+	sessions  map[string]*session
+	listeners map[*session]struct{} // open subscriptions/listen streams (2026-07-28) wanting tool list changes
+	closed    bool
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -191,11 +200,12 @@ func NewHandler(opts Options) (*Transport, error) {
 	}
 	opts.setDefaults()
 	t := &Transport{
-		opts:     opts,
-		log:      opts.Logger,
-		origins:  map[string]bool{},
-		sessions: map[string]*session{},
-		stop:     make(chan struct{}),
+		opts:      opts,
+		log:       opts.Logger,
+		origins:   map[string]bool{},
+		sessions:  map[string]*session{},
+		listeners: map[*session]struct{}{},
+		stop:      make(chan struct{}),
 	}
 	for _, o := range opts.AllowedOrigins {
 		t.origins[normalizeOrigin(o)] = true
@@ -349,6 +359,10 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 	msgs, batch, err := parseBody(body, t.opts.MaxBatchMessages)
 	if err != nil {
 		t.replyError(w, r, failedID(msgs), err)
+		return
+	}
+	if modernRequest(r, msgs, batch) {
+		t.serveModern(w, r, p, msgs, batch, f)
 		return
 	}
 	if !batch && msgs[0].kind == kindRequest && msgs[0].method == "initialize" {
@@ -660,18 +674,13 @@ var toolsChanged, _ = json.Marshal(notification{JSONRPC: "2.0", Method: "notific
 
 // NotifyToolsChanged sends notifications/tools/list_changed on the open GET
 // stream of every session whose principal (as authenticated at initialize)
-// satisfies match. Sessions without an open stream, or whose stream has a
+// satisfies match, and on every subscriptions/listen stream (2026-07-28)
+// that asked for tool list changes and whose principal satisfies match. Sessions without an open stream, or whose stream has a
 // full buffer, miss the notification. match runs without locks held.
 func (t *Transport) NotifyToolsChanged(match func(p *gateway.Principal) bool) {
-	t.mu.RLock()
-	all := make([]*session, 0, len(t.sessions))
-	for _, s := range t.sessions {
-		all = append(all, s)
-	}
-	t.mu.RUnlock()
-	for _, s := range all {
+	for _, s := range t.allStreams() {
 		p := s.principal
-		if match(&p) && !s.send(toolsChanged) {
+		if match(&p) && !s.send(s.listChanged()) {
 			t.log.Debug("mcp: tools/list_changed not delivered", zap.String("session", s.id))
 		}
 	}
@@ -685,9 +694,14 @@ func (t *Transport) Close() {
 		t.closed = true
 		all := t.sessions
 		t.sessions = map[string]*session{}
+		listening := t.listeners
+		t.listeners = map[*session]struct{}{}
 		t.mu.Unlock()
 		for _, s := range all {
 			s.end()
+		}
+		for s := range listening {
+			s.end() // each stream sends its graceful-closure result
 		}
 		t.cancel()
 		close(t.stop)
