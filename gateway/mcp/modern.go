@@ -46,7 +46,7 @@ const (
 
 	// listTTLMillis is the ttlMs of tools/list results: 0, immediately
 	// stale, because the list follows the caller's profile, which an
-	// operator may change at any moment (DESIGN.md §1: within 1 s on every
+	// operator may change at any moment (taking effect within 1 s on every
 	// replica); subscriptions/listen tells of changes as they happen.
 	listTTLMillis = 0
 	// discoverTTLMillis is the ttlMs of server/discover: its versions,

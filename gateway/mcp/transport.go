@@ -19,9 +19,10 @@
 // What it deliberately leaves out: SSE event ids and resumption (streams
 // carry no ids, so clients do not send Last-Event-ID), server-to-client
 // requests and the 2026-07-28 input-required results that replace them
-// (an upstream's request for input is not relayed), and 2026-07-28
-// Mcp-Param-* headers (no tool the gateway lists declares x-mcp-header
-// mirroring it checks).
+// (an upstream's request for input is not relayed), and the check of
+// 2026-07-28 Mcp-Param-* headers against tools whose inputSchema declares
+// x-mcp-header (such headers pass unchecked; Mcp-Method, Mcp-Name and
+// MCP-Protocol-Version are checked).
 package mcp
 
 import (
