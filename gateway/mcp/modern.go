@@ -386,6 +386,12 @@ func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, p *gatew
 		"params": map[string]any{"_meta": meta}})
 	ch, _ := s.openStream()
 	if in.Notifications.ToolsListChanged {
+		// The stream announces changes from now on: the caller's current
+		// tools are the baseline (unknown when they cannot be listed, so
+		// the first refresh notifies).
+		if tools, err := t.opts.Handler.ListTools(gateway.WithRequestID(r.Context(), newRequestID()), p); err == nil {
+			s.sawTools(toolSetHash(tools))
+		}
 		if !t.addListener(s) {
 			t.replyError(w, r, m.id, errClosed)
 			return

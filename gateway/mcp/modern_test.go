@@ -141,8 +141,8 @@ func TestModernRequestValidation(t *testing.T) {
 
 // TestModernListen: subscriptions/listen acknowledges first, tags every
 // message with the subscription id, gets tools/list_changed from
-// RefreshTools only when asked for, and ends with the graceful-closure
-// result on Close.
+// RefreshTools only when asked for and only when the caller's tools differ
+// from those at listen, and ends with the graceful-closure result on Close.
 func TestModernListen(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.KeepAlive = time.Hour })
 	open := func(filter string) (*bufio.Reader, func()) {
@@ -181,6 +181,10 @@ func TestModernListen(t *testing.T) {
 		t.Fatalf("ack %s", ack)
 	}
 	waitFor(t, "the listener", func() bool { return e.listenerCount() == 1 })
+	if n := e.tr.refreshTools(func(*gateway.Principal) bool { return true }); n != 0 {
+		t.Fatalf("refresh with the tools unchanged since listen notified %d streams", n)
+	}
+	e.h.setTools(3, nil)
 	if n := e.tr.refreshTools(func(*gateway.Principal) bool { return true }); n != 1 {
 		t.Fatalf("refresh notified %d streams, want the tools listener only", n)
 	}
