@@ -34,6 +34,7 @@ func newDevDefaults(base func(string) string) *devDefaults {
 		"MCPGATE_JWT_SECRET":                secrets["MCPGATE_JWT_SECRET"],
 		"MCPGATE_ADMIN_TOKEN":               secrets["MCPGATE_ADMIN_TOKEN"],
 		"SUPACLOUD_MCP_CONFIRMATION_SECRET": secrets["SUPACLOUD_MCP_CONFIRMATION_SECRET"],
+		"MCPGATE_SESSION_SECRET":            secrets["MCPGATE_SESSION_SECRET"],
 		"MCPGATE_LOG_FORMAT":                "console",
 		"MCPGATE_DATABASE_URL":              "sqlite:mcpgate-dev.db",
 	}}
@@ -51,6 +52,7 @@ func loadDevSecrets(path string) map[string]string {
 		"MCPGATE_JWT_SECRET":                func() string { return randomHex(32) },
 		"MCPGATE_ADMIN_TOKEN":               func() string { return "dev-admin-" + randomHex(12) },
 		"SUPACLOUD_MCP_CONFIRMATION_SECRET": func() string { return randomHex(32) },
+		"MCPGATE_SESSION_SECRET":            func() string { return randomHex(32) },
 	}
 	changed := false
 	for k, gen := range fresh {

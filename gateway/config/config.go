@@ -36,6 +36,11 @@ type Config struct {
 	// ConfirmationSecret is SUPACLOUD_MCP_CONFIRMATION_SECRET (≥ 32 bytes
 	// when set; unset ⇒ deploy confirmation fails closed).
 	ConfirmationSecret []byte
+	// SessionSecret is MCPGATE_SESSION_SECRET (≥ 32 bytes): the HMAC key
+	// of MCP session ids, which replicas must share to serve each other's
+	// sessions. Unset: a random key per process (App warns), so a session
+	// is served only by the process that opened it and ends with it.
+	SessionSecret []byte
 	// UpstreamURL (MCPGATE_UPSTREAM_URL) replaces the demo backend.
 	UpstreamURL string
 	// UpstreamTier (MCPGATE_UPSTREAM_TIER, default ops) is the tier given to
@@ -162,6 +167,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		MaxHeldBodyBytes:   int64(r.positive("MCPGATE_MAX_HELD_BODY_BYTES", 256<<20)),
 		AllowedOrigins:     splitList(getenv("MCPGATE_ALLOWED_ORIGINS")),
 		ConfirmationSecret: []byte(getenv("SUPACLOUD_MCP_CONFIRMATION_SECRET")),
+		SessionSecret:      []byte(getenv("MCPGATE_SESSION_SECRET")),
 	}
 	c.Limits = r.limits()
 	c.DatabaseMaxConns = r.positive("MCPGATE_DATABASE_MAX_CONNS", 20)
@@ -203,6 +209,9 @@ func (c *Config) validate(r *reader) {
 	}
 	if n := len(c.ConfirmationSecret); n > 0 && n < 32 {
 		r.fail("SUPACLOUD_MCP_CONFIRMATION_SECRET is %d bytes; it must be at least 32 (unset it to make deploy confirmation fail closed)", n)
+	}
+	if n := len(c.SessionSecret); n > 0 && n < 32 {
+		r.fail("MCPGATE_SESSION_SECRET is %d bytes; it must be at least 32 (e.g. openssl rand -hex 32)", n)
 	}
 	if c.LogFormat != "json" && c.LogFormat != "console" {
 		r.fail("MCPGATE_LOG_FORMAT=%q: want json or console", c.LogFormat)

@@ -58,6 +58,7 @@ func TestLoadOverrides(t *testing.T) {
 		"MCPGATE_MAX_BATCH_MESSAGES":          "10",
 		"MCPGATE_MAX_BATCH_REPLY_BYTES":       "65536",
 		"MCPGATE_MAX_HELD_BODY_BYTES":         "1048576",
+		"MCPGATE_SESSION_SECRET":              "session-secret-0123456789abcdef-0123",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +71,9 @@ func TestLoadOverrides(t *testing.T) {
 	}
 	if c.UpstreamTier != gateway.TierRead {
 		t.Errorf("upstream tier %q, want read", c.UpstreamTier)
+	}
+	if string(c.SessionSecret) != "session-secret-0123456789abcdef-0123" {
+		t.Errorf("session secret %q not read from MCPGATE_SESSION_SECRET", c.SessionSecret)
 	}
 	if c.MaxBatchMessages != 10 || c.MaxBatchReplyBytes != 65536 || c.MaxHeldBodyBytes != 1<<20 {
 		t.Errorf("batch limits %d messages, %d reply bytes, %d held body bytes; want 10, 65536 and 1048576", c.MaxBatchMessages, c.MaxBatchReplyBytes, c.MaxHeldBodyBytes)
@@ -85,6 +89,7 @@ func TestLoadRejects(t *testing.T) {
 		{"unknown edition", map[string]string{"MCPGATE_JWT_SECRET": secret, "SUPACLOUD_EDITION": "premium"}, "SUPACLOUD_EDITION"},
 		{"no key", map[string]string{}, "MCPGATE_JWT_SECRET"},
 		{"short secret", map[string]string{"MCPGATE_JWT_SECRET": "short"}, "at least 32"},
+		{"short session secret", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_SESSION_SECRET": "x"}, "MCPGATE_SESSION_SECRET is 1 bytes"},
 		{"short confirmation secret", map[string]string{"MCPGATE_JWT_SECRET": secret, "SUPACLOUD_MCP_CONFIRMATION_SECRET": "x"}, "SUPACLOUD_MCP_CONFIRMATION_SECRET"},
 		{"bad limit", map[string]string{"MCPGATE_JWT_SECRET": secret, "AGENT_MCP_TOOL_RATE_LIMIT": "-1"}, "AGENT_MCP_TOOL_RATE_LIMIT"},
 		{"bad listen", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_LISTEN": "nope"}, "MCPGATE_LISTEN"},

@@ -21,25 +21,28 @@ type protocolError struct {
 	code   int               // JSON-RPC error code
 	class  gateway.ErrorCode // data.class
 	msg    string
+	// supported and requested are the data of UnsupportedProtocolVersion.
+	supported []string
+	requested string
 }
 
 func (e *protocolError) Error() string { return e.msg }
 
 // errParse is the reply to a body that is not JSON (HTTP 400, -32700).
 func errParse(format string, args ...any) error {
-	return &protocolError{http.StatusBadRequest, gateway.RPCParseError, gateway.EInvalid, fmt.Sprintf(format, args...)}
+	return &protocolError{status: http.StatusBadRequest, code: gateway.RPCParseError, class: gateway.EInvalid, msg: fmt.Sprintf(format, args...)}
 }
 
 // errInvalidRequest is the reply to JSON that is not an acceptable JSON-RPC
 // request for this endpoint (HTTP 400, -32600).
 func errInvalidRequest(format string, args ...any) error {
-	return &protocolError{http.StatusBadRequest, gateway.RPCInvalidRequest, gateway.EInvalid, fmt.Sprintf(format, args...)}
+	return &protocolError{status: http.StatusBadRequest, code: gateway.RPCInvalidRequest, class: gateway.EInvalid, msg: fmt.Sprintf(format, args...)}
 }
 
 // errStatus is a transport error with its own HTTP status (403, 404, 405,
 // 406, 409, 413); the JSON-RPC code stays -32600.
 func errStatus(status int, class gateway.ErrorCode, format string, args ...any) error {
-	return &protocolError{status, gateway.RPCInvalidRequest, class, fmt.Sprintf(format, args...)}
+	return &protocolError{status: status, code: gateway.RPCInvalidRequest, class: class, msg: fmt.Sprintf(format, args...)}
 }
 
 // rpcError is the JSON-RPC error object on the wire.
@@ -58,6 +61,10 @@ type errorData struct {
 	DecisionID string           `json:"decision_id,omitempty"`
 	Reasons    []gateway.Reason `json:"reasons,omitempty"`
 	Bucket     string           `json:"bucket,omitempty"`
+	// Supported and Requested are UnsupportedProtocolVersion's data (MCP
+	// 2026-07-28): the versions served and the one the request asked for.
+	Supported []string `json:"supported,omitempty"`
+	Requested string   `json:"requested,omitempty"`
 }
 
 // wireError is the one place that turns an error into its JSON-RPC error
@@ -70,7 +77,7 @@ func (t *Transport) wireError(ctx context.Context, err error) (*rpcError, int) {
 		t.log.Debug("mcp: request refused", zap.String("request_id", gateway.RequestIDFrom(ctx)),
 			zap.Int("status", pe.status), zap.String("reason", pe.msg))
 		return &rpcError{Code: pe.code, Message: pe.msg,
-			Data: &errorData{Class: string(pe.class), Status: pe.status}}, pe.status
+			Data: &errorData{Class: string(pe.class), Status: pe.status, Supported: pe.supported, Requested: pe.requested}}, pe.status
 	}
 	code := gateway.ErrorCodeOf(err)
 	e := &rpcError{Code: code.RPCCode(), Message: gateway.ErrorMessageOf(err),

@@ -371,6 +371,12 @@ func (e *env) streamOpen(id string) bool {
 	return s.stream != nil
 }
 
+func (e *env) listenerCount() int {
+	e.tr.mu.RLock()
+	defer e.tr.mu.RUnlock()
+	return len(e.tr.listeners)
+}
+
 func (e *env) sessionCount() int {
 	e.tr.mu.RLock()
 	defer e.tr.mu.RUnlock()

@@ -31,11 +31,12 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestInteropGoSDK drives the transport with the official Go SDK client
 // (github.com/modelcontextprotocol/go-sdk v1.8.0) at every protocol version
-// we support, and at the SDK's default, which first probes with the
-// 2026-07-28 server/discover and must fall back to initialize.
+// we support, and at the SDK's default, which probes with the 2026-07-28
+// server/discover and then speaks 2026-07-28 statelessly (no session, no
+// DELETE; list changes on subscriptions/listen).
 func TestInteropGoSDK(t *testing.T) {
 	tests := []struct{ name, pin, want string }{
-		{"sdk default falls back to latest", "", LatestVersion},
+		{"sdk default speaks 2026-07-28", "", Version20260728},
 		{"2025-11-25", Version20251125, Version20251125},
 		{"2025-06-18", Version20250618, Version20250618},
 		{"2025-03-26", Version20250326, Version20250326},
@@ -73,15 +74,20 @@ func TestInteropGoSDK(t *testing.T) {
 				t.Fatalf("serverInfo.name = %q", got)
 			}
 
+			stateless := tc.want == Version20260728
 			interopList(ctx, t, cs)
-			interopCall(ctx, t, cs)
-			interopNotify(t, e, cs, changed)
+			interopCall(ctx, t, cs, stateless)
+			interopNotify(t, e, cs, changed, stateless)
 
 			if err := cs.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
-			if deletes.Load() != 1 || e.sessionCount() != 0 {
-				t.Fatalf("after Close: %d DELETEs reached the server, %d sessions left", deletes.Load(), e.sessionCount())
+			wantDeletes := int32(1)
+			if stateless {
+				wantDeletes = 0 // 2026-07-28 has no session to end
+			}
+			if deletes.Load() != wantDeletes || e.sessionCount() != 0 {
+				t.Fatalf("after Close: %d DELETEs reached the server (want %d), %d sessions left", deletes.Load(), wantDeletes, e.sessionCount())
 			}
 		})
 	}
@@ -111,7 +117,7 @@ func interopList(ctx context.Context, t *testing.T, cs *sdk.ClientSession) {
 	}
 }
 
-func interopCall(ctx context.Context, t *testing.T, cs *sdk.ClientSession) {
+func interopCall(ctx context.Context, t *testing.T, cs *sdk.ClientSession, stateless bool) {
 	t.Helper()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"project": "p1"}})
 	if err != nil {
@@ -143,15 +149,23 @@ func interopCall(ctx context.Context, t *testing.T, cs *sdk.ClientSession) {
 	if err == nil || !strings.Contains(err.Error(), "tool deny needs grant supacloud.ops.*") {
 		t.Fatalf("denied call: err = %v, want the denial message", err)
 	}
-	// The session survives an error reply.
-	if err := cs.Ping(ctx, nil); err != nil {
+	// The session survives an error reply (2026-07-28 has no ping: a call).
+	if stateless {
+		if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo"}); err != nil {
+			t.Fatalf("CallTool after an error: %v", err)
+		}
+	} else if err := cs.Ping(ctx, nil); err != nil {
 		t.Fatalf("Ping after an error: %v", err)
 	}
 }
 
-func interopNotify(t *testing.T, e *env, cs *sdk.ClientSession, changed <-chan struct{}) {
+func interopNotify(t *testing.T, e *env, cs *sdk.ClientSession, changed <-chan struct{}, stateless bool) {
 	t.Helper()
-	waitFor(t, "the SDK's GET stream", func() bool { return e.streamOpen(cs.ID()) })
+	if stateless {
+		waitFor(t, "the SDK's subscriptions/listen stream", func() bool { return e.listenerCount() == 1 })
+	} else {
+		waitFor(t, "the SDK's GET stream", func() bool { return e.streamOpen(cs.ID()) })
+	}
 	e.tr.NotifyToolsChanged(func(p *gateway.Principal) bool { return p.Subject == "user-a" })
 	select {
 	case <-changed:

@@ -96,7 +96,7 @@ func (l *legacyHandler) serveMessage(w http.ResponseWriter, r *http.Request, p *
 		t.replyError(w, r, nil, errInvalidRequest("missing sessionId query parameter; POST to the URL named by the endpoint event of GET %s", l.messagePath))
 		return
 	}
-	s, err := t.lookup(id, p, true)
+	s, err := t.lookupLegacy(id, p)
 	if err != nil {
 		t.replyError(w, r, nil, errStatus(http.StatusNotFound, gateway.ENotFound,
 			"SSE session not found or ended; open a new event stream with GET and use its endpoint"))

@@ -167,7 +167,9 @@ func (t *Transport) listTools(ctx context.Context, s *session, p *gateway.Princi
 	if err != nil {
 		return nil, err
 	}
-	s.sawTools(toolSetHash(tools))
+	if s != nil { // nil: a stateless request, whose client is told of changes by subscriptions/listen
+		s.sawTools(toolSetHash(tools))
+	}
 	if start > len(tools) {
 		return nil, errBadCursor
 	}

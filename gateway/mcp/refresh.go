@@ -53,6 +53,8 @@ const refreshTimeout = 30 * time.Second
 // RefreshTools recomputes, in the background, the tools/list of every
 // session whose principal (as authenticated at initialize) satisfies match
 // and that has an open stream (a GET stream, or a 2024-11-05 SSE stream),
+// and of every 2026-07-28 subscriptions/listen stream that asked for tool
+// list changes and whose principal satisfies match,
 // by calling Handler.ListTools, and sends notifications/tools/list_changed
 // to each session whose tool names differ from those its client last
 // listed (or was last told about). A session whose client never listed
@@ -90,7 +92,7 @@ func (t *Transport) refreshTools(match func(p *gateway.Principal) bool) int {
 // notifyOne sends tools/list_changed on s's stream; when it cannot, the
 // session's known set is forgotten so that the next pass notifies again.
 func (t *Transport) notifyOne(s *session) bool {
-	if s.send(toolsChanged) {
+	if s.send(s.listChanged()) {
 		return true
 	}
 	s.sawTools(toolSet{})
@@ -101,12 +103,7 @@ func (t *Transport) notifyOne(s *session) bool {
 // streaming returns the live sessions with an open stream whose principal
 // satisfies match; match runs without locks held.
 func (t *Transport) streaming(match func(p *gateway.Principal) bool) []*session {
-	t.mu.RLock()
-	all := make([]*session, 0, len(t.sessions))
-	for _, s := range t.sessions {
-		all = append(all, s)
-	}
-	t.mu.RUnlock()
+	all := t.allStreams()
 	out := all[:0]
 	for _, s := range all {
 		s.mu.Lock()
@@ -117,6 +114,30 @@ func (t *Transport) streaming(match func(p *gateway.Principal) bool) []*session 
 		}
 	}
 	return out
+}
+
+// allStreams returns every session held and every subscriptions/listen
+// stream that wants tool list changes.
+func (t *Transport) allStreams() []*session {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	all := make([]*session, 0, len(t.sessions)+len(t.listeners))
+	for _, s := range t.sessions {
+		all = append(all, s)
+	}
+	for s := range t.listeners {
+		all = append(all, s)
+	}
+	return all
+}
+
+// listChanged is the tools/list_changed notification for s's stream: the
+// plain one, or a listen stream's, tagged with its subscription id.
+func (s *session) listChanged() []byte {
+	if s.notice != nil {
+		return s.notice
+	}
+	return toolsChanged
 }
 
 // goTracked runs f on a goroutine that Close waits for; once Close has

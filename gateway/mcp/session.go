@@ -50,12 +50,18 @@ func identityOf(p *gateway.Principal) identity {
 	}
 }
 
-// session is one MCP session: created by initialize, ended by DELETE,
-// Transport.Close or SessionIdle without a request. A legacy session (the
-// 2024-11-05 HTTP+SSE transport) is created by its GET stream instead and
-// lives exactly as long as that stream.
+// session is what this replica holds of one MCP session. A Streamable HTTP
+// session is created by initialize (on any replica) and ended by DELETE (on
+// any replica) or by its age (Options.SessionMaxAge); this struct is its
+// local state, made on the first request this replica sees and dropped by
+// Transport.Close, by SessionIdle without a request here, or to make room
+// (createSession), none of which ends the session itself (sessionid.go). A
+// legacy session (the 2024-11-05 HTTP+SSE transport) is created by its GET
+// stream instead, lives exactly as long as that stream, and exists only on
+// the replica that serves the stream.
 type session struct {
 	id        string
+	until     time.Time // when the id stops verifying; zero for legacy sessions
 	owner     identity
 	principal gateway.Principal // snapshot at initialize, for NotifyToolsChanged
 	version   string            // negotiated protocol version; legacy sessions keep 2024-11-05, unread
@@ -72,11 +78,12 @@ type session struct {
 	stream   chan []byte                      // open GET stream's outbox; nil when none
 	inflight map[string][]*context.CancelFunc // running requests by raw id; a reused id has several
 	tools    toolSet                          // the tool set this session's client last knew
+	notice   []byte                           // a listen stream's tools/list_changed; nil: toolsChanged
 }
 
-func newSession(p *gateway.Principal, version string, legacy bool, now time.Time) *session {
+func newSession(id string, p *gateway.Principal, version string, legacy bool, now time.Time) *session {
 	s := &session{
-		id:        rand.Text(), // 128 bits, base32: visible ASCII as the spec requires
+		id:        id,
 		owner:     identityOf(p),
 		principal: *p,
 		version:   version,
@@ -210,19 +217,38 @@ const streamBuffer = 16
 // closed.
 //
 // Sessions are bounded so that initialize in a loop cannot exhaust memory:
-// a principal keeps at most MaxSessionsPerPrincipal (its least recently
-// used session is ended to make room, and its client re-initializes on the
-// 404), and the transport refuses new sessions beyond MaxSessions.
+// a principal keeps at most MaxSessionsPerPrincipal on this replica (the
+// local state of its least recently used session is dropped to make room:
+// a legacy session ends, a Streamable HTTP one is rebuilt from its id on
+// its next request), and the transport refuses new local state beyond
+// MaxSessions.
 func (t *Transport) createSession(p *gateway.Principal, version string, legacy bool) (*session, error) {
-	s := newSession(p, version, legacy, time.Now())
+	now := time.Now()
+	id := rand.Text() // legacy: 128 bits, base32, visible ASCII as the spec requires
+	if !legacy {
+		id = t.signer.mint(p, version, now)
+	}
+	s := newSession(id, p, version, legacy, now)
+	if !legacy {
+		s.until = now.Add(t.opts.SessionMaxAge)
+	}
+	if err := t.admit(s); err != nil {
+		return nil, err
+	}
+	t.log.Debug("mcp: session started", zap.String("session", s.id), zap.String("version", version))
+	return s, nil
+}
+
+// admit stores s under the session limits (see createSession).
+func (t *Transport) admit(s *session) error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
-		return nil, errClosed
+		return errClosed
 	}
 	if len(t.sessions) >= MaxSessions {
 		t.mu.Unlock()
-		return nil, errTooManySessions
+		return errTooManySessions
 	}
 	evict := t.oldestOverLimit(s.owner)
 	t.sessions[s.id] = s
@@ -230,8 +256,7 @@ func (t *Transport) createSession(p *gateway.Principal, version string, legacy b
 	if evict != nil {
 		t.endSession(evict, "session limit of its principal reached")
 	}
-	t.log.Debug("mcp: session started", zap.String("session", s.id), zap.String("version", version))
-	return s, nil
+	return nil
 }
 
 // Session limits (see createSession).
@@ -272,10 +297,9 @@ func (t *Transport) session(r *http.Request, p *gateway.Principal) (*session, er
 	if id == "" {
 		return nil, errInvalidRequest("missing Mcp-Session-Id header; send initialize first and repeat the session id it returns on every request")
 	}
-	s, err := t.lookup(id, p, false)
+	s, err := t.lookupStreamable(r.Context(), id, p)
 	if err != nil {
-		return nil, errStatus(http.StatusNotFound, gateway.ENotFound,
-			"session not found or ended; send initialize again without Mcp-Session-Id")
+		return nil, err
 	}
 	if err := checkVersionHeader(r, s.version); err != nil {
 		return nil, err
@@ -286,27 +310,67 @@ func (t *Transport) session(r *http.Request, p *gateway.Principal) (*session, er
 // errNoSession is lookup's failure; callers turn it into their 404.
 var errNoSession = errors.New("no such session")
 
-// lookup returns the live session id of transport kind legacy owned by p
-// and marks it active. Another principal's session, or one of the other
-// transport, is not found: ids are not shared across credentials or
-// transports.
-func (t *Transport) lookup(id string, p *gateway.Principal, legacy bool) (*session, error) {
+// errSessionNotFound answers a Streamable HTTP request whose session id
+// does not verify for its credential, is too old, or was ended.
+var errSessionNotFound = errStatus(http.StatusNotFound, gateway.ENotFound,
+	"session not found or ended; send initialize again without Mcp-Session-Id")
+
+// lookupStreamable returns this replica's state of the Streamable HTTP
+// session id owned by p, building it from the id when this replica has not
+// seen the session (or dropped its state): the id must verify for p's
+// credential, be younger than SessionMaxAge and not be recorded in
+// SessionEnds. It marks the session active.
+func (t *Transport) lookupStreamable(ctx context.Context, id string, p *gateway.Principal) (*session, error) {
+	now := time.Now()
+	claims, err := t.signer.verify(id, p, now)
+	if err != nil {
+		return nil, errSessionNotFound
+	}
+	ended, err := t.opts.SessionEnds.Ended(ctx, id)
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EUnavailable, err,
+			"could not check whether this MCP session has ended; retry shortly")
+	}
+	if ended {
+		return nil, errSessionNotFound
+	}
+	t.mu.RLock()
+	s := t.sessions[id]
+	t.mu.RUnlock()
+	if s != nil && !s.legacy && !s.ended() {
+		s.lastSeen.Store(now.UnixNano())
+		return s, nil
+	}
+	s = newSession(id, p, claims.version, false, now)
+	s.until = claims.created.Add(t.opts.SessionMaxAge)
+	if err := t.admit(s); err != nil {
+		return nil, err
+	}
+	t.log.Debug("mcp: session state built from its id", zap.String("session", id), zap.String("version", claims.version))
+	return s, nil
+}
+
+// lookupLegacy returns the live legacy (HTTP+SSE) session id owned by p and
+// marks it active. Another principal's session, or a Streamable HTTP one,
+// is not found: ids are not shared across credentials or transports.
+func (t *Transport) lookupLegacy(id string, p *gateway.Principal) (*session, error) {
 	now := time.Now()
 	t.mu.RLock()
 	s := t.sessions[id]
 	t.mu.RUnlock()
-	if s == nil || s.legacy != legacy || s.ended() || t.expired(s, now) || s.owner != identityOf(p) {
+	if s == nil || !s.legacy || s.ended() || t.expired(s, now) || s.owner != identityOf(p) {
 		return nil, errNoSession
 	}
 	s.lastSeen.Store(now.UnixNano())
 	return s, nil
 }
 
-// expired reports a session idle for longer than SessionIdle. A legacy
-// session never expires this way: its open stream is the session, and it
-// ends when the stream does.
+// expired reports local state to drop: a session idle on this replica for
+// longer than SessionIdle, or past its age. A legacy session never expires
+// this way: its open stream is the session, and it ends when the stream
+// does.
 func (t *Transport) expired(s *session, now time.Time) bool {
-	return !s.legacy && now.Sub(time.Unix(0, s.lastSeen.Load())) > t.opts.SessionIdle
+	return !s.legacy && (now.Sub(time.Unix(0, s.lastSeen.Load())) > t.opts.SessionIdle || now.After(s.until))
 }
 
 // endSession removes s and ends it.
@@ -320,7 +384,7 @@ func (t *Transport) endSession(s *session, why string) {
 	t.log.Debug("mcp: session ended", zap.String("session", s.id), zap.String("why", why))
 }
 
-// janitor ends idle sessions until Close.
+// janitor drops the local state of idle sessions until Close.
 func (t *Transport) janitor() {
 	defer t.wg.Done()
 	// Expiry is also checked on every lookup, so the sweep only frees memory.
@@ -336,7 +400,10 @@ func (t *Transport) janitor() {
 	}
 }
 
-// sweep ends every session idle for longer than SessionIdle.
+// sweep drops the local state of every session idle for longer than
+// SessionIdle (its open GET stream ends, its running calls are cancelled);
+// the session itself stays valid and is rebuilt from its id on its next
+// request.
 func (t *Transport) sweep(now time.Time) {
 	var idle []*session
 	t.mu.RLock()

@@ -4,16 +4,25 @@
 // authenticated, sessions bound to the authenticated principal, Host,
 // Origin and CORS checks before authentication, and tools/list and
 // tools/call handed to a Handler (DESIGN.md §4 and §5; MCP specification
-// 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25, basic/transports and
-// basic/lifecycle). It also serves OAuth protected resource metadata
-// (RFC 9728, MetadataHandler) and announces tool set changes
-// (RefreshTools).
+// 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25 and 2026-07-28,
+// basic/transports and basic/lifecycle or basic/versioning). It also
+// serves OAuth protected resource metadata (RFC 9728, MetadataHandler) and
+// announces tool set changes (RefreshTools).
+//
+// The stateless 2026-07-28 protocol is served beside the session-based
+// versions on the same endpoint (modern.go): server/discover, per-request
+// _meta, the standard headers checked against the body, and
+// subscriptions/listen. Session ids of the session-based versions are
+// signed and self-contained (sessionid.go), so any replica that shares the
+// key serves any session.
 //
 // What it deliberately leaves out: SSE event ids and resumption (streams
 // carry no ids, so clients do not send Last-Event-ID), server-to-client
-// requests, and the stateless 2026-07-28 protocol (a server/discover probe
-// gets a plain 400 on Streamable HTTP and -32601 on HTTP+SSE, which
-// dual-era clients take as "legacy server" and answer with initialize).
+// requests and the 2026-07-28 input-required results that replace them
+// (an upstream's request for input is not relayed), and the check of
+// 2026-07-28 Mcp-Param-* headers against tools whose inputSchema declares
+// x-mcp-header (such headers pass unchecked; Mcp-Method, Mcp-Name and
+// MCP-Protocol-Version are checked).
 package mcp
 
 import (
@@ -127,9 +136,25 @@ type Options struct {
 	// error_description="<message>" (RFC 6750 §3.1: a request without
 	// credentials gets no error code).
 	Challenge func(err error) string
-	// SessionIdle ends a session after this long without a request; an open
-	// GET stream does not count as activity. Default 1 hour.
+	// SessionIdle drops this replica's state of a Streamable HTTP session
+	// (its GET stream, its running calls) after this long without a request
+	// here; an open GET stream does not count as activity. The session
+	// stays valid: its next request, here or on another replica, is served
+	// from its signed id. Default 1 hour.
 	SessionIdle time.Duration
+	// SessionMaxAge is how long a Streamable HTTP session id is valid after
+	// initialize, on every replica; then the client gets 404 and
+	// initializes again. Default DefaultSessionMaxAge.
+	SessionMaxAge time.Duration
+	// SessionSecret is the HMAC key that signs session ids (at least
+	// MinSessionSecretBytes). Replicas that share it serve each other's
+	// sessions. Empty: a random key for this Transport only, so its
+	// sessions are refused by every other replica and after a restart.
+	SessionSecret []byte
+	// SessionEnds records ended sessions (DELETE) for every replica; all
+	// replicas must share one. Default: a MemorySessionEnds of this
+	// Transport only.
+	SessionEnds SessionEnds
 	// KeepAlive is the interval of SSE comment lines on an open GET stream,
 	// so proxies do not close it. Default 25 seconds.
 	KeepAlive time.Duration
@@ -150,6 +175,7 @@ const (
 	DefaultMaxHeldBodyBytes   = 256 << 20
 	DefaultPageSize           = 100
 	DefaultSessionIdle        = time.Hour
+	DefaultSessionMaxAge      = 24 * time.Hour
 	DefaultKeepAlive          = 25 * time.Second
 )
 
@@ -163,10 +189,12 @@ type Transport struct {
 	anyOrigin bool
 	hosts     hostSet
 	bodies    *semaphore.Weighted // bytes of request bodies held (Options.MaxHeldBodyBytes)
+	signer    sessionSigner
 
-	mu       sync.RWMutex
-	sessions map[string]*session
-	closed   bool
+	mu        sync.RWMutex
+	sessions  map[string]*session
+	listeners map[*session]struct{} // open subscriptions/listen streams (2026-07-28) wanting tool list changes
+	closed    bool
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -184,18 +212,20 @@ func NewHandler(opts Options) (*Transport, error) {
 	}
 	opts.setDefaults()
 	t := &Transport{
-		opts:     opts,
-		log:      opts.Logger,
-		origins:  map[string]bool{},
-		sessions: map[string]*session{},
-		stop:     make(chan struct{}),
-		bodies:   semaphore.NewWeighted(opts.MaxHeldBodyBytes),
+		opts:      opts,
+		log:       opts.Logger,
+		origins:   map[string]bool{},
+		sessions:  map[string]*session{},
+		listeners: map[*session]struct{}{},
+		stop:      make(chan struct{}),
+		bodies:    semaphore.NewWeighted(opts.MaxHeldBodyBytes),
 	}
 	for _, o := range opts.AllowedOrigins {
 		t.origins[normalizeOrigin(o)] = true
 		t.anyOrigin = t.anyOrigin || strings.TrimSpace(o) == "*"
 	}
 	t.hosts = newHostSet(opts.AllowedHosts)
+	t.signer = sessionSigner{key: opts.SessionSecret, maxAge: opts.SessionMaxAge}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.wg.Add(1)
 	go t.janitor()
@@ -208,8 +238,10 @@ func (o *Options) validate() error {
 		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Authenticator is nil; pass the authenticator of this endpoint")
 	case o.Handler == nil:
 		return gateway.Errorf(gateway.EInvalid, "mcp: Options.Handler is nil; pass the handler that serves tools/list and tools/call")
-	case o.MaxBodyBytes < 0, o.MaxBatchMessages < 0, o.MaxBatchReplyBytes < 0, o.MaxHeldBodyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.KeepAlive < 0, o.CORSMaxAge < 0, o.WriteTimeout < 0:
-		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, MaxBatchMessages, MaxBatchReplyBytes, MaxHeldBodyBytes, PageSize, SessionIdle, KeepAlive, CORSMaxAge and WriteTimeout must not be negative; use 0 for the default")
+	case o.MaxBodyBytes < 0, o.MaxBatchMessages < 0, o.MaxBatchReplyBytes < 0, o.MaxHeldBodyBytes < 0, o.PageSize < 0, o.SessionIdle < 0, o.SessionMaxAge < 0, o.KeepAlive < 0, o.CORSMaxAge < 0, o.WriteTimeout < 0:
+		return gateway.Errorf(gateway.EInvalid, "mcp: MaxBodyBytes, MaxBatchMessages, MaxBatchReplyBytes, MaxHeldBodyBytes, PageSize, SessionIdle, SessionMaxAge, KeepAlive, CORSMaxAge and WriteTimeout must not be negative; use 0 for the default")
+	case len(o.SessionSecret) > 0 && len(o.SessionSecret) < MinSessionSecretBytes:
+		return gateway.Errorf(gateway.EInvalid, "mcp: Options.SessionSecret is %d bytes; it must be at least %d (MCPGATE_SESSION_SECRET)", len(o.SessionSecret), MinSessionSecretBytes)
 	}
 	return nil
 }
@@ -247,6 +279,16 @@ func (o *Options) setDefaults() {
 	}
 	if o.KeepAlive == 0 {
 		o.KeepAlive = DefaultKeepAlive
+	}
+	if o.SessionMaxAge == 0 {
+		o.SessionMaxAge = DefaultSessionMaxAge
+	}
+	if len(o.SessionSecret) == 0 {
+		o.SessionSecret = make([]byte, 32)
+		_, _ = rand.Read(o.SessionSecret)
+	}
+	if o.SessionEnds == nil {
+		o.SessionEnds = NewMemorySessionEnds()
 	}
 }
 
@@ -334,6 +376,10 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 	msgs, batch, err := parseBody(body, t.opts.MaxBatchMessages)
 	if err != nil {
 		t.replyError(w, r, failedID(msgs), err)
+		return
+	}
+	if modernRequest(r, msgs, batch) {
+		t.serveModern(w, r, p, msgs, batch, f)
 		return
 	}
 	if !batch && msgs[0].kind == kindRequest && msgs[0].method == "initialize" {
@@ -641,12 +687,19 @@ func (t *Transport) writeDeadline(rc *http.ResponseController) {
 	_ = rc.SetWriteDeadline(d)
 }
 
-// serveDELETE ends the caller's session (MCP basic/transports, "Session
-// Management": clients SHOULD send DELETE when done).
+// serveDELETE ends the caller's session on every replica (MCP
+// basic/transports, "Session Management": clients SHOULD send DELETE when
+// done): it is recorded in SessionEnds, then this replica's state of it is
+// dropped.
 func (t *Transport) serveDELETE(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
 	s, err := t.session(r, p)
 	if err != nil {
 		t.replyError(w, r, nil, err)
+		return
+	}
+	if err := t.opts.SessionEnds.End(r.Context(), s.id, s.until); err != nil {
+		t.replyError(w, r, nil, gateway.Wrap(gateway.EUnavailable, err,
+			"could not record the end of this MCP session; send DELETE again"))
 		return
 	}
 	t.endSession(s, "deleted by client")
@@ -658,18 +711,13 @@ var toolsChanged, _ = json.Marshal(notification{JSONRPC: "2.0", Method: "notific
 
 // NotifyToolsChanged sends notifications/tools/list_changed on the open GET
 // stream of every session whose principal (as authenticated at initialize)
-// satisfies match. Sessions without an open stream, or whose stream has a
+// satisfies match, and on every subscriptions/listen stream (2026-07-28)
+// that asked for tool list changes and whose principal satisfies match. Sessions without an open stream, or whose stream has a
 // full buffer, miss the notification. match runs without locks held.
 func (t *Transport) NotifyToolsChanged(match func(p *gateway.Principal) bool) {
-	t.mu.RLock()
-	all := make([]*session, 0, len(t.sessions))
-	for _, s := range t.sessions {
-		all = append(all, s)
-	}
-	t.mu.RUnlock()
-	for _, s := range all {
+	for _, s := range t.allStreams() {
 		p := s.principal
-		if match(&p) && !s.send(toolsChanged) {
+		if match(&p) && !s.send(s.listChanged()) {
 			t.log.Debug("mcp: tools/list_changed not delivered", zap.String("session", s.id))
 		}
 	}
@@ -683,9 +731,14 @@ func (t *Transport) Close() {
 		t.closed = true
 		all := t.sessions
 		t.sessions = map[string]*session{}
+		listening := t.listeners
+		t.listeners = map[*session]struct{}{}
 		t.mu.Unlock()
 		for _, s := range all {
 			s.end()
+		}
+		for s := range listening {
+			s.end() // each stream sends its graceful-closure result
 		}
 		t.cancel()
 		close(t.stop)

@@ -836,8 +836,11 @@ func TestStreamKeepAliveAndEnd(t *testing.T) {
 			}
 			code, _ := e.rpc(hdr{token: tokAlice, session: sid}, "ping", "")
 			want := 404
-			if tc.name == "Close" {
+			switch tc.name {
+			case "Close":
 				want = 503
+			case "idle": // only this replica's state was dropped: the id still holds
+				want = 200
 			}
 			if code != want {
 				t.Fatalf("request after %s: status %d, want %d", tc.name, code, want)
@@ -846,7 +849,11 @@ func TestStreamKeepAliveAndEnd(t *testing.T) {
 	}
 }
 
-func TestIdleSessionExpires(t *testing.T) {
+// TestIdleSessionStateDropped: SessionIdle frees this replica's state of an
+// idle session (the janitor drops it) without ending the session, which
+// another replica may be serving; its next request rebuilds the state from
+// the signed id. SessionMaxAge is what ends an unused session.
+func TestIdleSessionStateDropped(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.SessionIdle = 100 * time.Millisecond })
 	active := e.initialize(tokAlice, Version20251125)
 	idle := e.initialize(tokAlice, Version20251125)
@@ -856,10 +863,27 @@ func TestIdleSessionExpires(t *testing.T) {
 			t.Fatalf("active session expired: %d", code)
 		}
 	}
-	if code, _ := e.rpc(hdr{token: tokAlice, session: idle}, "ping", ""); code != 404 {
-		t.Fatalf("idle session: status %d, want 404", code)
+	waitFor(t, "janitor to drop the idle session's state", func() bool { return e.sessionCount() == 1 })
+	if code, _ := e.rpc(hdr{token: tokAlice, session: idle}, "ping", ""); code != 200 {
+		t.Fatalf("idle session after its state was dropped: status %d, want 200", code)
 	}
-	waitFor(t, "janitor to drop the idle session", func() bool { return e.sessionCount() == 1 })
+	if e.sessionCount() != 2 {
+		t.Fatalf("%d sessions held, want the rebuilt one back", e.sessionCount())
+	}
+}
+
+// TestSessionMaxAge: an id older than SessionMaxAge is refused (404) on
+// every replica, whether or not it holds the session's state.
+func TestSessionMaxAge(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.SessionMaxAge = 150 * time.Millisecond })
+	sid := e.initialize(tokAlice, Version20251125)
+	if code, _ := e.rpc(hdr{token: tokAlice, session: sid}, "ping", ""); code != 200 {
+		t.Fatalf("fresh session: status %d", code)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if code, r := e.rpc(hdr{token: tokAlice, session: sid}, "ping", ""); code != 404 || !strings.Contains(r.Error.Message, "initialize again") {
+		t.Fatalf("session past its age: status %d %+v, want 404 telling to initialize again", code, r.Error)
+	}
 }
 
 func TestCancelledNotificationCancelsCall(t *testing.T) {

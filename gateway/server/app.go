@@ -92,12 +92,16 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		return err
 	}
 	a.sweepIdempotencyKeys(log)
+	if len(cfg.SessionSecret) == 0 {
+		log.Warn("MCPGATE_SESSION_SECRET is unset: MCP session ids are signed with a key of this process only, so another replica answers them 404 and they end when this process does; set the same ≥ 32-byte key on every replica")
+	}
 	a.Server, err = New(Deps{
 		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, AdminToken: cfg.AdminToken,
 		ValidateGrant: GrantValidator(a.Engine, a.Catalog), Logger: log, Registry: reg,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
+		SessionSecret: cfg.SessionSecret,
 	})
 	if err != nil {
 		return err

@@ -85,6 +85,9 @@ type Deps struct {
 	// WriteTimeout bounds each SSE event and each MCP POST reply, counted
 	// from when the reply is ready (config.Conn.WriteTimeout); 0: no bound.
 	WriteTimeout time.Duration
+	// SessionSecret signs MCP session ids (config.Config.SessionSecret);
+	// empty: a key of this process only (mcp.Options.SessionSecret).
+	SessionSecret []byte
 	// ProbesApart leaves /healthz, /readyz and /metrics out of the main
 	// handler; they are served only by Server.Probes, on the listener of
 	// MCPGATE_METRICS_LISTEN.
@@ -130,6 +133,12 @@ func New(d Deps) (*Server, error) {
 		AllowedHosts:        d.HTTP.AllowedHosts,
 		ResourceMetadataURL: metaURL,
 		WriteTimeout:        d.WriteTimeout,
+		SessionSecret:       d.SessionSecret,
+		// Ended sessions are held in this process: the PostgreSQL-backed
+		// mcp.SessionEnds arrives with the store fan-out, and until then a
+		// DELETE holds on the replica that received it (README.md, "Sessions
+		// across replicas").
+		SessionEnds: mcp.NewMemorySessionEnds(),
 	})
 	if err != nil {
 		return nil, err

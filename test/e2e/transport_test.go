@@ -15,16 +15,20 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// streamWatch wraps the gateway so a test knows when the Go SDK's standalone
-// GET stream is registered: the transport registers it before it writes the
-// 200, so a WriteHeader on GET /mcp means notifications can reach it.
+// streamWatch wraps the gateway so a test knows when the Go SDK's
+// notification stream is registered: the standalone GET stream of a
+// session, or, at 2026-07-28 (the SDK's default), the response stream of
+// subscriptions/listen. The transport registers either before it writes
+// the 200, so that WriteHeader means notifications can reach it.
 type streamWatch struct {
 	next   http.Handler
 	opened chan struct{}
 }
 
 func (sw *streamWatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodGet && r.URL.Path == "/mcp" {
+	get := r.Method == http.MethodGet
+	listen := r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "subscriptions/listen"
+	if (get || listen) && r.URL.Path == "/mcp" {
 		w = &headerSignal{ResponseWriter: w, opened: sw.opened}
 	}
 	sw.next.ServeHTTP(w, r)
@@ -50,8 +54,9 @@ type notified struct {
 	changed chan struct{}
 }
 
-// connectStreaming opens a session with the Go SDK client at its default
-// settings (standalone GET stream on) and waits until its stream is open.
+// connectStreaming connects the Go SDK client with its default settings
+// (2026-07-28 after server/discover, so subscriptions/listen) and waits
+// until its notification stream is open.
 func connectStreaming(t *testing.T, url string, opened chan struct{}, token string) *notified {
 	t.Helper()
 	n := &notified{changed: make(chan struct{}, 8)}
@@ -70,7 +75,7 @@ func connectStreaming(t *testing.T, url string, opened chan struct{}, token stri
 	select {
 	case <-opened:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the Go SDK client did not open its GET stream")
+		t.Fatal("the Go SDK client did not open its GET or subscriptions/listen stream")
 	}
 	return n
 }

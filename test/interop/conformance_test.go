@@ -31,21 +31,29 @@ type scenario struct {
 	name     string
 	versions []string // spec versions to run it at; empty when skipped
 	skip     string   // why the scenario cannot apply to the gateway
+	// notApplicable names checks of a scenario that runs whose FAILURE or
+	// WARNING is expected, with why they cannot apply to the gateway; every
+	// other check must pass. README.md names them too.
+	notApplicable map[string]string
 }
 
 // Reasons shared by several skipped scenarios.
 const (
-	skipToolsOnly   = "the gateway serves tools only (initialize, ping, tools/list, tools/call); it offers no resources, prompts or completions"
+	skipToolsOnly   = "the gateway serves tools only (initialize, ping, tools/list, tools/call; at 2026-07-28 server/discover, tools/list, tools/call, subscriptions/listen); it offers no resources, prompts or completions"
 	skipServerToCli = "needs server-to-client requests (sampling, elicitation); the gateway relays tools/call request and response only and refuses an upstream's request for input (mcpupstream)"
-	skipStateless   = "tests the stateless 2026-07-28 draft; the gateway speaks 2025-03-26, 2025-06-18 and 2025-11-25 and answers server/discover with 400 so clients fall back to initialize"
+	skipInputReq    = "needs the upstream's input-required result (MRTR) relayed to the client and its inputResponses relayed back; mcpupstream speaks 2025-11-25 to the upstream and refuses its requests for input, so the upstream fails the call (a later point: relaying upstream server-to-client messages)"
+	naToolsOnly     = "the gateway serves tools only: prompts/list and resources/* answer -32601 (HTTP 404), so they carry no caching hints"
 	skipTasks       = "tasks extension; the gateway does not offer tasks"
 	skipSkills      = "skills extension (SEP-2640); the gateway serves tools only"
 )
 
 var (
-	dated2  = []string{"2025-06-18", "2025-11-25"}
-	dated3  = []string{"2025-03-26", "2025-06-18", "2025-11-25"}
-	current = []string{"2025-11-25"}
+	dated2    = []string{"2025-06-18", "2025-11-25"}
+	dated3    = []string{"2025-03-26", "2025-06-18", "2025-11-25"}
+	current   = []string{"2025-11-25"}
+	dated2Now = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
+	both      = []string{"2025-11-25", "2026-07-28"}
+	stateless = []string{"2026-07-28"}
 )
 
 // scenarios lists every server scenario of the pinned suite
@@ -53,25 +61,29 @@ var (
 var scenarios = []scenario{
 	{name: "server-initialize", versions: dated2},
 	{name: "server-session-lifecycle", versions: dated3},
-	{name: "server-stateless", skip: skipStateless},
+	{name: "server-stateless", versions: stateless, notApplicable: map[string]string{
+		"sep-2575-server-rejects-undeclared-capability":            "the fixture's test_missing_capability needs the client's sampling capability upstream; the gateway does not pass the client's capabilities to the upstream (its own session with the upstream declares none), so the upstream fails the call and the gateway relays that (-32603) instead of -32021",
+		"sep-2575-missing-capability-http-400":                     "follows from the check above: no -32021 to give HTTP 400",
+		"sep-2575-server-sends-tools-list-changed-on-subscription": "SHOULD: the suite changes the upstream's tool list with test_trigger_tool_change; the gateway's catalog is the upstream's list at start, so the gateway's tools/list does not change and nothing is announced (its own changes, through the admin API, are: gateway/mcp TestModernListen, TestInteropGoSDK)",
+	}},
 	{name: "logging-set-level", skip: "the gateway does not offer the logging capability (logging/setLevel is -32601): it relays tool calls, and an upstream's log messages are not forwarded"},
 	{name: "ping", versions: dated2},
 	{name: "completion-complete", skip: skipToolsOnly},
-	{name: "tools-list", versions: dated2},
-	{name: "tools-call-simple-text", versions: dated2},
-	{name: "tools-call-image", versions: dated2},
-	{name: "tools-call-audio", versions: dated2},
-	{name: "tools-call-embedded-resource", versions: dated2},
-	{name: "tools-call-mixed-content", versions: dated2},
+	{name: "tools-list", versions: dated2Now},
+	{name: "tools-call-simple-text", versions: dated2Now},
+	{name: "tools-call-image", versions: dated2Now},
+	{name: "tools-call-audio", versions: dated2Now},
+	{name: "tools-call-embedded-resource", versions: dated2Now},
+	{name: "tools-call-mixed-content", versions: dated2Now},
 	{name: "tools-call-with-logging", skip: "needs logging/setLevel and the upstream's notifications/message relayed during the call; the gateway relays the tools/call response only"},
-	{name: "tools-call-error", versions: dated2},
+	{name: "tools-call-error", versions: dated2Now},
 	{name: "tools-call-with-progress", skip: "needs the upstream's notifications/progress relayed during the call; the gateway does not forward the progress token upstream nor relay progress (a possible feature, not a protocol error)"},
 	{name: "tools-call-sampling", skip: skipServerToCli},
 	{name: "tools-call-elicitation", skip: skipServerToCli},
-	{name: "json-schema-2020-12", versions: current},
+	{name: "json-schema-2020-12", versions: both},
 	{name: "elicitation-sep1034-defaults", skip: skipServerToCli},
 	{name: "server-sse-polling", skip: "tests SSE polling and resumption (server closes the stream, client reconnects with Last-Event-ID); the gateway answers POSTs with JSON when the client accepts it and its streams carry no event ids, so none of its checks apply (the suite records 0 checks)"},
-	{name: "server-sse-multiple-streams", versions: current},
+	{name: "server-sse-multiple-streams", versions: both},
 	{name: "elicitation-sep1330-enums", skip: skipServerToCli},
 	{name: "resources-list", skip: skipToolsOnly},
 	{name: "resources-read-text", skip: skipToolsOnly},
@@ -79,7 +91,7 @@ var scenarios = []scenario{
 	{name: "resources-templates-read", skip: skipToolsOnly},
 	{name: "resources-subscribe", skip: skipToolsOnly},
 	{name: "resources-unsubscribe", skip: skipToolsOnly},
-	{name: "sep-2164-resource-not-found", skip: skipStateless},
+	{name: "sep-2164-resource-not-found", skip: skipToolsOnly},
 	{name: "sep-2640-skills-directory", skip: skipSkills},
 	{name: "sep-2640-skills-enumeration", skip: skipSkills},
 	{name: "sep-2640-skills-manifest", skip: skipSkills},
@@ -88,10 +100,16 @@ var scenarios = []scenario{
 	{name: "prompts-get-with-args", skip: skipToolsOnly},
 	{name: "prompts-get-embedded-resource", skip: skipToolsOnly},
 	{name: "prompts-get-with-image", skip: skipToolsOnly},
-	{name: "dns-rebinding-protection", versions: current},
-	{name: "caching", skip: skipStateless},
-	{name: "http-header-validation", skip: skipStateless},
-	{name: "http-custom-header-server-validation", skip: skipStateless},
+	{name: "dns-rebinding-protection", versions: both},
+	{name: "caching", versions: stateless, notApplicable: map[string]string{
+		"sep-2549-prompts-list-caching-hints":             naToolsOnly,
+		"sep-2549-resources-list-caching-hints":           naToolsOnly,
+		"sep-2549-resources-templates-list-caching-hints": naToolsOnly,
+	}},
+	{name: "http-header-validation", versions: stateless, notApplicable: map[string]string{
+		"sep-2243-server-accepts-whitespace-header-value": "the header is accepted (the request reaches the pipeline), but the suite calls the first listed tool (delegate_subtask) with no arguments, and the pipeline answers failed argument validation with -32602 rather than a tool execution error, which the check counts as a rejection",
+	}},
+	{name: "http-custom-header-server-validation", skip: "the gateway does not yet check Mcp-Param-* headers against the x-mcp-header annotations of a tool's inputSchema (the fixture's test_header_region has one); Mcp-Method, Mcp-Name and MCP-Protocol-Version are checked (http-header-validation)"},
 	{name: "tasks-lifecycle", skip: skipTasks},
 	{name: "tasks-capability-negotiation", skip: skipTasks},
 	{name: "tasks-wire-fields", skip: skipTasks},
@@ -102,20 +120,20 @@ var scenarios = []scenario{
 	{name: "tasks-status-notifications", skip: skipTasks},
 	{name: "tasks-required-task-error", skip: skipTasks},
 	{name: "tasks-mrtr-composition", skip: skipTasks},
-	{name: "input-required-result-basic-elicitation", skip: skipStateless},
-	{name: "input-required-result-basic-sampling", skip: skipStateless},
-	{name: "input-required-result-basic-list-roots", skip: skipStateless},
-	{name: "input-required-result-request-state", skip: skipStateless},
-	{name: "input-required-result-multiple-input-requests", skip: skipStateless},
-	{name: "input-required-result-multi-round", skip: skipStateless},
-	{name: "input-required-result-missing-input-response", skip: skipStateless},
-	{name: "input-required-result-non-tool-request", skip: skipStateless},
-	{name: "input-required-result-result-type", skip: skipStateless},
-	{name: "input-required-result-unsupported-methods", skip: skipStateless},
-	{name: "input-required-result-tampered-state", skip: skipStateless},
-	{name: "input-required-result-capability-check", skip: skipStateless},
-	{name: "input-required-result-ignore-extra-params", skip: skipStateless},
-	{name: "input-required-result-validate-input", skip: skipStateless},
+	{name: "input-required-result-basic-elicitation", skip: skipInputReq},
+	{name: "input-required-result-basic-sampling", skip: skipInputReq},
+	{name: "input-required-result-basic-list-roots", skip: skipInputReq},
+	{name: "input-required-result-request-state", skip: skipInputReq},
+	{name: "input-required-result-multiple-input-requests", skip: skipInputReq},
+	{name: "input-required-result-multi-round", skip: skipInputReq},
+	{name: "input-required-result-missing-input-response", skip: skipInputReq},
+	{name: "input-required-result-non-tool-request", skip: skipInputReq},
+	{name: "input-required-result-result-type", skip: skipInputReq},
+	{name: "input-required-result-unsupported-methods", versions: stateless},
+	{name: "input-required-result-tampered-state", skip: skipInputReq},
+	{name: "input-required-result-capability-check", skip: skipInputReq},
+	{name: "input-required-result-ignore-extra-params", skip: skipInputReq},
+	{name: "input-required-result-validate-input", skip: skipInputReq},
 }
 
 // TestConformance runs every applicable scenario at each of its protocol
@@ -136,7 +154,7 @@ func TestConformance(t *testing.T) {
 			for _, v := range sc.versions {
 				t.Run(v, func(t *testing.T) {
 					t.Parallel()
-					runScenario(t, s, s.proxy.url(s.taskToken(t, upstreamProfile)), sc.name, v)
+					runScenario(t, s, s.proxy.url(s.taskToken(t, upstreamProfile)), sc, v)
 				})
 			}
 		})
@@ -158,25 +176,33 @@ type check struct {
 // log; the scenario then runs once more, and the retry is logged.
 const clientTeardown = "terminated"
 
-func runScenario(t *testing.T, s *stack, serverURL, name, version string) {
+func runScenario(t *testing.T, s *stack, serverURL string, sc scenario, version string) {
+	name := sc.name
 	checks, console, runErr := suiteRun(t, s, serverURL, name, version, "")
 	if onlyTeardowns(checks) {
 		t.Logf("%s@%s: every failing check says %q (the suite's client lost its connection); running the scenario once more", name, version, clientTeardown)
 		checks, console, runErr = suiteRun(t, s, serverURL, name, version, "-retry")
 	}
 	counts := map[string]int{}
+	expected := 0
 	for _, c := range checks {
 		counts[c.Status]++
-		if c.Status == "FAILURE" || c.Status == "WARNING" {
-			t.Errorf("%s %s: %s\n  details: %s", c.Status, c.ID, c.ErrorMessage, c.Details)
+		if c.Status != "FAILURE" && c.Status != "WARNING" {
+			continue
 		}
+		if why, ok := sc.notApplicable[c.ID]; ok {
+			expected++
+			t.Logf("not applicable: %s %s: %s (%s)", c.Status, c.ID, c.ErrorMessage, why)
+			continue
+		}
+		t.Errorf("%s %s: %s\n  details: %s", c.Status, c.ID, c.ErrorMessage, c.Details)
 	}
 	t.Logf("%s@%s: %d SUCCESS, %d FAILURE, %d WARNING, %d SKIPPED, %d INFO",
 		name, version, counts["SUCCESS"], counts["FAILURE"], counts["WARNING"], counts["SKIPPED"], counts["INFO"])
 	if counts["SUCCESS"] == 0 {
 		t.Errorf("no check succeeded; the scenario did not really run:\n%s", console)
 	}
-	if runErr != nil && !t.Failed() {
+	if runErr != nil && !t.Failed() && expected == 0 {
 		t.Errorf("the suite exited with %v although no check failed:\n%s", runErr, console)
 	}
 }

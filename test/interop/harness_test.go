@@ -419,22 +419,39 @@ func jsonrpcMethod(body []byte) string {
 }
 
 // assertHandshake checks a client's first exchanges: a client that probes
-// the stateless 2026-07-28 protocol first (server/discover) must be refused
-// in a way that makes it fall back (the gateway/mcp package doc: HTTP 400),
-// and initialize must then succeed.
+// the stateless 2026-07-28 protocol first (server/discover) must get a
+// DiscoverResult and then speak 2026-07-28 (no initialize at all); a
+// client that does not must open a session with initialize.
 func assertHandshake(t *testing.T, log *wireLog, probes bool) {
 	t.Helper()
 	got := log.all()
-	rest := got
 	if probes {
-		if len(got) == 0 || !strings.HasPrefix(got[0], "POST server/discover ") || got[0] == "POST server/discover 200" {
-			t.Errorf("handshake on the wire = %v, want a refused server/discover probe first", got)
-			return
+		if len(got) == 0 || got[0] != "POST server/discover 200" {
+			t.Errorf("handshake on the wire = %v, want POST server/discover 200 first", got)
 		}
-		rest = got[1:]
+		for _, e := range got {
+			if strings.HasPrefix(e, "POST initialize") {
+				t.Errorf("a 2026-07-28 client sent initialize: %v", got)
+			}
+		}
+		return
 	}
-	if len(rest) == 0 || rest[0] != "POST initialize 200" {
-		t.Errorf("handshake on the wire = %v, want POST initialize 200 next", got)
+	if len(got) == 0 || got[0] != "POST initialize 200" {
+		t.Errorf("handshake on the wire = %v, want POST initialize 200 first", got)
+	}
+}
+
+// assertStateless checks the end of a 2026-07-28 client: no session id was
+// issued, and closing sent no DELETE (there is no session to end).
+func assertStateless(t *testing.T, log *wireLog, sid string) {
+	t.Helper()
+	if sid != "" {
+		t.Errorf("a 2026-07-28 client holds session id %q; the gateway must issue none", sid)
+	}
+	for _, e := range log.all() {
+		if strings.HasPrefix(e, "DELETE") || strings.HasPrefix(e, "POST initialize") {
+			t.Errorf("a 2026-07-28 client sent %s: %v", e, log.all())
+		}
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 )
 
 // TestMCPGoClient drives the mcp-go client (v1.2.1) with its default
-// settings: like the Go SDK it probes server/discover (2026-07-28) first and
-// falls back to initialize, and Close sends DELETE.
+// settings: like the Go SDK it probes server/discover (2026-07-28) first,
+// and then speaks 2026-07-28 (no session, so Close sends no DELETE).
 func TestMCPGoClient(t *testing.T) {
 	s := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -41,6 +41,9 @@ func TestMCPGoClient(t *testing.T) {
 	if text := mcpGoText(res); text != simpleText || res.IsError {
 		t.Errorf("test_simple_text = %q (isError %v), want %q", text, res.IsError, simpleText)
 	}
+	if v := c.ProtocolVersion(); v != "2026-07-28" {
+		t.Errorf("protocol version %q, want 2026-07-28 after server/discover", v)
+	}
 	closeMCPGo(t, s, c, token, wire)
 }
 
@@ -59,9 +62,6 @@ func TestMCPGoClientDenial(t *testing.T) {
 	}
 	t.Logf("mcp-go shows the denial as: %v", err)
 	assertDenialMessage(t, err.Error())
-	if err := c.Ping(ctx); err != nil {
-		t.Fatalf("ping after the denial: %v (the session must survive a denial)", err)
-	}
 	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
 		t.Fatalf("tools/list after the denial: %v", err)
 	}
@@ -92,6 +92,13 @@ func connectMCPGo(ctx context.Context, t *testing.T, s *stack, token string) (*c
 func closeMCPGo(t *testing.T, s *stack, c *client.Client, token string, wire *wireLog) {
 	t.Helper()
 	sid, version := c.GetSessionId(), c.ProtocolVersion()
+	if version == "2026-07-28" {
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		assertStateless(t, wire, sid)
+		return
+	}
 	if sid == "" {
 		t.Fatal("the gateway issued no Mcp-Session-Id")
 	}

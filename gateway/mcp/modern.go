@@ -1,0 +1,451 @@
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// The stateless protocol 2026-07-28 (MCP 2026-07-28: basic/transports/
+// streamable-http, basic/versioning, server/discover, server/utilities/
+// caching, basic/patterns/subscriptions). It has no initialize and no
+// session: every POST carries one request whose params._meta names the
+// protocol version and the client's capabilities, the MCP-Protocol-Version,
+// Mcp-Method and Mcp-Name headers repeat the body and are checked against
+// it, and list changes come on the response stream of subscriptions/listen.
+// The transport serves it on the same endpoint as the session-based
+// versions: a POST without Mcp-Session-Id is stateless when its
+// MCP-Protocol-Version header names a version other than the session-based
+// ones, or when it is server/discover or carries the per-request _meta
+// version (modernRequest). The gateway's own reply to a policy refusal is
+// unchanged (a tool execution error); what 2026-07-28 adds around
+// tools/call is transport only.
+const (
+	// Version20260728 is the stateless protocol version.
+	Version20260728 = "2026-07-28"
+
+	headerMethod = "Mcp-Method"
+	headerName   = "Mcp-Name"
+
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+
+	// JSON-RPC codes of MCP 2026-07-28 (basic/index, "Error Codes").
+	rpcHeaderMismatch      = -32020
+	rpcUnsupportedProtocol = -32022
+
+	// listTTLMillis is the ttlMs of tools/list results: 0, immediately
+	// stale, because the list follows the caller's profile, which an
+	// operator may change at any moment (taking effect within 1 s on every
+	// replica); subscriptions/listen tells of changes as they happen.
+	listTTLMillis = 0
+	// discoverTTLMillis is the ttlMs of server/discover: its versions,
+	// capabilities and instructions change only with a new release.
+	discoverTTLMillis = 5 * 60 * 1000
+)
+
+// modernVersions are the stateless versions this transport serves.
+var modernVersions = []string{Version20260728}
+
+// discoverVersions is DiscoverResult.supportedVersions and the "supported"
+// list of UnsupportedProtocolVersion: the stateless versions, then the
+// session-based ones a client reaches with initialize (a dual-era server).
+var discoverVersions = append(slices.Clone(modernVersions), supportedVersions...)
+
+// modernMethods lists what a stateless request may call, for the -32601
+// message.
+const modernMethods = "server/discover, tools/list, tools/call and subscriptions/listen"
+
+// modernRequest reports whether a POST without Mcp-Session-Id is a
+// 2026-07-28 request: its MCP-Protocol-Version header names a version that
+// is not session-based (so also an unknown one, answered with
+// UnsupportedProtocolVersion), or, without such a header, it is
+// server/discover or carries the per-request protocol version in _meta.
+func modernRequest(r *http.Request, msgs []message, batch bool) bool {
+	if r.Header.Get(headerSessionID) != "" {
+		return false
+	}
+	if v := strings.TrimSpace(r.Header.Get(headerProtocolVersion)); v != "" {
+		return !slices.Contains(legacyVersions, v)
+	}
+	if batch || msgs[0].kind != kindRequest || msgs[0].method == "initialize" {
+		return false
+	}
+	return msgs[0].method == "server/discover" || metaVersionOf(msgs[0].params) != ""
+}
+
+// metaVersionOf returns params._meta's protocol version, "" when absent.
+func metaVersionOf(params json.RawMessage) string {
+	var in struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if decodeParams(params, &in) != nil {
+		return ""
+	}
+	var v string
+	_ = json.Unmarshal(in.Meta[metaProtocolVersion], &v)
+	return v
+}
+
+// errHeaderMismatch is HTTP 400 with HeaderMismatch (-32020).
+func errHeaderMismatch(format string, args ...any) error {
+	e := errInvalidRequest(format, args...).(*protocolError)
+	e.code = rpcHeaderMismatch
+	return e
+}
+
+// errMetaInvalid is HTTP 400 with -32602: a required _meta field is missing
+// or malformed (MCP 2026-07-28, basic/index, "Per-request protocol fields").
+func errMetaInvalid(format string, args ...any) error {
+	e := errInvalidRequest(format, args...).(*protocolError)
+	e.code = gateway.RPCInvalidParams
+	return e
+}
+
+// errUnsupportedVersion is HTTP 400 with UnsupportedProtocolVersion
+// (-32022), listing the versions served and echoing the one requested.
+func errUnsupportedVersion(requested string) error {
+	msg := "unsupported protocol version %q; this server speaks %v (2026-07-28 statelessly; the others after initialize, with a session)"
+	if slices.Contains(supportedVersions, requested) {
+		msg = "protocol version %q is served with initialize and a session (Mcp-Session-Id), not with per-request _meta; this server speaks %v"
+	}
+	e := errInvalidRequest(msg, requested, discoverVersions).(*protocolError)
+	e.code = rpcUnsupportedProtocol
+	e.supported, e.requested = discoverVersions, requested
+	return e
+}
+
+// errModernMethodNotFound is HTTP 404 with -32601 (MCP 2026-07-28,
+// streamable-http, "Protocol Version Header").
+func errModernMethodNotFound(method string) error {
+	return &protocolError{status: http.StatusNotFound, code: gateway.RPCMethodNotFound, class: gateway.EMethodNotFound,
+		msg: "method " + quote(method) + " is not served by this MCP endpoint at protocol 2026-07-28; it serves " + modernMethods}
+}
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// serveModern answers one stateless POST.
+func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gateway.Principal, msgs []message, batch bool, f format) {
+	if batch {
+		t.replyError(w, r, nil, errInvalidRequest("protocol 2026-07-28 takes one JSON-RPC message per POST; JSON-RPC batches are not part of it"))
+		return
+	}
+	m := &msgs[0]
+	switch m.kind {
+	case kindNotification: // none is defined on Streamable HTTP; accepted and ignored
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case kindResponse:
+		t.replyError(w, r, nil, errInvalidRequest("protocol 2026-07-28 clients send no JSON-RPC responses: this server sends no requests"))
+		return
+	}
+	if err := checkModern(r, m); err != nil {
+		t.replyError(w, r, m.id, err)
+		return
+	}
+	ctx := gateway.WithRequestID(r.Context(), newRequestID())
+	var (
+		res   any
+		err   error
+		extra map[string]any
+	)
+	switch m.method {
+	case "server/discover":
+		res = t.discover()
+		extra = map[string]any{"ttlMs": discoverTTLMillis, "cacheScope": "public"}
+	case "tools/list":
+		res, err = t.listTools(ctx, nil, p, m.params)
+		extra = map[string]any{"ttlMs": listTTLMillis, "cacheScope": "private"} // the list is the caller's
+	case "tools/call":
+		// Closing the response stream cancels the call (MCP 2026-07-28,
+		// streamable-http, "Cancellation"): ctx keeps r's cancellation.
+		res, err = t.safeCall(ctx, p, m)
+	case "subscriptions/listen":
+		t.serveListen(w, r, p, m)
+		return
+	default:
+		t.replyError(w, r, m.id, errModernMethodNotFound(m.method))
+		return
+	}
+	resp := response{JSONRPC: "2.0", ID: m.id}
+	if err == nil {
+		resp.Result, err = t.modernResult(res, extra)
+	}
+	if err != nil { // the handler's refusal: a JSON-RPC error in a 200 reply, as in a session
+		resp.Result = nil
+		resp.Error, _ = t.wireError(ctx, err)
+	}
+	reply := newReplyWriter(w, f, false, t.writeDeadline)
+	reply.write(t.encode(ctx, resp))
+	reply.finish()
+}
+
+// safeCall runs tools/call, turning a handler panic into an internal error.
+func (t *Transport) safeCall(ctx context.Context, p *gateway.Principal, m *message) (any, error) {
+	return t.safeDispatch(ctx, nil, p, m)
+}
+
+// checkModern validates a stateless request: the standard headers against
+// the body (HeaderMismatch), the per-request _meta (-32602), and the
+// version (UnsupportedProtocolVersion).
+func checkModern(r *http.Request, m *message) error {
+	headerVersion, ok := headerValue(r, headerProtocolVersion)
+	if !ok {
+		return errHeaderMismatch("header MCP-Protocol-Version has invalid characters; send the protocol version of params._meta[%q]", metaProtocolVersion)
+	}
+	if headerVersion == "" {
+		return errHeaderMismatch("missing MCP-Protocol-Version header; protocol 2026-07-28 requires it on every POST, equal to params._meta[%q]", metaProtocolVersion)
+	}
+	method, ok := headerValue(r, headerMethod)
+	switch {
+	case !ok:
+		return errHeaderMismatch("header Mcp-Method has invalid characters; send the request's method")
+	case method == "":
+		return errHeaderMismatch("missing Mcp-Method header; protocol 2026-07-28 requires it on every request, equal to the body's method %q", m.method)
+	case method != m.method:
+		return errHeaderMismatch("header mismatch: Mcp-Method header value %q does not match body method %q", method, m.method)
+	}
+	if m.method == "tools/call" {
+		if err := checkNameHeader(r, m.params); err != nil {
+			return err
+		}
+	}
+	var in struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if err := decodeParams(m.params, &in); err != nil {
+		return errMetaInvalid("params must be an object%s", typeProblem(err))
+	}
+	var version string
+	if raw, ok := in.Meta[metaProtocolVersion]; !ok || json.Unmarshal(raw, &version) != nil || version == "" {
+		return errMetaInvalid("params._meta[%q] is required (a string, e.g. %q) on every 2026-07-28 request", metaProtocolVersion, Version20260728)
+	}
+	if raw, ok := in.Meta[metaClientCapabilities]; !ok || len(raw) == 0 || raw[0] != '{' {
+		return errMetaInvalid("params._meta[%q] is required (an object, {} when the client declares none) on every 2026-07-28 request", metaClientCapabilities)
+	}
+	if headerVersion != version {
+		return errHeaderMismatch("header mismatch: MCP-Protocol-Version header value %q does not match params._meta[%q] %q", headerVersion, metaProtocolVersion, version)
+	}
+	if !slices.Contains(modernVersions, version) {
+		return errUnsupportedVersion(version)
+	}
+	return nil
+}
+
+// checkNameHeader checks Mcp-Name against params.name of tools/call: it is
+// required when the body names a tool, and must equal it after optional
+// whitespace is trimmed and the =?base64?…?= sentinel decoded.
+func checkNameHeader(r *http.Request, params json.RawMessage) error {
+	var in struct {
+		Name string `json:"name"`
+	}
+	_ = decodeParams(params, &in) // a malformed body is the handler's to refuse
+	header, ok := headerValue(r, headerName)
+	if !ok {
+		return errHeaderMismatch("header Mcp-Name has invalid characters; send the tool name, Base64-encoded as =?base64?…?= when it is not plain ASCII")
+	}
+	if header == "" {
+		if in.Name == "" {
+			return nil
+		}
+		return errHeaderMismatch("missing Mcp-Name header; tools/call at protocol 2026-07-28 requires it, equal to params.name %q", in.Name)
+	}
+	name, ok := decodeSentinel(header)
+	if !ok {
+		return errHeaderMismatch("header Mcp-Name %q is not valid Base64 (=?base64?…?=) of UTF-8 text", header)
+	}
+	if name != in.Name {
+		return errHeaderMismatch("header mismatch: Mcp-Name header value %q does not match body params.name %q", name, in.Name)
+	}
+	return nil
+}
+
+// headerValue returns a header's value with optional whitespace trimmed
+// (RFC 9110 §5.5); ok is false when it holds anything but visible ASCII,
+// space and tab, or when the header is repeated with different values.
+func headerValue(r *http.Request, name string) (string, bool) {
+	vals := r.Header.Values(name)
+	if len(vals) == 0 {
+		return "", true
+	}
+	v := strings.Trim(vals[0], " \t")
+	for _, other := range vals[1:] {
+		if strings.Trim(other, " \t") != v {
+			return "", false
+		}
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c > 0x7e {
+			return "", false
+		}
+	}
+	return v, true
+}
+
+// decodeSentinel decodes "=?base64?<Base64>?=" (MCP 2026-07-28,
+// streamable-http, "Value Encoding"); any other value is itself.
+func decodeSentinel(v string) (string, bool) {
+	inner, ok := strings.CutPrefix(v, "=?base64?")
+	if !ok {
+		return v, true
+	}
+	inner, ok = strings.CutSuffix(inner, "?=")
+	if !ok {
+		return v, true
+	}
+	b, err := base64.StdEncoding.DecodeString(inner)
+	if err != nil || !utf8.Valid(b) {
+		return "", false
+	}
+	return string(b), true
+}
+
+// discoverResult is DiscoverResult without the fields modernResult adds.
+type discoverResult struct {
+	SupportedVersions []string       `json:"supportedVersions"`
+	Capabilities      map[string]any `json:"capabilities"`
+	Instructions      string         `json:"instructions,omitempty"`
+}
+
+func (t *Transport) discover() *discoverResult {
+	return &discoverResult{
+		SupportedVersions: discoverVersions,
+		Capabilities:      map[string]any{"tools": map[string]any{"listChanged": true}},
+		Instructions:      t.opts.Instructions,
+	}
+}
+
+// modernResult adds what every 2026-07-28 result carries to res:
+// resultType "complete", the server's identity in _meta (beside any _meta
+// of res), and extra (the caching hints of cacheable results).
+func (t *Transport) modernResult(res any, extra map[string]any) (json.RawMessage, error) {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EInternal, err, "the result could not be encoded as JSON; the gateway logged the cause")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return nil, gateway.Errorf(gateway.EInternal, "the result is not a JSON object")
+	}
+	meta := map[string]json.RawMessage{}
+	if m, ok := obj["_meta"]; ok {
+		_ = json.Unmarshal(m, &meta)
+	}
+	meta[metaServerInfo], _ = json.Marshal(implementation{Name: t.opts.ServerName, Version: t.opts.ServerVersion})
+	obj["_meta"], _ = json.Marshal(meta)
+	obj["resultType"] = json.RawMessage(`"complete"`)
+	for k, v := range extra {
+		obj[k], _ = json.Marshal(v)
+	}
+	return json.Marshal(obj)
+}
+
+// subscriptionFilter is SubscriptionFilter; the gateway honours
+// toolsListChanged only (it serves no prompts or resources).
+type subscriptionFilter struct {
+	ToolsListChanged bool `json:"toolsListChanged,omitempty"`
+}
+
+// serveListen answers subscriptions/listen with an SSE stream: first
+// notifications/subscriptions/acknowledged naming the filter honoured, then
+// notifications/tools/list_changed when the caller's tool list changes (if
+// requested; RefreshTools and NotifyToolsChanged reach these streams as
+// they reach GET streams), keep-alive comments, and, when the server ends
+// the subscription (Close), the graceful-closure result. Every message
+// carries the request id as io.modelcontextprotocol/subscriptionId. The
+// stream is served by this replica until the client closes it.
+func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, p *gateway.Principal, m *message) {
+	var in struct {
+		Notifications *subscriptionFilter `json:"notifications"`
+	}
+	if err := decodeParams(m.params, &in); err != nil || in.Notifications == nil {
+		t.replyError(w, r, m.id, errMetaInvalid(`subscriptions/listen needs params.notifications, an object such as {"toolsListChanged": true}`))
+		return
+	}
+	if _, sseOK := acceptable(r.Header.Values("Accept")); !sseOK {
+		t.replyError(w, r, m.id, errStatus(http.StatusNotAcceptable, gateway.EInvalid,
+			"subscriptions/listen answers with an event stream; send Accept: application/json, text/event-stream"))
+		return
+	}
+	subID := m.id
+	meta := map[string]json.RawMessage{metaSubscriptionID: subID}
+	ack, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+		"params": map[string]any{"_meta": meta, "notifications": in.Notifications}})
+	s := newSession("listen:"+newRequestID(), p, Version20260728, false, time.Now())
+	s.notice, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+		"params": map[string]any{"_meta": meta}})
+	ch, _ := s.openStream()
+	if in.Notifications.ToolsListChanged {
+		// The stream announces changes from now on: the caller's current
+		// tools are the baseline (unknown when they cannot be listed, so
+		// the first refresh notifies).
+		if tools, err := t.opts.Handler.ListTools(gateway.WithRequestID(r.Context(), newRequestID()), p); err == nil {
+			s.sawTools(toolSetHash(tools))
+		}
+		if !t.addListener(s) {
+			t.replyError(w, r, m.id, errClosed)
+			return
+		}
+		defer t.removeListener(s)
+	}
+	rc := http.NewResponseController(w)
+	t.writeDeadline(rc)
+	startSSE(w)
+	if writeEvent(w, rc, "message", ack) != nil {
+		return
+	}
+	tick := time.NewTicker(t.opts.KeepAlive)
+	defer tick.Stop()
+	for {
+		var err error
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.done: // Close: end the subscription gracefully
+			t.writeDeadline(rc)
+			res, _ := json.Marshal(map[string]any{"resultType": "complete", "_meta": meta})
+			end, _ := json.Marshal(response{JSONRPC: "2.0", ID: subID, Result: json.RawMessage(res)})
+			_ = writeEvent(w, rc, "message", end)
+			return
+		case msg := <-ch:
+			t.writeDeadline(rc)
+			err = writeEvent(w, rc, "message", msg)
+		case <-tick.C:
+			t.writeDeadline(rc)
+			if _, err = io.WriteString(w, ": keep-alive\n\n"); err == nil {
+				err = rc.Flush()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// addListener registers a subscriptions/listen stream for tool list
+// changes; false once Close has begun.
+func (t *Transport) addListener(s *session) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.listeners[s] = struct{}{}
+	return true
+}
+
+func (t *Transport) removeListener(s *session) {
+	t.mu.Lock()
+	delete(t.listeners, s)
+	t.mu.Unlock()
+}

@@ -1,0 +1,201 @@
+package mcp
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// modernPost sends one stateless request with the given extra headers
+// ("-" as a value removes the default).
+func (e *env) modernPost(method, params string, headers map[string]string) (*http.Response, wireResp) {
+	e.t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":9,"method":%q,"params":%s}`, method, params)
+	req, _ := http.NewRequest("POST", e.srv.URL, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tokAlice)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerProtocolVersion, Version20260728)
+	req.Header.Set(headerMethod, method)
+	for k, v := range headers {
+		req.Header.Del(k)
+		if v != "-" {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b := readAll(e.t, resp)
+	var r wireResp
+	_ = json.Unmarshal(b, &r)
+	return resp, r
+}
+
+func TestModernDiscoverAndLists(t *testing.T) {
+	e := newEnv(t, nil)
+	resp, r := e.modernPost("server/discover", `{`+modernMeta+`}`, nil)
+	if resp.StatusCode != 200 || r.Error != nil || resp.Header.Get(headerSessionID) != "" {
+		t.Fatalf("discover: %d %+v, session %q", resp.StatusCode, r.Error, resp.Header.Get(headerSessionID))
+	}
+	var d struct {
+		ResultType        string                     `json:"resultType"`
+		SupportedVersions []string                   `json:"supportedVersions"`
+		Capabilities      map[string]json.RawMessage `json:"capabilities"`
+		Meta              map[string]implementation  `json:"_meta"`
+		TTL               *int                       `json:"ttlMs"`
+		Scope             string                     `json:"cacheScope"`
+	}
+	_ = json.Unmarshal(r.Result, &d)
+	if d.ResultType != "complete" || d.SupportedVersions[0] != Version20260728 || d.Capabilities["tools"] == nil ||
+		d.Meta[metaServerInfo].Name != "mcpgate-test" || d.TTL == nil || d.Scope != "public" {
+		t.Fatalf("discover result %s", r.Result)
+	}
+	// tools/list: the caller's list, so private; every page.
+	_, r = e.modernPost("tools/list", `{`+modernMeta+`}`, nil)
+	var l struct {
+		ResultType string `json:"resultType"`
+		Tools      []Tool `json:"tools"`
+		Next       string `json:"nextCursor"`
+		TTL        *int   `json:"ttlMs"`
+		Scope      string `json:"cacheScope"`
+	}
+	_ = json.Unmarshal(r.Result, &l)
+	if l.ResultType != "complete" || len(l.Tools) != DefaultPageSize || l.TTL == nil || *l.TTL != 0 || l.Scope != "private" {
+		t.Fatalf("tools/list result: %s", r.Result)
+	}
+	_, r = e.modernPost("tools/list", `{"cursor":"`+l.Next+`",`+modernMeta+`}`, nil)
+	l.Scope = ""
+	_ = json.Unmarshal(r.Result, &l)
+	if len(l.Tools) != 20 || l.Scope != "private" {
+		t.Fatalf("second page: %s", r.Result)
+	}
+	// tools/call: the handler's result, with resultType and serverInfo
+	// beside its own _meta; Mcp-Name may be Base64.
+	resp, r = e.modernPost("tools/call", `{"name":"echo","arguments":{"n":1},`+modernMeta+`}`,
+		map[string]string{headerName: "=?base64?ZWNobw==?="})
+	if resp.StatusCode != 200 || !strings.Contains(string(r.Result), `"resultType":"complete"`) || !strings.Contains(string(r.Result), "called echo") {
+		t.Fatalf("tools/call: %d %s %+v", resp.StatusCode, r.Result, r.Error)
+	}
+	// A policy refusal is still the handler's reply (200, JSON-RPC error
+	// from the fake handler here), never a transport status.
+	resp, r = e.modernPost("tools/call", `{"name":"deny",`+modernMeta+`}`, map[string]string{headerName: "deny"})
+	if resp.StatusCode != 200 || r.Error == nil || !strings.Contains(r.Error.Message, "needs grant") {
+		t.Fatalf("denied call: %d %+v", resp.StatusCode, r.Error)
+	}
+}
+
+func TestModernRequestValidation(t *testing.T) {
+	e := newEnv(t, nil)
+	call := `{"name":"echo",` + modernMeta + `}`
+	tests := []struct {
+		name, method, params string
+		headers              map[string]string
+		status, code         int
+		want                 string
+	}{
+		{"method header mismatch", "tools/list", `{` + modernMeta + `}`, map[string]string{headerMethod: "prompts/list"}, 400, rpcHeaderMismatch, "Mcp-Method"},
+		{"method header case", "tools/list", `{` + modernMeta + `}`, map[string]string{headerMethod: "TOOLS/LIST"}, 400, rpcHeaderMismatch, "Mcp-Method"},
+		{"method header missing", "tools/list", `{` + modernMeta + `}`, map[string]string{headerMethod: "-"}, 400, rpcHeaderMismatch, "missing Mcp-Method"},
+		{"name header mismatch", "tools/call", call, map[string]string{headerName: "other"}, 400, rpcHeaderMismatch, "Mcp-Name"},
+		{"name header missing", "tools/call", call, nil, 400, rpcHeaderMismatch, "missing Mcp-Name"},
+		{"name header bad base64", "tools/call", call, map[string]string{headerName: "=?base64?***?="}, 400, rpcHeaderMismatch, "Base64"},
+		{"name header non-ASCII", "tools/call", call, map[string]string{headerName: "écho"}, 400, rpcHeaderMismatch, "invalid characters"},
+		{"version header mismatch", "server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"v9","io.modelcontextprotocol/clientCapabilities":{}}}`, nil, 400, rpcHeaderMismatch, "MCP-Protocol-Version"},
+		{"no _meta", "server/discover", `{}`, nil, 400, gateway.RPCInvalidParams, "protocolVersion"},
+		{"no capabilities", "server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, nil, 400, gateway.RPCInvalidParams, "clientCapabilities"},
+		{"unknown method", "prompts/list", `{` + modernMeta + `}`, nil, 404, gateway.RPCMethodNotFound, "not served"},
+		{"initialize is not stateless", "initialize", `{` + modernMeta + `}`, nil, 404, gateway.RPCMethodNotFound, "not served"},
+		{"ping was removed", "ping", `{` + modernMeta + `}`, nil, 404, gateway.RPCMethodNotFound, "not served"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, r := e.modernPost(tc.method, tc.params, tc.headers)
+			if resp.StatusCode != tc.status || r.Error == nil || r.Error.Code != tc.code || !strings.Contains(r.Error.Message, tc.want) || string(r.ID) != "9" {
+				t.Fatalf("status %d, id %s, error %+v; want %d, id 9, code %d naming %q", resp.StatusCode, r.ID, r.Error, tc.status, tc.code, tc.want)
+			}
+		})
+	}
+	// An unknown version: UnsupportedProtocolVersion listing what is served.
+	resp, r := e.modernPost("server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"v9","io.modelcontextprotocol/clientCapabilities":{}}}`,
+		map[string]string{headerProtocolVersion: "v9"})
+	if resp.StatusCode != 400 || r.Error == nil || r.Error.Code != rpcUnsupportedProtocol ||
+		r.Error.Data.Requested != "v9" || len(r.Error.Data.Supported) != len(discoverVersions) {
+		t.Fatalf("unknown version: %d %+v", resp.StatusCode, r.Error)
+	}
+	// The session-based versions keep working beside it.
+	sid := e.initialize(tokAlice, Version20251125)
+	if code, _ := e.rpc(hdr{token: tokAlice, session: sid}, "ping", ""); code != 200 {
+		t.Fatalf("2025-11-25 session beside stateless requests: %d", code)
+	}
+}
+
+// TestModernListen: subscriptions/listen acknowledges first, tags every
+// message with the subscription id, gets tools/list_changed from
+// RefreshTools only when asked for and only when the caller's tools differ
+// from those at listen, and ends with the graceful-closure result on Close.
+func TestModernListen(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.KeepAlive = time.Hour })
+	open := func(filter string) (*bufio.Reader, func()) {
+		body := `{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":` + filter + `,` + modernMeta + `}}`
+		req, _ := http.NewRequest("POST", e.srv.URL, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tokAlice)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerProtocolVersion, Version20260728)
+		req.Header.Set(headerMethod, "subscriptions/listen")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("listen: %v %v", err, resp)
+		}
+		return bufio.NewReader(resp.Body), func() { resp.Body.Close() }
+	}
+	next := func(br *bufio.Reader) string {
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return "EOF"
+			}
+			if d, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+				return d
+			}
+		}
+	}
+	prompts, closePrompts := open(`{"promptsListChanged":true}`)
+	defer closePrompts()
+	if ack := next(prompts); !strings.Contains(ack, "notifications/subscriptions/acknowledged") || strings.Contains(ack, "promptsListChanged\":true") {
+		t.Fatalf("prompts-only ack %s: prompts are not served, so not acknowledged", ack)
+	}
+	tools, closeTools := open(`{"toolsListChanged":true}`)
+	defer closeTools()
+	ack := next(tools)
+	if !strings.Contains(ack, `"notifications/subscriptions/acknowledged"`) || !strings.Contains(ack, `"io.modelcontextprotocol/subscriptionId":"sub-1"`) || !strings.Contains(ack, `"toolsListChanged":true`) {
+		t.Fatalf("ack %s", ack)
+	}
+	waitFor(t, "the listener", func() bool { return e.listenerCount() == 1 })
+	if n := e.tr.refreshTools(func(*gateway.Principal) bool { return true }); n != 0 {
+		t.Fatalf("refresh with the tools unchanged since listen notified %d streams", n)
+	}
+	e.h.setTools(3, nil)
+	if n := e.tr.refreshTools(func(*gateway.Principal) bool { return true }); n != 1 {
+		t.Fatalf("refresh notified %d streams, want the tools listener only", n)
+	}
+	if msg := next(tools); !strings.Contains(msg, `"notifications/tools/list_changed"`) || !strings.Contains(msg, `"io.modelcontextprotocol/subscriptionId":"sub-1"`) {
+		t.Fatalf("change notification %s", msg)
+	}
+	if n := e.tr.refreshTools(func(*gateway.Principal) bool { return true }); n != 0 {
+		t.Fatalf("unchanged tool set notified %d streams", n)
+	}
+	e.tr.Close()
+	if end := next(tools); !strings.Contains(end, `"id":"sub-1"`) || !strings.Contains(end, `"resultType":"complete"`) {
+		t.Fatalf("graceful closure %s", end)
+	}
+}

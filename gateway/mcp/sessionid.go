@@ -1,0 +1,182 @@
+package mcp
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// Session ids of the Streamable HTTP protocol versions 2025-03-26 to
+// 2025-11-25 are signed and self-contained, so that any replica holding the
+// same SessionSecret serves any request of any session, including one it
+// has never seen (no sticky sessions; README.md, "Sessions across replicas"):
+//
+//	"s1." base64url( version-len(1) | version | created(8, unix milliseconds, big endian) | nonce(16) | mac(32) )
+//	mac = HMAC-SHA256(SessionSecret, "mcpgate/session/v1" | version-len | version | created | nonce | digest)
+//	digest = SHA-256 of the whole credential identity (identity: every
+//	         field of gateway.Principal but ExpiresAt)
+//
+// The identity digest is signed but not carried: a replica recomputes it
+// from the request's credential, so an id presented with another credential
+// fails verification exactly like a forged or tampered one (404), and the id
+// reveals nothing about its owner. The negotiated protocol version is read
+// from the id; a tools-only gateway needs no other session state (it sends
+// the client no requests, so the client's capabilities do not matter).
+//
+// What a replica keeps in memory (the GET stream, running calls, the tool
+// set the client last saw) is a cache of the session on that replica: a GET
+// stream is served by the replica where it is opened, and its
+// notifications come from that replica's RefreshTools. Ended sessions are
+// recorded in SessionEnds, which all replicas must share for DELETE to hold
+// everywhere.
+const (
+	sessionIDPrefix = "s1."
+	sessionMACLabel = "mcpgate/session/v1"
+	sessionNonceLen = 16
+	// MinSessionSecretBytes is the shortest Options.SessionSecret accepted.
+	MinSessionSecretBytes = 32
+)
+
+// SessionEnds records ended sessions, so that a session ended on one
+// replica (DELETE) is refused by every replica. The transport declares it
+// and calls it on DELETE and on each request of a session; every replica
+// behind one load balancer must use the same store. MemorySessionEnds is
+// the in-process implementation (one replica, or tests); a PostgreSQL
+// implementation belongs with the store fan-out (one table of id and
+// until, swept once until has passed).
+type SessionEnds interface {
+	// End records that session id has ended. until is when the id stops
+	// verifying anyway (its creation time plus Options.SessionMaxAge): the
+	// record may be forgotten after it.
+	End(ctx context.Context, id string, until time.Time) error
+	// Ended reports whether End was called for id (and until has not passed).
+	Ended(ctx context.Context, id string) (bool, error)
+}
+
+// MemorySessionEnds is a SessionEnds held in this process's memory; expired
+// records are dropped as new ones are added. Share one value between the
+// transports of one process; it does not reach other processes.
+type MemorySessionEnds struct {
+	mu    sync.Mutex
+	ended map[string]time.Time
+	now   func() time.Time
+}
+
+// NewMemorySessionEnds returns an empty in-memory SessionEnds.
+func NewMemorySessionEnds() *MemorySessionEnds {
+	return &MemorySessionEnds{ended: map[string]time.Time{}, now: time.Now}
+}
+
+// End records id as ended until until.
+func (m *MemorySessionEnds) End(_ context.Context, id string, until time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	if len(m.ended) >= 1024 && len(m.ended)&1023 == 0 { // amortized sweep
+		for k, u := range m.ended {
+			if !now.Before(u) {
+				delete(m.ended, k)
+			}
+		}
+	}
+	m.ended[id] = until
+	return nil
+}
+
+// Ended reports whether id was ended and its record has not expired.
+func (m *MemorySessionEnds) Ended(_ context.Context, id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	until, ok := m.ended[id]
+	return ok && m.now().Before(until), nil
+}
+
+// sessionSigner mints and verifies session ids with one key.
+type sessionSigner struct {
+	key    []byte
+	maxAge time.Duration
+}
+
+// sessionClaims is what a verified id says.
+type sessionClaims struct {
+	version string
+	created time.Time
+}
+
+func identityDigest(p *gateway.Principal) [sha256.Size]byte {
+	id := identityOf(p)
+	h := sha256.New()
+	// Length-prefixed fields: no two identities share an encoding.
+	for _, f := range []string{string(id.kind), id.subject, id.workspace, id.task, id.profile, id.tokenFP, id.scopes} {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d
+}
+
+func (s *sessionSigner) mac(body []byte, p *gateway.Principal) []byte {
+	d := identityDigest(p)
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(sessionMACLabel))
+	m.Write(body)
+	m.Write(d[:])
+	return m.Sum(nil)
+}
+
+// mint returns a new signed id for p's session of protocol version.
+func (s *sessionSigner) mint(p *gateway.Principal, version string, now time.Time) string {
+	body := make([]byte, 0, 1+len(version)+8+sessionNonceLen)
+	body = append(body, byte(len(version)))
+	body = append(body, version...)
+	body = binary.BigEndian.AppendUint64(body, uint64(now.UnixMilli()))
+	var nonce [sessionNonceLen]byte
+	_, _ = rand.Read(nonce[:])
+	body = append(body, nonce[:]...)
+	return sessionIDPrefix + base64.RawURLEncoding.EncodeToString(append(body, s.mac(body, p)...))
+}
+
+var errBadSessionID = errors.New("session id does not verify")
+
+// verify checks id's signature for p's credential and its age. Any defect
+// (not ours, tampered, another credential, too old, a version this
+// transport does not speak) is errBadSessionID.
+func (s *sessionSigner) verify(id string, p *gateway.Principal, now time.Time) (sessionClaims, error) {
+	enc, ok := strings.CutPrefix(id, sessionIDPrefix)
+	if !ok || len(enc) > 256 {
+		return sessionClaims{}, errBadSessionID
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil || len(raw) < 1 || base64.RawURLEncoding.EncodeToString(raw) != enc {
+		return sessionClaims{}, errBadSessionID
+	}
+	n := int(raw[0])
+	if len(raw) != 1+n+8+sessionNonceLen+sha256.Size {
+		return sessionClaims{}, errBadSessionID
+	}
+	body, mac := raw[:len(raw)-sha256.Size], raw[len(raw)-sha256.Size:]
+	if !hmac.Equal(mac, s.mac(body, p)) {
+		return sessionClaims{}, errBadSessionID
+	}
+	c := sessionClaims{
+		version: string(body[1 : 1+n]),
+		created: time.UnixMilli(int64(binary.BigEndian.Uint64(body[1+n : 1+n+8]))),
+	}
+	if !slices.Contains(supportedVersions, c.version) || now.Sub(c.created) > s.maxAge || c.created.After(now.Add(time.Minute)) {
+		return sessionClaims{}, errBadSessionID
+	}
+	return c, nil
+}
