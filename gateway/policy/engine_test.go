@@ -351,6 +351,23 @@ func TestGrantsComeFromTheBundle(t *testing.T) {
 	}
 }
 
+// TestGrantsFromADataDocument: a bundle of MCPGATE_POLICY_DIR may still keep
+// its grants in supacloud/data.json rather than in a Rego rule.
+func TestGrantsFromADataDocument(t *testing.T) {
+	src := "package supacloud\ndecision := {\"allow\": false, \"visible\": false}\nvisible_tools := set()\n"
+	data := `{"grants": {"tiers": {"read": {"wildcard": "x.read.*"}}, "full": "x.full", "tool_prefix": "x."}}`
+	e, err := policy.New(context.Background(), policy.Options{FS: fstest.MapFS{
+		"supacloud/d.rego":    {Data: []byte(src)},
+		"supacloud/data.json": {Data: []byte(data)},
+	}, Edition: gateway.EditionCommunity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, prefix := e.Grants(); !slices.Equal(entries, []string{"x.full", "x.read.*"}) || prefix != "x." {
+		t.Fatalf("grants %v prefix %q, want [x.full x.read.*] and x.", entries, prefix)
+	}
+}
+
 func TestNondeterministicBundleIsNotCached(t *testing.T) {
 	src := "package supacloud\ndecision := {\"allow\": time.now_ns() > 0, \"visible\": true}\nvisible_tools := set()\n"
 	e, err := policy.New(context.Background(), policy.Options{FS: fstest.MapFS{"supacloud/d.rego": {Data: []byte(src)}}, Edition: gateway.EditionCommunity})
