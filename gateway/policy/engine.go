@@ -196,7 +196,7 @@ func (e *Engine) evalDecision(ctx context.Context, p *gateway.Principal, c *gate
 }
 
 // Visible returns the names of the catalog tools the principal may see, from
-// the same per-tool rules as Decide (listed ⇔ callable, DESIGN.md §1).
+// the same per-tool rules as Decide (listed ⇔ callable, docs/architecture.md).
 // The returned map is shared with the cache and must not be modified.
 func (e *Engine) Visible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error) {
 	var key cacheKey

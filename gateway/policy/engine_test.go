@@ -100,7 +100,7 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestListedEqualsCallable checks the invariant of DESIGN.md §1 on the Go
+// TestListedEqualsCallable checks the invariant of docs/architecture.md ("Listed ⇔ callable") on the Go
 // side: Visible and Decide agree for every catalog tool and several profiles.
 func TestListedEqualsCallable(t *testing.T) {
 	e, refs := newEngine(t, gateway.EditionCommunity)

@@ -59,7 +59,7 @@ func TestGoSDKClient(t *testing.T) {
 }
 
 // TestGoSDKClientDenial calls a tool the reader profile does not grant. The
-// SDK maps JSON-RPC -32003 (our policy denial, DESIGN.md §5) to its own
+// SDK maps JSON-RPC -32003 (our policy denial, docs/http.md) to its own
 // ErrConnectionClosed wrapper, but the message is ours and the session goes
 // on working.
 func TestGoSDKClientDenial(t *testing.T) {
