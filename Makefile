@@ -2,44 +2,58 @@
 SHELL := /bin/bash
 GO    ?= go
 OPA   := $(GO) tool opa
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 export MCPGATE_TEST_DATABASE_URL ?= postgres://mcpgate:mcpgate@127.0.0.1:5432/mcpgate_test?sslmode=disable
 
-.PHONY: run build test test-go test-rego test-interop fixture node-deps lint bench pg clean fuzz fuzz-short
+.PHONY: help run build test test-go test-rego test-interop fixture node-deps lint bench pg clean fuzz fuzz-short
 
-## run: start the gateway with the embedded store and the demo backend (no other service needed)
-run:
-	$(GO) run ./cmd/mcpgate serve --dev
+## help: list the targets, one line each
+help:
+	@awk '/^## [a-z0-9-]+: / { sub(/^## /, ""); t = $$0; sub(/:.*/, "", t); sub(/^[^:]*: /, ""); printf "  %-21s %s\n", t, $$0 }' $(MAKEFILE_LIST)
 
-## build: put the binary at bin/mcpgate
+## run: build bin/mcpgate and start it with the embedded store and the demo backend (no other service needed)
+# Not `go run`: the go command exits 1 after an interrupt whatever its child did, so Ctrl-C would end
+# make run with an error; the binary itself exits 0 after a clean shutdown on SIGINT or SIGTERM.
+run: build
+	./bin/mcpgate serve --dev
+
+## build: put the binary at bin/mcpgate, with its version and commit
 build:
-	$(GO) build -o bin/mcpgate ./cmd/mcpgate
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/mcpgate ./cmd/mcpgate
 
-## test: every test — lint, Rego tests with coverage, Go tests (race) on SQLite and PostgreSQL, a short run of
-## every fuzz test, and the conformance suite and three MCP clients against the built binary
+## test: every test: lint, Rego, Go (race) on SQLite and PostgreSQL, short fuzzing, interop against bin/mcpgate
+# In order: lint, the Rego tests with coverage, the Go tests with -race on SQLite and PostgreSQL, a short run
+# of every fuzz test, and the conformance suite and three MCP clients against the built binary.
 test: lint test-rego pg test-go fuzz-short test-interop
 
 ## pg: make sure the local PostgreSQL the tests use is installed, running and has the test role/database
 pg:
 	./test/pg-setup.sh
 
+## lint: gofmt, go vet, opa fmt and opa check --strict
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' ; git ls-files --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@out=$$($(OPA) fmt --list policies); if [ -n "$$out" ]; then echo "opa fmt would change: $$out"; exit 1; fi
 	$(OPA) check --strict policies
 
+## test-rego: the Rego tests with coverage ≥ 90 %, on policies/ and on each surface folder on its own
 test-rego:
 	$(OPA) test policies --coverage --threshold 90 --format json > /tmp/mcpgate-rego-coverage.json || { $(OPA) test policies -v; exit 1; }
 	@python3 -c "import json;print('rego coverage: %.1f%%' % json.load(open('/tmp/mcpgate-rego-coverage.json'))['coverage'])" 2>/dev/null || true
 	$(OPA) test policies
+	@for d in policies/*/; do echo "opa test $$d"; $(OPA) test $$d || exit 1; done
 
+## test-go: the Go tests with -race (the PostgreSQL ones need MCPGATE_TEST_DATABASE_URL; make pg sets it up)
 test-go:
 	$(GO) test -race -count=1 ./...
 
 FUZZTIME ?= 1m
 
-## fuzz: run each fuzz target (test/fuzz.sh lists them) for FUZZTIME, default 1m (make fuzz FUZZTIME=10m);
-## an input that fails lands in its package's testdata/fuzz and from then on runs in plain go test
+## fuzz: run each fuzz target (test/fuzz.sh lists them) for FUZZTIME, default 1m (make fuzz FUZZTIME=10m)
+# An input that fails lands in its package's testdata/fuzz and from then on runs in plain go test.
 fuzz:
 	GO=$(GO) ./test/fuzz.sh $(FUZZTIME)
 
@@ -69,8 +83,8 @@ test-interop: build fixture node-deps
 bench: pg
 	$(GO) test -run '^$$' -bench . -benchmem ./gateway/... ./tools/...
 
-## bench-ratelimit: rate-limit reservation + audit write on PostgreSQL — closed loop at 1, 16 and 64
-## callers, then open loop: 64 callers offered 2,000 calls/s (README.md, "Rate limits")
+## bench-ratelimit: rate-limit reservation + audit write on PostgreSQL, closed and open loop (README.md, "Rate limits")
+# Closed loop at 1, 16 and 64 callers, then open loop: 64 callers offered 2,000 calls/s.
 .PHONY: bench-ratelimit test-ratelimit-full
 bench-ratelimit: pg
 	$(GO) test -count=1 -run '^$$' -bench Reservation -benchtime 5s ./test/ratelimit/
@@ -81,9 +95,10 @@ bench-ratelimit: pg
 bench-e2e: pg build
 	MCPGATE_E2E_LOAD=1000 $(GO) test -count=1 -run TestEndToEndLoad -v ./test/ratelimit/
 
-## bench-compare: what the gateway adds to a call — echo on test/benchupstream called directly, through the
-## gateway on SQLite and on PostgreSQL; closed loop, interleaved, fresh processes per run (README.md, "Benchmarks").
-## BENCH_DURATION (10s), BENCH_REPS (3), BENCH_CONCURRENCY (1,16), BENCH_WARMUP (1s), BENCH_CONFIGS
+## bench-compare: what the gateway adds to a call: direct, through SQLite and through PostgreSQL (README.md, "Benchmarks")
+# echo on test/benchupstream called directly, through the gateway on SQLite and on PostgreSQL; closed loop,
+# interleaved, fresh processes per run. BENCH_DURATION (10s), BENCH_REPS (3), BENCH_CONCURRENCY (1,16),
+# BENCH_WARMUP (1s), BENCH_CONFIGS.
 .PHONY: bench-compare
 bench-compare: pg build
 	$(GO) build -o bin/benchupstream ./test/benchupstream
@@ -93,5 +108,6 @@ bench-compare: pg build
 test-ratelimit-full: pg
 	MCPGATE_RATELIMIT_FULL=1 $(GO) test -count=1 -timeout 20m -run RateLimits ./gateway/postgres/ ./gateway/sqlite/
 
+## clean: remove bin/, the dev database and the dev keys (make run then starts over)
 clean:
 	rm -rf bin mcpgate-dev.db* .mcpgate-dev-secrets.json

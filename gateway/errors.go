@@ -7,10 +7,10 @@ import (
 )
 
 // ErrorCode classifies an Error. One writer maps it to a JSON-RPC code and an
-// HTTP status (DESIGN.md §5); packages never pick wire codes themselves.
+// HTTP status (docs/http.md, Errors); packages never pick wire codes themselves.
 type ErrorCode string
 
-// The error classes of STYLE.md, plus the JSON-RPC shapes of DESIGN.md §5.
+// The error classes of docs/architecture.md (Conventions), with the JSON-RPC shapes of docs/http.md (Errors).
 const (
 	EInvalid         ErrorCode = "Invalid"         // bad arguments: -32602, HTTP 400 on admin
 	EUnauthenticated ErrorCode = "Unauthenticated" // bad credential: HTTP 401
@@ -82,7 +82,7 @@ func ErrorMessageOf(err error) string {
 	return "internal error; the gateway logged the cause"
 }
 
-// JSON-RPC 2.0 error codes used on the wire (DESIGN.md §5).
+// JSON-RPC 2.0 error codes used on the wire (docs/http.md, Errors).
 const (
 	RPCParseError     = -32700
 	RPCInvalidRequest = -32600

@@ -1,5 +1,5 @@
 // Package migrations holds mcpgate's SQL schema as goose migrations, one
-// folder per dialect with the same logical schema (DESIGN.md §6), embedded in
+// folder per dialect with the same logical schema (docs/architecture.md, Data), embedded in
 // the binary so that `mcpgate migrate` and the stores need no files on disk.
 package migrations
 

@@ -15,7 +15,7 @@ import (
 )
 
 // load compiles the embedded bundle the way the gateway does (the FS root
-// holds supacloud/, so data.json lands at data.supacloud). withTests keeps
+// holds supacloud/). withTests keeps
 // the *_test.rego modules, which hold the shared fixtures.
 func load(tb testing.TB, withTests bool) (*ast.Compiler, storage.Store) {
 	tb.Helper()

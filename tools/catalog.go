@@ -228,7 +228,7 @@ type schemaShape struct {
 
 // checkSchemaShape requires an object schema (MCP inputSchema) that lets a
 // client send an optional workspace_id string: the gateway compares it with
-// the credential's workspace (DESIGN.md §1, Workspace isolation), so the
+// the credential's workspace (docs/architecture.md, Invariants: workspace isolation), so the
 // schema must not refuse it first. It returns the sorted property names.
 func checkSchemaShape(raw []byte) ([]string, error) {
 	var s schemaShape

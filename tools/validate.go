@@ -33,7 +33,7 @@ var noArgs = map[string]any{}
 // re-encoded through JSON first, which is slower. nil args mean {}.
 //
 // It returns nil when the arguments are valid, and otherwise a
-// *gateway.Error with code EInvalid (JSON-RPC -32602, DESIGN.md §5) whose
+// *gateway.Error with code EInvalid (JSON-RPC -32602, docs/http.md, Errors) whose
 // message names the tool and every failing field by JSON pointer, e.g.
 // "invalid arguments for tool project.get: /project_id: missing required
 // property". An unknown tool is EInvalid "unknown tool <name>: ...".

@@ -1,36 +1,20 @@
 // Command mcpgate is the policy-engine-driven authorization gateway for MCP
-// tool calls. Subcommands: serve, migrate, token, policy (DESIGN.md §4).
+// tool calls. Subcommands: serve, migrate, token, jwt, policy, version;
+// `mcpgate help X` or `mcpgate X --help` describes each.
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"sort"
+	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
-const usage = `mcpgate — authorization gateway for MCP tool calls
-
-usage:
-  mcpgate serve [--dev]          run the gateway (configuration from the environment; README.md, Configuration)
-  mcpgate migrate                apply database migrations to MCPGATE_DATABASE_URL and exit
-  mcpgate token create --workspace WS --label L --scope mcp:read [--scope …]
-  mcpgate token list --workspace WS
-  mcpgate token revoke FINGERPRINT
-  mcpgate policy test [DIR] [-v]            run the Rego tests of a policy folder (default: policies)
-  mcpgate policy eval -d DIR -i FILE QUERY  evaluate a query, e.g. data.supacloud.decision, on an input
-  mcpgate policy check|fmt|bench …          the same OPA commands as ` + "`go tool opa`" + `, with the OPA the gateway embeds
-  mcpgate version
-
---dev starts with the embedded store, a demo workspace, generated keys, console
-logs, and prints a ready agent session token with a copy-paste example.
-`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -42,30 +26,95 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("see usage above")
-
+// run executes one command line. It is main without the process: tests call
+// it with their own output and environment.
 func run(ctx context.Context, args []string, out io.Writer, getenv func(string) string) error {
-	if len(args) == 0 {
-		fmt.Fprint(out, usage)
-		return errUsage
-	}
-	switch args[0] {
-	case "serve":
-		return serve(ctx, args[1:], out, getenv)
-	case "migrate":
-		return migrate(ctx, getenv)
-	case "token":
-		return token(ctx, args[1:], out, getenv)
-	case "policy":
-		return policyCmd(ctx, args[1:], out)
-	case "version":
-		fmt.Fprintln(out, "mcpgate", version)
-		return nil
-	case "help", "-h", "--help":
-		fmt.Fprint(out, usage)
-		return nil
-	default:
-		fmt.Fprint(out, usage)
-		return fmt.Errorf("unknown command %q", args[0])
-	}
+	root := newRootCmd(out, getenv)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
 }
+
+// envAnnotation is the cobra annotation that lists the environment variables
+// a command reads; the usage template prints it after the flags.
+const envAnnotation = "mcpgate/env"
+
+func newRootCmd(out io.Writer, getenv func(string) string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mcpgate",
+		Short: "authorization gateway for MCP tool calls",
+		Long: `mcpgate authenticates every MCP tool call an agent makes, asks its Rego policy
+(OPA) for a decision, reserves the call's rate-limit slots and writes its audit
+row, and only then passes the call on to the tool.
+
+Start with "mcpgate serve --dev" (what "make run" does): an embedded store, a
+demo workspace and ready tokens. Every command answers --help.`,
+		Version:       versionInfo().String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(out)
+	root.SetErr(out)
+	root.SetVersionTemplate("{{.Version}}")
+	root.SetUsageTemplate(root.UsageTemplate() + `{{with index .Annotations "` + envAnnotation + `"}}
+Environment:
+{{.}}{{end}}`)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath())
+	})
+	root.AddCommand(
+		newServeCmd(out, getenv),
+		newMigrateCmd(getenv),
+		newTokenCmd(out, getenv),
+		newJWTCmd(out, getenv),
+		newPolicyCmd(out),
+		newVersionCmd(out),
+	)
+	return root
+}
+
+// group makes cmd a command that only holds subcommands: without arguments
+// it prints its help; an unknown subcommand is an error, not the help.
+func group(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	return cmd
+}
+
+// envVar is one environment variable a command reads.
+type envVar struct{ name, what string }
+
+// withEnv records the environment variables cmd reads, for its help.
+func withEnv(cmd *cobra.Command, vars ...envVar) *cobra.Command {
+	width := 0
+	for _, v := range vars {
+		width = max(width, len(v.name))
+	}
+	var b strings.Builder
+	for _, v := range vars {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, v.name, v.what)
+	}
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[envAnnotation] = b.String()
+	return cmd
+}
+
+// envNames formats names, sorted, a few to a line, for a help text.
+func envNames(names []string) string {
+	names = append([]string(nil), names...)
+	sort.Strings(names)
+	var b strings.Builder
+	line := "  "
+	for _, n := range names {
+		if len(line)+len(n) > 80 {
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+			line = "  "
+		}
+		line += n + "  "
+	}
+	b.WriteString(strings.TrimRight(line, " ") + "\n")
+	return b.String()
+}
+
+var databaseURLEnv = envVar{"MCPGATE_DATABASE_URL", "the store: sqlite:PATH or postgres://… (default sqlite:mcpgate.db)"}

@@ -1,28 +1,59 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"slices"
 
 	opacmd "github.com/open-policy-agent/opa/cmd"
+	"github.com/spf13/cobra"
 )
 
-// policySubcommands are the OPA commands `mcpgate policy` passes through.
-var policySubcommands = []string{"test", "eval", "check", "fmt", "bench"}
+// policySubcommands are the OPA commands `mcpgate policy` passes through,
+// with what each does.
+var policySubcommands = []struct{ name, short string }{
+	{"test", "run the Rego tests of a policy folder (default: policies)"},
+	{"eval", "evaluate a query, e.g. data.supacloud.decision, on an input"},
+	{"check", "compile a policy folder and report errors (use --strict)"},
+	{"fmt", "format Rego files (--list names the files it would change)"},
+	{"bench", "benchmark a query"},
+}
 
-// policyCmd runs `mcpgate policy test|eval|check|fmt|bench …` with the OPA
-// the gateway embeds (the same version as `go tool opa`), so a security team
-// checks a bundle with the binary it will run under. `policy test` without
-// a path tests the policies folder.
-func policyCmd(_ context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || !slices.Contains(policySubcommands, args[0]) {
-		return fmt.Errorf("policy: want one of %v, e.g. `mcpgate policy test policies -v` or `mcpgate policy eval -d policies -i input.json data.supacloud.decision`", policySubcommands)
+// newPolicyCmd is `mcpgate policy test|eval|check|fmt|bench …`: the OPA
+// commands of the OPA the gateway embeds (the same version as `go tool
+// opa`), so a security team checks a bundle with the binary it will run
+// under. Their arguments and flags go to OPA unchanged, and their help is
+// OPA's. `policy test` without a path tests the policies folder.
+func newPolicyCmd(out io.Writer) *cobra.Command {
+	cmd := group(&cobra.Command{
+		Use:   "policy",
+		Short: "OPA's test, eval, check, fmt and bench, with the OPA the gateway embeds",
+		Long: `Run OPA's own commands with the OPA built into this binary, the one the
+gateway decides with. Arguments and flags go to OPA unchanged;
+"mcpgate policy test --help" shows OPA's flags.`,
+		Example: `  mcpgate policy test -v
+  mcpgate policy eval -d policies -i test/testdata/policy-input.json data.supacloud.decision
+  mcpgate policy check --strict policies`,
+	})
+	for _, sub := range policySubcommands {
+		c := &cobra.Command{
+			Use:                sub.name + " [OPA flags and arguments]",
+			Short:              sub.short,
+			DisableFlagParsing: true,
+			RunE: func(_ *cobra.Command, args []string) error {
+				if sub.name == "test" && !hasPath(args) && !wantsHelp(args) {
+					args = append(args, "policies")
+				}
+				return runOPA(out, append([]string{sub.name}, args...))
+			},
+		}
+		c.SetHelpFunc(func(*cobra.Command, []string) { _ = runOPA(out, []string{sub.name, "--help"}) })
+		cmd.AddCommand(c)
 	}
-	if args[0] == "test" && !hasPath(args[1:]) {
-		args = append(args, "policies")
-	}
+	return cmd
+}
+
+// runOPA runs OPA's command line args.
+func runOPA(out io.Writer, args []string) error {
 	root := opacmd.Command(nil, "OPA")
 	root.SetArgs(args)
 	root.SetOut(out)
@@ -39,6 +70,16 @@ func policyCmd(_ context.Context, args []string, out io.Writer) error {
 func hasPath(args []string) bool {
 	for _, a := range args {
 		if len(a) > 0 && a[0] != '-' {
+			return true
+		}
+	}
+	return false
+}
+
+// wantsHelp reports whether args ask for help.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "--help" {
 			return true
 		}
 	}

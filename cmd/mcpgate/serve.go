@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
 	"io"
 
+	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -14,14 +14,52 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/server"
 )
 
-func serve(ctx context.Context, args []string, out io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	dev := fs.Bool("dev", false, "development mode: embedded store, demo workspace, generated keys, console logs")
-	if err := fs.Parse(args); err != nil {
-		return err
+func newServeCmd(out io.Writer, getenv func(string) string) *cobra.Command {
+	var dev bool
+	cmd := &cobra.Command{
+		Use:   "serve [--dev]",
+		Short: "run the gateway (configuration from the environment)",
+		Long: `Run the gateway until SIGINT or SIGTERM, then drain open requests for up to
+10 s and exit 0. Configuration comes from the environment variables below
+(README.md, "Configuration", says what each means); a bad value stops the
+gateway before it starts, naming the variable. At start it logs what runs: the
+store, the surfaces and their addresses, whether the admin API is on, the
+policy revision and the edition.
+
+--dev fills what the environment leaves unset for a local trial: the embedded
+store sqlite:mcpgate-dev.db, generated keys kept in ` + devSecretsFile + ` (both in
+the current folder), console logs; it creates or refreshes a demo workspace
+and prints ready agent tokens with a copy-paste example.`,
+		Example: `  mcpgate serve --dev
+  MCPGATE_JWT_SECRET=$(openssl rand -hex 32) MCPGATE_DATABASE_URL=postgres://… mcpgate serve`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return serve(c.Context(), dev, out, getenv)
+		},
 	}
+	cmd.Flags().BoolVar(&dev, "dev", false, "development mode: embedded store, demo workspace, generated keys, console logs")
+	cmd.Annotations = map[string]string{envAnnotation: envNames(configEnv())}
+	return cmd
+}
+
+// configEnv lists every variable config.Load reads, by running it on an
+// empty environment: the help can then never miss one.
+func configEnv() []string {
+	var names []string
+	seen := map[string]bool{}
+	_, _ = config.Load(func(name string) string {
+		if !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+		return ""
+	})
+	return names
+}
+
+func serve(ctx context.Context, dev bool, out io.Writer, getenv func(string) string) error {
 	var devEnv *devDefaults
-	if *dev {
+	if dev {
 		devEnv = newDevDefaults(getenv)
 		getenv = devEnv.getenv
 	}
@@ -34,7 +72,7 @@ func serve(ctx context.Context, args []string, out io.Writer, getenv func(string
 		return err
 	}
 	defer func() { _ = log.Sync() }()
-	app, err := server.Open(ctx, cfg, log, version)
+	app, err := server.Open(ctx, cfg, log, versionInfo().Version)
 	if err != nil {
 		return err
 	}
@@ -49,10 +87,12 @@ func serve(ctx context.Context, args []string, out io.Writer, getenv func(string
 			return err
 		}
 	}
-	log.Info("mcpgate listening", zap.String("addr", ls.Main.Addr().String()), zap.String("edition", string(cfg.Edition)), zap.String("version", version))
-	if ls.Metrics != nil {
-		log.Info("metrics and probes listening", zap.String("addr", ls.Metrics.Addr().String()))
+	fields, err := startupSummary(cfg, ls)
+	if err != nil {
+		_ = ls.Close()
+		return err
 	}
+	log.Info("mcpgate listening", fields...)
 	return app.Serve(ctx, ls, log)
 }
 
@@ -73,14 +113,28 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func migrate(ctx context.Context, getenv func(string) string) error {
-	url := getenv("MCPGATE_DATABASE_URL")
-	if url == "" {
-		url = "sqlite:mcpgate.db"
+func newMigrateCmd(getenv func(string) string) *cobra.Command {
+	return withEnv(&cobra.Command{
+		Use:   "migrate",
+		Short: "create the store's tables or bring them up to date, then exit",
+		Long: `Apply the database migrations to the store MCPGATE_DATABASE_URL names and
+exit. A SQLite file that does not exist is created. "serve" migrates at start
+too; run this to prepare a database before the first gateway starts.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			s, err := server.OpenStore(c.Context(), databaseURL(getenv))
+			if err != nil {
+				return err
+			}
+			return s.Close()
+		},
+	}, databaseURLEnv)
+}
+
+// databaseURL is MCPGATE_DATABASE_URL or its default.
+func databaseURL(getenv func(string) string) string {
+	if url := getenv("MCPGATE_DATABASE_URL"); url != "" {
+		return url
 	}
-	s, err := server.OpenStore(ctx, url)
-	if err != nil {
-		return err
-	}
-	return s.Close()
+	return "sqlite:mcpgate.db"
 }

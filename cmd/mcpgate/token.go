@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,33 +12,75 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/server"
 )
 
-type scopeList []string
+func newTokenCmd(out io.Writer, getenv func(string) string) *cobra.Command {
+	cmd := group(&cobra.Command{
+		Use:   "token",
+		Short: "create, list and revoke scmt_ API tokens of external coordinators",
+		Long: `Create, list and revoke the workspace-bound scmt_ API tokens of external
+coordinators, directly on the store MCPGATE_DATABASE_URL names (the admin API
+offers the same over HTTP). A SQLite file that does not exist is refused rather
+than created: the commands must work on the gateway's own store.`,
+	})
+	withEnv(cmd, databaseURLEnv)
 
-func (s *scopeList) String() string     { return strings.Join(*s, ",") }
-func (s *scopeList) Set(v string) error { *s = append(*s, v); return nil }
+	var ws, label string
+	var scopes []string
+	create := withEnv(&cobra.Command{
+		Use:     "create --workspace WS --label L --scope SCOPE [--scope SCOPE…]",
+		Short:   "create a token and print it (the only time it is shown)",
+		Example: "  mcpgate token create --workspace ws-demo --label ci --scope mcp:read --scope mcp:ops",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return withStore(c.Context(), getenv, func(store server.FullStore) error {
+				return tokenCreate(c.Context(), store, out, ws, label, scopes)
+			})
+		},
+	}, databaseURLEnv)
+	create.Flags().StringVar(&ws, "workspace", "", "workspace id (required)")
+	create.Flags().StringVar(&label, "label", "", "label shown in listings (required)")
+	create.Flags().StringArrayVar(&scopes, "scope", nil, "scope: "+strings.Join(admin.Scopes, ", ")+"; repeat for several (at least one)")
 
-// token runs `mcpgate token create|list|revoke` directly on the store named
-// by MCPGATE_DATABASE_URL (the admin API offers the same over HTTP).
-func token(ctx context.Context, args []string, out io.Writer, getenv func(string) string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("token: want create, list or revoke")
-	}
-	fs := flag.NewFlagSet("token "+args[0], flag.ContinueOnError)
-	ws := fs.String("workspace", "", "workspace id")
-	label := fs.String("label", "", "label shown in listings")
-	var scopes scopeList
-	fs.Var(&scopes, "scope", "scope (mcp:read, mcp:ops, management:read); repeat for several")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	url := getenv("MCPGATE_DATABASE_URL")
-	if url == "" {
-		url = "sqlite:mcpgate.db"
-	}
+	var listWS string
+	list := withEnv(&cobra.Command{
+		Use:   "list --workspace WS",
+		Short: "list a workspace's tokens: fingerprint, label, scopes, status, times (never the value)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return withStore(c.Context(), getenv, func(store server.FullStore) error {
+				return tokenList(c.Context(), store, out, listWS)
+			})
+		},
+	}, databaseURLEnv)
+	list.Flags().StringVar(&listWS, "workspace", "", "workspace id (required)")
+
+	revoke := withEnv(&cobra.Command{
+		Use:   "revoke FINGERPRINT",
+		Short: "revoke a token at once (its fingerprint is in token list)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return withStore(c.Context(), getenv, func(store server.FullStore) error {
+				if err := store.RevokeAPIToken(c.Context(), args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintln(out, "revoked", args[0])
+				return nil
+			})
+		},
+	}, databaseURLEnv)
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}
+
+// withStore opens the existing store MCPGATE_DATABASE_URL names, runs f on
+// it and closes it.
+func withStore(ctx context.Context, getenv func(string) string, f func(server.FullStore) error) error {
+	url := databaseURL(getenv)
 	if err := existingSQLite(url); err != nil {
 		return err
 	}
@@ -48,23 +89,7 @@ func token(ctx context.Context, args []string, out io.Writer, getenv func(string
 		return err
 	}
 	defer func() { _ = store.Close() }()
-	switch args[0] {
-	case "create":
-		return tokenCreate(ctx, store, out, *ws, *label, scopes)
-	case "list":
-		return tokenList(ctx, store, out, *ws)
-	case "revoke":
-		if fs.NArg() != 1 {
-			return fmt.Errorf("token revoke: want exactly one fingerprint")
-		}
-		if err := store.RevokeAPIToken(ctx, fs.Arg(0)); err != nil {
-			return err
-		}
-		fmt.Fprintln(out, "revoked", fs.Arg(0))
-		return nil
-	default:
-		return fmt.Errorf("token: unknown subcommand %q; want create, list or revoke", args[0])
-	}
+	return f(store)
 }
 
 func tokenCreate(ctx context.Context, store server.FullStore, out io.Writer, ws, label string, scopes []string) error {

@@ -1,4 +1,4 @@
-// Package admin serves the operator API under /admin/v1 (DESIGN.md §4):
+// Package admin serves the operator API under /admin/v1 (docs/http.md):
 // workspaces, members, agent profiles, permission overrides, seat types,
 // org plans, tasks, scmt_ API tokens, external limits and the audit trail.
 //
@@ -17,8 +17,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// EnvAdminToken is the variable holding the admin bearer token (DESIGN.md
-// §3); it is named in the "admin API is off" reply.
+// EnvAdminToken is the variable holding the admin bearer token (README.md,
+// Configuration); it is named in the "admin API is off" reply.
 const EnvAdminToken = "MCPGATE_ADMIN_TOKEN"
 
 // DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes is 0.
@@ -45,7 +45,7 @@ type Options struct {
 	// invalidate. It runs on the request goroutine; keep it fast.
 	OnChange func(workspaceID string)
 	// TokenReader is an optional hook for scmt_ tokens with management:read
-	// (DESIGN.md §4): it returns the token's workspace and ok=true when r
+	// (docs/http.md): it returns the token's workspace and ok=true when r
 	// carries such an active token. Such callers may only GET, and only
 	// their own workspace's API tokens and audit events. Nil: admin token only.
 	TokenReader func(r *http.Request) (workspaceID string, ok bool)
@@ -103,7 +103,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.router.ServeHTTP(w, r)
 }
 
-// routes lists DESIGN.md §4; each path maps methods to handlers so a wrong
+// routes lists docs/http.md; each path maps methods to handlers so a wrong
 // method gets 405 with Allow.
 func (h *handler) routes() *mux.Router {
 	r := mux.NewRouter()

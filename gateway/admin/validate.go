@@ -24,7 +24,7 @@ const (
 )
 
 var (
-	// idPattern is the shape of every id in a path (brief; DESIGN.md §4).
+	// idPattern is the shape of every id in a path (docs/http.md).
 	idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 	// slugPattern is a URL-safe workspace slug.
 	slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)

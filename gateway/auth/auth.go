@@ -1,5 +1,5 @@
 // Package auth authenticates in-app agent task sessions by the JWT they carry
-// on /mcp (DESIGN.md §4, "Agent session JWT claims").
+// on /mcp (docs/http.md, "Agent session JWT").
 //
 // The signing algorithm is fixed by the configured key, never chosen by the
 // token: an HS256 secret accepts HS256 only, an RSA public key RS256 only, an
@@ -23,7 +23,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Environment variables that configure agent session JWTs (DESIGN.md §3).
+// Environment variables that configure agent session JWTs (README.md, Configuration).
 // They are named in configuration errors so operators know what to fix.
 const (
 	EnvSecret        = "MCPGATE_JWT_SECRET"
@@ -35,12 +35,12 @@ const (
 // Defaults and bounds of JWTConfig.
 const (
 	// DefaultAudience is the aud a token must carry when JWTConfig.Audience
-	// is empty (DESIGN.md §3, MCPGATE_JWT_AUDIENCE).
+	// is empty (README.md, Configuration, MCPGATE_JWT_AUDIENCE).
 	DefaultAudience = "mcpgate"
 	// DefaultLeeway is the clock skew tolerated on exp, nbf and iat when
 	// JWTConfig.Leeway is zero.
 	DefaultLeeway = 30 * time.Second
-	// MinSecretBytes is the shortest HS256 secret accepted (DESIGN.md §3).
+	// MinSecretBytes is the shortest HS256 secret accepted (README.md, Configuration).
 	MinSecretBytes = 32
 	// minRSABits is the smallest RSA modulus accepted; shorter keys are
 	// forgeable in practice.

@@ -19,7 +19,7 @@ const APITokenPrefix = "scmt_"
 // tokens are a few hundred bytes.
 const maxTokenBytes = 8 << 10
 
-// sessionClaims is the payload of an agent session JWT (DESIGN.md §4).
+// sessionClaims is the payload of an agent session JWT (docs/http.md).
 type sessionClaims struct {
 	jwt.RegisteredClaims
 	WorkspaceID string `json:"workspace_id"`

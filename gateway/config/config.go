@@ -1,5 +1,5 @@
 // Package config reads, defaults and validates mcpgate's configuration from
-// the environment in one place (DESIGN.md §3), before anything starts.
+// the environment in one place (README.md, Configuration), before anything starts.
 package config
 
 import (

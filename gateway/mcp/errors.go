@@ -14,7 +14,7 @@ import (
 
 // protocolError is a transport-level failure that has no gateway.ErrorCode of
 // its own: malformed JSON-RPC, a missing or unknown session, a bad header.
-// It carries the HTTP status it is answered with (DESIGN.md §5: "the HTTP
+// It carries the HTTP status it is answered with (docs/http.md, Errors: "the HTTP
 // status is for transport problems").
 type protocolError struct {
 	status int               // HTTP status of the reply
@@ -53,7 +53,7 @@ type rpcError struct {
 }
 
 // errorData is the "data" member of every error mcpgate sends
-// (DESIGN.md §5: class, status, and for policy denials decision_id and
+// (docs/http.md, Errors: class, status, and for policy denials decision_id and
 // reasons; bucket for rate limits).
 type errorData struct {
 	Class      string           `json:"class"`
@@ -68,7 +68,7 @@ type errorData struct {
 }
 
 // wireError is the one place that turns an error into its JSON-RPC error
-// object and HTTP status (STYLE.md, "One error type, one writer"). Errors of
+// object and HTTP status (docs/architecture.md, Conventions: "One error type, one writer"). Errors of
 // class Internal are logged at error level with their cause; the caller sees
 // only the message meant for people. Everything else is logged at debug.
 func (t *Transport) wireError(ctx context.Context, err error) (*rpcError, int) {

@@ -142,7 +142,7 @@ func interopCall(ctx context.Context, t *testing.T, cs *sdk.ClientSession, state
 	if json.Unmarshal(werr.Data, &data) != nil || data.Class != "Invalid" || data.Status != 400 {
 		t.Fatalf("error data = %s", werr.Data)
 	}
-	// A policy denial is -32003 (DESIGN.md §5). go-sdk v1.8.0 uses the same
+	// A policy denial is -32003 (docs/http.md, Errors). go-sdk v1.8.0 uses the same
 	// code for its internal ErrClientClosing, so the client reports it as
 	// ErrConnectionClosed with our message as text; the session stays usable.
 	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "deny"})

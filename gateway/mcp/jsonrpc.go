@@ -21,7 +21,7 @@ const (
 	kindResponse                 // id and result/error: a reply to a server request
 )
 
-// message is one JSON-RPC message, parsed once (STYLE.md, "Parse once").
+// message is one JSON-RPC message, parsed once (docs/architecture.md, Conventions: "Parse once").
 // id holds the raw id bytes (a JSON string or number) to echo back
 // unchanged; nil when absent or unusable.
 type message struct {

@@ -3,7 +3,7 @@
 // 2024-11-05 HTTP+SSE transport (LegacyHandler), with every request
 // authenticated, sessions bound to the authenticated principal, Host,
 // Origin and CORS checks before authentication, and tools/list and
-// tools/call handed to a Handler (DESIGN.md §4 and §5; MCP specification
+// tools/call handed to a Handler (docs/http.md; MCP specification
 // 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25 and 2026-07-28,
 // basic/transports and basic/lifecycle or basic/versioning). It also
 // serves OAuth protected resource metadata (RFC 9728, MetadataHandler) and
@@ -348,7 +348,7 @@ func normalizeOrigin(o string) string {
 }
 
 // replyError answers a request with a transport-level error: the HTTP status
-// of err's class and a JSON-RPC error body (DESIGN.md §5). A 401 also
+// of err's class and a JSON-RPC error body (docs/http.md, Errors). A 401 also
 // carries WWW-Authenticate.
 func (t *Transport) replyError(w http.ResponseWriter, r *http.Request, id json.RawMessage, err error) {
 	e, status := t.wireError(r.Context(), err)

@@ -17,6 +17,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -98,7 +99,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		edition: ast.StringTerm(string(opts.Edition)), tools: toolsTerm(opts.Tools),
 		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler),
 	}
-	e.grantEntries, e.toolPrefix = readGrants(res.Documents)
+	grants, err := evalGrants(ctx, compiler, store)
+	if err != nil {
+		return nil, err
+	}
+	e.grantEntries, e.toolPrefix = readGrants(grants)
 	for _, q := range []struct {
 		query string
 		dst   *rego.PreparedEvalQuery
@@ -191,7 +196,7 @@ func (e *Engine) evalDecision(ctx context.Context, p *gateway.Principal, c *gate
 }
 
 // Visible returns the names of the catalog tools the principal may see, from
-// the same per-tool rules as Decide (listed ⇔ callable, DESIGN.md §1).
+// the same per-tool rules as Decide (listed ⇔ callable, docs/architecture.md).
 // The returned map is shared with the cache and must not be modified.
 func (e *Engine) Visible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error) {
 	var key cacheKey
@@ -294,11 +299,27 @@ func (e *Engine) Grants() (entries []string, toolPrefix string) {
 	return slices.Clone(e.grantEntries), e.toolPrefix
 }
 
-// readGrants extracts Grants from the bundle's data documents; a bundle
-// without them yields none (every non-tool entry is then refused).
-func readGrants(docs map[string]any) (entries []string, prefix string) {
-	surface, _ := docs["supacloud"].(map[string]any)
-	grants, _ := surface["grants"].(map[string]any)
+// GrantsQuery is where a bundle defines its grant catalog: a data document
+// (data.json under supacloud/) or a Rego rule of package supacloud, as the
+// shipped bundle's grants.rego does.
+const GrantsQuery = "data.supacloud.grants"
+
+// evalGrants evaluates GrantsQuery once, at load; undefined yields nil.
+func evalGrants(ctx context.Context, c *ast.Compiler, store storage.Store) (map[string]any, error) {
+	rs, err := rego.New(rego.Query(GrantsQuery), rego.Compiler(c), rego.Store(store), rego.StrictBuiltinErrors(true)).Eval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("policy: evaluate %s: %w", GrantsQuery, err)
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return nil, nil
+	}
+	grants, _ := rs[0].Expressions[0].Value.(map[string]any)
+	return grants, nil
+}
+
+// readGrants extracts Grants from the bundle's grant catalog; a bundle
+// without one yields none (every non-tool entry is then refused).
+func readGrants(grants map[string]any) (entries []string, prefix string) {
 	if tiers, ok := grants["tiers"].(map[string]any); ok {
 		for _, t := range tiers {
 			if w, ok := t.(map[string]any)["wildcard"].(string); ok {

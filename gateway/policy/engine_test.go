@@ -100,7 +100,7 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestListedEqualsCallable checks the invariant of DESIGN.md §1 on the Go
+// TestListedEqualsCallable checks the invariant of docs/architecture.md ("Listed ⇔ callable") on the Go
 // side: Visible and Decide agree for every catalog tool and several profiles.
 func TestListedEqualsCallable(t *testing.T) {
 	e, refs := newEngine(t, gateway.EditionCommunity)
@@ -348,6 +348,23 @@ func TestGrantsComeFromTheBundle(t *testing.T) {
 	want := []string{"supacloud.*", "supacloud.conversation.*", "supacloud.deploy.*", "supacloud.full", "supacloud.ops.*", "supacloud.read.*", "supacloud.scaffold.*"}
 	if !slices.Equal(entries, want) || prefix != "supacloud." {
 		t.Fatalf("grants %v prefix %q, want %v and supacloud.", entries, prefix, want)
+	}
+}
+
+// TestGrantsFromADataDocument: a bundle of MCPGATE_POLICY_DIR may still keep
+// its grants in supacloud/data.json rather than in a Rego rule.
+func TestGrantsFromADataDocument(t *testing.T) {
+	src := "package supacloud\ndecision := {\"allow\": false, \"visible\": false}\nvisible_tools := set()\n"
+	data := `{"grants": {"tiers": {"read": {"wildcard": "x.read.*"}}, "full": "x.full", "tool_prefix": "x."}}`
+	e, err := policy.New(context.Background(), policy.Options{FS: fstest.MapFS{
+		"supacloud/d.rego":    {Data: []byte(src)},
+		"supacloud/data.json": {Data: []byte(data)},
+	}, Edition: gateway.EditionCommunity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, prefix := e.Grants(); !slices.Equal(entries, []string{"x.full", "x.read.*"}) || prefix != "x." {
+		t.Fatalf("grants %v prefix %q, want [x.full x.read.*] and x.", entries, prefix)
 	}
 }
 

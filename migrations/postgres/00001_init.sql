@@ -1,4 +1,4 @@
--- mcpgate schema for PostgreSQL, the system of record (DESIGN.md §6).
+-- mcpgate schema for PostgreSQL, the system of record (docs/architecture.md, Data).
 -- The SQLite folder holds the same logical schema; keep the two in step
 -- (migrations_test.go compares their tables and named constraints).
 -- CHECK constraints are named: the stores turn a violation into a message for
@@ -118,7 +118,7 @@ CREATE TABLE external_limits (
     updated_at            timestamptz NOT NULL DEFAULT now()
 );
 
--- One row per tools/call, whatever the outcome (DESIGN.md §1). No foreign key
+-- One row per tools/call, whatever the outcome (docs/architecture.md, Invariants). No foreign key
 -- to workspaces on purpose: a call naming an unknown workspace is audited too,
 -- and deleting a workspace must not erase its trail.
 CREATE TABLE audit_events (
@@ -140,7 +140,7 @@ CREATE TABLE audit_events (
     bucket            text        NOT NULL DEFAULT '',
     latency_us        bigint      NOT NULL DEFAULT 0,
     arguments_hash    text        NOT NULL DEFAULT '',
-    -- Only set when the operator turns on argument logging (DESIGN.md §1).
+    -- Only set when the operator turns on argument logging (docs/architecture.md, Invariants).
     arguments         jsonb
 );
 -- Listing by workspace, newest first; workspace-day rate-limit windows.

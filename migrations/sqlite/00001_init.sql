@@ -124,7 +124,7 @@ CREATE TABLE external_limits (
     updated_at            TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now') || substr(strftime('%f', 'now'), 3) || '000Z')
 ) STRICT;
 
--- One row per tools/call, whatever the outcome (DESIGN.md §1). No foreign key
+-- One row per tools/call, whatever the outcome (docs/architecture.md, Invariants). No foreign key
 -- to workspaces on purpose: a call naming an unknown workspace is audited too,
 -- and deleting a workspace must not erase its trail. AUTOINCREMENT keeps ids
 -- from being reused after old rows are deleted.
@@ -147,7 +147,7 @@ CREATE TABLE audit_events (
     bucket            TEXT    NOT NULL DEFAULT '',
     latency_us        INTEGER NOT NULL DEFAULT 0,
     arguments_hash    TEXT    NOT NULL DEFAULT '',
-    -- Only set when the operator turns on argument logging (DESIGN.md §1).
+    -- Only set when the operator turns on argument logging (docs/architecture.md, Invariants).
     arguments         TEXT
 ) STRICT;
 -- Listing by workspace, newest first; workspace-day rate-limit windows.

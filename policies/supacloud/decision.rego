@@ -1,7 +1,7 @@
 # The decision document the gateway evaluates: data.supacloud.decision for one
 # tools/call (input.tool) and data.supacloud.visible_tools for tools/list
 # (input.tools). Both use tool_visible, so a tool is listed iff a call with
-# valid arguments would be allowed (DESIGN.md §1, Listed <=> callable).
+# valid arguments would be allowed (docs/architecture.md, Invariants: listed <=> callable).
 package supacloud
 
 # tool_visible is the per-tool half of visibility, for a session that passed

@@ -2,7 +2,7 @@ package supacloud_test
 
 import data.supacloud
 
-# Sessions for the listed <=> callable matrix (DESIGN.md §1): a mix of
+# Sessions for the listed <=> callable matrix (docs/architecture.md, Invariants): a mix of
 # editions, roles, profile sources, grants and broken gates, in small groups
 # so each test stays well inside opa test's per-test timeout.
 matrix_grant_sessions := {

@@ -1,6 +1,6 @@
 # Session gates evaluated once per request, before any tool: the principal
 # kind, the acting user's membership of the workspace and the task of an
-# agent task session (DESIGN.md §4, agent session JWT claims). Each gate only
+# agent task session (docs/http.md, Agent session JWT). Each gate only
 # reports when the gates before it passed, so a denial names the first thing
 # to fix.
 package supacloud

@@ -87,7 +87,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	case d.Error == nil:
 		t.Fatal("tools/call test_simple_text with the reader profile succeeded; want a policy denial")
 	case d.Error.Code != -32003 || d.Error.Data.Class != "Forbidden" || d.Error.Data.Status != 403:
-		t.Errorf("denial = %+v, want -32003 with data.class Forbidden, data.status 403 (DESIGN.md §5)", d.Error)
+		t.Errorf("denial = %+v, want -32003 with data.class Forbidden, data.status 403 (docs/http.md, Errors)", d.Error)
 	}
 	t.Logf("the TypeScript SDK shows the denial as: %s", d.Error.Message)
 	assertDenialMessage(t, d.Error.Message)

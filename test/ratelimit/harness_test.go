@@ -254,7 +254,7 @@ func (s *syncBuffer) String() string {
 // ---- credentials and seeding ----
 
 // agentToken signs an agent session JWT with the shared HS256 secret, as
-// the platform would (claims of DESIGN.md §4).
+// the platform would (claims of docs/http.md).
 func agentToken(t *testing.T, user, task, profile string) string {
 	t.Helper()
 	claims := jwt.MapClaims{
@@ -343,7 +343,7 @@ type client struct {
 // sharedHTTP keeps enough idle connections for 200 concurrent calls.
 var sharedHTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}, Timeout: 60 * time.Second}
 
-// rpcError is the JSON-RPC error object mcpgate sends (DESIGN.md §5).
+// rpcError is the JSON-RPC error object mcpgate sends (docs/http.md, Errors).
 type rpcError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`

@@ -14,7 +14,7 @@ import (
 
 // Prepared is a hot-path statement, prepared on first use and then reused,
 // so that the database parses and plans it once per connection rather than
-// on every call (STYLE.md, "Prepare once, evaluate many"). First use, not
+// on every call (docs/architecture.md, Conventions: "Prepare once, evaluate many"). First use, not
 // Open, because the tables exist only after Migrate. The zero value with
 // Query set is ready to use; it is safe for concurrent use.
 type Prepared struct {

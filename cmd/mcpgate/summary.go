@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway/config"
+	"github.com/mcpgate/mcpgate/gateway/server"
+	"github.com/mcpgate/mcpgate/policies"
+)
+
+// startupSummary is what the start-up log line tells the operator: the
+// version, the edition, the store (for SQLite its file), each surface and
+// its addresses, whether the admin API is on, where the probes are, the
+// policy bundle and its revision, and where allowed calls go. It is
+// computed from the configuration and the open listeners; no secret enters
+// it (a PostgreSQL URL loses its password and query values).
+func startupSummary(cfg *config.Config, ls *server.Listeners) ([]zap.Field, error) {
+	base := "http://" + ls.Main.Addr().String()
+	fields := []zap.Field{
+		zap.String("version", versionInfo().Version),
+		zap.String("edition", string(cfg.Edition)),
+	}
+	if path, ok := strings.CutPrefix(cfg.DatabaseURL, "sqlite:"); ok {
+		if abs, err := filepath.Abs(path); err == nil && !strings.HasPrefix(path, "file:") && path != ":memory:" {
+			path = abs
+		}
+		fields = append(fields, zap.String("store", "sqlite"), zap.String("sqlite_file", path))
+	} else {
+		fields = append(fields, zap.String("store", "postgres"), zap.String("database", displayURL(cfg.DatabaseURL)))
+	}
+	// One surface today; a second gets its own listener and line here.
+	fields = append(fields,
+		zap.String("surface", "supacloud"),
+		zap.String("mcp", base+"/mcp"),
+		zap.String("sse", base+"/sse"),
+	)
+	if cfg.AdminToken != "" {
+		fields = append(fields, zap.String("admin_api", base+"/admin/v1"))
+	} else {
+		fields = append(fields, zap.String("admin_api", "off (set MCPGATE_ADMIN_TOKEN to turn it on)"))
+	}
+	probes := base
+	if ls.Metrics != nil {
+		probes = "http://" + ls.Metrics.Addr().String()
+	}
+	fields = append(fields, zap.String("probes", probes+"/healthz, /readyz, /metrics"))
+	source, rev := "embedded", policies.EmbeddedRevision()
+	if cfg.PolicyDir != "" {
+		var err error
+		if rev, err = policies.Revision(os.DirFS(cfg.PolicyDir)); err != nil {
+			return nil, fmt.Errorf("MCPGATE_POLICY_DIR=%s: %w", cfg.PolicyDir, err)
+		}
+		source = cfg.PolicyDir
+	}
+	fields = append(fields, zap.String("policy", source), zap.String("policy_revision", rev))
+	tools := "demo backend (in memory)"
+	if cfg.UpstreamURL != "" {
+		tools = "upstream " + displayURL(cfg.UpstreamURL)
+	}
+	return append(fields, zap.String("tools", tools)), nil
+}
+
+// displayURL is rawURL fit for a log line: the password and every query
+// value replaced by "xxxxx", the fragment dropped.
+func displayURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for _, vs := range q {
+			for i := range vs {
+				vs[i] = "xxxxx"
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
+	u.Fragment = ""
+	return u.Redacted()
+}

@@ -1,0 +1,56 @@
+# The grant catalog as data: which allowlist entries grant which tools, the
+# read-only fallback profile, the tools that need confirmation, and the
+# permission defaults. Rules read it as data.supacloud.grants and
+# data.supacloud.permissions; change a grant here without touching the rules.
+#
+# It is Rego rather than a data.json so that it lands at data.supacloud
+# whichever folder OPA is given: `opa test policies/` and
+# `opa test policies/supacloud` see the same bundle.
+package supacloud
+
+# grants: the editions, principal kinds and task status the gates accept, the
+# five tiers (wildcard, always on, member roles required; seed 001, Tiers and
+# allowlist entries), the full grant, the tool prefix for
+# supacloud.<tool-name>, the group wildcards, the carve-out tools, the
+# read-only fallback profile (seed 000) and the tools whose call needs a
+# confirmation (seed 001, Deploy confirmation protocol).
+grants := {
+	"editions": ["community", "enterprise"],
+	"principal_kinds": ["agent"],
+	"running_status": "running",
+	"tiers": {
+		"baseline": {"wildcard": "supacloud.*", "always_on": true, "roles": null},
+		"read": {"wildcard": "supacloud.read.*", "always_on": false, "roles": null},
+		"ops": {"wildcard": "supacloud.ops.*", "always_on": false, "roles": null},
+		"scaffold": {"wildcard": "supacloud.scaffold.*", "always_on": false, "roles": null},
+		"deploy": {"wildcard": "supacloud.deploy.*", "always_on": false, "roles": ["owner", "admin"]},
+	},
+	"full": "supacloud.full",
+	"tool_prefix": "supacloud.",
+	"group_wildcards": {"supacloud.conversation.*": ["conversation.get", "conversation.list"]},
+	"carve_out_tools": ["script.run"],
+	"fallback_profile": {
+		"id": "",
+		"name": "read-only fallback",
+		"allowlist": ["supacloud.read.*"],
+		"script_allowlist": [],
+	},
+	"confirmation_tools": ["app.deploy", "app.migration.apply"],
+}
+
+# permissions: the last step of the precedence chain (defaults), the keys
+# only the enterprise edition grants, and the redaction map (result field ⇒
+# the permission key that keeps it).
+permissions := {
+	"defaults": {
+		"workspace.budget.view": true,
+		"workspace.members.view": true,
+		"workspace.plan.view": true,
+	},
+	"enterprise_only": ["sso.configure", "audit.export"],
+	"redactions": {"workspace.info": {
+		"budget_remaining": "workspace.budget.view",
+		"member_count": "workspace.members.view",
+		"plan_tier": "workspace.plan.view",
+	}},
+}
