@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"go.uber.org/zap"
 
+	"github.com/mcpgate/mcpgate/adapters/mcpupstream"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/server"
 	"github.com/mcpgate/mcpgate/policies"
@@ -23,6 +23,7 @@ import (
 func startupSummary(cfg *config.Config, ls *server.Listeners) ([]zap.Field, error) {
 	base := "http://" + ls.Main.Addr().String()
 	fields := []zap.Field{
+		zap.String("addr", ls.Main.Addr().String()), // the main listener, host:port; scripts and tests read it
 		zap.String("version", versionInfo().Version),
 		zap.String("edition", string(cfg.Edition)),
 	}
@@ -32,7 +33,7 @@ func startupSummary(cfg *config.Config, ls *server.Listeners) ([]zap.Field, erro
 		}
 		fields = append(fields, zap.String("store", "sqlite"), zap.String("sqlite_file", path))
 	} else {
-		fields = append(fields, zap.String("store", "postgres"), zap.String("database", displayURL(cfg.DatabaseURL)))
+		fields = append(fields, zap.String("store", "postgres"), zap.String("database", mcpupstream.DisplayURL(cfg.DatabaseURL)))
 	}
 	// One surface today; a second gets its own listener and line here.
 	fields = append(fields,
@@ -61,27 +62,7 @@ func startupSummary(cfg *config.Config, ls *server.Listeners) ([]zap.Field, erro
 	fields = append(fields, zap.String("policy", source), zap.String("policy_revision", rev))
 	tools := "demo backend (in memory)"
 	if cfg.UpstreamURL != "" {
-		tools = "upstream " + displayURL(cfg.UpstreamURL)
+		tools = "upstream " + mcpupstream.DisplayURL(cfg.UpstreamURL)
 	}
 	return append(fields, zap.String("tools", tools)), nil
-}
-
-// displayURL is rawURL fit for a log line: the password and every query
-// value replaced by "xxxxx", the fragment dropped.
-func displayURL(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for _, vs := range q {
-			for i := range vs {
-				vs[i] = "xxxxx"
-			}
-		}
-		u.RawQuery = q.Encode()
-	}
-	u.Fragment = ""
-	return u.Redacted()
 }
