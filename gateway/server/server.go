@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -33,7 +34,7 @@ import (
 type FullStore interface {
 	Store
 	admin.Store
-	APITokenStore
+	auth.APITokenStore
 	ratelimit.Counters
 	Close() error
 }
@@ -158,7 +159,7 @@ func New(d Deps) (*Server, error) {
 	}
 	var tokenReader func(*http.Request) (string, bool)
 	if d.AdminToken != "" { // no admin token: the admin API is off (DESIGN.md §3)
-		tokenReader = ManagementReader(d.Store, d.Logger, nil)
+		tokenReader = auth.ManagementReader(d.Store, d.Logger, nil)
 	}
 	r.PathPrefix("/admin/v1").Handler(admin.NewHandler(d.Store, admin.Options{
 		Token:         d.AdminToken,
