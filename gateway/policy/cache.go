@@ -2,14 +2,10 @@ package policy
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
-	"encoding/json"
-	"hash"
-	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -29,8 +25,12 @@ const DefaultCacheBytes = 32 << 20
 // the identical result: caching by the full input is exact, never stale. A
 // reload builds a new Engine and so a new cache.
 //
+// A key is derived from the input itself: the function that writes the
+// input for evaluation also writes the bytes the key digests (inputWriter),
+// so the key holds every member of the input and nothing else.
+//
 // Its memory is bounded whatever the callers send. A key is the SHA-256
-// digest of the input's encoding (inputKey), 32 bytes however large the
+// digest of that encoding (keyWriter), 32 bytes however large the
 // arguments are; two different inputs sharing a digest would need a
 // SHA-256 collision. Each entry is charged its key, its value's strings
 // and a fixed overhead, and a cache evicts its least recently used entries
@@ -164,132 +164,19 @@ func (e *Engine) CacheStats() CacheStats {
 	return st
 }
 
-// inputKey encodes everything baseInput puts into the policy input, each
-// field length-prefixed so that no two different inputs share an encoding;
-// the cache keys on its digest.
-type inputKey struct{ b []byte }
-
-func (k *inputKey) str(s string) {
-	k.b = binary.AppendUvarint(k.b, uint64(len(s)))
-	k.b = append(k.b, s...)
+// callKey is the cache key of the tools/call input writeCall describes.
+func (e *Engine) callKey(p *gateway.Principal, c *gateway.Caller, tool ToolRef, args *ast.Term) (cacheKey, bool) {
+	w := keyWriter{b: make([]byte, 0, 512)}
+	e.writeCall(&w, p, c, tool, args)
+	return w.sum()
 }
 
-func (k *inputKey) strs(ss []string, present bool) {
-	if !present {
-		k.b = append(k.b, 0xff)
-		return
-	}
-	k.b = binary.AppendUvarint(k.b, uint64(len(ss)))
-	for _, s := range ss {
-		k.str(s)
-	}
-}
-
-func (k *inputKey) perms(p gateway.Permissions) {
-	keys := make([]string, 0, len(p))
-	for key := range p {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
-	k.b = binary.AppendUvarint(k.b, uint64(len(keys)))
-	for _, key := range keys {
-		k.str(key)
-		k.str(strconv.FormatBool(p[key]))
-	}
-}
-
-func (k *inputKey) profile(p *gateway.Profile) {
-	if p == nil {
-		k.b = append(k.b, 0)
-		return
-	}
-	k.b = append(k.b, 1)
-	k.str(p.ID)
-	k.str(p.Name)
-	k.strs(p.Allowlist, true)
-	k.strs(p.ScriptAllowlist, p.ScriptAllowlist != nil)
-}
-
-// baseKey is the encoding of baseInput(p, c).
-func (e *Engine) baseKey(p *gateway.Principal, c *gateway.Caller) *inputKey {
-	k := &inputKey{b: make([]byte, 0, 256)}
-	k.str(string(p.Kind))
-	k.str(p.Subject)
-	k.str(p.WorkspaceID)
-	k.str(p.TaskID)
-	k.str(p.ProfileID)
-	k.strs(p.Scopes, true)
-	if c.Task != nil {
-		k.str(c.Task.ID)
-		k.str(c.Task.Status)
-	} else {
-		k.b = append(k.b, 0xff)
-	}
-	if c.Member != nil {
-		k.str(c.Member.Role)
-		k.str(c.Member.SeatType)
-	} else {
-		k.b = append(k.b, 0xff)
-	}
-	k.profile(c.Profile)
-	k.profile(c.DefaultProfile)
-	k.perms(c.UserOverrides)
-	k.perms(c.WorkspaceOverrides)
-	if c.SeatType != nil {
-		k.str(c.SeatType.Name)
-		k.str(strconv.FormatBool(c.SeatType.EnterpriseOnly))
-		k.perms(c.SeatType.Permissions)
-	} else {
-		k.b = append(k.b, 0xff)
-	}
-	if c.OrgPlan != nil {
-		k.str(c.OrgPlan.Name)
-		k.perms(c.OrgPlan.Permissions)
-	} else {
-		k.b = append(k.b, 0xff)
-	}
-	return k
-}
-
-// callKey is the digest of the complete tools/call input: the base key,
-// the tool, and the arguments the policy can read (argumentUse), each
-// argument JSON-encoded straight into the hash, so its size costs time but
-// no memory. ok is false when the arguments cannot be encoded (the call is
-// then not cached).
-func (e *Engine) callKey(p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (cacheKey, bool) {
-	k := e.baseKey(p, c)
-	k.str(tool.Name)
-	k.str(string(tool.Tier))
-	k.str(strconv.FormatBool(tool.CarveOut))
-	h := sha256.New()
-	h.Write(k.b)
-	if !e.args.all {
-		for _, name := range e.args.keys {
-			v, present := args[name]
-			if !present {
-				h.Write([]byte{0xff})
-				continue
-			}
-			h.Write([]byte{1})
-			if !encodeInto(h, v) {
-				return cacheKey{}, false
-			}
-		}
-	} else if !encodeInto(h, args) { // sorted map keys: a canonical encoding
-		return cacheKey{}, false
-	}
-	var key cacheKey
-	h.Sum(key[:0])
-	return key, true
-}
-
-// encodeInto writes v's JSON encoding to h, ended by a newline: the
-// encoding never holds one, so the values written in a row stay apart.
-func encodeInto(h hash.Hash, v any) bool {
-	return json.NewEncoder(h).Encode(v) == nil
-}
-
-// visibleKey is the digest of the tools/list input.
-func (e *Engine) visibleKey(p *gateway.Principal, c *gateway.Caller) cacheKey {
-	return sha256.Sum256(e.baseKey(p, c).b)
+// visibleKey is the cache key of the tools/list input: writeBase, without
+// input.tools, which is the engine's catalog term, built once in New and
+// the same in every tools/list input of this engine and so of this cache.
+func (e *Engine) visibleKey(p *gateway.Principal, c *gateway.Caller) (cacheKey, bool) {
+	w := keyWriter{b: make([]byte, 0, 512)}
+	e.writeBase(&w, p, c)
+	w.close()
+	return w.sum()
 }

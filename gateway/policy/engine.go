@@ -143,20 +143,28 @@ func hasRule(c *ast.Compiler, query string) bool {
 // schema, so the caller leaves out values larger than it allows (the
 // server does so with tools.Catalog.PolicyArguments).
 //
-// Results are memoised by their complete input (see decisionCache); every
-// returned decision carries a fresh ID and may be modified by the caller.
+// Results are memoised by their complete input (see decisionCache): one
+// description of the input (writeCall) yields both the cache key and, on a
+// miss, the value evaluated. Every returned decision carries a fresh ID and
+// may be modified by the caller.
 func (e *Engine) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (*gateway.Decision, error) {
+	argTerm, err := argumentsTerm(e.args.read(args))
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EInvalid, err, fmt.Sprintf("arguments of tool %s cannot be evaluated", tool.Name))
+	}
 	var key cacheKey
 	cacheable := false
 	if e.cache != nil {
-		key, cacheable = e.callKey(p, c, tool, args)
+		key, cacheable = e.callKey(p, c, tool, argTerm)
 		if cacheable {
 			if d, ok := e.cache.decisions.get(key); ok {
 				return withID(d), nil
 			}
 		}
 	}
-	d, err := e.evalDecision(ctx, p, c, tool, args)
+	var in astWriter
+	e.writeCall(&in, p, c, tool, argTerm)
+	d, err := e.evalDecision(ctx, in.root)
 	if err != nil {
 		return nil, err
 	}
@@ -176,14 +184,8 @@ func withID(d *gateway.Decision) *gateway.Decision {
 	return &cp
 }
 
-func (e *Engine) evalDecision(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (*gateway.Decision, error) {
-	in := e.baseInput(p, c)
-	in.Insert(ast.InternedTerm("tool"), toolTerm(tool))
-	argTerm, err := argumentsTerm(e.args.read(args))
-	if err != nil {
-		return nil, gateway.Wrap(gateway.EInvalid, err, fmt.Sprintf("arguments of tool %s cannot be evaluated", tool.Name))
-	}
-	in.Insert(ast.InternedTerm("arguments"), argTerm)
+// evalDecision evaluates the decision query on the tools/call input in.
+func (e *Engine) evalDecision(ctx context.Context, in ast.Object) (*gateway.Decision, error) {
 	rs, err := e.decide.Eval(ctx, rego.EvalParsedInput(in))
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInternal, err, "policy evaluation failed; the call was refused")
@@ -200,23 +202,28 @@ func (e *Engine) evalDecision(ctx context.Context, p *gateway.Principal, c *gate
 // The returned map is shared with the cache and must not be modified.
 func (e *Engine) Visible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error) {
 	var key cacheKey
+	cacheable := false
 	if e.cache != nil {
-		key = e.visibleKey(p, c)
-		if v, ok := e.cache.visible.get(key); ok {
-			return v, nil
+		key, cacheable = e.visibleKey(p, c)
+		if cacheable {
+			if v, ok := e.cache.visible.get(key); ok {
+				return v, nil
+			}
 		}
 	}
 	v, err := e.evalVisible(ctx, p, c)
-	if err == nil && e.cache != nil {
+	if err == nil && cacheable {
 		e.cache.visible.add(key, v, visibleCost(v))
 	}
 	return v, err
 }
 
 func (e *Engine) evalVisible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error) {
-	in := e.baseInput(p, c)
-	in.Insert(ast.InternedTerm("tools"), e.tools)
-	rs, err := e.visible.Eval(ctx, rego.EvalParsedInput(in))
+	var in astWriter
+	e.writeBase(&in, p, c)
+	in.term("tools", e.tools)
+	in.close()
+	rs, err := e.visible.Eval(ctx, rego.EvalParsedInput(in.root))
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInternal, err, "policy evaluation failed; no tools can be listed")
 	}

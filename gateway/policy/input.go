@@ -1,115 +1,260 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding"
+	"encoding/binary"
+	"slices"
+
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// baseInput builds the part of the policy input shared by tools/call and
-// tools/list (policies/supacloud/README.md, Input). It builds OPA AST values
-// directly: no JSON round trip on the hot path.
-func (e *Engine) baseInput(p *gateway.Principal, c *gateway.Caller) ast.Object {
-	in := ast.NewObject(
-		ast.Item(ast.InternedTerm("edition"), e.edition),
-		ast.Item(ast.InternedTerm("principal"), principalTerm(p)),
-		ast.Item(ast.InternedTerm("profile_requested"), ast.StringTerm(p.ProfileID)),
-		ast.Item(ast.InternedTerm("permissions"), permissionsTerm(c)),
-	)
-	if c.Task != nil {
-		in.Insert(ast.InternedTerm("task"), ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("id"), ast.StringTerm(c.Task.ID)),
-			ast.Item(ast.InternedTerm("status"), ast.StringTerm(c.Task.Status)),
-		))
-	}
-	if c.Member != nil {
-		in.Insert(ast.InternedTerm("member"), ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("role"), ast.StringTerm(c.Member.Role)),
-			ast.Item(ast.InternedTerm("seat_type"), ast.StringTerm(c.Member.SeatType)),
-		))
-	}
-	if c.Profile != nil {
-		in.Insert(ast.InternedTerm("profile"), profileTerm(c.Profile))
-	}
-	if c.DefaultProfile != nil {
-		in.Insert(ast.InternedTerm("default_profile"), profileTerm(c.DefaultProfile))
-	}
-	return in
+// The policy input (policies/supacloud/README.md, Input) is described once,
+// by writeBase and writeCall, as a stream of members written to an
+// inputWriter. astWriter turns that stream into the OPA value the prepared
+// query evaluates (built directly as AST: no JSON round trip on the hot
+// path); keyWriter turns the same stream into the bytes whose digest is
+// the decision cache's key. The key is therefore derived from the input
+// itself, not from a second, hand-kept list of its fields: a member added
+// to the input is part of the key, and a cached decision can only be
+// reused for an identical input.
+type inputWriter interface {
+	// open starts an object member named key ("" for the root object);
+	// close ends the innermost open object.
+	open(key string)
+	close()
+	str(key, v string)
+	boolean(key string, v bool)
+	// strs writes an array of strings, or null when v is nil and
+	// nilIsNull is set.
+	strs(key string, v []string, nilIsNull bool)
+	// grants writes a permission map as an object of booleans.
+	grants(key string, p gateway.Permissions)
+	// term writes a value built as AST already (the edition, the
+	// arguments).
+	term(key string, t *ast.Term)
 }
 
-func principalTerm(p *gateway.Principal) *ast.Term {
-	return ast.ObjectTerm(
-		ast.Item(ast.InternedTerm("kind"), ast.StringTerm(string(p.Kind))),
-		ast.Item(ast.InternedTerm("sub"), ast.StringTerm(p.Subject)),
-		ast.Item(ast.InternedTerm("workspace_id"), ast.StringTerm(p.WorkspaceID)),
-		ast.Item(ast.InternedTerm("task_id"), ast.StringTerm(p.TaskID)),
-		ast.Item(ast.InternedTerm("scopes"), stringsTerm(p.Scopes)),
-	)
-}
-
-func profileTerm(pr *gateway.Profile) *ast.Term {
-	script := ast.NullTerm()
-	if pr.ScriptAllowlist != nil {
-		script = stringsTerm(pr.ScriptAllowlist)
-	}
-	return ast.ObjectTerm(
-		ast.Item(ast.InternedTerm("id"), ast.StringTerm(pr.ID)),
-		ast.Item(ast.InternedTerm("name"), ast.StringTerm(pr.Name)),
-		ast.Item(ast.InternedTerm("allowlist"), stringsTerm(pr.Allowlist)),
-		ast.Item(ast.InternedTerm("script_allowlist"), script),
-	)
-}
-
-func permissionsTerm(c *gateway.Caller) *ast.Term {
-	obj := ast.NewObject(
-		ast.Item(ast.InternedTerm("user_overrides"), grantsTerm(c.UserOverrides)),
-		ast.Item(ast.InternedTerm("workspace_overrides"), grantsTerm(c.WorkspaceOverrides)),
-	)
+// writeBase writes the part of the policy input shared by tools/call and
+// tools/list, without closing the root object.
+func (e *Engine) writeBase(w inputWriter, p *gateway.Principal, c *gateway.Caller) {
+	w.open("")
+	w.term("edition", e.edition)
+	w.open("principal")
+	w.str("kind", string(p.Kind))
+	w.str("sub", p.Subject)
+	w.str("workspace_id", p.WorkspaceID)
+	w.str("task_id", p.TaskID)
+	w.strs("scopes", p.Scopes, false)
+	w.close()
+	w.str("profile_requested", p.ProfileID)
+	w.open("permissions")
+	w.grants("user_overrides", c.UserOverrides)
+	w.grants("workspace_overrides", c.WorkspaceOverrides)
 	if c.SeatType != nil {
-		obj.Insert(ast.InternedTerm("seat_type"), ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("name"), ast.StringTerm(c.SeatType.Name)),
-			ast.Item(ast.InternedTerm("enterprise_only"), ast.BooleanTerm(c.SeatType.EnterpriseOnly)),
-			ast.Item(ast.InternedTerm("permissions"), grantsTerm(c.SeatType.Permissions)),
-		))
+		w.open("seat_type")
+		w.str("name", c.SeatType.Name)
+		w.boolean("enterprise_only", c.SeatType.EnterpriseOnly)
+		w.grants("permissions", c.SeatType.Permissions)
+		w.close()
 	}
 	if c.OrgPlan != nil {
-		obj.Insert(ast.InternedTerm("org_plan"), ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("name"), ast.StringTerm(c.OrgPlan.Name)),
-			ast.Item(ast.InternedTerm("permissions"), grantsTerm(c.OrgPlan.Permissions)),
-		))
+		w.open("org_plan")
+		w.str("name", c.OrgPlan.Name)
+		w.grants("permissions", c.OrgPlan.Permissions)
+		w.close()
 	}
-	return ast.NewTerm(obj)
+	w.close()
+	if c.Task != nil {
+		w.open("task")
+		w.str("id", c.Task.ID)
+		w.str("status", c.Task.Status)
+		w.close()
+	}
+	if c.Member != nil {
+		w.open("member")
+		w.str("role", c.Member.Role)
+		w.str("seat_type", c.Member.SeatType)
+		w.close()
+	}
+	if c.Profile != nil {
+		writeProfile(w, "profile", c.Profile)
+	}
+	if c.DefaultProfile != nil {
+		writeProfile(w, "default_profile", c.DefaultProfile)
+	}
 }
 
-func grantsTerm(p gateway.Permissions) *ast.Term {
+func writeProfile(w inputWriter, key string, pr *gateway.Profile) {
+	w.open(key)
+	w.str("id", pr.ID)
+	w.str("name", pr.Name)
+	w.strs("allowlist", pr.Allowlist, false)
+	w.strs("script_allowlist", pr.ScriptAllowlist, true)
+	w.close()
+}
+
+// writeCall writes the complete input of one tools/call: the base input,
+// the tool, and args, the term of the arguments the bundle can read
+// (argumentUse, argumentsTerm).
+func (e *Engine) writeCall(w inputWriter, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args *ast.Term) {
+	e.writeBase(w, p, c)
+	w.open("tool")
+	w.str("name", tool.Name)
+	w.str("tier", string(tool.Tier))
+	w.boolean("carve_out", tool.CarveOut)
+	w.close()
+	w.term("arguments", args)
+	w.close()
+}
+
+// astWriter builds the input as an OPA value. The input nests at most
+// three objects deep (root, permissions, seat_type).
+type astWriter struct {
+	objs [4]ast.Object
+	keys [4]string
+	n    int
+	root ast.Object
+}
+
+func (w *astWriter) open(key string) {
+	w.objs[w.n], w.keys[w.n] = ast.NewObject(), key
+	w.n++
+}
+
+func (w *astWriter) close() {
+	w.n--
+	if w.n == 0 {
+		w.root = w.objs[0]
+		return
+	}
+	w.set(w.keys[w.n], ast.NewTerm(w.objs[w.n]))
+}
+
+func (w *astWriter) set(key string, v *ast.Term) { w.objs[w.n-1].Insert(ast.InternedTerm(key), v) }
+
+func (w *astWriter) str(key, v string)          { w.set(key, ast.StringTerm(v)) }
+func (w *astWriter) boolean(key string, v bool) { w.set(key, ast.BooleanTerm(v)) }
+func (w *astWriter) term(key string, t *ast.Term) {
+	w.set(key, t)
+}
+
+func (w *astWriter) strs(key string, v []string, nilIsNull bool) {
+	if v == nil && nilIsNull {
+		w.set(key, ast.NullTerm())
+		return
+	}
+	terms := make([]*ast.Term, len(v))
+	for i, s := range v {
+		terms[i] = ast.StringTerm(s)
+	}
+	w.set(key, ast.ArrayTerm(terms...))
+}
+
+func (w *astWriter) grants(key string, p gateway.Permissions) {
 	obj := ast.NewObject()
 	for k, v := range p {
 		obj.Insert(ast.StringTerm(k), ast.BooleanTerm(v))
 	}
-	return ast.NewTerm(obj)
+	w.set(key, ast.NewTerm(obj))
 }
 
-func stringsTerm(ss []string) *ast.Term {
-	terms := make([]*ast.Term, len(ss))
-	for i, s := range ss {
-		terms[i] = ast.StringTerm(s)
+// keyWriter encodes the input stream as bytes in which every member is
+// tagged with its kind and every string is length-prefixed, so that two
+// different streams never share an encoding; permission maps are written
+// in sorted key order, and AST terms as their text (ast.Term.AppendText,
+// the Rego literal: objects and sets sorted, strings quoted), so that
+// equal values encode alike. Equal encodings thus mean equal inputs.
+type keyWriter struct {
+	b       []byte
+	scratch []byte
+	failed  bool
+}
+
+func (w *keyWriter) lstr(s string) {
+	w.b = binary.AppendUvarint(w.b, uint64(len(s)))
+	w.b = append(w.b, s...)
+}
+
+func (w *keyWriter) tag(kind byte, key string) {
+	w.b = append(w.b, kind)
+	w.lstr(key)
+}
+
+func (w *keyWriter) open(key string) { w.tag('{', key) }
+func (w *keyWriter) close()          { w.b = append(w.b, '}') }
+func (w *keyWriter) str(key, v string) {
+	w.tag('s', key)
+	w.lstr(v)
+}
+
+func (w *keyWriter) boolean(key string, v bool) {
+	w.tag('b', key)
+	if v {
+		w.b = append(w.b, 1)
+	} else {
+		w.b = append(w.b, 0)
 	}
-	return ast.ArrayTerm(terms...)
 }
 
-func toolTerm(t ToolRef) *ast.Term {
-	return ast.ObjectTerm(
-		ast.Item(ast.InternedTerm("name"), ast.StringTerm(t.Name)),
-		ast.Item(ast.InternedTerm("tier"), ast.StringTerm(string(t.Tier))),
-		ast.Item(ast.InternedTerm("carve_out"), ast.BooleanTerm(t.CarveOut)),
-	)
+func (w *keyWriter) strs(key string, v []string, nilIsNull bool) {
+	if v == nil && nilIsNull {
+		w.tag('0', key)
+		return
+	}
+	w.tag('[', key)
+	w.b = binary.AppendUvarint(w.b, uint64(len(v)))
+	for _, s := range v {
+		w.lstr(s)
+	}
 }
+
+func (w *keyWriter) grants(key string, p gateway.Permissions) {
+	w.tag('g', key)
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w.b = binary.AppendUvarint(w.b, uint64(len(keys)))
+	for _, k := range keys {
+		w.lstr(k)
+		w.boolean("", p[k])
+	}
+}
+
+func (w *keyWriter) term(key string, t *ast.Term) {
+	w.tag('t', key)
+	var err error
+	if w.scratch, err = t.AppendText(w.scratch[:0]); err != nil {
+		w.failed = true
+	}
+	w.lstr(string(w.scratch))
+}
+
+// sum is the cache key of the stream written; ok is false when a term
+// could not be written out (the input is then evaluated, not cached).
+func (w *keyWriter) sum() (cacheKey, bool) {
+	return sha256.Sum256(w.b), !w.failed
+}
+
+var (
+	_ inputWriter           = (*astWriter)(nil)
+	_ inputWriter           = (*keyWriter)(nil)
+	_ encoding.TextAppender = (*ast.Term)(nil)
+)
 
 // toolsTerm is built once at start: the catalog does not change per request.
 func toolsTerm(tools []ToolRef) *ast.Term {
 	terms := make([]*ast.Term, len(tools))
 	for i, t := range tools {
-		terms[i] = toolTerm(t)
+		terms[i] = ast.ObjectTerm(
+			ast.Item(ast.InternedTerm("name"), ast.StringTerm(t.Name)),
+			ast.Item(ast.InternedTerm("tier"), ast.StringTerm(string(t.Tier))),
+			ast.Item(ast.InternedTerm("carve_out"), ast.BooleanTerm(t.CarveOut)),
+		)
 	}
 	return ast.ArrayTerm(terms...)
 }

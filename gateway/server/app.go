@@ -19,6 +19,8 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/callercache"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
+	"github.com/mcpgate/mcpgate/gateway/metrics"
+	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -36,7 +38,7 @@ type App struct {
 	Catalog  *tools.Catalog
 	JWT      *auth.JWT
 	Server   *Server
-	Pipeline *Pipeline
+	Pipeline *pipeline.Pipeline
 	// Callers caches what the request path loads about each caller for
 	// Config.CallerCacheTTL; Server.WorkspaceChanged invalidates it.
 	Callers *callercache.Cache
@@ -83,10 +85,10 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}
 	reg := prometheus.NewRegistry()
 	a.Callers = callercache.New(store, callercache.Options{TTL: cfg.CallerCacheTTL})
-	a.Pipeline = &Pipeline{
+	a.Pipeline = &pipeline.Pipeline{
 		Store: store, Callers: a.Callers, Decider: a.Engine, Catalog: a.Catalog, Adapter: adapter,
-		Logger: log, Metrics: NewMetrics(reg), AuditArguments: cfg.AuditArguments,
-		RateLimits: a.rateLimits(log), Refusals: NewRefusalLimiter(cfg.RefusedCallsPerSecond),
+		Logger: log, Metrics: metrics.New(reg), AuditArguments: cfg.AuditArguments,
+		RateLimits: a.rateLimits(log), Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 	}
 	if a.Pipeline.Confirmer, err = confirmer(cfg, log); err != nil {
 		return err
@@ -163,7 +165,7 @@ func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
 // rows are small and harmless, so once an hour is plenty.
 const sweepInterval = time.Hour
 
-func (a *App) adapter(ctx context.Context, log *zap.Logger, version string) (Adapter, error) {
+func (a *App) adapter(ctx context.Context, log *zap.Logger, version string) (pipeline.Adapter, error) {
 	if a.Config.UpstreamURL == "" {
 		return demo.New(), nil
 	}

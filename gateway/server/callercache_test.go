@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/callercache"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 	"github.com/mcpgate/mcpgate/gateway/server"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
@@ -50,7 +51,7 @@ func (a *infoAdapter) CallTool(context.Context, gateway.ToolCall) (*gateway.Tool
 // is long enough that only invalidation can make a change show.
 type cachedGateway struct {
 	store   *countingStore
-	pl      *server.Pipeline
+	pl      *pipeline.Pipeline
 	srv     *server.Server
 	adapter *infoAdapter
 	p       *gateway.Principal
@@ -104,7 +105,7 @@ func newCachedGatewayOn(t testing.TB, fs server.FullStore, ttl time.Duration, li
 	}
 	cache := callercache.New(s, callercache.Options{TTL: ttl})
 	up := &infoAdapter{}
-	pl := &server.Pipeline{Store: s, Callers: cache, Decider: engine, Catalog: cat, Adapter: up,
+	pl := &pipeline.Pipeline{Store: s, Callers: cache, Decider: engine, Catalog: cat, Adapter: up,
 		Logger: zap.NewNop(), RateLimits: &rules}
 	srv, err := server.New(server.Deps{Store: s, Pipeline: pl, Auth: jwt, AdminToken: "admin-token",
 		ValidateGrant: server.GrantValidator(engine, cat), Logger: zap.NewNop(), Registry: prometheus.NewRegistry(),

@@ -1,7 +1,8 @@
-// Package server composes mcpgate: it opens the audit store, compiles the
-// policy bundle, picks the tool adapter, and serves the MCP endpoint, the
-// admin API and the probes on one HTTP handler. It is the only package
-// besides cmd/mcpgate that sees every other package.
+// Package server wires mcpgate together and serves it over HTTP: it opens
+// the audit store, compiles the policy bundle, picks the tool adapter,
+// builds the tools/call pipeline (gateway/pipeline) over them, and serves
+// the MCP endpoint, the admin API and the probes on one HTTP handler. It is
+// the only package besides cmd/mcpgate that sees every other package.
 package server
 
 import (
@@ -21,8 +22,10 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
@@ -31,9 +34,9 @@ import (
 // counters that App sweeps; the PostgreSQL and embedded stores implement
 // it.
 type FullStore interface {
-	Store
+	pipeline.Store
 	admin.Store
-	APITokenStore
+	auth.APITokenStore
 	ratelimit.Counters
 	Close() error
 }
@@ -42,7 +45,7 @@ type FullStore interface {
 type Server struct {
 	handler   http.Handler
 	transport *mcp.Transport
-	store     Store
+	store     pipeline.Store
 	log       *zap.Logger
 	probes    http.Handler // /healthz, /readyz, /metrics
 	callers   CallerInvalidator
@@ -60,7 +63,7 @@ type CallerInvalidator interface {
 // Deps are the parts New wires together.
 type Deps struct {
 	Store          FullStore
-	Pipeline       *Pipeline
+	Pipeline       *pipeline.Pipeline
 	Auth           mcp.Authenticator
 	AdminToken     string
 	ValidateGrant  func(string) error
@@ -157,8 +160,8 @@ func New(d Deps) (*Server, error) {
 		mountMetadata(r, d.HTTP)
 	}
 	var tokenReader func(*http.Request) (string, bool)
-	if d.AdminToken != "" { // no admin token: the admin API is off (DESIGN.md §3)
-		tokenReader = ManagementReader(d.Store, d.Logger, nil)
+	if d.AdminToken != "" { // no admin token: the admin API is off altogether
+		tokenReader = auth.ManagementReader(d.Store, d.Logger, nil)
 	}
 	r.PathPrefix("/admin/v1").Handler(admin.NewHandler(d.Store, admin.Options{
 		Token:         d.AdminToken,

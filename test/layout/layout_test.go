@@ -31,13 +31,18 @@ type rule struct {
 
 // Packages that wrap one dependency may import the domain package (and
 // canon, the domain's one canonical form of arguments, which imports no
-// package of ours) and their own internal helpers, never a sibling.
+// package of ours) and their own internal helpers, never a sibling. The
+// composing packages import siblings: the pipeline only those it composes,
+// the wiring (gateway/server, cmd) everything.
 var (
 	bottom = []string{"gateway", "gateway/canon"}
 	stores = []string{"gateway", "gateway/internal/...", "migrations"}
 	anyPkg = []string{"..."}
-	noSDKs = []string{"github.com/open-policy-agent/...", "github.com/modelcontextprotocol/...", "github.com/santhosh-tekuri/jsonschema/..."}
-	rules  = []rule{
+	// pipelineUses are the siblings the tools/call pipeline composes: a
+	// composing package, but not the wiring.
+	pipelineUses = []string{"gateway", "gateway/canon", "gateway/confirm", "gateway/mcp", "gateway/policy", "gateway/ratelimit", "tools"}
+	noSDKs       = []string{"github.com/open-policy-agent/...", "github.com/modelcontextprotocol/...", "github.com/santhosh-tekuri/jsonschema/..."}
+	rules        = []rule{
 		{pkg: "gateway", why: "domain types: the standard library only",
 			allow: nil, forbid: []string{"*"}},
 		{pkg: "gateway/canon", test: []string{"gateway/canon"}, forbid: noSDKs,
@@ -59,6 +64,9 @@ var (
 		{pkg: "gateway/admin", allow: bottom, test: []string{"gateway/admin"}, why: "the admin API"},
 		{pkg: "gateway/config", allow: bottom, test: []string{"gateway/config"}, why: "configuration"},
 		{pkg: "gateway/callercache", allow: bottom, test: []string{"gateway/callercache"}, why: "the caller cache"},
+		{pkg: "gateway/metrics", allow: bottom, test: []string{"gateway/metrics"}, forbid: noSDKs, why: "wraps Prometheus: the pipeline's observer"},
+		{pkg: "gateway/pipeline", allow: pipelineUses, test: []string{"gateway/sqlite", "gateway/metrics"},
+			why: "the tools/call steps compose the decision, limits, confirmation, catalog and transport types, and declare the store, policy, adapter and metrics they consume; never a store, the admin API, auth, config or the wiring"},
 		{pkg: "tools", allow: bottom, test: []string{"tools"}, why: "the tool catalogs"},
 		{pkg: "adapters/...", allow: bottom, test: anyPkg, why: "where allowed calls go"},
 		{pkg: "policies", why: "the Rego bundles, embedded"},
@@ -184,7 +192,7 @@ func TestImportsPointOneWay(t *testing.T) {
 // The SQL stores' test binaries link neither OPA, the MCP SDK, the JSON
 // Schema compiler, the catalog nor any composing package.
 func TestStoreTestsLinkOnlyTheStores(t *testing.T) {
-	forbidden := append(slices.Clip(noSDKs), module+"/gateway/server/...", module+"/gateway/policy", module+"/gateway/mcp",
+	forbidden := append(slices.Clip(noSDKs), module+"/gateway/server/...", module+"/gateway/pipeline", module+"/gateway/metrics", module+"/gateway/policy", module+"/gateway/mcp",
 		module+"/gateway/admin", module+"/gateway/config", module+"/tools", module+"/adapters/...", module+"/policies")
 	for _, pkg := range []string{"gateway/postgres", "gateway/sqlite", "gateway/ratelimit"} {
 		for _, dep := range goList(t, "-deps", "-test", module+"/"+pkg) {
@@ -215,6 +223,12 @@ func TestViolationsAreReported(t *testing.T) {
 		{"a store's test imports the wiring", pkgInfo{ImportPath: module + "/gateway/sqlite", XTestImports: []string{module + "/gateway/server"}},
 			"gateway/sqlite (tests) imports gateway/server"},
 		{"a package without a rule", pkgInfo{ImportPath: module + "/gateway/newpkg"}, "gateway/newpkg: no rule"},
+		{"the pipeline imports a store", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/postgres"}},
+			"gateway/pipeline imports gateway/postgres"},
+		{"the pipeline imports the wiring", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/server"}},
+			"gateway/pipeline imports gateway/server"},
+		{"the pipeline imports the metrics", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/metrics"}},
+			"gateway/pipeline imports gateway/metrics"},
 	} {
 		t.Run(tc.note, func(t *testing.T) {
 			got := violations([]pkgInfo{tc.pkg}, std)

@@ -1,4 +1,4 @@
-package server_test
+package pipeline_test
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
-	"github.com/mcpgate/mcpgate/gateway/server"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
 	"github.com/mcpgate/mcpgate/tools"
 )
@@ -56,7 +56,7 @@ func (brokenReservations) Reserve(context.Context, gateway.Reservation) (gateway
 }
 
 type fixture struct {
-	pl    *server.Pipeline
+	pl    *pipeline.Pipeline
 	store *sqlite.Store
 	up    *adapter
 	p     *gateway.Principal
@@ -90,7 +90,7 @@ func newFixture(t *testing.T) *fixture {
 	rules := ratelimit.NewRules(limits)
 	up := &adapter{}
 	return &fixture{
-		pl: &server.Pipeline{Store: s, Decider: decider{deny: map[string]bool{"app.pause": true}}, Catalog: cat, Adapter: up,
+		pl: &pipeline.Pipeline{Store: s, Decider: decider{deny: map[string]bool{"app.pause": true}}, Catalog: cat, Adapter: up,
 			Logger: zap.NewNop(), RateLimits: &rules},
 		store: s, up: up,
 		p: &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t1", ProfileID: "p1"},

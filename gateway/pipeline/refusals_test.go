@@ -1,4 +1,4 @@
-package server_test
+package pipeline_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/server"
+	"github.com/mcpgate/mcpgate/gateway/pipeline"
 )
 
 // Issue 8, point 5: denied calls wrote audit rows without bound (1,820
@@ -19,7 +19,7 @@ func TestRefusedCallsAreAuditedAtABoundedRate(t *testing.T) {
 	f := newFixture(t)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	f.pl.Now = func() time.Time { return now }
-	f.pl.Refusals = server.NewRefusalLimiter(2) // 2 a second, burst 8
+	f.pl.Refusals = pipeline.NewRefusalLimiter(2) // 2 a second, burst 8
 	rows := func() int {
 		t.Helper()
 		evs, err := f.store.ListAuditEvents(context.Background(), gateway.AuditFilter{WorkspaceID: "ws-a", Limit: 1000})
@@ -33,14 +33,14 @@ func TestRefusedCallsAreAuditedAtABoundedRate(t *testing.T) {
 		err := f.call("t1", "app.pause", nil) // denied by the fixture's decider
 		var ge *gateway.Error
 		switch {
-		case errors.As(err, &ge) && ge.Code == gateway.ERateLimited && ge.Bucket == server.RefusalBucket:
+		case errors.As(err, &ge) && ge.Code == gateway.ERateLimited && ge.Bucket == pipeline.RefusalBucket:
 			limited++
 		case gateway.ErrorCodeOf(err) != gateway.EForbidden:
 			t.Fatalf("refused call: %v", err)
 		}
 	}
 	if n := rows(); n != 8 || limited != 92 {
-		t.Fatalf("100 denied calls at once: %d audit rows and %d refused as %s; want 8 (the burst) and 92", n, limited, server.RefusalBucket)
+		t.Fatalf("100 denied calls at once: %d audit rows and %d refused as %s; want 8 (the burst) and 92", n, limited, pipeline.RefusalBucket)
 	}
 	if err := f.call("t2", "app.pause", nil); gateway.ErrorCodeOf(err) != gateway.EForbidden {
 		t.Errorf("another task's first denied call: %v; want its own denial", err)

@@ -1,4 +1,4 @@
-package server_test
+package pipeline_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
-// summarizer is an adapter that also implements server.ChangesSummarizer.
+// summarizer is an adapter that also implements pipeline.ChangesSummarizer.
 type summarizer struct{ *adapter }
 
 func (summarizer) ChangesSummary(_ context.Context, c gateway.ToolCall) (string, error) {
@@ -196,4 +196,18 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Step 1 hands out a confirmation token only once the call's audit row is
+// written: a store that cannot write it refuses the call (fail closed).
+func TestConfirmationTokenNeedsItsAuditRow(t *testing.T) {
+	f := newConfirmFixture(t, true)
+	f.pl.Store = failingAudit{f.store}
+	res, err := f.deploy(t, map[string]any{"app_id": "app-1"})
+	if gateway.ErrorCodeOf(err) != gateway.EInternal || res != nil {
+		t.Fatalf("result %+v, error %v; want an Internal error and no token", res, err)
+	}
+	if !strings.Contains(gateway.ErrorMessageOf(err), "no confirmation token was issued") {
+		t.Errorf("message %q does not say that no token was issued", gateway.ErrorMessageOf(err))
+	}
 }

@@ -1,11 +1,11 @@
-package server_test
+package pipeline_test
 
 import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/mcpgate/mcpgate/gateway/server"
+	"github.com/mcpgate/mcpgate/gateway/metrics"
 )
 
 // The rate-limit series count refusals by bucket and time reservations by
@@ -14,7 +14,7 @@ import (
 func TestRateLimitMetrics(t *testing.T) {
 	f := newFixture(t) // ops: 2 per task, 3 per workspace day
 	reg := prometheus.NewPedanticRegistry()
-	f.pl.Metrics = server.NewMetrics(reg)
+	f.pl.Metrics = metrics.New(reg)
 	for _, task := range []string{"t1", "t1", "t1", "t2", "t3"} { // ok, ok, task full, ok, workspace full
 		_ = f.call(task, "schedule.pause", pause)
 	}

@@ -1,4 +1,4 @@
-package server
+package pipeline
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/tools"
 )
 
@@ -47,49 +46,51 @@ var errKeySeen = gateway.Errorf(gateway.EConflict, "idempotency key already clai
 // needsConfirmation: the policy's obligation decides; the catalog's flag
 // (the same two tools) is a second, fail-closed source, so a policy bundle
 // that forgets the obligation cannot turn the confirmation off.
-func needsConfirmation(tool *tools.Tool, d *gateway.Decision) bool {
-	return d.Obligations.ConfirmationRequired || tool.Confirmation
+func needsConfirmation(c *Call) bool {
+	return c.Decision.Obligations.ConfirmationRequired || c.Tool.Confirmation
 }
 
-// confirmThenDispatch runs the two-step confirmation of seed 001 for an
-// allowed call: without confirmation_token it answers with a summary and a
-// token and dispatches nothing; with one it verifies the token and then
-// dispatches at most once per idempotency_key. Without a confirmation
-// secret it refuses (fail closed; seed 000 and 001).
-func (pl *Pipeline) confirmThenDispatch(ctx context.Context, p *gateway.Principal, tool *tools.Tool, call *mcp.CallToolParams, d *gateway.Decision, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
+// confirm runs the two-step confirmation of seed 001 for an allowed call:
+// without confirmation_token it answers with a summary and a token
+// (requestConfirmation) and dispatches nothing; with one it verifies the
+// token and reserves the call with its idempotency key claimed
+// (reserveOnce), so that dispatch runs at most once per key. Without a
+// confirmation secret it refuses (fail closed; seed 000 and 001).
+func (pl *Pipeline) confirm(ctx context.Context, c *Call) error {
+	tool, p, args := c.Tool, c.Principal, c.Params.Arguments
 	if pl.Confirmer == nil {
-		return nil, withReasons(ev, errSecretUnset(tool.Name))
+		return withReasons(c.Event, errSecretUnset(tool.Name))
 	}
-	hash, err := confirm.InputHash(call.Arguments)
+	hash, err := confirm.InputHash(args)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	claims := confirm.Claims{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Tool: tool.Name, InputHash: hash}
-	token, _ := call.Arguments[confirm.ArgToken].(string)
+	token, _ := args[confirm.ArgToken].(string)
 	if token == "" {
-		return pl.requestConfirmation(ctx, p, tool, confirm.WithoutProtocolArgs(call.Arguments), claims, ev)
+		return pl.requestConfirmation(ctx, c, claims)
 	}
 	if err := pl.Confirmer.Verify(token, claims); err != nil {
-		return nil, withReasons(ev, err)
+		return withReasons(c.Event, err)
 	}
-	key, _ := call.Arguments[confirm.ArgIdempotencyKey].(string)
+	key, _ := args[confirm.ArgIdempotencyKey].(string)
 	if key == "" { // the catalog schema requires it too (dependentRequired)
-		return nil, gateway.Errorf(gateway.EInvalid, "%s: idempotency_key is required with confirmation_token; pass a new unique key, and the same key when you retry", tool.Name)
+		return gateway.Errorf(gateway.EInvalid, "%s: idempotency_key is required with confirmation_token; pass a new unique key, and the same key when you retry", tool.Name)
 	}
 	// The key is stored as text; PostgreSQL refuses NUL there, and a
 	// control character in a key is a client's mistake, not an outage.
 	if strings.ContainsFunc(key, invisible) || !utf8.ValidString(key) {
-		return nil, gateway.Errorf(gateway.EInvalid, "%s: idempotency_key must be printable UTF-8 text without control or format characters; use e.g. a UUID", tool.Name)
+		return gateway.Errorf(gateway.EInvalid, "%s: idempotency_key must be printable UTF-8 text without control or format characters; use e.g. a UUID", tool.Name)
 	}
-	rec := &gateway.IdempotencyRecord{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Tool: tool.Name, Key: key, InputHash: hash}
 	// The token is the gateway's own and is not forwarded; the key is, so
 	// that a backend may deduplicate too. The other members keep the
 	// client's bytes.
-	raw, err := rawWithoutToken(call.RawArguments)
+	raw, err := rawWithoutToken(c.Params.RawArguments)
 	if err != nil {
-		return nil, gateway.Wrap(gateway.EInvalid, err, tool.Name+": the arguments are not a JSON object")
+		return gateway.Wrap(gateway.EInvalid, err, tool.Name+": the arguments are not a JSON object")
 	}
-	return pl.dispatchOnce(ctx, p, tool, withoutToken(call.Arguments), raw, d, ev, rec)
+	c.Arguments, c.RawArguments = withoutToken(args), raw
+	return pl.reserveOnce(ctx, c, &gateway.IdempotencyRecord{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Tool: tool.Name, Key: key, InputHash: hash})
 }
 
 // rawWithoutToken returns the client's arguments without the confirmation
@@ -104,8 +105,8 @@ func rawWithoutToken(raw json.RawMessage) (json.RawMessage, error) {
 // errSecretUnset is the fail-closed refusal without a confirmation secret.
 // Class Internal (-32603), not Forbidden: the caller holds the grant and
 // can do nothing about it; the gateway is misconfigured, which is what
-// DESIGN.md §5 reports as -32603, and the wire writer logs it at error
-// level for the operator.
+// the gateway reports as -32603 (Internal), and the wire writer logs it at
+// error level for the operator.
 func errSecretUnset(tool string) error {
 	return &gateway.Error{
 		Code: gateway.EInternal,
@@ -124,23 +125,21 @@ func withReasons(ev *gateway.AuditEvent, err error) error {
 	return err
 }
 
-// requestConfirmation is step 1: record the audit row (status
-// confirmation_required, no rate-limit slot) and answer with the summary
-// and a token; nothing is dispatched.
-func (pl *Pipeline) requestConfirmation(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, claims confirm.Claims, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
-	summary, err := pl.changesSummary(ctx, p, tool, args)
+// requestConfirmation is step 1: answer with the summary and a token;
+// nothing is dispatched and no rate-limit slot is taken. finish writes the
+// audit row (status confirmation_required) and hands the token out only
+// once the row is written.
+func (pl *Pipeline) requestConfirmation(ctx context.Context, c *Call, claims confirm.Claims) error {
+	summary, err := pl.changesSummary(ctx, c.Principal, c.Tool, confirm.WithoutProtocolArgs(c.Params.Arguments))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	token, expires, err := pl.Confirmer.Issue(claims)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ev.Status = gateway.AuditConfirmationRequired
-	ev.ReasonCodes = append(ev.ReasonCodes, reasonConfirmationRequired)
-	if err := pl.record(ctx, ev); err != nil {
-		return nil, err
-	}
+	c.Event.Status = gateway.AuditConfirmationRequired
+	c.Event.ReasonCodes = append(c.Event.ReasonCodes, reasonConfirmationRequired)
 	res := &gateway.ToolResult{StructuredContent: map[string]any{
 		"confirmation_required": true,
 		"changes_summary":       summary,
@@ -148,20 +147,8 @@ func (pl *Pipeline) requestConfirmation(ctx context.Context, p *gateway.Principa
 		"expires_at":            expires.Format(time.RFC3339),
 	}}
 	applyObligations(res, gateway.Obligations{})
-	return res, nil
-}
-
-// record writes ev before the reply; a row that cannot be written refuses
-// the call (fail closed), as reserveAndRecord does.
-func (pl *Pipeline) record(ctx context.Context, ev *gateway.AuditEvent) error {
-	ctx, cancel := storeContext(ctx)
-	defer cancel()
-	err := pl.Store.RecordAudit(ctx, ev)
-	if err == nil {
-		return nil
-	}
-	ev.ID = 0
-	return gateway.Wrap(gateway.EInternal, err, "the audit store could not record this call, so no confirmation token was issued; retry when the store is back")
+	c.Result, c.Answered = res, true
+	return nil
 }
 
 func (pl *Pipeline) changesSummary(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any) (string, error) {
@@ -175,28 +162,33 @@ func (pl *Pipeline) changesSummary(ctx context.Context, p *gateway.Principal, to
 	return fmt.Sprintf("%s will run with the arguments %s. The backend gives no preview of the changes; check the arguments before you confirm.", tool.Name, b), nil
 }
 
-// dispatchOnce is step 2 after the token verified: claim the idempotency
-// key in the reservation transaction, then dispatch and store the result
-// under the key. A key already claimed answers from the stored row without
-// dispatching and without a rate-limit slot.
-func (pl *Pipeline) dispatchOnce(ctx context.Context, p *gateway.Principal, tool *tools.Tool, args map[string]any, raw json.RawMessage, d *gateway.Decision, ev *gateway.AuditEvent, rec *gateway.IdempotencyRecord) (*gateway.ToolResult, error) {
-	prior, err := pl.reserve(ctx, tool, ev, rec)
+// reserveOnce is step 2 after the token verified: claim the idempotency
+// key rec in the reservation transaction; dispatch follows, and
+// saveKeyResult stores the result under the key. A key already claimed
+// answers from the stored row without dispatching and without a rate-limit
+// slot (answerFromKey).
+func (pl *Pipeline) reserveOnce(ctx context.Context, c *Call, rec *gateway.IdempotencyRecord) error {
+	c.Claim = rec
+	prior, err := pl.reserve(ctx, c)
 	if errors.Is(err, errKeySeen) {
-		return pl.answerFromKey(prior, rec, d, ev)
+		c.Claim = nil
+		return pl.answerFromKey(c, prior, rec)
 	}
-	if err != nil {
-		return nil, err
+	return err
+}
+
+// saveKeyResult stores a confirmed call's result under its idempotency
+// key. A result that cannot be saved leaves the key claimed: a retry is
+// then refused as in progress, never dispatched twice.
+func (pl *Pipeline) saveKeyResult(ctx context.Context, c *Call) error {
+	if c.Claim == nil {
+		return nil
 	}
-	res, err := pl.dispatch(ctx, p, tool, args, raw, d, ev)
-	if err != nil {
-		return nil, pl.settleFailedKey(ctx, rec, err)
+	var err error
+	if c.Claim.Result, err = json.Marshal(c.Result); err == nil {
+		pl.keyStore(ctx, "save the result under", func(ctx context.Context) error { return pl.Store.SaveIdempotencyResult(ctx, c.Claim) })
 	}
-	if rec.Result, err = json.Marshal(res); err == nil {
-		// A result that cannot be saved leaves the key claimed: a retry is
-		// then refused as in progress, never dispatched twice.
-		pl.keyStore(ctx, "save the result under", func(ctx context.Context) error { return pl.Store.SaveIdempotencyResult(ctx, rec) })
-	}
-	return res, nil
+	return nil
 }
 
 // invisible reports control and format characters (C0/C1 controls, NUL,
@@ -232,35 +224,37 @@ func (pl *Pipeline) keyStore(ctx context.Context, what string, write func(ctx co
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	if err := write(ctx); err != nil {
-		pl.Logger.Error("could not "+what+" an idempotency key", zap.Error(err))
+		pl.log().Error("could not "+what+" an idempotency key", zap.Error(err))
 	}
 }
 
 // answerFromKey answers a call whose idempotency_key was claimed before:
 // the stored result for the same arguments (dispatched again: never), a
 // refusal for other arguments or while the first call is still running.
-// ev is recorded by finish as a row of its own (status allowed for a
+// finish records the call as a row of its own (status allowed for a
 // replay).
-func (pl *Pipeline) answerFromKey(prior, rec *gateway.IdempotencyRecord, d *gateway.Decision, ev *gateway.AuditEvent) (*gateway.ToolResult, error) {
+func (pl *Pipeline) answerFromKey(c *Call, prior, rec *gateway.IdempotencyRecord) error {
+	ev := c.Event
 	switch {
 	case prior.InputHash != rec.InputHash:
-		return nil, withReasons(ev, &gateway.Error{Code: gateway.EConflict,
+		return withReasons(ev, &gateway.Error{Code: gateway.EConflict,
 			Message: fmt.Sprintf("idempotency_key %q was already used by this task for %s with other arguments; use a new key for a new call", rec.Key, rec.Tool),
 			Reasons: []gateway.Reason{{Code: reasonKeyReused, Message: "idempotency key reused with other arguments"}}})
 	case prior.Result == nil:
-		return nil, withReasons(ev, &gateway.Error{Code: gateway.EConflict,
+		return withReasons(ev, &gateway.Error{Code: gateway.EConflict,
 			Message: fmt.Sprintf("a %s call with idempotency_key %q is still running, or ended without a stored result (the store failed while recording it): retry in a few seconds with the same key to get its result; if this persists for minutes, check whether the call took effect, and use a new idempotency_key if it must run", rec.Tool, rec.Key),
 			Reasons: []gateway.Reason{{Code: reasonKeyInProgress, Message: "idempotency key claimed, no result yet"}}})
 	}
 	var res gateway.ToolResult
 	if err := json.Unmarshal(prior.Result, &res); err != nil {
-		return nil, gateway.Wrap(gateway.EInternal, err, "the stored result of this idempotency_key cannot be read; the call was not dispatched again")
+		return gateway.Wrap(gateway.EInternal, err, "the stored result of this idempotency_key cannot be read; the call was not dispatched again")
 	}
-	applyObligations(&res, d.Obligations)
+	applyObligations(&res, c.Decision.Obligations)
 	ev.Status = gateway.AuditAllowed
 	ev.ReasonCodes = append(ev.ReasonCodes, reasonReplayed)
 	if res.IsError {
 		ev.ErrorClass = "ToolError"
 	}
-	return &res, nil
+	c.Result, c.Answered = &res, true
+	return nil
 }

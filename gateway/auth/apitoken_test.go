@@ -1,4 +1,4 @@
-package server_test
+package auth_test
 
 import (
 	"context"
@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/admin"
-	"github.com/mcpgate/mcpgate/gateway/server"
+	"github.com/mcpgate/mcpgate/gateway/auth"
 )
 
 // tokenStore answers APITokenByHash from a map (or fails with err) and
@@ -39,11 +38,11 @@ func TestManagementReader(t *testing.T) {
 		return &gateway.APIToken{Fingerprint: "fp-" + status, WorkspaceID: "ws-a", Status: status, Scopes: scopes}
 	}
 	store := &tokenStore{byHash: map[string]*gateway.APIToken{
-		admin.HashToken("scmt_good"):    tok(admin.TokenActive, admin.ScopeMCPRead, admin.ScopeManagementRead),
-		admin.HashToken("scmt_revoked"): tok("revoked", admin.ScopeManagementRead),
-		admin.HashToken("scmt_mcp"):     tok(admin.TokenActive, admin.ScopeMCPRead),
+		auth.HashAPIToken("scmt_good"):    tok("active", "mcp:read", auth.ScopeManagementRead),
+		auth.HashAPIToken("scmt_revoked"): tok("revoked", auth.ScopeManagementRead),
+		auth.HashAPIToken("scmt_mcp"):     tok("active", "mcp:read"),
 	}}
-	read := server.ManagementReader(store, nil, nil)
+	read := auth.ManagementReader(store, nil, nil)
 	for _, tc := range []struct {
 		note, header string
 		ws           string
@@ -71,7 +70,7 @@ func TestManagementReader(t *testing.T) {
 		t.Errorf("touched %v, want the active token twice (once per accepted request)", store.touched)
 	}
 	// A store that cannot answer refuses (fail closed).
-	down := server.ManagementReader(&tokenStore{err: gateway.Errorf(gateway.EUnavailable, "down")}, nil, nil)
+	down := auth.ManagementReader(&tokenStore{err: gateway.Errorf(gateway.EUnavailable, "down")}, nil, nil)
 	r := httptest.NewRequest("GET", "/admin/v1/audit-events", nil)
 	r.Header.Set("Authorization", "Bearer scmt_good")
 	if _, ok := down(r); ok {

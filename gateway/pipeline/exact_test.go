@@ -1,4 +1,4 @@
-package server_test
+package pipeline_test
 
 import (
 	"context"

@@ -1,4 +1,7 @@
-package server
+// Package metrics keeps the Prometheus series of the tools/call path. Its
+// Metrics is the pipeline's observer (pipeline.Observer): the pipeline
+// reports each call once its audit row is settled, and each reservation.
+package metrics
 
 import (
 	"time"
@@ -8,7 +11,8 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// Metrics are the Prometheus series of the request path, served on /metrics.
+// Metrics are the Prometheus series of the request path, served on
+// /metrics. A nil *Metrics records nothing. It is safe for concurrent use.
 type Metrics struct {
 	calls       *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
@@ -24,7 +28,7 @@ const (
 	reservationFailed      = "error"        // the store failed: call refused
 )
 
-// NewMetrics registers on reg:
+// New registers on reg:
 //   - mcpgate_tool_calls_total{tool,tier,status}: every tools/call by its
 //     audit status;
 //   - mcpgate_tool_call_duration_seconds{tier,status}: time to the reply;
@@ -35,7 +39,7 @@ const (
 //     reservation transaction (slots + audit row) by outcome ok,
 //     rate_limited, conflict or error; the part of a call's latency the
 //     database decides, and "error" counts calls refused fail-closed.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_tool_calls_total",
@@ -60,8 +64,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// observeReservation records one reservation that took d and ended with err.
-func (m *Metrics) observeReservation(d time.Duration, err error) {
+// ObserveReservation records one reservation that took d and ended with
+// err: nil (slots taken, row written), an ERateLimited or EConflict
+// *gateway.Error (a full bucket, a claimed idempotency key), or any other
+// error (the store failed).
+func (m *Metrics) ObserveReservation(d time.Duration, err error) {
 	if m == nil {
 		return
 	}
@@ -78,7 +85,10 @@ func (m *Metrics) observeReservation(d time.Duration, err error) {
 	m.reservation.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
-func (m *Metrics) observe(ev *gateway.AuditEvent) {
+// ObserveCall records one tools/call by the final state of its audit row
+// ev: its tool (or "unknown" when ev.Tier is empty: not in the catalog),
+// tier, status, bucket (for a rate-limited call) and latency.
+func (m *Metrics) ObserveCall(ev *gateway.AuditEvent) {
 	if m == nil {
 		return
 	}

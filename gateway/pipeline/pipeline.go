@@ -1,0 +1,257 @@
+// Package pipeline runs the request path of one MCP tools/call behind the
+// transport: a fixed list of small steps (callSteps) over one call-state
+// value (Call), from the catalog lookup through the policy decision, the
+// rate-limit reservation and the adapter to the obligations, and one
+// finish that settles the call's audit row. tools/list is answered from
+// the same decision function, so a tool is listed exactly when a call of
+// it would be allowed.
+//
+// The package declares what it consumes (Store, Decider, CallerLoader,
+// Adapter, Observer, Clock); the wiring (gateway/server) hands it the
+// audit store, the policy engine, the caller cache, the adapter and the
+// metrics.
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/confirm"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/ratelimit"
+	"github.com/mcpgate/mcpgate/tools"
+)
+
+// Decider decides tool calls; *policy.Engine implements it.
+type Decider interface {
+	// Decide returns the decision for one tools/call of tool with args
+	// (already bounded by the tool's schema); an error refuses the call.
+	Decide(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool policy.ToolRef, args map[string]any) (*gateway.Decision, error)
+	// Visible returns the names of the tools p may call; the map must not
+	// be modified.
+	Visible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error)
+}
+
+// Adapter executes allowed tool calls (adapters/demo, adapters/mcpupstream).
+type Adapter interface {
+	CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error)
+}
+
+// CallerLoader loads what the policy needs about a principal (the
+// workspace, member, profiles, seat type, org plan, overrides and task);
+// Store and *callercache.Cache implement it. The returned Caller may be
+// shared between calls: it must not be modified.
+type CallerLoader interface {
+	LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error)
+}
+
+// Observer is told about every tools/call and every reservation;
+// *metrics.Metrics implements it.
+type Observer interface {
+	// ObserveCall is called once per tools/call with its audit row as
+	// finally settled (also for a refusal that got no row).
+	ObserveCall(ev *gateway.AuditEvent)
+	// ObserveReservation is called once per reservation with its duration
+	// and outcome (nil, ERateLimited, EConflict or another error).
+	ObserveReservation(d time.Duration, err error)
+}
+
+// Clock returns the current time.
+type Clock func() time.Time
+
+// Pipeline is the request path behind the MCP transport: resolve the
+// caller, decide, audit, dispatch, apply obligations. It implements
+// mcp.Handler. Store, Decider, Catalog and Adapter are required.
+type Pipeline struct {
+	Store Store
+	// Callers, when set, loads each call's caller instead of
+	// Store.LoadCaller: the wiring sets the caller cache
+	// (gateway/callercache) here, which the admin API's changes
+	// invalidate. nil reads the store on every call.
+	Callers CallerLoader
+	Decider Decider
+	Catalog *tools.Catalog
+	Adapter Adapter
+	// Logger receives store failures after the reply; nil logs nothing.
+	Logger *zap.Logger
+	// Metrics observes every call and reservation; nil observes nothing.
+	Metrics Observer
+	// AuditArguments logs the arguments in the audit row (without the
+	// confirmation token); otherwise the row holds only their hash.
+	AuditArguments bool
+	// Now is the clock of audit times, latencies, rate-limit windows and
+	// the refusal limiter; nil means time.Now.
+	Now Clock
+	// RateLimits plans the rate-limit slots of an allowed call (seed 001,
+	// Rate limits), at Now, which the store takes in the transaction that
+	// records its audit row; nil turns rate limiting off (the wiring
+	// always sets it).
+	RateLimits *ratelimit.Rules
+	// Refusals bounds, per principal, how many calls refused before
+	// dispatch get an audit row (MCPGATE_REFUSED_CALLS_PER_SECOND); over
+	// it a refused call is answered as rate limited (bucket
+	// principal.refusals) without a row. nil audits every refusal.
+	Refusals *RefusalLimiter
+	// Confirmer signs and verifies the deploy confirmation tokens (seed
+	// 001, Deploy confirmation protocol) with
+	// SUPACLOUD_MCP_CONFIRMATION_SECRET; nil (the secret unset) makes
+	// every call that needs the confirmation fail closed with -32603.
+	Confirmer *confirm.Signer
+}
+
+var _ mcp.Handler = (*Pipeline)(nil)
+
+// Call is the state of one tools/call. Each step reads what the steps
+// before it set and adds its own part; nothing else holds call state.
+type Call struct {
+	// Principal and Params are the authenticated caller and the parsed
+	// tools/call params, as the transport hands them over.
+	Principal *gateway.Principal
+	Params    *mcp.CallToolParams
+	// Tool is the catalog entry of Params.Name (resolveTool).
+	Tool *tools.Tool
+	// Caller is what the store knows of Principal (loadCaller); shared
+	// with other calls, read-only.
+	Caller *gateway.Caller
+	// Decision is the policy's answer (decide).
+	Decision *gateway.Decision
+	// Event is the call's audit row, filled in by every step and written
+	// by the reservation (an allowed call, before dispatch) or by finish.
+	// Event.ID is non-zero once the reservation has written it.
+	Event *gateway.AuditEvent
+	// Claim is the idempotency key a confirmed deploy-tier call claimed
+	// with its reservation (confirmOrReserve); nil for other calls.
+	Claim *gateway.IdempotencyRecord
+	// Arguments and RawArguments are what the adapter receives: the
+	// client's, without the confirmation token once it has been verified.
+	Arguments    map[string]any
+	RawArguments json.RawMessage
+	// Result is the reply. A step that answers the call itself (a
+	// confirmation request, a replay from an idempotency key) sets it and
+	// Answered, and the remaining steps are skipped.
+	Result   *gateway.ToolResult
+	Answered bool
+
+	start time.Time
+	// storeDeadline bounds the store work before dispatch (loading the
+	// caller, then the reservation): one budget of storeTimeout.
+	storeDeadline time.Time
+}
+
+// step is one stage of a tools/call. It returns an error to refuse (or
+// fail) the call; the remaining steps are then skipped and finish writes
+// the refusal.
+type step func(pl *Pipeline, ctx context.Context, c *Call) error
+
+// callSteps are the stages of every tools/call, in order.
+var callSteps = []step{
+	(*Pipeline).resolveTool,       // the catalog entry; malformed params, unknown names refused
+	(*Pipeline).checkWorkspace,    // a client-supplied workspace_id must be the credential's
+	(*Pipeline).loadCaller,        // workspace, member, profiles, task: from the caller cache or store
+	(*Pipeline).decide,            // the policy, on the arguments bounded by the schema
+	(*Pipeline).validateArguments, // the schema, only once the policy allowed the tool
+	(*Pipeline).confirmOrReserve,  // confirmation and idempotency, then slots + audit row in one transaction
+	(*Pipeline).dispatch,          // the adapter, with the exact argument bytes, unless the client has gone
+	(*Pipeline).applyObligations,  // redactions on the result
+	(*Pipeline).saveKeyResult,     // a confirmed call's result under its idempotency key
+}
+
+// CallTool runs one tools/call through callSteps and writes exactly one
+// audit row for it, whatever the outcome, before it returns.
+func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, params *mcp.CallToolParams) (*gateway.ToolResult, error) {
+	c := pl.newCall(ctx, p, params)
+	var err error
+	for _, s := range callSteps {
+		if err = s(pl, ctx, c); err != nil || c.Answered {
+			break
+		}
+	}
+	return pl.finish(ctx, c, err)
+}
+
+// newCall starts the state of a call: its audit row as far as the
+// principal and the params tell, and its store deadline.
+func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *mcp.CallToolParams) *Call {
+	start := pl.now()
+	ev := &gateway.AuditEvent{
+		Time:          start.UTC(),
+		RequestID:     gateway.RequestIDFrom(ctx),
+		WorkspaceID:   auditText(p.WorkspaceID),
+		TaskID:        auditText(p.TaskID),
+		ProfileID:     auditText(p.ProfileID),
+		Actor:         auditText(p.Subject),
+		PrincipalKind: p.Kind,
+		TokenFP:       p.TokenFingerprint,
+		Tool:          toolText(params.Name),
+		ArgumentsHash: argumentsHash(params),
+	}
+	if pl.AuditArguments {
+		ev.Arguments = loggableArguments(params.Arguments, params.RawArguments)
+	}
+	return &Call{
+		Principal: p, Params: params, Event: ev,
+		Arguments: params.Arguments, RawArguments: params.RawArguments,
+		start: start, storeDeadline: time.Now().Add(storeTimeout),
+	}
+}
+
+// ListTools returns the catalog tools the principal's decision makes
+// visible, in catalog order: the same Decider, on the same caller, as
+// tools/call.
+func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]mcp.Tool, error) {
+	caller, err := pl.caller(ctx, p, time.Now().Add(storeTimeout))
+	if err != nil {
+		return nil, err
+	}
+	visible, err := pl.Decider.Visible(ctx, p, caller)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcp.Tool, 0, len(visible))
+	for _, t := range pl.Catalog.Tools() {
+		if visible[t.Name] {
+			out = append(out, mcpTool(t))
+		}
+	}
+	return out, nil
+}
+
+func mcpTool(t tools.Tool) mcp.Tool {
+	ann := map[string]any{"readOnlyHint": t.ReadOnly}
+	if t.Tier == gateway.TierDeploy {
+		ann["destructiveHint"] = true
+	}
+	return mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Annotations: ann}
+}
+
+func (pl *Pipeline) now() time.Time {
+	if pl.Now != nil {
+		return pl.Now()
+	}
+	return time.Now()
+}
+
+func (pl *Pipeline) log() *zap.Logger {
+	if pl.Logger == nil {
+		return zap.NewNop()
+	}
+	return pl.Logger
+}
+
+// observer is pl.Metrics, or one that observes nothing.
+func (pl *Pipeline) observer() Observer {
+	if pl.Metrics == nil {
+		return noObserver{}
+	}
+	return pl.Metrics
+}
+
+type noObserver struct{}
+
+func (noObserver) ObserveCall(*gateway.AuditEvent)         {}
+func (noObserver) ObserveReservation(time.Duration, error) {}

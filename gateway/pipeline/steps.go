@@ -1,0 +1,185 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/policy"
+)
+
+// resolveTool looks the tool up in the catalog and puts its tier into the
+// audit row. Params the transport could not parse, a name longer than any
+// MCP tool name and an unknown name are refused (EInvalid).
+func (pl *Pipeline) resolveTool(_ context.Context, c *Call) error {
+	tool, ok := pl.Catalog.Lookup(c.Params.Name)
+	if ok {
+		c.Tool, c.Event.Tier = tool, tool.Tier
+	}
+	if c.Params.ArgumentsErr != nil {
+		return c.Params.ArgumentsErr
+	}
+	if !ok && len(c.Params.Name) > maxToolName {
+		return gateway.Errorf(gateway.EInvalid, "tool name %q is %d bytes long, longer than any MCP tool name (at most %d characters); tools/list shows the tools this session may call",
+			clip(c.Params.Name, 32), len(c.Params.Name), maxToolName)
+	}
+	if !ok {
+		return gateway.Errorf(gateway.EInvalid, "unknown tool %q; tools/list shows the tools this session may call", c.Params.Name)
+	}
+	return nil
+}
+
+// checkWorkspace refuses a client-supplied workspace_id that differs from
+// the credential's (workspace isolation: the workspace comes from the
+// credential, never from the client).
+func (pl *Pipeline) checkWorkspace(_ context.Context, c *Call) error {
+	ws, present := c.Params.Arguments["workspace_id"]
+	if !present || ws == c.Principal.WorkspaceID {
+		return nil
+	}
+	return &gateway.Error{
+		Code:    gateway.EForbidden,
+		Message: fmt.Sprintf("tool %s was called with workspace_id %v, but this session belongs to workspace %s; omit workspace_id or use your own", c.Params.Name, ws, c.Principal.WorkspaceID),
+		Reasons: []gateway.Reason{{Code: "workspace.mismatch", Message: "client-supplied workspace_id differs from the credential's workspace"}},
+	}
+}
+
+// loadCaller loads what the policy needs of the principal, within the
+// call's store deadline, and records in the audit row the profile that
+// applies (the requested one, or the workspace default when none was
+// requested).
+func (pl *Pipeline) loadCaller(ctx context.Context, c *Call) error {
+	caller, err := pl.caller(ctx, c.Principal, c.storeDeadline)
+	if err != nil {
+		return err
+	}
+	c.Caller = caller
+	if caller.Profile != nil {
+		c.Event.ProfileID = caller.Profile.ID
+	} else if c.Principal.ProfileID == "" && caller.DefaultProfile != nil {
+		c.Event.ProfileID = caller.DefaultProfile.ID
+	}
+	return nil
+}
+
+// caller loads p's caller from the cache (or the store) by deadline. An
+// unknown workspace is EForbidden; any other failure EInternal.
+func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal, deadline time.Time) (*gateway.Caller, error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var from CallerLoader = pl.Store
+	if pl.Callers != nil {
+		from = pl.Callers
+	}
+	c, err := from.LoadCaller(ctx, p)
+	if err == nil {
+		return c, nil
+	}
+	if gateway.ErrorCodeOf(err) == gateway.ENotFound {
+		return nil, &gateway.Error{
+			Code:    gateway.EForbidden,
+			Message: fmt.Sprintf("workspace %s of this session is not known to the gateway; ask an operator to register it", p.WorkspaceID),
+			Reasons: []gateway.Reason{{Code: "workspace.unknown", Message: "the credential's workspace is not registered"}},
+			Err:     err,
+		}
+	}
+	return nil, gateway.Wrap(gateway.EInternal, err, "the audit store could not load this session's workspace; the call was refused")
+}
+
+// decide asks the policy. It sees the arguments before they are validated
+// (validateArguments), but never one larger than the tool's schema allows:
+// PolicyArguments leaves those out, silently, so the decision (and its
+// cache) stays small and a caller the policy denies learns nothing of the
+// schema. A call allowed without them still fails validation. A denial is
+// the -32003 refusal, led by the decision's first reason.
+func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
+	t := c.Tool
+	args := pl.Catalog.PolicyArguments(t.Name, c.Params.Arguments)
+	d, err := pl.Decider.Decide(ctx, c.Principal, c.Caller, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut}, args)
+	if err != nil {
+		return err
+	}
+	c.Decision = d
+	c.Event.DecisionID = d.ID
+	c.Event.ReasonCodes = reasonCodes(d.Reasons)
+	if !d.Allow {
+		return denial(t.Name, d)
+	}
+	return nil
+}
+
+// denial turns a deny decision into the Forbidden (-32003) error; the
+// message leads with the first reason so clients show something useful.
+func denial(tool string, d *gateway.Decision) error {
+	msg := fmt.Sprintf("tool %s denied by policy", tool)
+	if len(d.Reasons) > 0 {
+		msg = d.Reasons[0].Message
+	}
+	return &gateway.Error{Code: gateway.EForbidden, Message: msg, DecisionID: d.ID, Reasons: d.Reasons}
+}
+
+// validateArguments checks the arguments against the tool's schema, once
+// the policy allowed the tool: a principal that may not call it gets the
+// denial, not the schema of a tool tools/list does not show it (listed ⇔
+// callable), and its audit row says denied.
+func (pl *Pipeline) validateArguments(_ context.Context, c *Call) error {
+	return pl.Catalog.Validate(c.Params.Name, c.Params.Arguments)
+}
+
+// confirmOrReserve takes the call's rate-limit slots and writes its audit
+// row (status allowed) in one store transaction. A call that needs the
+// deploy confirmation goes through it first (confirm): step 1 is answered
+// here, a confirmed call claims its idempotency key in the same
+// transaction.
+func (pl *Pipeline) confirmOrReserve(ctx context.Context, c *Call) error {
+	if needsConfirmation(c) {
+		return pl.confirm(ctx, c)
+	}
+	_, err := pl.reserve(ctx, c)
+	return err
+}
+
+// dispatch hands a reserved call to the adapter, its arguments decoded and
+// raw as the client sent them (gateway.ToolCall). A call whose client has
+// gone, or whose deadline passed, by the time its reservation committed (a
+// store that answered late, say) is not dispatched: nobody would get the
+// result, and the client may already be retrying. Its audit row says so
+// (status error, reason dispatch.abandoned); the slots it took stay taken.
+// A confirmed call's failure is settled under its idempotency key.
+func (pl *Pipeline) dispatch(ctx context.Context, c *Call) error {
+	res, err := pl.callAdapter(ctx, c)
+	if err != nil {
+		if c.Claim != nil {
+			return pl.settleFailedKey(ctx, c.Claim, err)
+		}
+		return err
+	}
+	c.Result = res
+	return nil
+}
+
+func (pl *Pipeline) callAdapter(ctx context.Context, c *Call) (*gateway.ToolResult, error) {
+	if err := ctx.Err(); err != nil {
+		c.Event.ReasonCodes = append(c.Event.ReasonCodes, reasonAbandoned)
+		return nil, &gateway.Error{Code: gateway.EUnavailable, Err: gateway.NotDispatched(err),
+			Message: fmt.Sprintf("%s was not dispatched: the client gave up or the call's deadline passed before the gateway could run it; call again if it is still needed", c.Tool.Name),
+			Reasons: []gateway.Reason{{Code: reasonAbandoned, Message: "the request ended before dispatch"}}}
+	}
+	p := c.Principal
+	return pl.Adapter.CallTool(ctx, gateway.ToolCall{
+		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,
+		Tool: c.Tool.Name, Arguments: c.Arguments, RawArguments: c.RawArguments,
+	})
+}
+
+// applyObligations carries out the decision's obligations on the result
+// (the function applyObligations) and marks a tool's own error in the
+// audit row.
+func (pl *Pipeline) applyObligations(_ context.Context, c *Call) error {
+	applyObligations(c.Result, c.Decision.Obligations)
+	if c.Result.IsError {
+		c.Event.ErrorClass = "ToolError"
+	}
+	return nil
+}
