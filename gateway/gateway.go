@@ -3,7 +3,8 @@
 //
 // It imports only the standard library. Packages that wrap a dependency
 // (OPA, PostgreSQL, SQLite, HTTP) import this package and never each other;
-// only gateway/server and cmd/mcpgate see everything (DESIGN.md §2).
+// only the composing packages (gateway/pipeline, gateway/server) and
+// cmd/mcpgate see everything; test/layout checks it.
 package gateway
 
 import (
@@ -47,8 +48,7 @@ const (
 )
 
 // Principal is the authenticated caller of one request. WorkspaceID always
-// comes from the credential, never from the client (DESIGN.md §1, Workspace
-// isolation).
+// comes from the credential, never from the client (workspace isolation).
 type Principal struct {
 	Kind PrincipalKind
 	// Subject is the acting user (JWT "sub") for agents, or "token:<fingerprint>"
@@ -219,7 +219,7 @@ const (
 )
 
 // AuditEvent is one audit_events row: written for every tools/call before
-// the reply, whatever the outcome (DESIGN.md §1). It never holds a secret or
+// the reply, whatever the outcome (one audit row per call). It never holds a secret or
 // a token; arguments appear only as a hash unless argument logging is on.
 type AuditEvent struct {
 	ID            int64           `json:"id"`

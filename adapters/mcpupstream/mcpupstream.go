@@ -26,7 +26,8 @@ import (
 
 // Keys of the request _meta object that carry the credential's identity to
 // the upstream. The upstream must scope its work to MetaWorkspaceID: it is
-// the credential's workspace, never a client-supplied one (DESIGN.md §1).
+// the credential's workspace, never a client-supplied one (workspace
+// isolation, docs/architecture.md).
 const (
 	MetaWorkspaceID = "mcpgate/workspace_id"
 	MetaTaskID      = "mcpgate/task_id"

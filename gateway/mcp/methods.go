@@ -74,7 +74,7 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 }
 
 // CallToolParams are the parsed params of one tools/call, parsed once by the
-// transport (STYLE.md, "Parse once, carry in context"). Arguments is never
+// transport and read by every later step, never parsed again. Arguments is never
 // nil: absent or null arguments become an empty map and RawArguments "{}".
 // Numbers in Arguments are json.Number with the client's digits (no
 // float64 round trip), and no object in them repeats a member name

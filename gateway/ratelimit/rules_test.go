@@ -174,7 +174,7 @@ func TestRefusalMessages(t *testing.T) {
 				t.Errorf("refusal = %+v, want ERateLimited %q in bucket b", err, tc.want)
 			}
 			if err.Code.RPCCode() != -32003 || err.Code.Class() != "Forbidden" || err.Code.HTTPStatus() != 403 {
-				t.Errorf("wire shape %d/%s/%d, want -32003/Forbidden/403 (DESIGN.md §5)", err.Code.RPCCode(), err.Code.Class(), err.Code.HTTPStatus())
+				t.Errorf("wire shape %d/%s/%d, want -32003/Forbidden/403 (docs/http.md)", err.Code.RPCCode(), err.Code.Class(), err.Code.HTTPStatus())
 			}
 		})
 	}
