@@ -57,8 +57,9 @@ type Store struct {
 	// Core holds the queries both stores share (audit rows, the
 	// reservation, idempotency keys) over db, with this store's dialect.
 	*sqlcore.Core
-	db   *sqlx.DB
-	rate *rateStatements
+	db     *sqlx.DB
+	rate   *rateStatements
+	finish prepared // finishAudits
 }
 
 // Open is OpenWith with the default Options.
@@ -100,7 +101,7 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, openError(err, url)
 	}
-	s := &Store{db: db, rate: newRateStatements()}
+	s := &Store{db: db, rate: newRateStatements(), finish: prepared{Query: finishAudits}}
 	s.Core = sqlcore.New(db, db, sqlcore.Dialect{
 		Bind: sqlx.DOLLAR,
 		Time: func(t time.Time) any { return t.UTC() },
@@ -111,6 +112,7 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		InsertAudit:    insertAudit,
 		PrepareReserve: s.prepareReserve,
 		TakeSlots:      s.takeSlots,
+		FinishBatch:    s.finishBatch,
 	})
 	return s, nil
 }
@@ -131,7 +133,7 @@ func openError(err error, dsn string) error {
 
 // Close releases the prepared statements and closes the connection pool.
 func (s *Store) Close() error {
-	return errors.Join(s.Core.Close(), s.rate.close(), s.db.Close())
+	return errors.Join(s.Core.Close(), s.rate.close(), s.finish.Close(), s.db.Close())
 }
 
 // DB returns the connection pool, for packages that add queries of their own

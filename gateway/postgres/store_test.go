@@ -126,3 +126,23 @@ func BenchmarkRecordAuditParallel(b *testing.B) {
 	s.DB().SetMaxOpenConns(16) // pgtest keeps pools small; a replica's is 20
 	storetest.BenchRecordAuditParallel(b, s)
 }
+
+func BenchmarkCallWrites(b *testing.B) {
+	s := pgtest.New(b)
+	s.DB().SetMaxOpenConns(16) // pgtest keeps pools small; a replica's is 20
+	s.DB().SetMaxIdleConns(16)
+	storetest.BenchCallWrites(b, s)
+}
+
+// Close lets the finishes under way (FinishAudit's group commit) land.
+func TestCloseDrainsFinishes(t *testing.T) {
+	s, url := pgtest.NewWithURL(t)
+	storetest.CloseDrains(t, s, s.Close, func() storetest.Store {
+		r, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Close() })
+		return r
+	})
+}
