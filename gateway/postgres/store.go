@@ -108,11 +108,12 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		Translate: func(err error, m sqlcore.Msgs) error {
 			return translate(err, msgs{notFound: m.NotFound, conflict: m.Conflict})
 		},
-		CallerQuery:    callerQuery,
-		InsertAudit:    insertAudit,
-		PrepareReserve: s.prepareReserve,
-		TakeSlots:      s.takeSlots,
-		FinishBatch:    s.finishBatch,
+		CallerQuery:     callerQuery,
+		InsertAudit:     insertAudit,
+		PrepareReserve:  s.prepareReserve,
+		TakeSlots:       s.takeSlots,
+		AtomicTakeSlots: true,
+		FinishBatch:     s.finishBatch,
 	})
 	return s, nil
 }

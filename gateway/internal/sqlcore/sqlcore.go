@@ -66,8 +66,16 @@ type Dialect struct {
 	// call of each of slots in order and insert the audit row whose
 	// AuditArgs are audit, stopping at the first full slot. It returns the
 	// row's id, or the full slot (1-based) with its count before this call;
-	// the core rolls the transaction back then.
+	// the core rolls the transaction back then. With AtomicTakeSlots, tx
+	// is nil for a reservation without a claim: TakeSlots then runs alone
+	// in autocommit and must itself leave nothing written when a slot is
+	// full.
 	TakeSlots func(ctx context.Context, tx *sqlx.Tx, audit []any, slots []gateway.Slot) (gateway.ReservationResult, error)
+	// AtomicTakeSlots says that TakeSlots is one statement that is all or
+	// nothing on its own (PostgreSQL: a statement that raises rolls back
+	// entirely), so a reservation without a claim needs no BEGIN and
+	// COMMIT of its own: one round trip instead of three.
+	AtomicTakeSlots bool
 	// FinishBatch writes the final status, error class, latency and
 	// reason codes (FinishArgs) of each of evs, at most MaxFinishBatch of
 	// them, by id, in one transaction, and reports for each whether its
