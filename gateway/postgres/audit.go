@@ -25,10 +25,23 @@ const insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + 
 // the whole batch. Its parameters are parallel arrays (id, status, error
 // class, latency, reason codes as JSON text), so one prepared statement
 // serves every batch size.
+//
+// The statement commits asynchronously: set_config(..., true) turns
+// synchronous_commit off for its own transaction only, so PostgreSQL
+// answers once the rows are written (and visible to every session), without
+// waiting for the WAL to reach the disk. The WAL writer flushes it within
+// wal_writer_delay (200 ms by default; at most three times that), and the
+// next synchronous commit of any session flushes it too. What a server
+// crash in that window can lose is the final status and latency of the
+// rows finished in it: those rows stay as the reservation wrote them,
+// synchronously, before dispatch (status "allowed", latency 0). Every
+// other write of the store, the reservation and RecordAudit's refused
+// rows included, commits synchronously.
 const finishAudits = `
+WITH s AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS sync)
 UPDATE audit_events a SET status = v.status, error_class = v.error_class, latency_us = v.latency_us,
     reason_codes = v.reason_codes::jsonb
-FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[])
+FROM s, unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[])
     AS v(id, status, error_class, latency_us, reason_codes)
 WHERE a.id = v.id
 RETURNING a.id`
