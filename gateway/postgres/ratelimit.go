@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -41,21 +42,26 @@ RETURNING count`
 const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = $1 AND window_start = $2`
 
 // reserveAndAudit takes a call's slots, all or nothing, with the function
-// of migration 00003 (mcpgate_reserve_counts, which locks each counter row
+// of migration 00006 (mcpgate_take_slots, which locks each counter row
 // until the transaction ends: a concurrent reservation of the same bucket,
 // in this process or another replica, waits and then sees the committed
-// count), and inserts the audit row ($1…$18) only when every slot had
-// room, returning its id (0 otherwise). The CTE is materialised so the
+// count), and inserts the audit row ($1…$18), returning its id. At a full
+// counter the function raises (fullSlotCode), and the whole statement
+// rolls back: no slot, no counter row, no audit row. So the statement is
+// atomic alone and runs in autocommit when there is no idempotency claim
+// (sqlcore.Dialect.AtomicTakeSlots). The CTE is materialised so the
 // function runs exactly once, before the insert that depends on it.
 const reserveAndAudit = `
 WITH r AS MATERIALIZED (
-    SELECT full_slot, counts FROM mcpgate_reserve_counts($19::text[], $20::timestamptz[], $21::timestamptz[], $22::bigint[], $23::text[], $24::text[])
-), ins AS (
-    INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
-    SELECT ` + auditInsertValues + ` FROM r WHERE r.full_slot = 0
-    RETURNING id
+    SELECT mcpgate_take_slots($19::text[], $20::timestamptz[], $21::timestamptz[], $22::bigint[], $23::text[], $24::text[]) AS taken
 )
-SELECT r.full_slot, r.counts, coalesce((SELECT id FROM ins), 0) FROM r`
+INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
+SELECT ` + auditInsertValues + ` FROM r
+RETURNING id`
+
+// fullSlotCode is the SQLSTATE mcpgate_take_slots raises at a full
+// counter; its DETAIL is "<1-based index> <count before this call>".
+const fullSlotCode = "MGRL1"
 
 // prepareReserve is sqlcore.Dialect.PrepareReserve: it prepares
 // reserveAndAudit on the pool.
@@ -65,27 +71,36 @@ func (s *Store) prepareReserve(ctx context.Context) error {
 }
 
 // takeSlots is sqlcore.Dialect.TakeSlots: one statement
-// (reserveAndAudit) takes every slot and inserts the audit row, so an
-// allowed call without a claim costs three round trips (BEGIN, this
-// statement, COMMIT) however many buckets it has.
+// (reserveAndAudit) takes every slot and inserts the audit row. Without a
+// claim tx is nil and the statement is its own transaction, so an allowed
+// call costs one round trip however many buckets it has; with a claim it
+// runs in the claim's transaction.
 func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots []gateway.Slot) (gateway.ReservationResult, error) {
 	stmt, err := s.rate.reserveAudit.Get(ctx, s.db, driverError)
 	if err != nil {
 		return gateway.ReservationResult{}, err
 	}
+	if tx != nil {
+		stmt = tx.StmtContext(ctx, stmt)
+	}
 	var res gateway.ReservationResult
-	var full int
-	var counts pq.Int64Array
-	err = tx.StmtContext(ctx, stmt).QueryRowContext(ctx, append(audit, slotArgs(slots)...)...).Scan(&full, &counts, &res.AuditID)
+	err = stmt.QueryRowContext(ctx, append(audit, slotArgs(slots)...)...).Scan(&res.AuditID)
+	if pe := pq.As(err); pe != nil && pe.Code == fullSlotCode {
+		return fullSlot(pe, len(slots))
+	}
 	if err != nil {
 		return gateway.ReservationResult{}, translate(err, msgs{})
 	}
-	if full > 0 {
-		if full > len(counts) {
-			return gateway.ReservationResult{}, gateway.Errorf(gateway.EInternal,
-				"mcpgate_reserve_counts reported slot %d full with %d counts", full, len(counts))
-		}
-		return gateway.ReservationResult{Full: full, Used: counts[full-1] - 1}, nil
+	return res, nil
+}
+
+// fullSlot reads the full counter's index and count from the DETAIL of
+// mcpgate_take_slots's error.
+func fullSlot(pe *pq.Error, slots int) (gateway.ReservationResult, error) {
+	var res gateway.ReservationResult
+	if _, err := fmt.Sscanf(pe.Detail, "%d %d", &res.Full, &res.Used); err != nil || res.Full < 1 || res.Full > slots {
+		return gateway.ReservationResult{}, gateway.Errorf(gateway.EInternal,
+			"mcpgate_take_slots reported a full counter as %q for %d slots", pe.Detail, slots)
 	}
 	return res, nil
 }

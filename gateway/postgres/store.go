@@ -57,8 +57,9 @@ type Store struct {
 	// Core holds the queries both stores share (audit rows, the
 	// reservation, idempotency keys) over db, with this store's dialect.
 	*sqlcore.Core
-	db   *sqlx.DB
-	rate *rateStatements
+	db     *sqlx.DB
+	rate   *rateStatements
+	finish prepared // finishAudits
 }
 
 // Open is OpenWith with the default Options.
@@ -100,17 +101,19 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, openError(err, url)
 	}
-	s := &Store{db: db, rate: newRateStatements()}
+	s := &Store{db: db, rate: newRateStatements(), finish: prepared{Query: finishAudits}}
 	s.Core = sqlcore.New(db, db, sqlcore.Dialect{
 		Bind: sqlx.DOLLAR,
 		Time: func(t time.Time) any { return t.UTC() },
 		Translate: func(err error, m sqlcore.Msgs) error {
 			return translate(err, msgs{notFound: m.NotFound, conflict: m.Conflict})
 		},
-		CallerQuery:    callerQuery,
-		InsertAudit:    insertAudit,
-		PrepareReserve: s.prepareReserve,
-		TakeSlots:      s.takeSlots,
+		CallerQuery:     callerQuery,
+		InsertAudit:     insertAudit,
+		PrepareReserve:  s.prepareReserve,
+		TakeSlots:       s.takeSlots,
+		AtomicTakeSlots: true,
+		FinishBatch:     s.finishBatch,
 	})
 	return s, nil
 }
@@ -131,7 +134,7 @@ func openError(err error, dsn string) error {
 
 // Close releases the prepared statements and closes the connection pool.
 func (s *Store) Close() error {
-	return errors.Join(s.Core.Close(), s.rate.close(), s.db.Close())
+	return errors.Join(s.Core.Close(), s.rate.close(), s.finish.Close(), s.db.Close())
 }
 
 // DB returns the connection pool, for packages that add queries of their own

@@ -126,3 +126,51 @@ func BenchmarkRecordAuditParallel(b *testing.B) {
 	s.DB().SetMaxOpenConns(16) // pgtest keeps pools small; a replica's is 20
 	storetest.BenchRecordAuditParallel(b, s)
 }
+
+func BenchmarkCallWrites(b *testing.B) {
+	s := pgtest.New(b)
+	s.DB().SetMaxOpenConns(16) // pgtest keeps pools small; a replica's is 20
+	s.DB().SetMaxIdleConns(16)
+	storetest.BenchCallWrites(b, s)
+}
+
+// Close lets the finishes under way (FinishAudit's group commit) land.
+func TestCloseDrainsFinishes(t *testing.T) {
+	s, url := pgtest.NewWithURL(t)
+	storetest.CloseDrains(t, s, s.Close, func() storetest.Store {
+		r, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Close() })
+		return r
+	})
+}
+
+// The finish commits asynchronously for its own transaction only: the
+// connection it ran on keeps synchronous_commit on, so the reservation
+// that next uses it stays durable before dispatch.
+func TestFinishLeavesCommitsSynchronous(t *testing.T) {
+	s := pgtest.New(t)
+	s.DB().SetMaxOpenConns(1)
+	ctx := context.Background()
+	ev := &gateway.AuditEvent{WorkspaceID: "ws", Tool: "app.list", Status: gateway.AuditAllowed}
+	if err := s.RecordAudit(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	ev.Status, ev.LatencyMicros = gateway.AuditError, 77
+	if err := s.FinishAudit(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	if err := s.DB().QueryRowContext(ctx, "SHOW synchronous_commit").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "on" {
+		t.Fatalf("synchronous_commit after a finish: %q, want on", mode)
+	}
+	list, err := s.ListAuditEvents(ctx, gateway.AuditFilter{WorkspaceID: "ws"})
+	if err != nil || len(list) != 1 || list[0].Status != gateway.AuditError || list[0].LatencyMicros != 77 {
+		t.Fatalf("finished row: %+v, %v", list, err)
+	}
+}

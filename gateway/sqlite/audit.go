@@ -1,9 +1,61 @@
 package sqlite
 
-import "github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
+import (
+	"context"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
+)
 
 // insertAudit writes one audit_events row and returns its id
 // (sqlcore.Dialect.InsertAudit).
 const insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING id`
+
+// finishAudit completes one audit row (prepared once on the write
+// connection; finishBatch runs it once per row).
+const finishAudit = `UPDATE audit_events SET status = ?, error_class = ?, latency_us = ?, reason_codes = ? WHERE id = ?`
+
+// finishBatch is sqlcore.Dialect.FinishBatch: one finishAudit per row, in
+// one transaction on the write connection when there are several (one
+// WAL commit for the batch), on its own otherwise.
+func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (found []bool, err error) {
+	stmt, err := s.finish.Get(ctx, s.w, driverError)
+	if err != nil {
+		return nil, err
+	}
+	var tx *sqlx.Tx
+	if len(evs) > 1 {
+		if tx, err = s.w.BeginTxx(ctx, nil); err != nil {
+			return nil, translate(err, msgs{})
+		}
+		defer func() {
+			if err != nil {
+				_ = tx.Rollback()
+			}
+		}()
+		stmt = tx.StmtContext(ctx, stmt)
+	}
+	found = make([]bool, len(evs))
+	for i, ev := range evs {
+		status, class, latency, reasons := sqlcore.FinishArgs(ev)
+		res, err := stmt.ExecContext(ctx, status, class, latency, reasons, ev.ID)
+		if err != nil {
+			return nil, translate(err, msgs{})
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, translate(err, msgs{})
+		}
+		found[i] = n > 0
+	}
+	if tx != nil {
+		if err = tx.Commit(); err != nil {
+			return nil, translate(err, msgs{})
+		}
+	}
+	return found, nil
+}

@@ -40,9 +40,10 @@ type Store struct {
 	// reservation, idempotency keys) over w and r, with this store's
 	// dialect.
 	*sqlcore.Core
-	w    *sqlx.DB // the one write connection
-	r    *sqlx.DB // read-only connections; the same pool as w for ":memory:"
-	rate *rateStatements
+	w      *sqlx.DB // the one write connection
+	r      *sqlx.DB // read-only connections; the same pool as w for ":memory:"
+	rate   *rateStatements
+	finish prepared // finishAudit, on w
 }
 
 // Open opens (creating if needed) the SQLite database at path, as in
@@ -79,7 +80,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // newStore wires the pools and the hot-path statements.
 func newStore(w, r *sqlx.DB) *Store {
-	s := &Store{w: w, r: r, rate: newRateStatements()}
+	s := &Store{w: w, r: r, rate: newRateStatements(), finish: prepared{Query: finishAudit}}
 	s.Core = sqlcore.New(w, r, sqlcore.Dialect{
 		Bind: sqlx.QUESTION,
 		Time: func(t time.Time) any { return fmtTime(t) },
@@ -91,6 +92,7 @@ func newStore(w, r *sqlx.DB) *Store {
 		InsertAudit:    insertAudit,
 		PrepareReserve: s.prepareReserve,
 		TakeSlots:      s.takeSlots,
+		FinishBatch:    s.finishBatch,
 	})
 	return s
 }
@@ -116,7 +118,7 @@ func openPool(ctx context.Context, path, params string, n int) (*sqlx.DB, error)
 
 // Close releases the prepared statements and closes the connections.
 func (s *Store) Close() error {
-	errs := []error{s.Core.Close(), s.rate.close(), s.w.Close()}
+	errs := []error{s.Core.Close(), s.rate.close(), s.finish.Close(), s.w.Close()}
 	if s.r != s.w {
 		errs = append(errs, s.r.Close())
 	}

@@ -184,3 +184,14 @@ func TestPingHasADeadline(t *testing.T) {
 		t.Fatal("Ping without a deadline of its own still waits after 5 s")
 	}
 }
+
+func BenchmarkCallWrites(b *testing.B) {
+	storetest.BenchCallWrites(b, newStore(b, filepath.Join(b.TempDir(), "bench.db")))
+}
+
+// Close lets the finishes under way (FinishAudit's group commit) land.
+func TestCloseDrainsFinishes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "drain.db")
+	s := newStore(t, path)
+	storetest.CloseDrains(t, s, s.Close, func() storetest.Store { return newStore(t, path) })
+}

@@ -2,11 +2,13 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,6 +78,49 @@ var auditTests = []test{
 		wantEvent(t, list[0], &want)
 		wantCode(t, s.FinishAudit(ctx(t), &gateway.AuditEvent{ID: ev.ID + 1000, Status: "allowed"}),
 			gateway.ENotFound, "finish of unknown id")
+	}},
+	// FinishAudit may group concurrent finishes into one commit: each row
+	// must still get its own values, and each caller its own outcome.
+	{"ConcurrentFinishes", func(t *testing.T, s Store) {
+		const n = 60
+		want := make([]*gateway.AuditEvent, n)
+		for i := range want {
+			ev := event(i, "ws-a", "t1", "app.list", gateway.AuditAllowed)
+			must(t, s.RecordAudit(ctx(t), ev), "record")
+			want[i] = ev
+		}
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, ev := range want {
+			fin := &gateway.AuditEvent{ID: ev.ID, Status: gateway.AuditError, ErrorClass: fmt.Sprintf("Class%d", i),
+				LatencyMicros: int64(1000 + i), ReasonCodes: []string{fmt.Sprintf("reason.%d", i)}}
+			if i%3 == 0 {
+				fin.Status, fin.ErrorClass, fin.ReasonCodes = gateway.AuditAllowed, "", nil
+			}
+			if i%7 == 0 {
+				fin.ID = ev.ID + 1_000_000 // no such row: an error for this caller only
+			}
+			wg.Go(func() { errs[i] = s.FinishAudit(ctx(t), fin) })
+			if i%7 != 0 {
+				ev.Status, ev.ErrorClass, ev.LatencyMicros, ev.ReasonCodes = fin.Status, fin.ErrorClass, fin.LatencyMicros, fin.ReasonCodes
+			}
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if i%7 == 0 {
+				wantCode(t, err, gateway.ENotFound, fmt.Sprintf("finish %d of an unknown id", i))
+			} else {
+				must(t, err, fmt.Sprintf("finish %d", i))
+			}
+		}
+		list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a", Limit: 1000})
+		must(t, err, "list")
+		if len(list) != n {
+			t.Fatalf("listed %d events, want %d", len(list), n)
+		}
+		for i := range list { // newest first
+			wantEvent(t, list[i], want[n-1-i])
+		}
 	}},
 	{"ListFiltersOrderLimit", func(t *testing.T, s Store) {
 		specs := []struct{ ws, task, tool, status string }{
@@ -246,4 +291,87 @@ func sameJSON(a, b json.RawMessage) bool {
 		return bytes.Equal(a, b)
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// BenchCallWrites measures the store writes of one allowed call as a busy
+// gateway issues them: a Reserve of one per-task slot with the audit row,
+// then FinishAudit, from 8 goroutines per CPU (so that finishes overlap,
+// as with 16 sessions on 2 cores), each with a task, and so a counter, of
+// its own.
+func BenchCallWrites(b *testing.B, s Store) {
+	c := context.Background()
+	var tasks atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		task := fmt.Sprintf("t%d", tasks.Add(1))
+		slot := gateway.Slot{Bucket: "task.read", Key: "bench:" + task, Window: time.Unix(0, 0).UTC(),
+			Limit: 1 << 40, WorkspaceID: "ws-a", TaskID: task}
+		for pb.Next() {
+			ev := event(1, "ws-a", task, "app.list", gateway.AuditAllowed)
+			res, err := s.Reserve(c, gateway.Reservation{Event: ev, Slots: []gateway.Slot{slot}})
+			if err != nil || res.AuditID == 0 {
+				b.Errorf("Reserve: %+v, %v", res, err)
+				return
+			}
+			ev.ID, ev.LatencyMicros = res.AuditID, 250
+			if err := s.FinishAudit(c, ev); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// CloseDrains checks that Close lets the FinishAudit calls under way
+// finish: n rows are recorded, finished from n goroutines while close
+// (the store's Close) runs, and reopen (a new store on the same database)
+// must show every finish that returned no error; the others must have
+// failed with EUnavailable (the store was closed), and a finish after
+// close fails so too.
+func CloseDrains(t *testing.T, s Store, close func() error, reopen func() Store) {
+	const n = 50
+	evs := make([]*gateway.AuditEvent, n)
+	for i := range evs {
+		evs[i] = event(i, "ws-a", "t1", "app.list", gateway.AuditAllowed)
+		must(t, s.RecordAudit(ctx(t), evs[i]), "record")
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, ev := range evs {
+		ev.Status, ev.ErrorClass, ev.LatencyMicros = gateway.AuditError, "Unavailable", int64(5000+i)
+		fin := &gateway.AuditEvent{ID: ev.ID, Status: ev.Status, ErrorClass: ev.ErrorClass,
+			LatencyMicros: ev.LatencyMicros, ReasonCodes: ev.ReasonCodes}
+		wg.Go(func() { errs[i] = s.FinishAudit(ctx(t), fin) })
+		if i == n/2 {
+			wg.Go(func() {
+				if err := close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	wantCode(t, s.FinishAudit(ctx(t), &gateway.AuditEvent{ID: evs[0].ID, Status: gateway.AuditAllowed}),
+		gateway.EUnavailable, "finish after Close")
+	list, err := reopen().ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a", Limit: 1000})
+	must(t, err, "list after reopening")
+	if len(list) != n {
+		t.Fatalf("listed %d events, want %d", len(list), n)
+	}
+	written := 0
+	for i, err := range errs {
+		got := list[n-1-i]
+		switch {
+		case err == nil:
+			written++
+			wantEvent(t, got, evs[i])
+		case gateway.ErrorCodeOf(err) != gateway.EUnavailable:
+			t.Errorf("finish %d during Close: %v, want success or EUnavailable", i, err)
+		case got.Status != gateway.AuditAllowed:
+			t.Errorf("finish %d failed (%v) but its row reads %q", i, err, got.Status)
+		}
+	}
+	t.Logf("%d of %d finishes landed before Close, the rest were refused", written, n)
 }

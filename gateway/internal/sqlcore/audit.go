@@ -3,7 +3,6 @@ package sqlcore
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 
@@ -68,13 +67,40 @@ func (c *Core) AuditArgs(ev *gateway.AuditEvent) []any {
 // FinishAudit completes the row ev.ID after dispatch: it sets the final
 // Status, ErrorClass, ReasonCodes and LatencyMicros of ev (a call can end
 // with a reason of its own, such as dispatch.abandoned) and leaves every
-// other column as RecordAudit wrote it. Errors: ENotFound when no row has
-// ev.ID, EUnavailable when the database cannot be reached or written.
+// other column as RecordAudit wrote it. It returns once the transaction
+// that wrote them has committed: finishes that arrive while another is
+// being committed share the next commit (group commit, see finisher), and
+// a lone finish is written at once. Errors: ENotFound when no row has
+// ev.ID, EUnavailable when the database cannot be reached or written, the
+// store is closed, or ctx ended first (then the row may or may not be
+// finished).
 func (c *Core) FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error {
-	q := c.Q(`UPDATE audit_events SET status = ?, error_class = ?, latency_us = ?, reason_codes = ? WHERE id = ?`)
-	res, err := c.W.ExecContext(ctx, q, ev.Status, ev.ErrorClass, ev.LatencyMicros, JSONList(ev.ReasonCodes), ev.ID)
-	return c.ExpectOne(res, err, "audit event "+strconv.FormatInt(ev.ID, 10)+
-		" not found; record it with RecordAudit before finishing it")
+	return c.fin.finish(ctx, ev)
+}
+
+// finishBatch is the finisher's flush: Dialect.FinishBatch, with a
+// missing row reported to its own caller as ENotFound.
+func (c *Core) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]error, error) {
+	found, err := c.D.FinishBatch(ctx, evs)
+	if err != nil {
+		return nil, c.DriverError(err)
+	}
+	if len(found) != len(evs) {
+		return nil, gateway.Errorf(gateway.EInternal, "audit store finished %d of %d audit events", len(found), len(evs))
+	}
+	errs := make([]error, len(evs))
+	for i, ok := range found {
+		if !ok {
+			errs[i] = gateway.Errorf(gateway.ENotFound, "audit event %d not found; record it with RecordAudit before finishing it", evs[i].ID)
+		}
+	}
+	return errs, nil
+}
+
+// FinishArgs are the values Dialect.FinishBatch writes for ev: status,
+// error class, latency and reason codes (JSON).
+func FinishArgs(ev *gateway.AuditEvent) (status, errorClass string, latencyMicros int64, reasonCodes string) {
+	return ev.Status, ev.ErrorClass, ev.LatencyMicros, JSONList(ev.ReasonCodes)
 }
 
 // auditColumns are read into auditRow; listed, not *, so that a column a

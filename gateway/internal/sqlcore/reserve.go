@@ -12,7 +12,9 @@ import (
 )
 
 // Reserve carries out r (server.Store.Reserve): without slots or claim,
-// RecordAudit's one INSERT; otherwise BEGIN (on W; BEGIN IMMEDIATE on
+// RecordAudit's one INSERT; without a claim on a dialect whose
+// reservation statement is atomic alone (Dialect.AtomicTakeSlots), that
+// statement in autocommit; otherwise BEGIN (on W; BEGIN IMMEDIATE on
 // SQLite), the claim when r.Claim is set, the dialect's reservation
 // statement (Dialect.TakeSlots) or, without slots, the audit INSERT alone,
 // and COMMIT. A key claimed before or a full slot rolls everything back,
@@ -36,6 +38,9 @@ func (c *Core) Reserve(ctx context.Context, r gateway.Reservation) (gateway.Rese
 	// Prepare before BEGIN: see Dialect.PrepareReserve.
 	if err := c.D.PrepareReserve(ctx); err != nil {
 		return res, err
+	}
+	if r.Claim == nil && c.D.AtomicTakeSlots {
+		return c.D.TakeSlots(ctx, nil, c.AuditArgs(r.Event), r.Slots)
 	}
 	tx, err := c.W.BeginTxx(ctx, nil)
 	if err != nil {

@@ -66,8 +66,22 @@ type Dialect struct {
 	// call of each of slots in order and insert the audit row whose
 	// AuditArgs are audit, stopping at the first full slot. It returns the
 	// row's id, or the full slot (1-based) with its count before this call;
-	// the core rolls the transaction back then.
+	// the core rolls the transaction back then. With AtomicTakeSlots, tx
+	// is nil for a reservation without a claim: TakeSlots then runs alone
+	// in autocommit and must itself leave nothing written when a slot is
+	// full.
 	TakeSlots func(ctx context.Context, tx *sqlx.Tx, audit []any, slots []gateway.Slot) (gateway.ReservationResult, error)
+	// AtomicTakeSlots says that TakeSlots is one statement that is all or
+	// nothing on its own (PostgreSQL: a statement that raises rolls back
+	// entirely), so a reservation without a claim needs no BEGIN and
+	// COMMIT of its own: one round trip instead of three.
+	AtomicTakeSlots bool
+	// FinishBatch writes the final status, error class, latency and
+	// reason codes (FinishArgs) of each of evs, at most MaxFinishBatch of
+	// them, by id, in one transaction, and reports for each whether its
+	// row exists. An error means none was written, or, for a commit whose
+	// outcome is unknown, that they may have been.
+	FinishBatch func(ctx context.Context, evs []*gateway.AuditEvent) (found []bool, err error)
 }
 
 // Core is the shared part of an audit store. W is the pool writes go
@@ -80,6 +94,7 @@ type Core struct {
 	// Audit is the prepared Dialect.InsertAudit, on W.
 	Audit sqlstmt.Prepared
 	load  sqlstmt.Prepared // Dialect.CallerQuery, on R
+	fin   *finisher        // FinishAudit's group commit
 }
 
 // New returns the core over w and r with dialect d.
@@ -87,11 +102,17 @@ func New(w, r *sqlx.DB, d Dialect) *Core {
 	c := &Core{W: w, R: r, D: d}
 	c.Audit.Query = c.Q(d.InsertAudit)
 	c.load.Query = c.Q(d.CallerQuery)
+	c.fin = newFinisher(c.finishBatch)
 	return c
 }
 
-// Close releases the core's prepared statements (not the pools).
-func (c *Core) Close() error { return errors.Join(c.Audit.Close(), c.load.Close()) }
+// Close waits for the FinishAudit calls under way to be written (later
+// ones fail with EUnavailable), then releases the core's prepared
+// statements (not the pools). Call it before closing the pools.
+func (c *Core) Close() error {
+	c.fin.close()
+	return errors.Join(c.Audit.Close(), c.load.Close())
+}
 
 // Q rebinds q, written with ? placeholders, to the dialect's.
 func (c *Core) Q(q string) string { return sqlx.Rebind(c.D.Bind, q) }
