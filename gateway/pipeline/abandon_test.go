@@ -13,10 +13,18 @@ import (
 )
 
 // lateStore commits a reservation only once the request's context has
-// ended, as a database that answered after the client gave up.
-type lateStore struct{ *sqlite.Store }
+// ended, as a database that answered after the client gave up. When
+// cancel is set it ends the request itself as the reservation starts, so
+// the request ends during the reservation however slow the steps before.
+type lateStore struct {
+	*sqlite.Store
+	cancel context.CancelFunc
+}
 
 func (s lateStore) Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
+	if s.cancel != nil {
+		s.cancel()
+	}
 	<-ctx.Done()
 	return s.Store.Reserve(context.WithoutCancel(ctx), r)
 }
@@ -26,23 +34,28 @@ func (s lateStore) Reserve(ctx context.Context, r gateway.Reservation) (gateway.
 // ended is not dispatched, and its audit row says why.
 func TestCallOfAGoneClientIsNotDispatched(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		ctx  func() (context.Context, context.CancelFunc)
+		name     string
+		ctx      func() (context.Context, context.CancelFunc)
+		byClient bool // the client cancels as the reservation starts
 	}{
 		{"cancelled", func() (context.Context, context.CancelFunc) {
-			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(50*time.Millisecond, cancel)
-			return ctx, cancel
-		}},
+			return context.WithCancel(context.Background())
+		}, true},
+		// Long enough for the steps before the reservation on a loaded
+		// machine; the reservation then waits it out.
 		{"deadline", func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), 50*time.Millisecond)
-		}},
+			return context.WithTimeout(context.Background(), time.Second)
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.pl.Store = lateStore{f.store}
 			ctx, cancel := tc.ctx()
 			defer cancel()
+			late := lateStore{Store: f.store}
+			if tc.byClient {
+				late.cancel = cancel
+			}
+			f.pl.Store = late
 			raw, _ := json.Marshal(pause)
 			_, err := f.pl.CallTool(ctx, f.p, &mcp.CallToolParams{Name: "schedule.pause", Arguments: pause, RawArguments: raw})
 			if n := f.up.calls.Load(); n != 0 {
