@@ -3,7 +3,7 @@ package postgres
 // callerQuery loads everything LoadCaller returns in one round trip: the
 // workspace row plus one JSON-valued subquery per optional part. Every
 // subquery is keyed by the workspace id, so a profile, task or member of
-// another workspace is never returned (DESIGN.md §1, Workspace isolation).
+// another workspace is never returned (workspace isolation).
 // $1 workspace, $2 acting user, $3 requested profile, $4 task.
 const callerQuery = `
 SELECT w.id, w.name, w.slug, w.org_plan, w.created_at,

@@ -26,7 +26,7 @@ type msgs struct {
 }
 
 // translate turns a driver error into a *gateway.Error before it leaves the
-// package (STYLE.md, "One error type, one writer"): no rows and foreign-key
+// package (one error type, translated where the driver error arises): no rows and foreign-key
 // violations → ENotFound, unique violations → EConflict, CHECK and data
 // errors → EInvalid, lost connections → EUnavailable, the rest → EInternal.
 // *gateway.Error values pass through unchanged; nil stays nil.

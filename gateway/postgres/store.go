@@ -1,7 +1,7 @@
 // Package postgres is mcpgate's audit store on PostgreSQL, the system of
-// record (DESIGN.md §6): workspaces, members, profiles, tokens, overrides and
+// record: workspaces, members, profiles, tokens, overrides and
 // the audit_events rows every tools/call writes. It implements the
-// server.Store and admin.Store interfaces and returns only *gateway.Error.
+// pipeline.Store and admin.Store interfaces and returns only *gateway.Error.
 package postgres
 
 import (

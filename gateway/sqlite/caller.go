@@ -8,7 +8,7 @@ const profileJSON = `json_object('workspace_id', p.workspace_id, 'id', p.id, 'na
 // callerQuery loads everything LoadCaller returns in one query: the
 // workspace row plus one JSON-valued subquery per optional part. Every
 // subquery is keyed by the workspace id, so a profile, task or member of
-// another workspace is never returned (DESIGN.md §1, Workspace isolation).
+// another workspace is never returned (workspace isolation).
 // Empty override sets are NULL, as on PostgreSQL.
 // ?1 workspace, ?2 acting user, ?3 requested profile, ?4 task.
 const callerQuery = `

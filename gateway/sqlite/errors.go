@@ -28,7 +28,7 @@ type msgs struct {
 var checkName = regexp.MustCompile(`CHECK constraint failed: (\w+)`)
 
 // translate turns a driver error into a *gateway.Error before it leaves the
-// package (STYLE.md, "One error type, one writer"): no rows and foreign-key
+// package (one error type, translated where the driver error arises): no rows and foreign-key
 // violations → ENotFound, unique violations → EConflict, CHECK, NOT NULL and
 // type errors → EInvalid, busy/locked/I/O failures → EUnavailable, the rest
 // → EInternal. *gateway.Error values pass through; nil stays nil.

@@ -1,7 +1,7 @@
 // Package sqlite is mcpgate's embedded audit store for one process, on
 // SQLite through the pure-Go modernc.org/sqlite driver. It implements the
 // same interfaces and passes the same test suite (gateway/storetest) as the
-// PostgreSQL store (DESIGN.md §6) and returns only *gateway.Error.
+// PostgreSQL store and returns only *gateway.Error.
 package sqlite
 
 import (

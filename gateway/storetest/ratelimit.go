@@ -19,7 +19,7 @@ import (
 )
 
 // RunRateLimits runs the rate-limit part of the suite (seed 001, Rate
-// limits; DESIGN.md §6) as parallel subtests of t: ulule/limiter's own
+// limits, kept in the audit store) as parallel subtests of t: ulule/limiter's own
 // store conformance test over ratelimit.Store, the counters, the
 // reservation (Store.Reserve), exact limits under concurrency, refunds and
 // calendar windows. newStore must return an empty, migrated store of its

@@ -1,6 +1,6 @@
-// Package storetest is the one test suite every audit store passes
-// (DESIGN.md §6: the embedded store "passes the same store test suite"):
-// gateway/postgres and gateway/sqlite call Run from their tests.
+// Package storetest is the one test suite every audit store passes, so
+// that the embedded store behaves as PostgreSQL does: gateway/postgres and
+// gateway/sqlite call Run from their tests.
 package storetest
 
 import (

@@ -11,7 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// Reserve carries out r (server.Store.Reserve): without slots or claim,
+// Reserve carries out r (pipeline.Store.Reserve): without slots or claim,
 // RecordAudit's one INSERT; without a claim on a dialect whose
 // reservation statement is atomic alone (Dialect.AtomicTakeSlots), that
 // statement in autocommit; otherwise BEGIN (on W; BEGIN IMMEDIATE on
@@ -117,7 +117,7 @@ func (c *Core) claimKey(ctx context.Context, tx *sqlx.Tx, rec *gateway.Idempoten
 	return &got, nil
 }
 
-// SaveIdempotencyResult implements server.IdempotencyStore.
+// SaveIdempotencyResult implements pipeline.IdempotencyStore.
 func (c *Core) SaveIdempotencyResult(ctx context.Context, rec *gateway.IdempotencyRecord) error {
 	q := c.Q(`UPDATE mcp_idempotency_keys SET result = ?
 WHERE workspace_id = ? AND task_id = ? AND tool_name = ? AND key = ?`)
@@ -125,7 +125,7 @@ WHERE workspace_id = ? AND task_id = ? AND tool_name = ? AND key = ?`)
 	return c.ExpectOne(res, err, "idempotency_key "+rec.Key+" of "+rec.Tool+" is not claimed")
 }
 
-// ReleaseIdempotencyKey implements server.IdempotencyStore.
+// ReleaseIdempotencyKey implements pipeline.IdempotencyStore.
 func (c *Core) ReleaseIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) error {
 	q := c.Q(`DELETE FROM mcp_idempotency_keys
 WHERE workspace_id = ? AND task_id = ? AND tool_name = ? AND key = ? AND result IS NULL`)
@@ -133,7 +133,7 @@ WHERE workspace_id = ? AND task_id = ? AND tool_name = ? AND key = ? AND result 
 	return c.DriverError(err)
 }
 
-// DeleteEndedIdempotencyKeys implements server.IdempotencyStore.
+// DeleteEndedIdempotencyKeys implements pipeline.IdempotencyStore.
 func (c *Core) DeleteEndedIdempotencyKeys(ctx context.Context, before time.Time) (int64, error) {
 	const q = `DELETE FROM mcp_idempotency_keys WHERE EXISTS (
   SELECT 1 FROM tasks t
