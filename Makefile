@@ -98,11 +98,11 @@ bench-e2e: pg build
 ## bench-compare: what the gateway adds to a call: direct, through SQLite and through PostgreSQL (README.md, "Benchmarks")
 # echo on test/benchupstream called directly, through the gateway on SQLite and on PostgreSQL; closed loop,
 # interleaved, fresh processes per run. BENCH_DURATION (10s), BENCH_REPS (3), BENCH_CONCURRENCY (1,16),
-# BENCH_WARMUP (1s), BENCH_CONFIGS.
+# BENCH_WARMUP (1s), BENCH_CONFIGS; BASELINE=path/to/an/older/mcpgate runs it beside bin/mcpgate, interleaved.
 .PHONY: bench-compare
 bench-compare: pg build
 	$(GO) build -o bin/benchupstream ./test/benchupstream
-	$(GO) run ./test/benchcompare -gateway bin/mcpgate -upstream bin/benchupstream
+	$(GO) run ./test/benchcompare -gateway bin/mcpgate -upstream bin/benchupstream $(if $(BASELINE),-baseline $(BASELINE))
 
 ## test-ratelimit-full: also run ulule/limiter's concurrent store test (250,000 updates) on both stores
 test-ratelimit-full: pg

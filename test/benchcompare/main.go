@@ -65,6 +65,7 @@ func load() (options, error) {
 	o := options{}
 	flag.StringVar(&o.gatewayBin, "gateway", "bin/mcpgate", "the mcpgate binary")
 	flag.StringVar(&o.upstreamBin, "upstream", "bin/benchupstream", "the benchupstream binary")
+	flag.StringVar(&o.baselineBin, "baseline", "", "another mcpgate binary (an earlier build, say) to run beside -gateway in every gateway configuration, interleaved; its rows are labelled \"baseline\"")
 	flag.Parse()
 	var err error
 	env := func(name, def string) string {
@@ -98,9 +99,16 @@ func load() (options, error) {
 			return o, fmt.Errorf("BENCH_CONFIGS: %q is not direct, sqlite or postgres", f)
 		}
 		o.configs = append(o.configs, f)
+		if o.baselineBin != "" && f != cfgDirect {
+			o.configs = append(o.configs, f+baselineSuffix)
+		}
 	}
 	o.pgURL = env("MCPGATE_TEST_DATABASE_URL", defaultPGURL)
-	for _, bin := range []string{o.gatewayBin, o.upstreamBin} {
+	bins := []string{o.gatewayBin, o.upstreamBin}
+	if o.baselineBin != "" {
+		bins = append(bins, o.baselineBin)
+	}
+	for _, bin := range bins {
 		if _, e := os.Stat(bin); e != nil && (bin == o.upstreamBin || slices.ContainsFunc(o.configs, func(c string) bool { return c != cfgDirect })) {
 			return o, fmt.Errorf("%s: %v (make bench-compare builds it)", bin, e)
 		}

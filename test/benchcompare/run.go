@@ -50,11 +50,14 @@ const (
 	cfgDirect   = "direct"
 	cfgSQLite   = "sqlite"
 	cfgPostgres = "postgres"
+	// baselineSuffix marks a configuration run with options.baselineBin.
+	baselineSuffix = " (baseline)"
 )
 
 // options are the driver's settings (main.go reads them).
 type options struct {
 	gatewayBin, upstreamBin string
+	baselineBin             string // optional: run every gateway configuration with it too
 	pgURL                   string // the server's admin URL; each run makes its own database
 	duration, warmup        time.Duration
 	reps                    int
@@ -104,7 +107,12 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	var meter *backendMeter
 	if cfg != cfgDirect {
 		var dbURL string
-		switch cfg {
+		bin := o.gatewayBin
+		store, isBaseline := strings.CutSuffix(cfg, baselineSuffix)
+		if isBaseline {
+			bin = o.baselineBin
+		}
+		switch store {
 		case cfgSQLite:
 			dir, err := os.MkdirTemp(o.tmp, "sqlite-")
 			if err != nil {
@@ -123,7 +131,7 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 				meter = newBackendMeter(pg.postmaster, pg.name)
 			}
 		}
-		if gw, err = startGateway(o.gatewayBin, dbURL, up.url); err != nil {
+		if gw, err = startGateway(bin, dbURL, up.url); err != nil {
 			return res, err
 		}
 		cleanups = append(cleanups, gw.stop)
