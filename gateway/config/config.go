@@ -97,6 +97,11 @@ type Config struct {
 	// (MCPGATE_METRICS_LISTEN). Empty (the default): they are served on
 	// Listen.
 	MetricsListen string
+	// Pprof serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on the metrics listener (MCPGATE_PPROF=true), as OPA's
+	// --pprof does; it needs MetricsListen, so profiles never reach the
+	// public port. Off by default.
+	Pprof bool
 	// Limits are the rate limits of seed 001, Rate limits.
 	Limits Limits
 	// DatabaseMaxConns is the PostgreSQL pool size, idle connections

@@ -63,7 +63,11 @@ func (c *Config) loadConn(r *reader) {
 		MaxConnections: r.positive("MCPGATE_HTTP_MAX_CONNECTIONS", DefaultMaxConnections),
 	}
 	c.MetricsListen = r.getenv("MCPGATE_METRICS_LISTEN")
+	c.Pprof = r.boolean("MCPGATE_PPROF")
 	if c.MetricsListen == "" {
+		if c.Pprof {
+			r.fail("MCPGATE_PPROF=true needs MCPGATE_METRICS_LISTEN: profiles are served only on the metrics listener, never on the public port; set MCPGATE_METRICS_LISTEN=127.0.0.1:9090, say")
+		}
 		return
 	}
 	_, port, err := net.SplitHostPort(c.MetricsListen)

@@ -59,6 +59,7 @@ func TestConnRejects(t *testing.T) {
 		{"zero connections", "MCPGATE_HTTP_MAX_CONNECTIONS", "0", "MCPGATE_HTTP_MAX_CONNECTIONS"},
 		{"bad metrics address", "MCPGATE_METRICS_LISTEN", "9090", "MCPGATE_METRICS_LISTEN"},
 		{"metrics on the main address", "MCPGATE_METRICS_LISTEN", "127.0.0.1:8080", "MCPGATE_METRICS_LISTEN"},
+		{"profiles without a metrics listener", "MCPGATE_PPROF", "true", "MCPGATE_PPROF=true needs MCPGATE_METRICS_LISTEN"},
 	}
 	for _, c := range cases {
 		t.Run(c.note, func(t *testing.T) {

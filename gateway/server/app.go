@@ -102,7 +102,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		ValidateGrant: GrantValidator(a.Engine, a.Catalog), Logger: log, Registry: reg,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
-		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
+		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
 		SessionSecret: cfg.SessionSecret,
 	})
 	if err != nil {

@@ -257,6 +257,24 @@ func TestMetricsListener(t *testing.T) {
 	})
 }
 
+// MCPGATE_PPROF serves Go's profiles on the metrics listener only; off,
+// they are served nowhere.
+func TestPprofOnlyOnTheMetricsListener(t *testing.T) {
+	on := serve(t, map[string]string{"MCPGATE_METRICS_LISTEN": "127.0.0.1:0", "MCPGATE_PPROF": "true"})
+	for _, p := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/cmdline"} {
+		if code := status(t, on.ls.Metrics, p); code != http.StatusOK {
+			t.Errorf("GET %s on the metrics listener with MCPGATE_PPROF: %d, want 200", p, code)
+		}
+		if code := status(t, on.ls.Main, p); code != http.StatusNotFound {
+			t.Errorf("GET %s on the main listener: %d, want 404", p, code)
+		}
+	}
+	off := serve(t, map[string]string{"MCPGATE_METRICS_LISTEN": "127.0.0.1:0"})
+	if code := status(t, off.ls.Metrics, "/debug/pprof/"); code != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ without MCPGATE_PPROF: %d, want 404", code)
+	}
+}
+
 func status(t *testing.T, l net.Listener, path string) int {
 	t.Helper()
 	if l == nil {

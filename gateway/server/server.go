@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"strings"
 	"time"
@@ -95,6 +96,9 @@ type Deps struct {
 	// handler; they are served only by Server.Probes, on the listener of
 	// MCPGATE_METRICS_LISTEN.
 	ProbesApart bool
+	// Pprof adds Go's runtime profiles (net/http/pprof, /debug/pprof/) to
+	// Server.Probes, and only there (config.Config.Pprof).
+	Pprof bool
 
 	// Callers is the cache Pipeline.Callers reads, if any: the admin API's
 	// changes invalidate it (Server.WorkspaceChanged). nil: no cache.
@@ -175,6 +179,13 @@ func New(d Deps) (*Server, error) {
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	probes := mux.NewRouter()
 	s.mountProbes(probes, metrics)
+	if d.Pprof {
+		probes.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		probes.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		probes.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		probes.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		probes.PathPrefix("/debug/pprof/").HandlerFunc(pprof.Index) // the index and the named profiles (heap, goroutine, …)
+	}
 	if !d.ProbesApart {
 		s.mountProbes(r, metrics)
 	}
