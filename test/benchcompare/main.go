@@ -23,7 +23,9 @@
 // Markdown table on stdout. Progress goes to stderr.
 //
 // Environment: BENCH_DURATION (default 10s), BENCH_WARMUP (1s), BENCH_REPS
-// (3), BENCH_CONCURRENCY (1,16), BENCH_CONFIGS (direct,sqlite,postgres) and
+// (3), BENCH_CONCURRENCY (1,16), BENCH_CONFIGS (direct,sqlite,postgres),
+// BENCH_PROFILE (a folder: a CPU profile of each gateway run, taken through
+// MCPGATE_PPROF over the measured window) and
 // MCPGATE_TEST_DATABASE_URL (the PostgreSQL server, where each run creates
 // and drops a database of its own).
 package main
@@ -104,6 +106,11 @@ func load() (options, error) {
 		}
 	}
 	o.pgURL = env("MCPGATE_TEST_DATABASE_URL", defaultPGURL)
+	if o.profileDir = os.Getenv("BENCH_PROFILE"); o.profileDir != "" {
+		if e := os.MkdirAll(o.profileDir, 0o755); e != nil {
+			return o, fmt.Errorf("BENCH_PROFILE=%q: %v", o.profileDir, e)
+		}
+	}
 	bins := []string{o.gatewayBin, o.upstreamBin}
 	if o.baselineBin != "" {
 		bins = append(bins, o.baselineBin)

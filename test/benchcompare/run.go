@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -64,6 +65,7 @@ type options struct {
 	concurrency             []int
 	configs                 []string
 	tmp                     string
+	profileDir              string // BENCH_PROFILE: write a CPU profile of each gateway run here
 }
 
 // result is one run: one configuration at one concurrency.
@@ -105,6 +107,7 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 
 	var gw *proc
 	var meter *backendMeter
+	var profileURL string // the gateway's CPU profile endpoint when BENCH_PROFILE is set
 	if cfg != cfgDirect {
 		var dbURL string
 		bin := o.gatewayBin
@@ -131,7 +134,15 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 				meter = newBackendMeter(pg.postmaster, pg.name)
 			}
 		}
-		if gw, err = startGateway(bin, dbURL, up.url); err != nil {
+		var extra []string
+		if o.profileDir != "" && !isBaseline {
+			if profileURL, err = freeAddr(); err != nil {
+				return res, err
+			}
+			extra = []string{"MCPGATE_METRICS_LISTEN=" + profileURL, "MCPGATE_PPROF=true"}
+			profileURL = "http://" + profileURL + "/debug/pprof/profile"
+		}
+		if gw, err = startGateway(bin, dbURL, up.url, extra...); err != nil {
 			return res, err
 		}
 		cleanups = append(cleanups, gw.stop)
@@ -215,8 +226,18 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	if meter != nil {
 		meter.Start()
 	}
+	var profiled chan error
+	if profileURL != "" {
+		profiled = make(chan error, 1)
+		go func() { profiled <- saveProfile(ctx, profileURL, o.duration, o.profilePath(cfg, c)) }()
+	}
 	if werr == nil {
 		werr = wait(o.duration)
+	}
+	if profiled != nil {
+		if err := <-profiled; err != nil && werr == nil {
+			werr = fmt.Errorf("CPU profile: %w", err)
+		}
 	}
 	var pgUse backendUsage
 	if meter != nil {
@@ -361,7 +382,7 @@ func startUpstream(bin string) (*proc, error) {
 
 // startGateway runs `mcpgate serve` (production mode, not --dev) on a free
 // loopback port in front of the upstream, on the store dbURL names.
-func startGateway(bin, dbURL, upstreamURL string) (*proc, error) {
+func startGateway(bin, dbURL, upstreamURL string, extraEnv ...string) (*proc, error) {
 	env := []string{
 		"MCPGATE_LISTEN=127.0.0.1:0",
 		"MCPGATE_DATABASE_URL=" + dbURL,
@@ -374,6 +395,7 @@ func startGateway(bin, dbURL, upstreamURL string) (*proc, error) {
 		"MCPGATE_LOG_FORMAT=json",
 		"AGENT_MCP_TOOL_RATE_LIMIT=" + perTaskLimit,
 	}
+	env = append(env, extraEnv...)
 	return start(bin, []string{"serve"}, env, "stderr", func(line string) (string, bool) {
 		var entry struct{ Msg, Addr string }
 		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "mcpgate listening" {
@@ -527,4 +549,53 @@ func connect(ctx context.Context, endpoint string, hc http.RoundTripper, c int, 
 		sessions = append(sessions, s)
 	}
 	return sessions, nil
+}
+
+// freeAddr returns a loopback host:port nothing listens on right now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// saveProfile fetches a CPU profile of d (whole seconds, at least 1) from
+// the gateway's /debug/pprof/profile and writes it to path.
+func saveProfile(ctx context.Context, url string, d time.Duration, path string) error {
+	secs := max(int(d/time.Second), 1)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s?seconds=%d", url, secs), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// profilePath names the CPU profile of one run: config, concurrency and a
+// repetition counter, in BENCH_PROFILE.
+func (o options) profilePath(cfg string, c int) string {
+	name := strings.NewReplacer(" ", "", "(", "", ")", "").Replace(cfg)
+	for i := 1; ; i++ {
+		p := filepath.Join(o.profileDir, fmt.Sprintf("%s-c%d-%d.pprof", name, c, i))
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			return p
+		}
+	}
 }
