@@ -10,7 +10,10 @@ package admin
 
 import (
 	"crypto/sha256"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -39,15 +42,17 @@ type Options struct {
 	ValidateGrant func(entry string) error
 	// OnChange, when set, is called after a successful change that can alter
 	// what a workspace's callers may see or do (workspace, members, profiles,
-	// default profile, overrides, tasks, external limits) with that
-	// workspace id, and with ""
-	// after global changes (seat types, org plans). Caches use it to
+	// default profile, overrides, tasks, external limits; PUT or DELETE)
+	// with that workspace id, and with "" after global changes (seat
+	// types, org plans). Caches use it to
 	// invalidate. It runs on the request goroutine; keep it fast.
 	OnChange func(workspaceID string)
 	// TokenReader is an optional hook for scmt_ tokens with management:read
 	// (docs/http.md): it returns the token's workspace and ok=true when r
 	// carries such an active token. Such callers may only GET, and only
-	// their own workspace's API tokens and audit events. Nil: admin token only.
+	// their own workspace's paths (/workspaces/{ws}/…), its audit events
+	// and the OpenAPI description; seat types, org plans and the workspace
+	// list are the admin token's. Nil: admin token only.
 	TokenReader func(r *http.Request) (workspaceID string, ok bool)
 	// Logger receives internal errors and one line per change; nil is a no-op.
 	Logger *zap.Logger
@@ -67,8 +72,9 @@ type handler struct {
 }
 
 // NewHandler returns the admin API over store. It serves paths starting
-// with /admin/v1/ and answers JSON: 200 with the stored resource for PUT,
-// 201 for token creation, 204 for revocation, and errors as
+// with /admin/v1/ and answers JSON: 200 with the stored resource for PUT
+// and GET, 201 for token creation, 204 for DELETE (200 with what falls
+// back for a profile), the OpenAPI description at OpenAPIPath, and errors as
 // {"error":{"code","message"}} with 400 (bad input), 401 (credential), 403
 // (read-only token), 404 (unknown route or parent, or API off), 405, 409
 // and 500 (cause logged, never shown).
@@ -103,30 +109,54 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.router.ServeHTTP(w, r)
 }
 
-// routes lists docs/http.md; each path maps methods to handlers so a wrong
-// method gets 405 with Allow.
+// routes lists every route (README.md, "Admin API"; openapi.yaml
+// describes the same). Each method of a path is a route of its own, so
+// router.Walk sees paths and methods; a path's last route answers its
+// other methods with 405 and Allow.
 func (h *handler) routes() *mux.Router {
 	r := mux.NewRouter()
 	r.NotFoundHandler = http.HandlerFunc(h.noRoute)
+	const get, put, del = http.MethodGet, http.MethodPut, http.MethodDelete
 	ws := Prefix + "/workspaces/{ws}"
-	h.route(r, ws, methods{http.MethodPut: h.putWorkspace})
-	h.route(r, ws+"/members/{user}", methods{http.MethodPut: h.putMember})
-	h.route(r, ws+"/members/{user}/permission-overrides", methods{http.MethodPut: h.putMemberOverrides})
-	h.route(r, ws+"/profiles/{profile}", methods{http.MethodPut: h.putProfile})
-	h.route(r, ws+"/default-profile", methods{http.MethodPut: h.putDefaultProfile})
-	h.route(r, ws+"/permission-overrides", methods{http.MethodPut: h.putWorkspaceOverrides})
-	h.route(r, ws+"/tasks/{task}", methods{http.MethodPut: h.putTask})
-	h.route(r, ws+"/api-tokens", methods{http.MethodPost: h.createToken, http.MethodGet: h.listTokens})
-	h.route(r, ws+"/external-limits", methods{http.MethodPut: h.putExternalLimits})
-	h.route(r, Prefix+"/seat-types/{name}", methods{http.MethodPut: h.putSeatType})
-	h.route(r, Prefix+"/org-plans/{name}", methods{http.MethodPut: h.putOrgPlan})
-	h.route(r, Prefix+"/api-tokens/{fingerprint}", methods{http.MethodDelete: h.revokeToken})
-	h.route(r, Prefix+"/audit-events", methods{http.MethodGet: h.listAuditEvents})
+	h.route(r, Prefix+"/workspaces", methods{get: h.listWorkspaces})
+	h.route(r, ws, methods{put: h.putWorkspace, get: h.getWorkspace})
+	h.route(r, ws+"/members", methods{get: h.listMembers})
+	h.route(r, ws+"/members/{user}", methods{put: h.putMember, get: h.getMember, del: h.deleteMember})
+	h.route(r, ws+"/members/{user}/permission-overrides", methods{put: h.putMemberOverrides, get: h.getMemberOverrides})
+	h.route(r, ws+"/members/{user}/permission-overrides/{key}", methods{del: h.deleteMemberOverride})
+	h.route(r, ws+"/profiles", methods{get: h.listProfiles})
+	h.route(r, ws+"/profiles/{profile}", methods{put: h.putProfile, get: h.getProfile, del: h.deleteProfile})
+	h.route(r, ws+"/default-profile", methods{put: h.putDefaultProfile, get: h.getDefaultProfile})
+	h.route(r, ws+"/permission-overrides", methods{put: h.putWorkspaceOverrides, get: h.getWorkspaceOverrides})
+	h.route(r, ws+"/permission-overrides/{key}", methods{del: h.deleteWorkspaceOverride})
+	h.route(r, ws+"/tasks", methods{get: h.listTasks})
+	h.route(r, ws+"/tasks/{task}", methods{put: h.putTask, get: h.getTask})
+	h.route(r, ws+"/api-tokens", methods{http.MethodPost: h.createToken, get: h.listTokens})
+	h.route(r, ws+"/external-limits", methods{put: h.putExternalLimits, get: h.getExternalLimits})
+	h.route(r, Prefix+"/seat-types", methods{get: h.listSeatTypes})
+	h.route(r, Prefix+"/seat-types/{name}", methods{put: h.putSeatType, get: h.getSeatType, del: h.deleteSeatType})
+	h.route(r, Prefix+"/org-plans", methods{get: h.listOrgPlans})
+	h.route(r, Prefix+"/org-plans/{name}", methods{put: h.putOrgPlan, get: h.getOrgPlan, del: h.deleteOrgPlan})
+	h.route(r, Prefix+"/api-tokens/{fingerprint}", methods{del: h.revokeToken})
+	h.route(r, Prefix+"/audit-events", methods{get: h.listAuditEvents})
+	h.route(r, Prefix+OpenAPIPath, methods{get: h.openAPI})
 	return r
 }
 
+// readerGlobal are the paths outside /workspaces/{ws} that read-only
+// token callers may GET: the audit listing scopes itself to the token's
+// workspace, and the description of the API holds no data.
+var readerGlobal = []string{Prefix + "/audit-events", Prefix + OpenAPIPath}
+
+// route registers one route per method of path, then a method-less route
+// that answers the other methods with 405.
 func (h *handler) route(r *mux.Router, path string, m methods) {
-	r.Handle(path, h.dispatch(m))
+	allowed := slices.Sorted(maps.Keys(m))
+	scoped := strings.Contains(path, "{ws}")
+	for _, method := range allowed {
+		r.Handle(path, h.endpoint(m[method], scoped, slices.Contains(readerGlobal, path))).Methods(method)
+	}
+	r.Handle(path, methodNotAllowed(strings.Join(allowed, ", ")))
 }
 
 // changed logs a successful change and tells OnChange.

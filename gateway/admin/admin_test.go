@@ -125,10 +125,10 @@ func TestAuthAndRouting(t *testing.T) {
 		{name: "lower-case scheme accepted", path: wsPath, body: ok, header: hdr("bearer " + adminToken), wantStatus: 200,
 			wantCalls: []string{"PutWorkspace"}, wantChange: []string{"ws-1"}},
 		{name: "unknown route", path: "/admin/v1/nothing", wantStatus: 404, wantBody: "no admin API route PUT"},
-		{name: "wrong method", method: http.MethodPost, path: wsPath, body: ok, wantStatus: 405, wantBody: "use PUT",
+		{name: "wrong method", method: http.MethodPost, path: wsPath, body: ok, wantStatus: 405, wantBody: "use GET, PUT",
 			check: func(t *testing.T, _ *fakeStore, rec *httptest.ResponseRecorder) {
-				if rec.Header().Get("Allow") != "PUT" {
-					t.Errorf("Allow = %q, want PUT", rec.Header().Get("Allow"))
+				if rec.Header().Get("Allow") != "GET, PUT" {
+					t.Errorf("Allow = %q, want \"GET, PUT\"", rec.Header().Get("Allow"))
 				}
 			}},
 		{name: "Allow lists both methods", method: http.MethodDelete, path: wsPath + "/api-tokens", wantStatus: 405,

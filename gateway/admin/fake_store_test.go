@@ -2,7 +2,10 @@ package admin
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -31,6 +34,9 @@ type fakeStore struct {
 	limits     map[string]gateway.ExternalLimits
 	events     []gateway.AuditEvent
 	lastFilter gateway.AuditFilter
+	// profileTasks are the running tasks DeleteProfile names, by profile.
+	profileTasks  map[string][]string
+	lastTaskQuery [3]string // status, after, limit of the last ListTasks
 }
 
 // newFakeStore returns a store holding workspace ws-1 with member u-1
@@ -267,4 +273,354 @@ func (s *fakeStore) ListAuditEvents(_ context.Context, f gateway.AuditFilter) ([
 		}
 	}
 	return out, nil
+}
+
+func (s *fakeStore) Workspace(_ context.Context, id string) (*gateway.Workspace, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("Workspace"); err != nil {
+		return nil, err
+	}
+	if err := s.needWorkspace(id); err != nil {
+		return nil, err
+	}
+	w := s.workspaces[id]
+	return &w, nil
+}
+
+func (s *fakeStore) ListWorkspaces(_ context.Context, after string, limit int) ([]gateway.Workspace, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("ListWorkspaces"); err != nil {
+		return nil, err
+	}
+	var out []gateway.Workspace
+	for _, id := range slices.Sorted(maps.Keys(s.workspaces)) {
+		if id > after && len(out) < limit {
+			out = append(out, s.workspaces[id])
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) ListMembers(_ context.Context, ws string) ([]gateway.Member, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("ListMembers"); err != nil {
+		return nil, err
+	}
+	if err := s.needWorkspace(ws); err != nil {
+		return nil, err
+	}
+	var out []gateway.Member
+	for _, k := range slices.SortedFunc(maps.Keys(s.members), cmpKey) {
+		if k[0] == ws {
+			out = append(out, s.members[k])
+		}
+	}
+	return out, nil
+}
+
+func cmpKey(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) }
+
+func (s *fakeStore) Member(_ context.Context, ws, user string) (*gateway.Member, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("Member"); err != nil {
+		return nil, err
+	}
+	return s.member(ws, user)
+}
+
+func (s *fakeStore) member(ws, user string) (*gateway.Member, error) {
+	if err := s.needWorkspace(ws); err != nil {
+		return nil, err
+	}
+	m, ok := s.members[[2]string{ws, user}]
+	if !ok {
+		return nil, gateway.Errorf(gateway.ENotFound, "member %q not found in workspace %q; add it with PUT", user, ws)
+	}
+	return &m, nil
+}
+
+func (s *fakeStore) DeleteMember(_ context.Context, ws, user string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("DeleteMember"); err != nil {
+		return err
+	}
+	if _, err := s.member(ws, user); err != nil {
+		return err
+	}
+	delete(s.members, [2]string{ws, user})
+	delete(s.memberOver, [2]string{ws, user})
+	return nil
+}
+
+func (s *fakeStore) ListProfiles(_ context.Context, ws string) ([]gateway.Profile, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("ListProfiles"); err != nil {
+		return nil, err
+	}
+	if err := s.needWorkspace(ws); err != nil {
+		return nil, err
+	}
+	var out []gateway.Profile
+	for _, k := range slices.SortedFunc(maps.Keys(s.profiles), cmpKey) {
+		if k[0] == ws {
+			p := s.profiles[k]
+			p.IsDefault = s.defaults[ws] == p.ID
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) profile(ws, id string) (*gateway.Profile, error) {
+	if err := s.needWorkspace(ws); err != nil {
+		return nil, err
+	}
+	p, ok := s.profiles[[2]string{ws, id}]
+	if !ok {
+		return nil, gateway.Errorf(gateway.ENotFound, "profile %q not found in workspace %q; create it with PUT", id, ws)
+	}
+	p.IsDefault = s.defaults[ws] == p.ID
+	return &p, nil
+}
+
+func (s *fakeStore) Profile(_ context.Context, ws, id string) (*gateway.Profile, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("Profile"); err != nil {
+		return nil, err
+	}
+	return s.profile(ws, id)
+}
+
+func (s *fakeStore) DefaultProfile(_ context.Context, ws string) (*string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("DefaultProfile"); err != nil {
+		return nil, err
+	}
+	if err := s.needWorkspace(ws); err != nil {
+		return nil, err
+	}
+	id, ok := s.defaults[ws]
+	if !ok {
+		return nil, nil
+	}
+	return &id, nil
+}
+
+// DeleteProfile names as running tasks those in s.profileTasks[profile].
+func (s *fakeStore) DeleteProfile(_ context.Context, ws, id string) (bool, []string, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("DeleteProfile"); err != nil {
+		return false, nil, 0, err
+	}
+	if _, err := s.profile(ws, id); err != nil {
+		return false, nil, 0, err
+	}
+	delete(s.profiles, [2]string{ws, id})
+	wasDefault := s.defaults[ws] == id
+	if wasDefault {
+		delete(s.defaults, ws)
+	}
+	tasks := s.profileTasks[id]
+	return wasDefault, tasks, len(tasks), nil
+}
+
+func (s *fakeStore) WorkspaceOverrides(_ context.Context, ws string) (gateway.Permissions, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("WorkspaceOverrides"); err != nil {
+		return nil, err
+	}
+	if err := s.needWorkspace(ws); err != nil {
+		return nil, err
+	}
+	return maps.Clone(s.wsOver[ws]), nil
+}
+
+func (s *fakeStore) MemberOverrides(_ context.Context, ws, user string) (gateway.Permissions, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("MemberOverrides"); err != nil {
+		return nil, err
+	}
+	if _, err := s.member(ws, user); err != nil {
+		return nil, err
+	}
+	return maps.Clone(s.memberOver[[2]string{ws, user}]), nil
+}
+
+func (s *fakeStore) DeleteWorkspaceOverride(_ context.Context, ws, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("DeleteWorkspaceOverride"); err != nil {
+		return err
+	}
+	if err := s.needWorkspace(ws); err != nil {
+		return err
+	}
+	if _, ok := s.wsOver[ws][key]; !ok {
+		return gateway.Errorf(gateway.ENotFound, "workspace %s has no override for %s", ws, key)
+	}
+	delete(s.wsOver[ws], key)
+	return nil
+}
+
+func (s *fakeStore) DeleteMemberOverride(_ context.Context, ws, user, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("DeleteMemberOverride"); err != nil {
+		return err
+	}
+	if _, err := s.member(ws, user); err != nil {
+		return err
+	}
+	if _, ok := s.memberOver[[2]string{ws, user}][key]; !ok {
+		return gateway.Errorf(gateway.ENotFound, "member %s of workspace %s has no override for %s", user, ws, key)
+	}
+	delete(s.memberOver[[2]string{ws, user}], key)
+	return nil
+}
+
+func (s *fakeStore) ListSeatTypes(context.Context) ([]gateway.SeatType, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("ListSeatTypes"); err != nil {
+		return nil, err
+	}
+	var out []gateway.SeatType
+	for _, k := range slices.Sorted(maps.Keys(s.seatTypes)) {
+		out = append(out, s.seatTypes[k])
+	}
+	return out, nil
+}
+
+func (s *fakeStore) SeatType(_ context.Context, name string) (*gateway.SeatType, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("SeatType"); err != nil {
+		return nil, err
+	}
+	st, ok := s.seatTypes[name]
+	if !ok {
+		return nil, gateway.Errorf(gateway.ENotFound, "seat type %s not found; create it with PUT /admin/v1/seat-types/%s", name, name)
+	}
+	return &st, nil
+}
+
+func (s *fakeStore) DeleteSeatType(_ context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("DeleteSeatType"); err != nil {
+		return err
+	}
+	if _, ok := s.seatTypes[name]; !ok {
+		return gateway.Errorf(gateway.ENotFound, "seat type %s not found", name)
+	}
+	for k, m := range s.members {
+		if m.SeatType == name {
+			return gateway.Errorf(gateway.EConflict, "seat type %s is still held by 1 member: %s/%s", name, k[0], k[1])
+		}
+	}
+	delete(s.seatTypes, name)
+	return nil
+}
+
+func (s *fakeStore) ListOrgPlans(context.Context) ([]gateway.OrgPlan, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("ListOrgPlans"); err != nil {
+		return nil, err
+	}
+	var out []gateway.OrgPlan
+	for _, k := range slices.Sorted(maps.Keys(s.orgPlans)) {
+		out = append(out, s.orgPlans[k])
+	}
+	return out, nil
+}
+
+func (s *fakeStore) OrgPlan(_ context.Context, name string) (*gateway.OrgPlan, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("OrgPlan"); err != nil {
+		return nil, err
+	}
+	o, ok := s.orgPlans[name]
+	if !ok {
+		return nil, gateway.Errorf(gateway.ENotFound, "org plan %s not found; create it with PUT /admin/v1/org-plans/%s", name, name)
+	}
+	return &o, nil
+}
+
+func (s *fakeStore) DeleteOrgPlan(_ context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("DeleteOrgPlan"); err != nil {
+		return err
+	}
+	if _, ok := s.orgPlans[name]; !ok {
+		return gateway.Errorf(gateway.ENotFound, "org plan %s not found", name)
+	}
+	for id, w := range s.workspaces {
+		if w.OrgPlan == name {
+			return gateway.Errorf(gateway.EConflict, "org plan %s is still used by 1 workspace: %s", name, id)
+		}
+	}
+	delete(s.orgPlans, name)
+	return nil
+}
+
+func (s *fakeStore) Task(_ context.Context, ws, id string) (*gateway.Task, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("Task"); err != nil {
+		return nil, err
+	}
+	if err := s.needWorkspace(ws); err != nil {
+		return nil, err
+	}
+	t, ok := s.tasks[[2]string{ws, id}]
+	if !ok {
+		return nil, gateway.Errorf(gateway.ENotFound, "task %s not found in workspace %s; create it with PUT", id, ws)
+	}
+	return &t, nil
+}
+
+func (s *fakeStore) ListTasks(_ context.Context, ws, status, after string, limit int) ([]gateway.Task, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("ListTasks"); err != nil {
+		return nil, err
+	}
+	if err := s.needWorkspace(ws); err != nil {
+		return nil, err
+	}
+	s.lastTaskQuery = [3]string{status, after, strconv.Itoa(limit)}
+	var out []gateway.Task
+	for _, k := range slices.SortedFunc(maps.Keys(s.tasks), cmpKey) {
+		t := s.tasks[k]
+		if k[0] == ws && (status == "" || t.Status == status) && t.ID > after && len(out) < limit {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) ExternalLimits(_ context.Context, ws string) (gateway.ExternalLimits, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("ExternalLimits"); err != nil {
+		return gateway.ExternalLimits{}, err
+	}
+	if err := s.needWorkspace(ws); err != nil {
+		return gateway.ExternalLimits{}, err
+	}
+	return s.limits[ws], nil
 }

@@ -72,21 +72,13 @@ func (h *handler) putMember(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// profileView is a profile as PUT stores it; the default flag is set by
-// default-profile, so it is not echoed here.
-type profileView struct {
-	WorkspaceID     string   `json:"workspace_id"`
-	ID              string   `json:"id"`
-	Name            string   `json:"name"`
-	Allowlist       []string `json:"allowlist"`
-	ScriptAllowlist []string `json:"script_allowlist"`
-}
-
 // putProfile: PUT /workspaces/{ws}/profiles/{profile}
 // {"name","allowlist":[…],"script_allowlist":[…]|null}. allowlist is
 // required ([] grants only the baseline, seed 000 "Baseline ist immer
 // aktiv"); script_allowlist absent or null means no restriction on
-// script.run, [] means no script (seed 001, script.run carve-out).
+// script.run, [] means no script (seed 001, script.run carve-out). The
+// reply is the stored profile with its is_workspace_default flag, which
+// only default-profile changes.
 func (h *handler) putProfile(w http.ResponseWriter, r *http.Request) error {
 	ids, err := pathIDs(r, "ws", "profile")
 	if err != nil {
@@ -108,7 +100,7 @@ func (h *handler) putProfile(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.changed(r, rec.WorkspaceID)
-	writeJSON(w, http.StatusOK, profileView{rec.WorkspaceID, rec.ID, rec.Name, rec.Allowlist, rec.ScriptAllowlist})
+	writeJSON(w, http.StatusOK, profileOut(*rec))
 	return nil
 }
 
@@ -293,7 +285,8 @@ func (h *handler) putTask(w http.ResponseWriter, r *http.Request) error {
 
 // putExternalLimits: PUT /workspaces/{ws}/external-limits
 // {"reads_per_tool_hourly":N|null,"ops_per_token_hourly":N|null}; null or
-// absent keeps the default (seed 002, step 4: 50 and 30).
+// absent keeps the default (seed 002, step 4: 50 and 30); the reply also
+// shows the limits in effect.
 func (h *handler) putExternalLimits(w http.ResponseWriter, r *http.Request) error {
 	ids, err := pathIDs(r, "ws")
 	if err != nil {
@@ -313,7 +306,6 @@ func (h *handler) putExternalLimits(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	h.changed(r, ids[0])
-	writeJSON(w, http.StatusOK, map[string]any{"workspace_id": ids[0],
-		"reads_per_tool_hourly": in.ReadsPerToolHourly, "ops_per_token_hourly": in.OpsPerTokenHourly})
+	writeJSON(w, http.StatusOK, limitsOut(ids[0], in))
 	return nil
 }

@@ -3,9 +3,8 @@ package admin
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
-	"strings"
 
+	"github.com/gorilla/mux"
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -17,25 +16,36 @@ type apiFunc func(w http.ResponseWriter, r *http.Request) error
 // methods maps HTTP methods to the handlers of one path.
 type methods map[string]apiFunc
 
-// dispatch runs the handler for r.Method or answers 405 with Allow.
-func (h *handler) dispatch(m methods) http.Handler {
-	allowed := make([]string, 0, len(m))
-	for k := range m {
-		allowed = append(allowed, k)
-	}
-	slices.Sort(allowed)
-	allow := strings.Join(allowed, ", ")
+// endpoint runs f and sends its error to the one writer. A read-only
+// token caller reaches it only for GET (authenticate); scoped routes
+// (under /workspaces/{ws}) then need the token's own workspace, other
+// routes readerOK.
+func (h *handler) endpoint(f apiFunc, scoped, readerOK bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, ok := m[r.Method]
-		if !ok {
-			w.Header().Set("Allow", allow)
-			writeErrorBody(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
-				"method "+r.Method+" is not allowed on this path; use "+allow)
-			return
+		if ws, ok := readerWorkspace(r.Context()); ok && !readerOK {
+			if !scoped {
+				h.writeError(w, r, gateway.Errorf(gateway.EForbidden,
+					"this API token can read only workspace %q (/admin/v1/workspaces/%s/…), its audit events and the OpenAPI description; this path needs %s",
+					ws, ws, EnvAdminToken))
+				return
+			}
+			if err := checkReader(r.Context(), mux.Vars(r)["ws"]); err != nil {
+				h.writeError(w, r, err)
+				return
+			}
 		}
 		if err := f(w, r); err != nil {
 			h.writeError(w, r, err)
 		}
+	})
+}
+
+// methodNotAllowed answers 405 with Allow for a path's other methods.
+func methodNotAllowed(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeErrorBody(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
+			"method "+r.Method+" is not allowed on this path; use "+allow)
 	})
 }
 

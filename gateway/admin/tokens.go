@@ -130,9 +130,6 @@ func (h *handler) listTokens(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkReader(r.Context(), ids[0]); err != nil {
-		return err
-	}
 	tokens, err := h.store.ListAPITokens(r.Context(), ids[0])
 	if err != nil {
 		return err

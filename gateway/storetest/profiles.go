@@ -161,6 +161,113 @@ var profileTests = []test{
 			t.Errorf("default = %q, want p1", got)
 		}
 	}},
+	{"ReadBackProfiles", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		putWorkspace(t, s, "ws-b")
+		putWorkspace(t, s, "ws-empty")
+		put := []*gateway.Profile{
+			{WorkspaceID: "ws-a", ID: "p2", Name: "Two", Allowlist: []string{"supacloud.read.*"}},
+			{WorkspaceID: "ws-a", ID: "p1", Name: "One", Allowlist: []string{"supacloud.ops.*"}, ScriptAllowlist: []string{}},
+			{WorkspaceID: "ws-a", ID: "p3", Name: "Three", ScriptAllowlist: []string{"backup"}},
+			{WorkspaceID: "ws-b", ID: "p1", Name: "Other"},
+		}
+		for _, p := range put {
+			must(t, s.PutProfile(ctx(t), p), p.ID)
+		}
+		must(t, s.SetDefaultProfile(ctx(t), "ws-a", ptr("p2")), "default")
+		list, err := s.ListProfiles(ctx(t), "ws-a")
+		must(t, err, "ListProfiles")
+		if len(list) != 3 {
+			t.Fatalf("ListProfiles = %+v, want p1 p2 p3", list)
+		}
+		want := []*gateway.Profile{
+			{WorkspaceID: "ws-a", ID: "p1", Name: "One", Allowlist: []string{"supacloud.ops.*"}, ScriptAllowlist: []string{}},
+			{WorkspaceID: "ws-a", ID: "p2", Name: "Two", Allowlist: []string{"supacloud.read.*"}, IsDefault: true},
+			{WorkspaceID: "ws-a", ID: "p3", Name: "Three", Allowlist: []string{}, ScriptAllowlist: []string{"backup"}},
+		}
+		for i := range list {
+			wantProfile(t, "listed "+want[i].ID, &list[i], want[i])
+			if list[i].Allowlist == nil {
+				t.Errorf("%s: nil allowlist, want []", list[i].ID)
+			}
+		}
+		got, err := s.Profile(ctx(t), "ws-a", "p1")
+		must(t, err, "Profile")
+		wantProfile(t, "Profile p1", got, want[0])
+		_, err = s.Profile(ctx(t), "ws-a", "p9")
+		wantNotFound(t, err, "unknown profile", "PUT /admin/v1/workspaces/ws-a/profiles/p9")
+		_, err = s.Profile(ctx(t), "ws-9", "p1")
+		wantNotFound(t, err, "profile of unknown workspace", "PUT /admin/v1/workspaces/ws-9")
+		if list, err := s.ListProfiles(ctx(t), "ws-empty"); err != nil || len(list) != 0 {
+			t.Errorf("profiles of an empty workspace = %v, %v", list, err)
+		}
+		_, err = s.ListProfiles(ctx(t), "ws-9")
+		wantNotFound(t, err, "profiles of unknown workspace", "PUT /admin/v1/workspaces/ws-9")
+
+		def, err := s.DefaultProfile(ctx(t), "ws-a")
+		must(t, err, "DefaultProfile")
+		if def == nil || *def != "p2" {
+			t.Errorf("DefaultProfile = %v, want p2", def)
+		}
+		if def, err := s.DefaultProfile(ctx(t), "ws-b"); err != nil || def != nil {
+			t.Errorf("DefaultProfile of ws-b = %v, %v; want nil, no error", def, err)
+		}
+		_, err = s.DefaultProfile(ctx(t), "ws-9")
+		wantNotFound(t, err, "default of unknown workspace", "PUT /admin/v1/workspaces/ws-9")
+	}},
+	{"DeleteProfile", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		putWorkspace(t, s, "ws-b")
+		for _, p := range []*gateway.Profile{{WorkspaceID: "ws-a", ID: "p1"}, {WorkspaceID: "ws-a", ID: "p2"}, {WorkspaceID: "ws-b", ID: "p1"}} {
+			must(t, s.PutProfile(ctx(t), p), p.ID)
+		}
+		must(t, s.SetDefaultProfile(ctx(t), "ws-a", ptr("p1")), "default ws-a")
+		must(t, s.SetDefaultProfile(ctx(t), "ws-b", ptr("p1")), "default ws-b")
+		// Calls under p1: running t1 and t3, completed t2; ws-b's t1 and a
+		// call of t4 under p2 must not be named.
+		for _, tk := range []gateway.Task{{WorkspaceID: "ws-a", ID: "t1", Status: "running"}, {WorkspaceID: "ws-a", ID: "t2", Status: "completed"},
+			{WorkspaceID: "ws-a", ID: "t3", Status: "running"}, {WorkspaceID: "ws-a", ID: "t4", Status: "running"},
+			{WorkspaceID: "ws-b", ID: "t1", Status: "running"}} {
+			must(t, s.PutTask(ctx(t), &tk), "task")
+		}
+		for i, c := range []struct{ ws, task, profile string }{
+			{"ws-a", "t3", "p1"}, {"ws-a", "t1", "p1"}, {"ws-a", "t1", "p1"}, {"ws-a", "t2", "p1"}, {"ws-a", "t4", "p2"}, {"ws-b", "t1", "p1"},
+		} {
+			ev := event(i, c.ws, c.task, "app.list", gateway.AuditAllowed)
+			ev.ProfileID = c.profile
+			must(t, s.RecordAudit(ctx(t), ev), "audit")
+		}
+		wasDefault, tasks, total, err := s.DeleteProfile(ctx(t), "ws-a", "p1")
+		must(t, err, "DeleteProfile")
+		if !wasDefault || total != 2 || !slices.Equal(tasks, []string{"t1", "t3"}) {
+			t.Errorf("DeleteProfile = default %v, tasks %v (total %d); want true, [t1 t3] (2)", wasDefault, tasks, total)
+		}
+		c := loadAs(t, s, "ws-a", "", "p1", "")
+		if c.Profile != nil || c.DefaultProfile != nil {
+			t.Errorf("after delete: profile %+v, default %+v; want both nil", c.Profile, c.DefaultProfile)
+		}
+		if def, err := s.DefaultProfile(ctx(t), "ws-a"); err != nil || def != nil {
+			t.Errorf("DefaultProfile after deleting it = %v, %v; want nil", def, err)
+		}
+		if c := loadAs(t, s, "ws-b", "", "p1", ""); c.Profile == nil || profileID(c.DefaultProfile) != "p1" {
+			t.Errorf("ws-b's p1 was touched: %+v, default %+v", c.Profile, c.DefaultProfile)
+		}
+		wasDefault, tasks, total, err = s.DeleteProfile(ctx(t), "ws-a", "p2")
+		must(t, err, "delete p2")
+		if wasDefault || total != 1 || !slices.Equal(tasks, []string{"t4"}) {
+			t.Errorf("DeleteProfile(p2) = %v, %v, %d; want false, [t4], 1", wasDefault, tasks, total)
+		}
+		_, _, _, err = s.DeleteProfile(ctx(t), "ws-a", "p1")
+		wantNotFound(t, err, "delete again", "PUT /admin/v1/workspaces/ws-a/profiles/p1")
+		_, _, _, err = s.DeleteProfile(ctx(t), "ws-9", "p1")
+		wantNotFound(t, err, "unknown workspace", "PUT /admin/v1/workspaces/ws-9")
+		// The id can be used again, and starts as no default.
+		p := &gateway.Profile{WorkspaceID: "ws-a", ID: "p1"}
+		must(t, s.PutProfile(ctx(t), p), "re-create")
+		if p.IsDefault {
+			t.Error("a re-created profile came back as the default")
+		}
+	}},
 }
 
 // profileID returns p's id, or "" for nil.

@@ -45,6 +45,28 @@ type Store interface {
 	RevokeAPIToken(ctx context.Context, fingerprint string) error
 	PutExternalLimits(ctx context.Context, workspaceID string, l gateway.ExternalLimits) error
 	ListAuditEvents(ctx context.Context, f gateway.AuditFilter) ([]gateway.AuditEvent, error)
+	// The admin API's reads and deletes.
+	Workspace(ctx context.Context, id string) (*gateway.Workspace, error)
+	ListWorkspaces(ctx context.Context, after string, limit int) ([]gateway.Workspace, error)
+	ListMembers(ctx context.Context, workspaceID string) ([]gateway.Member, error)
+	Member(ctx context.Context, workspaceID, userID string) (*gateway.Member, error)
+	DeleteMember(ctx context.Context, workspaceID, userID string) error
+	ListProfiles(ctx context.Context, workspaceID string) ([]gateway.Profile, error)
+	Profile(ctx context.Context, workspaceID, profileID string) (*gateway.Profile, error)
+	DefaultProfile(ctx context.Context, workspaceID string) (*string, error)
+	DeleteProfile(ctx context.Context, workspaceID, profileID string) (wasDefault bool, tasks []string, total int, err error)
+	WorkspaceOverrides(ctx context.Context, workspaceID string) (gateway.Permissions, error)
+	MemberOverrides(ctx context.Context, workspaceID, userID string) (gateway.Permissions, error)
+	DeleteWorkspaceOverride(ctx context.Context, workspaceID, key string) error
+	DeleteMemberOverride(ctx context.Context, workspaceID, userID, key string) error
+	ListSeatTypes(ctx context.Context) ([]gateway.SeatType, error)
+	SeatType(ctx context.Context, name string) (*gateway.SeatType, error)
+	DeleteSeatType(ctx context.Context, name string) error
+	ListOrgPlans(ctx context.Context) ([]gateway.OrgPlan, error)
+	OrgPlan(ctx context.Context, name string) (*gateway.OrgPlan, error)
+	DeleteOrgPlan(ctx context.Context, name string) error
+	Task(ctx context.Context, workspaceID, taskID string) (*gateway.Task, error)
+	ListTasks(ctx context.Context, workspaceID, status, after string, limit int) ([]gateway.Task, error)
 
 	// The rate-limit counters (ratelimit.Store's contract).
 	ratelimit.Counters
