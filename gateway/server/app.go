@@ -303,6 +303,12 @@ func GrantValidator(e *policy.Engine, cat *tools.Catalog) func(string) error {
 	}
 }
 
+// Both stores give the request path the workspaces' external limits.
+var (
+	_ pipeline.ExternalLimitsStore = (*postgres.Store)(nil)
+	_ pipeline.ExternalLimitsStore = (*sqlite.Store)(nil)
+)
+
 // The demo backend tells the request path the class of the gate an
 // approval.decide call names (pipeline.ResourceResolver).
 var _ pipeline.ResourceResolver = (*demo.Backend)(nil)
