@@ -61,6 +61,19 @@ type Tool struct {
 	// LimitKind is LimitKindProposal or LimitKindTaskSpawn for scaffold tools
 	// and "" for every other tool.
 	LimitKind string
+	// Resource, when set, names the record a call of the tool addresses:
+	// the gateway looks its attributes up through the adapter before the
+	// decision (the policy reads them as input.resource), so that the
+	// policy decides on what the record is, never on what the caller says
+	// it is (approval.decide: the gate's class; seed 002, step 3).
+	Resource *ResourceRef
+}
+
+// ResourceRef says which record a tool's call addresses: its Kind (e.g.
+// "approval") and the argument that holds its id.
+type ResourceRef struct {
+	Kind       string `json:"kind"`
+	IDArgument string `json:"id_argument"`
 }
 
 // Catalog is a set of tools with compiled input schemas. It is immutable
@@ -98,6 +111,7 @@ type fileTool struct {
 	External     bool            `json:"external"`
 	ReadOnly     bool            `json:"read_only"`
 	LimitKind    string          `json:"limit_kind"`
+	Resource     *ResourceRef    `json:"resource"`
 }
 
 // toolName is the shape MCP clients accept for tool names.
@@ -177,7 +191,7 @@ func buildEntry(ft fileTool) (*entry, error) {
 			Name: ft.Name, Tier: ft.Tier, Description: ft.Description,
 			InputSchema: json.RawMessage(compact.Bytes()),
 			CarveOut:    ft.CarveOut, Confirmation: ft.Confirmation,
-			External: ft.External, ReadOnly: ft.ReadOnly, LimitKind: ft.LimitKind,
+			External: ft.External, ReadOnly: ft.ReadOnly, LimitKind: ft.LimitKind, Resource: ft.Resource,
 		},
 		schema:   sch,
 		accepted: accepted,
@@ -202,6 +216,8 @@ func checkFlags(ft fileTool) error {
 		return fmt.Errorf("deploy-tier tools are never reachable externally; drop external")
 	case ft.ReadOnly && ft.Tier != gateway.TierBaseline && ft.Tier != gateway.TierRead:
 		return fmt.Errorf("read_only contradicts tier %q", ft.Tier)
+	case ft.Resource != nil && (ft.Resource.Kind == "" || ft.Resource.IDArgument == ""):
+		return fmt.Errorf("resource needs a kind and an id_argument")
 	case ft.LimitKind != "" && ft.Tier != gateway.TierScaffold:
 		return fmt.Errorf("limit_kind is only meaningful for scaffold-tier tools")
 	case ft.Tier == gateway.TierScaffold && ft.LimitKind != LimitKindProposal && ft.LimitKind != LimitKindTaskSpawn:

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"context"
 	"time"
 )
 
@@ -175,4 +176,33 @@ func (w *workspace) resumeTask(a *approval, at time.Time) *task {
 		w.log(rn, "approval_decided", a.Decision+": "+a.Answer, at, map[string]any{"approval_id": a.ID, "decided_by": a.DecidedBy})
 	}
 	return t
+}
+
+// ResourceKindApproval is the resource kind of a waiting gate, as the tool
+// catalog declares it for approval.decide.
+const ResourceKindApproval = "approval"
+
+// ResolveResource tells the gateway, before its decision, what record a
+// call addresses (the request path's resource lookup): for an approval of
+// workspaceID, its gate class ("gate_class": question, tool, visual,
+// tier_change or workflow_human_gate), whether it is a task or a workflow
+// gate ("gate") and its status, so that the policy decides whether a
+// machine may answer it (seed 002, step 3) on what the gate is, not on
+// what the caller says. found is false for an id the workspace does not
+// have, or a kind the demo does not know.
+func (b *Backend) ResolveResource(ctx context.Context, workspaceID, kind, id string) (map[string]string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if kind != ResourceKindApproval || workspaceID == "" {
+		return nil, false, nil
+	}
+	w := b.workspace(workspaceID)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := find(w.approvals, func(a *approval) bool { return a.ID == id })
+	if a == nil {
+		return nil, false, nil
+	}
+	return map[string]string{"gate_class": a.Class, "gate": a.Gate, "status": a.Status}, true, nil
 }

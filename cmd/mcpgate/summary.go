@@ -39,6 +39,7 @@ func startupSummary(cfg *config.Config, ls *server.Listeners) ([]zap.Field, erro
 	fields = append(fields,
 		zap.String("surface", "supacloud"),
 		zap.String("mcp", base+"/mcp"),
+		zap.String("api_mcp", base+"/api/mcp"),
 		zap.String("sse", base+"/sse"),
 	)
 	if cfg.AdminToken != "" {

@@ -114,6 +114,9 @@ func refusalLimited(err error) error {
 
 func statusOf(err error) (status, class string) {
 	code := gateway.ErrorCodeOf(err)
+	if errors.Is(err, errHidden) { // answered as unknown, but the policy refused it
+		return gateway.AuditDenied, string(gateway.EForbidden)
+	}
 	switch code {
 	case gateway.EForbidden:
 		return gateway.AuditDenied, code.Class()

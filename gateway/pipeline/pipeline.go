@@ -42,6 +42,19 @@ type Adapter interface {
 	CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error)
 }
 
+// ResourceResolver is an optional interface of an Adapter: it tells the
+// attributes of the record a call addresses, for tools whose catalog entry
+// declares a resource (tools.ResourceRef), before the decision; the policy
+// reads them as input.resource. The demo backend resolves approvals (their
+// gate class, seed 002, step 3). An adapter without it resolves nothing,
+// and the policy then refuses what depends on the record (fail closed).
+type ResourceResolver interface {
+	// ResolveResource returns the attributes of record id of kind in
+	// workspaceID (e.g. {"gate_class": "question"}), found false when the
+	// workspace has no such record. An error refuses the call.
+	ResolveResource(ctx context.Context, workspaceID, kind, id string) (attrs map[string]string, found bool, err error)
+}
+
 // CallerLoader loads what the policy needs about a principal (the
 // workspace, member, profiles, seat type, org plan, overrides and task);
 // Store and *callercache.Cache implement it. The returned Caller may be
@@ -118,6 +131,9 @@ type Call struct {
 	// Caller is what the store knows of Principal (loadCaller); shared
 	// with other calls, read-only.
 	Caller *gateway.Caller
+	// Resource are the attributes of the record the call addresses
+	// (resolveResource), nil for a tool that declares none.
+	Resource map[string]string
 	// Decision is the policy's answer (decide).
 	Decision *gateway.Decision
 	// Event is the call's audit row, filled in by every step and written
@@ -151,9 +167,10 @@ type step func(pl *Pipeline, ctx context.Context, c *Call) error
 // callSteps are the stages of every tools/call, in order.
 var callSteps = []step{
 	(*Pipeline).resolveTool,       // the catalog entry; malformed params, unknown names refused
-	(*Pipeline).checkWorkspace,    // a client-supplied workspace_id must be the credential's
 	(*Pipeline).loadCaller,        // workspace, member, profiles, task: from the caller cache or store
-	(*Pipeline).decide,            // the policy, on the arguments bounded by the schema
+	(*Pipeline).resolveResource,   // the addressed record's attributes, from the adapter (tools that declare one)
+	(*Pipeline).decide,            // the policy, on the arguments bounded by the schema; hidden tools answered as unknown on /api/mcp
+	(*Pipeline).checkWorkspace,    // a client-supplied workspace_id must be the credential's
 	(*Pipeline).validateArguments, // the schema, only once the policy allowed the tool
 	(*Pipeline).confirmOrReserve,  // confirmation and idempotency, then slots + audit row in one transaction
 	(*Pipeline).dispatch,          // the adapter, with the exact argument bytes, unless the client has gone

@@ -47,7 +47,13 @@ func (pl *Pipeline) reserve(ctx context.Context, c *Call) (*gateway.IdempotencyR
 	if pl.RateLimits != nil {
 		sub := ratelimit.Subject{WorkspaceID: ev.WorkspaceID, TaskID: ev.TaskID, ProfileID: ev.ProfileID,
 			Tool: tool.Name, Tier: tool.Tier, LimitKind: tool.LimitKind}
-		plan, err = pl.RateLimits.Plan(sub, pl.now())
+		if c.Principal.Kind == gateway.PrincipalCoordinator {
+			sub.Token = c.Principal.TokenFingerprint
+			sub.External, err = pl.externalLimits(ctx, c.Principal.WorkspaceID)
+		}
+		if err == nil {
+			plan, err = pl.RateLimits.Plan(sub, pl.now())
+		}
 	}
 	var res gateway.ReservationResult
 	if err == nil {
@@ -73,4 +79,29 @@ func (pl *Pipeline) reserve(ctx context.Context, c *Call) (*gateway.IdempotencyR
 	default:
 		return nil, gateway.Wrap(gateway.EInternal, err, "the audit store could not reserve a rate-limit slot or record this call, so it was not dispatched; retry when the store is back")
 	}
+}
+
+// ExternalLimitsStore is an optional interface of the Store: the
+// workspace's per-token hourly limits of external coordinators (seed 002,
+// step 4), read on every coordinator call so that a change made through
+// any replica applies to the next call everywhere. Both stores implement
+// it; a Store without it leaves the defaults.
+type ExternalLimitsStore interface {
+	// ExternalLimits returns the workspace's limits, nil fields for the
+	// defaults; ENotFound for an unknown workspace.
+	ExternalLimits(ctx context.Context, workspaceID string) (gateway.ExternalLimits, error)
+}
+
+// externalLimits reads the workspace's external limits, nil when the store
+// cannot tell (no ExternalLimitsStore).
+func (pl *Pipeline) externalLimits(ctx context.Context, workspaceID string) (*gateway.ExternalLimits, error) {
+	s, ok := pl.Store.(ExternalLimitsStore)
+	if !ok {
+		return nil, nil
+	}
+	l, err := s.ExternalLimits(ctx, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	return &l, nil
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,6 +21,9 @@ func (pl *Pipeline) resolveTool(_ context.Context, c *Call) error {
 	if c.Params.ArgumentsErr != nil {
 		return c.Params.ArgumentsErr
 	}
+	if !ok && hidesUnlisted(c.Principal) {
+		return unknownTool(c.Params.Name)
+	}
 	if !ok && len(c.Params.Name) > maxToolName {
 		return gateway.Errorf(gateway.EInvalid, "tool name %q is %d bytes long, longer than any MCP tool name (at most %d characters); tools/list shows the tools this session may call",
 			clip(c.Params.Name, 32), len(c.Params.Name), maxToolName)
@@ -30,9 +34,75 @@ func (pl *Pipeline) resolveTool(_ context.Context, c *Call) error {
 	return nil
 }
 
+// hidesUnlisted reports whether p's endpoint answers every tool p cannot
+// call exactly as a name that does not exist, so that hidden tools cannot
+// be enumerated: external coordinators (seed 002, step 2: everything
+// outside the token's scopes "antwortet mit einem JSON-RPC-method-not-found",
+// the deploy level included).
+func hidesUnlisted(p *gateway.Principal) bool { return p.Kind == gateway.PrincipalCoordinator }
+
+// errHidden marks unknownTool's refusal of a tool that exists but is hidden
+// from the caller, for the audit row (status denied); the reply does not
+// show it.
+var errHidden = errors.New("the tool is hidden from this principal")
+
+// unknownTool is the one reply of an endpoint that hides unlisted tools,
+// for a name that does not exist and for a tool the caller cannot reach
+// alike: -32601 with the same message and data, no decision id, no reasons.
+// cause is nil for a name that does not exist.
+func unknownTool(name string, cause ...error) error {
+	e := &gateway.Error{Code: gateway.EMethodNotFound,
+		Message: fmt.Sprintf("tool %q not found; tools/list shows the tools this API token may call", clip(name, maxToolName))}
+	if len(cause) > 0 {
+		e.Err = cause[0]
+	}
+	return e
+}
+
+// resolveResource looks up, for a tool whose catalog entry declares a
+// resource, the attributes of the record the call names (its id from the
+// declared argument) through the adapter, when it can tell
+// (ResourceResolver). The policy reads them as input.resource: kind and id
+// always, the adapter's attributes when it found the record. Nothing of it
+// comes from the caller but the id, so the caller cannot claim, say, a
+// gate class (seed 002, step 3). An adapter that fails refuses the call.
+func (pl *Pipeline) resolveResource(ctx context.Context, c *Call) error {
+	ref := c.Tool.Resource
+	if ref == nil {
+		return nil
+	}
+	c.Resource = map[string]string{"kind": ref.Kind}
+	id, _ := c.Params.Arguments[ref.IDArgument].(string)
+	if id == "" || len(id) > maxResourceID {
+		return nil // the schema refuses it once the policy has decided
+	}
+	c.Resource["id"] = id
+	r, ok := pl.Adapter.(ResourceResolver)
+	if !ok {
+		return nil
+	}
+	attrs, found, err := r.ResolveResource(ctx, c.Principal.WorkspaceID, ref.Kind, id)
+	if err != nil {
+		return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf("the backend could not look up %s %s, so %s was not run; retry shortly", ref.Kind, clip(id, 32), c.Tool.Name))
+	}
+	if found {
+		for k, v := range attrs {
+			if k != "kind" && k != "id" {
+				c.Resource[k] = v
+			}
+		}
+	}
+	return nil
+}
+
+// maxResourceID bounds the id resolveResource passes to the adapter.
+const maxResourceID = 256
+
 // checkWorkspace refuses a client-supplied workspace_id that differs from
 // the credential's (workspace isolation: the workspace comes from the
-// credential, never from the client).
+// credential, never from the client). It runs after the decision, so that
+// on an endpoint that hides unlisted tools a hidden tool is answered as
+// unknown whatever its arguments.
 func (pl *Pipeline) checkWorkspace(_ context.Context, c *Call) error {
 	ws, present := c.Params.Arguments["workspace_id"]
 	if !present || ws == c.Principal.WorkspaceID {
@@ -96,13 +166,16 @@ func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal, deadline t
 func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	t := c.Tool
 	args := pl.Catalog.PolicyArguments(t.Name, c.Params.Arguments)
-	d, err := pl.Decider.Decide(ctx, c.Principal, c.Caller, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut}, args)
+	d, err := pl.Decider.Decide(ctx, c.Principal, c.Caller, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut, Resource: c.Resource}, args)
 	if err != nil {
 		return err
 	}
 	c.Decision = d
 	c.Event.DecisionID = d.ID
 	c.Event.ReasonCodes = reasonCodes(d.Reasons)
+	if !d.Allow && !d.Visible && hidesUnlisted(c.Principal) {
+		return unknownTool(t.Name, errHidden)
+	}
 	if !d.Allow {
 		return denial(t.Name, d)
 	}

@@ -29,11 +29,17 @@ const (
 	VisibleQuery  = "data.supacloud.visible_tools"
 )
 
-// ToolRef is what the policy needs to know of a catalog tool.
+// ToolRef is what the policy needs to know of a catalog tool and, for one
+// tools/call, of the record the call addresses.
 type ToolRef struct {
 	Name     string
 	Tier     gateway.Tier
 	CarveOut bool
+	// Resource holds the attributes of the record the call addresses, as
+	// the gateway resolved them (policy input.resource: "kind", "id" and
+	// what the adapter told, e.g. "gate_class"); nil for a tool that
+	// declares no resource. Only tools/call inputs carry it.
+	Resource map[string]string
 }
 
 // Options configure New.

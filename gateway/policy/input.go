@@ -106,6 +106,18 @@ func (e *Engine) writeCall(w inputWriter, p *gateway.Principal, c *gateway.Calle
 	w.str("tier", string(tool.Tier))
 	w.boolean("carve_out", tool.CarveOut)
 	w.close()
+	if tool.Resource != nil {
+		w.open("resource")
+		keys := make([]string, 0, len(tool.Resource))
+		for k := range tool.Resource {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // one order, so equal resources give equal cache keys
+		for _, k := range keys {
+			w.str(k, tool.Resource[k])
+		}
+		w.close()
+	}
 	w.term("arguments", args)
 	w.close()
 }

@@ -69,11 +69,23 @@ const (
 // an agent profile and UTC hour.
 type Scope string
 
-// The three scopes of seed 001, in the order a call reserves them.
+// The three scopes of seed 001, in the order a call reserves them, and the
+// per-token hour of external coordinators (seed 002, step 4), which takes
+// the place of the per-task scope.
 const (
 	ScopeTask         Scope = "task"
 	ScopeWorkspaceDay Scope = "workspace_day"
 	ScopeProfileHour  Scope = "profile_hour"
+	ScopeTokenHour    Scope = "token_hour"
+)
+
+// The per-token hourly defaults of external coordinators (seed 002, step
+// 4: "Lesezugriffe pro Tool und Stunde (Vorgabe 50) und Ops-Aufrufe pro
+// Token und Stunde (Vorgabe 30)"); a workspace changes them through its
+// external limits (gateway.ExternalLimits, null keeps these).
+const (
+	DefaultTokenReadsPerToolHourly = 50
+	DefaultTokenOpsHourly          = 30
 )
 
 // Windows: calendar days and hours in UTC; per-task buckets have none.
@@ -101,6 +113,8 @@ const (
 	bucketTaskDeploy      = "task.deploy"
 	workspaceBucketPrefix = "workspace_day."
 	profileBucketPrefix   = "profile_hour."
+	bucketTokenRead       = "token_hour.read"
+	bucketTokenOps        = "token_hour.ops"
 )
 
 // The refusal messages, exactly as seed 001 ("Rate limits") words them.
@@ -108,6 +122,10 @@ const (
 	taskMessage      = "Rate limit exceeded for tool '%s'"
 	workspaceMessage = "Workspace daily limit reached for this MCP tool tier (%d/%d)"
 	profileMessage   = "Profile hourly limit reached for this MCP tool tier (%d/%d)"
+	// Seed 002 (step 4) names the per-token limits but words no refusal;
+	// these follow seed 001's: which limit, and <used>/<limit>.
+	tokenReadMessage = "Token hourly limit reached for MCP tool '%s' (%d/%d)"
+	tokenOpsMessage  = "Token hourly limit reached for this MCP tool tier (%d/%d)"
 )
 
 // Bucket is one rate-limit bucket: Name is what audit rows (column bucket)
@@ -143,6 +161,11 @@ const KeyPrefix = "mcpgate"
 // workspace default for a profile-less task); empty means the read-only
 // fallback, which has no profile buckets. LimitKind is the tool's limit
 // kind (LimitKindProposal or LimitKindTaskSpawn for scaffold tools).
+//
+// Token is the fingerprint of an external coordinator's scmt_ token
+// (empty for agents): such a call has per-token hourly buckets instead of
+// a per-task one, reads per tool and ops per token, with the workspace's
+// External limits (nil, or a nil field, keeps the default).
 type Subject struct {
 	WorkspaceID string
 	TaskID      string
@@ -150,6 +173,8 @@ type Subject struct {
 	Tool        string
 	Tier        gateway.Tier
 	LimitKind   string
+	Token       string
+	External    *gateway.ExternalLimits
 }
 
 // Rules map a call to its buckets. Build them with NewRules.
@@ -204,7 +229,9 @@ type Plan struct {
 }
 
 // Plan returns the slots a call of s must reserve at now, in the order of
-// seed 001: the per-task bucket first (when s has a task), then the
+// seed 001: the per-task bucket first (when s has a task; for a
+// coordinator's token its per-token hourly bucket instead, seed 002, step
+// 4), then the
 // workspace/day bucket, then the profile/hour bucket (when s has a
 // profile). Baseline and read tools have only the per-task bucket. It
 // fails with EInternal for a tier it does not know or a scaffold tool
@@ -217,7 +244,15 @@ func (r Rules) Plan(s Subject, now time.Time) (Plan, error) {
 		return p, gateway.Errorf(gateway.EInternal, "tool %s has tier %q, which has no rate-limit bucket; the call was refused", s.Tool, s.Tier)
 	}
 	p.Slots = make([]Slot, 0, 3)
-	if s.TaskID != "" {
+	if s.Token != "" {
+		if tok, ok := tokenBucket(s); ok {
+			ids := []string{s.WorkspaceID, s.Token}
+			if tok.Name == bucketTokenRead {
+				ids = append(ids, s.Tool)
+			}
+			p.Slots = append(p.Slots, slotAt(tok, now, "token", ids...))
+		}
+	} else if s.TaskID != "" {
 		p.Slots = append(p.Slots, slotAt(perTask, now, "task", s.WorkspaceID, s.TaskID))
 	}
 	class, err := classOf(s)
@@ -229,6 +264,31 @@ func (r Rules) Plan(s Subject, now time.Time) (Plan, error) {
 		p.Slots = append(p.Slots, slotAt(r.profile[class], now, "profile", s.WorkspaceID, s.ProfileID))
 	}
 	return p, nil
+}
+
+// tokenBucket is the per-token hourly bucket of a coordinator's call:
+// reads per tool for the baseline and read tiers, ops per token for the ops
+// tier; false for the other tiers, which no scope reaches (the policy keeps
+// them away; the workspace/day caps still apply).
+func tokenBucket(s Subject) (Bucket, bool) {
+	var l gateway.ExternalLimits
+	if s.External != nil {
+		l = *s.External
+	}
+	switch s.Tier {
+	case gateway.TierBaseline, gateway.TierRead:
+		return bucket(bucketTokenRead, ScopeTokenHour, orDefault(l.ReadsPerToolHourly, DefaultTokenReadsPerToolHourly), time.Hour), true
+	case gateway.TierOps:
+		return bucket(bucketTokenOps, ScopeTokenHour, orDefault(l.OpsPerTokenHourly, DefaultTokenOpsHourly), time.Hour), true
+	}
+	return Bucket{}, false
+}
+
+func orDefault(v *int, def int) int {
+	if v == nil {
+		return def
+	}
+	return *v
 }
 
 // slotAt is b's slot for the ids at instant now.
@@ -312,6 +372,12 @@ func refusal(s Subject, slot Slot, used int64) *gateway.Error {
 		msg = fmt.Sprintf(workspaceMessage, used, slot.Bucket.Rate.Limit)
 	case ScopeProfileHour:
 		msg = fmt.Sprintf(profileMessage, used, slot.Bucket.Rate.Limit)
+	case ScopeTokenHour:
+		if slot.Bucket.Name == bucketTokenRead {
+			msg = fmt.Sprintf(tokenReadMessage, s.Tool, used, slot.Bucket.Rate.Limit)
+		} else {
+			msg = fmt.Sprintf(tokenOpsMessage, used, slot.Bucket.Rate.Limit)
+		}
 	default:
 		msg = fmt.Sprintf(taskMessage, s.Tool)
 	}

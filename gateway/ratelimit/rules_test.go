@@ -202,3 +202,58 @@ func TestWindowContext(t *testing.T) {
 		})
 	}
 }
+
+// Coordinators (seed 002, step 4): per token, reads per tool per hour and
+// ops per hour, then the workspace-wide ops/day cap shared with agents; no
+// per-task or profile bucket.
+func TestPlanCoordinator(t *testing.T) {
+	r := NewRules(DefaultLimits())
+	const h = time.Hour
+	ten, zero := 10, 0
+	for _, tc := range []struct {
+		note string
+		sub  Subject
+		want []slotView
+	}{
+		{"read: per token and tool", Subject{WorkspaceID: "ws-a", Token: "fp1", Tool: "run.list", Tier: gateway.TierRead}, []slotView{
+			{"token_hour.read", 50, h, "token:ws-a/fp1/run.list:token_hour.read"}}},
+		{"baseline read: per token and tool", Subject{WorkspaceID: "ws-a", Token: "fp1", Tool: "memory.get", Tier: gateway.TierBaseline}, []slotView{
+			{"token_hour.read", 50, h, "token:ws-a/fp1/memory.get:token_hour.read"}}},
+		{"ops: per token, then the shared workspace day", Subject{WorkspaceID: "ws-a", Token: "fp1", Tool: "task.create", Tier: gateway.TierOps}, []slotView{
+			{"token_hour.ops", 30, h, "token:ws-a/fp1:token_hour.ops"},
+			{"workspace_day.ops", 100, 24 * h, "workspace:ws-a:workspace_day.ops"}}},
+		{"workspace limits", Subject{WorkspaceID: "ws-a", Token: "fp1", Tool: "task.create", Tier: gateway.TierOps,
+			External: &gateway.ExternalLimits{ReadsPerToolHourly: &ten, OpsPerTokenHourly: &zero}}, []slotView{
+			{"token_hour.ops", 0, h, "token:ws-a/fp1:token_hour.ops"},
+			{"workspace_day.ops", 100, 24 * h, "workspace:ws-a:workspace_day.ops"}}},
+		{"workspace read limit, ops left at default", Subject{WorkspaceID: "ws-a", Token: "fp1", Tool: "run.get", Tier: gateway.TierRead,
+			External: &gateway.ExternalLimits{ReadsPerToolHourly: &ten}}, []slotView{
+			{"token_hour.read", 10, h, "token:ws-a/fp1/run.get:token_hour.read"}}},
+	} {
+		t.Run(tc.note, func(t *testing.T) {
+			p, err := r.Plan(tc.sub, time.Date(2026, 3, 1, 10, 30, 0, 0, time.UTC))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := view(p.Slots); !slices.Equal(got, tc.want) {
+				t.Fatalf("slots\n got %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+	p, _ := r.Plan(Subject{WorkspaceID: "ws-a", Token: "fp1", Tool: "task.create", Tier: gateway.TierOps}, time.Now())
+	for full, want := range map[int]string{
+		1: "Token hourly limit reached for this MCP tool tier (30/30)",
+		2: "Workspace daily limit reached for this MCP tool tier (30/100)",
+	} {
+		used := int64(30)
+		err := p.Refusal(gateway.ReservationResult{Full: full, Used: used})
+		var ge *gateway.Error
+		if !errors.As(err, &ge) || ge.Message != want || ge.Code != gateway.ERateLimited {
+			t.Errorf("full %d: %v, want %q", full, err, want)
+		}
+	}
+	p, _ = r.Plan(Subject{WorkspaceID: "ws-a", Token: "fp1", Tool: "run.list", Tier: gateway.TierRead}, time.Now())
+	if err := p.Refusal(gateway.ReservationResult{Full: 1, Used: 50}); gateway.ErrorMessageOf(err) != "Token hourly limit reached for MCP tool 'run.list' (50/50)" {
+		t.Errorf("read refusal: %v", err)
+	}
+}

@@ -98,7 +98,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		log.Warn("MCPGATE_SESSION_SECRET is unset: MCP session ids are signed with a key of this process only, so another replica answers them 404 and they end when this process does; set the same ≥ 32-byte key on every replica")
 	}
 	a.Server, err = New(Deps{
-		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, AdminToken: cfg.AdminToken,
+		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, APIAuth: auth.NewAPITokens(store, log, nil), AdminToken: cfg.AdminToken,
 		ValidateGrant: GrantValidator(a.Engine, a.Catalog), Logger: log, Registry: reg,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
@@ -302,3 +302,13 @@ func GrantValidator(e *policy.Engine, cat *tools.Catalog) func(string) error {
 			entry, strings.Join(entries, ", "), prefix)
 	}
 }
+
+// Both stores give the request path the workspaces' external limits.
+var (
+	_ pipeline.ExternalLimitsStore = (*postgres.Store)(nil)
+	_ pipeline.ExternalLimitsStore = (*sqlite.Store)(nil)
+)
+
+// The demo backend tells the request path the class of the gate an
+// approval.decide call names (pipeline.ResourceResolver).
+var _ pipeline.ResourceResolver = (*demo.Backend)(nil)

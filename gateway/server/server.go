@@ -46,10 +46,13 @@ type FullStore interface {
 type Server struct {
 	handler   http.Handler
 	transport *mcp.Transport
-	store     pipeline.Store
-	log       *zap.Logger
-	probes    http.Handler // /healthz, /readyz, /metrics
-	callers   CallerInvalidator
+	// api is the transport of /api/mcp (external coordinators); nil when
+	// Deps.APIAuth is nil.
+	api     *mcp.Transport
+	store   pipeline.Store
+	log     *zap.Logger
+	probes  http.Handler // /healthz, /readyz, /metrics
+	callers CallerInvalidator
 }
 
 // CallerInvalidator drops cached callers; *callercache.Cache implements
@@ -63,9 +66,12 @@ type CallerInvalidator interface {
 
 // Deps are the parts New wires together.
 type Deps struct {
-	Store          FullStore
-	Pipeline       *pipeline.Pipeline
-	Auth           mcp.Authenticator
+	Store    FullStore
+	Pipeline *pipeline.Pipeline
+	Auth     mcp.Authenticator
+	// APIAuth authenticates the scmt_ API tokens of external coordinators
+	// on /api/mcp (auth.APITokens); nil leaves /api/mcp unmounted.
+	APIAuth        mcp.Authenticator
 	AdminToken     string
 	ValidateGrant  func(string) error
 	Logger         *zap.Logger
@@ -105,6 +111,10 @@ type Deps struct {
 	Callers CallerInvalidator
 }
 
+// apiMCPPath is the external MCP gateway of seed 002 (external
+// coordinators with scmt_ API tokens).
+const apiMCPPath = "/api/mcp"
+
 // Paths of the HTTP+SSE transport of MCP 2024-11-05: the event stream and
 // the endpoint its "endpoint" event names for POSTs.
 const (
@@ -113,8 +123,9 @@ const (
 )
 
 // New builds the HTTP handler: /mcp (agent sessions; and /sse with
-// /messages for 2024-11-05 clients), the OAuth protected resource metadata
-// under /.well-known, /admin/v1 (operators), and, unless d.ProbesApart,
+// /messages for 2024-11-05 clients), /api/mcp (external coordinators, when
+// d.APIAuth is set), the OAuth protected resource metadata under
+// /.well-known, /admin/v1 (operators), and, unless d.ProbesApart,
 // /healthz, /readyz and /metrics.
 func New(d Deps) (*Server, error) {
 	metaURL := ""
@@ -125,38 +136,31 @@ func New(d Deps) (*Server, error) {
 		}
 		metaURL = u
 	}
-	t, err := mcp.NewHandler(mcp.Options{
-		Authenticator:       d.Auth,
-		Handler:             d.Pipeline,
-		Logger:              d.Logger,
-		MaxBodyBytes:        d.MaxBodyBytes,
-		MaxBatchMessages:    d.MaxBatchMessages,
-		MaxBatchReplyBytes:  d.MaxBatchReplyBytes,
-		MaxHeldBodyBytes:    d.MaxHeldBodyBytes,
-		ServerName:          "mcpgate",
-		ServerVersion:       d.Version,
-		Instructions:        "SupaCloud tools, authorized by mcpgate. tools/list shows exactly the tools your agent profile may call.",
-		AllowedOrigins:      d.AllowedOrigins,
-		AllowedHosts:        d.HTTP.AllowedHosts,
-		ResourceMetadataURL: metaURL,
-		WriteTimeout:        d.WriteTimeout,
-		SessionSecret:       d.SessionSecret,
-		// Ended sessions are held in this process: the PostgreSQL-backed
-		// mcp.SessionEnds arrives with the store fan-out, and until then a
-		// DELETE holds on the replica that received it (README.md, "Sessions
-		// across replicas").
-		SessionEnds: mcp.NewMemorySessionEnds(),
-	})
+	t, err := newTransport(d, d.Auth, metaURL,
+		"SupaCloud tools, authorized by mcpgate. tools/list shows exactly the tools your agent profile may call.")
 	if err != nil {
 		return nil, err
+	}
+	var api *mcp.Transport
+	if d.APIAuth != nil {
+		// The same transport code, protocol versions and pipeline as /mcp;
+		// only the credential differs (seed 002, step 2).
+		if api, err = newTransport(d, d.APIAuth, metaURL,
+			"SupaCloud's external MCP gateway, authorized by mcpgate. tools/list shows exactly the tools your API token's scopes reach; every other name is answered as unknown."); err != nil {
+			t.Close()
+			return nil, err
+		}
 	}
 	log := d.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{transport: t, store: d.Store, log: log, callers: d.Callers}
+	s := &Server{transport: t, api: api, store: d.Store, log: log, callers: d.Callers}
 	r := mux.NewRouter()
 	r.Handle("/mcp", t) // every method: the transport answers 405 itself, with a JSON-RPC body
+	if api != nil {
+		r.Handle(apiMCPPath, api)
+	}
 	legacy := t.LegacyHandler(strings.TrimSuffix(publicPath(d.HTTP.PublicURL), "/") + legacyMessagesPath)
 	r.Handle(legacySSEPath, legacy)
 	r.Handle(legacyMessagesPath, legacy)
@@ -193,6 +197,33 @@ func New(d Deps) (*Server, error) {
 	return s, nil
 }
 
+// newTransport builds one MCP endpoint over d.Pipeline with the limits of d,
+// authenticating with a and sending instructions at initialize.
+func newTransport(d Deps, a mcp.Authenticator, metaURL, instructions string) (*mcp.Transport, error) {
+	return mcp.NewHandler(mcp.Options{
+		Authenticator:       a,
+		Handler:             d.Pipeline,
+		Logger:              d.Logger,
+		MaxBodyBytes:        d.MaxBodyBytes,
+		MaxBatchMessages:    d.MaxBatchMessages,
+		MaxBatchReplyBytes:  d.MaxBatchReplyBytes,
+		MaxHeldBodyBytes:    d.MaxHeldBodyBytes,
+		ServerName:          "mcpgate",
+		ServerVersion:       d.Version,
+		Instructions:        instructions,
+		AllowedOrigins:      d.AllowedOrigins,
+		AllowedHosts:        d.HTTP.AllowedHosts,
+		ResourceMetadataURL: metaURL,
+		WriteTimeout:        d.WriteTimeout,
+		SessionSecret:       d.SessionSecret,
+		// Ended sessions are held in this process: the PostgreSQL-backed
+		// mcp.SessionEnds arrives with the store fan-out, and until then a
+		// DELETE holds on the replica that received it (README.md, "Sessions
+		// across replicas").
+		SessionEnds: mcp.NewMemorySessionEnds(),
+	})
+}
+
 // ServeHTTP serves every route of the gateway (without the probes when
 // Deps.ProbesApart).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
@@ -211,7 +242,12 @@ func (s *Server) mountProbes(r *mux.Router, metrics http.Handler) {
 }
 
 // Close ends all MCP sessions and streams.
-func (s *Server) Close() { s.transport.Close() }
+func (s *Server) Close() {
+	s.transport.Close()
+	if s.api != nil {
+		s.api.Close()
+	}
+}
 
 // ready answers /readyz: whether the audit store answers. The reason of a
 // "not ready" is generic, since anyone who reaches the probe reads it; the
@@ -250,16 +286,18 @@ func (s *Server) WorkspaceChanged(workspaceID string) {
 			s.callers.InvalidateWorkspace(workspaceID)
 		}
 	}
-	s.transport.RefreshTools(func(p *gateway.Principal) bool {
-		return workspaceID == "" || p.WorkspaceID == workspaceID
-	})
+	match := func(p *gateway.Principal) bool { return workspaceID == "" || p.WorkspaceID == workspaceID }
+	s.transport.RefreshTools(match)
+	if s.api != nil {
+		s.api.RefreshTools(match)
+	}
 }
 
 // mountMetadata serves the OAuth protected resource metadata (RFC 9728) at
 // the well-known root, for the gateway as a whole, and path-inserted for
 // each MCP endpoint (§3.1), so a client may ask either way.
 func mountMetadata(r *mux.Router, h config.HTTP) {
-	for _, path := range []string{"", "/mcp", legacySSEPath} {
+	for _, path := range []string{"", "/mcp", apiMCPPath, legacySSEPath} {
 		r.Handle(mcp.WellKnownResourceMetadata+path, mcp.MetadataHandler(mcp.ResourceMetadata{
 			Resource:             h.PublicURL + path,
 			AuthorizationServers: h.AuthorizationServers,

@@ -85,7 +85,7 @@ deny contains {"code": "input.invalid", "message": msg} if {
 }
 
 deny contains {"code": "allowlist.missing_grant", "message": missing_grant_message(input.tool)} if {
-	session_ok
+	agent_session_ok
 	tool_valid(input.tool)
 	not carve_out(input.tool)
 	not input_tool_granted

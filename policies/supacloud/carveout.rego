@@ -48,7 +48,7 @@ slug_text := sprintf("script %s", [json.marshal(input.arguments.slug)]) if {
 } else := "a script without a string slug argument"
 
 deny contains {"code": "script.not_granted", "message": msg} if {
-	session_ok
+	agent_session_ok
 	tool_valid(input.tool)
 	carve_out(input.tool)
 	not input_tool_granted
@@ -64,7 +64,7 @@ deny contains {"code": "script.not_granted", "message": msg} if {
 }
 
 deny contains {"code": "script.slug_not_allowed", "message": msg} if {
-	session_ok
+	agent_session_ok
 	tool_valid(input.tool)
 	carve_out(input.tool)
 	input_tool_granted
@@ -76,7 +76,7 @@ deny contains {"code": "script.slug_not_allowed", "message": msg} if {
 }
 
 deny contains {"code": "script.slug_not_allowed", "message": msg} if {
-	session_ok
+	agent_session_ok
 	tool_valid(input.tool)
 	carve_out(input.tool)
 	input_tool_granted

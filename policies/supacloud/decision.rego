@@ -5,15 +5,23 @@
 package supacloud
 
 # tool_visible is the per-tool half of visibility, for a session that passed
-# session_ok (every caller checks that first, once): the tool has a string
-# name and a known tier (as tool_valid), its tier's role check passes, the
-# allowlist grants it, and it is not a carve-out the profile cannot use.
+# session_ok (every caller checks that first, once). For an agent session:
+# the tool has a string name and a known tier (as tool_valid), its tier's
+# role check passes, the allowlist grants it, and it is not a carve-out the
+# profile cannot use. For a coordinator: one of its token's scopes reaches
+# the tool (coordinator_reaches, coordinator.rego).
 tool_visible(tool) if {
+	agent_session_ok
 	is_string(tool.name)
 	tier := data.supacloud.grants.tiers[tool.tier]
 	tier_role_ok(tier)
 	tool_granted(tool, tier)
 	script_listable(tool)
+}
+
+tool_visible(tool) if {
+	coordinator_session_ok
+	coordinator_reaches(tool)
 }
 
 # visible says whether input.tool would be listed by tools/list.
@@ -24,14 +32,16 @@ visible if {
 	tool_visible(input.tool)
 }
 
-# allow says whether the tools/call may be dispatched: visible, and the
-# arguments pass the checks a call can fail (the script slug).
+# allow says whether the tools/call may be dispatched: visible, the
+# arguments pass the checks a call can fail (the script slug), and the call
+# does not decide a gate that only a person may decide (gates.rego).
 default allow := false
 
 allow if {
 	session_ok
 	tool_visible(input.tool)
 	arguments_ok
+	not human_gate_refused
 }
 
 # tier is input.tool.tier, "" when the input has no string tier.

@@ -62,7 +62,7 @@ listed_iff_callable(base) if {
 	listed := supacloud.visible_tools with input as listing(base)
 	arguments := valid_arguments(base)
 	every tool in catalog {
-		d := supacloud.decision with input as object.union(base, {"tool": tool, "arguments": arguments})
+		d := supacloud.decision with input as object.union(base, {"tool": tool, "arguments": arguments, "resource": question_gate})
 		is_listed := tool.name in listed
 		is_listed == d.visible
 		d.allow == d.visible
@@ -172,7 +172,13 @@ test_visible_tools_ignores_input_tool if {
 # Every reason code of the contract is produced by some input.
 reason_code_inputs := {
 	"edition.invalid": call(object.union(session, {"edition": "x"}), "project.get", {}),
-	"principal.unsupported": call(object.union(session, {"principal": {"kind": "coordinator"}}), "project.get", {}),
+	"principal.unsupported": call(object.union(session, {"principal": {"kind": "robot"}}), "project.get", {}),
+	"scope.missing": call(coordinator(["mcp:read"]), "workflow.trigger", {}),
+	"coordinator.no_workspace": call(object.union(coordinator(["mcp:read"]), {"principal": {"workspace_id": ""}}), "run.list", {}),
+	"approval.person_required": object.union(
+		call(coordinator(["mcp:ops"]), "approval.decide", {"approval_id": "apr-1"}),
+		{"resource": {"kind": "approval", "id": "apr-1", "gate_class": "workflow_human_gate"}},
+	),
 	"actor.not_member": call(object.remove(session, ["member"]), "project.get", {}),
 	"task.unknown": call(object.remove(session, ["task"]), "project.get", {}),
 	"task.not_running": call(object.union(session, {"task": {"status": "failed"}}), "project.get", {}),

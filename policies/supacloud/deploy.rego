@@ -21,7 +21,7 @@ role_text := sprintf("user %s has role %s in workspace %s", [
 ])
 
 deny contains {"code": "deploy.role_required", "message": msg} if {
-	session_ok
+	agent_session_ok
 	tool_valid(input.tool)
 	roles := data.supacloud.grants.tiers[input.tool.tier].roles
 	not tier_role_ok(data.supacloud.grants.tiers[input.tool.tier])

@@ -116,3 +116,16 @@ bench_list_read := listing(object.union(
 	with_profile(["supacloud.read.*", "supacloud.ops.*"], null),
 	{"member": {"role": "member"}},
 ))
+
+# coordinator is an external coordinator of workspace ws-1 holding an scmt_
+# token with scopes (seed 002); it has no task, member or profile.
+coordinator(scopes) := {
+	"edition": "community",
+	"principal": {"kind": "coordinator", "sub": "token:0123456789abcdef", "workspace_id": "ws-1", "task_id": "", "scopes": scopes},
+	"profile_requested": "",
+	"permissions": {"user_overrides": {}, "workspace_overrides": {}},
+}
+
+# question_gate is the resource of an approval.decide call on a question
+# gate, the only class a machine may decide.
+question_gate := {"kind": "approval", "id": "apr-1", "gate_class": "question"}

@@ -9,6 +9,8 @@
 package supacloud
 
 # grants: the editions, principal kinds and task status the gates accept, the
+# reach of external coordinators' API token scopes (coordinator), the gates a
+# machine may decide (human_gates), the
 # five tiers (wildcard, always on, member roles required; seed 001, Tiers and
 # allowlist entries), the full grant, the tool prefix for
 # supacloud.<tool-name>, the group wildcards, the carve-out tools, the
@@ -16,8 +18,41 @@ package supacloud
 # confirmation (seed 001, Deploy confirmation protocol).
 grants := {
 	"editions": ["community", "enterprise"],
-	"principal_kinds": ["agent"],
+	"principal_kinds": ["agent", "coordinator"],
 	"running_status": "running",
+	# External coordinators (seed 002, steps 1 and 3): each scmt_ token scope
+	# reaches exactly these tools; a tool of an excluded tier is never
+	# reachable, whatever the scope lists (seed 002, step 2: the deploy level
+	# is never reachable externally). docs.search, docs.get and spec.get
+	# carry no tenant data and are read with mcp:read (seed 001,
+	# Documentation and contract reads). management:read reaches no tool: it
+	# reads the admin API.
+	"coordinator": {
+		"scopes": {
+			"mcp:read": [
+				"run.list", "run.get", "run.events", "tasks.list_active", "tasks.get",
+				"backlog.list", "backlog.get", "approvals.list",
+				"memory.search", "memory.get", "memory.list_recent",
+				"docs.search", "docs.get", "spec.get",
+			],
+			"mcp:ops": [
+				"workflow.trigger", "task.create", "task.cancel", "task.intervene",
+				"approval.decide", "run.rerun_node",
+				"schedule.create", "schedule.update", "schedule.pause", "schedule.resume",
+			],
+		},
+		"excluded_tiers": ["deploy"],
+	},
+	# Gates a machine may decide (seed 001, approval.decide; seed 002, step
+	# 3): the tools that decide a gate, and the gate classes they may decide.
+	# Every other class (tool, visual, tier_change, workflow human gates) and
+	# a gate whose class is unknown waits for a person. The class comes from
+	# input.resource.gate_class, which the gateway resolves through the
+	# adapter, never from the caller's arguments.
+	"human_gates": {
+		"tools": ["approval.decide"],
+		"machine_decidable_classes": ["question"],
+	},
 	"tiers": {
 		"baseline": {"wildcard": "supacloud.*", "always_on": true, "roles": null},
 		"read": {"wildcard": "supacloud.read.*", "always_on": false, "roles": null},

@@ -77,7 +77,7 @@ granted_text := concat(", ", sort(allowlist)) if {
 
 deny contains {"code": "profile.not_in_workspace", "message": msg} if {
 	edition_valid
-	principal_supported
+	principal_agent
 	actor_member
 	task_known
 	task_running

@@ -6,8 +6,13 @@
 package supacloud
 
 # principal_supported holds for the principal kinds this bundle has rules
-# for (data.supacloud.grants.principal_kinds; coordinators come later).
+# for (data.supacloud.grants.principal_kinds: agents and coordinators).
 principal_supported if input.principal.kind in data.supacloud.grants.principal_kinds
+
+# principal_agent holds for an in-app agent task session (JWT on /mcp): the
+# membership, task and profile gates below are the agent's; a coordinator
+# (coordinator.rego) has none of them.
+principal_agent if input.principal.kind == "agent"
 
 # actor_member holds when the acting user (JWT "sub") is a member of the
 # credential's workspace: the gateway sends input.member only then.
@@ -26,15 +31,23 @@ task_known if input.task.id == input.principal.task_id
 # task_running holds when the task's status is the running status.
 task_running if input.task.status == data.supacloud.grants.running_status
 
-# session_ok holds when every per-request gate passes: edition_valid
-# (edition.rego), principal_supported, actor_member, task_known, task_running, and a
-# resolved profile (active_profile, profile.rego). Tool rules only run after
-# it. Every call and every listing evaluates it, so it spells out the gates'
-# expressions instead of calling the gate rules (each rule costs an
-# evaluation); session_test.rego checks that it agrees with them.
-session_ok if {
+# session_ok holds when the per-request gates of the principal's kind pass:
+# an agent session (agent_session_ok) or a coordinator
+# (coordinator_session_ok, coordinator.rego). Tool rules only run after it.
+session_ok if agent_session_ok
+
+session_ok if coordinator_session_ok
+
+# agent_session_ok holds when every gate of an agent session passes:
+# edition_valid (edition.rego), principal_agent, actor_member, task_known,
+# task_running, and a resolved profile (active_profile, profile.rego). The
+# agent's tool rules only run after it. Every call and every listing
+# evaluates it, so it spells out the gates' expressions instead of calling
+# the gate rules (each rule costs an evaluation); session_test.rego checks
+# that it agrees with them.
+agent_session_ok if {
 	input.edition in data.supacloud.grants.editions
-	input.principal.kind in data.supacloud.grants.principal_kinds
+	input.principal.kind == "agent"
 	is_object(input.member)
 	input.task.id == input.principal.task_id
 	input.task.status == data.supacloud.grants.running_status
@@ -68,14 +81,14 @@ deny contains {"code": "principal.unsupported", "message": msg} if {
 	edition_valid
 	not principal_supported
 	msg := sprintf(
-		"principal kind %s is not supported by the supacloud agent policy, so every tool is denied; call /mcp with an agent task session token",
+		"principal kind %s is not supported by the supacloud policy, so every tool is denied; call /mcp with an agent task session token, or /api/mcp with an scmt_ API token",
 		[principal_kind_text],
 	)
 }
 
 deny contains {"code": "actor.not_member", "message": msg} if {
 	edition_valid
-	principal_supported
+	principal_agent
 	not actor_member
 	msg := sprintf(
 		"user %s is not a member of workspace %s, so every tool is denied; permissions are resolved per workspace member: ask a workspace owner or admin to add the user to the workspace, or start the task session as a member of it",
@@ -85,7 +98,7 @@ deny contains {"code": "actor.not_member", "message": msg} if {
 
 deny contains {"code": "task.unknown", "message": msg} if {
 	edition_valid
-	principal_supported
+	principal_agent
 	actor_member
 	not task_known
 	msg := sprintf(
@@ -96,7 +109,7 @@ deny contains {"code": "task.unknown", "message": msg} if {
 
 deny contains {"code": "task.not_running", "message": msg} if {
 	edition_valid
-	principal_supported
+	principal_agent
 	actor_member
 	task_known
 	not task_running

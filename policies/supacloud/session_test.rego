@@ -6,7 +6,8 @@ import data.supacloud
 # session and names the single reason code expected (none when allowed).
 session_cases := {
 	"agent running task": {"patch": {}, "codes": []},
-	"coordinator": {"patch": {"principal": {"kind": "coordinator"}}, "codes": ["principal.unsupported"]},
+	"coordinator without scopes": {"patch": {"principal": {"kind": "coordinator"}}, "codes": ["scope.missing"]},
+	"coordinator with mcp:read": {"patch": {"principal": {"kind": "coordinator", "scopes": ["mcp:read"]}}, "codes": []},
 	"unknown kind": {"patch": {"principal": {"kind": "robot"}}, "codes": ["principal.unsupported"]},
 	"task completed": {"patch": {"task": {"status": "completed"}}, "codes": ["task.not_running"]},
 	"task failed": {"patch": {"task": {"status": "failed"}}, "codes": ["task.not_running"]},
@@ -70,15 +71,20 @@ test_non_member_masks_task_and_profile_reasons if {
 	codes(d) == ["actor.not_member"]
 }
 
-test_coordinator_masks_task_reasons if {
-	# a coordinator has no task: only the principal reason is reported
-	inp := object.remove(
-		object.union(call(session, "memory.search", {}), {"principal": {"kind": "coordinator"}}),
-		["task"],
-	)
+test_coordinator_has_no_agent_gates if {
+	# a coordinator has no task, member or profile: none of the agent gates
+	# applies, and its scopes alone decide
+	inp := call(coordinator(["mcp:read"]), "memory.search", {})
+	d := supacloud.decision with input as inp
+	d.allow
+	codes(d) == []
+}
+
+test_unsupported_kind_message if {
+	inp := object.union(call(session, "memory.search", {}), {"principal": {"kind": "robot"}})
 	d := supacloud.decision with input as inp
 	codes(d) == ["principal.unsupported"]
-	contains(d.reasons[0].message, `"coordinator"`)
+	contains(d.reasons[0].message, `"robot"`)
 }
 
 test_not_running_message_names_status if {
@@ -122,7 +128,7 @@ test_deploy_message_survives_a_missing_sub if {
 gate_agreement_cases := {
 	"healthy": {},
 	"edition": {"edition": "gold"},
-	"principal": {"principal": {"kind": "coordinator"}},
+	"principal": {"principal": {"kind": "robot"}},
 	"member": {"member": null},
 	"task id": {"task": {"id": "t-9"}},
 	"task status": {"task": {"status": "failed"}},
@@ -134,7 +140,7 @@ test_session_ok_agrees_with_gates[note] if {
 	some note, patch in gate_agreement_cases
 	inp := object.union(session, patch)
 	passing := {g | some g in gate_names; gate_holds(g)} with input as inp
-	ok := {true | supacloud.session_ok} with input as inp
+	ok := {true | supacloud.agent_session_ok} with input as inp
 	all_pass := count(passing) == count(gate_names)
 	session_passes := count(ok) == 1
 	all_pass == session_passes

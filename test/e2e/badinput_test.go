@@ -35,7 +35,12 @@ type rpcReply struct {
 }
 
 func (g *gatewayUnderTest) raw(t *testing.T, token string) *rawSession {
-	s := &rawSession{t: t, url: g.srv.URL + "/mcp", token: token}
+	return g.rawAt(t, "/mcp", token)
+}
+
+// rawAt initializes a session on path over plain HTTP.
+func (g *gatewayUnderTest) rawAt(t *testing.T, path, token string) *rawSession {
+	s := &rawSession{t: t, url: g.srv.URL + path, token: token}
 	r := s.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + protocolVersion + `","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if r.status != 200 || r.Error != nil {
 		t.Fatalf("initialize: %d %+v", r.status, r.Error)

@@ -126,12 +126,19 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// connect opens an MCP session with the official Go SDK client.
+// connect opens an MCP session on /mcp with the official Go SDK client.
 func (g *gatewayUnderTest) connect(t *testing.T, token string) *mcp.ClientSession {
+	t.Helper()
+	return g.connectAt(t, "/mcp", token)
+}
+
+// connectAt opens an MCP session on path (/mcp or /api/mcp) with the
+// official Go SDK client.
+func (g *gatewayUnderTest) connectAt(t *testing.T, path, token string) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	tr := &mcp.StreamableClientTransport{
-		Endpoint:             g.srv.URL + "/mcp",
+		Endpoint:             g.srv.URL + path,
 		HTTPClient:           &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}},
 		DisableStandaloneSSE: true,
 		MaxRetries:           -1,
