@@ -202,9 +202,13 @@ func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *m
 
 // ListTools returns the catalog tools the principal's decision makes
 // visible, in catalog order: the same Decider, on the same caller, as
-// tools/call.
+// tools/call. A principal whose workspace the store does not know sees no
+// tool (every call would be refused); tools/call says why.
 func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]mcp.Tool, error) {
 	caller, err := pl.caller(ctx, p, time.Now().Add(storeTimeout))
+	if gateway.ErrorCodeOf(err) == gateway.EForbidden {
+		return []mcp.Tool{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

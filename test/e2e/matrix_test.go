@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -148,19 +146,22 @@ func runMatrixCase(t *testing.T, g *gatewayUnderTest, c matrixCase, ids map[stri
 		}
 		return
 	}
-	// The go-sdk client reserves -32003 for its own "connection closing"
-	// error, so a denial reaches it as an error carrying our message; the
-	// structured data (class, status, reasons) is asserted over raw HTTP in
-	// TestDenialOnTheWire, and the reason code here through the audit row.
-	if err == nil {
+	// A denial is a tool execution error: the result, isError set, its
+	// text what was refused and what to do, and the denial in _meta
+	// naming the reason (docs/http.md, Errors; TestDenialOnTheWire has the
+	// raw bytes).
+	if err != nil {
+		t.Fatalf("tools/call %s: %v; want a tool execution error, not a JSON-RPC error", c.tool, err)
+	}
+	msg := textOf(res)
+	if !res.IsError {
 		t.Fatalf("tools/call %s: want a denial, got result %+v", c.tool, res)
 	}
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) && werr.Code != gateway.RPCForbidden {
-		t.Errorf("error code %d, want -32003 (%s)", werr.Code, werr.Message)
+	if !contains(msg, c.tool) && !contains(msg, "workspace") && !contains(msg, "task") {
+		t.Errorf("denial message does not say what was refused: %q", msg)
 	}
-	if !contains(err.Error(), c.tool) && !contains(err.Error(), "workspace") && !contains(err.Error(), "task") {
-		t.Errorf("denial message does not say what was refused: %v", err)
+	if d, _ := res.Meta["io.mcpgate/denial"].(map[string]any); d["class"] != "Forbidden" || d["status"] != 403.0 || d["code"] != c.reason {
+		t.Errorf("denial _meta %v, want class Forbidden, status 403, code %s", res.Meta, c.reason)
 	}
 	if ev.Status != gateway.AuditDenied || !containsString(ev.ReasonCodes, c.reason) {
 		t.Errorf("audit row status=%q reasons=%v, want denied with %s", ev.Status, ev.ReasonCodes, c.reason)
