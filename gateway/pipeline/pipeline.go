@@ -70,9 +70,10 @@ type Clock func() time.Time
 type Pipeline struct {
 	Store Store
 	// Callers, when set, loads each call's caller instead of
-	// Store.LoadCaller: the wiring sets the caller cache
-	// (gateway/callercache) here, which the admin API's changes
-	// invalidate. nil reads the store on every call.
+	// RegisterTasks(Store): the wiring sets the caller cache
+	// (gateway/callercache) in front of RegisterTasks(Store) here, which
+	// the admin API's changes invalidate. nil reads the store on every
+	// call.
 	Callers CallerLoader
 	Decider Decider
 	Catalog *tools.Catalog

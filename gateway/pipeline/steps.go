@@ -63,12 +63,13 @@ func (pl *Pipeline) loadCaller(ctx context.Context, c *Call) error {
 	return nil
 }
 
-// caller loads p's caller from the cache (or the store) by deadline. An
-// unknown workspace is EForbidden; any other failure EInternal.
+// caller loads p's caller from the cache (or, registering a new task, the
+// store: RegisterTasks) by deadline. An unknown workspace is EForbidden;
+// any other failure EInternal.
 func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal, deadline time.Time) (*gateway.Caller, error) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	var from CallerLoader = pl.Store
+	var from = RegisterTasks(pl.Store)
 	if pl.Callers != nil {
 		from = pl.Callers
 	}

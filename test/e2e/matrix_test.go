@@ -101,7 +101,7 @@ var matrix = []matrixCase{
 	{note: "default profile grants ops", ws: "ws-c", user: "carl", tool: "schedule.resume", args: map[string]any{"schedule_id": "$schedule"}, listed: true, allowed: true},
 	{note: "default profile replaces read fallback", ws: "ws-c", user: "carl", tool: "projects.list", reason: "allowlist.missing_grant"},
 	{note: "completed task", ws: "ws-a", user: "mia", task: "task-done", tool: "memory.search", args: map[string]any{"query": "x"}, reason: "task.not_running"},
-	{note: "unknown task", ws: "ws-a", user: "mia", task: "task-404", tool: "memory.search", args: map[string]any{"query": "x"}, reason: "task.unknown"},
+	{note: "task never seen: registered as running on its first request", ws: "ws-a", user: "mia", task: "task-new", tool: "memory.search", args: map[string]any{"query": "x"}, listed: true, allowed: true},
 	{note: "seat type hides plan tier", ws: "ws-a", user: "mia", profile: "reader", tool: "workspace.info", listed: true, allowed: true, absent: []string{"plan_tier"}, present: []string{"budget_remaining", "member_count"}},
 	{note: "user override beats org plan and seat", ws: "ws-a", user: "adam", profile: "reader", tool: "workspace.info", listed: true, allowed: true, absent: []string{"budget_remaining"}, present: []string{"plan_tier", "member_count"}},
 	{note: "enterprise-only seat does nothing on community", ws: "ws-a", user: "ana", profile: "reader", tool: "workspace.info", listed: true, allowed: true, present: []string{"member_count", "plan_tier", "budget_remaining"}},
