@@ -10,12 +10,17 @@ import (
 // HTTP status (docs/http.md, Errors); packages never pick wire codes themselves.
 type ErrorCode string
 
-// The error classes of docs/architecture.md (Conventions), with the JSON-RPC shapes of docs/http.md (Errors).
+// The error classes of docs/architecture.md (Conventions), with the wire
+// shapes of docs/http.md (Errors). A tools/call refused as EForbidden or
+// ERateLimited, and one whose arguments fail the tool's input schema
+// (Error.ToolInput) from protocol 2025-11-25 on, is answered with a tool
+// execution error (a result with isError), not a JSON-RPC error: the MCP
+// transport (gateway/mcp) makes that choice, in one place.
 const (
 	EInvalid         ErrorCode = "Invalid"         // bad arguments: -32602, HTTP 400 on admin
 	EUnauthenticated ErrorCode = "Unauthenticated" // bad credential: HTTP 401
-	EForbidden       ErrorCode = "Forbidden"       // denied by policy: -32003, 403
-	ERateLimited     ErrorCode = "RateLimited"     // limit reached: -32003, class Forbidden, 403
+	EForbidden       ErrorCode = "Forbidden"       // denied by policy: tool execution error, 403
+	ERateLimited     ErrorCode = "RateLimited"     // limit reached: tool execution error, class Forbidden, 403
 	ENotFound        ErrorCode = "NotFound"        // unknown record: 404 on admin
 	EMethodNotFound  ErrorCode = "MethodNotFound"  // unknown or unreachable method/tool: -32601
 	EConflict        ErrorCode = "Conflict"        // unique violation: 409 on admin
@@ -29,12 +34,19 @@ const (
 type Error struct {
 	Code    ErrorCode
 	Message string
-	// DecisionID and Reasons are set for policy denials (data of -32003).
+	// DecisionID and Reasons are set for policy denials (the denial's
+	// machine-readable part on the wire); DecisionID also for a call the
+	// policy allowed and a rate limit refused.
 	DecisionID string
 	Reasons    []Reason
 	// Bucket names the rate-limit bucket for ERateLimited.
 	Bucket string
-	Err    error
+	// ToolInput marks an EInvalid error as arguments that fail the tool's
+	// input schema: an input validation error, which MCP from protocol
+	// 2025-11-25 on answers as a tool execution error so that the model
+	// can correct its call (older protocols: -32602).
+	ToolInput bool
+	Err       error
 }
 
 // Error returns the message, followed by the cause for internal errors.
@@ -82,17 +94,24 @@ func ErrorMessageOf(err error) string {
 	return "internal error; the gateway logged the cause"
 }
 
-// JSON-RPC 2.0 error codes used on the wire (docs/http.md, Errors).
+// JSON-RPC 2.0 error codes used on the wire (docs/http.md, Errors). No
+// implementation-defined code (-32000 to -32099) is used for refusals: the
+// SDKs and newer protocol versions give those codes meanings of their own
+// (the Go SDK's -32003 is "client is closing").
 const (
 	RPCParseError     = -32700
 	RPCInvalidRequest = -32600
 	RPCMethodNotFound = -32601
 	RPCInvalidParams  = -32602
 	RPCInternalError  = -32603
-	RPCForbidden      = -32003
 )
 
-// RPCCode maps an error code to its JSON-RPC error code.
+// RPCCode maps an error code to its JSON-RPC error code, for the errors
+// that travel as JSON-RPC errors. A refusal (EForbidden, ERateLimited) of
+// a tools/call travels as a tool execution error instead; where a refusal
+// or a bad credential has to be a JSON-RPC error (the body of an HTTP 401
+// or 403, a refusal outside tools/call) it is -32600, the code the
+// transport gives every request it refuses with an HTTP status of its own.
 func (c ErrorCode) RPCCode() int {
 	switch c {
 	case EInvalid, EConflict:
@@ -102,7 +121,7 @@ func (c ErrorCode) RPCCode() int {
 	case EMethodNotFound:
 		return RPCMethodNotFound
 	case EForbidden, ERateLimited, EUnauthenticated:
-		return RPCForbidden
+		return RPCInvalidRequest
 	default:
 		return RPCInternalError
 	}

@@ -33,10 +33,12 @@ var noArgs = map[string]any{}
 // re-encoded through JSON first, which is slower. nil args mean {}.
 //
 // It returns nil when the arguments are valid, and otherwise a
-// *gateway.Error with code EInvalid (JSON-RPC -32602, docs/http.md, Errors) whose
-// message names the tool and every failing field by JSON pointer, e.g.
-// "invalid arguments for tool project.get: /project_id: missing required
-// property". An unknown tool is EInvalid "unknown tool <name>: ...".
+// *gateway.Error with code EInvalid and ToolInput set (an input validation
+// error: a tool execution error from protocol 2025-11-25 on, -32602
+// before; docs/http.md, Errors) whose message names the tool and every
+// failing field by JSON pointer, e.g. "invalid arguments for tool
+// project.get: /project_id: missing required property". An unknown tool is
+// EInvalid "unknown tool <name>: ..." without ToolInput.
 func (c *Catalog) Validate(name string, args map[string]any) error {
 	e, ok := c.byName[name]
 	if !ok {
@@ -63,13 +65,11 @@ func (c *Catalog) Validate(name string, args map[string]any) error {
 func (e *entry) validateReencoded(args map[string]any) error {
 	raw, err := json.Marshal(args)
 	if err != nil {
-		return gateway.Errorf(gateway.EInvalid,
-			"invalid arguments for tool %s: they cannot be encoded as JSON (%v)", e.tool.Name, err)
+		return inputError("invalid arguments for tool %s: they cannot be encoded as JSON (%v)", e.tool.Name, err)
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return gateway.Errorf(gateway.EInvalid,
-			"invalid arguments for tool %s: they are not valid JSON (%v)", e.tool.Name, err)
+		return inputError("invalid arguments for tool %s: they are not valid JSON (%v)", e.tool.Name, err)
 	}
 	if err := e.schema.Validate(doc); err != nil {
 		return e.invalid(err)
@@ -77,11 +77,19 @@ func (e *entry) validateReencoded(args map[string]any) error {
 	return nil
 }
 
-// invalid turns a schema validation error into the EInvalid error callers see.
+// inputError is an input validation error: EInvalid with ToolInput set.
+func inputError(format string, args ...any) *gateway.Error {
+	e := gateway.Errorf(gateway.EInvalid, format, args...)
+	e.ToolInput = true
+	return e
+}
+
+// invalid turns a schema validation error into the input validation error
+// callers see.
 func (e *entry) invalid(err error) *gateway.Error {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return gateway.Errorf(gateway.EInvalid, "invalid arguments for tool %s: %v", e.tool.Name, err)
+		return inputError("invalid arguments for tool %s: %v", e.tool.Name, err)
 	}
 	probs := e.problems(ve)
 	more := ""
@@ -89,8 +97,7 @@ func (e *entry) invalid(err error) *gateway.Error {
 		more = fmt.Sprintf("; and %d more", len(probs)-maxProblems)
 		probs = probs[:maxProblems]
 	}
-	return gateway.Errorf(gateway.EInvalid,
-		"invalid arguments for tool %s: %s%s (the tool's inputSchema in tools/list shows what it accepts)",
+	return inputError("invalid arguments for tool %s: %s%s (the tool's inputSchema in tools/list shows what it accepts)",
 		e.tool.Name, strings.Join(probs, "; "), more)
 }
 

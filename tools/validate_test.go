@@ -85,6 +85,11 @@ func TestValidate(t *testing.T) {
 			if !errors.As(err, &ge) || ge.Code != gateway.EInvalid {
 				t.Fatalf("want *gateway.Error EInvalid, got %#v", err)
 			}
+			// Only a schema violation is an input validation error; an
+			// unknown tool is not (docs/http.md, Errors).
+			if wantInput := tc.tool != "supacloud.full"; ge.ToolInput != wantInput {
+				t.Errorf("ToolInput = %v, want %v", ge.ToolInput, wantInput)
+			}
 			for _, w := range tc.want {
 				if !strings.Contains(ge.Message, w) {
 					t.Errorf("message %q does not contain %q", ge.Message, w)

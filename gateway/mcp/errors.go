@@ -52,9 +52,10 @@ type rpcError struct {
 	Data    *errorData `json:"data,omitempty"`
 }
 
-// errorData is the "data" member of every error mcpgate sends
-// (docs/http.md, Errors: class, status, and for policy denials decision_id and
-// reasons; bucket for rate limits).
+// errorData is the "data" member of every JSON-RPC error mcpgate sends
+// (docs/http.md, Errors: class, status, and reasons when the error has
+// them). Refused tools/calls are not JSON-RPC errors: their Denial rides in
+// the tool execution error's _meta (ToolError).
 type errorData struct {
 	Class      string           `json:"class"`
 	Status     int              `json:"status"`

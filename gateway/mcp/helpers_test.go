@@ -164,6 +164,9 @@ func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *
 		return nil, &gateway.Error{Code: gateway.ERateLimited, Message: "Rate limit exceeded for tool 'limit'", Bucket: "task"}
 	case "invalid":
 		return nil, gateway.Errorf(gateway.EInvalid, "argument project_id of tool invalid is required")
+	case "schema":
+		return nil, &gateway.Error{Code: gateway.EInvalid, ToolInput: true, DecisionID: "dec-2",
+			Message: "invalid arguments for tool schema: /project_id: missing required property"}
 	case "unknown":
 		return nil, gateway.Errorf(gateway.EMethodNotFound, "unknown tool %q", call.Name)
 	case "boom":

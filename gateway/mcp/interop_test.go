@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -142,12 +141,18 @@ func interopCall(ctx context.Context, t *testing.T, cs *sdk.ClientSession, state
 	if json.Unmarshal(werr.Data, &data) != nil || data.Class != "Invalid" || data.Status != 400 {
 		t.Fatalf("error data = %s", werr.Data)
 	}
-	// A policy denial is -32003 (docs/http.md, Errors). go-sdk v1.8.0 uses the same
-	// code for its internal ErrClientClosing, so the client reports it as
-	// ErrConnectionClosed with our message as text; the session stays usable.
-	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "deny"})
-	if err == nil || !strings.Contains(err.Error(), "tool deny needs grant supacloud.ops.*") {
-		t.Fatalf("denied call: err = %v, want the denial message", err)
+	// A policy denial is a tool execution error (docs/http.md, Errors):
+	// the SDK returns the result, isError set, our message verbatim as its
+	// text and the denial in _meta.
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "deny"})
+	if err != nil || !res.IsError || len(res.Content) != 1 {
+		t.Fatalf("denied call: %+v, %v; want a result with isError", res, err)
+	}
+	if tc, ok := res.Content[0].(*sdk.TextContent); !ok || tc.Text != "tool deny needs grant supacloud.ops.*" {
+		t.Fatalf("denied call: content %+v, want the denial message verbatim", res.Content[0])
+	}
+	if d, ok := res.Meta[DenialMetaKey].(map[string]any); !ok || d["class"] != "Forbidden" || d["code"] != "allowlist_missing" {
+		t.Fatalf("denied call: _meta %v, want %s with class Forbidden", res.Meta, DenialMetaKey)
 	}
 	// The session survives an error reply (2026-07-28 has no ping: a call).
 	if stateless {

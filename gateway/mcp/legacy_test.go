@@ -137,7 +137,8 @@ func TestLegacySSEMessages(t *testing.T) {
 		{"ping", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`},
 		{"tools/list", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, `"name":"tool.000"`},
 		{"tools/call", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"a":1}}}`, `"text":"called echo"`},
-		{"denial", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"deny"}}`, `"code":-32003`},
+		{"denial is a tool execution error", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"deny"}}`, `"result":{"content":[{"type":"text","text":"tool deny needs grant supacloud.ops.*"}],"isError":true,"_meta":{"io.mcpgate/denial":{"class":"Forbidden","status":403,"code":"allowlist_missing"`},
+		{"schema violation is -32602 at 2024-11-05", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"schema"}}`, `"error":{"code":-32602,"message":"invalid arguments for tool schema`},
 		{"unknown method", `{"jsonrpc":"2.0","id":6,"method":"server/discover"}`, `"code":-32601`},
 		{"second initialize", strings.Replace(initBody(Version20241105), `"id":1`, `"id":7`, 1), `already initialized`},
 		{"batch answered one event per member", `[{"jsonrpc":"2.0","id":8,"method":"ping"},{"jsonrpc":"2.0","id":9,"method":"ping"}]`, `{"jsonrpc":"2.0","id":8,"result":{}}`}, // id 9: below
@@ -160,7 +161,7 @@ func TestLegacySSEMessages(t *testing.T) {
 	if ev := ls.next(t); ev.data != `{"jsonrpc":"2.0","id":9,"result":{}}` {
 		t.Fatalf("event %+v, want the batch's second response as an event of its own", ev)
 	}
-	if c := e.h.lastCall(); c == nil || c.Name != "deny" {
+	if c := e.h.lastCall(); c == nil || c.Name != "schema" {
 		t.Fatalf("the handler did not see the calls: last %+v", c)
 	}
 }
@@ -281,9 +282,19 @@ func TestInteropGoSDKLegacySSE(t *testing.T) {
 			if !errors.As(err, &werr) || werr.Code != gateway.RPCInvalidParams {
 				t.Fatalf("invalid call: err = %v", err)
 			}
-			_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "deny"})
-			if err == nil || !strings.Contains(err.Error(), "tool deny needs grant supacloud.ops.*") {
-				t.Fatalf("denied call: err = %v, want the denial message", err)
+			// The HTTP+SSE transport answers a schema violation with -32602
+			// whatever the client negotiated, and a denial with a tool
+			// execution error carrying the message verbatim.
+			_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "schema"})
+			if !errors.As(err, &werr) || werr.Code != gateway.RPCInvalidParams || !strings.Contains(werr.Message, "/project_id") {
+				t.Fatalf("schema violation: err = %v, want -32602 naming the field", err)
+			}
+			res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "deny"})
+			if err != nil || !res.IsError || len(res.Content) != 1 {
+				t.Fatalf("denied call: %+v, %v; want a result with isError", res, err)
+			}
+			if tc, ok := res.Content[0].(*sdk.TextContent); !ok || tc.Text != "tool deny needs grant supacloud.ops.*" {
+				t.Fatalf("denied call: content %+v, want the denial message verbatim", res.Content[0])
 			}
 			e.tr.NotifyToolsChanged(func(*gateway.Principal) bool { return true })
 			select {

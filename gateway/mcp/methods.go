@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"go.uber.org/zap"
+
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
 )
@@ -122,7 +124,7 @@ func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Princip
 	case "tools/list":
 		return t.listTools(ctx, s, p, m.params)
 	case "tools/call":
-		return t.callTool(ctx, p, m.params)
+		return t.callTool(ctx, p, m.params, requestVersion(s, m))
 	case "initialize":
 		return nil, errInvalidRequest("initialize may only be sent alone, without Mcp-Session-Id, to start a session")
 	default:
@@ -213,8 +215,21 @@ func decodeCursor(c string) (int, error) {
 	return off, nil
 }
 
-// callTool parses tools/call params once and hands them to the handler.
-func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params json.RawMessage) (any, error) {
+// requestVersion is the protocol version of request m: its session's, or
+// for a stateless request (no session) the one in its _meta, which
+// checkModern has validated.
+func requestVersion(s *session, m *message) string {
+	if s != nil {
+		return s.version
+	}
+	return metaVersionOf(m.params)
+}
+
+// callTool parses tools/call params once and hands them to the handler. A
+// refusal of the handler that the model should read becomes a tool
+// execution error at protocol version (ToolError); any other error is
+// returned, to be answered as a JSON-RPC error.
+func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params json.RawMessage, version string) (any, error) {
 	call, err := parseCallParams(params)
 	if err != nil {
 		// Still a tools/call: the handler audits it, then refuses it with err.
@@ -223,6 +238,12 @@ func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params j
 	}
 	res, err := t.opts.Handler.CallTool(ctx, p, call)
 	if err != nil {
+		if te := ToolError(err, version); te != nil {
+			t.log.Debug("mcp: tools/call refused", zap.String("request_id", gateway.RequestIDFrom(ctx)),
+				zap.String("class", te.Meta[DenialMetaKey].Class), zap.String("code", te.Meta[DenialMetaKey].Code),
+				zap.String("message", te.Content[0].Text))
+			return te, nil
+		}
 		return nil, err
 	}
 	if res == nil {

@@ -25,8 +25,9 @@ import (
 // versions: a POST without Mcp-Session-Id is stateless when its
 // MCP-Protocol-Version header names a version other than the session-based
 // ones, or when it is server/discover or carries the per-request _meta
-// version (modernRequest). The gateway's own reply to a policy refusal is
-// unchanged (a tool execution error); what 2026-07-28 adds around
+// version (modernRequest). A refused tools/call is answered as at
+// 2025-11-25 (ToolError: a tool execution error for a policy denial, a
+// rate limit and a schema violation); what 2026-07-28 adds around
 // tools/call is transport only.
 const (
 	// Version20260728 is the stateless protocol version.
@@ -181,7 +182,7 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 	if err == nil {
 		resp.Result, err = t.modernResult(res, extra)
 	}
-	if err != nil { // the handler's refusal: a JSON-RPC error in a 200 reply, as in a session
+	if err != nil { // an error that is not a tool execution error: a JSON-RPC error in a 200 reply, as in a session
 		resp.Result = nil
 		resp.Error, _ = t.wireError(ctx, err)
 	}

@@ -86,11 +86,11 @@ func TestModernDiscoverAndLists(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(r.Result), `"resultType":"complete"`) || !strings.Contains(string(r.Result), "called echo") {
 		t.Fatalf("tools/call: %d %s %+v", resp.StatusCode, r.Result, r.Error)
 	}
-	// A policy refusal is still the handler's reply (200, JSON-RPC error
-	// from the fake handler here), never a transport status.
+	// A policy refusal is a tool execution error (200, a result with
+	// isError), never a transport status; TestToolCallRefusals has the rest.
 	resp, r = e.modernPost("tools/call", `{"name":"deny",`+modernMeta+`}`, map[string]string{headerName: "deny"})
-	if resp.StatusCode != 200 || r.Error == nil || !strings.Contains(r.Error.Message, "needs grant") {
-		t.Fatalf("denied call: %d %+v", resp.StatusCode, r.Error)
+	if resp.StatusCode != 200 || r.Error != nil || !strings.Contains(string(r.Result), `"isError":true`) || !strings.Contains(string(r.Result), "needs grant") {
+		t.Fatalf("denied call: %d %s %+v", resp.StatusCode, r.Result, r.Error)
 	}
 }
 

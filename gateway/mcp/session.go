@@ -64,7 +64,7 @@ type session struct {
 	until     time.Time // when the id stops verifying; zero for legacy sessions
 	owner     identity
 	principal gateway.Principal // snapshot at initialize, for NotifyToolsChanged
-	version   string            // negotiated protocol version; legacy sessions keep 2024-11-05, unread
+	version   string            // negotiated protocol version; legacy sessions keep 2024-11-05 (the transport's version: it picks the reply to a refused tools/call)
 	legacy    bool
 
 	initialized atomic.Bool   // legacy: initialize answered (it may come only once)

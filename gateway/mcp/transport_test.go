@@ -53,11 +53,11 @@ func TestAuthenticationOnEveryMethod(t *testing.T) {
 		wantClass           string
 		wantChallenge       bool
 	}{
-		{"POST without token", "POST", "", 401, -32003, "Unauthenticated", true},
-		{"POST with unknown token", "POST", "nope", 401, -32003, "Unauthenticated", true},
-		{"GET without token", "GET", "", 401, -32003, "Unauthenticated", true},
-		{"DELETE without token", "DELETE", "", 401, -32003, "Unauthenticated", true},
-		{"DELETE with unknown token", "DELETE", "nope", 401, -32003, "Unauthenticated", true},
+		{"POST without token", "POST", "", 401, -32600, "Unauthenticated", true},
+		{"POST with unknown token", "POST", "nope", 401, -32600, "Unauthenticated", true},
+		{"GET without token", "GET", "", 401, -32600, "Unauthenticated", true},
+		{"DELETE without token", "DELETE", "", 401, -32600, "Unauthenticated", true},
+		{"DELETE with unknown token", "DELETE", "nope", 401, -32600, "Unauthenticated", true},
 		{"store down is not a 401", "POST", tokDown, 503, -32603, "Internal", false},
 	}
 	for _, tc := range tests {
@@ -536,8 +536,9 @@ func TestToolsCall(t *testing.T) {
 		{name: "name not a string", params: `{"name":5}`, wantCode: -32602, wantClass: "Invalid"},
 		{name: "_meta not an object", params: `{"name":"echo","_meta":1}`, wantCode: -32602, wantClass: "Invalid"},
 		{name: "no params", params: ``, wantCode: -32602, wantClass: "Invalid"},
-		{name: "policy denial", params: `{"name":"deny"}`, wantCode: -32003, wantClass: "Forbidden"},
-		{name: "rate limited", params: `{"name":"limit"}`, wantCode: -32003, wantClass: "Forbidden"},
+		{name: "policy denial is a tool execution error", params: `{"name":"deny"}`, wantInResult: `"isError":true`},
+		{name: "rate limit is a tool execution error", params: `{"name":"limit"}`, wantInResult: `"isError":true`},
+		{name: "schema violation is a tool execution error at 2025-11-25", params: `{"name":"schema"}`, wantInResult: `"isError":true`},
 		{name: "invalid arguments", params: `{"name":"invalid"}`, wantCode: -32602, wantClass: "Invalid"},
 		{name: "unknown tool", params: `{"name":"unknown"}`, wantCode: -32601, wantClass: "MethodNotFound"},
 		{name: "plain error is internal", params: `{"name":"boom"}`, wantCode: -32603, wantClass: "Internal", wantErrorLog: true},
@@ -588,10 +589,8 @@ func TestErrorData(t *testing.T) {
 		name, tool string
 		want       string // JSON of the error object
 	}{
-		{"denial carries decision and reasons", "deny",
-			`{"code":-32003,"message":"tool deny needs grant supacloud.ops.*","data":{"class":"Forbidden","status":403,"decision_id":"dec-1","reasons":[{"code":"allowlist_missing","message":"profile lacks supacloud.ops.*"}]}}`},
-		{"rate limit carries bucket", "limit",
-			`{"code":-32003,"message":"Rate limit exceeded for tool 'limit'","data":{"class":"Forbidden","status":403,"bucket":"task"}}`},
+		{"invalid params name the problem", "invalid",
+			`{"code":-32602,"message":"argument project_id of tool invalid is required","data":{"class":"Invalid","status":400}}`},
 		{"internal hides the cause", "boom",
 			`{"code":-32603,"message":"internal error; the gateway logged the cause","data":{"class":"Internal","status":500}}`},
 		{"internal gateway error keeps its message, hides its cause", "internal",

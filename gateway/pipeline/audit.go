@@ -104,7 +104,7 @@ func (pl *Pipeline) refusalAudited(c *Call) bool {
 }
 
 // refusalLimited is the reply to a refused call over its principal's
-// refusal bucket: a rate limit (-32003, bucket principal.refusals) that
+// refusal bucket: a rate limit (bucket principal.refusals) that
 // still says why the call itself was refused.
 func refusalLimited(err error) error {
 	return &gateway.Error{Code: gateway.ERateLimited, Bucket: RefusalBucket, Err: err,

@@ -83,9 +83,10 @@ type Clock func() time.Time
 type Pipeline struct {
 	Store Store
 	// Callers, when set, loads each call's caller instead of
-	// Store.LoadCaller: the wiring sets the caller cache
-	// (gateway/callercache) here, which the admin API's changes
-	// invalidate. nil reads the store on every call.
+	// RegisterTasks(Store): the wiring sets the caller cache
+	// (gateway/callercache) in front of RegisterTasks(Store) here, which
+	// the admin API's changes invalidate. nil reads the store on every
+	// call.
 	Callers CallerLoader
 	Decider Decider
 	Catalog *tools.Catalog
@@ -219,9 +220,13 @@ func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *m
 
 // ListTools returns the catalog tools the principal's decision makes
 // visible, in catalog order: the same Decider, on the same caller, as
-// tools/call.
+// tools/call. A principal whose workspace the store does not know sees no
+// tool (every call would be refused); tools/call says why.
 func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]mcp.Tool, error) {
 	caller, err := pl.caller(ctx, p, time.Now().Add(storeTimeout))
+	if gateway.ErrorCodeOf(err) == gateway.EForbidden {
+		return []mcp.Tool{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

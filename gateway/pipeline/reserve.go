@@ -65,7 +65,7 @@ func (pl *Pipeline) reserve(ctx context.Context, c *Call) (*gateway.IdempotencyR
 		err = errKeySeen
 		return res.Prior, err
 	case res.Full > 0:
-		err = plan.Refusal(res)
+		err = withDecision(plan.Refusal(res), c.Decision)
 		return nil, err
 	case res.AuditID == 0:
 		err = gateway.Errorf(gateway.EInternal, "the audit store reported a reservation without an audit row")

@@ -149,6 +149,10 @@ func TestReservationStep(t *testing.T) {
 		bucket     string
 		dispatched int64
 		task, ws   int64 // ops slots of the call's task and of the workspace afterwards
+		// decision is the refusal's DecisionID, input its ToolInput: the
+		// transport's reply reads both (mcp.ToolError).
+		decision string
+		input    bool
 	}
 	for _, tc := range []struct {
 		note  string
@@ -161,19 +165,19 @@ func TestReservationStep(t *testing.T) {
 		{note: "allowed call takes a slot, then is dispatched", task: "t1", tool: "schedule.pause", args: pause,
 			want: want{status: "allowed", dispatched: 1, task: 1, ws: 1}},
 		{note: "denied by policy: no slot", task: "t1", tool: "app.pause", args: map[string]any{"app_id": "a1"},
-			want: want{code: gateway.EForbidden, msg: "no grant", status: "denied"}},
+			want: want{code: gateway.EForbidden, msg: "no grant", status: "denied", decision: "d-deny"}},
 		{note: "invalid arguments: no slot", task: "t1", tool: "schedule.pause", args: map[string]any{},
-			want: want{code: gateway.EInvalid, status: "error"}},
+			want: want{code: gateway.EInvalid, status: "error", decision: "d-allow", input: true}},
 		{note: "per-task cap", task: "t1", tool: "schedule.pause", args: pause,
 			setup: func(f *fixture) { _, _ = f.call("t1", "schedule.pause", pause), f.call("t1", "schedule.pause", pause) },
 			want: want{code: gateway.ERateLimited, msg: "Rate limit exceeded for tool 'schedule.pause'", status: "rate_limited",
-				bucket: "task.ops", dispatched: 2, task: 2, ws: 2}},
+				bucket: "task.ops", dispatched: 2, task: 2, ws: 2, decision: "d-allow"}},
 		{note: "workspace cap refunds the per-task slot", task: "t2", tool: "schedule.pause", args: pause,
 			setup: func(f *fixture) {
 				_, _, _ = f.call("t1", "schedule.pause", pause), f.call("t1", "schedule.pause", pause), f.call("t3", "schedule.pause", pause)
 			},
 			want: want{code: gateway.ERateLimited, msg: "Workspace daily limit reached for this MCP tool tier (3/3)", status: "rate_limited",
-				bucket: "workspace_day.ops", dispatched: 3, task: 0, ws: 3}},
+				bucket: "workspace_day.ops", dispatched: 3, task: 0, ws: 3, decision: "d-allow"}},
 		{note: "an adapter error after dispatch still used its slot", task: "t1", tool: "schedule.pause", args: pause,
 			setup: func(f *fixture) { f.up.err = gateway.Errorf(gateway.EUnavailable, "upstream down") },
 			want:  want{code: gateway.EUnavailable, msg: "upstream down", status: "error", dispatched: 1, task: 1, ws: 1}},
@@ -199,6 +203,24 @@ func TestReservationStep(t *testing.T) {
 			var ge *gateway.Error
 			if errors.As(err, &ge) && ge.Bucket != tc.want.bucket {
 				t.Errorf("error bucket %q, want %q", ge.Bucket, tc.want.bucket)
+			}
+			if ge != nil && (ge.DecisionID != tc.want.decision || ge.ToolInput != tc.want.input) {
+				t.Errorf("error decision %q, input %v; want %q, %v", ge.DecisionID, ge.ToolInput, tc.want.decision, tc.want.input)
+			}
+			// A rate limit is a tool execution error at every protocol
+			// version: the seed's text verbatim, the denial with class
+			// Forbidden, status 403 and the bucket.
+			if tc.want.code == gateway.ERateLimited {
+				for _, v := range []string{mcp.Version20241105, mcp.Version20250326, mcp.Version20251125, mcp.Version20260728} {
+					te := mcp.ToolError(err, v)
+					if te == nil || !te.IsError || len(te.Content) != 1 || te.Content[0].Text != tc.want.msg {
+						t.Fatalf("at %s: reply %+v, want a tool execution error with the text %q", v, te, tc.want.msg)
+					}
+					if d := te.Meta[mcp.DenialMetaKey]; d.Class != "Forbidden" || d.Status != 403 || d.Bucket != tc.want.bucket ||
+						d.Code != "rate_limit.exceeded" || d.DecisionID != "d-allow" {
+						t.Errorf("at %s: denial %+v, want class Forbidden, status 403, bucket %s, decision d-allow", v, d, tc.want.bucket)
+					}
+				}
 			}
 			if ev := f.last(t); ev.Status != tc.want.status || ev.Bucket != tc.want.bucket || ev.Tool != tc.tool {
 				t.Errorf("audit row %s/%s/%s, want %s/%s/%s", ev.Tool, ev.Status, ev.Bucket, tc.tool, tc.want.status, tc.want.bucket)

@@ -133,12 +133,13 @@ func (pl *Pipeline) loadCaller(ctx context.Context, c *Call) error {
 	return nil
 }
 
-// caller loads p's caller from the cache (or the store) by deadline. An
-// unknown workspace is EForbidden; any other failure EInternal.
+// caller loads p's caller from the cache (or, registering a new task, the
+// store: RegisterTasks) by deadline. An unknown workspace is EForbidden;
+// any other failure EInternal.
 func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal, deadline time.Time) (*gateway.Caller, error) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	var from CallerLoader = pl.Store
+	var from = RegisterTasks(pl.Store)
 	if pl.Callers != nil {
 		from = pl.Callers
 	}
@@ -162,7 +163,7 @@ func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal, deadline t
 // PolicyArguments leaves those out, silently, so the decision (and its
 // cache) stays small and a caller the policy denies learns nothing of the
 // schema. A call allowed without them still fails validation. A denial is
-// the -32003 refusal, led by the decision's first reason.
+// the EForbidden refusal, led by the decision's first reason.
 func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	t := c.Tool
 	args := pl.Catalog.PolicyArguments(t.Name, c.Params.Arguments)
@@ -182,8 +183,9 @@ func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	return nil
 }
 
-// denial turns a deny decision into the Forbidden (-32003) error; the
-// message leads with the first reason so clients show something useful.
+// denial turns a deny decision into the EForbidden error, which the
+// transport answers with a tool execution error; the message leads with
+// the first reason, which says what is missing and what to do.
 func denial(tool string, d *gateway.Decision) error {
 	msg := fmt.Sprintf("tool %s denied by policy", tool)
 	if len(d.Reasons) > 0 {
@@ -196,8 +198,20 @@ func denial(tool string, d *gateway.Decision) error {
 // the policy allowed the tool: a principal that may not call it gets the
 // denial, not the schema of a tool tools/list does not show it (listed ⇔
 // callable), and its audit row says denied.
+// The refusal names the decision that allowed the tool (ToolInput
+// marks it as an input validation error, answered by protocol version).
 func (pl *Pipeline) validateArguments(_ context.Context, c *Call) error {
-	return pl.Catalog.Validate(c.Params.Name, c.Params.Arguments)
+	err := pl.Catalog.Validate(c.Params.Name, c.Params.Arguments)
+	return withDecision(err, c.Decision)
+}
+
+// withDecision sets d's id on err, a refusal after d allowed the call,
+// when err is an *Error of its own (not one it wraps); it returns err.
+func withDecision(err error, d *gateway.Decision) error {
+	if ge, ok := err.(*gateway.Error); ok && d != nil && ge.DecisionID == "" {
+		ge.DecisionID = d.ID
+	}
+	return err
 }
 
 // confirmOrReserve takes the call's rate-limit slots and writes its audit

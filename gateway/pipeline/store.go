@@ -15,6 +15,12 @@ type Store interface {
 	// returns an ENotFound *gateway.Error when p's workspace does not exist;
 	// everything else that is missing is left nil.
 	LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error)
+	// EnsureTask registers task taskID of workspaceID as running unless
+	// the store has it, in one idempotent insert that concurrent calls may
+	// race, and returns the task as stored. ENotFound when the workspace
+	// does not exist. The request path calls it only for a task the caller
+	// load did not find (RegisterTasks).
+	EnsureTask(ctx context.Context, workspaceID, taskID string) (*gateway.Task, error)
 	// RecordAudit inserts ev and sets ev.ID. An error means the row was not
 	// written; the caller must then refuse the call. The row is written
 	// before an allowed call is dispatched (fail closed) and completed by

@@ -129,7 +129,7 @@ const (
 )
 
 // Bucket is one rate-limit bucket: Name is what audit rows (column bucket)
-// and the -32003 error (data.bucket) report, e.g. "task.ops",
+// and a refusal's denial (bucket) report, e.g. "task.ops",
 // "workspace_day.proposal", "profile_hour.deploy". Rate.Limit is the cap in
 // calls; Rate.Period is 24h (workspace/day), 1h (profile/hour) or 0 (per
 // task: no window).

@@ -173,8 +173,13 @@ func TestRefusalMessages(t *testing.T) {
 			if err.Code != gateway.ERateLimited || err.Message != tc.want || err.Bucket != "b" {
 				t.Errorf("refusal = %+v, want ERateLimited %q in bucket b", err, tc.want)
 			}
-			if err.Code.RPCCode() != -32003 || err.Code.Class() != "Forbidden" || err.Code.HTTPStatus() != 403 {
-				t.Errorf("wire shape %d/%s/%d, want -32003/Forbidden/403 (docs/http.md)", err.Code.RPCCode(), err.Code.Class(), err.Code.HTTPStatus())
+			// On the wire (docs/http.md, Errors) the refusal is a tool
+			// execution error whose denial has the class and status the
+			// error code stands for: Forbidden, 403, never a JSON-RPC
+			// error code (the transport's reply: pipeline's
+			// TestReservationStep, gateway/mcp's TestToolCallRefusals).
+			if err.Code.Class() != "Forbidden" || err.Code.HTTPStatus() != 403 {
+				t.Errorf("wire shape %s/%d, want Forbidden/403 (docs/http.md)", err.Code.Class(), err.Code.HTTPStatus())
 			}
 		})
 	}

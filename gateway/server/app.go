@@ -84,7 +84,9 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	a.Callers = callercache.New(store, callercache.Options{TTL: cfg.CallerCacheTTL})
+	// The cache holds what RegisterTasks loaded, a newly registered task
+	// included, so a new task costs one write, not one per call.
+	a.Callers = callercache.New(pipeline.RegisterTasks(store), callercache.Options{TTL: cfg.CallerCacheTTL})
 	a.Pipeline = &pipeline.Pipeline{
 		Store: store, Callers: a.Callers, Decider: a.Engine, Catalog: a.Catalog, Adapter: adapter,
 		Logger: log, Metrics: metrics.New(reg), AuditArguments: cfg.AuditArguments,

@@ -22,6 +22,7 @@ import (
 type Store interface {
 	// The request path.
 	LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error)
+	EnsureTask(ctx context.Context, workspaceID, taskID string) (*gateway.Task, error)
 	RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error
 	FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error
 	Ping(ctx context.Context) error
@@ -92,6 +93,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Admin", adminTests},
 		{"Profiles", profileTests},
 		{"LoadCaller", callerTests},
+		{"Tasks", taskTests},
 		{"Tokens", tokenTests},
 		{"Audit", auditTests},
 		{"Idempotency", idempotencyTests},

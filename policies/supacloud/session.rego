@@ -24,8 +24,9 @@ principal_agent if input.principal.kind == "agent"
 actor_member if is_object(input.member)
 
 # task_known holds when the input carries the session's task: input.task is
-# absent when the store does not know it, and an id that differs from the
-# credential's task_id is treated the same way (fail closed).
+# absent when the store does not have it (the gateway registers a new task
+# before it asks, so that means it could not), and an id that differs from
+# the credential's task_id is treated the same way (fail closed).
 task_known if input.task.id == input.principal.task_id
 
 # task_running holds when the task's status is the running status.
@@ -96,17 +97,35 @@ deny contains {"code": "actor.not_member", "message": msg} if {
 	)
 }
 
+# task_status_text is the task's status as text: the status itself when
+# it is a string (running, completed, failed, cancelled), JSON otherwise,
+# or "(no status)".
+default task_status_text := "(no status)"
+
+task_status_text := input.task.status if is_string(input.task.status)
+
+task_status_text := json.marshal(input.task.status) if {
+	not is_string(input.task.status)
+	input.task.status != null
+}
+
+# The gateway registers a session's task as running on its first request
+# (the signed token is the platform's word that it exists), so input.task
+# is present for every member's session; its absence means the gateway
+# could not register it.
 deny contains {"code": "task.unknown", "message": msg} if {
 	edition_valid
 	principal_agent
 	actor_member
 	not task_known
 	msg := sprintf(
-		"task %s is not known in workspace %s, so every tool is denied; start a new task session whose token names an existing task",
+		"task %s of workspace %s is not registered with the gateway, so every tool is denied; the gateway registers a session's task on its first request: call again, and if this persists ask an operator to check the gateway's store",
 		[task_id, workspace_id],
 	)
 }
 
+# A task the admin API set to a terminal status (completed, failed,
+# cancelled) is refused with a message that names the status.
 deny contains {"code": "task.not_running", "message": msg} if {
 	edition_valid
 	principal_agent
@@ -114,7 +133,7 @@ deny contains {"code": "task.not_running", "message": msg} if {
 	task_known
 	not task_running
 	msg := sprintf(
-		"task %s in workspace %s is %s, not running, so every tool is denied; tools can only be called from a running task, start a new one",
-		[task_id, workspace_id, json.marshal(object.get(input.task, "status", null))],
+		"task %s is %s; calls of a %s task are refused, so every tool is denied; start a new task (a session token with a new task_id) to call tools",
+		[task_id, task_status_text, task_status_text],
 	)
 }

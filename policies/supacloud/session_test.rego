@@ -29,7 +29,7 @@ test_task_absent_is_unknown if {
 	inp := object.remove(call(session, "memory.search", {}), ["task"])
 	d := supacloud.decision with input as inp
 	codes(d) == ["task.unknown"]
-	contains(d.reasons[0].message, "task t-1 is not known in workspace ws-1")
+	contains(d.reasons[0].message, "task t-1 of workspace ws-1 is not registered with the gateway")
 }
 
 test_principal_missing_is_unsupported if {
@@ -87,10 +87,29 @@ test_unsupported_kind_message if {
 	contains(d.reasons[0].message, `"robot"`)
 }
 
-test_not_running_message_names_status if {
-	inp := object.union(call(session, "memory.search", {}), {"task": {"status": "completed"}})
+# A task in a terminal status is refused with a message that names the
+# status and says what to do.
+test_not_running_message_names_status[status] if {
+	some status in ["completed", "failed", "cancelled"]
+	inp := object.union(call(session, "memory.search", {}), {"task": {"status": status}})
 	d := supacloud.decision with input as inp
-	contains(d.reasons[0].message, `task t-1 in workspace ws-1 is "completed"`)
+	d.reasons[0].message == sprintf(
+		"task t-1 is %s; calls of a %s task are refused, so every tool is denied; start a new task (a session token with a new task_id) to call tools",
+		[status, status],
+	)
+}
+
+test_not_running_message_survives_an_odd_status if {
+	inp := object.union(call(session, "memory.search", {}), {"task": {"status": 7}})
+	d := supacloud.decision with input as inp
+	startswith(d.reasons[0].message, "task t-1 is 7; calls of a 7 task are refused")
+}
+
+test_not_running_message_survives_no_status if {
+	inp := object.union(object.remove(call(session, "memory.search", {}), ["task"]), {"task": {"id": "t-1"}})
+	d := supacloud.decision with input as inp
+	d.reasons[0].code == "task.not_running"
+	startswith(d.reasons[0].message, "task t-1 is (no status); ")
 }
 
 test_session_gate_lists_nothing[note] if {
@@ -109,7 +128,7 @@ test_messages_survive_a_bare_principal if {
 	)
 	d := supacloud.decision with input as inp
 	codes(d) == ["task.unknown"]
-	contains(d.reasons[0].message, "task (unknown task) is not known in workspace (unknown workspace)")
+	contains(d.reasons[0].message, "task (unknown task) of workspace (unknown workspace) is not registered")
 }
 
 test_deploy_message_survives_a_missing_sub if {

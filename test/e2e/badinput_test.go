@@ -17,10 +17,11 @@ import (
 
 // rawSession speaks MCP over plain HTTP so tests can send what no SDK would.
 type rawSession struct {
-	t     *testing.T
-	url   string
-	token string
-	sid   string
+	t       *testing.T
+	url     string
+	token   string
+	sid     string
+	version string // the negotiated protocol version
 }
 
 type rpcReply struct {
@@ -35,13 +36,23 @@ type rpcReply struct {
 }
 
 func (g *gatewayUnderTest) raw(t *testing.T, token string) *rawSession {
-	return g.rawAt(t, "/mcp", token)
+	return g.rawOn(t, "/mcp", token, protocolVersion)
 }
 
 // rawAt initializes a session on path over plain HTTP.
 func (g *gatewayUnderTest) rawAt(t *testing.T, path, token string) *rawSession {
-	s := &rawSession{t: t, url: g.srv.URL + path, token: token}
-	r := s.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + protocolVersion + `","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	return g.rawOn(t, path, token, protocolVersion)
+}
+
+// rawVersion initializes a session on /mcp at protocol version.
+func (g *gatewayUnderTest) rawVersion(t *testing.T, token, version string) *rawSession {
+	return g.rawOn(t, "/mcp", token, version)
+}
+
+// rawOn initializes a session on path at protocol version over plain HTTP.
+func (g *gatewayUnderTest) rawOn(t *testing.T, path, token, version string) *rawSession {
+	s := &rawSession{t: t, url: g.srv.URL + path, token: token, version: version}
+	r := s.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if r.status != 200 || r.Error != nil {
 		t.Fatalf("initialize: %d %+v", r.status, r.Error)
 	}
@@ -60,7 +71,7 @@ func (s *rawSession) post(body string) rpcReply {
 	}
 	if s.sid != "" {
 		req.Header.Set("Mcp-Session-Id", s.sid)
-		req.Header.Set("MCP-Protocol-Version", protocolVersion)
+		req.Header.Set("MCP-Protocol-Version", s.version)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -75,6 +86,37 @@ func (s *rawSession) post(body string) rpcReply {
 		}
 	}
 	return out
+}
+
+// toolError is a tools/call result as the tests read a tool execution
+// error: isError, the text of its one content block and its denial.
+type toolError struct {
+	IsError bool
+	Text    string
+	Denial  struct {
+		Class      string           `json:"class"`
+		Status     int              `json:"status"`
+		Code       string           `json:"code"`
+		DecisionID string           `json:"decision_id"`
+		Reasons    []gateway.Reason `json:"reasons"`
+		Bucket     string           `json:"bucket"`
+	}
+}
+
+// toolErrorOf decodes r's result as a tool execution error; ok is false
+// when r is not one (a JSON-RPC error, or a result without isError or with
+// other than one text block).
+func toolErrorOf(r rpcReply) (te toolError, ok bool) {
+	var res struct {
+		Content []struct{ Type, Text string } `json:"content"`
+		IsError bool                          `json:"isError"`
+		Meta    map[string]json.RawMessage    `json:"_meta"`
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil || !res.IsError || len(res.Content) != 1 || res.Content[0].Type != "text" {
+		return te, false
+	}
+	te.IsError, te.Text = true, res.Content[0].Text
+	return te, json.Unmarshal(res.Meta["io.mcpgate/denial"], &te.Denial) == nil
 }
 
 func callBody(tool string, args string) string {
@@ -94,7 +136,7 @@ func TestBadInput(t *testing.T) {
 				note    string
 				body    string
 				status  int
-				code    int
+				code    int // JSON-RPC error code; 0 with status 200: a tool execution error
 				mention string
 				audits  int // audit rows the request must add
 			}{
@@ -109,7 +151,7 @@ func TestBadInput(t *testing.T) {
 				{"wrong type", callBody("projects.list", `{"limit":"ten"}`), 200, gateway.RPCInvalidParams, "limit", 1},
 				{"unknown field", callBody("projects.list", `{"colour":"red"}`), 200, gateway.RPCInvalidParams, "colour", 1},
 				{"arguments not an object", callBody("projects.list", `[1,2]`), 200, gateway.RPCInvalidParams, "object", 1},
-				{"bad arguments to a tool the profile may not call: the denial, not its schema", callBody("app.deploy", `{"x":1}`), 200, gateway.RPCForbidden, "app.deploy", 1},
+				{"bad arguments to a tool the profile may not call: the denial, not its schema", callBody("app.deploy", `{"x":1}`), 200, 0, "app.deploy", 1},
 				{"NUL in the tool name is still audited", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"app.pause\u0000","arguments":{}}}`, 200, gateway.RPCInvalidParams, "app.pause", 1},
 				{"tool name longer than any MCP tool name", callBody(strings.Repeat("b", 3000), `{}`), 200, gateway.RPCInvalidParams, "3000 bytes long", 1},
 				{"tools/call name not a string", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5,"arguments":{}}}`, 200, gateway.RPCInvalidParams, "name", 1},
@@ -126,11 +168,22 @@ func TestBadInput(t *testing.T) {
 					if c.code != 0 && (r.Error == nil || r.Error.Code != c.code) {
 						t.Fatalf("error %+v, want code %d", r.Error, c.code)
 					}
-					if c.mention != "" && !strings.Contains(r.Error.Message, c.mention) {
-						t.Errorf("message %q does not name %q", r.Error.Message, c.mention)
+					msg := ""
+					if r.Error != nil {
+						msg = r.Error.Message
 					}
-					if c.code == gateway.RPCForbidden && strings.Contains(r.Error.Message, "accepted") {
-						t.Errorf("a denial reveals the tool's schema: %q", r.Error.Message)
+					if c.code == 0 && c.status == 200 {
+						te, ok := toolErrorOf(r)
+						if !ok || te.Denial.Class != "Forbidden" {
+							t.Fatalf("reply %s %+v, want a tool execution error with a Forbidden denial", r.Result, r.Error)
+						}
+						msg = te.Text
+						if strings.Contains(msg, "accepted") {
+							t.Errorf("a denial reveals the tool's schema: %q", msg)
+						}
+					}
+					if c.mention != "" && !strings.Contains(msg, c.mention) {
+						t.Errorf("message %q does not name %q", msg, c.mention)
 					}
 					if got := g.countAudit(t, all) - n; got != c.audits {
 						t.Errorf("%d audit rows added, want %d", got, c.audits)
@@ -159,35 +212,77 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestDenialOnTheWire: a policy denial is HTTP 200 with a tool execution
+// error, not a JSON-RPC error: the text says what is missing and what to
+// do, the denial in _meta carries class, status, the first reason's code,
+// the decision and the reasons (docs/http.md, Errors).
 func TestDenialOnTheWire(t *testing.T) {
 	g := startGateway(t, "sqlite:"+t.TempDir()+"/d.db", nil)
 	seedFixtures(t, g)
-	s := g.raw(t, g.token(t, "ws-a", "olivia", "task-ws-a", "reader"))
-	r := s.post(callBody("app.pause", `{"app_id":"app-1"}`))
-	if r.status != 200 || r.Error == nil || r.Error.Code != gateway.RPCForbidden {
-		t.Fatalf("HTTP %d error %+v, want 200 with -32003", r.status, r.Error)
+	for _, version := range []string{"2025-03-26", protocolVersion, "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			s := g.rawVersion(t, g.token(t, "ws-a", "olivia", "task-ws-a", "reader"), version)
+			r := s.post(callBody("app.pause", `{"app_id":"app-1"}`))
+			te, ok := toolErrorOf(r)
+			if r.status != 200 || !ok {
+				t.Fatalf("HTTP %d result %s error %+v, want 200 with a tool execution error", r.status, r.Result, r.Error)
+			}
+			d := te.Denial
+			if d.Class != "Forbidden" || d.Status != 403 || d.Code != "allowlist.missing_grant" || d.DecisionID == "" ||
+				len(d.Reasons) == 0 || d.Reasons[0].Code != d.Code || d.Reasons[0].Message != te.Text {
+				t.Fatalf("denial %+v for text %q", d, te.Text)
+			}
+			for _, want := range []string{"app.pause", "supacloud.deploy.*", "reader"} {
+				if !strings.Contains(te.Text, want) {
+					t.Errorf("text %q does not name %s", te.Text, want)
+				}
+			}
+			ev := g.lastAudit(t, "ws-a", "task-ws-a", "app.pause")
+			if ev.DecisionID != d.DecisionID || ev.Status != gateway.AuditDenied {
+				t.Errorf("audit row %s decision %q, wire %q; want denied with the wire's decision", ev.Status, ev.DecisionID, d.DecisionID)
+			}
+			if strings.Contains(fmt.Sprint(ev), s.token) {
+				t.Error("audit row contains the session token")
+			}
+		})
 	}
-	var data struct {
-		Class      string           `json:"class"`
-		Status     int              `json:"status"`
-		DecisionID string           `json:"decision_id"`
-		Reasons    []gateway.Reason `json:"reasons"`
-	}
-	must(t, json.Unmarshal(r.Error.Data, &data))
-	if data.Class != "Forbidden" || data.Status != 403 || data.DecisionID == "" || len(data.Reasons) == 0 || data.Reasons[0].Code != "allowlist.missing_grant" {
-		t.Fatalf("data %+v", data)
-	}
-	for _, want := range []string{"app.pause", "supacloud.deploy.*", "reader"} {
-		if !strings.Contains(r.Error.Message, want) {
-			t.Errorf("message %q does not name %s", r.Error.Message, want)
-		}
-	}
-	ev := g.lastAudit(t, "ws-a", "task-ws-a", "app.pause")
-	if ev.DecisionID != data.DecisionID {
-		t.Errorf("audit decision id %q, wire %q", ev.DecisionID, data.DecisionID)
-	}
-	if strings.Contains(fmt.Sprint(ev), s.token) {
-		t.Error("audit row contains the session token")
+}
+
+// TestSchemaViolationByVersion: arguments that fail the tool's input
+// schema are -32602 naming the field before protocol 2025-11-25, and a
+// tool execution error naming the field from it on (SEP-1303); the audit
+// row says error/Invalid either way.
+func TestSchemaViolationByVersion(t *testing.T) {
+	g := startGateway(t, "sqlite:"+t.TempDir()+"/s.db", nil)
+	seedFixtures(t, g)
+	tok := g.token(t, "ws-a", "mia", "task-ws-a", "reader")
+	for _, tc := range []struct {
+		version string
+		result  bool
+	}{{"2025-03-26", false}, {"2025-06-18", false}, {"2025-11-25", true}} {
+		t.Run(tc.version, func(t *testing.T) {
+			s := g.rawVersion(t, tok, tc.version)
+			r := s.post(callBody("projects.list", `{"limit":"ten"}`))
+			var msg string
+			if tc.result {
+				te, ok := toolErrorOf(r)
+				if !ok || te.Denial.Class != "Invalid" || te.Denial.Status != 400 || te.Denial.Code != "arguments.invalid" || te.Denial.DecisionID == "" {
+					t.Fatalf("reply %s %+v, want a tool execution error with class Invalid", r.Result, r.Error)
+				}
+				msg = te.Text
+			} else {
+				if r.Error == nil || r.Error.Code != gateway.RPCInvalidParams {
+					t.Fatalf("reply %s %+v, want -32602", r.Result, r.Error)
+				}
+				msg = r.Error.Message
+			}
+			if r.status != 200 || !strings.Contains(msg, "/limit") || !strings.Contains(msg, "projects.list") {
+				t.Errorf("HTTP %d message %q, want 200 naming the tool and the field", r.status, msg)
+			}
+			if ev := g.lastAudit(t, "ws-a", "task-ws-a", "projects.list"); ev.Status != gateway.AuditError || ev.ErrorClass != "Invalid" {
+				t.Errorf("audited as %s/%s, want error/Invalid", ev.Status, ev.ErrorClass)
+			}
+		})
 	}
 }
 

@@ -25,9 +25,9 @@ func TestCallerCache(t *testing.T) {
 			must(t, s.PutMember(ctx, &gateway.Member{WorkspaceID: "ws-c", UserID: "alice", Role: "owner", SeatType: "developer"}))
 			must(t, s.PutProfile(ctx, &gateway.Profile{WorkspaceID: "ws-c", ID: "bot", Name: "bot", Allowlist: []string{}}))
 			cs := g.connect(t, g.token(t, "ws-c", "alice", "task-1", "bot"))
-			call := func(tool string) bool {
-				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
-				return err == nil
+			call := func(tool string) bool { // allowed: a result that is not a tool execution error
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+				return err == nil && !res.IsError
 			}
 			for range 5 {
 				if call("workspace.info") || listed(t, cs)["workspace.info"] {
@@ -77,12 +77,12 @@ func TestCallerCacheOff(t *testing.T) {
 	must(t, s.PutTask(ctx, &gateway.Task{WorkspaceID: "ws-c", ID: "task-1", Status: gateway.TaskRunning}))
 	must(t, s.PutProfile(ctx, &gateway.Profile{WorkspaceID: "ws-c", ID: "bot", Name: "bot", Allowlist: []string{"supacloud.read.*"}}))
 	cs := g.connect(t, g.token(t, "ws-c", "alice", "task-1", "bot"))
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "workspace.info", Arguments: map[string]any{}}); err != nil {
-		t.Fatal(err)
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "workspace.info", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("workspace.info: %v %+v", err, res)
 	}
 	must(t, s.PutProfile(ctx, &gateway.Profile{WorkspaceID: "ws-c", ID: "bot", Name: "bot", Allowlist: []string{}}))
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "workspace.info", Arguments: map[string]any{}}); err == nil {
-		t.Fatal("with the cache off, a store change did not show on the next call")
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "workspace.info", Arguments: map[string]any{}}); err != nil || !res.IsError {
+		t.Fatalf("with the cache off, a store change did not show on the next call: %v %+v", err, res)
 	}
 	if g.app.Callers.TTL() != 0 {
 		t.Fatalf("cache TTL %v, want off", g.app.Callers.TTL())

@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -103,7 +101,7 @@ var matrix = []matrixCase{
 	{note: "default profile grants ops", ws: "ws-c", user: "carl", tool: "schedule.resume", args: map[string]any{"schedule_id": "$schedule"}, listed: true, allowed: true},
 	{note: "default profile replaces read fallback", ws: "ws-c", user: "carl", tool: "projects.list", reason: "allowlist.missing_grant"},
 	{note: "completed task", ws: "ws-a", user: "mia", task: "task-done", tool: "memory.search", args: map[string]any{"query": "x"}, reason: "task.not_running"},
-	{note: "unknown task", ws: "ws-a", user: "mia", task: "task-404", tool: "memory.search", args: map[string]any{"query": "x"}, reason: "task.unknown"},
+	{note: "task never seen: registered as running on its first request", ws: "ws-a", user: "mia", task: "task-new", tool: "memory.search", args: map[string]any{"query": "x"}, listed: true, allowed: true},
 	{note: "seat type hides plan tier", ws: "ws-a", user: "mia", profile: "reader", tool: "workspace.info", listed: true, allowed: true, absent: []string{"plan_tier"}, present: []string{"budget_remaining", "member_count"}},
 	{note: "user override beats org plan and seat", ws: "ws-a", user: "adam", profile: "reader", tool: "workspace.info", listed: true, allowed: true, absent: []string{"budget_remaining"}, present: []string{"plan_tier", "member_count"}},
 	{note: "enterprise-only seat does nothing on community", ws: "ws-a", user: "ana", profile: "reader", tool: "workspace.info", listed: true, allowed: true, present: []string{"member_count", "plan_tier", "budget_remaining"}},
@@ -148,19 +146,22 @@ func runMatrixCase(t *testing.T, g *gatewayUnderTest, c matrixCase, ids map[stri
 		}
 		return
 	}
-	// The go-sdk client reserves -32003 for its own "connection closing"
-	// error, so a denial reaches it as an error carrying our message; the
-	// structured data (class, status, reasons) is asserted over raw HTTP in
-	// TestDenialOnTheWire, and the reason code here through the audit row.
-	if err == nil {
+	// A denial is a tool execution error: the result, isError set, its
+	// text what was refused and what to do, and the denial in _meta
+	// naming the reason (docs/http.md, Errors; TestDenialOnTheWire has the
+	// raw bytes).
+	if err != nil {
+		t.Fatalf("tools/call %s: %v; want a tool execution error, not a JSON-RPC error", c.tool, err)
+	}
+	msg := textOf(res)
+	if !res.IsError {
 		t.Fatalf("tools/call %s: want a denial, got result %+v", c.tool, res)
 	}
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) && werr.Code != gateway.RPCForbidden {
-		t.Errorf("error code %d, want -32003 (%s)", werr.Code, werr.Message)
+	if !contains(msg, c.tool) && !contains(msg, "workspace") && !contains(msg, "task") {
+		t.Errorf("denial message does not say what was refused: %q", msg)
 	}
-	if !contains(err.Error(), c.tool) && !contains(err.Error(), "workspace") && !contains(err.Error(), "task") {
-		t.Errorf("denial message does not say what was refused: %v", err)
+	if d, _ := res.Meta["io.mcpgate/denial"].(map[string]any); d["class"] != "Forbidden" || d["status"] != 403.0 || d["code"] != c.reason {
+		t.Errorf("denial _meta %v, want class Forbidden, status 403, code %s", res.Meta, c.reason)
 	}
 	if ev.Status != gateway.AuditDenied || !containsString(ev.ReasonCodes, c.reason) {
 		t.Errorf("audit row status=%q reasons=%v, want denied with %s", ev.Status, ev.ReasonCodes, c.reason)

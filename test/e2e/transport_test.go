@@ -202,9 +202,10 @@ func TestLegacySSEThroughPolicy(t *testing.T) {
 	if ev := g.lastAudit(t, "ws-s", "task-1", "projects.list"); ev.Status != gateway.AuditAllowed {
 		t.Fatalf("audit row of the SSE call: %+v", ev)
 	}
-	_, err = cs.CallTool(cctx, &mcp.CallToolParams{Name: "schedule.pause", Arguments: map[string]any{"schedule_id": "s-1"}})
-	if err == nil {
-		t.Fatal("a call outside the profile was allowed over SSE")
+	// 2024-11-05 had isError: the denial is a tool execution error there too.
+	res, err = cs.CallTool(cctx, &mcp.CallToolParams{Name: "schedule.pause", Arguments: map[string]any{"schedule_id": "s-1"}})
+	if err != nil || !res.IsError || !strings.Contains(textOf(res), "schedule.pause") {
+		t.Fatalf("a call outside the profile over SSE: %v %+v, want a tool execution error naming the tool", err, res)
 	}
 	if ev := g.lastAudit(t, "ws-s", "task-1", "schedule.pause"); ev.Status != gateway.AuditDenied {
 		t.Fatalf("audit row of the denied SSE call: %+v", ev)

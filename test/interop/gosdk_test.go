@@ -57,23 +57,30 @@ func TestGoSDKClient(t *testing.T) {
 	closeGoSDK(ctx, t, s, cs, token, wire)
 }
 
-// TestGoSDKClientDenial calls a tool the reader profile does not grant. The
-// SDK maps JSON-RPC -32003 (our policy denial) to its own
-// ErrConnectionClosed wrapper, but the message is ours and the client goes
-// on working (2026-07-28 has no ping: tools/list shows it).
+// TestGoSDKClientDenial calls a tool the reader profile does not grant.
+// The denial is a tool execution error, so the SDK returns it as a result
+// (isError, the gateway's message verbatim as its text, the denial in
+// _meta), not as an error, and the client goes on working (2026-07-28 has
+// no ping: tools/list shows it).
 func TestGoSDKClientDenial(t *testing.T) {
 	s := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
 	token := s.taskToken(t, readerProfile)
+	want := s.denial(t, token)
 	cs, wire := connectGoSDK(ctx, t, s, token)
-	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_simple_text", Arguments: map[string]any{}})
-	if err == nil {
-		t.Fatal("tools/call test_simple_text with the reader profile succeeded; want a policy denial")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_simple_text", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("tools/call test_simple_text with the reader profile: %v; want a tool execution error, not an error", err)
 	}
-	t.Logf("the Go SDK shows the denial as: %v", err)
-	assertDenialMessage(t, err.Error())
+	t.Logf("the Go SDK shows the denial as: isError %v, text %q", res.IsError, firstText(res))
+	if !res.IsError || len(res.Content) != 1 || firstText(res) != want.Text {
+		t.Errorf("denial = isError %v, content %+v; want isError and the gateway's text %q verbatim", res.IsError, res.Content, want.Text)
+	}
+	if d, _ := res.Meta["io.mcpgate/denial"].(map[string]any); d["class"] != "Forbidden" || d["code"] != want.Denial.Code {
+		t.Errorf("_meta = %v, want the denial with class Forbidden and code %s", res.Meta, want.Denial.Code)
+	}
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatalf("tools/list after the denial: %v", err)

@@ -487,3 +487,55 @@ func (s *stack) sessionStatus(t *testing.T, token, sid, version string) int {
 	_ = resp.Body.Close()
 	return resp.StatusCode
 }
+
+// gatewayDenial is what the gateway itself answers a reader-profile
+// tools/call of test_simple_text, read over plain HTTP (one stateless
+// 2026-07-28 POST): the text of its tool execution error and the denial in
+// its _meta. The clients' tests compare what each client shows with it.
+type gatewayDenial struct {
+	Text   string
+	Denial struct {
+		Class      string `json:"class"`
+		Status     int    `json:"status"`
+		Code       string `json:"code"`
+		DecisionID string `json:"decision_id"`
+	}
+}
+
+func (s *stack) denial(t *testing.T, token string) gatewayDenial {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_simple_text","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.gatewayURL, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "test_simple_text")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("raw tools/call: %v", err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Result struct {
+			Content []struct{ Text string }    `json:"content"`
+			IsError bool                       `json:"isError"`
+			Meta    map[string]json.RawMessage `json:"_meta"`
+		} `json:"result"`
+	}
+	var d gatewayDenial
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || !out.Result.IsError ||
+		len(out.Result.Content) != 1 || json.Unmarshal(out.Result.Meta["io.mcpgate/denial"], &d.Denial) != nil {
+		t.Fatalf("raw tools/call: HTTP %d, %+v (%v); want 200 with a tool execution error", resp.StatusCode, out, err)
+	}
+	d.Text = out.Result.Content[0].Text
+	if d.Denial.Class != "Forbidden" || d.Denial.Status != 403 || d.Denial.Code != "allowlist.missing_grant" || d.Denial.DecisionID == "" {
+		t.Errorf("raw denial %+v, want class Forbidden, status 403, code allowlist.missing_grant and a decision", d.Denial)
+	}
+	assertDenialMessage(t, d.Text)
+	return d
+}

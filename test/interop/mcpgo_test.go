@@ -47,21 +47,32 @@ func TestMCPGoClient(t *testing.T) {
 	closeMCPGo(t, s, c, token, wire)
 }
 
-// TestMCPGoClientDenial: the denial reaches mcp-go as an error carrying the
-// policy's message, and the session goes on working.
+// TestMCPGoClientDenial: the denial reaches mcp-go as a tool execution
+// error (a result with isError, the gateway's message verbatim as its
+// text, the denial in _meta), and the client goes on working.
 func TestMCPGoClientDenial(t *testing.T) {
 	s := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
 	token := s.taskToken(t, readerProfile)
+	want := s.denial(t, token)
 	c, wire := connectMCPGo(ctx, t, s, token)
-	_, err := c.CallTool(ctx, callRequest("test_simple_text"))
-	if err == nil {
-		t.Fatal("tools/call test_simple_text with the reader profile succeeded; want a policy denial")
+	res, err := c.CallTool(ctx, callRequest("test_simple_text"))
+	if err != nil {
+		t.Fatalf("tools/call test_simple_text with the reader profile: %v; want a tool execution error, not an error", err)
 	}
-	t.Logf("mcp-go shows the denial as: %v", err)
-	assertDenialMessage(t, err.Error())
+	t.Logf("mcp-go shows the denial as: isError %v, text %q", res.IsError, mcpGoText(res))
+	if !res.IsError || len(res.Content) != 1 || mcpGoText(res) != want.Text {
+		t.Errorf("denial = isError %v, content %+v; want isError and the gateway's text %q verbatim", res.IsError, res.Content, want.Text)
+	}
+	var meta map[string]any
+	if res.Meta != nil {
+		meta = res.Meta.AdditionalFields
+	}
+	if d, _ := meta["io.mcpgate/denial"].(map[string]any); d["class"] != "Forbidden" || d["code"] != want.Denial.Code {
+		t.Errorf("_meta = %v, want the denial with class Forbidden and code %s", meta, want.Denial.Code)
+	}
 	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
 		t.Fatalf("tools/list after the denial: %v", err)
 	}

@@ -25,16 +25,19 @@ type tsReport struct {
 	} `json:"allowed"`
 	Denied struct {
 		tsSession
+		Result *struct {
+			IsError bool   `json:"isError"`
+			Blocks  int    `json:"blocks"`
+			Text    string `json:"text"`
+			Denial  *struct {
+				Class  string `json:"class"`
+				Status int    `json:"status"`
+				Code   string `json:"code"`
+			} `json:"denial"`
+		} `json:"result"`
 		Error *struct {
 			Code    int    `json:"code"`
 			Message string `json:"message"`
-			Data    struct {
-				Class   string `json:"class"`
-				Status  int    `json:"status"`
-				Reasons []struct {
-					Code string `json:"code"`
-				} `json:"reasons"`
-			} `json:"data"`
 		} `json:"error"`
 		ToolsAfter []string `json:"toolsAfter"`
 	} `json:"denied"`
@@ -48,13 +51,15 @@ type tsSession struct {
 
 // TestTypeScriptSDKClient runs ts/client.mjs: the TypeScript SDK client
 // connects with an Authorization header and nothing else configured, lists,
-// calls, receives a policy denial and terminates its sessions with DELETE.
+// calls, receives a policy denial as a tool execution error with the
+// gateway's text verbatim and terminates its sessions with DELETE.
 func TestTypeScriptSDKClient(t *testing.T) {
 	s := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.node, "ts/client.mjs")
 	token, readerToken := s.taskToken(t, upstreamProfile), s.taskToken(t, readerProfile)
+	want := s.denial(t, readerToken)
 	cmd.Env = append(cmd.Environ(), "GATEWAY_URL="+s.gatewayURL, "TOKEN="+token, "READER_TOKEN="+readerToken)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -84,13 +89,18 @@ func TestTypeScriptSDKClient(t *testing.T) {
 
 	d := r.Denied
 	switch {
-	case d.Error == nil:
-		t.Fatal("tools/call test_simple_text with the reader profile succeeded; want a policy denial")
-	case d.Error.Code != -32003 || d.Error.Data.Class != "Forbidden" || d.Error.Data.Status != 403:
-		t.Errorf("denial = %+v, want -32003 with data.class Forbidden, data.status 403 (docs/http.md, Errors)", d.Error)
+	case d.Error != nil:
+		t.Fatalf("tools/call test_simple_text with the reader profile threw %+v; want a tool execution error (docs/http.md, Errors)", d.Error)
+	case d.Result == nil:
+		t.Fatal("tools/call test_simple_text with the reader profile: no result")
 	}
-	t.Logf("the TypeScript SDK shows the denial as: %s", d.Error.Message)
-	assertDenialMessage(t, d.Error.Message)
+	t.Logf("the TypeScript SDK shows the denial as: isError %v, text %q", d.Result.IsError, d.Result.Text)
+	if !d.Result.IsError || d.Result.Blocks != 1 || d.Result.Text != want.Text {
+		t.Errorf("denial = %+v; want isError and the gateway's text %q verbatim", d.Result, want.Text)
+	}
+	if dn := d.Result.Denial; dn == nil || dn.Class != "Forbidden" || dn.Status != 403 || dn.Code != want.Denial.Code {
+		t.Errorf("denial _meta = %+v, want class Forbidden, status 403, code %s", dn, want.Denial.Code)
+	}
 	if len(d.ToolsAfter) == 0 || slices.Contains(d.ToolsAfter, "test_simple_text") {
 		t.Errorf("tools/list after the denial = %v, want the reader's tools without test_simple_text", d.ToolsAfter)
 	}

@@ -343,7 +343,8 @@ type client struct {
 // sharedHTTP keeps enough idle connections for 200 concurrent calls.
 var sharedHTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}, Timeout: 60 * time.Second}
 
-// rpcError is the JSON-RPC error object mcpgate sends (docs/http.md, Errors).
+// rpcError is the JSON-RPC error object mcpgate sends (docs/http.md,
+// Errors); a refused call is not one (reply.refusal).
 type rpcError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
@@ -377,9 +378,40 @@ func connect(t *testing.T, base, token string) *client {
 type reply struct {
 	result json.RawMessage
 	err    *rpcError
+	// refusal is set when the result is the gateway's tool execution
+	// error for a refused call (a rate limit, a policy denial).
+	refusal *refusal
 }
 
-// callTool sends tools/call and returns the result or the JSON-RPC error.
+// refusal is a refused tools/call as the wire carries it: a result with
+// isError, its one text block, and _meta["io.mcpgate/denial"]
+// (docs/http.md, Errors).
+type refusal struct {
+	Text   string
+	Class  string `json:"class"`
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Bucket string `json:"bucket"`
+}
+
+// refusalOf decodes result as the gateway's refusal; nil when it is not one.
+func refusalOf(result json.RawMessage) *refusal {
+	var res struct {
+		Content []struct{ Text string }    `json:"content"`
+		IsError bool                       `json:"isError"`
+		Meta    map[string]json.RawMessage `json:"_meta"`
+	}
+	var r refusal
+	if json.Unmarshal(result, &res) != nil || !res.IsError || len(res.Content) != 1 ||
+		json.Unmarshal(res.Meta["io.mcpgate/denial"], &r) != nil {
+		return nil
+	}
+	r.Text = res.Content[0].Text
+	return &r
+}
+
+// callTool sends tools/call and returns the result (and the refusal it
+// carries) or the JSON-RPC error.
 func (c *client) callTool(ctx context.Context, name string, args map[string]any) (reply, error) {
 	return c.post(ctx, "tools/call", map[string]any{"name": name, "arguments": args}, true)
 }
@@ -423,7 +455,7 @@ func (c *client) post(ctx context.Context, method string, params any, request bo
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return reply{}, fmt.Errorf("%s: HTTP %d, body %q: %v", method, resp.StatusCode, raw, err)
 	}
-	return reply{result: out.Result, err: out.Error}, nil
+	return reply{result: out.Result, err: out.Error, refusal: refusalOf(out.Result)}, nil
 }
 
 // sseData returns the data of the first event of an SSE body.

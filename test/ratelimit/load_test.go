@@ -47,8 +47,12 @@ func TestEndToEndLoad(t *testing.T) {
 	measured := time.Now()
 	run := openLoop(t, rate, duration, callers, func(c int) error {
 		r, err := clients[c].callTool(context.Background(), readTool, map[string]any{})
-		if err == nil && r.err != nil {
+		switch {
+		case err != nil:
+		case r.err != nil:
 			err = fmt.Errorf("%s: JSON-RPC %d %s", readTool, r.err.Code, r.err.Message)
+		case r.refusal != nil:
+			err = fmt.Errorf("%s: refused: %s", readTool, r.refusal.Text)
 		}
 		return err
 	})
@@ -74,8 +78,8 @@ func loadSessions(t *testing.T, base string, n int) []*client {
 	for _, c := range clients {
 		wg.Go(func() {
 			for range 5 {
-				if r, err := c.callTool(context.Background(), readTool, map[string]any{}); err != nil || r.err != nil {
-					t.Errorf("warm-up call: %v %+v", err, r.err)
+				if r, err := c.callTool(context.Background(), readTool, map[string]any{}); err != nil || r.err != nil || r.refusal != nil {
+					t.Errorf("warm-up call: %v %+v %+v", err, r.err, r.refusal)
 					return
 				}
 			}

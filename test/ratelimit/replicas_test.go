@@ -126,22 +126,24 @@ func sessions(t *testing.T, procs []*process, tasks []string) [][]*client {
 }
 
 // classify names a tools/call outcome: "dispatched" (a result that is not
-// an error), "refused" (exactly the rate-limit error of sc: -32003 with the
-// seed message, class Forbidden, status 403, sc's bucket) or a description
-// of anything else.
+// an error), "refused" (exactly the rate-limit refusal of sc: a tool
+// execution error with the seed message as its text, class Forbidden,
+// status 403, sc's bucket) or a description of anything else.
 func classify(r reply, err error, sc scenario) string {
 	switch {
 	case err != nil:
 		return "transport error: " + err.Error()
-	case r.err == nil && !strings.Contains(string(r.result), `"isError":true`):
-		return "dispatched"
-	case r.err == nil:
-		return "tool error: " + string(r.result)
-	case r.err.Code == -32003 && r.err.Message == sc.msg && r.err.Data.Class == "Forbidden" &&
-		r.err.Data.Status == 403 && r.err.Data.Bucket == sc.bucket:
+	case r.err != nil:
+		return fmt.Sprintf("JSON-RPC error %d %q %+v", r.err.Code, r.err.Message, r.err.Data)
+	case r.refusal != nil && r.refusal.Text == sc.msg && r.refusal.Class == "Forbidden" &&
+		r.refusal.Status == 403 && r.refusal.Bucket == sc.bucket:
 		return "refused"
+	case r.refusal != nil:
+		return fmt.Sprintf("other refusal %+v", *r.refusal)
+	case strings.Contains(string(r.result), `"isError":true`):
+		return "tool error: " + string(r.result)
 	}
-	return fmt.Sprintf("other error %d %q %+v", r.err.Code, r.err.Message, r.err.Data)
+	return "dispatched"
 }
 
 // wantAudit fails t unless ws-rl's audit rows count as want (by status, and

@@ -78,18 +78,23 @@ async function allowed() {
   };
 }
 
+// denied calls a tool the profile does not grant: the gateway answers with
+// a tool execution error, which callTool returns as a result (an error
+// would be thrown, and is reported as error).
 async function denied() {
   const s = await connect(process.env.READER_TOKEN);
   let error = null;
+  let result = null;
   try {
-    await s.client.callTool({ name: 'test_simple_text', arguments: {} });
+    const r = await s.client.callTool({ name: 'test_simple_text', arguments: {} });
+    result = { isError: r.isError === true, blocks: r.content?.length ?? 0, text: text(r), denial: r._meta?.['io.mcpgate/denial'] ?? null };
   } catch (e) {
     error = { code: e.code, message: e.message, data: e.data };
   }
   await s.client.ping();
   const toolsAfter = await listAll(s.client);
   const closed = await close(s);
-  return { ...closed, error, toolsAfter, wire: s.wire };
+  return { ...closed, result, error, toolsAfter, wire: s.wire };
 }
 
 const report = { node: process.version, allowed: await allowed(), denied: await denied() };
