@@ -14,8 +14,8 @@ help:
 	@awk '/^## [a-z0-9-]+: / { sub(/^## /, ""); t = $$0; sub(/:.*/, "", t); sub(/^[^:]*: /, ""); printf "  %-21s %s\n", t, $$0 }' $(MAKEFILE_LIST)
 
 ## run: build bin/mcpgate and start it with the embedded store and the demo backend (no other service needed)
-# Not `go run`: the go command exits 1 after an interrupt whatever its child did, so Ctrl-C would end
-# make run with an error; the binary itself exits 0 after a clean shutdown on SIGINT or SIGTERM.
+# Not `go run`: the go command exits 1 after an interrupt whatever its child did. The binary exits 0 after a
+# clean shutdown on SIGINT or SIGTERM; make itself still reports a Ctrl-C as an interrupt (status 130).
 run: build
 	./bin/mcpgate serve --dev
 

@@ -134,9 +134,10 @@ func (d *devDefaults) seed(ctx context.Context, app *server.App, out io.Writer, 
 		return fmt.Errorf("issue dev token: %w", err)
 	}
 	defer fmt.Fprintf(out, `A second token, for the read-only profile "reader": calls outside supacloud.read.* are denied.
-Repeat the example with it and, e.g., {"name":"schedule.pause","arguments":{"schedule_id":"x"}} to see a policy denial:
+Run the example again with it (the H=... line reads the token, so repeat it and the SID=... line too), calling e.g.
+{"name":"schedule.pause","arguments":{"schedule_id":"x"}} to see a policy denial:
 
-export MCPGATE_READER_TOKEN=%s
+export MCPGATE_TOKEN=%s
 
 Tokens stay valid across restarts: the dev keys are kept in %s (delete it, or run make clean, for new ones).
 
