@@ -174,11 +174,19 @@ type check struct {
 // log; the scenario then runs once more, and the retry is logged.
 const clientTeardown = "terminated"
 
+// scenarioTimeout is the check the suite reports when a scenario did not
+// finish within its 30 s. Seen once in a clean-clone CI run under load
+// (http-header-validation@2026-07-28, with the loopback proxy reporting a
+// closed connection) and never when run again; like a teardown, the
+// scenario then runs once more and the retry is logged, so a gateway that
+// really hangs still fails.
+const scenarioTimeout = "scenario-timeout"
+
 func runScenario(t *testing.T, s *stack, serverURL string, sc scenario, version string) {
 	name := sc.name
 	checks, console, runErr := suiteRun(t, s, serverURL, name, version, "")
 	if onlyTeardowns(checks) {
-		t.Logf("%s@%s: every failing check says %q (the suite's client lost its connection); running the scenario once more", name, version, clientTeardown)
+		t.Logf("%s@%s: every failing check says %q (the suite's client lost its connection) or is %s; running the scenario once more", name, version, clientTeardown, scenarioTimeout)
 		checks, console, runErr = suiteRun(t, s, serverURL, name, version, "-retry")
 	}
 	counts := map[string]int{}
@@ -229,7 +237,7 @@ func onlyTeardowns(checks []check) bool {
 		if c.Status != "FAILURE" && c.Status != "WARNING" {
 			continue
 		}
-		if !strings.Contains(c.ErrorMessage, clientTeardown) {
+		if !strings.Contains(c.ErrorMessage, clientTeardown) && c.ID != scenarioTimeout {
 			return false
 		}
 		failed++
