@@ -230,7 +230,7 @@ func suiteRun(t *testing.T, s *stack, serverURL, name, version, suffix string) (
 }
 
 // onlyTeardowns reports whether some check failed and every failed check
-// failed with clientTeardown.
+// failed with clientTeardown or is the scenarioTimeout check.
 func onlyTeardowns(checks []check) bool {
 	failed := 0
 	for _, c := range checks {
