@@ -277,7 +277,9 @@ func FuzzJWTClaims(f *testing.F) {
 			if gateway.ErrorCodeOf(err) != gateway.EUnauthenticated {
 				t.Fatalf("refused with %v, want EUnauthenticated", err)
 			}
-			if rightKey && alg == v.alg && claimsOK && timesClear {
+			// A token over maxTokenBytes is refused before it is read,
+			// whatever it says.
+			if rightKey && alg == v.alg && claimsOK && timesClear && len(token) <= maxTokenBytes {
 				t.Fatalf("%s verifier refused a valid token (header %s, claims %s): %v", v.alg, header, payload, err)
 			}
 			return
