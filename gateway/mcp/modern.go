@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -405,32 +404,12 @@ func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, p *gatew
 	if writeEvent(w, rc, "message", ack) != nil {
 		return
 	}
-	tick := time.NewTicker(t.opts.KeepAlive)
-	defer tick.Stop()
-	for {
-		var err error
-		select {
-		case <-r.Context().Done():
-			return
-		case <-s.done: // Close: end the subscription gracefully
-			t.writeDeadline(rc)
-			res, _ := json.Marshal(map[string]any{"resultType": "complete", "_meta": meta})
-			end, _ := json.Marshal(response{JSONRPC: "2.0", ID: subID, Result: json.RawMessage(res)})
-			_ = writeEvent(w, rc, "message", end)
-			return
-		case msg := <-ch:
-			t.writeDeadline(rc)
-			err = writeEvent(w, rc, "message", msg)
-		case <-tick.C:
-			t.writeDeadline(rc)
-			if _, err = io.WriteString(w, ": keep-alive\n\n"); err == nil {
-				err = rc.Flush()
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
+	// Close ends the subscription gracefully, with its closing result.
+	t.pump(w, r, rc, s, ch, func() []byte {
+		res, _ := json.Marshal(map[string]any{"resultType": "complete", "_meta": meta})
+		end, _ := json.Marshal(response{JSONRPC: "2.0", ID: subID, Result: json.RawMessage(res)})
+		return end
+	})
 }
 
 // addListener registers a subscriptions/listen stream for tool list

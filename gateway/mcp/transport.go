@@ -652,6 +652,14 @@ func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, c
 	} else if rc.Flush() != nil {
 		return
 	}
+	t.pump(w, r, rc, s, ch, nil)
+}
+
+// pump writes each message of ch as an SSE "message" event, and a
+// keep-alive comment every KeepAlive, each write with its own deadline,
+// until the client goes, a write fails or the session ends; then, when
+// last is set, it writes last's event (a subscription's closing result).
+func (t *Transport) pump(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, s *session, ch <-chan []byte, last func() []byte) {
 	tick := time.NewTicker(t.opts.KeepAlive)
 	defer tick.Stop()
 	for {
@@ -660,6 +668,10 @@ func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, c
 		case <-r.Context().Done():
 			return
 		case <-s.done:
+			if last != nil {
+				t.writeDeadline(rc)
+				_ = writeEvent(w, rc, "message", last())
+			}
 			return
 		case msg := <-ch:
 			t.writeDeadline(rc)
