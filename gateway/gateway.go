@@ -396,3 +396,32 @@ type ReservationResult struct {
 	Full    int
 	Used    int64
 }
+
+// RateLimits are the rate-limit caps of seed 001 ("SupaCloud MCP tool
+// surface", Rate limits), in calls per task, per workspace and UTC day, or
+// per agent profile and UTC hour; the configuration overrides each from
+// the environment variable named beside it, and the rate-limit rules plan
+// a call's slots from them.
+type RateLimits struct {
+	ToolPerTask             int // AGENT_MCP_TOOL_RATE_LIMIT: baseline + read per task (50)
+	OpsPerTask              int // ops incl. script.run per task (10)
+	ScaffoldPerTask         int // scaffold per task (10)
+	DeployPerTask           int // deploy per task (5)
+	WorkspaceOpsDaily       int // AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT (100)
+	WorkspaceDeployDaily    int // AGENT_MCP_WORKSPACE_DEPLOY_DAILY_LIMIT (20)
+	WorkspaceProposalDaily  int // AGENT_MCP_WORKSPACE_PROPOSAL_DAILY_LIMIT (10)
+	WorkspaceTaskSpawnDaily int // AGENT_MCP_WORKSPACE_TASK_SPAWN_DAILY_LIMIT (3)
+	ProfileOpsHourly        int // AGENT_MCP_PROFILE_OPS_HOURLY_LIMIT (30)
+	ProfileDeployHourly     int // AGENT_MCP_PROFILE_DEPLOY_HOURLY_LIMIT (10)
+	ProfileProposalHourly   int // AGENT_MCP_PROFILE_PROPOSAL_HOURLY_LIMIT (10)
+	ProfileTaskSpawnHourly  int // AGENT_MCP_PROFILE_TASK_SPAWN_HOURLY_LIMIT (3)
+}
+
+// DefaultRateLimits returns the defaults of seed 001, Rate limits.
+func DefaultRateLimits() RateLimits {
+	return RateLimits{
+		ToolPerTask: 50, OpsPerTask: 10, ScaffoldPerTask: 10, DeployPerTask: 5,
+		WorkspaceOpsDaily: 100, WorkspaceDeployDaily: 20, WorkspaceProposalDaily: 10, WorkspaceTaskSpawnDaily: 3,
+		ProfileOpsHourly: 30, ProfileDeployHourly: 10, ProfileProposalHourly: 10, ProfileTaskSpawnHourly: 3,
+	}
+}

@@ -114,31 +114,12 @@ type Config struct {
 	RefusedCallsPerSecond int
 }
 
-// Limits holds the rate-limit caps of seed 001 ("SupaCloud MCP tool
-// surface", Rate limits), each overridable by its environment variable.
-type Limits struct {
-	ToolPerTask             int // AGENT_MCP_TOOL_RATE_LIMIT: baseline + read per task (50)
-	OpsPerTask              int // ops incl. script.run per task (10)
-	ScaffoldPerTask         int // scaffold per task (10)
-	DeployPerTask           int // deploy per task (5)
-	WorkspaceOpsDaily       int // AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT (100)
-	WorkspaceDeployDaily    int // AGENT_MCP_WORKSPACE_DEPLOY_DAILY_LIMIT (20)
-	WorkspaceProposalDaily  int // AGENT_MCP_WORKSPACE_PROPOSAL_DAILY_LIMIT (10)
-	WorkspaceTaskSpawnDaily int // AGENT_MCP_WORKSPACE_TASK_SPAWN_DAILY_LIMIT (3)
-	ProfileOpsHourly        int // AGENT_MCP_PROFILE_OPS_HOURLY_LIMIT (30)
-	ProfileDeployHourly     int // AGENT_MCP_PROFILE_DEPLOY_HOURLY_LIMIT (10)
-	ProfileProposalHourly   int // AGENT_MCP_PROFILE_PROPOSAL_HOURLY_LIMIT (10)
-	ProfileTaskSpawnHourly  int // AGENT_MCP_PROFILE_TASK_SPAWN_HOURLY_LIMIT (3)
-}
+// Limits holds the rate-limit caps of seed 001, each overridable by its
+// environment variable (gateway.RateLimits).
+type Limits = gateway.RateLimits
 
 // DefaultLimits returns the defaults of seed 001.
-func DefaultLimits() Limits {
-	return Limits{
-		ToolPerTask: 50, OpsPerTask: 10, ScaffoldPerTask: 10, DeployPerTask: 5,
-		WorkspaceOpsDaily: 100, WorkspaceDeployDaily: 20, WorkspaceProposalDaily: 10, WorkspaceTaskSpawnDaily: 3,
-		ProfileOpsHourly: 30, ProfileDeployHourly: 10, ProfileProposalHourly: 10, ProfileTaskSpawnHourly: 3,
-	}
-}
+func DefaultLimits() Limits { return gateway.DefaultRateLimits() }
 
 // DefaultCallerCacheTTL is CallerCacheTTL when MCPGATE_CALLER_CACHE_TTL
 // is unset.
