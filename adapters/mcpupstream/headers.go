@@ -2,12 +2,33 @@ package mcpupstream
 
 import "net/http"
 
-// withHeaders returns a copy of base (http.DefaultClient when nil) whose
+// MaxIdleConns is how many idle connections to the upstream an Adapter
+// keeps open when Options.HTTPClient is nil: enough for every concurrent
+// call of a busy gateway to find one. net/http's default of 2 per host
+// made all but 2 of the concurrent calls dial a connection and close it
+// afterwards.
+const MaxIdleConns = 256
+
+// keepAliveClient is the HTTP client of an Adapter without
+// Options.HTTPClient; its transport is keepAlive.
+func keepAliveClient() *http.Client { return &http.Client{Transport: keepAlive} }
+
+// keepAlive is the transport the Adapters without Options.HTTPClient
+// share, as they shared http.DefaultTransport before: its settings (proxy
+// from the environment, timeouts, HTTP/2) with MaxIdleConns idle
+// connections per host.
+var keepAlive = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = MaxIdleConns, MaxIdleConns
+	return t
+}()
+
+// withHeaders returns a copy of base (keepAliveClient when nil) whose
 // requests carry header, so callers can authenticate to the upstream
 // without touching the SDK's transport.
 func withHeaders(base *http.Client, header http.Header) *http.Client {
 	if base == nil {
-		base = http.DefaultClient
+		base = keepAliveClient()
 	}
 	c := *base
 	if len(header) == 0 {

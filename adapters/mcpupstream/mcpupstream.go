@@ -43,8 +43,10 @@ const (
 
 // Options configures an Adapter. The zero value is usable.
 type Options struct {
-	// HTTPClient sends the HTTP requests; nil means http.DefaultClient. Do
-	// not set its Timeout: per-call deadlines come from Timeout.
+	// HTTPClient sends the HTTP requests; nil means a client of its own
+	// with http.DefaultTransport's settings that keeps up to MaxIdleConns
+	// idle connections to the upstream. Do not set its Timeout: per-call
+	// deadlines come from Timeout.
 	HTTPClient *http.Client
 	// Header is added to every request sent upstream, for example
 	// Authorization: Bearer <upstream credential>. It is copied by New.

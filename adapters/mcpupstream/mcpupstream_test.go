@@ -27,6 +27,7 @@ type upstream struct {
 	srv      *httptest.Server
 	echoRuns atomic.Int64 // echo handler executions since the last start
 	notFound atomic.Int64 // HTTP 404 answers to POSTs (lost sessions) since the last start
+	conns    atomic.Int64 // connections accepted since the last start
 	opts     *mcp.StreamableHTTPOptions
 
 	mu          sync.Mutex
@@ -61,6 +62,7 @@ func (u *upstream) start(addr string) {
 	u.addr = l.Addr().String()
 	u.echoRuns.Store(0)
 	u.notFound.Store(0)
+	u.conns.Store(0)
 	mcpSrv := newTestServer(u)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, u.opts)
 	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -74,6 +76,11 @@ func (u *upstream) start(addr string) {
 		}
 		h.ServeHTTP(rec, r)
 	}))
+	u.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			u.conns.Add(1)
+		}
+	}
 	u.srv.Listener.Close()
 	u.srv.Listener = l
 	u.srv.Start()
@@ -84,6 +91,10 @@ func (u *upstream) stop() {
 		u.srv.CloseClientConnections()
 		u.srv.Close()
 		u.srv = nil
+		// httptest's Close does this for http.DefaultTransport, which the
+		// adapters used before they had a transport of their own: a
+		// restarted upstream then meets no connection of the old one.
+		keepAlive.CloseIdleConnections()
 	}
 }
 

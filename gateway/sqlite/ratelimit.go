@@ -46,9 +46,10 @@ func (s *Store) prepareReserve(ctx context.Context) error {
 
 // takeSlots is sqlcore.Dialect.TakeSlots: the audit row, then one
 // addCount per slot, in order, stopping at the first full one. Reserve
-// runs it in BEGIN IMMEDIATE on the single write connection, so
-// reservations never interleave, and rolls back after a full slot, which
-// gives back the slots taken before it.
+// runs it in BEGIN IMMEDIATE on the single write connection (in a
+// savepoint when reservations share the transaction), so reservations
+// never interleave, and rolls back after a full slot, which gives back
+// the slots taken before it.
 func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots []gateway.Slot) (gateway.ReservationResult, error) {
 	ins, err := s.Audit.Get(ctx, s.w, driverError)
 	if err != nil {

@@ -93,6 +93,7 @@ func newStore(w, r *sqlx.DB) *Store {
 		PrepareReserve: s.prepareReserve,
 		TakeSlots:      s.takeSlots,
 		FinishBatch:    s.finishBatch,
+		GroupReserve:   true,
 	})
 	return s
 }

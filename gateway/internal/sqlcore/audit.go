@@ -75,7 +75,7 @@ func (c *Core) AuditArgs(ev *gateway.AuditEvent) []any {
 // store is closed, or ctx ended first (then the row may or may not be
 // finished).
 func (c *Core) FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error {
-	return c.fin.finish(ctx, ev)
+	return c.fin.do(ctx, ev)
 }
 
 // finishBatch is the finisher's flush: Dialect.FinishBatch, with a

@@ -65,7 +65,7 @@ func queued(t *testing.T, fin *finisher, n int) {
 func TestFinisherLoneFinishGoesAtOnce(t *testing.T) {
 	f := newFake()
 	fin := newFinisher(f.flush)
-	if err := fin.finish(context.Background(), &gateway.AuditEvent{ID: 1}); err != nil {
+	if err := fin.do(context.Background(), &gateway.AuditEvent{ID: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.got(); !slices.EqualFunc(got, [][]int64{{1}}, slices.Equal) {
@@ -80,10 +80,10 @@ func TestFinisherGroupsWhileAFlushRuns(t *testing.T) {
 	f.release = make(chan struct{})
 	fin := newFinisher(f.flush)
 	results := make(chan error, 10)
-	go func() { results <- fin.finish(context.Background(), &gateway.AuditEvent{ID: 1}) }()
+	go func() { results <- fin.do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
 	<-f.started
 	for i := 2; i <= 6; i++ {
-		go func() { results <- fin.finish(context.Background(), &gateway.AuditEvent{ID: int64(i)}) }()
+		go func() { results <- fin.do(context.Background(), &gateway.AuditEvent{ID: int64(i)}) }()
 	}
 	queued(t, fin, 5)
 	select {
@@ -122,11 +122,11 @@ func TestFinisherBatchIsBounded(t *testing.T) {
 	f.release = make(chan struct{})
 	fin := newFinisher(f.flush)
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = fin.finish(context.Background(), &gateway.AuditEvent{ID: 1}) })
+	wg.Go(func() { _ = fin.do(context.Background(), &gateway.AuditEvent{ID: 1}) })
 	<-f.started
 	n := MaxFinishBatch + 10
 	for i := range n {
-		wg.Go(func() { _ = fin.finish(context.Background(), &gateway.AuditEvent{ID: int64(i + 2)}) })
+		wg.Go(func() { _ = fin.do(context.Background(), &gateway.AuditEvent{ID: int64(i + 2)}) })
 	}
 	queued(t, fin, n)
 	close(f.release)
@@ -182,7 +182,7 @@ func TestFinisherErrors(t *testing.T) {
 			got := map[int64]gateway.ErrorCode{}
 			var wg sync.WaitGroup
 			run := func(id int64) {
-				err := fin.finish(context.Background(), &gateway.AuditEvent{ID: id})
+				err := fin.do(context.Background(), &gateway.AuditEvent{ID: id})
 				mu.Lock()
 				got[id] = gateway.ErrorCodeOf(err)
 				mu.Unlock()
@@ -211,11 +211,11 @@ func TestFinisherDeadlineWhileQueued(t *testing.T) {
 	f.release = make(chan struct{})
 	fin := newFinisher(f.flush)
 	first := make(chan error, 1)
-	go func() { first <- fin.finish(context.Background(), &gateway.AuditEvent{ID: 1}) }()
+	go func() { first <- fin.do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
 	<-f.started
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	err := fin.finish(ctx, &gateway.AuditEvent{ID: 2})
+	err := fin.do(ctx, &gateway.AuditEvent{ID: 2})
 	if gateway.ErrorCodeOf(err) != gateway.EUnavailable {
 		t.Fatalf("finish past its deadline: %v, want EUnavailable", err)
 	}
@@ -236,10 +236,10 @@ func TestFinisherCloseDrains(t *testing.T) {
 	f.release = make(chan struct{})
 	fin := newFinisher(f.flush)
 	results := make(chan error, 4)
-	go func() { results <- fin.finish(context.Background(), &gateway.AuditEvent{ID: 1}) }()
+	go func() { results <- fin.do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
 	<-f.started
 	for id := int64(2); id <= 4; id++ {
-		go func() { results <- fin.finish(context.Background(), &gateway.AuditEvent{ID: id}) }()
+		go func() { results <- fin.do(context.Background(), &gateway.AuditEvent{ID: id}) }()
 	}
 	queued(t, fin, 3)
 	closed := make(chan struct{})
@@ -259,7 +259,52 @@ func TestFinisherCloseDrains(t *testing.T) {
 	if got := f.got(); len(got) != 2 || len(got[1]) != 3 {
 		t.Fatalf("batches %v, want the queued three written before close returned", got)
 	}
-	if err := fin.finish(context.Background(), &gateway.AuditEvent{ID: 5}); gateway.ErrorCodeOf(err) != gateway.EUnavailable {
+	if err := fin.do(context.Background(), &gateway.AuditEvent{ID: 5}); gateway.ErrorCodeOf(err) != gateway.EUnavailable {
 		t.Fatalf("finish after close: %v, want EUnavailable", err)
+	}
+}
+
+// With waitTaken (Reserve's group), a caller whose deadline passes while
+// its batch is being written waits for the batch and gets its outcome, so
+// that it knows whether its row was written; without it, it returns
+// EUnavailable at once.
+func TestGroupWaitTaken(t *testing.T) {
+	for _, wait := range []bool{false, true} {
+		f := newFake()
+		f.release = make(chan struct{})
+		g := newFinisher(f.flush)
+		g.waitTaken = wait
+		first := make(chan error, 1)
+		go func() { first <- g.do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
+		<-f.started
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		second := make(chan error, 1)
+		go func() { second <- g.do(ctx, &gateway.AuditEvent{ID: 2}) }()
+		queued(t, g, 1)
+		f.release <- struct{}{} // batch [1] commits; [2] is taken next
+		<-f.started
+		if !wait { // returns at its deadline, while its batch is still being written
+			if err := <-second; gateway.ErrorCodeOf(err) != gateway.EUnavailable {
+				t.Fatalf("without waitTaken: %v during its batch, want EUnavailable", err)
+			}
+		} else {
+			time.Sleep(40 * time.Millisecond) // ctx ends while [2] is being written
+			select {
+			case err := <-second:
+				t.Fatalf("waitTaken: returned %v before its batch was written", err)
+			default:
+			}
+		}
+		close(f.release)
+		if wait {
+			if err := <-second; err != nil {
+				t.Fatalf("waitTaken: %v, want the batch's outcome (nil)", err)
+			}
+		}
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		g.close()
 	}
 }

@@ -11,21 +11,29 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// Reserve carries out r (pipeline.Store.Reserve): without slots or claim,
+// Reserve carries out r (pipeline.Store.Reserve). With
+// Dialect.GroupReserve, concurrent reservations share one transaction
+// (reserveBatch), each in a savepoint. Otherwise: without slots or claim,
 // RecordAudit's one INSERT; without a claim on a dialect whose
 // reservation statement is atomic alone (Dialect.AtomicTakeSlots), that
-// statement in autocommit; otherwise BEGIN (on W; BEGIN IMMEDIATE on
-// SQLite), the claim when r.Claim is set, the dialect's reservation
-// statement (Dialect.TakeSlots) or, without slots, the audit INSERT alone,
-// and COMMIT. A key claimed before or a full slot rolls everything back,
-// so nothing is written. A commit whose outcome is unknown (connection
-// lost during COMMIT) is reported as EUnavailable: the call is refused,
-// and the slots may stay taken — the limiter errs on the side of fewer
-// calls.
+// statement in autocommit; else BEGIN (on W), the claim when r.Claim is
+// set, the dialect's reservation statement (Dialect.TakeSlots) or,
+// without slots, the audit INSERT alone, and COMMIT. A key claimed before
+// or a full slot rolls the reservation back, so nothing of it is written.
+// A commit whose outcome is unknown (connection lost during COMMIT) is
+// reported as EUnavailable: the call is refused, and the slots may stay
+// taken — the limiter errs on the side of fewer calls.
 func (c *Core) Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
 	var res gateway.ReservationResult
 	if err := c.checkEvent(r.Event); err != nil {
 		return res, err
+	}
+	if c.res != nil {
+		it := &reserveItem{ctx: ctx, r: r}
+		if err := c.res.do(ctx, it); err != nil {
+			return res, err
+		}
+		return it.res, nil
 	}
 	audit, err := c.Audit.Get(ctx, c.W, c.DriverError)
 	if err != nil {
@@ -55,6 +63,105 @@ func (c *Core) Reserve(ctx context.Context, r gateway.Reservation) (gateway.Rese
 		return gateway.ReservationResult{}, c.DriverError(err)
 	}
 	return res, nil
+}
+
+// MaxReserveBatch is the most reservations one group commit of Reserve
+// holds (Dialect.GroupReserve).
+const MaxReserveBatch = 64
+
+// reserveItem is one Reserve call in a group commit: the caller's ctx (a
+// call whose request ended before its turn is not written), its
+// reservation and, once its batch has committed, its result.
+type reserveItem struct {
+	ctx context.Context
+	r   gateway.Reservation
+	res gateway.ReservationResult
+}
+
+func newReserver(flush func(ctx context.Context, items []*reserveItem) ([]error, error)) *group[*reserveItem] {
+	g := newGroup(MaxReserveBatch, flush,
+		func(it *reserveItem) string { return it.r.Event.Tool },
+		groupMsgs{
+			closed:   "audit store closed; the call to %s was neither recorded nor counted",
+			queued:   "audit store busy: the call to %s was not recorded before the deadline",
+			inFlight: "audit store slow: the commit recording the call to %s did not end before the deadline",
+		})
+	// A reservation taken into a batch learns its outcome: a row that
+	// commits is then finished by its caller (dispatched or abandoned)
+	// instead of being left "allowed" by a caller that gave up.
+	g.waitTaken = true
+	return g
+}
+
+// savepoint is the name of the savepoint that holds one reservation of a
+// group commit (reserveBatch).
+const savepoint = "mcpgate_reservation"
+
+// reserveBatch is the group commit of Reserve (Dialect.GroupReserve): one
+// BEGIN (IMMEDIATE on SQLite) and one COMMIT for the whole batch, each
+// reservation inside a savepoint of its own, so that a full slot, a key
+// claimed before or an error of one reservation rolls back that
+// reservation only, exactly as its own transaction would have. The
+// reservations run one after another on the one write connection, so the
+// limits stay exact. A lone reservation takes no savepoint: its
+// transaction is rolled back instead. A reservation whose request has
+// ended when its turn comes is not written (EUnavailable). An error of
+// the whole batch (BEGIN, a failed ROLLBACK TO, COMMIT) reaches every
+// caller; nothing of the batch is written then, or, for a COMMIT whose
+// outcome is unknown, all of it may be (the slots may stay taken, as with
+// Reserve's own transactions).
+func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error, error) {
+	audit, err := c.Audit.Get(ctx, c.W, c.DriverError)
+	if err != nil {
+		return nil, err
+	}
+	// Prepare before BEGIN: see Dialect.PrepareReserve.
+	if err := c.D.PrepareReserve(ctx); err != nil {
+		return nil, err
+	}
+	tx, err := c.W.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, c.DriverError(err)
+	}
+	errs := make([]error, len(items))
+	lone, written := len(items) == 1, 0
+	for i, it := range items {
+		it.res = gateway.ReservationResult{}
+		if err := it.ctx.Err(); err != nil {
+			errs[i] = gateway.Wrap(gateway.EUnavailable, err,
+				"the request ended before the audit store reached its reservation; the call to "+it.r.Event.Tool+" was neither recorded nor counted")
+			continue
+		}
+		if !lone {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT "+savepoint); err != nil {
+				_ = tx.Rollback()
+				return nil, c.DriverError(err)
+			}
+		}
+		res, err := c.reserveIn(ctx, tx, it.r, audit)
+		it.res, errs[i] = res, err
+		end := "RELEASE " + savepoint
+		if err != nil || res.AuditID == 0 {
+			end = "ROLLBACK TO " + savepoint + "; RELEASE " + savepoint
+		} else {
+			written++
+		}
+		if lone {
+			break
+		}
+		if _, err := tx.ExecContext(ctx, end); err != nil {
+			_ = tx.Rollback()
+			return nil, c.DriverError(err)
+		}
+	}
+	if written == 0 {
+		_ = tx.Rollback()
+		return errs, nil
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, c.DriverError(err)
+	}
+	return errs, nil
 }
 
 // reserveIn is Reserve's work inside tx; audit is the prepared audit

@@ -76,6 +76,12 @@ type Dialect struct {
 	// entirely), so a reservation without a claim needs no BEGIN and
 	// COMMIT of its own: one round trip instead of three.
 	AtomicTakeSlots bool
+	// GroupReserve makes concurrent reservations share one transaction
+	// (group commit, Core.reserveBatch), each in a savepoint of its own:
+	// for a database with a single writer (SQLite), where reservations
+	// queue for the write connection anyway and each commit costs a WAL
+	// write.
+	GroupReserve bool
 	// FinishBatch writes the final status, error class, latency and
 	// reason codes (FinishArgs) of each of evs, at most MaxFinishBatch of
 	// them, by id, in one transaction, and reports for each whether its
@@ -93,8 +99,9 @@ type Core struct {
 	D    Dialect
 	// Audit is the prepared Dialect.InsertAudit, on W.
 	Audit sqlstmt.Prepared
-	load  sqlstmt.Prepared // Dialect.CallerQuery, on R
-	fin   *finisher        // FinishAudit's group commit
+	load  sqlstmt.Prepared     // Dialect.CallerQuery, on R
+	fin   *finisher            // FinishAudit's group commit
+	res   *group[*reserveItem] // Reserve's group commit; nil without Dialect.GroupReserve
 }
 
 // New returns the core over w and r with dialect d.
@@ -103,6 +110,9 @@ func New(w, r *sqlx.DB, d Dialect) *Core {
 	c.Audit.Query = c.Q(d.InsertAudit)
 	c.load.Query = c.Q(d.CallerQuery)
 	c.fin = newFinisher(c.finishBatch)
+	if d.GroupReserve {
+		c.res = newReserver(c.reserveBatch)
+	}
 	return c
 }
 
@@ -110,6 +120,9 @@ func New(w, r *sqlx.DB, d Dialect) *Core {
 // ones fail with EUnavailable), then releases the core's prepared
 // statements (not the pools). Call it before closing the pools.
 func (c *Core) Close() error {
+	if c.res != nil {
+		c.res.close()
+	}
 	c.fin.close()
 	return errors.Join(c.Audit.Close(), c.load.Close())
 }
