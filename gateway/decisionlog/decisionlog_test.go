@@ -341,7 +341,6 @@ func logN(l *Logger, n int) {
 	}
 }
 
-
 func TestHTTPSinkBatchesGzip(t *testing.T) {
 	c := &collector{}
 	srv := httptest.NewServer(c)
