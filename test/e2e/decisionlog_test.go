@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +15,10 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway/config"
+	"github.com/mcpgate/mcpgate/gateway/server"
 	"github.com/mcpgate/mcpgate/policies"
 )
 
@@ -46,17 +50,7 @@ func (c *logCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func bundleReadingAllArguments(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	must(t, fs.WalkDir(policies.FS, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		raw, err := fs.ReadFile(policies.FS, p)
-		if err != nil {
-			return err
-		}
-		must(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755))
-		return os.WriteFile(filepath.Join(dir, p), raw, 0o644)
-	}))
+	must(t, os.CopyFS(dir, policies.FS))
 	must(t, os.WriteFile(filepath.Join(dir, "supacloud", "argument_count.rego"),
 		[]byte("package supacloud\n\nargument_count := count(input.arguments)\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, "system", "log", "arguments.rego"),
@@ -168,4 +162,29 @@ func decisionEvents(t *testing.T, raw []byte) []map[string]any {
 		out = append(out, ev)
 	}
 	return out
+}
+
+// TestDecisionLogNeedsAMask: a bundle without data.system.log.mask does
+// not start with a decision log configured, since its events could only be
+// written unmasked.
+func TestDecisionLogNeedsAMask(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.CopyFS(dir, policies.FS))
+	must(t, os.RemoveAll(filepath.Join(dir, "system")))
+	vars := map[string]string{
+		"MCPGATE_DATABASE_URL":      "sqlite:" + filepath.Join(t.TempDir(), "e2e.db"),
+		"MCPGATE_JWT_SECRET":        jwtSecret,
+		"MCPGATE_POLICY_DIR":        dir,
+		"MCPGATE_DECISION_LOG_FILE": filepath.Join(t.TempDir(), "d.jsonl"),
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	must(t, err)
+	app, err := server.Open(context.Background(), cfg, zap.NewNop(), "e2e")
+	if err == nil {
+		_ = app.Close()
+		t.Fatal("the gateway started with a decision log and a bundle without a mask")
+	}
+	if !strings.Contains(err.Error(), "data.system.log.mask") {
+		t.Errorf("error %q does not name the missing rule", err)
+	}
 }
