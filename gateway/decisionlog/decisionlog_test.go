@@ -514,3 +514,15 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestFileSinkFailure: events the file cannot take are counted dropped,
+// not retried forever, and the failure is counted.
+func TestFileSinkFailure(t *testing.T) {
+	l, st := newLogger(t, Options{File: filepath.Join(t.TempDir(), "d.jsonl")})
+	_ = l.file.f.Close() // the disk goes away
+	logN(l, 3)
+	_ = l.Close(context.Background())
+	if st.get(&st.failed, SinkFile) == 0 || st.get(&st.dropped, DropFileFailed) != 3 || st.get(&st.sent, SinkFile) != 0 {
+		t.Errorf("failed %v dropped %v sent %v; want failures counted and 3 file_failed drops", st.failed, st.dropped, st.sent)
+	}
+}

@@ -31,7 +31,7 @@ func (s *fileSink) write(line []byte) {
 		err = s.w.WriteByte('\n')
 	}
 	if err != nil {
-		s.failed(err)
+		s.failed(err, s.pending+1) // the buffer, with this line, is lost
 		return
 	}
 	s.pending++
@@ -43,20 +43,18 @@ func (s *fileSink) flush() {
 		return
 	}
 	if err := s.w.Flush(); err != nil {
-		s.failed(err)
+		s.failed(err, s.pending)
 		return
 	}
 	s.l.stats.DecisionLogSent(SinkFile, s.pending)
 	s.pending = 0
 }
 
-// failed counts the lines not written and starts a fresh buffer, so one
-// failure does not stop later writes.
-func (s *fileSink) failed(err error) {
+// failed counts the lost lines and starts a fresh buffer, so one failure
+// does not stop later writes.
+func (s *fileSink) failed(err error, lost int) {
 	s.l.stats.DecisionLogFailed(SinkFile)
-	if n := s.pending + 1; n > 0 {
-		s.l.stats.DecisionLogDropped(DropFileFailed, n)
-	}
+	s.l.stats.DecisionLogDropped(DropFileFailed, lost)
 	s.pending = 0
 	s.w.Reset(s.f)
 	s.l.warn("file", "decision log events dropped: the file sink could not write them; check MCPGATE_DECISION_LOG_FILE's disk and permissions",
