@@ -168,7 +168,10 @@ func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal, deadline t
 func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	t := c.Tool
 	args := pl.Catalog.PolicyArguments(t.Name, c.Params.Arguments)
-	start := time.Now()
+	var start time.Time
+	if pl.DecisionLog != nil {
+		start = time.Now()
+	}
 	d, err := pl.Decider.Decide(ctx, c.Principal, c.Caller, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut, Resource: c.Resource}, args)
 	if err != nil {
 		return err
