@@ -207,6 +207,10 @@ type Decision struct {
 	Tier        Tier        `json:"tier"`
 	Reasons     []Reason    `json:"reasons"`
 	Obligations Obligations `json:"obligations"`
+	// Input is the policy input the decision was made on, as a JSON value
+	// (maps, slices, strings, json.Number, bools), for the decision log;
+	// nil unless the engine keeps inputs (policy.Options.KeepInput).
+	Input any `json:"-"`
 }
 
 // Audit statuses, one per tools/call outcome.

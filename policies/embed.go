@@ -21,10 +21,12 @@ import (
 // data.supacloud.grants and data.supacloud.permissions) and their
 // *_test.rego files (package supacloud_test). The query for one tools/call
 // is data.supacloud.decision and for tools/list data.supacloud.visible_tools
-// (contract in supacloud/README.md). Skip files ending in _test.rego when
-// serving; they only matter to `opa test`.
+// (contract in supacloud/README.md). Under "system/log" it holds the
+// decision log mask (package system.log, data.system.log.mask), which the
+// gateway evaluates on every decision log event. Skip files ending in
+// _test.rego when serving; they only matter to `opa test`.
 //
-//go:embed supacloud
+//go:embed supacloud system
 var FS embed.FS
 
 // Revision names the revision of the bundle in fsys: the "revision" of its

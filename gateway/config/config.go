@@ -102,6 +102,8 @@ type Config struct {
 	// --pprof does; it needs MetricsListen, so profiles never reach the
 	// public port. Off by default.
 	Pprof bool
+	// DecisionLog configures the decision log sinks (decisionlog.go).
+	DecisionLog DecisionLog
 	// Limits are the rate limits of seed 001, Rate limits.
 	Limits Limits
 	// DatabaseMaxConns is the PostgreSQL pool size, idle connections
@@ -161,6 +163,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.CallerCacheTTL = r.callerCacheTTL()
 	c.loadHTTP(&r)
 	c.loadConn(&r)
+	c.loadDecisionLog(&r)
 	if f := getenv("MCPGATE_JWT_PUBLIC_KEY_FILE"); f != "" {
 		pem, err := os.ReadFile(f)
 		if err != nil {

@@ -149,3 +149,27 @@ func TestStoreAndRefusalVariables(t *testing.T) {
 		}
 	}
 }
+
+func TestDecisionLog(t *testing.T) {
+	c, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DecisionLog.On() || c.DecisionLog.BufferEvents != 10000 || c.DecisionLog.BufferBytes != 32<<20 || c.DecisionLog.Interval != 5*time.Second {
+		t.Errorf("decision log defaults %+v", c.DecisionLog)
+	}
+	c, err = Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret,
+		"MCPGATE_DECISION_LOG_FILE": "/var/log/mcpgate/decisions.jsonl", "MCPGATE_DECISION_LOG_URL": "https://logs.example/v1",
+		"MCPGATE_DECISION_LOG_BUFFER_EVENTS": "50", "MCPGATE_DECISION_LOG_BUFFER_BYTES": "65536", "MCPGATE_DECISION_LOG_INTERVAL": "250ms"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.DecisionLog
+	if !d.On() || d.File != "/var/log/mcpgate/decisions.jsonl" || d.URL != "https://logs.example/v1" || d.BufferEvents != 50 || d.BufferBytes != 65536 || d.Interval != 250*time.Millisecond {
+		t.Errorf("decision log %+v", d)
+	}
+	_, err = Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_DECISION_LOG_URL": "logs.example:9/x?key=hunter2", "MCPGATE_DECISION_LOG_INTERVAL": "0s"}))
+	if err == nil || !strings.Contains(err.Error(), "MCPGATE_DECISION_LOG_URL") || !strings.Contains(err.Error(), "MCPGATE_DECISION_LOG_INTERVAL") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("bad decision log settings: %v; want both named, the URL's key not shown", err)
+	}
+}

@@ -1,6 +1,8 @@
 // Package metrics keeps the Prometheus series of the tools/call path. Its
 // Metrics is the pipeline's observer (pipeline.Observer): the pipeline
-// reports each call once its audit row is settled, and each reservation.
+// reports each call once its audit row is settled, and each reservation;
+// and the decision log's (decisionlog.Stats): what it dropped, sent and
+// failed to send.
 package metrics
 
 import (
@@ -18,6 +20,8 @@ type Metrics struct {
 	duration    *prometheus.HistogramVec
 	refusals    *prometheus.CounterVec
 	reservation *prometheus.HistogramVec
+
+	logDropped, logSent, logFailed *prometheus.CounterVec
 }
 
 // Outcomes of a reservation (mcpgate_reservation_duration_seconds).
@@ -38,7 +42,13 @@ const (
 //   - mcpgate_reservation_duration_seconds{outcome}: the audit store's
 //     reservation transaction (slots + audit row) by outcome ok,
 //     rate_limited, conflict or error; the part of a call's latency the
-//     database decides, and "error" counts calls refused fail-closed.
+//     database decides, and "error" counts calls refused fail-closed;
+//   - mcpgate_decision_log_dropped_total{reason}: decision log events
+//     dropped, by reason (buffer_full, mask_failed, http_buffer_full, …:
+//     decisionlog.Drop…);
+//   - mcpgate_decision_log_sent_total{sink} and
+//     mcpgate_decision_log_failed_total{sink}: events a sink (file, http)
+//     delivered, and its failed writes or uploads.
 func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -60,7 +70,19 @@ func New(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(100e-6, 2.5, 10),
 		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.calls, m.duration, m.refusals, m.reservation)
+	m.logDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpgate_decision_log_dropped_total",
+		Help: "Decision log events dropped, by reason.",
+	}, []string{"reason"})
+	m.logSent = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpgate_decision_log_sent_total",
+		Help: "Decision log events delivered, by sink (file, http).",
+	}, []string{"sink"})
+	m.logFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpgate_decision_log_failed_total",
+		Help: "Failed decision log writes (file) and uploads (http), by sink.",
+	}, []string{"sink"})
+	reg.MustRegister(m.calls, m.duration, m.refusals, m.reservation, m.logDropped, m.logSent, m.logFailed)
 	return m
 }
 
@@ -101,4 +123,25 @@ func (m *Metrics) ObserveCall(ev *gateway.AuditEvent) {
 		m.refusals.WithLabelValues(ev.Bucket).Inc()
 	}
 	m.duration.WithLabelValues(string(ev.Tier), ev.Status).Observe(float64(ev.LatencyMicros) * float64(time.Microsecond) / float64(time.Second))
+}
+
+// DecisionLogDropped counts n decision log events dropped for reason.
+func (m *Metrics) DecisionLogDropped(reason string, n int) {
+	if m != nil {
+		m.logDropped.WithLabelValues(reason).Add(float64(n))
+	}
+}
+
+// DecisionLogSent counts n decision log events sink delivered.
+func (m *Metrics) DecisionLogSent(sink string, n int) {
+	if m != nil {
+		m.logSent.WithLabelValues(sink).Add(float64(n))
+	}
+}
+
+// DecisionLogFailed counts one failed write or upload of sink.
+func (m *Metrics) DecisionLogFailed(sink string) {
+	if m != nil {
+		m.logFailed.WithLabelValues(sink).Inc()
+	}
 }

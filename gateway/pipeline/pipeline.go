@@ -74,6 +74,16 @@ type Observer interface {
 	ObserveReservation(d time.Duration, err error)
 }
 
+// DecisionLog receives the decision of every tools/call for the decision
+// log; *decisionlog.Logger implements it. LogDecision must return at once
+// (it queues; it never waits for a sink): d is the decision, input the
+// policy input it was made on (d.Input, kept by the engine), tool the
+// catalog name, revision the policy bundle revision that decided ("" when
+// unknown) and took the time the decision took.
+type DecisionLog interface {
+	LogDecision(ctx context.Context, d *gateway.Decision, input any, tool, revision string, took time.Duration)
+}
+
 // Clock returns the current time.
 type Clock func() time.Time
 
@@ -111,6 +121,10 @@ type Pipeline struct {
 	// it a refused call is answered as rate limited (bucket
 	// principal.refusals) without a row. nil audits every refusal.
 	Refusals *RefusalLimiter
+	// DecisionLog, when set, is told every tools/call decision
+	// (MCPGATE_DECISION_LOG_FILE, MCPGATE_DECISION_LOG_URL); the engine
+	// must then keep inputs (policy.Options.KeepInput). nil logs none.
+	DecisionLog DecisionLog
 	// Confirmer signs and verifies the deploy confirmation tokens (seed
 	// 001, Deploy confirmation protocol) with
 	// SUPACLOUD_MCP_CONFIRMATION_SECRET; nil (the secret unset) makes

@@ -158,7 +158,8 @@ func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal, deadline t
 	return nil, gateway.Wrap(gateway.EInternal, err, "the audit store could not load this session's workspace; the call was refused")
 }
 
-// decide asks the policy. It sees the arguments before they are validated
+// decide asks the policy, and tells the decision log (DecisionLog) its
+// answer. It sees the arguments before they are validated
 // (validateArguments), but never one larger than the tool's schema allows:
 // PolicyArguments leaves those out, silently, so the decision (and its
 // cache) stays small and a caller the policy denies learns nothing of the
@@ -167,9 +168,17 @@ func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal, deadline t
 func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	t := c.Tool
 	args := pl.Catalog.PolicyArguments(t.Name, c.Params.Arguments)
+	var start time.Time
+	if pl.DecisionLog != nil {
+		start = time.Now()
+	}
 	d, err := pl.Decider.Decide(ctx, c.Principal, c.Caller, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut, Resource: c.Resource}, args)
 	if err != nil {
 		return err
+	}
+	if pl.DecisionLog != nil {
+		// The revision joins once decisions name it (gateway.Decision).
+		pl.DecisionLog.LogDecision(ctx, d, d.Input, t.Name, "", time.Since(start))
 	}
 	c.Decision = d
 	c.Event.DecisionID = d.ID

@@ -57,6 +57,10 @@ type Options struct {
 	// CacheBytes bounds the memory of the decision cache (bytes per query,
 	// see decisionCache); 0 or less means DefaultCacheBytes.
 	CacheBytes int64
+	// KeepInput makes Decide attach the evaluated input to every decision
+	// (gateway.Decision.Input), for the decision log; off, no input is
+	// converted and a decision costs nothing more.
+	KeepInput bool
 }
 
 // Engine evaluates prepared policy queries. It is safe for concurrent use.
@@ -67,6 +71,10 @@ type Engine struct {
 	tools   *ast.Term
 	cache   *decisionCache
 	args    argumentUse
+	// mask is the prepared MaskQuery, nil when the bundle has none;
+	// keepInput is Options.KeepInput.
+	mask      *rego.PreparedEvalQuery
+	keepInput bool
 
 	grantEntries []string
 	toolPrefix   string
@@ -104,6 +112,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e := &Engine{
 		edition: ast.StringTerm(string(opts.Edition)), tools: toolsTerm(opts.Tools),
 		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler),
+		keepInput: opts.KeepInput,
+	}
+	if err := e.prepareMask(ctx, compiler, store); err != nil {
+		return nil, err
 	}
 	grants, err := evalGrants(ctx, compiler, store)
 	if err != nil {
@@ -152,7 +164,8 @@ func hasRule(c *ast.Compiler, query string) bool {
 // Results are memoised by their complete input (see decisionCache): one
 // description of the input (writeCall) yields both the cache key and, on a
 // miss, the value evaluated. Every returned decision carries a fresh ID and
-// may be modified by the caller.
+// may be modified by the caller; with Options.KeepInput it also carries the
+// input evaluated (or, from the cache, the identical one of this call).
 func (e *Engine) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (*gateway.Decision, error) {
 	argTerm, err := argumentsTerm(e.args.read(args))
 	if err != nil {
@@ -164,7 +177,7 @@ func (e *Engine) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Ca
 		key, cacheable = e.callKey(p, c, tool, argTerm)
 		if cacheable {
 			if d, ok := e.cache.decisions.get(key); ok {
-				return withID(d), nil
+				return e.withInput(withID(d), nil, p, c, tool, argTerm), nil
 			}
 		}
 	}
@@ -177,7 +190,7 @@ func (e *Engine) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Ca
 	if cacheable {
 		e.cache.decisions.add(key, d, decisionCost(d))
 	}
-	return withID(d), nil
+	return e.withInput(withID(d), in.root, p, c, tool, argTerm), nil
 }
 
 // withID returns a copy of d with a new decision id; the cached value is

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/callercache"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
+	"github.com/mcpgate/mcpgate/gateway/decisionlog"
 	"github.com/mcpgate/mcpgate/gateway/metrics"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
@@ -42,7 +43,10 @@ type App struct {
 	// Callers caches what the request path loads about each caller for
 	// Config.CallerCacheTTL; Server.WorkspaceChanged invalidates it.
 	Callers *callercache.Cache
-	closers []func() error
+	// DecisionLog writes the decision log (MCPGATE_DECISION_LOG_FILE,
+	// MCPGATE_DECISION_LOG_URL); nil when neither is set.
+	DecisionLog *decisionlog.Logger
+	closers     []func() error
 }
 
 // Open opens the store named by cfg.DatabaseURL and applies its migrations,
@@ -84,13 +88,20 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	if err := a.openDecisionLog(log, m, version); err != nil {
+		return err
+	}
 	// The cache holds what RegisterTasks loaded, a newly registered task
 	// included, so a new task costs one write, not one per call.
 	a.Callers = callercache.New(pipeline.RegisterTasks(store), callercache.Options{TTL: cfg.CallerCacheTTL})
 	a.Pipeline = &pipeline.Pipeline{
 		Store: store, Callers: a.Callers, Decider: a.Engine, Catalog: a.Catalog, Adapter: adapter,
-		Logger: log, Metrics: metrics.New(reg), AuditArguments: cfg.AuditArguments,
+		Logger: log, Metrics: m, AuditArguments: cfg.AuditArguments,
 		RateLimits: a.rateLimits(log), Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
+	}
+	if a.DecisionLog != nil {
+		a.Pipeline.DecisionLog = a.DecisionLog
 	}
 	if a.Pipeline.Confirmer, err = confirmer(cfg, log); err != nil {
 		return err
@@ -111,6 +122,37 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		return err
 	}
 	a.closers = append(a.closers, func() error { a.Server.Close(); return nil })
+	return nil
+}
+
+// decisionLogFlush bounds how long closing the App waits for the decision
+// log to write and upload what it still holds.
+const decisionLogFlush = 5 * time.Second
+
+// openDecisionLog starts the decision log when a sink is configured. The
+// bundle must define the mask (data.system.log.mask): events are never
+// written unmasked, so without one the gateway does not start.
+func (a *App) openDecisionLog(log *zap.Logger, m *metrics.Metrics, version string) error {
+	dl := a.Config.DecisionLog
+	if !dl.On() {
+		return nil
+	}
+	if !a.Engine.HasMask() {
+		return fmt.Errorf("MCPGATE_DECISION_LOG_FILE or MCPGATE_DECISION_LOG_URL is set, but the policy bundle defines no %s, and decision log events are never written unmasked; add the system/log folder of the built-in bundle (policies/system/log) to MCPGATE_POLICY_DIR, or unset both", policy.MaskQuery)
+	}
+	l, err := decisionlog.New(decisionlog.Options{
+		File: dl.File, URL: dl.URL, Masker: a.Engine, Stats: m, Log: log, Version: version,
+		BufferEvents: dl.BufferEvents, BufferBytes: dl.BufferBytes, Interval: dl.Interval,
+	})
+	if err != nil {
+		return err
+	}
+	a.DecisionLog = l
+	a.closers = append(a.closers, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), decisionLogFlush)
+		defer cancel()
+		return l.Close(ctx)
+	})
 	return nil
 }
 
@@ -270,7 +312,7 @@ func NewEngine(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (*po
 	for _, t := range cat.Tools() {
 		refs = append(refs, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut})
 	}
-	e, err := policy.New(ctx, policy.Options{FS: bundle, Edition: cfg.Edition, Tools: refs})
+	e, err := policy.New(ctx, policy.Options{FS: bundle, Edition: cfg.Edition, Tools: refs, KeepInput: cfg.DecisionLog.On()})
 	if err != nil {
 		return nil, fmt.Errorf("policy bundle refused, the gateway does not start: %w", err)
 	}
@@ -304,6 +346,14 @@ func GrantValidator(e *policy.Engine, cat *tools.Catalog) func(string) error {
 			entry, strings.Join(entries, ", "), prefix)
 	}
 }
+
+// The decision log takes the pipeline's decisions, masked by the engine,
+// counted by the metrics.
+var (
+	_ pipeline.DecisionLog = (*decisionlog.Logger)(nil)
+	_ decisionlog.Masker   = (*policy.Engine)(nil)
+	_ decisionlog.Stats    = (*metrics.Metrics)(nil)
+)
 
 // Both stores give the request path the workspaces' external limits.
 var (

@@ -64,6 +64,8 @@ var (
 		{pkg: "gateway/admin", allow: bottom, test: []string{"gateway/admin"}, why: "the admin API"},
 		{pkg: "gateway/config", allow: bottom, test: []string{"gateway/config"}, why: "configuration"},
 		{pkg: "gateway/callercache", allow: bottom, test: []string{"gateway/callercache"}, why: "the caller cache"},
+		{pkg: "gateway/decisionlog", allow: bottom, test: []string{"gateway/decisionlog"},
+			why: "the decision log (OPA's event format, its file and HTTP sinks): it declares the Masker and Stats it consumes and imports no sibling"},
 		{pkg: "gateway/metrics", allow: bottom, test: []string{"gateway/metrics"}, forbid: noSDKs, why: "wraps Prometheus: the pipeline's observer"},
 		{pkg: "gateway/pipeline", allow: pipelineUses, test: []string{"gateway/sqlite", "gateway/metrics"},
 			why: "the tools/call steps compose the decision, limits, confirmation, catalog and transport types, and declare the store, policy, adapter and metrics they consume; never a store, the admin API, auth, config or the wiring"},
