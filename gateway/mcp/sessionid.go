@@ -51,9 +51,9 @@ const (
 // replica (DELETE) is refused by every replica. The transport declares it
 // and calls it on DELETE and on each request of a session; every replica
 // behind one load balancer must use the same store. MemorySessionEnds is
-// the in-process implementation (one replica, or tests); a PostgreSQL
-// implementation belongs with the store fan-out (one table of id and
-// until, swept once until has passed).
+// the in-process implementation (tests, or a Transport on its own); the
+// gateway's wiring uses the store's table of ended sessions
+// (server.StoreSessionEnds), shared by every replica.
 type SessionEnds interface {
 	// End records that session id has ended. until is when the id stops
 	// verifying anyway (its creation time plus Options.SessionMaxAge): the

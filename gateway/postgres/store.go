@@ -58,6 +58,7 @@ type Store struct {
 	// reservation, idempotency keys) over db, with this store's dialect.
 	*sqlcore.Core
 	db     *sqlx.DB
+	dsn    string // for the listening connection (Listen)
 	rate   *rateStatements
 	finish prepared // finishAudits
 }
@@ -101,7 +102,7 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, openError(err, url)
 	}
-	s := &Store{db: db, rate: newRateStatements(), finish: prepared{Query: finishAudits}}
+	s := &Store{db: db, dsn: url, rate: newRateStatements(), finish: prepared{Query: finishAudits}}
 	s.Core = sqlcore.New(db, db, sqlcore.Dialect{
 		Bind: sqlx.DOLLAR,
 		Time: func(t time.Time) any { return t.UTC() },

@@ -46,7 +46,9 @@ type App struct {
 	// DecisionLog writes the decision log (MCPGATE_DECISION_LOG_FILE,
 	// MCPGATE_DECISION_LOG_URL); nil when neither is set.
 	DecisionLog *decisionlog.Logger
-	closers     []func() error
+	// Feed announces changes made through any replica to Server.Changes.
+	Feed    ChangeFeed
+	closers []func() error
 }
 
 // Open opens the store named by cfg.DatabaseURL and applies its migrations,
@@ -116,12 +118,16 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
-		SessionSecret: cfg.SessionSecret,
+		SessionSecret: cfg.SessionSecret, SessionEnds: StoreSessionEnds(store),
 	})
 	if err != nil {
 		return err
 	}
 	a.closers = append(a.closers, func() error { a.Server.Close(); return nil })
+	if a.Feed, err = a.changeFeed(ctx, log); err != nil {
+		return err
+	}
+	registerFeed(reg, a.Feed)
 	return nil
 }
 
@@ -156,6 +162,31 @@ func (a *App) openDecisionLog(log *zap.Logger, m *metrics.Metrics, version strin
 	return nil
 }
 
+// listenWait bounds how long Open waits for the first LISTEN; past it the
+// gateway starts anyway, degraded, and the listener keeps trying.
+const listenWait = 5 * time.Second
+
+// changeFeed starts hearing the changes made through other replicas: on
+// PostgreSQL a listener on the shared database, closed with the App; on
+// the embedded store (one process) the admin API's own announcements.
+func (a *App) changeFeed(ctx context.Context, log *zap.Logger) (ChangeFeed, error) {
+	pg, ok := a.Store.(*postgres.Store)
+	if !ok {
+		return localFeed{a.Server}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, listenWait)
+	defer cancel()
+	l, err := pg.Listen(ctx, a.Server.Changes(), postgres.ListenOptions{})
+	if l == nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, l.Close)
+	if err != nil {
+		log.Warn("not yet hearing the changes of other replicas; retrying in the background", zap.Error(err))
+	}
+	return l, nil
+}
+
 // rateLimits builds the rate-limit rules of seed 001 from cfg.Limits, and
 // sweeps the audit store's ended counters every sweepInterval until the
 // App closes.
@@ -185,7 +216,8 @@ func confirmer(cfg *config.Config, log *zap.Logger) (*confirm.Signer, error) {
 
 // sweepIdempotencyKeys deletes, every sweepInterval until the App closes,
 // the idempotency keys of tasks that reached a terminal state more than
-// confirm.IdempotencyTTL ago (seed 001, Deploy confirmation protocol).
+// confirm.IdempotencyTTL ago (seed 001, Deploy confirmation protocol), and
+// the records of ended MCP sessions whose ids no longer verify.
 func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.closers = append(a.closers, func() error { cancel(); return nil })
@@ -199,6 +231,9 @@ func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
 			case now := <-tick.C:
 				if _, err := a.Store.DeleteEndedIdempotencyKeys(ctx, now.Add(-confirm.IdempotencyTTL)); err != nil && ctx.Err() == nil {
 					log.Warn("idempotency key sweep failed; the keys of ended tasks stay until the next sweep", zap.Error(err))
+				}
+				if _, err := a.Store.DeleteEndedSessions(ctx, now); err != nil && ctx.Err() == nil {
+					log.Warn("ended-session sweep failed; records of ended MCP sessions stay until the next sweep", zap.Error(err))
 				}
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"net/http/pprof"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -39,6 +40,7 @@ type FullStore interface {
 	admin.Store
 	auth.APITokenStore
 	ratelimit.Counters
+	SessionEndStore
 	Close() error
 }
 
@@ -53,6 +55,10 @@ type Server struct {
 	log     *zap.Logger
 	probes  http.Handler // /healthz, /readyz, /metrics
 	callers CallerInvalidator
+	// changes handles announced changes (Changes); announced counts the
+	// changes this process's admin API announced itself.
+	changes   *changes
+	announced atomic.Uint64
 }
 
 // CallerInvalidator drops cached callers; *callercache.Cache implements
@@ -98,6 +104,10 @@ type Deps struct {
 	// SessionSecret signs MCP session ids (config.Config.SessionSecret);
 	// empty: a key of this process only (mcp.Options.SessionSecret).
 	SessionSecret []byte
+	// SessionEnds records ended MCP sessions for both endpoints; App
+	// passes StoreSessionEnds, so a DELETE holds on every replica of one
+	// database. nil: an mcp.MemorySessionEnds of this Server only.
+	SessionEnds mcp.SessionEnds
 	// ProbesApart leaves /healthz, /readyz and /metrics out of the main
 	// handler; they are served only by Server.Probes, on the listener of
 	// MCPGATE_METRICS_LISTEN.
@@ -128,6 +138,9 @@ const (
 // /.well-known, /admin/v1 (operators), and, unless d.ProbesApart,
 // /healthz, /readyz and /metrics.
 func New(d Deps) (*Server, error) {
+	if d.SessionEnds == nil {
+		d.SessionEnds = mcp.NewMemorySessionEnds()
+	}
 	metaURL := ""
 	if d.HTTP.PublicURL != "" {
 		u, err := mcp.MetadataURL(d.HTTP.PublicURL)
@@ -156,6 +169,7 @@ func New(d Deps) (*Server, error) {
 		log = zap.NewNop()
 	}
 	s := &Server{transport: t, api: api, store: d.Store, log: log, callers: d.Callers}
+	s.changes = &changes{s: s, log: log}
 	r := mux.NewRouter()
 	r.Handle("/mcp", t) // every method: the transport answers 405 itself, with a JSON-RPC body
 	if api != nil {
@@ -171,12 +185,12 @@ func New(d Deps) (*Server, error) {
 	if d.AdminToken != "" { // no admin token: the admin API is off altogether
 		tokenReader = auth.ManagementReader(d.Store, d.Logger, nil)
 	}
-	r.PathPrefix("/admin/v1").Handler(admin.NewHandler(d.Store, admin.Options{
+	r.PathPrefix("/admin/v1").Handler(admin.NewHandler(revokeAnnouncer{FullStore: d.Store, s: s}, admin.Options{
 		Token:         d.AdminToken,
 		TokenReader:   tokenReader,
 		ValidateGrant: d.ValidateGrant,
 		Logger:        d.Logger,
-		OnChange:      s.WorkspaceChanged,
+		OnChange:      func(ws string) { s.announce(gateway.Change{WorkspaceID: ws}) },
 	}))
 	reg := d.Registry
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -216,11 +230,7 @@ func newTransport(d Deps, a mcp.Authenticator, metaURL, instructions string) (*m
 		ResourceMetadataURL: metaURL,
 		WriteTimeout:        d.WriteTimeout,
 		SessionSecret:       d.SessionSecret,
-		// Ended sessions are held in this process: the PostgreSQL-backed
-		// mcp.SessionEnds arrives with the store fan-out, and until then a
-		// DELETE holds on the replica that received it (README.md, "Sessions
-		// across replicas").
-		SessionEnds: mcp.NewMemorySessionEnds(),
+		SessionEnds:         d.SessionEnds,
 	})
 }
 
@@ -241,8 +251,10 @@ func (s *Server) mountProbes(r *mux.Router, metrics http.Handler) {
 	r.Handle("/metrics", metrics)
 }
 
-// Close ends all MCP sessions and streams.
+// Close ends all MCP sessions and streams and the degraded refresh of
+// Changes.
 func (s *Server) Close() {
+	s.changes.close()
 	s.transport.Close()
 	if s.api != nil {
 		s.api.Close()
@@ -272,12 +284,9 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 // open MCP streams of that workspace whose tools/list now differs get
 // notifications/tools/list_changed; that check runs in the background.
 //
-// The admin API of this process calls it after each successful change.
-// It is also the seam for changes made through other replicas: whatever
-// announces those (a listener on the shared database) calls it with the
-// changed workspace, and this replica then behaves as if the change had
-// been made here. Until then the caller cache's TTL bounds how long such
-// a change goes unseen.
+// The admin API of this process calls it after each successful change,
+// and the change feed (Changes) for changes made through other replicas,
+// so this replica behaves as if the change had been made here.
 func (s *Server) WorkspaceChanged(workspaceID string) {
 	if s.callers != nil {
 		if workspaceID == "" {

@@ -80,6 +80,11 @@ type Store interface {
 	APITokenByHash(ctx context.Context, hash string) (*gateway.APIToken, error)
 	// TouchAPIToken sets last_used_at (never backwards); ENotFound if unknown.
 	TouchAPIToken(ctx context.Context, fingerprint string, at time.Time) error
+
+	// Ended MCP sessions (gateway/server's SessionEndStore).
+	EndSession(ctx context.Context, id string, until time.Time) error
+	SessionEnded(ctx context.Context, id string, now time.Time) (bool, error)
+	DeleteEndedSessions(ctx context.Context, before time.Time) (int64, error)
 }
 
 // Run runs the whole suite as parallel subtests of t. newStore must return
@@ -97,6 +102,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Tokens", tokenTests},
 		{"Audit", auditTests},
 		{"Idempotency", idempotencyTests},
+		{"Sessions", sessionTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

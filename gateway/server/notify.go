@@ -1,0 +1,216 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/postgres"
+)
+
+// ChangeFeed is how a replica hears of changes made through any replica:
+// *postgres.Listener (LISTEN/NOTIFY on the shared database) or, for the
+// embedded store of one process, localFeed. Either delivers to the
+// Server's change handler (Server.Changes).
+type ChangeFeed interface {
+	// Connected reports whether changes are announced now; while false,
+	// the replica falls back to bounded staleness (docs/architecture.md,
+	// "Replicas").
+	Connected() bool
+	// Received counts the announcements received.
+	Received() uint64
+	// Close stops the feed.
+	Close() error
+}
+
+var _ ChangeFeed = (*postgres.Listener)(nil)
+
+// degradedRefresh is how often, while the feed is not connected, every
+// cached caller is dropped and every open stream's tool list recomputed:
+// the bound on how long a change made through another replica goes unseen
+// by an open stream then (callers are bounded by the cache's TTL anyway,
+// tokens are looked up on every request).
+const degradedRefresh = time.Second
+
+// changes is the Server's postgres.ChangeHandler: what a replica does with
+// an announced change, the same for changes of any replica.
+type changes struct {
+	s   *Server
+	log *zap.Logger
+
+	mu       sync.Mutex
+	degraded chan struct{} // closed to end the degraded loop; nil when connected
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+var _ postgres.ChangeHandler = (*changes)(nil)
+
+// Changes returns the handler a ChangeFeed delivers this replica's
+// announcements to. Its Changed drops the cached callers of the change's
+// workspace and tells that workspace's open streams (WorkspaceChanged),
+// and for a token's change ends that token's sessions on this replica
+// (TokenRevoked); Lost starts the degraded refresh, Resync stops it and
+// drops everything cached.
+func (s *Server) Changes() postgres.ChangeHandler { return s.changes }
+
+// Changed implements postgres.ChangeHandler.
+func (c *changes) Changed(ch gateway.Change) {
+	if ch.TokenFingerprint != "" { // a token's status is read per request, not cached with callers
+		c.s.TokenRevoked(ch.TokenFingerprint)
+		return
+	}
+	c.s.WorkspaceChanged(ch.WorkspaceID)
+}
+
+// Lost implements postgres.ChangeHandler: until Resync, every
+// degradedRefresh drops every cached caller and recomputes every open
+// stream's tool list.
+func (c *changes) Lost() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.degraded != nil {
+		return
+	}
+	c.log.Warn("the change announcements of other replicas stopped (listening connection lost); reconnecting, and until then open streams are re-checked every second",
+		zap.Duration("refresh", degradedRefresh))
+	stop := make(chan struct{})
+	c.degraded = stop
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		tick := time.NewTicker(degradedRefresh)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				c.s.WorkspaceChanged("")
+			}
+		}
+	}()
+}
+
+// Resync implements postgres.ChangeHandler: changes may have been missed,
+// so everything cached is dropped and every open stream re-checked once.
+func (c *changes) Resync() {
+	c.mu.Lock()
+	if c.degraded != nil {
+		close(c.degraded)
+		c.degraded = nil
+		c.log.Info("change announcements of other replicas resumed; every cached caller dropped once")
+	}
+	c.mu.Unlock()
+	c.s.WorkspaceChanged("")
+}
+
+// close stops the degraded loop for good.
+func (c *changes) close() {
+	c.mu.Lock()
+	c.closed = true
+	if c.degraded != nil {
+		close(c.degraded)
+		c.degraded = nil
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// TokenRevoked ends, on this replica, every MCP session and stream opened
+// with the API token of fingerprint fp: their next request authenticates
+// again and is refused (every request looks the token up; there is no
+// token cache to drop). The admin API of this process calls it after a
+// revocation, and the change feed for revocations made elsewhere.
+func (s *Server) TokenRevoked(fp string) {
+	match := func(p *gateway.Principal) bool { return p.TokenFingerprint == fp }
+	s.transport.DropSessions(match)
+	if s.api != nil {
+		s.api.DropSessions(match)
+	}
+}
+
+// localFeed is the ChangeFeed of the embedded store (one process): the
+// admin API's writes reach this process's caches and streams directly
+// (Server.WorkspaceChanged, Server.TokenRevoked), so it is always
+// connected; it counts those announcements.
+type localFeed struct{ s *Server }
+
+func (f localFeed) Connected() bool  { return true }
+func (f localFeed) Received() uint64 { return f.s.announced.Load() }
+func (f localFeed) Close() error     { return nil }
+
+// announce applies a change made through this process's admin API at
+// once (on PostgreSQL the change triggers announce it to every replica as
+// well, this one included).
+func (s *Server) announce(ch gateway.Change) {
+	s.announced.Add(1)
+	s.changes.Changed(ch)
+}
+
+// revokeAnnouncer is the admin API's store: a successful revocation is
+// announced to this process at once.
+type revokeAnnouncer struct {
+	FullStore
+	s *Server
+}
+
+func (r revokeAnnouncer) RevokeAPIToken(ctx context.Context, fingerprint string) error {
+	if err := r.FullStore.RevokeAPIToken(ctx, fingerprint); err != nil {
+		return err
+	}
+	r.s.announce(gateway.Change{Table: "api_tokens", TokenFingerprint: fingerprint})
+	return nil
+}
+
+// registerFeed exposes the feed's health on reg:
+// mcpgate_store_notify_connected (1 while changes are announced, 0 in the
+// degraded fallback) and mcpgate_store_notifications_received_total.
+func registerFeed(reg prometheus.Registerer, f ChangeFeed) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpgate_store_notify_connected",
+			Help: "1 while this replica hears the changes made through other replicas (PostgreSQL LISTEN/NOTIFY; always 1 on the embedded store), 0 while it falls back to bounded staleness.",
+		}, func() float64 {
+			if f.Connected() {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mcpgate_store_notifications_received_total",
+			Help: "Change announcements received by this replica (PostgreSQL notifications of its schema; on the embedded store, this process's admin changes).",
+		}, func() float64 { return float64(f.Received()) }),
+	)
+}
+
+// SessionEndStore is what the store-backed mcp.SessionEnds needs: the
+// table of ended sessions every replica reads (both stores implement it).
+type SessionEndStore interface {
+	// EndSession records the end of session id until until.
+	EndSession(ctx context.Context, id string, until time.Time) error
+	// SessionEnded reports whether id was ended with an until after now.
+	SessionEnded(ctx context.Context, id string, now time.Time) (bool, error)
+	// DeleteEndedSessions deletes the records whose until is at or
+	// before before.
+	DeleteEndedSessions(ctx context.Context, before time.Time) (int64, error)
+}
+
+// StoreSessionEnds returns the mcp.SessionEnds kept in s, shared by every
+// replica on the same database, so a DELETE on one replica holds on all.
+func StoreSessionEnds(s SessionEndStore) mcp.SessionEnds { return storeSessionEnds{s} }
+
+type storeSessionEnds struct{ s SessionEndStore }
+
+func (e storeSessionEnds) End(ctx context.Context, id string, until time.Time) error {
+	return e.s.EndSession(ctx, id, until)
+}
+
+func (e storeSessionEnds) Ended(ctx context.Context, id string) (bool, error) {
+	return e.s.SessionEnded(ctx, id, time.Now())
+}
