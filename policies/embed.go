@@ -16,17 +16,20 @@ import (
 	"strings"
 )
 
-// FS holds the supacloud bundle as files under "supacloud/": the policy
+// FS holds one bundle folder per surface. Under "supacloud/": the policy
 // modules (package supacloud, grants.rego holding the grant catalog as
 // data.supacloud.grants and data.supacloud.permissions) and their
-// *_test.rego files (package supacloud_test). The query for one tools/call
+// *_test.rego files (package supacloud_test); the query for one tools/call
 // is data.supacloud.decision and for tools/list data.supacloud.visible_tools
-// (contract in supacloud/README.md). Under "system/log" it holds the
+// (contract in supacloud/README.md). Under "ccserver/": the cc_server
+// surface (seed 003; package ccserver, modes.rego holding the mode policy as
+// data), queried at data.ccserver.decision and data.ccserver.visible_tools
+// (contract in ccserver/README.md). Under "system/log" it holds the
 // decision log mask (package system.log, data.system.log.mask), which the
 // gateway evaluates on every decision log event. Skip files ending in
 // _test.rego when serving; they only matter to `opa test`.
 //
-//go:embed supacloud system
+//go:embed supacloud ccserver system
 var FS embed.FS
 
 // Revision names the revision of the bundle in fsys: the "revision" of its

@@ -3,8 +3,10 @@
 // compiles every schema once so arguments can be checked on the hot path.
 //
 // The SupaCloud catalog (seed 001, "MCP Tool Surface") is embedded from
-// supacloud/catalog.json; other catalogs (an upstream server's extra tools,
-// test fixtures) go through Parse and can be combined with Merge.
+// supacloud/catalog.json and the cc_server catalog (seed 003, 110 tools in
+// the seed's groups) from ccserver/catalog.json; other catalogs (an
+// upstream server's extra tools, test fixtures) go through Parse and can be
+// combined with Merge.
 package tools
 
 import (
@@ -13,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,6 +25,21 @@ import (
 
 //go:embed supacloud/catalog.json
 var supacloudCatalog []byte
+
+//go:embed ccserver/catalog.json
+var ccserverCatalog []byte
+
+// The action classes a cc_server tool may declare (seed 003, "Kapsel-Tools"):
+// the rig use-tools and rig_close control an enclosure; the use-tools also
+// reach the network and spawn processes; mobile_use and ios_use also
+// install packages. A tool declaring any of them is refused in read-only
+// modes and passes the action guard (policies/ccserver).
+const (
+	ActionEnclosureControl = "enclosureControl"
+	ActionNetworkEgress    = "networkEgress"
+	ActionProcessSpawn     = "processSpawn"
+	ActionPackageInstall   = "packageInstall"
+)
 
 // Limit kinds split the scaffold tier into its two rate-limit buckets
 // (seed 001, "Workspace and profile caps": scaffold proposals and scaffold
@@ -37,8 +55,21 @@ type Tool struct {
 	// Name is the MCP tool name, copied exactly from the seed (e.g. "run.events").
 	Name string
 	// Tier decides the allowlist entry that unlocks the tool and the rate-limit
-	// bucket it consumes (seed 001, "Tiers and allowlist entries").
+	// bucket it consumes (seed 001, "Tiers and allowlist entries"). Empty for
+	// a tool of a grouped catalog (cc_server).
 	Tier gateway.Tier
+	// Group is the tool's group in a grouped catalog (cc_server, seed 003:
+	// "tickets", "memory", "rigs", …); empty for a tiered one (SupaCloud).
+	// A catalog is either tiered or grouped, never both.
+	Group string
+	// RequiresApproval marks a cc_server tool that declares requiresApproval
+	// (seed 003, "Tools mit Freigabepflicht"): a person approves each call
+	// before it runs.
+	RequiresApproval bool
+	// ActionClasses are the action classes a cc_server tool declares
+	// (ActionEnclosureControl, …), sorted; nil for none. A non-empty set
+	// puts the tool under the action guard (seed 003, "Kapsel-Tools").
+	ActionClasses []string
 	// Description is one line for tools/list.
 	Description string
 	// InputSchema is the compacted JSON Schema (draft 2020-12) of the
@@ -56,7 +87,8 @@ type Tool struct {
 	// (seed 002, steps 1 and 3). Deploy tools are never external.
 	External bool
 	// ReadOnly is the MCP readOnlyHint annotation: true for the baseline
-	// reads and the whole read tier.
+	// reads and the whole read tier, and for the cc_server tools that only
+	// read.
 	ReadOnly bool
 	// LimitKind is LimitKindProposal or LimitKindTaskSpawn for scaffold tools
 	// and "" for every other tool.
@@ -102,17 +134,23 @@ type fileCatalog struct {
 
 // fileTool is the JSON layout of one catalog entry.
 type fileTool struct {
-	Name         string          `json:"name"`
-	Tier         gateway.Tier    `json:"tier"`
-	Description  string          `json:"description"`
-	InputSchema  json.RawMessage `json:"input_schema"`
-	CarveOut     bool            `json:"carve_out"`
-	Confirmation bool            `json:"confirmation"`
-	External     bool            `json:"external"`
-	ReadOnly     bool            `json:"read_only"`
-	LimitKind    string          `json:"limit_kind"`
-	Resource     *ResourceRef    `json:"resource"`
+	Name             string          `json:"name"`
+	Tier             gateway.Tier    `json:"tier"`
+	Group            string          `json:"group"`
+	Description      string          `json:"description"`
+	InputSchema      json.RawMessage `json:"input_schema"`
+	CarveOut         bool            `json:"carve_out"`
+	Confirmation     bool            `json:"confirmation"`
+	External         bool            `json:"external"`
+	ReadOnly         bool            `json:"read_only"`
+	LimitKind        string          `json:"limit_kind"`
+	Resource         *ResourceRef    `json:"resource"`
+	RequiresApproval bool            `json:"requires_approval"`
+	ActionClasses    []string        `json:"action_classes"`
 }
+
+// groupName is the shape of a group name in a grouped catalog.
+var groupName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 // toolName is the shape MCP clients accept for tool names.
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
@@ -125,12 +163,25 @@ func Load() (*Catalog, error) {
 	return Parse(supacloudCatalog)
 }
 
-// Parse builds a catalog from catalog JSON: {"tools": [{"name", "tier",
-// "description", "input_schema", flags...}, ...]}. It rejects unknown
-// fields, an empty list, duplicate or malformed names, unknown tiers, flags
-// that contradict the tier, and input schemas that do not compile, are not
-// of type object, or would refuse an optional "workspace_id" string. Errors
-// are *gateway.Error with code EInvalid naming the entry at fault.
+// LoadCCServer returns the embedded cc_server catalog (seed 003: 110 tools,
+// each with its group, requiresApproval and action classes) with every
+// input schema compiled; call it once at start. Its workspace-scoped tools
+// require workspace_id, list_workspaces and the six newsfeed tools take
+// none, search_tool_bm25 and list_my_tools take it optionally (seed 003,
+// "Gemeinsame Parameter"). An error means a broken catalog file.
+func LoadCCServer() (*Catalog, error) {
+	return Parse(ccserverCatalog)
+}
+
+// Parse builds a catalog from catalog JSON: {"tools": [{"name", "tier" or
+// "group", "description", "input_schema", flags...}, ...]}. It rejects
+// unknown fields, an empty list, duplicate or malformed names, a catalog
+// that mixes tiered and grouped entries, unknown tiers or action classes,
+// flags that contradict the tier or the kind of catalog, and input schemas
+// that do not compile or are not of type object. A tiered (SupaCloud) schema
+// must also accept an optional "workspace_id" string; a grouped (cc_server)
+// one may require it or leave it out, but declares it as a string if at all.
+// Errors are *gateway.Error with code EInvalid naming the entry at fault.
 func Parse(data []byte) (*Catalog, error) {
 	var f fileCatalog
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -146,6 +197,11 @@ func Parse(data []byte) (*Catalog, error) {
 	}
 	c := &Catalog{byName: make(map[string]*entry, len(f.Tools))}
 	for i, ft := range f.Tools {
+		if grouped := f.Tools[0].Group != ""; (ft.Group != "") != grouped {
+			return nil, gateway.Errorf(gateway.EInvalid,
+				"tool catalog entry %d (%q) mixes a tiered and a grouped catalog: entry 0 has %s; give every entry a tier or every entry a group",
+				i, ft.Name, map[bool]string{true: "a group", false: "a tier"}[grouped])
+		}
 		e, err := buildEntry(ft)
 		if err != nil {
 			return nil, gateway.Errorf(gateway.EInvalid,
@@ -178,7 +234,7 @@ func buildEntry(ft fileTool) (*entry, error) {
 	if err := json.Compact(&compact, ft.InputSchema); err != nil || len(ft.InputSchema) == 0 {
 		return nil, fmt.Errorf("input_schema is missing or not JSON")
 	}
-	accepted, err := checkSchemaShape(compact.Bytes())
+	accepted, err := checkSchemaShape(compact.Bytes(), ft.Group != "")
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +248,7 @@ func buildEntry(ft fileTool) (*entry, error) {
 			InputSchema: json.RawMessage(compact.Bytes()),
 			CarveOut:    ft.CarveOut, Confirmation: ft.Confirmation,
 			External: ft.External, ReadOnly: ft.ReadOnly, LimitKind: ft.LimitKind, Resource: ft.Resource,
+			Group: ft.Group, RequiresApproval: ft.RequiresApproval, ActionClasses: actionClasses(ft.ActionClasses),
 		},
 		schema:   sch,
 		accepted: accepted,
@@ -204,10 +261,16 @@ func checkFlags(ft fileTool) error {
 	switch {
 	case !toolName.MatchString(ft.Name):
 		return fmt.Errorf("name must be 1-128 letters, digits, '_', '.' or '-'")
-	case !knownTier(ft.Tier):
-		return fmt.Errorf("tier %q is unknown; use baseline, read, ops, scaffold or deploy", ft.Tier)
 	case strings.TrimSpace(ft.Description) == "":
 		return fmt.Errorf("description is empty")
+	case ft.Resource != nil && (ft.Resource.Kind == "" || ft.Resource.IDArgument == ""):
+		return fmt.Errorf("resource needs a kind and an id_argument")
+	case ft.Group != "":
+		return checkGroupedFlags(ft)
+	case ft.RequiresApproval || len(ft.ActionClasses) > 0:
+		return fmt.Errorf("requires_approval and action_classes belong to grouped (cc_server) catalogs; give the entry a group or drop them")
+	case !knownTier(ft.Tier):
+		return fmt.Errorf("tier %q is unknown; use baseline, read, ops, scaffold or deploy", ft.Tier)
 	case ft.CarveOut && ft.Tier != gateway.TierOps:
 		return fmt.Errorf("carve_out is only meaningful for ops-tier tools")
 	case ft.Confirmation && ft.Tier != gateway.TierDeploy:
@@ -216,14 +279,50 @@ func checkFlags(ft fileTool) error {
 		return fmt.Errorf("deploy-tier tools are never reachable externally; drop external")
 	case ft.ReadOnly && ft.Tier != gateway.TierBaseline && ft.Tier != gateway.TierRead:
 		return fmt.Errorf("read_only contradicts tier %q", ft.Tier)
-	case ft.Resource != nil && (ft.Resource.Kind == "" || ft.Resource.IDArgument == ""):
-		return fmt.Errorf("resource needs a kind and an id_argument")
 	case ft.LimitKind != "" && ft.Tier != gateway.TierScaffold:
 		return fmt.Errorf("limit_kind is only meaningful for scaffold-tier tools")
 	case ft.Tier == gateway.TierScaffold && ft.LimitKind != LimitKindProposal && ft.LimitKind != LimitKindTaskSpawn:
 		return fmt.Errorf("scaffold-tier tools need limit_kind %q or %q", LimitKindProposal, LimitKindTaskSpawn)
 	}
 	return nil
+}
+
+// checkGroupedFlags checks an entry of a grouped (cc_server) catalog: a
+// group name, no tier, none of SupaCloud's tier flags, and only known,
+// distinct action classes.
+func checkGroupedFlags(ft fileTool) error {
+	switch {
+	case !groupName.MatchString(ft.Group):
+		return fmt.Errorf("group %q must be 1-64 lower-case letters, digits or '_', starting with a letter", ft.Group)
+	case ft.Tier != "":
+		return fmt.Errorf("an entry has a tier or a group, not both; drop tier %q", ft.Tier)
+	case ft.CarveOut || ft.Confirmation || ft.External || ft.LimitKind != "":
+		return fmt.Errorf("carve_out, confirmation, external and limit_kind are SupaCloud tier flags; a grouped entry cannot carry them")
+	}
+	seen := map[string]bool{}
+	for _, a := range ft.ActionClasses {
+		switch a {
+		case ActionEnclosureControl, ActionNetworkEgress, ActionProcessSpawn, ActionPackageInstall:
+		default:
+			return fmt.Errorf("action class %q is unknown; use %s, %s, %s or %s",
+				a, ActionEnclosureControl, ActionNetworkEgress, ActionProcessSpawn, ActionPackageInstall)
+		}
+		if seen[a] {
+			return fmt.Errorf("action class %q is listed twice", a)
+		}
+		seen[a] = true
+	}
+	return nil
+}
+
+// actionClasses returns the sorted copy of a declared set, nil for none.
+func actionClasses(in []string) []string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return out
 }
 
 func knownTier(t gateway.Tier) bool {
@@ -242,11 +341,16 @@ type schemaShape struct {
 	AdditionalProperties *bool                      `json:"additionalProperties"`
 }
 
-// checkSchemaShape requires an object schema (MCP inputSchema) that lets a
-// client send an optional workspace_id string: the gateway compares it with
-// the credential's workspace (docs/architecture.md, Invariants: workspace isolation), so the
-// schema must not refuse it first. It returns the sorted property names.
-func checkSchemaShape(raw []byte) ([]string, error) {
+// checkSchemaShape requires an object schema (MCP inputSchema). In a
+// tiered (SupaCloud) catalog it must let a client send an optional
+// workspace_id string: the gateway compares it with the credential's
+// workspace (docs/architecture.md, Invariants: workspace isolation), so the
+// schema must not refuse it first. In a grouped (cc_server) catalog the
+// workspace_id is the caller's choice of workspace, which the policy checks
+// (seed 003, "Gemeinsame Parameter"): the schema may require it or, on a
+// global tool, leave it out. Either way a declared workspace_id is a
+// string. It returns the sorted property names.
+func checkSchemaShape(raw []byte, grouped bool) ([]string, error) {
 	var s schemaShape
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("input_schema must be a JSON object")
@@ -255,12 +359,12 @@ func checkSchemaShape(raw []byte) ([]string, error) {
 		return nil, fmt.Errorf(`input_schema must have "type": "object"`)
 	}
 	for _, r := range s.Required {
-		if r == "workspace_id" {
+		if r == "workspace_id" && !grouped {
 			return nil, fmt.Errorf("input_schema must not require workspace_id; it is optional")
 		}
 	}
 	ws, declared := s.Properties["workspace_id"]
-	if !declared && s.AdditionalProperties != nil && !*s.AdditionalProperties {
+	if !declared && !grouped && s.AdditionalProperties != nil && !*s.AdditionalProperties {
 		return nil, fmt.Errorf("input_schema refuses extra properties, so it must declare an optional workspace_id string")
 	}
 	if declared {
@@ -320,7 +424,8 @@ func (c *Catalog) Lookup(name string) (*Tool, bool) {
 
 // Tools returns every tool in catalog order (for the SupaCloud catalog:
 // baseline, read, ops, script.run, scaffold, deploy). The slice is new on
-// each call; the InputSchema bytes are shared and must not be modified.
+// each call; the InputSchema bytes and ActionClasses are shared and must
+// not be modified.
 func (c *Catalog) Tools() []Tool {
 	out := make([]Tool, len(c.entries))
 	for i, e := range c.entries {

@@ -332,13 +332,17 @@ func BenchmarkDecideWorkload(b *testing.B) {
 }
 
 // TestBundleReadsOnlyTheSlug pins what the shipped bundle reads of the call
-// arguments: only input.arguments.slug (the script.run carve-out). If a rule
-// starts reading the whole input or other arguments this fails, as a reminder
-// that the decision cache then keys on every argument (correct, but slower).
+// arguments: input.arguments.slug (supacloud's script.run carve-out) and
+// ccserver's workspace_id and ticket_id (the workspace rules and plan
+// mode's own-ticket verbs). If a rule starts reading the whole input or
+// other arguments this fails, as a reminder that the decision cache then
+// keys on every argument (correct, but slower).
 func TestBundleReadsOnlyTheSlug(t *testing.T) {
 	e, _ := newEngine(t, gateway.EditionCommunity)
-	if all, keys := e.ArgumentKeys(); all || len(keys) != 1 || keys[0] != "slug" {
-		t.Fatalf("bundle reads arguments all=%v keys=%v, want only slug", all, keys)
+	all, keys := e.ArgumentKeys()
+	slices.Sort(keys)
+	if want := []string{"slug", "ticket_id", "workspace_id"}; all || !slices.Equal(keys, want) {
+		t.Fatalf("bundle reads arguments all=%v keys=%v, want only %v", all, keys, want)
 	}
 }
 
