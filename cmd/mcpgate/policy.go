@@ -42,7 +42,7 @@ and suggest the smallest allowlist for what a profile actually called.`,
   mcpgate policy check --strict policies
   mcpgate policy replay --bundle ./candidate --log decisions.jsonl --since 1h`,
 	})
-	cmd.AddCommand(newPolicyReplayCmd(out), newPolicyExplainCmd(out, getenv))
+	cmd.AddCommand(newPolicyReplayCmd(out), newPolicyExplainCmd(out, getenv), newPolicySuggestCmd(out, getenv))
 	for _, sub := range policySubcommands {
 		c := &cobra.Command{
 			Use:                sub.name + " [OPA flags and arguments]",
