@@ -24,8 +24,19 @@ explain := {
 	"profile": explain_profile,
 	"grant": explain_grant,
 	"permissions": explain_permissions,
-	"edition": {"name": object.get(input, "edition", null), "enterprise": explain_enterprise},
+	"edition": {"name": explain_edition, "enterprise": explain_enterprise},
 }
+
+# explain_edition and explain_perms read input.edition and
+# input.permissions, never the whole input, so the gateway can still tell
+# which arguments the bundle reads (gateway/policy, argumentUse).
+default explain_edition := null
+
+explain_edition := input.edition
+
+default explain_perms := {}
+
+explain_perms := input.permissions if is_object(input.permissions)
 
 default explain_enterprise := false
 
@@ -231,7 +242,7 @@ default explain_redacted(_) := false
 
 explain_redacted(key) if not permission(key)
 
-explain_value(path) := object.get(object.get(input, "permissions", {}), path, null)
+explain_value(path) := object.get(explain_perms, path, null)
 
 default explain_capped(_) := false
 

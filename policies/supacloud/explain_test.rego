@@ -230,3 +230,9 @@ test_explain_coordinator_scopes_not_a_list if {
 	x.grant.granted_by == []
 	x.grant.would_grant == ["mcp:read"]
 }
+
+test_explain_without_edition if {
+	x := supacloud.explain with input as object.remove(call(session, "project.get", {}), ["edition"])
+	x.edition == {"name": null, "enterprise": false}
+	decided_gate(x) == "edition"
+}
