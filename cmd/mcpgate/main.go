@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +23,7 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcpgate:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -32,6 +33,28 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 	root := newRootCmd(out, getenv)
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
+}
+
+// exitError is an error that ends the process with its own exit status
+// (policy replay: 2 for a usage error, 3 for too many flips).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks err as a usage error: exit status 2.
+func usageError(err error) error { return &exitError{code: exitUsage, err: err} }
+
+// exitCode is the exit status for err: an exitError's own, else 1.
+func exitCode(err error) int {
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return 1
 }
 
 // envAnnotation is the cobra annotation that lists the environment variables
@@ -66,7 +89,7 @@ Environment:
 		newMigrateCmd(getenv),
 		newTokenCmd(out, getenv),
 		newJWTCmd(out, getenv),
-		newPolicyCmd(out),
+		newPolicyCmd(out, getenv),
 		newVersionCmd(out),
 	)
 	return root

@@ -22,18 +22,27 @@ var policySubcommands = []struct{ name, short string }{
 // commands of the OPA the gateway embeds (the same version as `go tool
 // opa`), so a security team checks a bundle with the binary it will run
 // under. Their arguments and flags go to OPA unchanged, and their help is
-// OPA's. `policy test` without a path tests the policies folder.
-func newPolicyCmd(out io.Writer) *cobra.Command {
+// OPA's. `policy test` without a path tests the policies folder. Beside
+// them are mcpgate's own: replay (a candidate bundle against the decision
+// log), explain (one call, from the live store) and suggest (the smallest
+// allowlist for a profile's audited calls).
+func newPolicyCmd(out io.Writer, getenv func(string) string) *cobra.Command {
 	cmd := group(&cobra.Command{
 		Use:   "policy",
-		Short: "OPA's test, eval, check, fmt and bench, with the OPA the gateway embeds",
+		Short: "OPA's test, eval, check, fmt and bench; replay, explain and suggest",
 		Long: `Run OPA's own commands with the OPA built into this binary, the one the
 gateway decides with. Arguments and flags go to OPA unchanged;
-"mcpgate policy test --help" shows OPA's flags.`,
+"mcpgate policy test --help" shows OPA's flags.
+
+replay, explain and suggest are mcpgate's: re-decide the decision log
+against a candidate bundle, explain one call with the live store's data,
+and suggest the smallest allowlist for what a profile actually called.`,
 		Example: `  mcpgate policy test -v
   mcpgate policy eval -d policies -i test/testdata/policy-input.json data.supacloud.decision
-  mcpgate policy check --strict policies`,
+  mcpgate policy check --strict policies
+  mcpgate policy replay --bundle ./candidate --log decisions.jsonl --since 1h`,
 	})
+	cmd.AddCommand(newPolicyReplayCmd(out), newPolicyExplainCmd(out, getenv), newPolicySuggestCmd(out, getenv))
 	for _, sub := range policySubcommands {
 		c := &cobra.Command{
 			Use:                sub.name + " [OPA flags and arguments]",

@@ -60,6 +60,9 @@ type Options struct {
 	Now func() time.Time
 	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Explain answers POST /admin/v1/explain (admin token only); nil
+	// answers it 404.
+	Explain Explainer
 }
 
 // handler is the admin API; see NewHandler.
@@ -140,6 +143,7 @@ func (h *handler) routes() *mux.Router {
 	h.route(r, Prefix+"/api-tokens/{fingerprint}", methods{del: h.revokeToken})
 	h.route(r, Prefix+"/audit-events", methods{get: h.listAuditEvents})
 	h.route(r, Prefix+OpenAPIPath, methods{get: h.openAPI})
+	h.route(r, Prefix+ExplainPath, methods{http.MethodPost: h.explain})
 	return r
 }
 

@@ -206,11 +206,13 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 		{method: del, path: "/admin/v1/api-tokens/0123456789abcdef", status: 204},
 		{method: get, path: "/admin/v1/audit-events?workspace_id=ws-1&limit=1", status: 200},
 		{method: get, path: Prefix + OpenAPIPath, status: 200},
+		{method: "POST", path: Prefix + ExplainPath, body: `{"workspace":"ws-1","task":"t-1","tool":"project.get","args":{"id":"pr-1"}}`, status: 200},
 		// Refusals answer the documented error shape.
 		{method: get, path: "/admin/v1/workspaces/ws-9", status: 404},
 		{method: del, path: "/admin/v1/seat-types/standard", status: 409},
 		{method: "PUT", path: wsPath + "/members/u-1", body: `{"role":"root"}`, status: 400, badRequest: true},
 		{method: get, path: wsPath + "/tasks?status=paused", status: 400, badRequest: true},
+		{method: "POST", path: Prefix + ExplainPath, body: `{"workspace":"ws-1","task":"t-1"}`, status: 400, badRequest: true},
 	}
 	covered := map[string]bool{}
 	for _, tc := range cases {
@@ -219,7 +221,7 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(store)
 			}
-			h := NewHandler(store, Options{Token: adminToken, Now: func() time.Time { return testNow }})
+			h := NewHandler(store, Options{Token: adminToken, Now: func() time.Time { return testNow }, Explain: fakeExplain})
 			rec := serve(h, tc.method, tc.path, tc.body, nil)
 			if rec.Code != tc.status {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)

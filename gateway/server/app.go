@@ -15,6 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/adapters/demo"
 	"github.com/mcpgate/mcpgate/adapters/mcpupstream"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/callercache"
 	"github.com/mcpgate/mcpgate/gateway/config"
@@ -118,7 +119,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
-		SessionSecret: cfg.SessionSecret, SessionEnds: StoreSessionEnds(store),
+		SessionSecret: cfg.SessionSecret, SessionEnds: StoreSessionEnds(store), Explain: a.explain(adapter),
 	})
 	if err != nil {
 		return err
@@ -185,6 +186,25 @@ func (a *App) changeFeed(ctx context.Context, log *zap.Logger) (ChangeFeed, erro
 		log.Warn("not yet hearing the changes of other replicas; retrying in the background", zap.Error(err))
 	}
 	return l, nil
+}
+
+// explain is the explainer of POST /admin/v1/explain over the App's
+// store, catalog and adapter (for resources); the bundle's explainer is
+// compiled on the first request.
+func (a *App) explain(adapter pipeline.Adapter) admin.Explainer {
+	resolver, _ := adapter.(pipeline.ResourceResolver)
+	return Explain(ExplainDeps{Store: a.Store, Catalog: a.Catalog, Resolver: resolver,
+		Explainer: onceExplainer(func() (*policy.Explainer, error) { return NewExplainer(context.Background(), a.Config, a.Catalog) })})
+}
+
+// NewExplainer compiles the bundle NewEngine would and prepares its
+// explanation query (policy.NewExplainer).
+func NewExplainer(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (*policy.Explainer, error) {
+	x, err := policy.NewExplainer(ctx, engineOptions(cfg, cat))
+	if err != nil {
+		return nil, fmt.Errorf("policy bundle cannot explain decisions: %w", err)
+	}
+	return x, nil
 }
 
 // rateLimits builds the rate-limit rules of seed 001 from cfg.Limits, and
@@ -339,6 +359,16 @@ func openStore(ctx context.Context, url string, maxConns int) (FullStore, error)
 
 // NewEngine compiles the policy bundle: the embedded one, or cfg.PolicyDir.
 func NewEngine(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (*policy.Engine, error) {
+	e, err := policy.New(ctx, engineOptions(cfg, cat))
+	if err != nil {
+		return nil, fmt.Errorf("policy bundle refused, the gateway does not start: %w", err)
+	}
+	return e, nil
+}
+
+// engineOptions are the engine's options for cfg: the embedded bundle or
+// cfg.PolicyDir, the edition, and the catalog's tools.
+func engineOptions(cfg *config.Config, cat *tools.Catalog) policy.Options {
 	var bundle fs.FS = policies.FS
 	if cfg.PolicyDir != "" {
 		bundle = os.DirFS(cfg.PolicyDir)
@@ -347,11 +377,7 @@ func NewEngine(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (*po
 	for _, t := range cat.Tools() {
 		refs = append(refs, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut})
 	}
-	e, err := policy.New(ctx, policy.Options{FS: bundle, Edition: cfg.Edition, Tools: refs, KeepInput: cfg.DecisionLog.On()})
-	if err != nil {
-		return nil, fmt.Errorf("policy bundle refused, the gateway does not start: %w", err)
-	}
-	return e, nil
+	return policy.Options{FS: bundle, Edition: cfg.Edition, Tools: refs, KeepInput: cfg.DecisionLog.On()}
 }
 
 // GrantValidator returns a check for allowlist entries: an entry must grant

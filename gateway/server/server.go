@@ -116,6 +116,10 @@ type Deps struct {
 	// Server.Probes, and only there (config.Config.Pprof).
 	Pprof bool
 
+	// Explain answers POST /admin/v1/explain (server.Explain); nil answers
+	// it 404.
+	Explain admin.Explainer
+
 	// Callers is the cache Pipeline.Callers reads, if any: the admin API's
 	// changes invalidate it (Server.WorkspaceChanged). nil: no cache.
 	Callers CallerInvalidator
@@ -191,6 +195,7 @@ func New(d Deps) (*Server, error) {
 		ValidateGrant: d.ValidateGrant,
 		Logger:        d.Logger,
 		OnChange:      func(ws string) { s.announce(gateway.Change{WorkspaceID: ws}) },
+		Explain:       d.Explain,
 	}))
 	reg := d.Registry
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -46,6 +46,9 @@ type Store interface {
 	RevokeAPIToken(ctx context.Context, fingerprint string) error
 	PutExternalLimits(ctx context.Context, workspaceID string, l gateway.ExternalLimits) error
 	ListAuditEvents(ctx context.Context, f gateway.AuditFilter) ([]gateway.AuditEvent, error)
+	// ProfileToolUsage groups a profile's audited calls (mcpgate policy
+	// suggest; sqlcore.Core.ProfileToolUsage).
+	ProfileToolUsage(ctx context.Context, workspaceID, profileID string, since time.Time) ([]gateway.ToolUsage, error)
 	// The admin API's reads and deletes.
 	Workspace(ctx context.Context, id string) (*gateway.Workspace, error)
 	ListWorkspaces(ctx context.Context, after string, limit int) ([]gateway.Workspace, error)
@@ -101,6 +104,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Tasks", taskTests},
 		{"Tokens", tokenTests},
 		{"Audit", auditTests},
+		{"Usage", usageTests},
 		{"Idempotency", idempotencyTests},
 		{"Sessions", sessionTests},
 	}
