@@ -129,7 +129,7 @@ func (s *stack) start() error {
 	if err := s.startGateway(); err != nil {
 		return err
 	}
-	if err := s.proxy.serve(s.gatewayURL); err != nil {
+	if err := s.proxy.serve(); err != nil {
 		return err
 	}
 	return s.newTokenIssuer()
