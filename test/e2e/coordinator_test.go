@@ -243,6 +243,16 @@ func TestCoordinatorBadInput(t *testing.T) {
 				if len(evs) != 1 || evs[0].Status != gateway.AuditDenied || !containsString(evs[0].ReasonCodes, "workspace.mismatch") {
 					t.Fatalf("audit: %+v", evs)
 				}
+				// A tool execution error whose _meta carries the denial, with
+				// the decision of the audit row (the policy allowed the tool;
+				// the workspace check refused the call after it).
+				if err != nil || !res.IsError {
+					t.Fatalf("want a tool execution error, got %v %+v", err, res)
+				}
+				d, _ := res.Meta["io.mcpgate/denial"].(map[string]any)
+				if d["class"] != "Forbidden" || d["code"] != "workspace.mismatch" || d["decision_id"] != evs[0].DecisionID || evs[0].DecisionID == "" {
+					t.Errorf("denial _meta %v, want class Forbidden, code workspace.mismatch and decision %q of the audit row", d, evs[0].DecisionID)
+				}
 				if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run.list", Arguments: map[string]any{"workspace_id": "ws-a"}}); err != nil || res.IsError {
 					t.Fatalf("own workspace_id: %v %+v", err, res)
 				}
