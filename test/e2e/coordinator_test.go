@@ -258,14 +258,28 @@ func TestCoordinatorBadInput(t *testing.T) {
 				}
 			})
 			t.Run("another workspace's run", func(t *testing.T) {
-				other := firstID(t, g, "ws-b", "run.list", "runs")
+				run := firstID(t, g, "ws-b", "run.list", "runs")
 				cs := g.connectAt(t, apiPath, good)
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run.get", Arguments: map[string]any{"run_id": other}})
-				if err != nil || !res.IsError || !contains(textOf(res), "not found") {
-					t.Fatalf("run of ws-b: %v %+v, want not found", err, res)
-				}
-				if res.StructuredContent != nil {
-					t.Fatalf("not-found result carries data: %+v", res.StructuredContent)
+				// The read level's tools that take an id, each with an id of
+				// ws-b: not found, and nothing of ws-b in the reply.
+				for _, c := range []struct {
+					tool string
+					args map[string]any
+				}{
+					{"run.get", map[string]any{"run_id": run}},
+					{"run.events", map[string]any{"run_id": run}},
+					{"run.rerun_node", map[string]any{"run_id": run, "node_id": "n1"}},
+					{"tasks.get", map[string]any{"task_id": firstID(t, g, "ws-b", "tasks.list_active", "tasks")}},
+					{"backlog.get", map[string]any{"backlog_item_id": firstID(t, g, "ws-b", "backlog.list", "items")}},
+				} {
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+					if err != nil || !res.IsError || !contains(textOf(res), "not found") {
+						t.Errorf("%s with an id of ws-b: %v %+v, want not found", c.tool, err, res)
+						continue
+					}
+					if res.StructuredContent != nil {
+						t.Errorf("%s: the not-found result carries data: %+v", c.tool, res.StructuredContent)
+					}
 				}
 			})
 			t.Run("revoke during an open session", func(t *testing.T) {
