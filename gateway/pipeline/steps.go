@@ -102,17 +102,19 @@ const maxResourceID = 256
 // the credential's (workspace isolation: the workspace comes from the
 // credential, never from the client). It runs after the decision, so that
 // on an endpoint that hides unlisted tools a hidden tool is answered as
-// unknown whatever its arguments.
+// unknown whatever its arguments. The refusal carries the id of the
+// decision that allowed the tool, so that the denial on the wire names it,
+// as a schema or rate-limit refusal after an allow does.
 func (pl *Pipeline) checkWorkspace(_ context.Context, c *Call) error {
 	ws, present := c.Params.Arguments["workspace_id"]
 	if !present || ws == c.Principal.WorkspaceID {
 		return nil
 	}
-	return &gateway.Error{
+	return withDecision(&gateway.Error{
 		Code:    gateway.EForbidden,
 		Message: fmt.Sprintf("tool %s was called with workspace_id %v, but this session belongs to workspace %s; omit workspace_id or use your own", c.Params.Name, ws, c.Principal.WorkspaceID),
 		Reasons: []gateway.Reason{{Code: "workspace.mismatch", Message: "client-supplied workspace_id differs from the credential's workspace"}},
-	}
+	}, c.Decision)
 }
 
 // loadCaller loads what the policy needs of the principal, within the

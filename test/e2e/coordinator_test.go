@@ -243,19 +243,43 @@ func TestCoordinatorBadInput(t *testing.T) {
 				if len(evs) != 1 || evs[0].Status != gateway.AuditDenied || !containsString(evs[0].ReasonCodes, "workspace.mismatch") {
 					t.Fatalf("audit: %+v", evs)
 				}
+				// A tool execution error whose _meta carries the denial, with
+				// the decision of the audit row (the policy allowed the tool;
+				// the workspace check refused the call after it).
+				if err != nil || !res.IsError {
+					t.Fatalf("want a tool execution error, got %v %+v", err, res)
+				}
+				d, _ := res.Meta["io.mcpgate/denial"].(map[string]any)
+				if d["class"] != "Forbidden" || d["code"] != "workspace.mismatch" || d["decision_id"] != evs[0].DecisionID || evs[0].DecisionID == "" {
+					t.Errorf("denial _meta %v, want class Forbidden, code workspace.mismatch and decision %q of the audit row", d, evs[0].DecisionID)
+				}
 				if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run.list", Arguments: map[string]any{"workspace_id": "ws-a"}}); err != nil || res.IsError {
 					t.Fatalf("own workspace_id: %v %+v", err, res)
 				}
 			})
 			t.Run("another workspace's run", func(t *testing.T) {
-				other := firstID(t, g, "ws-b", "run.list", "runs")
+				run := firstID(t, g, "ws-b", "run.list", "runs")
 				cs := g.connectAt(t, apiPath, good)
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run.get", Arguments: map[string]any{"run_id": other}})
-				if err != nil || !res.IsError || !contains(textOf(res), "not found") {
-					t.Fatalf("run of ws-b: %v %+v, want not found", err, res)
-				}
-				if res.StructuredContent != nil {
-					t.Fatalf("not-found result carries data: %+v", res.StructuredContent)
+				// The read level's tools that take an id, each with an id of
+				// ws-b: not found, and nothing of ws-b in the reply.
+				for _, c := range []struct {
+					tool string
+					args map[string]any
+				}{
+					{"run.get", map[string]any{"run_id": run}},
+					{"run.events", map[string]any{"run_id": run}},
+					{"run.rerun_node", map[string]any{"run_id": run, "node_id": "n1"}},
+					{"tasks.get", map[string]any{"task_id": firstID(t, g, "ws-b", "tasks.list_active", "tasks")}},
+					{"backlog.get", map[string]any{"backlog_item_id": firstID(t, g, "ws-b", "backlog.list", "items")}},
+				} {
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+					if err != nil || !res.IsError || !contains(textOf(res), "not found") {
+						t.Errorf("%s with an id of ws-b: %v %+v, want not found", c.tool, err, res)
+						continue
+					}
+					if res.StructuredContent != nil {
+						t.Errorf("%s: the not-found result carries data: %+v", c.tool, res.StructuredContent)
+					}
 				}
 			})
 			t.Run("revoke during an open session", func(t *testing.T) {

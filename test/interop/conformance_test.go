@@ -45,6 +45,9 @@ const (
 	naToolsOnly     = "the gateway serves tools only: prompts/list and resources/* answer -32601 (HTTP 404), so they carry no caching hints"
 	skipTasks       = "tasks extension; the gateway does not offer tasks"
 	skipSkills      = "skills extension (SEP-2640); the gateway serves tools only"
+	// On /api/mcp (apiResults).
+	skipFixtureTools = "calls the fixture's tools (test_simple_text, json_schema_2020_12_tool, ...), which no API token scope reaches: /api/mcp answers -32601 for them as for an unknown name, and the coordinator gateway runs the demo backend; the clients' coordinator tests make allowed calls of the read level instead"
+	naFixtureDiag    = "needs a diagnostic tool of the fixture (test_missing_capability, test_streaming_elicitation, test_logging_tool, test_trigger_tool_change), which no API token scope reaches (-32601 on /api/mcp), so the suite reports it not testable"
 )
 
 var (
@@ -152,7 +155,80 @@ func TestConformance(t *testing.T) {
 			for _, v := range sc.versions {
 				t.Run(v, func(t *testing.T) {
 					t.Parallel()
-					runScenario(t, s, s.proxy.url(s.taskToken(t, upstreamProfile)), sc, v)
+					runScenario(t, s, s.proxy.url(t, s.gatewayURL, s.taskToken(t, upstreamProfile)), "conformance", sc, v)
+				})
+			}
+		})
+	}
+}
+
+// apiResults is what every scenario that runs on /mcp does on /api/mcp,
+// the coordinators' endpoint of seed 002 (same transport code, same
+// protocol versions): run at the listed versions and pass, or be skipped
+// for the reason given. A scenario skipped on /mcp is skipped on /api/mcp
+// for the same reason (apiScenarios). README.md shows this table too.
+var apiResults = map[string]scenario{
+	"server-initialize":        {versions: dated2},
+	"server-session-lifecycle": {versions: dated3},
+	"server-stateless": {versions: stateless, notApplicable: map[string]string{
+		"sep-2575-server-rejects-undeclared-capability":            naFixtureDiag,
+		"sep-2575-missing-capability-http-400":                     naFixtureDiag,
+		"sep-2575-http-server-no-independent-requests-on-stream":   naFixtureDiag,
+		"sep-2575-server-no-log-without-loglevel":                  naFixtureDiag,
+		"sep-2575-server-sends-tools-list-changed-on-subscription": naFixtureDiag,
+	}},
+	"ping":                         {versions: dated2},
+	"tools-list":                   {versions: dated2Now},
+	"tools-call-simple-text":       {skip: skipFixtureTools},
+	"tools-call-image":             {skip: skipFixtureTools},
+	"tools-call-audio":             {skip: skipFixtureTools},
+	"tools-call-embedded-resource": {skip: skipFixtureTools},
+	"tools-call-mixed-content":     {skip: skipFixtureTools},
+	"tools-call-error":             {skip: skipFixtureTools},
+	"json-schema-2020-12":          {skip: skipFixtureTools},
+	"server-sse-multiple-streams":  {versions: both},
+	"dns-rebinding-protection":     {versions: both},
+	"caching": {versions: stateless, notApplicable: map[string]string{
+		"sep-2549-prompts-list-caching-hints":             naToolsOnly,
+		"sep-2549-resources-list-caching-hints":           naToolsOnly,
+		"sep-2549-resources-templates-list-caching-hints": naToolsOnly,
+	}},
+	"http-header-validation":                    {versions: stateless},
+	"input-required-result-unsupported-methods": {versions: stateless},
+}
+
+// apiScenarios is the scenarios table as it applies to /api/mcp: the
+// scenarios skipped on /mcp with their reasons, the others as apiResults
+// says.
+func apiScenarios() []scenario {
+	out := make([]scenario, 0, len(scenarios))
+	for _, sc := range scenarios {
+		api := scenario{name: sc.name, skip: sc.skip}
+		if sc.skip == "" {
+			r := apiResults[sc.name]
+			api.versions, api.skip, api.notApplicable = r.versions, r.skip, r.notApplicable
+		}
+		out = append(out, api)
+	}
+	return out
+}
+
+// TestConformanceAPI runs the suite against /api/mcp of the coordinator
+// gateway (the demo backend, coordinator_test.go) through credentialProxy,
+// which adds an scmt_ token with mcp:read and mcp:ops created through the
+// admin API (one per run), with the same verdict as TestConformance.
+func TestConformanceAPI(t *testing.T) {
+	s := setup(t)
+	endpoint := s.coordinatorURL(t)
+	for _, sc := range apiScenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			if sc.skip != "" {
+				t.Skip("not applicable to /api/mcp: " + sc.skip)
+			}
+			for _, v := range sc.versions {
+				t.Run(v, func(t *testing.T) {
+					t.Parallel()
+					runScenario(t, s, s.proxy.url(t, endpoint, s.apiToken(t, "mcp:read", "mcp:ops")), "conformance-api", sc, v)
 				})
 			}
 		})
@@ -182,12 +258,14 @@ const clientTeardown = "terminated"
 // really hangs still fails.
 const scenarioTimeout = "scenario-timeout"
 
-func runScenario(t *testing.T, s *stack, serverURL string, sc scenario, version string) {
+// runScenario runs sc at version against serverURL and judges its checks;
+// the suite's results go to the folder results in s.dir.
+func runScenario(t *testing.T, s *stack, serverURL, results string, sc scenario, version string) {
 	name := sc.name
-	checks, console, runErr := suiteRun(t, s, serverURL, name, version, "")
+	checks, console, runErr := suiteRun(t, s, serverURL, results, name, version, "")
 	if onlyTeardowns(checks) {
 		t.Logf("%s@%s: every failing check says %q (the suite's client lost its connection) or is %s; running the scenario once more", name, version, clientTeardown, scenarioTimeout)
-		checks, console, runErr = suiteRun(t, s, serverURL, name, version, "-retry")
+		checks, console, runErr = suiteRun(t, s, serverURL, results, name, version, "-retry")
 	}
 	counts := map[string]int{}
 	expected := 0
@@ -215,8 +293,8 @@ func runScenario(t *testing.T, s *stack, serverURL string, sc scenario, version 
 
 // suiteRun runs the suite's scenario once and returns its checks, console
 // output and exit error; suffix keeps a retry's results apart.
-func suiteRun(t *testing.T, s *stack, serverURL, name, version, suffix string) ([]check, []byte, error) {
-	out := filepath.Join(s.dir, "conformance", name+"@"+version+suffix)
+func suiteRun(t *testing.T, s *stack, serverURL, results, name, version, suffix string) ([]check, []byte, error) {
+	out := filepath.Join(s.dir, results, name+"@"+version+suffix)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.node, conformanceCLI, "server", "--url", serverURL,
@@ -302,50 +380,97 @@ func TestConformanceScenarioList(t *testing.T) {
 			t.Errorf("the table names scenario %s, which the pinned suite does not list", n)
 		}
 	}
+	// /api/mcp: every scenario that runs on /mcp has a decision of its own.
+	for _, sc := range scenarios {
+		r, ok := apiResults[sc.name]
+		switch {
+		case sc.skip != "" && ok:
+			t.Errorf("apiResults names %s, which is skipped on /mcp (and so on /api/mcp, for the same reason)", sc.name)
+		case sc.skip == "" && !ok:
+			t.Errorf("scenario %s runs on /mcp but apiResults does not say what it does on /api/mcp", sc.name)
+		case ok && (r.skip == "") == (len(r.versions) == 0):
+			t.Errorf("apiResults for %s must either run at some versions or be skipped with a reason", sc.name)
+		}
+	}
+	for n := range apiResults {
+		if !slices.Contains(ours, n) {
+			t.Errorf("apiResults names scenario %s, which the scenarios table does not", n)
+		}
+	}
 }
 
 // readmeRow matches a scenario row of README.md: | `name` | versions or skip | reason |.
 var readmeRow = regexp.MustCompile("^\\| `([a-z0-9-]+)` \\| ([^|]+) \\|")
 
-// TestConformanceReadme keeps README.md's scenario table in step with the
-// scenarios table: same names, same versions, skips marked "skip".
+// apiSection is the heading of README.md's table for /api/mcp.
+const apiSection = "## Conformance scenarios on `/api/mcp`"
+
+// TestConformanceReadme keeps README.md's scenario tables in step with the
+// scenarios table (/mcp) and apiResults (/api/mcp): same names, same
+// versions, skips marked "skip".
 func TestConformanceReadme(t *testing.T) {
 	data, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	mcpPart, apiPart, found := strings.Cut(string(data), apiSection)
+	if !found {
+		t.Fatalf("README.md has no section %q", apiSection)
+	}
+	var api []scenario
+	for _, sc := range scenarios {
+		if r, ok := apiResults[sc.name]; ok {
+			r.name = sc.name
+			api = append(api, r)
+		}
+	}
+	compareReadme(t, "/mcp", mcpPart, scenarios)
+	compareReadme(t, "/api/mcp", apiPart, api)
+}
+
+// compareReadme checks the scenario rows of one part of README.md against
+// table.
+func compareReadme(t *testing.T, endpoint, part string, table []scenario) {
+	t.Helper()
 	rows := map[string]string{}
-	for _, line := range strings.Split(string(data), "\n") {
+	for _, line := range strings.Split(part, "\n") {
 		if m := readmeRow.FindStringSubmatch(line); m != nil {
 			rows[m[1]] = strings.TrimSpace(m[2])
 		}
 	}
-	for _, s := range scenarios {
+	for _, s := range table {
 		want := "skip"
 		if s.skip == "" {
 			want = "pass: " + strings.Join(s.versions, ", ")
 		}
 		if got, ok := rows[s.name]; !ok || got != want {
-			t.Errorf("README.md row for %s = %q, want %q", s.name, got, want)
+			t.Errorf("README.md row for %s on %s = %q, want %q", s.name, endpoint, got, want)
 		}
 		delete(rows, s.name)
 	}
 	for n := range rows {
-		t.Errorf("README.md lists %s, which the scenarios table does not", n)
+		t.Errorf("README.md lists %s for %s, which the table does not", n, endpoint)
 	}
 }
 
-// credentialProxy is a reverse proxy on 127.0.0.1 in front of the gateway,
-// for the conformance suite, which cannot send credentials. A request to
-// /t/<id>/mcp goes to the gateway's /mcp with "Authorization: Bearer
-// <token registered as id>" added; Host, Origin and everything else pass
-// unchanged (the DNS-rebinding checks must see the client's), and streamed
-// responses are flushed at once.
+// credentialProxy is a reverse proxy on 127.0.0.1 in front of the
+// gateways, for the conformance suite, which cannot send credentials. A
+// request to /t/<id>/<path> goes to the gateway registered as id (its
+// /mcp or /api/mcp) with "Authorization: Bearer <token registered as id>"
+// added; Host, Origin and everything else pass unchanged (the
+// DNS-rebinding checks must see the client's), and streamed responses are
+// flushed at once.
 type credentialProxy struct {
 	ln     net.Listener
 	srv    *http.Server
 	mu     sync.Mutex
-	tokens map[string]string
+	routes map[string]route
+}
+
+// route is where one registered id goes, with which token.
+type route struct {
+	target *url.URL // scheme and host of the gateway
+	token  string
 }
 
 func newCredentialProxy() (*credentialProxy, error) {
@@ -353,30 +478,28 @@ func newCredentialProxy() (*credentialProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &credentialProxy{ln: ln, tokens: map[string]string{}}, nil
+	return &credentialProxy{ln: ln, routes: map[string]route{}}, nil
 }
 
 // origin is the Origin a browser-like client of the proxy sends.
 func (p *credentialProxy) origin() string { return "http://" + p.ln.Addr().String() }
 
-// serve forwards to the gateway at gatewayURL (…/mcp) until close.
-func (p *credentialProxy) serve(gatewayURL string) error {
-	target, err := url.Parse(gatewayURL)
-	if err != nil {
-		return err
-	}
-	target.Path = ""
+// serve forwards to the registered gateways until close.
+func (p *credentialProxy) serve() error {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			id, rest := splitRun(pr.In.URL.Path)
-			pr.SetURL(target)
+			p.mu.Lock()
+			r, ok := p.routes[id]
+			p.mu.Unlock()
+			if !ok {
+				r.target = &url.URL{Scheme: "http", Host: "127.0.0.1:1"} // nothing listens: 502
+			}
+			pr.SetURL(r.target)
 			pr.Out.URL.Path, pr.Out.URL.RawPath = rest, ""
 			pr.Out.Host = pr.In.Host
-			p.mu.Lock()
-			tok := p.tokens[id]
-			p.mu.Unlock()
-			if tok != "" {
-				pr.Out.Header.Set("Authorization", "Bearer "+tok)
+			if r.token != "" {
+				pr.Out.Header.Set("Authorization", "Bearer "+r.token)
 			}
 		},
 		FlushInterval: -1,
@@ -396,13 +519,19 @@ func splitRun(path string) (id, rest string) {
 	return id, "/" + rest
 }
 
-// url registers token and returns the MCP URL that sends it.
-func (p *credentialProxy) url(token string) string {
+// url registers endpoint (a gateway's …/mcp or …/api/mcp) with token and
+// returns the proxy's URL that reaches it with that token.
+func (p *credentialProxy) url(t *testing.T, endpoint, token string) string {
+	t.Helper()
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	id := fmt.Sprintf("%d", len(p.tokens)+1)
-	p.tokens[id] = token
-	return p.origin() + "/t/" + id + "/mcp"
+	id := fmt.Sprintf("%d", len(p.routes)+1)
+	p.routes[id] = route{target: &url.URL{Scheme: u.Scheme, Host: u.Host}, token: token}
+	return p.origin() + "/t/" + id + u.Path
 }
 
 func (p *credentialProxy) close() {

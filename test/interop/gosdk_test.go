@@ -2,12 +2,14 @@ package interop
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,7 +27,7 @@ func TestGoSDKClient(t *testing.T) {
 	defer cancel()
 
 	token := s.taskToken(t, upstreamProfile)
-	cs, wire := connectGoSDK(ctx, t, s, token)
+	cs, wire := connectGoSDK(ctx, t, s, s.gatewayURL, token)
 	assertHandshake(t, wire, true)
 	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		t.Errorf("protocol version %q, want 2026-07-28 after server/discover", v)
@@ -54,7 +56,7 @@ func TestGoSDKClient(t *testing.T) {
 	if err != nil || !res.IsError || firstText(res) == "" {
 		t.Errorf("test_error_handling: want a tool result with isError and a message, got %+v, %v", res, err)
 	}
-	closeGoSDK(ctx, t, s, cs, token, wire)
+	closeGoSDK(t, s.gatewayURL, cs, token, wire)
 }
 
 // TestGoSDKClientDenial calls a tool the reader profile does not grant.
@@ -69,7 +71,7 @@ func TestGoSDKClientDenial(t *testing.T) {
 
 	token := s.taskToken(t, readerProfile)
 	want := s.denial(t, token)
-	cs, wire := connectGoSDK(ctx, t, s, token)
+	cs, wire := connectGoSDK(ctx, t, s, s.gatewayURL, token)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_simple_text", Arguments: map[string]any{}})
 	if err != nil {
 		t.Fatalf("tools/call test_simple_text with the reader profile: %v; want a tool execution error, not an error", err)
@@ -90,16 +92,65 @@ func TestGoSDKClientDenial(t *testing.T) {
 			t.Errorf("the reader profile lists test_simple_text, which it may not call")
 		}
 	}
-	closeGoSDK(ctx, t, s, cs, token, wire)
+	closeGoSDK(t, s.gatewayURL, cs, token, wire)
 }
 
-// connectGoSDK connects with the SDK's defaults; only the HTTP client is
-// ours, to send the bearer token and record the exchanges.
-func connectGoSDK(ctx context.Context, t *testing.T, s *stack, token string) (*mcp.ClientSession, *wireLog) {
+// TestGoSDKClientCoordinator drives the Go SDK client, with its defaults,
+// against /api/mcp with an scmt_ token (mcp:read and mcp:ops) created
+// through the admin API: the same 2026-07-28 handshake, exactly the two
+// levels listed, an allowed read, -32601 for a tool outside the scopes and
+// for a deploy tool, and a policy denial as a tool execution error with
+// the gateway's text verbatim.
+func TestGoSDKClientCoordinator(t *testing.T) {
+	s := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	c := s.coordinatorCase(t)
+	cs, wire := connectGoSDK(ctx, t, s, c.endpoint, c.token)
+	assertHandshake(t, wire, true)
+	var names []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		names = append(names, tool.Name)
+	}
+	c.checkTools(t, names)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "approvals.list", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("approvals.list: %v", err)
+	}
+	c.checkAllowed(t, res.IsError, firstText(res))
+	for _, tool := range hiddenTools {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+		var rpcErr *jsonrpc.Error
+		shown := ""
+		if err != nil {
+			shown = err.Error()
+		}
+		c.checkHidden(t, tool, errors.As(err, &rpcErr) && rpcErr.Code == -32601, shown)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "approval.decide", Arguments: c.decideArgs()})
+	if err != nil {
+		t.Fatalf("approval.decide of a tool gate: %v; want a tool execution error, not an error", err)
+	}
+	t.Logf("the Go SDK shows the coordinator's denial as: isError %v, text %q", res.IsError, firstText(res))
+	d, _ := res.Meta["io.mcpgate/denial"].(map[string]any)
+	c.checkDenial(t, res.IsError, len(res.Content), firstText(res), d)
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatalf("tools/list after the denial: %v", err)
+	}
+	closeGoSDK(t, c.endpoint, cs, c.token, wire)
+}
+
+// connectGoSDK connects to endpoint with the SDK's defaults; only the HTTP
+// client is ours, to send the bearer token and record the exchanges.
+func connectGoSDK(ctx context.Context, t *testing.T, s *stack, endpoint, token string) (*mcp.ClientSession, *wireLog) {
 	t.Helper()
 	httpClient, wire := bearer(token)
 	client := mcp.NewClient(&mcp.Implementation{Name: "interop-go-sdk", Version: "1.0.0"}, nil)
-	transport := &mcp.StreamableClientTransport{Endpoint: s.gatewayURL, HTTPClient: httpClient}
+	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: httpClient}
 	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		t.Fatalf("connect: %v (wire: %v)\n%s", err, wire.all(), s.logs())
@@ -110,7 +161,7 @@ func connectGoSDK(ctx context.Context, t *testing.T, s *stack, token string) (*m
 // closeGoSDK closes the client. At 2026-07-28 there is no session: none
 // may have been issued and no DELETE sent. At an older version the
 // client's DELETE must leave the session id unknown (404).
-func closeGoSDK(_ context.Context, t *testing.T, s *stack, cs *mcp.ClientSession, token string, wire *wireLog) {
+func closeGoSDK(t *testing.T, endpoint string, cs *mcp.ClientSession, token string, wire *wireLog) {
 	t.Helper()
 	sid, version := cs.ID(), cs.InitializeResult().ProtocolVersion
 	if version == "2026-07-28" {
@@ -127,7 +178,7 @@ func closeGoSDK(_ context.Context, t *testing.T, s *stack, cs *mcp.ClientSession
 	if err := cs.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
-	if got := s.sessionStatus(t, token, sid, version); got != http.StatusNotFound {
+	if got := sessionStatus(t, endpoint, token, sid, version); got != http.StatusNotFound {
 		t.Errorf("after Close, session %s answers HTTP %d; want 404 (the client's DELETE must end it)", sid, got)
 	}
 }

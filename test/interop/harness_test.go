@@ -71,6 +71,9 @@ type stack struct {
 	gatewayLog   string
 	upstreamLog  string
 	startupError error
+
+	mu    sync.Mutex         // procs, once the coordinator gateway starts in a test
+	coord coordinatorGateway // coordinator_test.go
 }
 
 var (
@@ -126,7 +129,7 @@ func (s *stack) start() error {
 	if err := s.startGateway(); err != nil {
 		return err
 	}
-	if err := s.proxy.serve(s.gatewayURL); err != nil {
+	if err := s.proxy.serve(); err != nil {
 		return err
 	}
 	return s.newTokenIssuer()
@@ -152,42 +155,56 @@ func (s *stack) startUpstream() error {
 // bannerURL finds the URL in the dev banner: "mcpgate (dev) is listening on http://…".
 var bannerURL = regexp.MustCompile(`is listening on (http://\S+)`)
 
-// startGateway runs `mcpgate serve --dev` on a free loopback port with the
-// embedded store, in front of the fixture, and waits for its banner.
-func (s *stack) startGateway() error {
-	s.gatewayLog = filepath.Join(s.dir, "gateway.log")
-	env := []string{
+// gatewayEnv is the environment every gateway of the tests gets, with its
+// own database in s.dir.
+func (s *stack) gatewayEnv(db string) []string {
+	return []string{
 		"MCPGATE_LISTEN=127.0.0.1:0",
-		"MCPGATE_DATABASE_URL=sqlite:" + filepath.Join(s.dir, "gateway.db"),
+		"MCPGATE_DATABASE_URL=sqlite:" + filepath.Join(s.dir, db),
 		"MCPGATE_JWT_SECRET=" + jwtSecret,
-		"MCPGATE_UPSTREAM_URL=" + s.upstreamURL,
 		"MCPGATE_LOG_FORMAT=json",
 		"MCPGATE_ADMIN_TOKEN=" + adminToken,
 		// Seed 001 allows 30 ops calls per profile and hour and 100 per
 		// workspace and day; the suite and the clients make about 20 in a
 		// minute, so room to add tests comes from here. The per-task limit
 		// (10 ops calls) stays: every client and scenario run gets its own
-		// task (taskToken).
+		// task (taskToken), and every coordinator run its own API token
+		// (apiToken), which keeps the per-token limits of seed 002.
 		"AGENT_MCP_PROFILE_OPS_HOURLY_LIMIT=1000",
 		"AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT=1000",
 		// No MCPGATE_ALLOWED_ORIGINS: the DNS-rebinding scenario's
 		// same-origin request (Origin = the URL it was given) must pass on
 		// the defaults, and its foreign names must not.
 	}
+}
+
+// startGateway runs `mcpgate serve --dev` on a free loopback port with the
+// embedded store, in front of the fixture, and waits for its banner.
+func (s *stack) startGateway() error {
+	s.gatewayLog = filepath.Join(s.dir, "gateway.log")
+	base, err := s.launchGateway(s.gatewayLog, append(s.gatewayEnv("gateway.db"), "MCPGATE_UPSTREAM_URL="+s.upstreamURL))
+	s.gatewayURL = base + "/mcp"
+	return err
+}
+
+// launchGateway runs `mcpgate serve --dev` with env, logging to logFile, and
+// returns its base URL (http://127.0.0.1:PORT) once the banner shows it.
+func (s *stack) launchGateway(logFile string, env []string) (string, error) {
 	banner := &bannerWatcher{found: make(chan string, 1)}
-	p, err := startProcess(s.gatewayLog, banner, env, os.Getenv("MCPGATE_BIN"), "serve", "--dev")
+	p, err := startProcess(logFile, banner, env, os.Getenv("MCPGATE_BIN"), "serve", "--dev")
 	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
+		return "", fmt.Errorf("gateway: %w", err)
 	}
+	s.mu.Lock()
 	s.procs = append(s.procs, p)
+	s.mu.Unlock()
 	select {
 	case u := <-banner.found:
-		s.gatewayURL = u + "/mcp"
-		return nil
+		return u, nil
 	case <-p.done:
-		return fmt.Errorf("gateway exited before listening: %v", p.err)
+		return "", fmt.Errorf("gateway exited before listening: %v", p.err)
 	case <-time.After(30 * time.Second):
-		return errors.New("gateway printed no banner within 30 s")
+		return "", errors.New("gateway printed no banner within 30 s")
 	}
 }
 
@@ -205,24 +222,32 @@ func (s *stack) newTokenIssuer() error {
 func (s *stack) taskToken(t *testing.T, profile string) string {
 	t.Helper()
 	task := fmt.Sprintf("interop-%d", s.tasks.Add(1))
-	u := strings.TrimSuffix(s.gatewayURL, "/mcp") + "/admin/v1/workspaces/" + devWorkspace + "/tasks/" + task
-	req, _ := http.NewRequest(http.MethodPut, u, strings.NewReader(`{"status":"running"}`))
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("create task %s: %v", task, err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("create task %s: HTTP %d %s", task, resp.StatusCode, body)
-	}
+	adminCall(t, strings.TrimSuffix(s.gatewayURL, "/mcp"), http.MethodPut, "/workspaces/"+devWorkspace+"/tasks/"+task, `{"status":"running"}`)
 	tok, err := s.jwt.Issue(auth.AgentClaims{Subject: devUser, WorkspaceID: devWorkspace, TaskID: task, ProfileID: profile}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tok
+}
+
+// adminCall sends an admin API request (path below /admin/v1) with the
+// admin token to the gateway at base and returns the reply's body; any
+// status but 2xx fails t.
+func adminCall(t *testing.T, base, method, path, body string) []byte {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+"/admin/v1"+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("admin %s %s: %v", method, path, err)
+	}
+	reply, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("admin %s %s: HTTP %d %s", method, path, resp.StatusCode, reply)
+	}
+	return reply
 }
 
 func (s *stack) stop() {
@@ -241,7 +266,7 @@ func (s *stack) stop() {
 // failure messages.
 func (s *stack) logs() string {
 	var b strings.Builder
-	for _, f := range []string{s.gatewayLog, s.upstreamLog} {
+	for _, f := range []string{s.gatewayLog, s.upstreamLog, s.coord.log} {
 		if f == "" {
 			continue
 		}
@@ -467,13 +492,13 @@ func assertDeleted(t *testing.T, log *wireLog) {
 	t.Errorf("no DELETE answered with 2xx on the wire: %v", log.all())
 }
 
-// sessionStatus sends tools/list on session sid with token and returns the
-// HTTP status: 404 once the session has been ended.
-func (s *stack) sessionStatus(t *testing.T, token, sid, version string) int {
+// sessionStatus sends tools/list on session sid with token to endpoint and
+// returns the HTTP status: 404 once the session has been ended.
+func sessionStatus(t *testing.T, endpoint, token, sid, version string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.gatewayURL,
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint,
 		strings.NewReader(`{"jsonrpc":"2.0","id":99,"method":"tools/list"}`))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
@@ -488,10 +513,55 @@ func (s *stack) sessionStatus(t *testing.T, token, sid, version string) int {
 	return resp.StatusCode
 }
 
-// gatewayDenial is what the gateway itself answers a reader-profile
-// tools/call of test_simple_text, read over plain HTTP (one stateless
-// 2026-07-28 POST): the text of its tool execution error and the denial in
-// its _meta. The clients' tests compare what each client shows with it.
+// rawReply is the gateway's answer to one stateless 2026-07-28 tools/call
+// sent over plain HTTP: a result or a JSON-RPC error.
+type rawReply struct {
+	status int
+	Result *struct {
+		Content           []struct{ Text string }    `json:"content"`
+		StructuredContent map[string]any             `json:"structuredContent"`
+		IsError           bool                       `json:"isError"`
+		Meta              map[string]json.RawMessage `json:"_meta"`
+	} `json:"result"`
+	Error *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// rawCall sends tools/call of tool with args to endpoint as one stateless
+// 2026-07-28 POST, the way the gateway answers it before any client
+// library reads it.
+func rawCall(t *testing.T, endpoint, token, tool string, args map[string]any) rawReply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	params, _ := json.Marshal(map[string]any{"name": tool, "arguments": args, "_meta": map[string]any{
+		"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + string(params) + `}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", tool)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("raw tools/call %s: %v", tool, err)
+	}
+	defer resp.Body.Close()
+	r := rawReply{status: resp.StatusCode}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatalf("raw tools/call %s: HTTP %d, unreadable reply: %v", tool, resp.StatusCode, err)
+	}
+	return r
+}
+
+// gatewayDenial is what the gateway itself answers a refused tools/call,
+// read over plain HTTP (rawCall): the text of its tool execution error and
+// the denial in its _meta. The clients' tests compare what each client
+// shows with it.
 type gatewayDenial struct {
 	Text   string
 	Denial struct {
@@ -502,40 +572,29 @@ type gatewayDenial struct {
 	}
 }
 
+// rawDenial calls tool over plain HTTP and requires a policy denial with
+// reason code: HTTP 200, one text block, isError, and in _meta the class
+// Forbidden, status 403, the code and a decision id.
+func rawDenial(t *testing.T, endpoint, token, tool string, args map[string]any, code string) gatewayDenial {
+	t.Helper()
+	r := rawCall(t, endpoint, token, tool, args)
+	var d gatewayDenial
+	if r.status != http.StatusOK || r.Result == nil || !r.Result.IsError || len(r.Result.Content) != 1 ||
+		json.Unmarshal(r.Result.Meta["io.mcpgate/denial"], &d.Denial) != nil {
+		t.Fatalf("raw tools/call %s: HTTP %d, %+v %+v; want 200 with a tool execution error", tool, r.status, r.Result, r.Error)
+	}
+	d.Text = r.Result.Content[0].Text
+	if d.Denial.Class != "Forbidden" || d.Denial.Status != 403 || d.Denial.Code != code || d.Denial.DecisionID == "" {
+		t.Errorf("raw denial %+v, want class Forbidden, status 403, code %s and a decision", d.Denial, code)
+	}
+	return d
+}
+
+// denial is the gateway's answer to a reader-profile tools/call of
+// test_simple_text on /mcp.
 func (s *stack) denial(t *testing.T, token string) gatewayDenial {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_simple_text","arguments":{},` +
-		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.gatewayURL, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "test_simple_text")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("raw tools/call: %v", err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Result struct {
-			Content []struct{ Text string }    `json:"content"`
-			IsError bool                       `json:"isError"`
-			Meta    map[string]json.RawMessage `json:"_meta"`
-		} `json:"result"`
-	}
-	var d gatewayDenial
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || !out.Result.IsError ||
-		len(out.Result.Content) != 1 || json.Unmarshal(out.Result.Meta["io.mcpgate/denial"], &d.Denial) != nil {
-		t.Fatalf("raw tools/call: HTTP %d, %+v (%v); want 200 with a tool execution error", resp.StatusCode, out, err)
-	}
-	d.Text = out.Result.Content[0].Text
-	if d.Denial.Class != "Forbidden" || d.Denial.Status != 403 || d.Denial.Code != "allowlist.missing_grant" || d.Denial.DecisionID == "" {
-		t.Errorf("raw denial %+v, want class Forbidden, status 403, code allowlist.missing_grant and a decision", d.Denial)
-	}
+	d := rawDenial(t, s.gatewayURL, token, "test_simple_text", map[string]any{}, "allowlist.missing_grant")
 	assertDenialMessage(t, d.Text)
 	return d
 }

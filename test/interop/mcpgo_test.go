@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"testing"
@@ -21,7 +22,7 @@ func TestMCPGoClient(t *testing.T) {
 	defer cancel()
 
 	token := s.taskToken(t, upstreamProfile)
-	c, wire := connectMCPGo(ctx, t, s, token)
+	c, wire := connectMCPGo(ctx, t, s, s.gatewayURL, token)
 	assertHandshake(t, wire, true)
 	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
@@ -44,7 +45,7 @@ func TestMCPGoClient(t *testing.T) {
 	if v := c.ProtocolVersion(); v != "2026-07-28" {
 		t.Errorf("protocol version %q, want 2026-07-28 after server/discover", v)
 	}
-	closeMCPGo(t, s, c, token, wire)
+	closeMCPGo(t, s.gatewayURL, c, token, wire)
 }
 
 // TestMCPGoClientDenial: the denial reaches mcp-go as a tool execution
@@ -57,7 +58,7 @@ func TestMCPGoClientDenial(t *testing.T) {
 
 	token := s.taskToken(t, readerProfile)
 	want := s.denial(t, token)
-	c, wire := connectMCPGo(ctx, t, s, token)
+	c, wire := connectMCPGo(ctx, t, s, s.gatewayURL, token)
 	res, err := c.CallTool(ctx, callRequest("test_simple_text"))
 	if err != nil {
 		t.Fatalf("tools/call test_simple_text with the reader profile: %v; want a tool execution error, not an error", err)
@@ -76,16 +77,72 @@ func TestMCPGoClientDenial(t *testing.T) {
 	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
 		t.Fatalf("tools/list after the denial: %v", err)
 	}
-	closeMCPGo(t, s, c, token, wire)
+	closeMCPGo(t, s.gatewayURL, c, token, wire)
 }
 
-// connectMCPGo connects with mcp-go's defaults; the bearer token goes in
-// through the HTTP client (see the package README for why not
-// WithHTTPHeaders).
-func connectMCPGo(ctx context.Context, t *testing.T, s *stack, token string) (*client.Client, *wireLog) {
+// TestMCPGoClientCoordinator: mcp-go, with its defaults, against /api/mcp
+// with an scmt_ token (mcp:read and mcp:ops) created through the admin
+// API: exactly the two levels listed, an allowed read, -32601 for a tool
+// outside the scopes and for a deploy tool, and a policy denial as a tool
+// execution error with the gateway's text verbatim.
+func TestMCPGoClientCoordinator(t *testing.T) {
+	s := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	cc := s.coordinatorCase(t)
+	c, wire := connectMCPGo(ctx, t, s, cc.endpoint, cc.token)
+	assertHandshake(t, wire, true)
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	if list.NextCursor != "" {
+		t.Errorf("tools/list of %d tools has a next page", len(names))
+	}
+	cc.checkTools(t, names)
+	res, err := c.CallTool(ctx, callRequest("approvals.list"))
+	if err != nil {
+		t.Fatalf("approvals.list: %v", err)
+	}
+	cc.checkAllowed(t, res.IsError, mcpGoText(res))
+	for _, tool := range hiddenTools {
+		_, err := c.CallTool(ctx, callRequest(tool))
+		shown := ""
+		if err != nil {
+			shown = err.Error()
+		}
+		cc.checkHidden(t, tool, errors.Is(err, mcp.ErrMethodNotFound), shown)
+	}
+	req := callRequest("approval.decide")
+	req.Params.Arguments = cc.decideArgs()
+	res, err = c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("approval.decide of a tool gate: %v; want a tool execution error, not an error", err)
+	}
+	t.Logf("mcp-go shows the coordinator's denial as: isError %v, text %q", res.IsError, mcpGoText(res))
+	var d map[string]any
+	if res.Meta != nil {
+		d, _ = res.Meta.AdditionalFields["io.mcpgate/denial"].(map[string]any)
+	}
+	cc.checkDenial(t, res.IsError, len(res.Content), mcpGoText(res), d)
+	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		t.Fatalf("tools/list after the denial: %v", err)
+	}
+	closeMCPGo(t, cc.endpoint, c, cc.token, wire)
+}
+
+// connectMCPGo connects to endpoint with mcp-go's defaults; the bearer
+// token goes in through the HTTP client (see the package README for why
+// not WithHTTPHeaders).
+func connectMCPGo(ctx context.Context, t *testing.T, s *stack, endpoint, token string) (*client.Client, *wireLog) {
 	t.Helper()
 	httpClient, wire := bearer(token)
-	c, err := client.NewStreamableHttpClient(s.gatewayURL, transport.WithHTTPBasicClient(httpClient))
+	c, err := client.NewStreamableHttpClient(endpoint, transport.WithHTTPBasicClient(httpClient))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +157,7 @@ func connectMCPGo(ctx context.Context, t *testing.T, s *stack, token string) (*c
 	return c, wire
 }
 
-func closeMCPGo(t *testing.T, s *stack, c *client.Client, token string, wire *wireLog) {
+func closeMCPGo(t *testing.T, endpoint string, c *client.Client, token string, wire *wireLog) {
 	t.Helper()
 	sid, version := c.GetSessionId(), c.ProtocolVersion()
 	if version == "2026-07-28" {
@@ -117,7 +174,7 @@ func closeMCPGo(t *testing.T, s *stack, c *client.Client, token string, wire *wi
 		t.Errorf("close: %v", err)
 	}
 	assertDeleted(t, wire)
-	if got := s.sessionStatus(t, token, sid, version); got != http.StatusNotFound {
+	if got := sessionStatus(t, endpoint, token, sid, version); got != http.StatusNotFound {
 		t.Errorf("after Close, session %s answers HTTP %d; want 404", sid, got)
 	}
 }

@@ -112,7 +112,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		if !slices.Contains(sess.Wire, "POST initialize 200") || !hasPrefix(sess.Wire, "DELETE 2") {
 			t.Errorf("%s session: wire %v, want initialize 200 and a DELETE answered 2xx", name, sess.Wire)
 		}
-		if got := s.sessionStatus(t, sess.token, sess.SessionID, sess.ProtocolVersion); got != http.StatusNotFound {
+		if got := sessionStatus(t, s.gatewayURL, sess.token, sess.SessionID, sess.ProtocolVersion); got != http.StatusNotFound {
 			t.Errorf("%s session %s answers HTTP %d after DELETE; want 404", name, sess.SessionID, got)
 		}
 	}
@@ -120,4 +120,84 @@ func TestTypeScriptSDKClient(t *testing.T) {
 
 func hasPrefix(entries []string, prefix string) bool {
 	return slices.ContainsFunc(entries, func(e string) bool { return strings.HasPrefix(e, prefix) })
+}
+
+// tsOutcome is one tools/call of ts/coordinator.mjs: the result, or the
+// error callTool threw.
+type tsOutcome struct {
+	Result *struct {
+		IsError bool           `json:"isError"`
+		Blocks  int            `json:"blocks"`
+		Text    string         `json:"text"`
+		Denial  map[string]any `json:"denial"`
+	} `json:"result"`
+	Error *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// TestTypeScriptSDKClientCoordinator runs ts/coordinator.mjs: the
+// TypeScript SDK client against /api/mcp with an scmt_ token (mcp:read and
+// mcp:ops) created through the admin API: exactly the two levels listed,
+// an allowed read, -32601 for a tool outside the scopes and for a deploy
+// tool, a policy denial as a tool execution error with the gateway's text
+// verbatim, and the session ended with DELETE.
+func TestTypeScriptSDKClientCoordinator(t *testing.T) {
+	s := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := s.coordinatorCase(t)
+	cmd := exec.CommandContext(ctx, s.node, "ts/coordinator.mjs")
+	cmd.Env = append(cmd.Environ(), "API_URL="+c.endpoint, "API_TOKEN="+c.token, "GATE="+c.gate, "HIDDEN="+strings.Join(hiddenTools, ","))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ts/coordinator.mjs: %v\n%s\n%s", err, stderr.String(), s.logs())
+	}
+	var r struct {
+		tsSession
+		Tools      []string             `json:"tools"`
+		Allowed    tsOutcome            `json:"allowed"`
+		Decide     tsOutcome            `json:"decide"`
+		Hidden     map[string]tsOutcome `json:"hidden"`
+		ToolsAfter []string             `json:"toolsAfter"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("ts/coordinator.mjs printed no report (%v): %s", err, out)
+	}
+	if r.ProtocolVersion != "2025-11-25" {
+		t.Errorf("negotiated %q, want 2025-11-25", r.ProtocolVersion)
+	}
+	c.checkTools(t, r.Tools)
+	c.checkTools(t, r.ToolsAfter)
+	if a := r.Allowed; a.Error != nil || a.Result == nil {
+		t.Errorf("approvals.list: %+v, want a result", a)
+	} else {
+		c.checkAllowed(t, a.Result.IsError, a.Result.Text)
+	}
+	for _, tool := range hiddenTools {
+		h := r.Hidden[tool]
+		if h.Error == nil {
+			t.Errorf("%s: %+v, want a thrown -32601", tool, h.Result)
+			continue
+		}
+		c.checkHidden(t, tool, h.Error.Code == -32601, h.Error.Message)
+	}
+	switch d := r.Decide; {
+	case d.Error != nil:
+		t.Errorf("approval.decide of a tool gate threw %+v; want a tool execution error", d.Error)
+	case d.Result == nil:
+		t.Error("approval.decide of a tool gate: no result")
+	default:
+		t.Logf("the TypeScript SDK shows the coordinator's denial as: isError %v, text %q", d.Result.IsError, d.Result.Text)
+		c.checkDenial(t, d.Result.IsError, d.Result.Blocks, d.Result.Text, d.Result.Denial)
+	}
+	if !slices.Contains(r.Wire, "POST initialize 200") || !hasPrefix(r.Wire, "DELETE 2") {
+		t.Errorf("wire %v, want initialize 200 and a DELETE answered 2xx", r.Wire)
+	}
+	if got := sessionStatus(t, c.endpoint, c.token, r.SessionID, r.ProtocolVersion); got != http.StatusNotFound {
+		t.Errorf("session %s answers HTTP %d after DELETE; want 404", r.SessionID, got)
+	}
 }
