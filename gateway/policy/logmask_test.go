@@ -3,6 +3,7 @@ package policy_test
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"reflect"
 	"slices"
 	"testing"
@@ -84,11 +85,35 @@ func TestMaskOfTheEmbeddedBundle(t *testing.T) {
 	if !slices.Equal(paths, want) {
 		t.Errorf("mask %v, want %v", paths, want)
 	}
-	// The mask reads the event, not the policy input: the decision still
-	// reads only the slug.
-	if all, keys := e.ArgumentKeys(); all || !slices.Equal(keys, []string{"slug"}) {
-		t.Errorf("argument keys all=%v %v: the mask module changed what the decision reads", all, keys)
+	// The mask reads the event, not the policy input: the decision reads
+	// the same arguments as the bundle without its system/log folder.
+	bare, err := policy.New(context.Background(), policy.Options{FS: withoutDir{policies.FS, "system"}, Edition: gateway.EditionCommunity, Tools: catalogRefs(t)})
+	if err != nil {
+		t.Fatal(err)
 	}
+	all, keys := e.ArgumentKeys()
+	bareAll, bareKeys := bare.ArgumentKeys()
+	if bare.HasMask() {
+		t.Fatal("the bundle without system/ still has a mask")
+	}
+	keys, bareKeys = slices.Sorted(slices.Values(keys)), slices.Sorted(slices.Values(bareKeys))
+	if all != bareAll || !slices.Equal(keys, bareKeys) {
+		t.Errorf("argument keys all=%v %v, without the mask all=%v %v: the mask module changed what the decision reads", all, keys, bareAll, bareKeys)
+	}
+}
+
+// withoutDir is fsys without the top-level folder dir.
+type withoutDir struct {
+	fs.FS
+	dir string
+}
+
+func (w withoutDir) ReadDir(name string) ([]fs.DirEntry, error) {
+	entries, err := fs.ReadDir(w.FS, name)
+	if name != "." {
+		return entries, err
+	}
+	return slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return e.Name() == w.dir }), err
 }
 
 func TestMaskMissingOrFailing(t *testing.T) {

@@ -277,18 +277,21 @@ func TestGroupWaitTaken(t *testing.T) {
 		first := make(chan error, 1)
 		go func() { first <- g.do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
 		<-f.started
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		// The caller's context ends only once its batch is being written:
+		// a timer could expire before it is queued on a loaded machine.
+		ctx, cancel := context.WithCancel(context.Background())
 		second := make(chan error, 1)
 		go func() { second <- g.do(ctx, &gateway.AuditEvent{ID: 2}) }()
 		queued(t, g, 1)
 		f.release <- struct{}{} // batch [1] commits; [2] is taken next
 		<-f.started
-		if !wait { // returns at its deadline, while its batch is still being written
+		cancel() // its context ends while [2] is being written
+		if !wait { // returns at once, while its batch is still being written
 			if err := <-second; gateway.ErrorCodeOf(err) != gateway.EUnavailable {
 				t.Fatalf("without waitTaken: %v during its batch, want EUnavailable", err)
 			}
 		} else {
-			time.Sleep(40 * time.Millisecond) // ctx ends while [2] is being written
+			time.Sleep(40 * time.Millisecond)
 			select {
 			case err := <-second:
 				t.Fatalf("waitTaken: returned %v before its batch was written", err)
@@ -304,7 +307,6 @@ func TestGroupWaitTaken(t *testing.T) {
 		if err := <-first; err != nil {
 			t.Fatal(err)
 		}
-		cancel()
 		g.close()
 	}
 }
