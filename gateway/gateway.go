@@ -207,6 +207,10 @@ type Decision struct {
 	Tier        Tier        `json:"tier"`
 	Reasons     []Reason    `json:"reasons"`
 	Obligations Obligations `json:"obligations"`
+	// Revision names the policy bundle that made the decision: its
+	// .manifest revision, else "sha256:" and a hash of its loaded files
+	// (docs/policy.md, "Revisions").
+	Revision string `json:"revision"`
 }
 
 // Audit statuses, one per tools/call outcome.
@@ -241,6 +245,10 @@ type AuditEvent struct {
 	LatencyMicros int64           `json:"latency_us"`
 	ArgumentsHash string          `json:"arguments_hash"`
 	Arguments     json.RawMessage `json:"arguments,omitempty"`
+	// PolicyRevision is Decision.Revision of the decision the call got;
+	// empty for a call refused before the policy was asked (an unknown
+	// tool, a workspace the store does not know, a store failure).
+	PolicyRevision string `json:"policy_revision"`
 }
 
 // AuditFilter narrows a listing of audit events; empty fields match all.

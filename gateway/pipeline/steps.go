@@ -167,12 +167,12 @@ func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal, deadline t
 func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	t := c.Tool
 	args := pl.Catalog.PolicyArguments(t.Name, c.Params.Arguments)
-	d, err := pl.Decider.Decide(ctx, c.Principal, c.Caller, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut, Resource: c.Resource}, args)
+	d, err := c.Policy.Decide(ctx, c.Principal, c.Caller, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut, Resource: c.Resource}, args)
 	if err != nil {
 		return err
 	}
 	c.Decision = d
-	c.Event.DecisionID = d.ID
+	c.Event.DecisionID, c.Event.PolicyRevision = d.ID, d.Revision
 	c.Event.ReasonCodes = reasonCodes(d.Reasons)
 	if !d.Allow && !d.Visible && hidesUnlisted(c.Principal) {
 		return unknownTool(t.Name, errHidden)

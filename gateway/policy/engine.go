@@ -57,6 +57,10 @@ type Options struct {
 	// CacheBytes bounds the memory of the decision cache (bytes per query,
 	// see decisionCache); 0 or less means DefaultCacheBytes.
 	CacheBytes int64
+	// Revision names the bundle in FS (policies.Revision: its .manifest
+	// revision, else a hash of its files); every decision carries it.
+	// Empty is allowed (tests) and then carried as empty.
+	Revision string
 }
 
 // Engine evaluates prepared policy queries. It is safe for concurrent use.
@@ -70,6 +74,7 @@ type Engine struct {
 
 	grantEntries []string
 	toolPrefix   string
+	revision     string
 }
 
 // New loads and compiles the bundle in opts.FS and prepares both queries. It
@@ -104,6 +109,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e := &Engine{
 		edition: ast.StringTerm(string(opts.Edition)), tools: toolsTerm(opts.Tools),
 		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler),
+		revision: opts.Revision,
 	}
 	grants, err := evalGrants(ctx, compiler, store)
 	if err != nil {
@@ -130,6 +136,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// Revision names the bundle this engine compiled (Options.Revision); it
+// is the Revision of every decision the engine makes.
+func (e *Engine) Revision() string { return e.revision }
 
 func skipTests(_ string, info fs.FileInfo, _ int) bool {
 	return !info.IsDir() && strings.HasSuffix(info.Name(), "_test.rego")
@@ -200,6 +210,7 @@ func (e *Engine) evalDecision(ctx context.Context, in ast.Object) (*gateway.Deci
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInternal, err, "policy returned no usable decision; the call was refused")
 	}
+	d.Revision = e.revision
 	return d, nil
 }
 

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,9 +31,13 @@ import (
 // App is a fully wired gateway: the real assembly used by `mcpgate serve`
 // and by the end-to-end tests.
 type App struct {
-	Config   *config.Config
-	Store    FullStore
-	Engine   *policy.Engine
+	Config *config.Config
+	Store  FullStore
+	// Policy holds the policy engine that decides calls now and swaps in
+	// a reloaded bundle once it passes its checks (MCPGATE_POLICY_DIR
+	// watched; POST /admin/v1/policy/reload); with the shadow candidate
+	// of MCPGATE_SHADOW_POLICY_DIR.
+	Policy   *policy.Live
 	Catalog  *tools.Catalog
 	JWT      *auth.JWT
 	Server   *Server
@@ -74,7 +77,16 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if err != nil {
 		return err
 	}
-	if a.Engine, err = NewEngine(ctx, cfg, a.Catalog); err != nil {
+	reg := prometheus.NewRegistry()
+	obs := metrics.New(reg)
+	if a.Policy, err = NewPolicy(ctx, cfg, a.Catalog, policy.LiveOptions{
+		Logger: log, Observer: obs,
+		// After a swap, the open sessions whose tools/list changed are told
+		// (list_changed), as after an admin change. a.Server is set before
+		// any reload can run: the watch starts once it is, and the admin
+		// API is its own.
+		OnSwap: func(_, _ *policy.Engine) { a.Server.PolicyChanged() },
+	}); err != nil {
 		return err
 	}
 	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
@@ -83,13 +95,12 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}); err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
 	// The cache holds what RegisterTasks loaded, a newly registered task
 	// included, so a new task costs one write, not one per call.
 	a.Callers = callercache.New(pipeline.RegisterTasks(store), callercache.Options{TTL: cfg.CallerCacheTTL})
 	a.Pipeline = &pipeline.Pipeline{
-		Store: store, Callers: a.Callers, Decider: a.Engine, Catalog: a.Catalog, Adapter: adapter,
-		Logger: log, Metrics: metrics.New(reg), AuditArguments: cfg.AuditArguments,
+		Store: store, Callers: a.Callers, Decider: a.Policy, Catalog: a.Catalog, Adapter: adapter,
+		Logger: log, Metrics: obs, AuditArguments: cfg.AuditArguments,
 		RateLimits: a.rateLimits(log), Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 	}
 	if a.Pipeline.Confirmer, err = confirmer(cfg, log); err != nil {
@@ -101,7 +112,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}
 	a.Server, err = New(Deps{
 		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, APIAuth: auth.NewAPITokens(store, log, nil), AdminToken: cfg.AdminToken,
-		ValidateGrant: GrantValidator(a.Engine, a.Catalog), Logger: log, Registry: reg,
+		ValidateGrant: GrantValidator(a.Policy, a.Catalog), Logger: log, Registry: reg, Policy: a.Policy,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
@@ -111,6 +122,18 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		return err
 	}
 	a.closers = append(a.closers, func() error { a.Server.Close(); return nil })
+	return a.watchPolicy(log)
+}
+
+// watchPolicy watches MCPGATE_POLICY_DIR (and the shadow folder) until the
+// App closes. A folder that cannot be watched is logged: the gateway runs
+// its bundle, and POST /admin/v1/policy/reload still reloads.
+func (a *App) watchPolicy(log *zap.Logger) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	a.closers = append(a.closers, func() error { cancel(); return nil })
+	if err := a.Policy.Watch(ctx); err != nil {
+		log.Warn("policy folder not watched; reload with `mcpgate policy reload` after a change", zap.Error(err))
+	}
 	return nil
 }
 
@@ -260,21 +283,38 @@ func openStore(ctx context.Context, url string, maxConns int) (FullStore, error)
 	}
 }
 
-// NewEngine compiles the policy bundle: the embedded one, or cfg.PolicyDir.
-func NewEngine(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (*policy.Engine, error) {
-	var bundle fs.FS = policies.FS
-	if cfg.PolicyDir != "" {
-		bundle = os.DirFS(cfg.PolicyDir)
-	}
+// NewPolicy compiles the policy bundle, the embedded one or
+// cfg.PolicyDir (which must pass its own tests), and the shadow candidate
+// of cfg.ShadowPolicyDir, over the tools of cat; opts adds the logger,
+// the observer and the hooks (its bundle fields are set here).
+func NewPolicy(ctx context.Context, cfg *config.Config, cat *tools.Catalog, opts policy.LiveOptions) (*policy.Live, error) {
 	refs := make([]policy.ToolRef, 0, cat.Len())
 	for _, t := range cat.Tools() {
 		refs = append(refs, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut})
 	}
-	e, err := policy.New(ctx, policy.Options{FS: bundle, Edition: cfg.Edition, Tools: refs})
+	opts.Engine.Edition, opts.Engine.Tools = cfg.Edition, refs
+	opts.Dir, opts.Embedded, opts.ShadowDir, opts.Revision = cfg.PolicyDir, policies.FS, cfg.ShadowPolicyDir, policies.Revision
+	l, err := policy.NewLive(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("policy bundle refused, the gateway does not start: %w", err)
 	}
-	return e, nil
+	return l, nil
+}
+
+// NewEngine is the live engine of NewPolicy without hooks: the bundle as
+// the gateway would compile it at start.
+func NewEngine(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (*policy.Engine, error) {
+	l, err := NewPolicy(ctx, cfg, cat, policy.LiveOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Engine(), nil
+}
+
+// Granter is what GrantValidator asks for the bundle's grants;
+// *policy.Engine and *policy.Live implement it.
+type Granter interface {
+	Grants() (entries []string, toolPrefix string)
 }
 
 // GrantValidator returns a check for allowlist entries: an entry must grant
@@ -282,14 +322,13 @@ func NewEngine(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (*po
 // grant, group wildcards; policy.Engine.Grants) or a catalog tool by exact
 // name or under the bundle's tool prefix — so a typo is refused with a 400
 // instead of silently granting nothing.
-func GrantValidator(e *policy.Engine, cat *tools.Catalog) func(string) error {
-	entries, prefix := e.Grants()
-	known := make(map[string]bool, len(entries))
-	for _, g := range entries {
-		known[g] = true
-	}
+//
+// The grants are read from g on every check, so that after a policy
+// reload entries are checked against the bundle that is live.
+func GrantValidator(g Granter, cat *tools.Catalog) func(string) error {
 	return func(entry string) error {
-		if known[entry] {
+		entries, prefix := g.Grants()
+		if slices.Contains(entries, entry) {
 			return nil
 		}
 		if _, ok := cat.Lookup(entry); ok {
