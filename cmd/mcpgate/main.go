@@ -66,10 +66,16 @@ Environment:
 		newMigrateCmd(getenv),
 		newTokenCmd(out, getenv),
 		newJWTCmd(out, getenv),
-		newPolicyCmd(out),
+		withSubcommand(newPolicyCmd(out), newPolicyReloadCmd(out, getenv)),
 		newVersionCmd(out),
 	)
 	return root
+}
+
+// withSubcommand adds sub to cmd and returns cmd.
+func withSubcommand(cmd, sub *cobra.Command) *cobra.Command {
+	cmd.AddCommand(sub)
+	return cmd
 }
 
 // group makes cmd a command that only holds subcommands: without arguments
