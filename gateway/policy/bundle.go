@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"testing/fstest"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
@@ -58,10 +59,17 @@ func readBundle(dir string) (fs.FS, error) {
 	return out, nil
 }
 
+// testTimeout bounds one Rego test of a candidate. OPA's own default (5 s)
+// is too short for the shipped bundle's listed-⇔-callable matrices on a
+// busy gateway, where a reload shares the CPU with live calls: a test
+// that times out refuses the candidate.
+const testTimeout = time.Minute
+
 // runBundleTests runs the Rego tests (*_test.rego) of the bundle in fsys
 // in-process with OPA's tester, as `opa test` does, and returns how many
 // passed. A failing or erroring test is an error naming each one with
-// OPA's message; a bundle without tests passes with 0.
+// OPA's message; a bundle without tests passes with 0. The tests run one
+// at a time, so that a reload leaves the other cores to the calls.
 func runBundleTests(ctx context.Context, fsys fs.FS) (int, error) {
 	res, err := loader.NewFileLoader().WithFS(fsys).WithRegoVersion(ast.RegoV1).All([]string{"."})
 	if err != nil {
@@ -76,6 +84,8 @@ func runBundleTests(ctx context.Context, fsys fs.FS) (int, error) {
 		SetModules(res.ParsedModules()).
 		SetDefaultRegoVersion(ast.RegoV1).
 		RaiseBuiltinErrors(true).
+		SetTimeout(testTimeout).
+		SetParallel(1).
 		RunTests(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("policy: the bundle's tests do not compile: %w", err)

@@ -390,7 +390,7 @@ func BenchmarkDecideShadow(b *testing.B) {
 					b.Fatal(err)
 				}
 				if sh.dir != "" && l.Status().Shadow.Revision == "" {
-					b.Fatalf("shadow not loaded: %+v", l.Status().Shadow)
+					b.Fatalf("shadow not loaded: %+v", l.Status().Shadow.LastAttempt)
 				}
 				b.ReportAllocs()
 				for b.Loop() {
