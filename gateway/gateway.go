@@ -211,6 +211,10 @@ type Decision struct {
 	// (maps, slices, strings, json.Number, bools), for the decision log;
 	// nil unless the engine keeps inputs (policy.Options.KeepInput).
 	Input any `json:"-"`
+	// Revision names the policy bundle that made the decision: its
+	// .manifest revision, else "sha256:" and a hash of its loaded files
+	// (docs/policy.md, "Revisions").
+	Revision string `json:"revision"`
 }
 
 // Audit statuses, one per tools/call outcome.
@@ -245,6 +249,10 @@ type AuditEvent struct {
 	LatencyMicros int64           `json:"latency_us"`
 	ArgumentsHash string          `json:"arguments_hash"`
 	Arguments     json.RawMessage `json:"arguments,omitempty"`
+	// PolicyRevision is Decision.Revision of the decision the call got;
+	// empty for a call refused before the policy was asked (an unknown
+	// tool, a workspace the store does not know, a store failure).
+	PolicyRevision string `json:"policy_revision"`
 }
 
 // AuditFilter narrows a listing of audit events; empty fields match all.

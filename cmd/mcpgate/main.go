@@ -89,10 +89,16 @@ Environment:
 		newMigrateCmd(getenv),
 		newTokenCmd(out, getenv),
 		newJWTCmd(out, getenv),
-		newPolicyCmd(out, getenv),
+		withSubcommand(newPolicyCmd(out, getenv), newPolicyReloadCmd(out, getenv)),
 		newVersionCmd(out),
 	)
 	return root
+}
+
+// withSubcommand adds sub to cmd and returns cmd.
+func withSubcommand(cmd, sub *cobra.Command) *cobra.Command {
+	cmd.AddCommand(sub)
+	return cmd
 }
 
 // group makes cmd a command that only holds subcommands: without arguments

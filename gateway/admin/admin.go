@@ -1,6 +1,7 @@
 // Package admin serves the operator API under /admin/v1 (docs/http.md):
 // workspaces, members, agent profiles, permission overrides, seat types,
-// org plans, tasks, scmt_ API tokens, external limits and the audit trail.
+// org plans, tasks, scmt_ API tokens, external limits, the audit trail,
+// and the live policy (its revision, and reloading it).
 //
 // Every request is authenticated with MCPGATE_ADMIN_TOKEN, every input is
 // validated before the store is touched (bad input changes nothing), and
@@ -63,6 +64,9 @@ type Options struct {
 	// Explain answers POST /admin/v1/explain (admin token only); nil
 	// answers it 404.
 	Explain Explainer
+	// Policy, when set, is shown by GET /policy and reloaded by POST
+	// /policy/reload (admin token only); nil answers both 404.
+	Policy Policy
 }
 
 // handler is the admin API; see NewHandler.
@@ -142,6 +146,8 @@ func (h *handler) routes() *mux.Router {
 	h.route(r, Prefix+"/org-plans/{name}", methods{put: h.putOrgPlan, get: h.getOrgPlan, del: h.deleteOrgPlan})
 	h.route(r, Prefix+"/api-tokens/{fingerprint}", methods{del: h.revokeToken})
 	h.route(r, Prefix+"/audit-events", methods{get: h.listAuditEvents})
+	h.route(r, Prefix+"/policy", methods{get: h.policyStatus})
+	h.route(r, Prefix+"/policy/reload", methods{http.MethodPost: h.reloadPolicy})
 	h.route(r, Prefix+OpenAPIPath, methods{get: h.openAPI})
 	h.route(r, Prefix+ExplainPath, methods{http.MethodPost: h.explain})
 	return r

@@ -144,7 +144,8 @@ type exchange struct {
 	method, path, body string
 	status             int
 	setup              func(*fakeStore)
-	badRequest         bool // the request breaks the schema on purpose: check only the reply
+	badRequest         bool   // the request breaks the schema on purpose: check only the reply
+	policy             Policy // Options.Policy; nil: none
 }
 
 // TestOpenAPIDescribesReplies sends a request to every operation (and a
@@ -207,6 +208,10 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 		{method: get, path: "/admin/v1/audit-events?workspace_id=ws-1&limit=1", status: 200},
 		{method: get, path: Prefix + OpenAPIPath, status: 200},
 		{method: "POST", path: Prefix + ExplainPath, body: `{"workspace":"ws-1","task":"t-1","tool":"project.get","args":{"id":"pr-1"}}`, status: 200},
+		{method: get, path: "/admin/v1/policy", status: 200, policy: &fakePolicy{dir: "/etc/mcpgate/policies"}},
+		{method: "POST", path: "/admin/v1/policy/reload", status: 200, policy: &fakePolicy{dir: "/etc/mcpgate/policies"}},
+		{method: "POST", path: "/admin/v1/policy/reload", status: 422, policy: &fakePolicy{dir: "/etc/mcpgate/policies", refuse: "policy: compile bundle: 1 error occurred: x.rego:3: rego_parse_error"}},
+		{method: "POST", path: "/admin/v1/policy/reload", status: 409, policy: &fakePolicy{}},
 		// Refusals answer the documented error shape.
 		{method: get, path: "/admin/v1/workspaces/ws-9", status: 404},
 		{method: del, path: "/admin/v1/seat-types/standard", status: 409},
@@ -221,7 +226,7 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(store)
 			}
-			h := NewHandler(store, Options{Token: adminToken, Now: func() time.Time { return testNow }, Explain: fakeExplain})
+			h := NewHandler(store, Options{Token: adminToken, Now: func() time.Time { return testNow }, Policy: tc.policy, Explain: fakeExplain})
 			rec := serve(h, tc.method, tc.path, tc.body, nil)
 			if rec.Code != tc.status {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)

@@ -52,8 +52,13 @@ type Config struct {
 	// always on for every session.
 	UpstreamTier gateway.Tier
 	// PolicyDir (MCPGATE_POLICY_DIR) loads policies from a folder instead of
-	// the embedded bundle.
+	// the embedded bundle; the folder is watched, and a change goes live
+	// once it passes its checks (docs/policy.md, "Reloading").
 	PolicyDir string
+	// ShadowPolicyDir (MCPGATE_SHADOW_POLICY_DIR) names a candidate
+	// bundle decided beside the live one on every tools/call and never
+	// enforced (shadow mode); empty turns it off.
+	ShadowPolicyDir string
 	// LogFormat is "json" (default) or "console" (MCPGATE_LOG_FORMAT).
 	LogFormat string
 	// AuditArguments turns on argument logging in audit rows
@@ -147,6 +152,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		UpstreamURL:        getenv("MCPGATE_UPSTREAM_URL"),
 		UpstreamTier:       gateway.Tier(r.str("MCPGATE_UPSTREAM_TIER", string(gateway.TierOps))),
 		PolicyDir:          getenv("MCPGATE_POLICY_DIR"),
+		ShadowPolicyDir:    getenv("MCPGATE_SHADOW_POLICY_DIR"),
 		LogFormat:          r.str("MCPGATE_LOG_FORMAT", "json"),
 		AuditArguments:     r.boolean("MCPGATE_AUDIT_ARGUMENTS"),
 		MaxBodyBytes:       int64(r.positive("MCPGATE_MAX_BODY_BYTES", 1<<20)),
@@ -214,9 +220,14 @@ func (c *Config) validate(r *reader) {
 	default:
 		r.fail("MCPGATE_UPSTREAM_TIER=%q: want read, ops, deploy or baseline (the tier of upstream tools the SupaCloud catalog does not list; scaffold is not possible because it needs a rate-limit kind)", c.UpstreamTier)
 	}
-	if c.PolicyDir != "" {
-		if st, err := os.Stat(c.PolicyDir); err != nil || !st.IsDir() {
-			r.fail("MCPGATE_POLICY_DIR=%q: not a readable folder", c.PolicyDir)
+	for _, d := range []struct{ name, dir string }{
+		{"MCPGATE_POLICY_DIR", c.PolicyDir}, {"MCPGATE_SHADOW_POLICY_DIR", c.ShadowPolicyDir},
+	} {
+		if d.dir == "" {
+			continue
+		}
+		if st, err := os.Stat(d.dir); err != nil || !st.IsDir() {
+			r.fail("%s=%q: not a readable folder", d.name, d.dir)
 		}
 	}
 }

@@ -105,6 +105,7 @@ func TestLoadRejects(t *testing.T) {
 		{"negative caller cache TTL", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_CALLER_CACHE_TTL": "-1s"}, "MCPGATE_CALLER_CACHE_TTL"},
 		{"caller cache TTL above 1s", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_CALLER_CACHE_TTL": "1.5s"}, "at most 1s"},
 		{"bad bool", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_AUDIT_ARGUMENTS": "maybe"}, "MCPGATE_AUDIT_ARGUMENTS"},
+		{"missing shadow policy folder", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_SHADOW_POLICY_DIR": "/nonexistent-shadow"}, "MCPGATE_SHADOW_POLICY_DIR"},
 	}
 	for _, c := range cases {
 		t.Run(c.note, func(t *testing.T) {

@@ -22,6 +22,10 @@ type Metrics struct {
 	reservation *prometheus.HistogramVec
 
 	logDropped, logSent, logFailed *prometheus.CounterVec
+	policyRevision                 *prometheus.GaugeVec
+	reloads                        *prometheus.CounterVec
+	reloadFailures                 *prometheus.CounterVec
+	shadowFlips                    *prometheus.CounterVec
 }
 
 // Outcomes of a reservation (mcpgate_reservation_duration_seconds).
@@ -49,6 +53,16 @@ const (
 //   - mcpgate_decision_log_sent_total{sink} and
 //     mcpgate_decision_log_failed_total{sink}: events a sink (file, http)
 //     delivered, and its failed writes or uploads.
+//   - mcpgate_policy_revision_info{surface,revision}: 1 for the policy
+//     revision live on each surface (the series of a replaced revision is
+//     removed), so each replica shows which revision it runs;
+//   - mcpgate_policy_reloads_total{surface} and
+//     mcpgate_policy_reload_failures_total{surface}: reload attempts
+//     whose candidate passed (went live or was unchanged) and those that
+//     were refused (the running revision stayed);
+//   - mcpgate_policy_shadow_flips_total{tool,direction}: tools/call
+//     decisions the shadow candidate would have flipped, direction
+//     allow_to_deny or deny_to_allow.
 func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -70,6 +84,22 @@ func New(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(100e-6, 2.5, 10),
 		}, []string{"outcome"}),
 	}
+	m.policyRevision = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcpgate_policy_revision_info",
+		Help: "1 for the policy bundle revision that decides each surface's calls on this replica.",
+	}, []string{"surface", "revision"})
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpgate_policy_reloads_total",
+		Help: "Policy reload attempts whose candidate passed its checks (went live, or had the live revision), by surface.",
+	}, []string{"surface"})
+	m.reloadFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpgate_policy_reload_failures_total",
+		Help: "Policy reload attempts refused (load, compile, decision rules or the bundle's own tests failed; the running revision stayed), by surface.",
+	}, []string{"surface"})
+	m.shadowFlips = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpgate_policy_shadow_flips_total",
+		Help: "tools/call decisions the shadow policy candidate would have decided otherwise (never enforced), by tool and direction.",
+	}, []string{"tool", "direction"})
 	m.logDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpgate_decision_log_dropped_total",
 		Help: "Decision log events dropped, by reason.",
@@ -82,8 +112,45 @@ func New(reg prometheus.Registerer) *Metrics {
 		Name: "mcpgate_decision_log_failed_total",
 		Help: "Failed decision log writes (file) and uploads (http), by sink.",
 	}, []string{"sink"})
-	reg.MustRegister(m.calls, m.duration, m.refusals, m.reservation, m.logDropped, m.logSent, m.logFailed)
+	reg.MustRegister(m.calls, m.duration, m.refusals, m.reservation, m.logDropped, m.logSent, m.logFailed,
+		m.policyRevision, m.reloads, m.reloadFailures, m.shadowFlips)
 	return m
+}
+
+// PolicyRevision sets the info series of revision on surface to 1 and
+// removes that of any other revision of the surface. The surface's reload
+// counters are exported from then on, at 0 until a reload.
+func (m *Metrics) PolicyRevision(surface, revision string) {
+	if m == nil {
+		return
+	}
+	m.policyRevision.DeletePartialMatch(prometheus.Labels{"surface": surface})
+	m.policyRevision.WithLabelValues(surface, revision).Set(1)
+	m.reloads.WithLabelValues(surface)
+	m.reloadFailures.WithLabelValues(surface)
+}
+
+// PolicyReload counts one reload attempt on surface: ok when the
+// candidate passed, else a failure.
+func (m *Metrics) PolicyReload(surface string, ok bool) {
+	if m == nil {
+		return
+	}
+	if ok {
+		m.reloads.WithLabelValues(surface).Inc()
+	} else {
+		m.reloadFailures.WithLabelValues(surface).Inc()
+	}
+}
+
+// ShadowFlip counts one decision the shadow candidate would have flipped;
+// tool is a catalog tool (the decision step runs only for those), so the
+// label stays bounded.
+func (m *Metrics) ShadowFlip(tool, direction string) {
+	if m == nil {
+		return
+	}
+	m.shadowFlips.WithLabelValues(tool, direction).Inc()
 }
 
 // ObserveReservation records one reservation that took d and ended with

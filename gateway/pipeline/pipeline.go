@@ -27,7 +27,8 @@ import (
 	"github.com/mcpgate/mcpgate/tools"
 )
 
-// Decider decides tool calls; *policy.Engine implements it.
+// Decider decides tool calls; *policy.Engine, *policy.Live and
+// *policy.Snapshot implement it.
 type Decider interface {
 	// Decide returns the decision for one tools/call of tool with args
 	// (already bounded by the tool's schema); an error refuses the call.
@@ -35,6 +36,15 @@ type Decider interface {
 	// Visible returns the names of the tools p may call; the map must not
 	// be modified.
 	Visible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error)
+}
+
+// Snapshotter is an optional interface of a Decider whose policy can be
+// swapped while the gateway runs (*policy.Live, hot reload): Snapshot
+// returns the policy in force now, which does not change for its holder.
+// A call takes one snapshot when it starts (Call.Policy) and is decided
+// by it alone; tools/list likewise.
+type Snapshotter interface {
+	Snapshot() *policy.Snapshot
 }
 
 // Adapter executes allowed tool calls (adapters/demo, adapters/mcpupstream).
@@ -149,6 +159,10 @@ type Call struct {
 	// Resource are the attributes of the record the call addresses
 	// (resolveResource), nil for a tool that declares none.
 	Resource map[string]string
+	// Policy is the Decider of this call: the Snapshot of a Snapshotter
+	// taken when the call started, else Pipeline.Decider. A policy
+	// reload during the call does not change it.
+	Policy Decider
 	// Decision is the policy's answer (decide).
 	Decision *gateway.Decision
 	// Event is the call's audit row, filled in by every step and written
@@ -226,7 +240,7 @@ func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *m
 		ev.Arguments = loggableArguments(params.Arguments, params.RawArguments)
 	}
 	return &Call{
-		Principal: p, Params: params, Event: ev,
+		Principal: p, Params: params, Event: ev, Policy: pl.decider(),
 		Arguments: params.Arguments, RawArguments: params.RawArguments,
 		start: start, storeDeadline: time.Now().Add(storeTimeout),
 	}
@@ -244,7 +258,7 @@ func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]mcp.
 	if err != nil {
 		return nil, err
 	}
-	visible, err := pl.Decider.Visible(ctx, p, caller)
+	visible, err := pl.decider().Visible(ctx, p, caller)
 	if err != nil {
 		return nil, err
 	}
@@ -263,6 +277,15 @@ func mcpTool(t tools.Tool) mcp.Tool {
 		ann["destructiveHint"] = true
 	}
 	return mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Annotations: ann}
+}
+
+// decider is the policy in force now: a Snapshot of a Snapshotter
+// Decider, else the Decider itself.
+func (pl *Pipeline) decider() Decider {
+	if s, ok := pl.Decider.(Snapshotter); ok {
+		return s.Snapshot()
+	}
+	return pl.Decider
 }
 
 func (pl *Pipeline) now() time.Time {

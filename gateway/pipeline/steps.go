@@ -174,16 +174,15 @@ func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	if pl.DecisionLog != nil {
 		start = time.Now()
 	}
-	d, err := pl.Decider.Decide(ctx, c.Principal, c.Caller, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut, Resource: c.Resource}, args)
+	d, err := c.Policy.Decide(ctx, c.Principal, c.Caller, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut, Resource: c.Resource}, args)
 	if err != nil {
 		return err
 	}
 	if pl.DecisionLog != nil {
-		// The revision joins once decisions name it (gateway.Decision).
-		pl.DecisionLog.LogDecision(ctx, d, d.Input, t.Name, "", time.Since(start))
+		pl.DecisionLog.LogDecision(ctx, d, d.Input, t.Name, d.Revision, time.Since(start))
 	}
 	c.Decision = d
-	c.Event.DecisionID = d.ID
+	c.Event.DecisionID, c.Event.PolicyRevision = d.ID, d.Revision
 	c.Event.ReasonCodes = reasonCodes(d.Reasons)
 	if !d.Allow && !d.Visible && hidesUnlisted(c.Principal) {
 		return unknownTool(t.Name, errHidden)

@@ -61,6 +61,10 @@ type Options struct {
 	// (gateway.Decision.Input), for the decision log; off, no input is
 	// converted and a decision costs nothing more.
 	KeepInput bool
+	// Revision names the bundle in FS (policies.Revision: its .manifest
+	// revision, else a hash of its files); every decision carries it.
+	// Empty is allowed (tests) and then carried as empty.
+	Revision string
 }
 
 // Engine evaluates prepared policy queries. It is safe for concurrent use.
@@ -78,6 +82,7 @@ type Engine struct {
 
 	grantEntries []string
 	toolPrefix   string
+	revision     string
 }
 
 // New loads and compiles the bundle in opts.FS and prepares both queries. It
@@ -112,7 +117,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e := &Engine{
 		edition: ast.StringTerm(string(opts.Edition)), tools: toolsTerm(opts.Tools),
 		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler),
-		keepInput: opts.KeepInput,
+		keepInput: opts.KeepInput, revision: opts.Revision,
 	}
 	if err := e.prepareMask(ctx, compiler, store); err != nil {
 		return nil, err
@@ -142,6 +147,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// Revision names the bundle this engine compiled (Options.Revision); it
+// is the Revision of every decision the engine makes.
+func (e *Engine) Revision() string { return e.revision }
 
 func skipTests(_ string, info fs.FileInfo, _ int) bool {
 	return !info.IsDir() && strings.HasSuffix(info.Name(), "_test.rego")
@@ -213,6 +222,7 @@ func (e *Engine) evalDecision(ctx context.Context, in ast.Object) (*gateway.Deci
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInternal, err, "policy returned no usable decision; the call was refused")
 	}
+	d.Revision = e.revision
 	return d, nil
 }
 

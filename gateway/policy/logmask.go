@@ -74,3 +74,14 @@ func (e *Engine) withInput(d *gateway.Decision, in ast.Object, p *gateway.Princi
 	}
 	return d
 }
+
+// HasMask reports whether the live bundle defines the decision log mask.
+func (l *Live) HasMask() bool { return l.Engine().HasMask() }
+
+// Mask evaluates the live bundle's mask on one decision log event
+// (Engine.Mask): an event queued before a swap is masked by the bundle
+// live when it is written, so a reload that tightens the mask applies to
+// it too.
+func (l *Live) Mask(ctx context.Context, event map[string]any) (any, error) {
+	return l.Engine().Mask(ctx, event)
+}

@@ -9,12 +9,12 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 )
 
-// auditInsertValues are the audit row's parameters ($1…$18, in
+// auditInsertValues are the audit row's parameters ($1…$19, in
 // sqlcore.AuditInsertColumns order), typed so that they also stand in a
 // SELECT list (reserveAndAudit).
 const auditInsertValues = `$1::timestamptz, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text,
     $8::text, $9::text, $10::text, $11::text, $12::text, $13::text, $14::jsonb, $15::text,
-    $16::bigint, $17::text, $18::jsonb`
+    $16::bigint, $17::text, $18::jsonb, $19::text`
 
 // insertAudit writes one audit_events row and returns its id
 // (sqlcore.Dialect.InsertAudit).
@@ -23,7 +23,7 @@ const insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + 
 // finishAudits completes a batch of audit rows in one statement, which in
 // autocommit is its own transaction: one round trip and one commit for
 // the whole batch. Its parameters are parallel arrays (id, status, error
-// class, latency, reason codes as JSON text), so one prepared statement
+// class, latency, reason codes as JSON text, policy revision), so one prepared statement
 // serves every batch size.
 //
 // The statement commits asynchronously: set_config(..., true) turns
@@ -40,9 +40,9 @@ const insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + 
 const finishAudits = `
 WITH s AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS sync)
 UPDATE audit_events a SET status = v.status, error_class = v.error_class, latency_us = v.latency_us,
-    reason_codes = v.reason_codes::jsonb
-FROM s, unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[])
-    AS v(id, status, error_class, latency_us, reason_codes)
+    reason_codes = v.reason_codes::jsonb, policy_revision = v.policy_revision
+FROM s, unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[])
+    AS v(id, status, error_class, latency_us, reason_codes, policy_revision)
 WHERE a.id = v.id
 RETURNING a.id`
 
@@ -57,12 +57,13 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]b
 	classes := make([]string, len(evs))
 	latencies := make([]int64, len(evs))
 	reasons := make([]string, len(evs))
+	revisions := make([]string, len(evs))
 	for i, ev := range evs {
 		ids[i] = ev.ID
-		statuses[i], classes[i], latencies[i], reasons[i] = sqlcore.FinishArgs(ev)
+		statuses[i], classes[i], latencies[i], reasons[i], revisions[i] = sqlcore.FinishArgs(ev)
 	}
 	rows, err := stmt.QueryContext(ctx, pq.Array(ids), pq.Array(statuses), pq.Array(classes),
-		pq.Array(latencies), pq.Array(reasons))
+		pq.Array(latencies), pq.Array(reasons), pq.Array(revisions))
 	if err != nil {
 		return nil, translate(err, msgs{})
 	}

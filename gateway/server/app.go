@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,9 +35,13 @@ import (
 // App is a fully wired gateway: the real assembly used by `mcpgate serve`
 // and by the end-to-end tests.
 type App struct {
-	Config   *config.Config
-	Store    FullStore
-	Engine   *policy.Engine
+	Config *config.Config
+	Store  FullStore
+	// Policy holds the policy engine that decides calls now and swaps in
+	// a reloaded bundle once it passes its checks (MCPGATE_POLICY_DIR
+	// watched; POST /admin/v1/policy/reload); with the shadow candidate
+	// of MCPGATE_SHADOW_POLICY_DIR.
+	Policy   *policy.Live
 	Catalog  *tools.Catalog
 	JWT      *auth.JWT
 	Server   *Server
@@ -81,7 +86,16 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if err != nil {
 		return err
 	}
-	if a.Engine, err = NewEngine(ctx, cfg, a.Catalog); err != nil {
+	reg := prometheus.NewRegistry()
+	obs := metrics.New(reg)
+	if a.Policy, err = NewPolicy(ctx, cfg, a.Catalog, policy.LiveOptions{
+		Logger: log, Observer: obs,
+		// After a swap, the open sessions whose tools/list changed are told
+		// (list_changed), as after an admin change. a.Server is set before
+		// any reload can run: the watch starts once it is, and the admin
+		// API is its own.
+		OnSwap: func(_, _ *policy.Engine) { a.Server.PolicyChanged() },
+	}); err != nil {
 		return err
 	}
 	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
@@ -90,17 +104,15 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}); err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
-	if err := a.openDecisionLog(log, m, version); err != nil {
+	if err := a.openDecisionLog(log, obs, version); err != nil {
 		return err
 	}
 	// The cache holds what RegisterTasks loaded, a newly registered task
 	// included, so a new task costs one write, not one per call.
 	a.Callers = callercache.New(pipeline.RegisterTasks(store), callercache.Options{TTL: cfg.CallerCacheTTL})
 	a.Pipeline = &pipeline.Pipeline{
-		Store: store, Callers: a.Callers, Decider: a.Engine, Catalog: a.Catalog, Adapter: adapter,
-		Logger: log, Metrics: m, AuditArguments: cfg.AuditArguments,
+		Store: store, Callers: a.Callers, Decider: a.Policy, Catalog: a.Catalog, Adapter: adapter,
+		Logger: log, Metrics: obs, AuditArguments: cfg.AuditArguments,
 		RateLimits: a.rateLimits(log), Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 	}
 	if a.DecisionLog != nil {
@@ -115,7 +127,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}
 	a.Server, err = New(Deps{
 		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, APIAuth: auth.NewAPITokens(store, log, nil), AdminToken: cfg.AdminToken,
-		ValidateGrant: GrantValidator(a.Engine, a.Catalog), Logger: log, Registry: reg,
+		ValidateGrant: GrantValidator(a.Policy, a.Catalog), Logger: log, Registry: reg, Policy: a.Policy,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
@@ -129,6 +141,18 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		return err
 	}
 	registerFeed(reg, a.Feed)
+	return a.watchPolicy(log)
+}
+
+// watchPolicy watches MCPGATE_POLICY_DIR (and the shadow folder) until the
+// App closes. A folder that cannot be watched is logged: the gateway runs
+// its bundle, and POST /admin/v1/policy/reload still reloads.
+func (a *App) watchPolicy(log *zap.Logger) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	a.closers = append(a.closers, func() error { cancel(); return nil })
+	if err := a.Policy.Watch(ctx); err != nil {
+		log.Warn("policy folder not watched; reload with `mcpgate policy reload` after a change", zap.Error(err))
+	}
 	return nil
 }
 
@@ -144,11 +168,11 @@ func (a *App) openDecisionLog(log *zap.Logger, m *metrics.Metrics, version strin
 	if !dl.On() {
 		return nil
 	}
-	if !a.Engine.HasMask() {
+	if !a.Policy.HasMask() {
 		return fmt.Errorf("MCPGATE_DECISION_LOG_FILE or MCPGATE_DECISION_LOG_URL is set, but the policy bundle defines no %s, and decision log events are never written unmasked; add the system/log folder of the built-in bundle (policies/system/log) to MCPGATE_POLICY_DIR, or unset both", policy.MaskQuery)
 	}
 	l, err := decisionlog.New(decisionlog.Options{
-		File: dl.File, URL: dl.URL, Masker: a.Engine, Stats: m, Log: log, Version: version,
+		File: dl.File, URL: dl.URL, Masker: a.Policy, Stats: m, Log: log, Version: version,
 		BufferEvents: dl.BufferEvents, BufferBytes: dl.BufferBytes, Interval: dl.Interval,
 	})
 	if err != nil {
@@ -357,17 +381,34 @@ func openStore(ctx context.Context, url string, maxConns int) (FullStore, error)
 	}
 }
 
-// NewEngine compiles the policy bundle: the embedded one, or cfg.PolicyDir.
-func NewEngine(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (*policy.Engine, error) {
-	e, err := policy.New(ctx, engineOptions(cfg, cat))
+// NewPolicy compiles the policy bundle, the embedded one or
+// cfg.PolicyDir (which must pass its own tests), and the shadow candidate
+// of cfg.ShadowPolicyDir, over the tools of cat; opts adds the logger,
+// the observer and the hooks (its bundle fields are set here).
+func NewPolicy(ctx context.Context, cfg *config.Config, cat *tools.Catalog, opts policy.LiveOptions) (*policy.Live, error) {
+	e := engineOptions(cfg, cat)
+	opts.Engine.Edition, opts.Engine.Tools, opts.Engine.KeepInput = e.Edition, e.Tools, e.KeepInput
+	opts.Dir, opts.Embedded, opts.ShadowDir, opts.Revision = cfg.PolicyDir, policies.FS, cfg.ShadowPolicyDir, policies.Revision
+	l, err := policy.NewLive(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("policy bundle refused, the gateway does not start: %w", err)
 	}
-	return e, nil
+	return l, nil
+}
+
+// NewEngine is the live engine of NewPolicy without hooks: the bundle as
+// the gateway would compile it at start.
+func NewEngine(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (*policy.Engine, error) {
+	l, err := NewPolicy(ctx, cfg, cat, policy.LiveOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Engine(), nil
 }
 
 // engineOptions are the engine's options for cfg: the embedded bundle or
-// cfg.PolicyDir, the edition, and the catalog's tools.
+// cfg.PolicyDir, the edition, the catalog's tools, and whether decisions
+// keep their input (a decision log is on).
 func engineOptions(cfg *config.Config, cat *tools.Catalog) policy.Options {
 	var bundle fs.FS = policies.FS
 	if cfg.PolicyDir != "" {
@@ -380,19 +421,24 @@ func engineOptions(cfg *config.Config, cat *tools.Catalog) policy.Options {
 	return policy.Options{FS: bundle, Edition: cfg.Edition, Tools: refs, KeepInput: cfg.DecisionLog.On()}
 }
 
+// Granter is what GrantValidator asks for the bundle's grants;
+// *policy.Engine and *policy.Live implement it.
+type Granter interface {
+	Grants() (entries []string, toolPrefix string)
+}
+
 // GrantValidator returns a check for allowlist entries: an entry must grant
 // something — one of the bundle's non-tool grants (tier wildcards, the full
 // grant, group wildcards; policy.Engine.Grants) or a catalog tool by exact
 // name or under the bundle's tool prefix — so a typo is refused with a 400
 // instead of silently granting nothing.
-func GrantValidator(e *policy.Engine, cat *tools.Catalog) func(string) error {
-	entries, prefix := e.Grants()
-	known := make(map[string]bool, len(entries))
-	for _, g := range entries {
-		known[g] = true
-	}
+//
+// The grants are read from g on every check, so that after a policy
+// reload entries are checked against the bundle that is live.
+func GrantValidator(g Granter, cat *tools.Catalog) func(string) error {
 	return func(entry string) error {
-		if known[entry] {
+		entries, prefix := g.Grants()
+		if slices.Contains(entries, entry) {
 			return nil
 		}
 		if _, ok := cat.Lookup(entry); ok {

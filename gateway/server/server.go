@@ -59,6 +59,7 @@ type Server struct {
 	// changes this process's admin API announced itself.
 	changes   *changes
 	announced atomic.Uint64
+	policy    admin.Policy
 }
 
 // CallerInvalidator drops cached callers; *callercache.Cache implements
@@ -123,6 +124,9 @@ type Deps struct {
 	// Callers is the cache Pipeline.Callers reads, if any: the admin API's
 	// changes invalidate it (Server.WorkspaceChanged). nil: no cache.
 	Callers CallerInvalidator
+	// Policy is the live policy (*policy.Live): its status and reload in
+	// the admin API, its revision in /readyz. nil: neither.
+	Policy admin.Policy
 }
 
 // apiMCPPath is the external MCP gateway of seed 002 (external
@@ -172,7 +176,7 @@ func New(d Deps) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{transport: t, api: api, store: d.Store, log: log, callers: d.Callers}
+	s := &Server{transport: t, api: api, store: d.Store, log: log, callers: d.Callers, policy: d.Policy}
 	s.changes = &changes{s: s, log: log}
 	r := mux.NewRouter()
 	r.Handle("/mcp", t) // every method: the transport answers 405 itself, with a JSON-RPC body
@@ -196,6 +200,7 @@ func New(d Deps) (*Server, error) {
 		Logger:        d.Logger,
 		OnChange:      func(ws string) { s.announce(gateway.Change{WorkspaceID: ws}) },
 		Explain:       d.Explain,
+		Policy:        d.Policy,
 	}))
 	reg := d.Registry
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -266,19 +271,28 @@ func (s *Server) Close() {
 	}
 }
 
-// ready answers /readyz: whether the audit store answers. The reason of a
-// "not ready" is generic, since anyone who reaches the probe reads it; the
+// ready answers /readyz: whether the audit store answers, and for
+// operators the policy revision live on each surface
+// ({"policy":{"supacloud":{"revision":"…"}}}). The reason of a "not
+// ready" is generic, since anyone who reaches the probe reads it; the
 // store's own error (which names the database host and port) goes to the
-// log.
+// log. For the same reason the policy part holds the revision only, not
+// the folder it came from.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	body := map[string]any{"status": "ready"}
+	if s.policy != nil {
+		st := s.policy.Status()
+		body["policy"] = map[string]any{st.Surface: map[string]string{"revision": st.Revision}}
+	}
 	if err := s.store.Ping(ctx); err != nil {
 		s.log.Warn("readyz: the audit store does not answer; the gateway refuses tool calls until it does", zap.Error(err))
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "the audit store does not answer; see the gateway's log"})
+		body["status"], body["reason"] = "unavailable", "the audit store does not answer; see the gateway's log"
+		writeJSON(w, http.StatusServiceUnavailable, body)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, body)
 }
 
 // WorkspaceChanged is called after a change that can alter what a
@@ -300,7 +314,20 @@ func (s *Server) WorkspaceChanged(workspaceID string) {
 			s.callers.InvalidateWorkspace(workspaceID)
 		}
 	}
-	match := func(p *gateway.Principal) bool { return workspaceID == "" || p.WorkspaceID == workspaceID }
+	s.refreshTools(func(p *gateway.Principal) bool { return workspaceID == "" || p.WorkspaceID == workspaceID })
+}
+
+// PolicyChanged is called after a new policy revision went live: every
+// open MCP stream whose tools/list the new revision changes gets
+// notifications/tools/list_changed, through the same check as
+// WorkspaceChanged (the callers stay cached: the caller did not change).
+func (s *Server) PolicyChanged() {
+	s.refreshTools(func(*gateway.Principal) bool { return true })
+}
+
+// refreshTools has both MCP endpoints recompute the tools/list of their
+// open streams whose principal matches, and notify those that changed.
+func (s *Server) refreshTools(match func(p *gateway.Principal) bool) {
 	s.transport.RefreshTools(match)
 	if s.api != nil {
 		s.api.RefreshTools(match)

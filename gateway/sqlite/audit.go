@@ -12,12 +12,12 @@ import (
 // insertAudit writes one audit_events row and returns its id
 // (sqlcore.Dialect.InsertAudit).
 const insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING id`
 
 // finishAudit completes one audit row (prepared once on the write
 // connection; finishBatch runs it once per row).
-const finishAudit = `UPDATE audit_events SET status = ?, error_class = ?, latency_us = ?, reason_codes = ? WHERE id = ?`
+const finishAudit = `UPDATE audit_events SET status = ?, error_class = ?, latency_us = ?, reason_codes = ?, policy_revision = ? WHERE id = ?`
 
 // finishBatch is sqlcore.Dialect.FinishBatch: one finishAudit per row, in
 // one transaction on the write connection when there are several (one
@@ -41,8 +41,8 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (fou
 	}
 	found = make([]bool, len(evs))
 	for i, ev := range evs {
-		status, class, latency, reasons := sqlcore.FinishArgs(ev)
-		res, err := stmt.ExecContext(ctx, status, class, latency, reasons, ev.ID)
+		status, class, latency, reasons, revision := sqlcore.FinishArgs(ev)
+		res, err := stmt.ExecContext(ctx, status, class, latency, reasons, revision, ev.ID)
 		if err != nil {
 			return nil, translate(err, msgs{})
 		}

@@ -30,6 +30,7 @@ func event(i int, ws, task, tool, status string) *gateway.AuditEvent {
 }
 
 var auditTests = []test{
+	{"PolicyRevision", testPolicyRevision},
 	{"RoundTrip", func(t *testing.T, s Store) {
 		ev := event(1, "ws-a", "t1", "app.list", gateway.AuditDenied)
 		ev.PrincipalKind, ev.TokenFP, ev.ErrorClass = gateway.PrincipalCoordinator, "fp-1", "Forbidden"
@@ -259,6 +260,40 @@ func recordMany(t *testing.T, s Store, n int, ws string) []int64 {
 		}
 	}
 	return ids
+}
+
+// testPolicyRevision: every path that writes an audit row keeps the
+// revision of the policy that decided the call, and the listing returns
+// it: RecordAudit (a refusal), Reserve with slots (one statement on
+// PostgreSQL), Reserve with an idempotency claim (a transaction), and
+// FinishAudit, which writes the revision it is given.
+func testPolicyRevision(t *testing.T, s Store) {
+	putWorkspace(t, s, "ws-a")
+	recorded := event(1, "ws-a", "t1", "app.list", gateway.AuditDenied)
+	recorded.PolicyRevision = "sha256:0f1e"
+	must(t, s.RecordAudit(ctx(t), recorded), "RecordAudit")
+	slotted := event(2, "ws-a", "t1", "app.get", gateway.AuditAllowed)
+	slotted.PolicyRevision = "manifest-7"
+	_, err := s.Reserve(ctx(t), gateway.Reservation{Event: slotted,
+		Slots: []gateway.Slot{{Bucket: "task.read", Key: "rev:t1", Window: time.Unix(0, 0).UTC(), Limit: 5}}})
+	must(t, err, "Reserve with a slot")
+	claimed := event(3, "ws-a", "t1", "app.deploy", gateway.AuditAllowed)
+	claimed.PolicyRevision = "manifest-8"
+	res, err := s.Reserve(ctx(t), gateway.Reservation{Event: claimed, Claim: key("rev-k", "h1")})
+	must(t, err, "Reserve with a claim")
+	finished := *claimed
+	finished.ID, finished.Status, finished.PolicyRevision = res.AuditID, gateway.AuditError, "manifest-9"
+	must(t, s.FinishAudit(ctx(t), &finished), "FinishAudit")
+	list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a"})
+	must(t, err, "list")
+	got := map[string]string{}
+	for _, ev := range list {
+		got[ev.Tool] = ev.PolicyRevision
+	}
+	want := map[string]string{"app.list": "sha256:0f1e", "app.get": "manifest-7", "app.deploy": "manifest-9"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("policy revisions read back %v, want %v", got, want)
+	}
 }
 
 // wantEvent compares an event read back with the one written; Arguments

@@ -18,7 +18,7 @@ const (
 // AuditInsertColumns are the columns AuditArgs fills, in its order.
 const AuditInsertColumns = `time, request_id, decision_id, workspace_id, task_id, profile_id, actor,
     principal_kind, token_fingerprint, tool, tier, status, error_class, reason_codes, bucket,
-    latency_us, arguments_hash, arguments`
+    latency_us, arguments_hash, arguments, policy_revision`
 
 // RecordAudit inserts ev into audit_events with one INSERT … RETURNING id
 // and sets ev.ID. It normalises ev first: a zero Time becomes now, and
@@ -61,13 +61,13 @@ func (c *Core) AuditArgs(ev *gateway.AuditEvent) []any {
 	}
 	return []any{c.D.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
 		ev.ProfileID, ev.Actor, string(ev.PrincipalKind), ev.TokenFP, ev.Tool, string(ev.Tier), ev.Status,
-		ev.ErrorClass, JSONList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args}
+		ev.ErrorClass, JSONList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args, ev.PolicyRevision}
 }
 
 // FinishAudit completes the row ev.ID after dispatch: it sets the final
-// Status, ErrorClass, ReasonCodes and LatencyMicros of ev (a call can end
-// with a reason of its own, such as dispatch.abandoned) and leaves every
-// other column as RecordAudit wrote it. It returns once the transaction
+// Status, ErrorClass, ReasonCodes, LatencyMicros and PolicyRevision of ev
+// (a call can end with a reason of its own, such as dispatch.abandoned)
+// and leaves every other column as RecordAudit wrote it. It returns once the transaction
 // that wrote them has committed: finishes that arrive while another is
 // being committed share the next commit (group commit, see finisher), and
 // a lone finish is written at once. Errors: ENotFound when no row has
@@ -98,9 +98,10 @@ func (c *Core) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]er
 }
 
 // FinishArgs are the values Dialect.FinishBatch writes for ev: status,
-// error class, latency and reason codes (JSON).
-func FinishArgs(ev *gateway.AuditEvent) (status, errorClass string, latencyMicros int64, reasonCodes string) {
-	return ev.Status, ev.ErrorClass, ev.LatencyMicros, JSONList(ev.ReasonCodes)
+// error class, latency, reason codes (JSON) and the policy revision that
+// decided the call.
+func FinishArgs(ev *gateway.AuditEvent) (status, errorClass string, latencyMicros int64, reasonCodes, policyRevision string) {
+	return ev.Status, ev.ErrorClass, ev.LatencyMicros, JSONList(ev.ReasonCodes), ev.PolicyRevision
 }
 
 // auditColumns are read into auditRow; listed, not *, so that a column a
@@ -128,6 +129,7 @@ type auditRow struct {
 	LatencyMicros int64  `db:"latency_us"`
 	ArgumentsHash string `db:"arguments_hash"`
 	Arguments     []byte `db:"arguments"`
+	PolicyRev     string `db:"policy_revision"`
 }
 
 // event converts the row, with Time in UTC.
@@ -136,7 +138,7 @@ func (r auditRow) event() (gateway.AuditEvent, error) {
 		WorkspaceID: r.WorkspaceID, TaskID: r.TaskID, ProfileID: r.ProfileID, Actor: r.Actor,
 		PrincipalKind: gateway.PrincipalKind(r.PrincipalKind), TokenFP: r.TokenFP, Tool: r.Tool,
 		Tier: gateway.Tier(r.Tier), Status: r.Status, ErrorClass: r.ErrorClass, Bucket: r.Bucket,
-		LatencyMicros: r.LatencyMicros, ArgumentsHash: r.ArgumentsHash}
+		LatencyMicros: r.LatencyMicros, ArgumentsHash: r.ArgumentsHash, PolicyRevision: r.PolicyRev}
 	if r.Arguments != nil {
 		ev.Arguments = json.RawMessage(r.Arguments)
 	}

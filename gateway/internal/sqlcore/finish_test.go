@@ -285,7 +285,7 @@ func TestGroupWaitTaken(t *testing.T) {
 		queued(t, g, 1)
 		f.release <- struct{}{} // batch [1] commits; [2] is taken next
 		<-f.started
-		cancel() // its context ends while [2] is being written
+		cancel()   // its context ends while [2] is being written
 		if !wait { // returns at once, while its batch is still being written
 			if err := <-second; gateway.ErrorCodeOf(err) != gateway.EUnavailable {
 				t.Fatalf("without waitTaken: %v during its batch, want EUnavailable", err)

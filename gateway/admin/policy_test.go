@@ -1,0 +1,118 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// fakePolicy is a Policy over a folder (dir; "" is the embedded bundle,
+// which never reloads) whose reloads pass, or are refused with refuse.
+type fakePolicy struct {
+	dir     string
+	refuse  string
+	reloads int
+	status  gateway.PolicyStatus
+}
+
+func (f *fakePolicy) Status() gateway.PolicyStatus {
+	if f.status.Surface == "" {
+		src := f.dir
+		if src == "" {
+			src = "embedded"
+		}
+		f.status = gateway.PolicyStatus{Surface: "supacloud", Revision: "rev-1", Source: src, Watched: f.dir != "", LiveSince: testNow,
+			Shadow: &gateway.ShadowStatus{Source: "/etc/mcpgate/shadow", Revision: "rev-9"}}
+	}
+	return f.status
+}
+
+func (f *fakePolicy) Reload(_ context.Context, trigger string) (*gateway.PolicyAttempt, error) {
+	if f.dir == "" {
+		return nil, gateway.Errorf(gateway.EConflict, "the gateway serves its embedded policy bundle, which never reloads")
+	}
+	f.reloads++
+	st := f.Status()
+	at := &gateway.PolicyAttempt{Time: testNow.Add(time.Minute), Trigger: trigger, Revision: "rev-2", Outcome: gateway.PolicyLive, Tests: 3}
+	if f.refuse != "" {
+		at.Outcome, at.Tests, at.Error = gateway.PolicyRefused, 0, f.refuse
+		st.LastFailure = at
+		f.status = st
+		return at, errors.New(f.refuse)
+	}
+	st.Revision, st.LastAttempt = "rev-2", at
+	f.status = st
+	return at, nil
+}
+
+func TestPolicyReload(t *testing.T) {
+	for _, tc := range []struct {
+		note   string
+		policy *fakePolicy
+		status int
+		want   string // the outcome, or the error code
+	}{
+		{"a passing candidate goes live", &fakePolicy{dir: "/p"}, http.StatusOK, gateway.PolicyLive},
+		{"a refused candidate shows OPA's message", &fakePolicy{dir: "/p", refuse: "rego_parse_error: unexpected eof"}, http.StatusUnprocessableEntity, "PolicyRefused"},
+		{"the embedded bundle never reloads", &fakePolicy{}, http.StatusConflict, "Conflict"},
+	} {
+		t.Run(tc.note, func(t *testing.T) {
+			h := NewHandler(newFakeStore(), Options{Token: adminToken, Policy: tc.policy})
+			rec := serve(h, http.MethodPost, "/admin/v1/policy/reload", "", nil)
+			if rec.Code != tc.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)
+			}
+			var body struct {
+				Attempt *gateway.PolicyAttempt `json:"attempt"`
+				Status  *gateway.PolicyStatus  `json:"status"`
+				Error   struct{ Code, Message string }
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatal(err)
+			}
+			switch tc.status {
+			case http.StatusOK:
+				if body.Attempt.Outcome != tc.want || body.Attempt.Trigger != "admin" || body.Status.Revision != "rev-2" {
+					t.Errorf("reply %s: want outcome %s by trigger admin and the new revision live", rec.Body, tc.want)
+				}
+			case http.StatusUnprocessableEntity:
+				if body.Error.Code != tc.want || body.Error.Message != tc.policy.refuse || body.Status.Revision != "rev-1" ||
+					body.Status.LastFailure == nil || body.Status.LastFailure.Error != tc.policy.refuse {
+					t.Errorf("reply %s: want code %s, OPA's message, rev-1 still live and the failure in the status", rec.Body, tc.want)
+				}
+			default:
+				if body.Error.Code != tc.want {
+					t.Errorf("reply %s: want code %s", rec.Body, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// A management:read API token reads its workspace, not the policy: only
+// the admin token sees and reloads it.
+func TestPolicyIsAdminOnly(t *testing.T) {
+	p := &fakePolicy{dir: "/p"}
+	h := NewHandler(newFakeStore(), Options{Token: adminToken, Policy: p,
+		TokenReader: func(r *http.Request) (string, bool) {
+			return "ws-1", r.Header.Get("Authorization") == "Bearer scmt_reader"
+		}})
+	reader := "Bearer scmt_reader"
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		path := "/admin/v1/policy"
+		if m == http.MethodPost {
+			path += "/reload"
+		}
+		if rec := serve(h, m, path, "", &reader); rec.Code != http.StatusForbidden {
+			t.Errorf("%s %s with a read-only token: status %d, want 403: %s", m, path, rec.Code, rec.Body)
+		}
+	}
+	if p.reloads != 0 {
+		t.Errorf("a read-only token reloaded the policy %d times", p.reloads)
+	}
+}

@@ -1,0 +1,402 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// Surface is the surface whose queries (DecisionQuery, VisibleQuery) the
+// engine prepares: the label of its revision in /metrics and /readyz.
+const Surface = "supacloud"
+
+// Reload triggers (gateway.PolicyAttempt.Trigger).
+const (
+	TriggerStart = "start"
+	TriggerWatch = "watch"
+	TriggerAdmin = "admin"
+)
+
+// Observer is told about policy loads and shadow comparisons;
+// *metrics.Metrics implements it.
+type Observer interface {
+	// PolicyRevision is called whenever revision goes live on surface
+	// (at start and after each swap): the info series of the old one
+	// goes, the new one's is set.
+	PolicyRevision(surface, revision string)
+	// PolicyReload is called after each reload attempt (not the start)
+	// with whether a candidate passed (live or unchanged) or was refused.
+	PolicyReload(surface string, ok bool)
+	// ShadowFlip is called when the shadow candidate decides a call
+	// otherwise than the live bundle: direction FlipAllowToDeny or
+	// FlipDenyToAllow.
+	ShadowFlip(tool, direction string)
+}
+
+// Directions of a shadow flip (Flip.Direction).
+const (
+	FlipAllowToDeny = "allow_to_deny"
+	FlipDenyToAllow = "deny_to_allow"
+)
+
+// Flip is one tools/call the shadow candidate would have decided
+// otherwise than the live bundle did. Live is the decision the call got;
+// Shadow the candidate's, never enforced.
+type Flip struct {
+	Principal      *gateway.Principal
+	Tool           string
+	Direction      string
+	LiveRevision   string
+	ShadowRevision string
+	Live, Shadow   *gateway.Decision
+}
+
+// LiveOptions configure NewLive.
+type LiveOptions struct {
+	// Engine is what every bundle is compiled with: Edition, Tools and
+	// the cache bounds (its FS and Revision are set per bundle).
+	Engine Options
+	// Dir is the policy folder (MCPGATE_POLICY_DIR); empty serves
+	// Embedded, which never reloads.
+	Dir string
+	// Embedded is the bundle built into the binary, served when Dir is
+	// empty.
+	Embedded fs.FS
+	// ShadowDir is the folder of a candidate evaluated beside the live
+	// bundle on every tools/call and never enforced
+	// (MCPGATE_SHADOW_POLICY_DIR); empty turns shadow mode off.
+	ShadowDir string
+	// Revision names a bundle (policies.Revision); required.
+	Revision func(fs.FS) (string, error)
+	// Logger receives swaps, refusals with OPA's message, and shadow flips
+	// and errors; nil logs nothing.
+	Logger *zap.Logger
+	// Observer counts reloads and flips and exports the live revision;
+	// nil observes nothing.
+	Observer Observer
+	// OnFlip, when set, is called for every shadow flip, on the call's
+	// goroutine after the live decision (the decision log records them);
+	// keep it fast.
+	OnFlip func(Flip)
+	// OnSwap, when set, is called after a new revision went live, with
+	// the engine it replaced (the wiring sends list_changed to the
+	// sessions whose tools changed).
+	OnSwap func(old, cur *Engine)
+	// Debounce is how long Watch waits after the last change in a folder
+	// before it reloads; 0 means DefaultDebounce.
+	Debounce time.Duration
+}
+
+// DefaultDebounce is LiveOptions.Debounce when unset: an editor's save or
+// a deploy's copy of several files is taken as one change.
+const DefaultDebounce = 300 * time.Millisecond
+
+// Live holds the engine that decides calls now and swaps it, atomically,
+// for a candidate that passed every check: it loads, compiles, defines the
+// surface's decision queries and its own *_test.rego pass (run in-process
+// with OPA's tester). A candidate that fails leaves the running revision
+// in place. Every call is decided by exactly one engine: Snapshot takes
+// the current one (with the shadow candidate), and a call keeps it. Each
+// engine has its own decision cache, so cached decisions are those of
+// their revision. Live implements the pipeline's Decider. It is safe for
+// concurrent use.
+type Live struct {
+	opts LiveOptions
+	log  *zap.Logger
+	snap atomic.Pointer[Snapshot]
+
+	reload sync.Mutex // one reload at a time
+
+	mu     sync.Mutex // guards status
+	status gateway.PolicyStatus
+}
+
+// NewLive loads the bundle of opts.Dir (or opts.Embedded) and, when set,
+// the shadow candidate of opts.ShadowDir. A bundle from a folder must pass
+// the same checks as a reload, its tests included, or NewLive fails: the
+// gateway does not start on a bundle that would not go live. The embedded
+// bundle is compiled without running its tests (the build ran them). A
+// shadow candidate that fails is logged and shown in Status; shadow mode
+// then waits for a reload that passes.
+func NewLive(ctx context.Context, opts LiveOptions) (*Live, error) {
+	if opts.Revision == nil {
+		return nil, errors.New("policy: LiveOptions.Revision is required")
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = DefaultDebounce
+	}
+	l := &Live{opts: opts, log: opts.Logger}
+	if l.log == nil {
+		l.log = zap.NewNop()
+	}
+	l.status = gateway.PolicyStatus{Surface: Surface, Source: "embedded", Watched: false}
+	var e *Engine
+	var at *gateway.PolicyAttempt
+	if opts.Dir == "" {
+		if opts.Embedded == nil {
+			return nil, errors.New("policy: no policy bundle given")
+		}
+		rev, err := opts.Revision(opts.Embedded)
+		if err != nil {
+			return nil, err
+		}
+		if e, err = l.compile(ctx, opts.Embedded, rev); err != nil {
+			return nil, err
+		}
+		at = &gateway.PolicyAttempt{Time: time.Now().UTC(), Trigger: TriggerStart, Revision: rev, Outcome: gateway.PolicyLive}
+	} else {
+		l.status.Source, l.status.Watched = opts.Dir, true
+		var err error
+		if e, at, err = l.candidate(ctx, opts.Dir, TriggerStart); err != nil {
+			return nil, err
+		}
+	}
+	l.status.Revision, l.status.LiveSince, l.status.LastAttempt = e.Revision(), at.Time, at
+	var shadow *Engine
+	if opts.ShadowDir != "" {
+		l.status.Shadow = &gateway.ShadowStatus{Source: opts.ShadowDir}
+		shadow = l.loadShadow(ctx, TriggerStart)
+	}
+	l.snap.Store(&Snapshot{live: e, shadow: shadow, l: l})
+	l.observer().PolicyRevision(Surface, e.Revision())
+	return l, nil
+}
+
+// compile builds the engine of the bundle in fsys with revision rev.
+func (l *Live) compile(ctx context.Context, fsys fs.FS, rev string) (*Engine, error) {
+	o := l.opts.Engine
+	o.FS, o.Revision = fsys, rev
+	return New(ctx, o)
+}
+
+// candidate reads the folder dir and runs every check on it: it compiles
+// (New refuses a bundle without the decision queries) and its own tests
+// pass. It returns the engine and the attempt, or the attempt's error.
+func (l *Live) candidate(ctx context.Context, dir, trigger string) (*Engine, *gateway.PolicyAttempt, error) {
+	at := &gateway.PolicyAttempt{Time: time.Now().UTC(), Trigger: trigger, Outcome: gateway.PolicyRefused}
+	e, err := func() (*Engine, error) {
+		fsys, err := readBundle(dir)
+		if err != nil {
+			return nil, err
+		}
+		if at.Revision, err = l.opts.Revision(fsys); err != nil {
+			return nil, err
+		}
+		e, err := l.compile(ctx, fsys, at.Revision)
+		if err != nil {
+			return nil, err
+		}
+		if at.Tests, err = runBundleTests(ctx, fsys); err != nil {
+			return nil, err
+		}
+		return e, nil
+	}()
+	if err != nil {
+		at.Error = err.Error()
+		return nil, at, fmt.Errorf("policy bundle %s refused: %w", dir, err)
+	}
+	at.Outcome = gateway.PolicyLive
+	return e, at, nil
+}
+
+// loadShadow loads the shadow candidate with the checks of candidate and
+// records the attempt; it returns nil when the candidate was refused.
+func (l *Live) loadShadow(ctx context.Context, trigger string) *Engine {
+	e, at, err := l.candidate(ctx, l.opts.ShadowDir, trigger)
+	l.mu.Lock()
+	l.status.Shadow.LastAttempt = at
+	if err == nil {
+		l.status.Shadow.Revision = e.Revision()
+	}
+	l.mu.Unlock()
+	if err != nil {
+		l.log.Error("shadow policy bundle refused; the previous shadow candidate (if any) stays, nothing is enforced from it",
+			zap.String("dir", l.opts.ShadowDir), zap.String("trigger", trigger), zap.Error(err))
+		return nil
+	}
+	l.log.Info("shadow policy bundle loaded", zap.String("dir", l.opts.ShadowDir), zap.String("revision", e.Revision()))
+	return e
+}
+
+// Snapshot returns the engines that decide calls now: the live one and
+// the shadow candidate. They never change for the holder, whatever
+// reloads happen meanwhile.
+func (l *Live) Snapshot() *Snapshot { return l.snap.Load() }
+
+// Engine returns the live engine.
+func (l *Live) Engine() *Engine { return l.snap.Load().live }
+
+// Decide decides one tools/call with the current Snapshot.
+func (l *Live) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (*gateway.Decision, error) {
+	return l.Snapshot().Decide(ctx, p, c, tool, args)
+}
+
+// Visible answers tools/list with the current Snapshot.
+func (l *Live) Visible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error) {
+	return l.Snapshot().Visible(ctx, p, c)
+}
+
+// Grants are the live engine's Engine.Grants.
+func (l *Live) Grants() (entries []string, toolPrefix string) { return l.Engine().Grants() }
+
+// Status reports the live revision, its source, the last attempts and the
+// shadow candidate.
+func (l *Live) Status() gateway.PolicyStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.status
+	if st.Shadow != nil {
+		sh := *st.Shadow
+		st.Shadow = &sh
+	}
+	return st
+}
+
+// ErrNotReloadable is returned by Reload when the gateway serves the
+// embedded bundle, which never reloads (an EConflict *gateway.Error: the
+// admin API answers 409).
+var ErrNotReloadable error = &gateway.Error{Code: gateway.EConflict,
+	Message: "the gateway serves its embedded policy bundle, which never reloads; start it with MCPGATE_POLICY_DIR set to a policy folder to reload policies"}
+
+// Reload loads the policy folder again (and the shadow folder, when set)
+// and swaps the candidate in when it passes every check and has another
+// revision. It returns the attempt; err is ErrNotReloadable for the
+// embedded bundle, or the reason the candidate was refused (with OPA's
+// message): the running revision then stays. Reloads run one at a time.
+func (l *Live) Reload(ctx context.Context, trigger string) (*gateway.PolicyAttempt, error) {
+	if l.opts.Dir == "" {
+		return nil, ErrNotReloadable
+	}
+	l.reload.Lock()
+	defer l.reload.Unlock()
+	e, at, err := l.candidate(ctx, l.opts.Dir, trigger)
+	old := l.snap.Load()
+	shadow := old.shadow
+	if l.opts.ShadowDir != "" {
+		if s := l.loadShadow(ctx, trigger); s != nil {
+			shadow = s
+		}
+	}
+	swapped := false
+	next := &Snapshot{live: old.live, shadow: shadow, l: l}
+	if err == nil && e.Revision() == old.live.Revision() {
+		at.Outcome = gateway.PolicyUnchanged
+	} else if err == nil {
+		next.live, swapped = e, true
+	}
+	if next.live != old.live || next.shadow != old.shadow {
+		l.snap.Store(next)
+	}
+	l.mu.Lock()
+	l.status.LastAttempt = at
+	if err != nil {
+		l.status.LastFailure = at
+	}
+	if swapped {
+		l.status.Revision, l.status.LiveSince = e.Revision(), at.Time
+	}
+	l.mu.Unlock()
+	l.observer().PolicyReload(Surface, err == nil)
+	switch {
+	case err != nil:
+		l.log.Error("policy bundle refused; the running revision stays", zap.String("trigger", trigger),
+			zap.String("running_revision", old.live.Revision()), zap.String("candidate_revision", at.Revision), zap.Error(err))
+		return at, err
+	case swapped:
+		l.observer().PolicyRevision(Surface, e.Revision())
+		l.log.Info("policy bundle live", zap.String("trigger", trigger), zap.String("revision", e.Revision()),
+			zap.String("previous_revision", old.live.Revision()), zap.Int("tests_passed", at.Tests))
+		if l.opts.OnSwap != nil {
+			l.opts.OnSwap(old.live, e)
+		}
+	default:
+		l.log.Info("policy bundle reloaded, revision unchanged", zap.String("trigger", trigger), zap.String("revision", e.Revision()))
+	}
+	return at, nil
+}
+
+func (l *Live) observer() Observer {
+	if l.opts.Observer == nil {
+		return noObserver{}
+	}
+	return l.opts.Observer
+}
+
+type noObserver struct{}
+
+func (noObserver) PolicyRevision(string, string) {}
+func (noObserver) PolicyReload(string, bool)     {}
+func (noObserver) ShadowFlip(string, string)     {}
+
+// Snapshot is the live engine and the shadow candidate (nil when off) at
+// one moment; one call is decided by one Snapshot. It implements the
+// pipeline's Decider.
+type Snapshot struct {
+	live, shadow *Engine
+	l            *Live
+}
+
+// Engine is the snapshot's live engine.
+func (s *Snapshot) Engine() *Engine { return s.live }
+
+// Decide decides the call with the live engine; the decision names its
+// revision. With a shadow candidate it then decides the same call with
+// the candidate, never enforced: a different allow is a Flip (counted,
+// logged with both revisions, passed to LiveOptions.OnFlip). The
+// candidate's errors are logged and never change the call's decision.
+func (s *Snapshot) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (*gateway.Decision, error) {
+	d, err := s.live.Decide(ctx, p, c, tool, args)
+	if err != nil || s.shadow == nil {
+		return d, err
+	}
+	s.compare(ctx, p, c, tool, args, d)
+	return d, nil
+}
+
+// compare decides the call with the shadow candidate and reports a flip.
+func (s *Snapshot) compare(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any, live *gateway.Decision) {
+	sd, err := s.shadow.Decide(ctx, p, c, tool, args)
+	if err != nil {
+		s.l.log.Warn("shadow policy could not decide a call; the call's decision is the live bundle's alone",
+			zap.String("tool", tool.Name), zap.String("shadow_revision", s.shadow.Revision()), zap.Error(err))
+		return
+	}
+	if sd.Allow == live.Allow {
+		return
+	}
+	f := Flip{Principal: p, Tool: tool.Name, Direction: FlipAllowToDeny, LiveRevision: live.Revision,
+		ShadowRevision: sd.Revision, Live: live, Shadow: sd}
+	if sd.Allow {
+		f.Direction = FlipDenyToAllow
+	}
+	s.l.observer().ShadowFlip(f.Tool, f.Direction)
+	s.l.log.Info("shadow policy would flip a decision", zap.String("tool", f.Tool), zap.String("direction", f.Direction),
+		zap.String("live_revision", f.LiveRevision), zap.String("shadow_revision", f.ShadowRevision),
+		zap.String("decision_id", live.ID), zap.String("workspace_id", p.WorkspaceID),
+		zap.Strings("live_reasons", reasonCodes(live.Reasons)), zap.Strings("shadow_reasons", reasonCodes(sd.Reasons)))
+	if s.l.opts.OnFlip != nil {
+		s.l.opts.OnFlip(f)
+	}
+}
+
+func reasonCodes(rs []gateway.Reason) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Code
+	}
+	return out
+}
+
+// Visible answers tools/list with the live engine; the shadow candidate
+// takes no part (its flips are counted on calls).
+func (s *Snapshot) Visible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error) {
+	return s.live.Visible(ctx, p, c)
+}

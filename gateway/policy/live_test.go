@@ -1,0 +1,423 @@
+package policy_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/policies"
+)
+
+// tinyBundle is a bundle of revision rev (its .manifest) that allows
+// every call (allow) or denies every call, with a test of its own that
+// passes unless testsFail.
+func tinyBundle(rev string, allow, testsFail bool) map[string]string {
+	want := allow
+	if testsFail {
+		want = !allow
+	}
+	return map[string]string{
+		".manifest": fmt.Sprintf(`{"revision": %q}`, rev),
+		"supacloud/decision.rego": fmt.Sprintf(`package supacloud
+
+allow := %t
+
+decision := {"allow": allow, "visible": allow, "tier": "read", "reasons": reasons}
+
+reasons := [] if allow
+
+reasons := [{"code": "test.denied", "message": "denied by %s"}] if not allow
+
+visible_tools := [t.name | some t in input.tools; allow]
+`, allow, rev),
+		"supacloud/decision_test.rego": fmt.Sprintf(`package supacloud_test
+
+import data.supacloud
+
+test_allow if supacloud.allow == %t
+`, want),
+	}
+}
+
+// writeBundle replaces the files of dir with files, each written to a
+// temporary name and renamed, as a deploy would.
+func writeBundle(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for _, sub := range []string{"supacloud"} {
+		_ = os.RemoveAll(filepath.Join(dir, sub))
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tmp := p + ".tmp"
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// countingObserver records what a Live reports.
+type countingObserver struct {
+	mu        sync.Mutex
+	revisions []string
+	ok, fail  int
+	flips     map[string]int // tool + " " + direction
+}
+
+func (o *countingObserver) PolicyRevision(_, rev string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.revisions = append(o.revisions, rev)
+}
+
+func (o *countingObserver) PolicyReload(_ string, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ok {
+		o.ok++
+	} else {
+		o.fail++
+	}
+}
+
+func (o *countingObserver) ShadowFlip(tool, dir string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.flips == nil {
+		o.flips = map[string]int{}
+	}
+	o.flips[tool+" "+dir]++
+}
+
+func newLive(t testing.TB, dir, shadow string, obs *countingObserver) *policy.Live {
+	t.Helper()
+	l, err := policy.NewLive(context.Background(), policy.LiveOptions{
+		Engine: policy.Options{Edition: gateway.EditionCommunity, Tools: []policy.ToolRef{{Name: "projects.list", Tier: gateway.TierRead}}},
+		Dir:    dir, ShadowDir: shadow, Embedded: policies.FS, Revision: policies.Revision, Observer: obs,
+		Debounce: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+var projectsList = policy.ToolRef{Name: "projects.list", Tier: gateway.TierRead}
+
+// TestReloadSwapsUnderConcurrentCalls: while calls are decided without a
+// pause, the bundle is swapped back and forth between a revision that
+// allows everything and one that denies everything. Every decision names
+// exactly one of the two revisions, and its answer is that revision's.
+// Run with -race.
+func TestReloadSwapsUnderConcurrentCalls(t *testing.T) {
+	dir := t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-allow", true, false))
+	obs := &countingObserver{}
+	l := newLive(t, dir, "", obs)
+	var stop atomic.Bool
+	var decided [2]atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 4 {
+		wg.Go(func() {
+			p, c := agent("p-1"), caller(nil, "member")
+			p.TaskID = fmt.Sprintf("t-%d", g)
+			for n := 0; !stop.Load() || n < 50; n++ {
+				d, err := l.Decide(context.Background(), p, c, projectsList, map[string]any{"n": n})
+				switch {
+				case err != nil:
+					errs <- err
+					return
+				case d.Revision == "rev-allow" && d.Allow:
+					decided[0].Add(1)
+				case d.Revision == "rev-deny" && !d.Allow && len(d.Reasons) == 1 && d.Reasons[0].Message == "denied by rev-deny":
+					decided[1].Add(1)
+				default:
+					errs <- fmt.Errorf("decision %+v is not the answer of the revision it names", d)
+					return
+				}
+			}
+		})
+	}
+	swaps := 0
+	for i := range 6 {
+		rev, allow := "rev-deny", false
+		if i%2 == 1 {
+			rev, allow = "rev-allow", true
+		}
+		writeBundle(t, dir, tinyBundle(rev, allow, false))
+		at, err := l.Reload(context.Background(), policy.TriggerAdmin)
+		if err != nil {
+			t.Fatalf("reload %d: %v", i, err)
+		}
+		if at.Outcome != gateway.PolicyLive || at.Revision != rev || at.Tests != 1 {
+			t.Fatalf("reload %d: attempt %+v, want %s live with its 1 test passed", i, at, rev)
+		}
+		swaps++
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if decided[0].Load() == 0 || decided[1].Load() == 0 {
+		t.Errorf("decided %d by rev-allow and %d by rev-deny; want both revisions to have decided calls", decided[0].Load(), decided[1].Load())
+	}
+	if st := l.Status(); st.Revision != "rev-allow" || obs.ok != swaps || obs.fail != 0 || len(obs.revisions) != swaps+1 {
+		t.Errorf("status %+v, observer %+v after %d swaps", st, obs, swaps)
+	}
+}
+
+// TestRefusedCandidatesNeverGoLive: a candidate whose own tests fail, that
+// does not compile, or that lacks a decision query is refused; the
+// running revision keeps deciding, and the failure, with OPA's message,
+// is in the status and the failure counter.
+func TestRefusedCandidatesNeverGoLive(t *testing.T) {
+	broken := tinyBundle("rev-broken", false, false)
+	broken["supacloud/decision.rego"] = "package supacloud\n\nallow if {\n"
+	noVisible := tinyBundle("rev-novisible", false, false)
+	noVisible["supacloud/decision.rego"] = strings.Split(noVisible["supacloud/decision.rego"], "visible_tools")[0]
+	for _, tc := range []struct {
+		note  string
+		files map[string]string
+		want  string // in the error
+	}{
+		{"its tests fail", tinyBundle("rev-failing", false, true), "data.supacloud_test.test_allow: FAIL"},
+		{"it does not compile", broken, "rego_parse_error"},
+		{"it lacks the visible_tools query", noVisible, "data.supacloud.visible_tools"},
+	} {
+		t.Run(tc.note, func(t *testing.T) {
+			dir := t.TempDir()
+			writeBundle(t, dir, tinyBundle("rev-good", true, false))
+			obs := &countingObserver{}
+			l := newLive(t, dir, "", obs)
+			writeBundle(t, dir, tc.files)
+			at, err := l.Reload(context.Background(), policy.TriggerAdmin)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Reload: %v, want an error with %q", err, tc.want)
+			}
+			if at.Outcome != gateway.PolicyRefused || !strings.Contains(at.Error, tc.want) {
+				t.Errorf("attempt %+v, want refused with %q", at, tc.want)
+			}
+			st := l.Status()
+			if st.Revision != "rev-good" || st.LastFailure == nil || st.LastFailure.Error != at.Error {
+				t.Errorf("status %+v: want rev-good live and the failure shown", st)
+			}
+			if obs.fail != 1 || obs.ok != 0 {
+				t.Errorf("observer counted %d failures and %d successes, want 1 and 0", obs.fail, obs.ok)
+			}
+			d, err := l.Decide(context.Background(), agent(""), caller(nil, "member"), projectsList, nil)
+			if err != nil || !d.Allow || d.Revision != "rev-good" {
+				t.Errorf("after the refusal: decision %+v err %v, want rev-good's allow", d, err)
+			}
+		})
+	}
+}
+
+// TestStartRefusesAFailingBundle: a folder whose tests fail does not start
+// the gateway either.
+func TestStartRefusesAFailingBundle(t *testing.T) {
+	dir := t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-failing", true, true))
+	_, err := policy.NewLive(context.Background(), policy.LiveOptions{Dir: dir, Revision: policies.Revision,
+		Engine: policy.Options{Edition: gateway.EditionCommunity}})
+	if err == nil || !strings.Contains(err.Error(), "test_allow: FAIL") {
+		t.Fatalf("NewLive: %v, want the failing test named", err)
+	}
+}
+
+// TestUnchangedRevisionKeepsTheEngine: a reload of the same revision
+// swaps nothing, so the decision cache stays warm.
+func TestUnchangedRevisionKeepsTheEngine(t *testing.T) {
+	dir := t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-1", true, false))
+	l := newLive(t, dir, "", &countingObserver{})
+	before := l.Engine()
+	at, err := l.Reload(context.Background(), policy.TriggerAdmin)
+	if err != nil || at.Outcome != gateway.PolicyUnchanged || l.Engine() != before {
+		t.Fatalf("attempt %+v err %v, engine swapped %v; want unchanged and the same engine", at, err, l.Engine() != before)
+	}
+}
+
+// TestWatchReloads: a change in the watched folder goes live by itself.
+func TestWatchReloads(t *testing.T) {
+	dir := t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-1", true, false))
+	l := newLive(t, dir, "", &countingObserver{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := l.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeBundle(t, dir, tinyBundle("rev-2", false, false))
+	deadline := time.Now().Add(20 * time.Second)
+	for l.Status().Revision != "rev-2" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watched folder's change did not go live: status %+v", l.Status())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if at := l.Status().LastAttempt; at.Trigger != policy.TriggerWatch {
+		t.Errorf("last attempt %+v, want trigger watch", at)
+	}
+	d, err := l.Decide(ctx, agent(""), caller(nil, "member"), projectsList, nil)
+	if err != nil || d.Allow || d.Revision != "rev-2" {
+		t.Errorf("decision %+v err %v, want rev-2's deny", d, err)
+	}
+}
+
+// TestEmbeddedBundleNeverReloads: without a folder there is nothing to
+// reload, and the admin API is told so (EConflict).
+func TestEmbeddedBundleNeverReloads(t *testing.T) {
+	l := newLive(t, "", "", &countingObserver{})
+	if _, err := l.Reload(context.Background(), policy.TriggerAdmin); gateway.ErrorCodeOf(err) != gateway.EConflict {
+		t.Fatalf("Reload of the embedded bundle: %v, want EConflict", err)
+	}
+	if st := l.Status(); st.Source != "embedded" || st.Watched || st.Revision != policies.EmbeddedRevision() {
+		t.Errorf("status %+v, want the embedded revision, unwatched", st)
+	}
+	if err := l.Watch(context.Background()); err != nil {
+		t.Errorf("Watch of the embedded bundle: %v, want nil (nothing to watch)", err)
+	}
+}
+
+// TestShadowFlipsAreCountedNeverEnforced: a shadow candidate that denies
+// what the live bundle allows is counted and reported with both
+// revisions; the call keeps the live decision. A shadow that errs changes
+// nothing.
+func TestShadowFlipsAreCountedNeverEnforced(t *testing.T) {
+	dir, shadowDir := t.TempDir(), t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-live", true, false))
+	writeBundle(t, shadowDir, tinyBundle("rev-shadow", false, false))
+	obs := &countingObserver{}
+	var flips []policy.Flip
+	l, err := policy.NewLive(context.Background(), policy.LiveOptions{
+		Engine: policy.Options{Edition: gateway.EditionCommunity}, Dir: dir, ShadowDir: shadowDir,
+		Revision: policies.Revision, Observer: obs, OnFlip: func(f policy.Flip) { flips = append(flips, f) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := l.Decide(context.Background(), agent(""), caller(nil, "member"), projectsList, nil)
+	if err != nil || !d.Allow || d.Revision != "rev-live" {
+		t.Fatalf("decision %+v err %v, want the live allow", d, err)
+	}
+	if obs.flips["projects.list allow_to_deny"] != 1 || len(flips) != 1 {
+		t.Fatalf("flips counted %v, reported %d; want one allow_to_deny", obs.flips, len(flips))
+	}
+	if f := flips[0]; f.LiveRevision != "rev-live" || f.ShadowRevision != "rev-shadow" || f.Live != d || f.Shadow.Allow {
+		t.Errorf("flip %+v, want both revisions and both decisions", f)
+	}
+	if sh := l.Status().Shadow; sh == nil || sh.Revision != "rev-shadow" || sh.Source != shadowDir {
+		t.Errorf("shadow status %+v", sh)
+	}
+
+	erring := tinyBundle("rev-erring", false, false)
+	erring["supacloud/decision.rego"] = "package supacloud\n\ndecision := {\"allow\": to_number(\"x\") == 1, \"visible\": true}\n\nvisible_tools := []\n"
+	delete(erring, "supacloud/decision_test.rego")
+	writeBundle(t, shadowDir, erring)
+	if _, err := l.Reload(context.Background(), policy.TriggerAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Status().Shadow.Revision; got != "rev-erring" {
+		t.Fatalf("shadow revision %s after reload, want rev-erring", got)
+	}
+	d, err = l.Decide(context.Background(), agent(""), caller(nil, "member"), projectsList, nil)
+	if err != nil || !d.Allow || len(flips) != 1 {
+		t.Errorf("with an erring shadow: decision %+v err %v, %d flips; want the live allow and no new flip", d, err, len(flips))
+	}
+}
+
+// TestSnapshotIsStable: a snapshot taken before a swap keeps deciding by
+// its revision (one call, one revision), while new snapshots take the new
+// one.
+func TestSnapshotIsStable(t *testing.T) {
+	dir := t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-1", true, false))
+	l := newLive(t, dir, "", &countingObserver{})
+	snap := l.Snapshot()
+	writeBundle(t, dir, tinyBundle("rev-2", false, false))
+	if _, err := l.Reload(context.Background(), policy.TriggerAdmin); err != nil {
+		t.Fatal(err)
+	}
+	old, err1 := snap.Decide(context.Background(), agent(""), caller(nil, "member"), projectsList, nil)
+	cur, err2 := l.Snapshot().Decide(context.Background(), agent(""), caller(nil, "member"), projectsList, nil)
+	if err1 != nil || err2 != nil || old.Revision != "rev-1" || !old.Allow || cur.Revision != "rev-2" || cur.Allow {
+		t.Errorf("old snapshot %+v (%v), new %+v (%v)", old, err1, cur, err2)
+	}
+}
+
+// BenchmarkDecideShadow measures a tools/call decision of the shipped
+// bundle alone (shadow=off) and with a shadow candidate (a copy of the
+// same bundle under another revision) decided beside it (shadow=on), with
+// the decision cache on as in production, and without it (uncached: every
+// decision a full evaluation of both bundles).
+//
+//	go test ./gateway/policy/ -run '^$' -bench BenchmarkDecideShadow -benchmem
+func BenchmarkDecideShadow(b *testing.B) {
+	shadowDir := b.TempDir()
+	copyBundle(b, shadowDir)
+	refs := catalogRefs(b)
+	tool := ref(refs, "workflow.trigger")
+	p, c := agent("p-1"), caller([]string{"supacloud.read.*", "supacloud.ops.*"}, "member")
+	args := map[string]any{"workflow_id": "wfl-1"}
+	for _, cache := range []struct {
+		name string
+		size int
+	}{{"cached", 0}, {"uncached", -1}} {
+		for _, sh := range []struct{ name, dir string }{{"off", ""}, {"on", shadowDir}} {
+			b.Run(cache.name+"/shadow="+sh.name, func(b *testing.B) {
+				l, err := policy.NewLive(context.Background(), policy.LiveOptions{
+					Engine:   policy.Options{Edition: gateway.EditionCommunity, Tools: refs, CacheSize: cache.size},
+					Embedded: policies.FS, ShadowDir: sh.dir, Revision: policies.Revision,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if sh.dir != "" && l.Status().Shadow.Revision == "" {
+					b.Fatalf("shadow not loaded: %+v", l.Status().Shadow.LastAttempt)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if d, err := l.Decide(context.Background(), p, c, tool, args); err != nil || !d.Allow {
+						b.Fatal(err, d)
+					}
+				}
+			})
+		}
+	}
+}
+
+// copyBundle writes the shipped bundle, tests included, to dir with a
+// .manifest of its own revision.
+func copyBundle(tb testing.TB, dir string) {
+	tb.Helper()
+	files := map[string]string{".manifest": `{"revision": "shadow-copy"}`}
+	entries, err := policies.FS.ReadDir("supacloud")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := policies.FS.ReadFile("supacloud/" + e.Name())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		files["supacloud/"+e.Name()] = string(b)
+	}
+	writeBundle(tb, dir, files)
+}

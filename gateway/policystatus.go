@@ -1,0 +1,72 @@
+package gateway
+
+import "time"
+
+// Outcomes of a policy load attempt (PolicyAttempt.Outcome).
+const (
+	// PolicyLive: the candidate passed every check and now decides calls.
+	PolicyLive = "live"
+	// PolicyUnchanged: the candidate passed and has the revision already
+	// live; nothing was swapped (the caches stay warm).
+	PolicyUnchanged = "unchanged"
+	// PolicyRefused: the candidate failed a check; the running revision
+	// stays.
+	PolicyRefused = "refused"
+)
+
+// PolicyStatus is what an operator sees of one surface's policy: the
+// revision that decides its calls, where it came from, the last load
+// attempt and the last one refused, and the shadow candidate if any
+// (GET /admin/v1/policy, docs/http.md).
+type PolicyStatus struct {
+	// Surface is the surface the bundle serves ("supacloud").
+	Surface string `json:"surface"`
+	// Revision is the live bundle's revision: its .manifest revision, else
+	// "sha256:" and a hash of its loaded files.
+	Revision string `json:"revision"`
+	// Source is "embedded" (the bundle built into the binary, which never
+	// reloads) or the folder MCPGATE_POLICY_DIR names.
+	Source string `json:"source"`
+	// Watched says whether Source is watched for changes.
+	Watched bool `json:"watched"`
+	// LiveSince is when Revision went live.
+	LiveSince time.Time `json:"live_since"`
+	// LastAttempt is the most recent load of a candidate (at start, after
+	// a change in the folder, or asked for through the admin API).
+	LastAttempt *PolicyAttempt `json:"last_attempt,omitempty"`
+	// LastFailure is the most recent attempt that was refused; nil when
+	// none was.
+	LastFailure *PolicyAttempt `json:"last_failure,omitempty"`
+	// Shadow is the candidate evaluated beside the live bundle and never
+	// enforced (MCPGATE_SHADOW_POLICY_DIR); nil when shadow mode is off.
+	Shadow *ShadowStatus `json:"shadow,omitempty"`
+}
+
+// PolicyAttempt is one load of a candidate bundle.
+type PolicyAttempt struct {
+	Time time.Time `json:"time"`
+	// Trigger is what asked for it: "start", "watch" (a change in the
+	// folder) or "admin" (POST /admin/v1/policy/reload, `mcpgate policy
+	// reload`).
+	Trigger string `json:"trigger"`
+	// Revision is the candidate's revision, when its files could be read.
+	Revision string `json:"revision,omitempty"`
+	// Outcome is PolicyLive, PolicyUnchanged or PolicyRefused.
+	Outcome string `json:"outcome"`
+	// Tests is the number of the candidate's own Rego tests that passed.
+	Tests int `json:"tests"`
+	// Error says why a refused candidate was refused, with OPA's message
+	// (a compile error, a missing decision rule, the failing tests).
+	Error string `json:"error,omitempty"`
+}
+
+// ShadowStatus is the shadow candidate of a surface.
+type ShadowStatus struct {
+	// Source is the folder MCPGATE_SHADOW_POLICY_DIR names.
+	Source string `json:"source"`
+	// Revision is the shadow bundle's revision; empty while none could be
+	// loaded.
+	Revision string `json:"revision,omitempty"`
+	// LastAttempt is its most recent load, as for the live bundle.
+	LastAttempt *PolicyAttempt `json:"last_attempt,omitempty"`
+}

@@ -1,0 +1,187 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/config"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/server"
+)
+
+// useBundle replaces the contents of the policy folder dir with
+// testdata/policy/<name>.
+func useBundle(t *testing.T, dir, name string) {
+	t.Helper()
+	for _, n := range []string{"supacloud", ".manifest"} {
+		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "policy", name))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openPolicyApp opens the real wiring on an embedded store with the policy
+// folder dir.
+func openPolicyApp(t *testing.T, dir string) *server.App {
+	t.Helper()
+	vars := map[string]string{
+		"MCPGATE_DATABASE_URL":      "sqlite:" + filepath.Join(t.TempDir(), "policy.db"),
+		"MCPGATE_JWT_SECRET":        "policy-test-secret-0123456789abcdef0123",
+		"MCPGATE_ADMIN_TOKEN":       "policy-admin-token",
+		"MCPGATE_POLICY_DIR":        dir,
+		"AGENT_MCP_TOOL_RATE_LIMIT": "1000000",
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := server.Open(context.Background(), cfg, zap.NewNop(), "policy-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close() })
+	if err := app.Store.PutWorkspace(context.Background(), &gateway.Workspace{ID: "ws-a", Name: "A", Slug: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	return app
+}
+
+// get sends one request through the app's handler and returns the status
+// and body.
+func request(t *testing.T, app *server.App, method, path string) (int, string) {
+	t.Helper()
+	r := httptest.NewRequest(method, path, nil)
+	r.Header.Set("Authorization", "Bearer policy-admin-token")
+	w := httptest.NewRecorder()
+	app.Server.ServeHTTP(w, r)
+	b, _ := io.ReadAll(w.Body)
+	return w.Code, string(b)
+}
+
+// TestReloadUnderConcurrentCallsAuditsOneRevision: tools/calls run without
+// a pause through the real wiring while the policy folder is swapped
+// between a bundle that allows everything and one that denies everything,
+// and reloaded through the admin API. Every audit row names exactly one of
+// the two revisions, and its outcome is that revision's. A bundle whose
+// tests fail is refused: the admin API answers 422 with OPA's message, the
+// failure counter and GET /admin/v1/policy show it, and rows keep naming
+// the running revision. Run with -race.
+func TestReloadUnderConcurrentCallsAuditsOneRevision(t *testing.T) {
+	dir := t.TempDir()
+	useBundle(t, dir, "allow")
+	app := openPolicyApp(t, dir)
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := range 4 {
+		wg.Go(func() {
+			p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: fmt.Sprintf("t-%d", g)}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = app.Pipeline.CallTool(context.Background(), p, &mcp.CallToolParams{Name: "workspace.info", Arguments: map[string]any{}})
+			}
+		})
+	}
+	for i, name := range []string{"deny", "allow", "deny", "allow"} {
+		useBundle(t, dir, name)
+		if code, body := request(t, app, http.MethodPost, "/admin/v1/policy/reload"); code != http.StatusOK || !strings.Contains(body, `"outcome":"live"`) {
+			t.Fatalf("reload %d to %s: %d %s", i, name, code, body)
+		}
+	}
+	// A candidate whose own test fails never goes live.
+	useBundle(t, dir, "deny")
+	if err := os.WriteFile(filepath.Join(dir, "supacloud", "decision_test.rego"),
+		[]byte("package supacloud_test\n\nimport data.supacloud\n\ntest_allow if supacloud.allow\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, body := request(t, app, http.MethodPost, "/admin/v1/policy/reload")
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "test_allow: FAIL") {
+		t.Fatalf("reload of a bundle with a failing test: %d %s, want 422 naming the test", code, body)
+	}
+	close(stop)
+	wg.Wait()
+
+	code, body = request(t, app, http.MethodGet, "/admin/v1/policy")
+	var st gateway.PolicyStatus
+	if err := json.Unmarshal([]byte(body), &st); code != http.StatusOK || err != nil {
+		t.Fatalf("GET /admin/v1/policy: %d %s", code, body)
+	}
+	if st.Revision != "rev-allow" || st.LastFailure == nil || !strings.Contains(st.LastFailure.Error, "test_allow: FAIL") || st.Source != dir {
+		t.Errorf("policy status %+v: want rev-allow live and the failing test shown", st)
+	}
+	_, metrics := request(t, app, http.MethodGet, "/metrics")
+	if want := `mcpgate_policy_revision_info{revision="rev-allow",surface="supacloud"} 1`; !strings.Contains(metrics, want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+	// The watch may have reloaded the folder too, once it was quiet: the
+	// counters are at least the admin API's.
+	for series, least := range map[string]int{`mcpgate_policy_reload_failures_total{surface="supacloud"}`: 1, `mcpgate_policy_reloads_total{surface="supacloud"}`: 4} {
+		if n, ok := metricValue(metrics, series); !ok || n < least {
+			t.Errorf("/metrics %s = %d (found %v), want at least %d", series, n, ok, least)
+		}
+	}
+	if strings.Contains(metrics, `revision="rev-deny"`) {
+		t.Errorf("/metrics still shows the replaced revision rev-deny")
+	}
+	if _, ready := request(t, app, http.MethodGet, "/readyz"); !strings.Contains(ready, `"policy":{"supacloud":{"revision":"rev-allow"}}`) || strings.Contains(ready, dir) {
+		t.Errorf("/readyz %s: want the live revision, and not the folder", ready)
+	}
+
+	seen := map[string]int{}
+	before := gateway.AuditFilter{WorkspaceID: "ws-a", Limit: 1000}
+	for {
+		events, err := app.Store.ListAuditEvents(context.Background(), before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range events {
+			denied := ev.Status == gateway.AuditDenied
+			switch {
+			case ev.PolicyRevision == "rev-allow" && !denied:
+			case ev.PolicyRevision == "rev-deny" && denied && len(ev.ReasonCodes) == 1 && ev.ReasonCodes[0] == "test.deny":
+			default:
+				t.Fatalf("audit row %+v: its outcome is not that of the revision it names", ev)
+			}
+			seen[ev.PolicyRevision]++
+		}
+		if len(events) < before.Limit {
+			break
+		}
+		before.Before = gateway.PositionOf(&events[len(events)-1])
+	}
+	if seen["rev-allow"] == 0 || seen["rev-deny"] == 0 {
+		t.Errorf("audit rows by revision %v: want calls decided by both", seen)
+	}
+}
+
+// metricValue reads the value of series (name and labels) from a
+// Prometheus text exposition.
+func metricValue(exposition, series string) (int, bool) {
+	for line := range strings.Lines(exposition) {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			var n int
+			_, err := fmt.Sscan(v, &n)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
