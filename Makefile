@@ -14,8 +14,10 @@ help:
 	@awk '/^## [a-z0-9-]+: / { sub(/^## /, ""); t = $$0; sub(/:.*/, "", t); sub(/^[^:]*: /, ""); printf "  %-21s %s\n", t, $$0 }' $(MAKEFILE_LIST)
 
 ## run: build bin/mcpgate and start it with the embedded store and the demo backend (no other service needed)
-# Not `go run`: the go command exits 1 after an interrupt whatever its child did. The binary exits 0 after a
-# clean shutdown on SIGINT or SIGTERM; make itself still reports a Ctrl-C as an interrupt (status 130).
+# Not `go run`: the go command exits 1 after an interrupt whatever its child did. GNU make that receives a
+# SIGINT re-raises it on itself once its recipe has ended (status 130), so serve, started here inside make's
+# foreground process group, takes the terminal's foreground for its own group: Ctrl-C reaches the gateway
+# alone, it shuts down cleanly and exits 0, and so does make (cmd/mcpgate TestMakeRunCtrlC).
 run: build
 	./bin/mcpgate serve --dev
 

@@ -171,6 +171,12 @@ type Caller struct {
 	ProfileRequested string
 	// Profile is the requested profile when it exists in this workspace; nil otherwise.
 	Profile *Profile
+	// ProfileDeleted is true when ProfileRequested names a profile that was
+	// deleted from this workspace and not re-created (Profile is then nil).
+	// The session then falls back as one without agent_profile_id does: the
+	// workspace default profile, else the read-only fallback. false for an
+	// id the workspace never had, which the policy refuses.
+	ProfileDeleted bool
 	// DefaultProfile is the workspace default profile; nil when none is set.
 	DefaultProfile *Profile
 	// SeatType is the member's seat type; nil when unknown.

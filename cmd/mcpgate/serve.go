@@ -24,7 +24,10 @@ func newServeCmd(out io.Writer, getenv func(string) string) *cobra.Command {
 (README.md, "Configuration", says what each means); a bad value stops the
 gateway before it starts, naming the variable. At start it logs what runs: the
 store, the surfaces and their addresses, whether the admin API is on, the
-policy revision and the edition.
+policy revision and the edition. Started inside another program's
+foreground process group on a terminal (make run), it takes the terminal's
+foreground for itself, so a Ctrl-C reaches the gateway alone and make exits
+with its status 0.
 
 --dev fills what the environment leaves unset for a local trial: the embedded
 store sqlite:mcpgate-dev.db, generated keys kept in ` + devSecretsFile + ` (both in
@@ -72,6 +75,11 @@ func serve(ctx context.Context, dev bool, out io.Writer, getenv func(string) str
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	restore, err := takeTerminal()
+	if err != nil {
+		log.Warn("could not take the terminal's foreground; under make run, Ctrl-C then also reaches make, which reports status 130", zap.Error(err))
+	}
+	defer restore()
 	app, err := server.Open(ctx, cfg, log, versionInfo().Version)
 	if err != nil {
 		return err
@@ -93,7 +101,11 @@ func serve(ctx context.Context, dev bool, out io.Writer, getenv func(string) str
 		return err
 	}
 	log.Info("mcpgate listening", fields...)
-	return app.Serve(ctx, ls, log)
+	if err := app.Serve(ctx, ls, log); err != nil {
+		return err
+	}
+	log.Info("mcpgate stopped cleanly")
+	return nil
 }
 
 // newLogger returns a zap logger: JSON for production, console for make run.

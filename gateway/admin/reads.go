@@ -237,9 +237,9 @@ func (h *handler) deleteProfile(w http.ResponseWriter, r *http.Request) error {
 // profileDeletionMessage says what happened and what the sessions that
 // used the profile get now. Sessions without agent_profile_id follow the
 // workspace default; a session whose JWT still names the deleted profile
-// gets what the policy gives a profile missing from its workspace
-// (policies/supacloud/profile.rego: every tool refused, code
-// profile.not_in_workspace).
+// falls back in the same way, and each of its decisions carries the
+// notice profile.deleted (policies/supacloud/profile.rego), until a
+// profile with that id is created again.
 func profileDeletionMessage(ws, profile string, wasDefault bool, tasks []string, total int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "profile %s deleted from workspace %s. ", profile, ws)
@@ -258,7 +258,11 @@ func profileDeletionMessage(ws, profile string, wasDefault bool, tasks []string,
 		}
 		fmt.Fprintf(&b, "%d running task(s) made calls under it (%s%s). ", total, strings.Join(tasks, ", "), more)
 	}
-	fmt.Fprintf(&b, "From their next call, sessions whose JWT names agent_profile_id %s are refused every tool (profile.not_in_workspace); start them without agent_profile_id to get the workspace default profile or the read-only fallback, or with another profile of this workspace.", profile)
+	fallback := "the workspace default profile, or the read-only fallback while there is none"
+	if wasDefault {
+		fallback = "the read-only fallback"
+	}
+	fmt.Fprintf(&b, "From their next call, sessions whose JWT names agent_profile_id %s fall back to %s, as sessions without agent_profile_id do, and their decisions and audit rows say so (profile.deleted); PUT /admin/v1/workspaces/%s/profiles/%s creates it again and gives it back to them.", profile, fallback, ws, profile)
 	return b.String()
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -39,8 +40,15 @@ func (pl *Pipeline) finish(ctx context.Context, c *Call, err error) (*gateway.To
 	if err != nil {
 		ev.Status, ev.ErrorClass = statusOf(err)
 		var ge *gateway.Error
-		if errors.As(err, &ge) && len(ev.ReasonCodes) == 0 {
-			ev.ReasonCodes = reasonCodes(ge.Reasons)
+		if errors.As(err, &ge) {
+			// The row may already hold codes (a denial's, or an allowed
+			// decision's notices such as profile.deleted); add the
+			// error's own, once each.
+			for _, code := range reasonCodes(ge.Reasons) {
+				if !slices.Contains(ev.ReasonCodes, code) {
+					ev.ReasonCodes = append(ev.ReasonCodes, code)
+				}
+			}
 		}
 		if errors.As(err, &ge) && ge.Bucket != "" {
 			ev.Bucket = ge.Bucket

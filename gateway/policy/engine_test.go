@@ -385,3 +385,53 @@ func TestNondeterministicBundleIsNotCached(t *testing.T) {
 		t.Fatal("the shipped bundle is not cached")
 	}
 }
+
+// TestDeletedProfileFallsBack: a caller whose requested profile was deleted
+// (Caller.ProfileDeleted, input profile_deleted) is decided as a session
+// without agent_profile_id, with the notice profile.deleted in the
+// decision's reasons; the same caller without the flag, a profile the
+// workspace never had, is refused. The flag is part of the cache key: the
+// refusal decided first is not reused for the deleted profile.
+func TestDeletedProfileFallsBack(t *testing.T) {
+	e, refs := newEngine(t, gateway.EditionCommunity)
+	gone := func(deleted bool, def *gateway.Profile) *gateway.Caller {
+		c := caller(nil, "member")
+		c.ProfileRequested, c.ProfileDeleted, c.DefaultProfile = "p-1", deleted, def
+		return c
+	}
+	opsDefault := &gateway.Profile{WorkspaceID: "ws-a", ID: "p-def", Name: "ops", Allowlist: []string{"supacloud.ops.*"}}
+	for _, tc := range []struct {
+		note    string
+		caller  *gateway.Caller
+		tool    string
+		allow   bool
+		reasons []string
+	}{
+		{"never existed: refused", gone(false, nil), "projects.list", false, []string{"profile.not_in_workspace"}},
+		{"deleted: the read-only fallback reads", gone(true, nil), "projects.list", true, []string{"profile.deleted"}},
+		{"deleted: the read-only fallback has no ops", gone(true, nil), "workflow.trigger", false, []string{"allowlist.missing_grant", "profile.deleted"}},
+		{"deleted: the default profile governs", gone(true, opsDefault), "workflow.trigger", true, []string{"profile.deleted"}},
+		{"deleted: the default profile has no reads", gone(true, opsDefault), "projects.list", false, []string{"allowlist.missing_grant", "profile.deleted"}},
+	} {
+		t.Run(tc.note, func(t *testing.T) {
+			d, err := e.Decide(context.Background(), agent("p-1"), tc.caller, ref(refs, tc.tool), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var codes []string
+			for _, r := range d.Reasons {
+				codes = append(codes, r.Code)
+			}
+			if d.Allow != tc.allow || !slices.Equal(codes, tc.reasons) {
+				t.Fatalf("allow=%v reasons %v, want allow=%v reasons %v", d.Allow, d.Reasons, tc.allow, tc.reasons)
+			}
+			visible, err := e.Visible(context.Background(), agent("p-1"), tc.caller)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if visible[tc.tool] != tc.allow {
+				t.Errorf("tools/list shows %s = %v, want %v (listed ⇔ callable)", tc.tool, visible[tc.tool], tc.allow)
+			}
+		})
+	}
+}

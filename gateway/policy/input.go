@@ -50,6 +50,10 @@ func (e *Engine) writeBase(w inputWriter, p *gateway.Principal, c *gateway.Calle
 	w.strs("scopes", p.Scopes, false)
 	w.close()
 	w.str("profile_requested", p.ProfileID)
+	if c.ProfileDeleted {
+		// Only when true, so every other input (and its cache key) is as before.
+		w.boolean("profile_deleted", true)
+	}
 	w.open("permissions")
 	w.grants("user_overrides", c.UserOverrides)
 	w.grants("workspace_overrides", c.WorkspaceOverrides)

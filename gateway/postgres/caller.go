@@ -1,7 +1,8 @@
 package postgres
 
 // callerQuery loads everything LoadCaller returns in one round trip: the
-// workspace row plus one JSON-valued subquery per optional part. Every
+// workspace row plus one JSON-valued subquery per optional part, and
+// whether the requested profile is one deleted from the workspace. Every
 // subquery is keyed by the workspace id, so a profile, task or member of
 // another workspace is never returned (workspace isolation).
 // $1 workspace, $2 acting user, $3 requested profile, $4 task.
@@ -30,6 +31,7 @@ SELECT w.id, w.name, w.slug, w.org_plan, w.created_at,
      FROM workspace_permission_overrides o WHERE o.workspace_id = w.id) AS workspace_overrides,
   (SELECT json_build_object('workspace_id', t.workspace_id, 'id', t.id, 'status', t.status,
           'updated_at', t.updated_at)
-     FROM tasks t WHERE t.workspace_id = w.id AND t.id = $4) AS task
+     FROM tasks t WHERE t.workspace_id = w.id AND t.id = $4) AS task,
+  EXISTS (SELECT 1 FROM deleted_agent_profiles d WHERE d.workspace_id = w.id AND d.id = $3) AS profile_deleted
 FROM workspaces w
 WHERE w.id = $1`

@@ -45,7 +45,9 @@ ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = excluded.role, seat_typ
 // Allowlist is stored as []; a nil ScriptAllowlist as NULL (no restriction),
 // an empty one as [] (no script). The default flag is not taken from p: it
 // keeps its stored value (false for a new profile), which is written back
-// into p.IsDefault. Errors: ENotFound for an unknown workspace.
+// into p.IsDefault. Creating a profile with the id of a deleted one
+// clears its deletion (Core.ClearDeletedProfile), in the same transaction.
+// Errors: ENotFound for an unknown workspace.
 func (s *Store) PutProfile(ctx context.Context, p *gateway.Profile) error {
 	const q = `
 INSERT INTO agent_profiles (workspace_id, id, name, allowlist, script_allowlist, updated_at)
@@ -54,9 +56,14 @@ ON CONFLICT (workspace_id, id) DO UPDATE
    SET name = excluded.name, allowlist = excluded.allowlist,
        script_allowlist = excluded.script_allowlist, updated_at = excluded.updated_at
 RETURNING is_workspace_default`
-	err := s.w.QueryRowContext(ctx, q, p.WorkspaceID, p.ID, p.Name,
-		sqlcore.JSONList(p.Allowlist), sqlcore.NullableJSONList(p.ScriptAllowlist), fmtTime(now())).Scan(&p.IsDefault)
-	return translate(err, msgs{notFound: sqlcore.WorkspaceNotFound(p.WorkspaceID)})
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		err := tx.QueryRowContext(ctx, q, p.WorkspaceID, p.ID, p.Name,
+			sqlcore.JSONList(p.Allowlist), sqlcore.NullableJSONList(p.ScriptAllowlist), fmtTime(now())).Scan(&p.IsDefault)
+		if err != nil {
+			return translate(err, msgs{notFound: sqlcore.WorkspaceNotFound(p.WorkspaceID)})
+		}
+		return s.ClearDeletedProfile(ctx, tx, p.WorkspaceID, p.ID)
+	})
 }
 
 // SetDefaultProfile makes profileID the default profile of workspaceID,

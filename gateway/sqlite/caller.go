@@ -6,7 +6,8 @@ const profileJSON = `json_object('workspace_id', p.workspace_id, 'id', p.id, 'na
           'is_workspace_default', json(CASE WHEN p.is_workspace_default THEN 'true' ELSE 'false' END))`
 
 // callerQuery loads everything LoadCaller returns in one query: the
-// workspace row plus one JSON-valued subquery per optional part. Every
+// workspace row plus one JSON-valued subquery per optional part, and
+// whether the requested profile is one deleted from the workspace. Every
 // subquery is keyed by the workspace id, so a profile, task or member of
 // another workspace is never returned (workspace isolation).
 // Empty override sets are NULL, as on PostgreSQL.
@@ -34,6 +35,7 @@ SELECT w.id, w.name, w.slug, w.org_plan, w.created_at,
      FROM workspace_permission_overrides o WHERE o.workspace_id = w.id) AS workspace_overrides,
   (SELECT json_object('workspace_id', t.workspace_id, 'id', t.id, 'status', t.status,
           'updated_at', t.updated_at)
-     FROM tasks t WHERE t.workspace_id = w.id AND t.id = ?4) AS task
+     FROM tasks t WHERE t.workspace_id = w.id AND t.id = ?4) AS task,
+  EXISTS (SELECT 1 FROM deleted_agent_profiles d WHERE d.workspace_id = w.id AND d.id = ?3) AS profile_deleted
 FROM workspaces w
 WHERE w.id = ?1`

@@ -268,6 +268,50 @@ var profileTests = []test{
 			t.Error("a re-created profile came back as the default")
 		}
 	}},
+	{"DeletedProfileIsRemembered", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		putWorkspace(t, s, "ws-b")
+		for _, p := range []*gateway.Profile{{WorkspaceID: "ws-a", ID: "p1"}, {WorkspaceID: "ws-a", ID: "p2"}, {WorkspaceID: "ws-b", ID: "p1"}} {
+			must(t, s.PutProfile(ctx(t), p), p.ID)
+		}
+		deleted := func(what, ws, profile string, want bool) {
+			t.Helper()
+			c := loadAs(t, s, ws, "", profile, "")
+			if c.ProfileDeleted != want {
+				t.Errorf("%s: ProfileDeleted of %s/%q = %v, want %v", what, ws, profile, c.ProfileDeleted, want)
+			}
+			if want && c.Profile != nil {
+				t.Errorf("%s: a deleted profile loaded as %+v", what, c.Profile)
+			}
+		}
+		deleted("before any delete", "ws-a", "p1", false)
+		deleted("never existed", "ws-a", "nope", false)
+		_, _, _, err := s.DeleteProfile(ctx(t), "ws-a", "p1")
+		must(t, err, "delete p1")
+		deleted("after delete", "ws-a", "p1", true)
+		deleted("another profile of the workspace", "ws-a", "p2", false)
+		deleted("the same id in another workspace", "ws-b", "p1", false)
+		deleted("no profile requested", "ws-a", "", false)
+		deleted("an id that never existed", "ws-a", "nope", false)
+		// A failed delete (unknown id) remembers nothing.
+		_, _, _, err = s.DeleteProfile(ctx(t), "ws-a", "nope")
+		wantNotFound(t, err, "delete unknown", "PUT /admin/v1/workspaces/ws-a/profiles/nope")
+		deleted("after refusing to delete an unknown id", "ws-a", "nope", false)
+
+		// Re-creating the id clears the deletion; deleting it again
+		// remembers it again.
+		must(t, s.PutProfile(ctx(t), &gateway.Profile{WorkspaceID: "ws-a", ID: "p1", Allowlist: []string{"supacloud.read.*"}}), "re-create")
+		deleted("after re-create", "ws-a", "p1", false)
+		if c := loadAs(t, s, "ws-a", "", "p1", ""); c.Profile == nil || !slices.Equal(c.Profile.Allowlist, []string{"supacloud.read.*"}) {
+			t.Errorf("re-created profile = %+v", c.Profile)
+		}
+		_, _, _, err = s.DeleteProfile(ctx(t), "ws-a", "p1")
+		must(t, err, "delete p1 again")
+		deleted("after the second delete", "ws-a", "p1", true)
+		// Replacing another profile clears nothing else.
+		must(t, s.PutProfile(ctx(t), &gateway.Profile{WorkspaceID: "ws-a", ID: "p2", Name: "renamed"}), "replace p2")
+		deleted("after replacing p2", "ws-a", "p1", true)
+	}},
 }
 
 // profileID returns p's id, or "" for nil.

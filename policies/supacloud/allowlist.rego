@@ -64,8 +64,8 @@ missing_grant_message(tool) := sprintf(
 ) if {
 	profile_source != "fallback"
 } else := sprintf(
-	"tool %s needs %s: task has no agent profile and workspace %s has no default profile; the read-only fallback grants %s (set a workspace default profile or start the task with an agent profile that grants %s)",
-	[tool.name, needed_grant(tool), workspace_id, granted_text, needed_grant(tool)],
+	"tool %s needs %s: %s and workspace %s has no default profile; the read-only fallback grants %s (set a workspace default profile or start the task with an agent profile that grants %s)",
+	[tool.name, needed_grant(tool), fallback_cause, workspace_id, granted_text, needed_grant(tool)],
 )
 
 # tool_text renders input.tool for messages ("null" when absent). It reads

@@ -49,12 +49,17 @@ default tier := ""
 
 tier := input.tool.tier if is_string(input.tool.tier)
 
-# reasons is deny sorted (by code, then message); empty when allowed, and
-# deny is only evaluated for denied calls. If a denial somehow produced no
-# reason, one is supplied so a deny never comes without an explanation.
-reasons := [] if {
+# notice_list is notices (profile.rego) sorted; empty for most sessions.
+notice_list := sort(notices)
+
+# reasons is deny sorted (by code, then message), then the notices, so a
+# denial's first reason is always why it was denied; for an allowed call
+# only the notices, and deny is only evaluated for denied calls. If a
+# denial somehow produced no reason, one is supplied so a deny never comes
+# without an explanation.
+reasons := notice_list if {
 	allow
-} else := sort(deny) if {
+} else := array.concat(sort(deny), notice_list) if {
 	count(deny) > 0
 } else := [{
 	"code": "input.invalid",
@@ -63,7 +68,8 @@ reasons := [] if {
 
 # decision is the answer for one tools/call, defined for every input:
 # {"allow": bool, "visible": bool, "tier": string,
-#  "reasons": [{"code", "message"}], sorted, empty when allowed,
+#  "reasons": [{"code", "message"}], the denials sorted, then the notices
+#             sorted; only the notices when allowed (usually none),
 #  "obligations": {"redact": [field], sorted,
 #                  "confirmation_required": bool}}.
 # Obligations only bind allowed calls: redact (precedence.rego) lists the
@@ -75,7 +81,7 @@ decision := {
 	"allow": true,
 	"visible": true,
 	"tier": input.tool.tier,
-	"reasons": [],
+	"reasons": notice_list,
 	"obligations": {
 		"redact": redact,
 		"confirmation_required": input.tool.name in data.supacloud.grants.confirmation_tools,

@@ -126,3 +126,134 @@ test_object_allowlist_grants_nothing if {
 	names := supacloud.visible_tools with input as listing(base)
 	names == {n | some n in baseline_names}
 }
+
+# A requested profile that was deleted from the workspace falls back exactly
+# as a session without agent_profile_id does, and says so in a notice.
+deleted_profile := object.union(object.remove(session, ["profile"]), {"profile_deleted": true})
+
+deleted_with_default(allowlist) := object.union(deleted_profile, {"default_profile": profile("p-def", allowlist, null)})
+
+deleted_profile_cases := {
+	"fallback grants reads": {
+		"input": deleted_profile,
+		"source": "fallback", "tool": "project.get", "allow": true,
+	},
+	"fallback keeps the baseline": {
+		"input": deleted_profile,
+		"source": "fallback", "tool": "delegate_subtask", "allow": true,
+	},
+	"fallback keeps ops closed": {
+		"input": deleted_profile,
+		"source": "fallback", "tool": "workflow.trigger", "allow": false,
+	},
+	"fallback runs no script": {
+		"input": deleted_profile,
+		"source": "fallback", "tool": "script.run", "allow": false,
+	},
+	"default profile governs": {
+		"input": deleted_with_default(["supacloud.ops.*"]),
+		"source": "default", "tool": "workflow.trigger", "allow": true,
+	},
+	"default profile replaces the read fallback": {
+		"input": deleted_with_default(["supacloud.ops.*"]),
+		"source": "default", "tool": "project.get", "allow": false,
+	},
+}
+
+test_deleted_profile_falls_back[note] if {
+	some note, tc in deleted_profile_cases
+	inp := call(tc.input, tc.tool, {"slug": "any"})
+	supacloud.profile_source == tc.source with input as inp
+	d := supacloud.decision with input as inp
+	d.allow == tc.allow
+
+	# The notice comes on every decision, last, after any denial.
+	d.reasons[count(d.reasons) - 1].code == "profile.deleted"
+	count([r | some r in d.reasons; r.code == "profile.deleted"]) == 1
+	allowed_alone(d)
+}
+
+# allowed_alone: an allowed decision carries the notice alone; a denied
+# one leads with at least one denial.
+allowed_alone(d) if {
+	d.allow
+	count(d.reasons) == 1
+}
+
+allowed_alone(d) if {
+	not d.allow
+	count(d.reasons) > 1
+}
+
+# Listed <=> callable holds for the fallback of a deleted profile: the same
+# tools as for a session without agent_profile_id.
+test_deleted_profile_lists_as_no_profile if {
+	deleted := supacloud.visible_tools with input as listing(deleted_profile)
+	none := supacloud.visible_tools with input as listing(no_profile)
+	count(deleted) > 0
+	deleted == none
+	with_def := supacloud.visible_tools with input as listing(deleted_with_default(["supacloud.ops.*"]))
+	with_def == supacloud.visible_tools with input as listing(with_default(["supacloud.ops.*"]))
+}
+
+test_deleted_profile_notice_names_the_fallback if {
+	d := supacloud.decision with input as call(deleted_profile, "project.get", {})
+	d.allow
+	d.reasons == [{"code": "profile.deleted", "message": concat("", [
+		`agent profile "p-1" named by task t-1 was deleted from workspace ws-1, so the session falls back to `,
+		"the read-only fallback (workspace ws-1 has no default profile), as a task without agent profile does; ",
+		"create the profile again with PUT /admin/v1/workspaces/ws-1/profiles/p-1, or start the task with another profile",
+	])}]
+}
+
+test_deleted_profile_notice_names_the_default if {
+	d := supacloud.decision with input as call(deleted_with_default(["supacloud.ops.*"]), "workflow.trigger", {})
+	d.allow
+	codes(d) == ["profile.deleted"]
+	contains(d.reasons[0].message, "so the session falls back to workspace default profile bot-p-def (p-def), as a task")
+}
+
+# Under the default profile, a denial names the deleted profile it stands in for.
+test_deleted_profile_denial_under_the_default if {
+	d := supacloud.decision with input as call(deleted_with_default(["supacloud.ops.*"]), "project.get", {})
+	codes(d) == ["allowlist.missing_grant", "profile.deleted"]
+	contains(d.reasons[0].message, `workspace default profile bot-p-def (p-def, in place of the deleted agent profile "p-1") grants supacloud.ops.*`)
+}
+
+# A denial under the fallback leads with why it is denied, and that reason
+# says the profile was deleted rather than that the task has none.
+test_deleted_profile_denial_leads_with_the_grant if {
+	d := supacloud.decision with input as call(deleted_profile, "workflow.trigger", {})
+	not d.allow
+	codes(d) == ["allowlist.missing_grant", "profile.deleted"]
+	contains(d.reasons[0].message, `agent profile "p-1" of task t-1 was deleted and workspace ws-1 has no default profile; the read-only fallback grants`)
+	not contains(d.reasons[0].message, "task has no agent profile")
+}
+
+# Only a deleted profile falls back: an id the workspace never had is still
+# refused, the flag is ignored when the profile exists, and only true counts.
+test_deleted_flag_needs_the_profile_gone if {
+	d := supacloud.decision with input as call(object.union(session, {"profile_deleted": true}), "workflow.trigger", {})
+	supacloud.profile_source == "requested" with input as call(object.union(session, {"profile_deleted": true}), "workflow.trigger", {})
+	codes(d) == ["allowlist.missing_grant"]
+	not_true := object.union(object.remove(session, ["profile"]), {"profile_deleted": "true"})
+	codes(supacloud.decision) == ["profile.not_in_workspace"] with input as call(not_true, "project.get", {})
+	codes(supacloud.decision) == ["profile.not_in_workspace"] with input as call(object.remove(session, ["profile"]), "project.get", {})
+}
+
+# No notice for a session that names no profile, even with the flag set.
+test_deleted_flag_without_request_adds_no_notice if {
+	inp := call(object.union(no_profile, {"profile_deleted": true}), "project.get", {})
+	d := supacloud.decision with input as inp
+	d.allow
+	d.reasons == []
+}
+
+# The session gates still come first: a non-member, or a stopped task, with
+# a deleted profile gets that gate's denial and no notice.
+test_deleted_profile_after_session_gates if {
+	d := supacloud.decision with input as call(object.remove(deleted_profile, ["member"]), "project.get", {})
+	codes(d) == ["actor.not_member"]
+	stopped := object.union(deleted_profile, {"task": {"id": "t-1", "status": "completed"}})
+	codes(supacloud.decision) == ["task.not_running"] with input as call(stopped, "project.get", {})
+}

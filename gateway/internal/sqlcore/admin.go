@@ -195,21 +195,39 @@ func (c *Core) DefaultProfile(ctx context.Context, ws string) (*string, error) {
 	return &ids[0], nil
 }
 
-// DeleteProfile removes agent profile id of ws. wasDefault reports that it
-// was the workspace default, which is then unset (the flag lives on the
-// row). tasks lists, by id and at most MaxListedReferences of them, the
-// running tasks of ws whose audited calls ran under the profile (requested
-// or as the default), and total counts them all: the sessions that relied
-// on it; total is -1 when they could not be read (the profile is deleted
-// all the same). API tokens name no profile.
+// DeleteProfile removes agent profile id of ws and remembers its id in
+// deleted_agent_profiles, in one transaction: from then on LoadCaller
+// reports a session whose JWT names it as Caller.ProfileDeleted, which
+// falls back as a session without agent_profile_id does, until a profile
+// with that id is created again (ClearDeletedProfile). wasDefault reports
+// that it was the workspace default, which is then unset (the flag lives
+// on the row). tasks lists, by id and at most MaxListedReferences of them,
+// the running tasks of ws whose audited calls ran under the profile
+// (requested or as the default), and total counts them all: the sessions
+// that relied on it; total is -1 when they could not be read (the profile
+// is deleted all the same). API tokens name no profile.
 func (c *Core) DeleteProfile(ctx context.Context, ws, id string) (wasDefault bool, tasks []string, total int, err error) {
 	var flags []bool
-	const del = `DELETE FROM agent_profiles WHERE workspace_id = ? AND id = ? RETURNING is_workspace_default`
-	if err := c.W.SelectContext(ctx, &flags, c.Q(del), ws, id); err != nil {
+	tx, err := c.W.BeginTxx(ctx, nil)
+	if err != nil {
 		return false, nil, 0, c.DriverError(err)
 	}
-	if err := c.deleted(ctx, int64(len(flags)), nil, ws, ProfileNotFound(ws, id)); err != nil {
-		return false, nil, 0, err
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	const del = `DELETE FROM agent_profiles WHERE workspace_id = ? AND id = ? RETURNING is_workspace_default`
+	if err := tx.SelectContext(ctx, &flags, c.Q(del), ws, id); err != nil {
+		return false, nil, 0, c.DriverError(err)
+	}
+	if len(flags) == 0 {
+		_ = tx.Rollback()
+		return false, nil, 0, c.deleted(ctx, 0, nil, ws, ProfileNotFound(ws, id))
+	}
+	const remember = `INSERT INTO deleted_agent_profiles (workspace_id, id, deleted_at) VALUES (?, ?, ?)
+ON CONFLICT (workspace_id, id) DO UPDATE SET deleted_at = excluded.deleted_at`
+	if _, err := tx.ExecContext(ctx, c.Q(remember), ws, id, c.D.Time(Now())); err != nil {
+		return false, nil, 0, c.DriverError(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, nil, 0, c.DriverError(err)
 	}
 	const used = `
 SELECT t.id FROM tasks t
@@ -226,6 +244,15 @@ SELECT t.id FROM tasks t
 		tasks = tasks[:MaxListedReferences]
 	}
 	return flags[0], tasks, total, nil
+}
+
+// ClearDeletedProfile forgets, in tx, that profile id of ws was deleted:
+// the stores call it when they create or replace a profile, so that a
+// profile created again with a deleted id governs the sessions that name
+// it once more.
+func (c *Core) ClearDeletedProfile(ctx context.Context, tx *sqlx.Tx, ws, id string) error {
+	_, err := tx.ExecContext(ctx, c.Q(`DELETE FROM deleted_agent_profiles WHERE workspace_id = ? AND id = ?`), ws, id)
+	return c.DriverError(err)
 }
 
 // permissionsOf reads (permission_key, granted) rows into a map.

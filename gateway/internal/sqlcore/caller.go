@@ -16,6 +16,7 @@ type callerRow struct {
 	SeatType, Plan                    []byte
 	UserOverrides, WorkspaceOverrides []byte
 	Task                              []byte
+	ProfileDeleted                    bool
 }
 
 // LoadCaller loads, in one query (Dialect.CallerQuery, prepared once on
@@ -23,7 +24,8 @@ type callerRow struct {
 // membership and seat type, the requested profile (p.ProfileID), the
 // workspace default profile, the org plan, both override sets and the
 // task (p.TaskID), all scoped to p.WorkspaceID. Parts that do not exist
-// are nil. Errors: ENotFound when the workspace does not exist,
+// are nil. ProfileDeleted says that p.ProfileID names a profile deleted
+// from the workspace (DeleteProfile) and not re-created. Errors: ENotFound when the workspace does not exist,
 // EUnavailable when the database cannot be reached or read.
 func (c *Core) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
 	stmt, err := c.load.Get(ctx, c.R, c.DriverError)
@@ -33,7 +35,7 @@ func (c *Core) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.C
 	var r callerRow
 	err = stmt.QueryRowContext(ctx, p.WorkspaceID, p.Subject, p.ProfileID, p.TaskID).Scan(
 		&r.ID, &r.Name, &r.Slug, &r.OrgPlan, &r.CreatedAt, &r.Member, &r.Profile, &r.DefaultProfile,
-		&r.SeatType, &r.Plan, &r.UserOverrides, &r.WorkspaceOverrides, &r.Task)
+		&r.SeatType, &r.Plan, &r.UserOverrides, &r.WorkspaceOverrides, &r.Task, &r.ProfileDeleted)
 	if err != nil {
 		return nil, c.Translate(err, Msgs{NotFound: WorkspaceNotFound(p.WorkspaceID)})
 	}
@@ -57,5 +59,6 @@ func (c *Core) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.C
 			return nil, gateway.Wrap(gateway.EInternal, err, "audit store returned an unreadable caller record")
 		}
 	}
+	caller.ProfileDeleted = r.ProfileDeleted && caller.Profile == nil && p.ProfileID != ""
 	return caller, nil
 }
