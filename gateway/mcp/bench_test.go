@@ -83,3 +83,36 @@ func BenchmarkToolsCallParallel(b *testing.B) {
 		}
 	})
 }
+
+// benchModernCall is benchCall at 2026-07-28: the same tools/call, carrying
+// the protocol version and client capabilities in _meta instead of a
+// session.
+const benchModernCall = `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"project.get","arguments":{"project_id":"p-123","include":["env","budget"],"limit":10},` + modernMeta + `}}`
+
+func benchModernRequest() *http.Request {
+	req := httptest.NewRequest("POST", "/mcp", strings.NewReader(benchModernCall))
+	req.Header.Set("Authorization", "Bearer "+tokAlice)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(headerProtocolVersion, Version20260728)
+	req.Header.Set(headerMethod, "tools/call")
+	req.Header.Set(headerName, "project.get")
+	return req
+}
+
+// BenchmarkToolsCallModern is BenchmarkToolsCall over the stateless
+// 2026-07-28 protocol: no session to look up, but the Mcp-Method and
+// Mcp-Name headers checked against the body and the _meta read. Compare
+// the two (go test -run '^$' -bench 'ToolsCall(Modern)?$' -benchmem): the
+// stateless path must cost no more per call than the session path.
+func BenchmarkToolsCallModern(b *testing.B) {
+	tr, _ := benchSetup(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		tr.ServeHTTP(rec, benchModernRequest())
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"resultType":"complete"`) {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	}
+}

@@ -30,6 +30,9 @@ type message struct {
 	method string
 	params json.RawMessage
 	err    error // for kindInvalid
+	// version is the per-request protocol version of a 2026-07-28
+	// request, set once checkModern has validated it ("" otherwise).
+	version string
 }
 
 // wireMessage is the envelope as decoded; every member stays raw so that a

@@ -222,6 +222,9 @@ func requestVersion(s *session, m *message) string {
 	if s != nil {
 		return s.version
 	}
+	if m.version != "" {
+		return m.version
+	}
 	return metaVersionOf(m.params)
 }
 

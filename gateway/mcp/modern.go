@@ -1,9 +1,11 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -197,7 +199,8 @@ func (t *Transport) safeCall(ctx context.Context, p *gateway.Principal, m *messa
 
 // checkModern validates a stateless request: the standard headers against
 // the body (HeaderMismatch), the per-request _meta (-32602), and the
-// version (UnsupportedProtocolVersion).
+// version (UnsupportedProtocolVersion). On success it records the version
+// in m.version, so that later steps need not decode params again.
 func checkModern(r *http.Request, m *message) error {
 	headerVersion, ok := headerValue(r, headerProtocolVersion)
 	if !ok {
@@ -215,16 +218,23 @@ func checkModern(r *http.Request, m *message) error {
 	case method != m.method:
 		return errHeaderMismatch("header mismatch: Mcp-Method header value %q does not match body method %q", method, m.method)
 	}
+	// One decode of params serves the Mcp-Name check and the _meta checks;
+	// name stays raw so that a name of the wrong type is the handler's to
+	// refuse, as a malformed body is.
+	var in struct {
+		Name json.RawMessage            `json:"name"`
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	decodeErr := decodeParams(m.params, &in)
 	if m.method == "tools/call" {
-		if err := checkNameHeader(r, m.params); err != nil {
+		var name string
+		_ = json.Unmarshal(in.Name, &name)
+		if err := checkNameHeader(r, name); err != nil {
 			return err
 		}
 	}
-	var in struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if err := decodeParams(m.params, &in); err != nil {
-		return errMetaInvalid("params must be an object%s", typeProblem(err))
+	if decodeErr != nil {
+		return errMetaInvalid("params must be an object%s", typeProblem(decodeErr))
 	}
 	var version string
 	if raw, ok := in.Meta[metaProtocolVersion]; !ok || json.Unmarshal(raw, &version) != nil || version == "" {
@@ -239,33 +249,31 @@ func checkModern(r *http.Request, m *message) error {
 	if !slices.Contains(modernVersions, version) {
 		return errUnsupportedVersion(version)
 	}
+	m.version = version
 	return nil
 }
 
-// checkNameHeader checks Mcp-Name against params.name of tools/call: it is
-// required when the body names a tool, and must equal it after optional
-// whitespace is trimmed and the =?base64?…?= sentinel decoded.
-func checkNameHeader(r *http.Request, params json.RawMessage) error {
-	var in struct {
-		Name string `json:"name"`
-	}
-	_ = decodeParams(params, &in) // a malformed body is the handler's to refuse
+// checkNameHeader checks Mcp-Name against params.name of tools/call
+// (bodyName, "" when the body has none): it is required when the body names
+// a tool, and must equal it after optional whitespace is trimmed and the
+// =?base64?…?= sentinel decoded.
+func checkNameHeader(r *http.Request, bodyName string) error {
 	header, ok := headerValue(r, headerName)
 	if !ok {
 		return errHeaderMismatch("header Mcp-Name has invalid characters; send the tool name, Base64-encoded as =?base64?…?= when it is not plain ASCII")
 	}
 	if header == "" {
-		if in.Name == "" {
+		if bodyName == "" {
 			return nil
 		}
-		return errHeaderMismatch("missing Mcp-Name header; tools/call at protocol 2026-07-28 requires it, equal to params.name %q", in.Name)
+		return errHeaderMismatch("missing Mcp-Name header; tools/call at protocol 2026-07-28 requires it, equal to params.name %q", bodyName)
 	}
 	name, ok := decodeSentinel(header)
 	if !ok {
 		return errHeaderMismatch("header Mcp-Name %q is not valid Base64 (=?base64?…?=) of UTF-8 text", header)
 	}
-	if name != in.Name {
-		return errHeaderMismatch("header mismatch: Mcp-Name header value %q does not match body params.name %q", name, in.Name)
+	if name != bodyName {
+		return errHeaderMismatch("header mismatch: Mcp-Name header value %q does not match body params.name %q", name, bodyName)
 	}
 	return nil
 }
@@ -333,6 +341,23 @@ func (t *Transport) modernResult(res any, extra map[string]any) (json.RawMessage
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInternal, err, "the result could not be encoded as JSON; the gateway logged the cause")
 	}
+	serverInfo, _ := json.Marshal(implementation{Name: t.opts.ServerName, Version: t.opts.ServerVersion})
+	if len(raw) >= 2 && raw[0] == '{' && !bytes.Contains(raw, []byte(`"_meta"`)) {
+		// The common case, a result without _meta: append the fields to
+		// the encoded object instead of decoding and encoding it again.
+		out := append(make([]byte, 0, len(raw)+128), raw[:len(raw)-1]...)
+		if len(raw) > 2 {
+			out = append(out, ',')
+		}
+		out = append(out, `"_meta":{"`+metaServerInfo+`":`...)
+		out = append(out, serverInfo...)
+		out = append(out, `},"resultType":"complete"`...)
+		for _, k := range slices.Sorted(maps.Keys(extra)) {
+			v, _ := json.Marshal(extra[k])
+			out = append(append(append(append(out, ','), quote(k)...), ':'), v...)
+		}
+		return append(out, '}'), nil
+	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
 		return nil, gateway.Errorf(gateway.EInternal, "the result is not a JSON object")
@@ -341,7 +366,7 @@ func (t *Transport) modernResult(res any, extra map[string]any) (json.RawMessage
 	if m, ok := obj["_meta"]; ok {
 		_ = json.Unmarshal(m, &meta)
 	}
-	meta[metaServerInfo], _ = json.Marshal(implementation{Name: t.opts.ServerName, Version: t.opts.ServerVersion})
+	meta[metaServerInfo] = serverInfo
 	obj["_meta"], _ = json.Marshal(meta)
 	obj["resultType"] = json.RawMessage(`"complete"`)
 	for k, v := range extra {
