@@ -196,6 +196,8 @@ type Transport struct {
 	listeners map[*session]struct{} // open subscriptions/listen streams (2026-07-28) wanting tool list changes
 	closed    bool
 
+	pending sync.Map // session id + "\x00" + request id → chan message: relayed requests awaiting the client (callRelay)
+
 	closeOnce sync.Once
 	stop      chan struct{}
 	ctx       context.Context // background work (RefreshTools, legacy calls); cancelled by Close
@@ -392,8 +394,9 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 		return
 	}
 	reply := newReplyWriter(w, f, batch, t.writeDeadline)
+	_, reply.canSSE = acceptable(r.Header.Values("Accept"))
 	t.handleMessages(r.Context(), s, msgs, func(ctx context.Context, m *message) []byte {
-		return t.call(ctx, s, p, m)
+		return t.call(ctx, s, p, m, reply.stream)
 	}, reply.write)
 	reply.finish() // 202 when there were only notifications and responses
 }
@@ -533,7 +536,8 @@ func (t *Transport) handleMessages(ctx context.Context, s *session, msgs []messa
 			t.notified(s, m)
 			continue
 		default:
-			continue // a response: this server sends no requests to answer
+			t.answered(s, m) // a response to a request relayed from an upstream
+			continue
 		}
 		spent += int64(len(out))
 		if !emit(out) {
@@ -568,12 +572,14 @@ func (t *Transport) notified(s *session, m *message) {
 // the HTTP request's values but not its cancellation: per MCP
 // basic/transports a disconnect is not a cancellation. The call is cancelled
 // by notifications/cancelled, by the end of the session, or by Close.
-func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, m *message) []byte {
+// stream, when not nil, sends a message to the client before the response
+// on the request's own stream (a tools/call's relayed messages).
+func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, m *message, stream func([]byte) bool) []byte {
 	ctx = gateway.WithRequestID(context.WithoutCancel(ctx), newRequestID())
 	ctx, done := s.track(ctx, string(m.id))
 	defer done()
 	resp := response{JSONRPC: "2.0", ID: m.id}
-	res, err := t.safeDispatch(ctx, s, p, m)
+	res, err := t.safeDispatch(ctx, s, p, m, stream)
 	if err != nil {
 		resp.Error, _ = t.wireError(ctx, err)
 	} else {
@@ -584,14 +590,14 @@ func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, 
 
 // safeDispatch turns a handler panic into an internal error for this one
 // request instead of a dropped connection.
-func (t *Transport) safeDispatch(ctx context.Context, s *session, p *gateway.Principal, m *message) (res any, err error) {
+func (t *Transport) safeDispatch(ctx context.Context, s *session, p *gateway.Principal, m *message, stream func([]byte) bool) (res any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = gateway.Wrap(gateway.EInternal, fmt.Errorf("panic in %s: %v\n%s", m.method, v, debug.Stack()),
 				"internal error; the gateway logged the cause")
 		}
 	}()
-	return t.dispatch(ctx, s, p, m)
+	return t.dispatch(ctx, s, p, m, stream)
 }
 
 // encode marshals a response; a result that cannot be encoded (e.g. NaN in
