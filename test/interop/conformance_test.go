@@ -40,7 +40,6 @@ type scenario struct {
 // Reasons shared by several skipped scenarios.
 const (
 	skipToolsOnly   = "the gateway serves tools only (initialize, ping, tools/list, tools/call; at 2026-07-28 server/discover, tools/list, tools/call, subscriptions/listen); it offers no resources, prompts or completions"
-	skipServerToCli = "needs server-to-client requests (sampling, elicitation); the gateway relays tools/call request and response only and refuses an upstream's request for input (mcpupstream)"
 	skipInputReq    = "needs the upstream's input-required result (MRTR) relayed to the client and its inputResponses relayed back; mcpupstream speaks 2025-11-25 to the upstream and refuses its requests for input, so the upstream fails the call (a later point: relaying upstream server-to-client messages)"
 	naToolsOnly     = "the gateway serves tools only: prompts/list and resources/* answer -32601 (HTTP 404), so they carry no caching hints"
 	skipTasks       = "tasks extension; the gateway does not offer tasks"
@@ -66,7 +65,7 @@ var scenarios = []scenario{
 		"sep-2575-missing-capability-http-400":                     "follows from the check above: no -32021 to give HTTP 400",
 		"sep-2575-server-sends-tools-list-changed-on-subscription": "SHOULD: the suite changes the upstream's tool list with test_trigger_tool_change; the gateway's catalog is the upstream's list at start, so the gateway's tools/list does not change and nothing is announced (its own changes, through the admin API, are: gateway/mcp TestModernListen, TestInteropGoSDK)",
 	}},
-	{name: "logging-set-level", skip: "the gateway does not offer the logging capability (logging/setLevel is -32601): it relays tool calls, and an upstream's log messages are not forwarded"},
+	{name: "logging-set-level", versions: dated2},
 	{name: "ping", versions: dated2},
 	{name: "completion-complete", skip: skipToolsOnly},
 	{name: "tools-list", versions: dated2Now},
@@ -75,16 +74,16 @@ var scenarios = []scenario{
 	{name: "tools-call-audio", versions: dated2Now},
 	{name: "tools-call-embedded-resource", versions: dated2Now},
 	{name: "tools-call-mixed-content", versions: dated2Now},
-	{name: "tools-call-with-logging", skip: "needs logging/setLevel and the upstream's notifications/message relayed during the call; the gateway relays the tools/call response only"},
+	{name: "tools-call-with-logging", versions: dated2},
 	{name: "tools-call-error", versions: dated2Now},
-	{name: "tools-call-with-progress", skip: "needs the upstream's notifications/progress relayed during the call; the gateway does not forward the progress token upstream nor relay progress (a possible feature, not a protocol error)"},
-	{name: "tools-call-sampling", skip: skipServerToCli},
-	{name: "tools-call-elicitation", skip: skipServerToCli},
+	{name: "tools-call-with-progress", versions: dated2},
+	{name: "tools-call-sampling", versions: dated2},
+	{name: "tools-call-elicitation", versions: dated2},
 	{name: "json-schema-2020-12", versions: both},
-	{name: "elicitation-sep1034-defaults", skip: skipServerToCli},
+	{name: "elicitation-sep1034-defaults", versions: current},
 	{name: "server-sse-polling", skip: "tests SSE polling and resumption (server closes the stream, client reconnects with Last-Event-ID); the gateway answers POSTs with JSON when the client accepts it and its streams carry no event ids, so none of its checks apply (the suite records 0 checks)"},
 	{name: "server-sse-multiple-streams", versions: both},
-	{name: "elicitation-sep1330-enums", skip: skipServerToCli},
+	{name: "elicitation-sep1330-enums", versions: current},
 	{name: "resources-list", skip: skipToolsOnly},
 	{name: "resources-read-text", skip: skipToolsOnly},
 	{name: "resources-read-binary", skip: skipToolsOnly},
