@@ -16,10 +16,15 @@
 // signed and self-contained (sessionid.go), so any replica that shares the
 // key serves any session.
 //
+// During a tools/call on a session, the upstream's messages are relayed
+// to the client through a gateway.Relay in the call's context (relay.go):
+// notifications and server-to-client requests on the call's own stream,
+// the client's responses routed back.
+//
 // What it deliberately leaves out: SSE event ids and resumption (streams
-// carry no ids, so clients do not send Last-Event-ID), server-to-client
-// requests and the 2026-07-28 input-required results that replace them
-// (an upstream's request for input is not relayed), and the check of
+// carry no ids, so clients do not send Last-Event-ID), relaying on the
+// stateless 2026-07-28 path (no progress there, and the input-required
+// results that replace server-to-client requests are not relayed), and the check of
 // 2026-07-28 Mcp-Param-* headers against tools whose inputSchema declares
 // x-mcp-header (such headers pass unchecked; Mcp-Method, Mcp-Name and
 // MCP-Protocol-Version are checked).
