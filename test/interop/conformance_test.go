@@ -39,11 +39,11 @@ type scenario struct {
 
 // Reasons shared by several skipped scenarios.
 const (
-	skipToolsOnly   = "the gateway serves tools only (initialize, ping, tools/list, tools/call; at 2026-07-28 server/discover, tools/list, tools/call, subscriptions/listen); it offers no resources, prompts or completions"
-	skipInputReq    = "needs the upstream's input-required result (MRTR) relayed to the client and its inputResponses relayed back; mcpupstream speaks 2025-11-25 to the upstream and refuses its requests for input, so the upstream fails the call (a later point: relaying upstream server-to-client messages)"
-	naToolsOnly     = "the gateway serves tools only: prompts/list and resources/* answer -32601 (HTTP 404), so they carry no caching hints"
-	skipTasks       = "tasks extension; the gateway does not offer tasks"
-	skipSkills      = "skills extension (SEP-2640); the gateway serves tools only"
+	skipToolsOnly = "the gateway serves tools only (initialize, ping, tools/list, tools/call; at 2026-07-28 server/discover, tools/list, tools/call, subscriptions/listen); it offers no resources, prompts or completions"
+	skipInputReq  = "needs the upstream's input-required result (MRTR) relayed to the client and its inputResponses relayed back; mcpupstream speaks 2025-11-25 to the upstream and refuses its requests for input, so the upstream fails the call (a later point: relaying upstream server-to-client messages)"
+	naToolsOnly   = "the gateway serves tools only: prompts/list and resources/* answer -32601 (HTTP 404), so they carry no caching hints"
+	skipTasks     = "tasks extension; the gateway does not offer tasks"
+	skipSkills    = "skills extension (SEP-2640); the gateway serves tools only"
 )
 
 var (
