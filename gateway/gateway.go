@@ -203,6 +203,17 @@ type Obligations struct {
 	// ConfirmationRequired marks a deploy-tier call that needs the two-step
 	// confirmation (seed 001, Deploy confirmation protocol).
 	ConfirmationRequired bool `json:"confirmation_required,omitempty"`
+	// Relay says which messages an upstream sends during the call reach
+	// the caller (policy data relay_rules); nil relays none.
+	Relay *RelayPolicy `json:"relay,omitempty"`
+}
+
+// RelayPolicy is the policy's word on relaying during one allowed call:
+// the kinds relayed, and the words that mark a form elicitation as asking
+// for a secret (refused whatever the kinds say).
+type RelayPolicy struct {
+	Kinds       []RelayKind `json:"kinds"`
+	SecretWords []string    `json:"secret_words"`
 }
 
 // Decision is the policy's answer for one principal and one tool.

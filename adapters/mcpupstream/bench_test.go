@@ -8,7 +8,9 @@ import (
 )
 
 // BenchmarkCallTool measures one forwarded tools/call round trip to an
-// in-process go-sdk server over loopback HTTP.
+// in-process go-sdk server over loopback HTTP: "raw" is the adapter's
+// forwarder, "sdk" the Go SDK ClientSession it replaced (the baseline), in
+// one run against the same upstream.
 func BenchmarkCallTool(b *testing.B) {
 	u := startUpstream(b)
 	a, err := New(context.Background(), u.url(), Options{})
@@ -17,9 +19,19 @@ func BenchmarkCallTool(b *testing.B) {
 	}
 	defer a.Close()
 	call := gateway.ToolCall{WorkspaceID: "ws-a", TaskID: "t", Actor: "u", Tool: "echo", Arguments: map[string]any{"project_id": "prj-1"}}
-	for b.Loop() {
-		if _, err := a.CallTool(context.Background(), call); err != nil {
-			b.Fatal(err)
+	for _, f := range []struct {
+		name string
+		fw   interface {
+			CallTool(context.Context, gateway.ToolCall) (*gateway.ToolResult, error)
 		}
+	}{{"sdk", newSDKForwarder(b, u.url())}, {"raw", a}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.fw.CallTool(context.Background(), call); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

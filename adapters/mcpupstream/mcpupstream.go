@@ -1,27 +1,37 @@
 // Package mcpupstream forwards allowed tools/call requests to an upstream MCP
-// server over Streamable HTTP, using the official MCP Go SDK client.
+// server over Streamable HTTP (MCP 2025-11-25, basic/transports), as raw
+// JSON-RPC: the client's argument bytes go out as they came, the upstream's
+// result is decoded once with every number kept exact, and nothing else is
+// encoded or decoded on the way.
 //
-// One Adapter keeps one client session with the upstream and shares it
-// between concurrent calls. When the session is lost (the upstream restarted
-// and answers 404 for the old session, or it was unreachable for a while) the
-// next call opens a new session transparently; see Adapter.CallTool for when
-// a call is retried.
+// One Adapter keeps one session with the upstream (initialize once, then
+// Mcp-Session-Id on every request) and shares it between concurrent calls.
+// When the session is lost (the upstream restarted and answers 404 for the
+// old session, or it was unreachable for a while) the next call initializes
+// a new one transparently; see Adapter.CallTool for when a call is retried.
+//
+// During a call, what the upstream sends on the call's response stream
+// besides the result is relayed to the calling client through the call's
+// gateway.Relay (gateway.RelayFrom): progress notifications (their token
+// mapped back to the client's), log messages, and the upstream's requests
+// (elicitation, sampling, roots), whose answers are posted back upstream.
+// A caller that gives up sends notifications/cancelled upstream.
 package mcpupstream
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Keys of the request _meta object that carry the credential's identity to
@@ -39,6 +49,9 @@ const (
 	DefaultClientName    = "mcpgate"
 	DefaultClientVersion = "dev"
 	DefaultTimeout       = 30 * time.Second
+	// DefaultProtocolVersion is the newest session-based MCP version: the
+	// one whose server-to-client requests the adapter relays.
+	DefaultProtocolVersion = "2025-11-25"
 )
 
 // Options configures an Adapter. The zero value is usable.
@@ -60,8 +73,8 @@ type Options struct {
 	// DefaultTimeout.
 	Timeout time.Duration
 	// ProtocolVersion pins the MCP protocol version offered to the upstream
-	// (e.g. "2025-11-25"); empty offers the SDK's latest and lets the server
-	// negotiate.
+	// (e.g. "2025-06-18"); empty offers DefaultProtocolVersion and lets the
+	// server negotiate.
 	ProtocolVersion string
 }
 
@@ -76,19 +89,18 @@ type UpstreamTool struct {
 // Adapter forwards tool calls to one upstream MCP server. It is safe for
 // concurrent use; create it with New and release it with Close.
 type Adapter struct {
-	url       string
-	display   string            // url without password or query values, for messages
-	secrets   *strings.Replacer // secretReplacer(url), for the errors of the SDK
-	flights   flights
-	client    *mcp.Client
-	transport *mcp.StreamableClientTransport
-	timeout   time.Duration
-	sessOpts  *mcp.ClientSessionOptions
+	url        string
+	display    string            // url without password or query values, for messages
+	secrets    *strings.Replacer // secretReplacer(url), for the errors of the HTTP client
+	http       *http.Client
+	timeout    time.Duration
+	version    string // protocol version offered at initialize
+	clientInfo []byte // the initialize params' clientInfo object
+	ids        atomic.Int64
 
 	mu      sync.Mutex
-	session *mcp.ClientSession // nil when no live session
+	session *upSession // nil when no live session
 	closed  bool
-	closing sync.WaitGroup // background closes of dropped sessions
 }
 
 // New validates rawURL (an absolute http or https URL of the upstream's
@@ -101,28 +113,31 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 	if err := checkURL(rawURL); err != nil {
 		return nil, err
 	}
+	name, version := opts.ClientName, opts.ClientVersion
+	if name == "" {
+		name = DefaultClientName
+	}
+	if version == "" {
+		version = DefaultClientVersion
+	}
+	info, _ := json.Marshal(map[string]string{"name": name, "version": version})
 	a := &Adapter{
-		url:      rawURL,
-		display:  DisplayURL(rawURL),
-		secrets:  secretReplacer(rawURL),
-		client:   mcp.NewClient(implementation(opts), &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}),
-		timeout:  opts.Timeout,
-		sessOpts: &mcp.ClientSessionOptions{ProtocolVersion: opts.ProtocolVersion},
+		url:        rawURL,
+		display:    DisplayURL(rawURL),
+		secrets:    secretReplacer(rawURL),
+		http:       withHeaders(opts.HTTPClient, opts.Header),
+		timeout:    opts.Timeout,
+		version:    opts.ProtocolVersion,
+		clientInfo: info,
 	}
 	if a.timeout <= 0 {
 		a.timeout = DefaultTimeout
 	}
-	a.transport = &mcp.StreamableClientTransport{
-		Endpoint:   rawURL,
-		HTTPClient: withHeaders(opts.HTTPClient, opts.Header),
-		// The gateway only relays request/response pairs; server-initiated
-		// messages have nobody to go to, and a standing GET stream would only
-		// add a second way for the session to break.
-		DisableStandaloneSSE: true,
-		// Retries of broken response streams are not ours to hide: a tool
-		// call either answered or the caller gets EUnavailable.
-		MaxRetries: -1,
+	if a.version == "" {
+		a.version = DefaultProtocolVersion
 	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
 	if _, err := a.currentSession(ctx); err != nil {
 		return nil, err
 	}
@@ -218,35 +233,31 @@ func checkURL(rawURL string) error {
 	return nil
 }
 
-func implementation(opts Options) *mcp.Implementation {
-	impl := &mcp.Implementation{Name: opts.ClientName, Version: opts.ClientVersion}
-	if impl.Name == "" {
-		impl.Name = DefaultClientName
-	}
-	if impl.Version == "" {
-		impl.Version = DefaultClientVersion
-	}
-	return impl
-}
-
 // URL returns the upstream endpoint this adapter forwards to.
 func (a *Adapter) URL() string { return a.display }
 
 // CallTool forwards call to the upstream as tools/call: the tool name and
-// arguments unchanged (the client's bytes, see callParams), and the credential's workspace, task and actor in the
-// request _meta under MetaWorkspaceID, MetaTaskID and MetaActor (empty values
-// are left out). The upstream's CallToolResult is mapped field by field:
-// content blocks as their JSON objects, an object structuredContent as
-// StructuredContent, isError as IsError, so tool errors pass through as
-// results.
+// arguments unchanged (the client's bytes, see arguments), and the
+// credential's workspace, task and actor in the request _meta under
+// MetaWorkspaceID, MetaTaskID and MetaActor (empty values are left out).
+// The upstream's CallToolResult is decoded once, numbers as json.Number so
+// that every digit reaches the client: content blocks as their JSON
+// objects, an object structuredContent as StructuredContent (any other
+// value, when there are no content blocks, as one JSON text block),
+// isError as IsError, so tool errors pass through as results.
+//
+// When ctx carries a gateway.Relay, what the upstream sends during the
+// call is relayed (see the package doc); when the client asked for
+// progress, the upstream gets a progress token of the adapter's own
+// (unique across the clients that share the session) that is mapped back.
+// When ctx ends before the upstream answers, the upstream is sent
+// notifications/cancelled for the call.
 //
 // A call is sent again, once, on a fresh session only when the first attempt
 // provably never reached a tool handler: the connection could not be
-// dialled, or the upstream answered 404 for a lost session (or the session
-// was already closed) while no other request of the adapter was in flight.
-// Any other failure is not retried, because tools/call may have side
-// effects; errors that prove the tool never ran are marked
-// gateway.ErrNotDispatched.
+// dialled, or the upstream answered 404 for a lost session. Any other
+// failure is not retried, because tools/call may have side effects; errors
+// that prove the tool never ran are marked gateway.ErrNotDispatched.
 //
 // Errors (*gateway.Error): EUnavailable "upstream MCP server <url>
 // unreachable: ..." for transport failures and timeouts; EInvalid when the
@@ -259,60 +270,95 @@ func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 		return nil, notDispatched(gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
 			"tools/call %s was not sent to upstream MCP server %s: the caller gave up or its deadline passed first", call.Tool, a.display)))
 	}
-	params, perr := callParams(call)
+	args, perr := arguments(call)
 	if perr != nil {
 		return nil, notDispatched(perr)
 	}
-	var res *mcp.CallToolResult
-	err := a.do(ctx, "tools/call "+call.Tool, false, func(ctx context.Context, s *mcp.ClientSession) error {
-		var err error
-		res, err = s.CallTool(ctx, params)
-		return err
+	relay := gateway.RelayFrom(ctx)
+	progress := relay != nil && relay.ProgressToken() != nil
+	raw, err := a.roundTrip(ctx, "tools/call "+call.Tool, false, relay, func(id int64) []byte {
+		return callBody(id, call, args, progress)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if res.NeedsInput() {
-		return nil, gateway.Errorf(gateway.EUnavailable,
-			"upstream MCP server %s asked for interactive input to run %s, which the gateway cannot provide; configure the upstream tool to run without elicitation", a.display, call.Tool)
+	res, err := decodeResult(raw)
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
+			"upstream MCP server %s answered tools/call %s with a result that is not a CallToolResult: %v", a.display, call.Tool, err))
 	}
-	return mapResult(res)
+	if res == nil {
+		return nil, gateway.Errorf(gateway.EUnavailable,
+			"upstream MCP server %s asked for interactive input to run %s through an input-required result, which the gateway does not relay; configure the upstream tool to ask with elicitation or to run without input", a.display, call.Tool)
+	}
+	return res, nil
 }
 
-// callParams builds the tools/call params. The arguments are the client's
-// bytes (call.RawArguments), so every number keeps every digit; a call
-// built in Go (no RawArguments) has its Arguments encoded here, numbers
-// that are json.Number with their text. Either way they are sent as an
-// object even when empty, because the SDK leaves out an empty map and
-// strict upstreams expect "arguments": {}.
-func callParams(call gateway.ToolCall) (*mcp.CallToolParams, *gateway.Error) {
+// arguments returns the tools/call arguments as JSON: the client's bytes
+// (call.RawArguments), so every number keeps every digit; a call built in
+// Go (no RawArguments) has its Arguments encoded here, numbers that are
+// json.Number with their text. Either way they are an object even when
+// empty, because strict upstreams expect "arguments": {}.
+func arguments(call gateway.ToolCall) (json.RawMessage, *gateway.Error) {
 	if len(call.RawArguments) > 0 {
-		return &mcp.CallToolParams{Name: call.Tool, Arguments: call.RawArguments, Meta: callMeta(call)}, nil
+		return call.RawArguments, nil
 	}
-	args := call.Arguments
-	if args == nil {
-		args = map[string]any{}
+	if call.Arguments == nil {
+		return json.RawMessage("{}"), nil
 	}
-	raw, err := json.Marshal(args)
+	raw, err := json.Marshal(call.Arguments)
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInvalid, err, fmt.Sprintf(
 			"arguments of %s cannot be encoded as JSON; send plain JSON values", call.Tool))
 	}
-	return &mcp.CallToolParams{Name: call.Tool, Arguments: json.RawMessage(raw), Meta: callMeta(call)}, nil
+	return raw, nil
 }
 
-func callMeta(call gateway.ToolCall) mcp.Meta {
-	meta := mcp.Meta{}
-	for k, v := range map[string]string{
-		MetaWorkspaceID: call.WorkspaceID,
-		MetaTaskID:      call.TaskID,
-		MetaActor:       call.Actor,
-	} {
-		if v != "" {
-			meta[k] = v
+// callBody is the tools/call request with id: name, the argument bytes as
+// given, and _meta with the identity keys and, when progress is asked
+// for, the progress token progressToken(id).
+func callBody(id int64, call gateway.ToolCall, args json.RawMessage, progress bool) []byte {
+	b := make([]byte, 0, 160+len(call.Tool)+len(args)+len(call.WorkspaceID)+len(call.TaskID)+len(call.Actor))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"method":"tools/call","params":{"name":`...)
+	b = appendString(b, call.Tool)
+	b = append(b, `,"arguments":`...)
+	b = append(b, args...)
+	b = append(b, `,"_meta":{`...)
+	first := true
+	for _, kv := range [...][2]string{{MetaWorkspaceID, call.WorkspaceID}, {MetaTaskID, call.TaskID}, {MetaActor, call.Actor}} {
+		if kv[1] == "" {
+			continue
 		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendString(b, kv[0])
+		b = append(b, ':')
+		b = appendString(b, kv[1])
 	}
-	return meta
+	if progress {
+		if !first {
+			b = append(b, ',')
+		}
+		b = append(b, `"progressToken":`...)
+		b = append(b, progressToken(id)...)
+	}
+	return append(b, "}}}"...)
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
+}
+
+// progressToken is the token the upstream gets for the call with request
+// id: unique among the calls of every client sharing the session.
+func progressToken(id int64) []byte {
+	return strconv.AppendQuote([]byte(nil), "mcpgate-"+strconv.FormatInt(id, 10))
 }
 
 // ListTools returns every tool the upstream lists, following pagination
@@ -321,47 +367,47 @@ func callMeta(call gateway.ToolCall) mcp.Meta {
 // failure.
 func (a *Adapter) ListTools(ctx context.Context) ([]UpstreamTool, error) {
 	var tools []UpstreamTool
-	err := a.do(ctx, "tools/list", true, func(ctx context.Context, s *mcp.ClientSession) error {
-		tools = tools[:0]
-		for t, err := range s.Tools(ctx, nil) {
-			if err != nil {
-				return err
+	cursor := ""
+	for {
+		raw, err := a.roundTrip(ctx, "tools/list", true, nil, func(id int64) []byte {
+			params := "{}"
+			if cursor != "" {
+				params = `{"cursor":` + string(appendString(nil, cursor)) + `}`
 			}
-			ut, err := toUpstreamTool(t)
-			if err != nil {
-				return err
-			}
-			tools = append(tools, ut)
+			return []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":"tools/list","params":` + params + `}`)
+		})
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		var page struct {
+			Tools      []UpstreamTool `json:"tools"`
+			NextCursor string         `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
+				"upstream MCP server %s answered tools/list with a result that is not a ListToolsResult: %v", a.display, err))
+		}
+		tools = append(tools, page.Tools...)
+		if page.NextCursor == "" {
+			return tools, nil
+		}
+		cursor = page.NextCursor
 	}
-	return tools, nil
 }
 
-func toUpstreamTool(t *mcp.Tool) (UpstreamTool, error) {
-	schema, err := json.Marshal(t.InputSchema)
-	if err != nil {
-		return UpstreamTool{}, fmt.Errorf("encoding input schema of %s: %w", t.Name, err)
-	}
-	return UpstreamTool{Name: t.Name, Description: t.Description, InputSchema: schema}, nil
-}
-
-// Close ends the upstream session and waits for sessions dropped earlier to
-// finish closing. The Adapter must not be used afterwards.
+// Close ends the upstream session (HTTP DELETE). The Adapter must not be
+// used afterwards.
 func (a *Adapter) Close() error {
 	a.mu.Lock()
 	s := a.session
 	a.session, a.closed = nil, true
 	a.mu.Unlock()
-	var err error
-	if s != nil {
-		err = s.Close()
+	if s == nil || s.id == "" {
+		return nil
 	}
-	a.closing.Wait()
-	if err != nil && !errors.Is(err, mcp.ErrSessionMissing) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	defer cancel()
+	if err := a.deleteSession(ctx, s); err != nil {
 		return gateway.Wrap(gateway.EUnavailable, a.scrub(err), fmt.Sprintf(
 			"closing the session with upstream MCP server %s failed; the upstream will expire it", a.display))
 	}

@@ -192,7 +192,7 @@ func TestCallToolMapsRequestAndResult(t *testing.T) {
 				Arguments: map[string]any{"project_id": "prj-1", "limit": float64(5)}},
 			wantContent: []map[string]any{{"type": "text", "text": "echoed"}},
 			wantStruct: map[string]any{
-				"arguments": map[string]any{"project_id": "prj-1", "limit": float64(5)},
+				"arguments": map[string]any{"project_id": "prj-1", "limit": json.Number("5")}, // numbers as the upstream wrote them
 				"meta":      map[string]any{MetaWorkspaceID: "ws-a", MetaTaskID: "task-1", MetaActor: "user-7"},
 			},
 		},
@@ -409,7 +409,7 @@ func TestUpstreamRestartRecovers(t *testing.T) {
 			if err != nil {
 				t.Fatalf("call after restart: %v", err)
 			}
-			if res.StructuredContent["arguments"].(map[string]any)["n"] != float64(1) {
+			if res.StructuredContent["arguments"].(map[string]any)["n"] != json.Number("1") {
 				t.Errorf("result after restart = %#v", res.StructuredContent)
 			}
 			if n := u.echoRuns.Load(); n != 1 {

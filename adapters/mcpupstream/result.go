@@ -1,98 +1,63 @@
 package mcpupstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// mapResult turns the upstream's CallToolResult into a gateway.ToolResult.
-// Content blocks keep their wire shape (type, text, data, mimeType, ...). An
-// object structuredContent becomes StructuredContent; any other JSON value
-// (allowed since SEP-2106) cannot live in that map, so when the upstream sent
-// no content blocks it is rendered as one JSON text block instead of being
-// lost.
-func mapResult(res *mcp.CallToolResult) (*gateway.ToolResult, error) {
-	content, err := contentBlocks(res.Content)
-	if err != nil {
-		return nil, gateway.Wrap(gateway.EUnavailable, err, "upstream MCP server sent a content block the gateway cannot re-encode")
+// decodeResult decodes the upstream's CallToolResult once, numbers as
+// json.Number, so that every digit the upstream sent reaches the client.
+// Content blocks keep their wire shape (type, text, data, mimeType, ...).
+// An object structuredContent becomes StructuredContent; any other JSON
+// value (allowed since SEP-2106) cannot live in that map, so when the
+// upstream sent no content blocks it is rendered as one JSON text block
+// instead of being lost. An input-required result (2026-07-28), which the
+// gateway does not relay, is nil with no error.
+func decodeResult(raw json.RawMessage) (*gateway.ToolResult, error) {
+	var res struct {
+		Content           []map[string]any `json:"content"`
+		StructuredContent json.RawMessage  `json:"structuredContent"`
+		IsError           bool             `json:"isError"`
+		ResultType        string           `json:"resultType"`
 	}
-	out := &gateway.ToolResult{IsError: res.IsError, Content: content}
-	if res.StructuredContent == nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&res); err != nil {
+		return nil, err
+	}
+	if res.ResultType == "input_required" {
+		return nil, nil
+	}
+	for i, b := range res.Content {
+		if b == nil {
+			return nil, fmt.Errorf("content block %d is not a JSON object", i)
+		}
+	}
+	out := &gateway.ToolResult{IsError: res.IsError, Content: res.Content}
+	if out.Content == nil {
+		out.Content = []map[string]any{}
+	}
+	sc := bytes.TrimSpace(res.StructuredContent)
+	if len(sc) == 0 || bytes.Equal(sc, []byte("null")) {
 		return out, nil
 	}
-	if obj, err := toMap(res.StructuredContent); err == nil {
-		out.StructuredContent = obj
+	if sc[0] == '{' {
+		dec := json.NewDecoder(bytes.NewReader(sc))
+		dec.UseNumber()
+		if err := dec.Decode(&out.StructuredContent); err != nil {
+			return nil, err
+		}
 		return out, nil
 	}
 	if len(out.Content) == 0 {
-		text, err := json.Marshal(res.StructuredContent)
-		if err != nil {
-			return nil, gateway.Wrap(gateway.EUnavailable, err, "upstream MCP server sent structuredContent the gateway cannot re-encode")
+		var text bytes.Buffer
+		if err := json.Compact(&text, sc); err != nil {
+			return nil, err
 		}
-		out.Content = append(out.Content, map[string]any{"type": "text", "text": string(text)})
+		out.Content = append(out.Content, map[string]any{"type": "text", "text": text.String()})
 	}
 	return out, nil
-}
-
-// contentBlocks turns the SDK's content blocks into their wire objects. A
-// plain text block (no annotations, no _meta), the usual kind, is built
-// directly; the others are encoded and decoded together, in one round trip
-// for the whole result rather than one per block.
-func contentBlocks(cs []mcp.Content) ([]map[string]any, error) {
-	out := make([]map[string]any, len(cs))
-	var rest []int // indexes of the blocks to re-encode
-	for i, c := range cs {
-		if t, ok := c.(*mcp.TextContent); ok && t.Meta == nil && t.Annotations == nil {
-			out[i] = map[string]any{"type": "text", "text": t.Text}
-			continue
-		}
-		rest = append(rest, i)
-	}
-	if len(rest) == 0 {
-		return out, nil
-	}
-	others := make([]mcp.Content, len(rest))
-	for j, i := range rest {
-		others[j] = cs[i]
-	}
-	raw, err := json.Marshal(others)
-	if err != nil {
-		return nil, err
-	}
-	var blocks []map[string]any
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, err
-	}
-	if len(blocks) != len(rest) {
-		return nil, fmt.Errorf("%d content blocks re-encoded as %d", len(rest), len(blocks))
-	}
-	for j, i := range rest {
-		if blocks[j] == nil {
-			return nil, fmt.Errorf("content block %d is not a JSON object", i)
-		}
-		out[i] = blocks[j]
-	}
-	return out, nil
-}
-
-// toMap re-encodes v as a JSON object; it fails when v is not an object.
-func toMap(v any) (map[string]any, error) {
-	if m, ok := v.(map[string]any); ok {
-		return m, nil
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
-	if m == nil {
-		return nil, fmt.Errorf("JSON value %s is not an object", raw)
-	}
-	return m, nil
 }

@@ -33,6 +33,9 @@ type message struct {
 	// version is the per-request protocol version of a 2026-07-28
 	// request, set once checkModern has validated it ("" otherwise).
 	version string
+	// result and rpcErr are a kindResponse's members (one is set): the
+	// client's answer to a request the gateway relayed (callRelay).
+	result, rpcErr json.RawMessage
 }
 
 // wireMessage is the envelope as decoded; every member stays raw so that a
@@ -163,7 +166,7 @@ func classify(w *wireMessage) message {
 	}
 	if w.Method == nil {
 		if w.ID != nil && (w.Result != nil || w.Error != nil) {
-			return message{kind: kindResponse, id: id}
+			return message{kind: kindResponse, id: id, result: w.Result, rpcErr: w.Error}
 		}
 		return invalid(id, `missing "method"; a JSON-RPC request names the method to call`)
 	}

@@ -147,7 +147,7 @@ func (l *legacyHandler) run(ctx context.Context, s *session, p *gateway.Principa
 		if m.method == "initialize" {
 			return l.initialize(ctx, s, m, batch)
 		}
-		return l.t.call(ctx, s, p, m)
+		return l.t.call(ctx, s, p, m, nil) // relayed messages go on the session's stream
 	}
 	l.t.handleMessages(ctx, s, msgs, answer, func(msg []byte) bool {
 		if s.deliver(msg) {

@@ -117,14 +117,20 @@ type listToolsResult struct {
 const methods = "initialize, ping, tools/list and tools/call"
 
 // dispatch runs one request of an established session.
-func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Principal, m *message) (any, error) {
+func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Principal, m *message, stream func([]byte) bool) (any, error) {
 	switch m.method {
 	case "ping":
 		return struct{}{}, nil
 	case "tools/list":
 		return t.listTools(ctx, s, p, m.params)
 	case "tools/call":
-		return t.callTool(ctx, p, m.params, requestVersion(s, m))
+		var relay func(*CallToolParams) gateway.Relay
+		if s != nil { // a stateless (2026-07-28) call relays nothing yet
+			relay = func(call *CallToolParams) gateway.Relay { return t.newCallRelay(s, call, stream) }
+		}
+		return t.callTool(ctx, p, m.params, requestVersion(s, m), relay)
+	case "logging/setLevel":
+		return t.setLogLevel(s, m.params)
 	case "initialize":
 		return nil, errInvalidRequest("initialize may only be sent alone, without Mcp-Session-Id, to start a session")
 	default:
@@ -145,7 +151,7 @@ func (t *Transport) initialize(params json.RawMessage, supported []string) (*ini
 	}
 	return &initializeResult{
 		ProtocolVersion: negotiate(in.ProtocolVersion, supported),
-		Capabilities:    map[string]any{"tools": map[string]any{"listChanged": true}},
+		Capabilities:    map[string]any{"tools": map[string]any{"listChanged": true}, "logging": map[string]any{}},
 		ServerInfo:      implementation{Name: t.opts.ServerName, Version: t.opts.ServerVersion},
 		Instructions:    t.opts.Instructions,
 	}, nil
@@ -232,12 +238,14 @@ func requestVersion(s *session, m *message) string {
 // refusal of the handler that the model should read becomes a tool
 // execution error at protocol version (ToolError); any other error is
 // returned, to be answered as a JSON-RPC error.
-func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params json.RawMessage, version string) (any, error) {
+func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params json.RawMessage, version string, relay func(*CallToolParams) gateway.Relay) (any, error) {
 	call, err := parseCallParams(params)
 	if err != nil {
 		// Still a tools/call: the handler audits it, then refuses it with err.
 		call = &CallToolParams{Name: readableName(params), Arguments: map[string]any{},
 			RawArguments: json.RawMessage(`{}`), ArgumentsErr: err}
+	} else if relay != nil {
+		ctx = gateway.WithRelay(ctx, relay(call))
 	}
 	res, err := t.opts.Handler.CallTool(ctx, p, call)
 	if err != nil {

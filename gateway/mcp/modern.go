@@ -194,7 +194,7 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 
 // safeCall runs tools/call, turning a handler panic into an internal error.
 func (t *Transport) safeCall(ctx context.Context, p *gateway.Principal, m *message) (any, error) {
-	return t.safeDispatch(ctx, nil, p, m)
+	return t.safeDispatch(ctx, nil, p, m, nil)
 }
 
 // checkModern validates a stateless request: the standard headers against

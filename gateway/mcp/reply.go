@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // format is how a POST's JSON-RPC responses are sent back.
@@ -114,6 +115,7 @@ func writeEvent(w http.ResponseWriter, rc *http.ResponseController, name string,
 // with its length at finish. Nothing is written before the first response,
 // so a POST that produces none is still answered 202.
 type replyWriter struct {
+	mu    sync.Mutex // write, stream and finish may come from a call's relay goroutines
 	w     http.ResponseWriter
 	rc    *http.ResponseController
 	f     format
@@ -121,6 +123,10 @@ type replyWriter struct {
 	n     int    // responses written
 	held  []byte // the single JSON response, written by finish
 	gone  bool   // a write failed: the client is gone
+	// canSSE: the client accepts an event stream, so a single request's
+	// reply may switch to one to carry messages before its response
+	// (stream); sse: the stream was started.
+	canSSE, sse bool
 	// deadline gives the next write its own deadline (Options.WriteTimeout),
 	// counted from when that response is ready, not from the request.
 	deadline func(*http.ResponseController)
@@ -134,7 +140,9 @@ func newReplyWriter(w http.ResponseWriter, f format, batch bool, deadline func(*
 // went away does not cancel the rest of its batch (MCP basic/transports:
 // a disconnect is not a cancellation), whose responses are then dropped.
 func (rw *replyWriter) write(data []byte) bool {
-	first := rw.n == 0
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	first := rw.n == 0 && !rw.sse
 	rw.n++
 	if !rw.gone && (rw.f == formatSSE || rw.batch) {
 		rw.deadline(rw.rc)
@@ -144,6 +152,7 @@ func (rw *replyWriter) write(data []byte) bool {
 	case rw.f == formatSSE:
 		if first {
 			startSSE(rw.w)
+			rw.sse = true
 		}
 		rw.gone = writeEvent(rw.w, rw.rc, "message", data) != nil
 	case !rw.batch:
@@ -167,6 +176,8 @@ func (rw *replyWriter) write(data []byte) bool {
 // finish completes the reply: 202 Accepted when there was no response,
 // the single JSON response, or the closing bracket of a batch's array.
 func (rw *replyWriter) finish() {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
 	rw.deadline(rw.rc)
 	switch {
 	case rw.n == 0:
@@ -177,4 +188,25 @@ func (rw *replyWriter) finish() {
 	default:
 		_, _ = rw.w.Write([]byte{']'})
 	}
+}
+
+// stream sends data, a message of a request that is not its response (a
+// relayed notification or request), on the reply before the response:
+// the reply becomes an event stream if it is not one yet. It reports
+// false when the reply cannot carry it: a batch, a client that accepts
+// only JSON, or a response already written.
+func (rw *replyWriter) stream(data []byte) bool {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if rw.batch || rw.gone || rw.n > 0 || (rw.f != formatSSE && !rw.canSSE) {
+		return false
+	}
+	rw.f = formatSSE
+	rw.deadline(rw.rc)
+	if !rw.sse {
+		startSSE(rw.w)
+		rw.sse = true
+	}
+	rw.gone = writeEvent(rw.w, rw.rc, "message", data) != nil
+	return !rw.gone
 }

@@ -79,6 +79,8 @@ type session struct {
 	inflight map[string][]*context.CancelFunc // running requests by raw id; a reused id has several
 	tools    toolSet                          // the tool set this session's client last knew
 	notice   []byte                           // a listen stream's tools/list_changed; nil: toolsChanged
+
+	logLevel atomic.Pointer[string] // logging/setLevel of this replica's state; nil: defaultLogLevel
 }
 
 func newSession(id string, p *gateway.Principal, version string, legacy bool, now time.Time) *session {

@@ -16,10 +16,15 @@
 // signed and self-contained (sessionid.go), so any replica that shares the
 // key serves any session.
 //
+// During a tools/call on a session, the upstream's messages are relayed
+// to the client through a gateway.Relay in the call's context (relay.go):
+// notifications and server-to-client requests on the call's own stream,
+// the client's responses routed back.
+//
 // What it deliberately leaves out: SSE event ids and resumption (streams
-// carry no ids, so clients do not send Last-Event-ID), server-to-client
-// requests and the 2026-07-28 input-required results that replace them
-// (an upstream's request for input is not relayed), and the check of
+// carry no ids, so clients do not send Last-Event-ID), relaying on the
+// stateless 2026-07-28 path (no progress there, and the input-required
+// results that replace server-to-client requests are not relayed), and the check of
 // 2026-07-28 Mcp-Param-* headers against tools whose inputSchema declares
 // x-mcp-header (such headers pass unchecked; Mcp-Method, Mcp-Name and
 // MCP-Protocol-Version are checked).
@@ -195,6 +200,8 @@ type Transport struct {
 	sessions  map[string]*session
 	listeners map[*session]struct{} // open subscriptions/listen streams (2026-07-28) wanting tool list changes
 	closed    bool
+
+	pending sync.Map // session id + "\x00" + request id → chan message: relayed requests awaiting the client (callRelay)
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -392,8 +399,9 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 		return
 	}
 	reply := newReplyWriter(w, f, batch, t.writeDeadline)
+	_, reply.canSSE = acceptable(r.Header.Values("Accept"))
 	t.handleMessages(r.Context(), s, msgs, func(ctx context.Context, m *message) []byte {
-		return t.call(ctx, s, p, m)
+		return t.call(ctx, s, p, m, reply.stream)
 	}, reply.write)
 	reply.finish() // 202 when there were only notifications and responses
 }
@@ -533,7 +541,8 @@ func (t *Transport) handleMessages(ctx context.Context, s *session, msgs []messa
 			t.notified(s, m)
 			continue
 		default:
-			continue // a response: this server sends no requests to answer
+			t.answered(s, m) // a response to a request relayed from an upstream
+			continue
 		}
 		spent += int64(len(out))
 		if !emit(out) {
@@ -568,12 +577,14 @@ func (t *Transport) notified(s *session, m *message) {
 // the HTTP request's values but not its cancellation: per MCP
 // basic/transports a disconnect is not a cancellation. The call is cancelled
 // by notifications/cancelled, by the end of the session, or by Close.
-func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, m *message) []byte {
+// stream, when not nil, sends a message to the client before the response
+// on the request's own stream (a tools/call's relayed messages).
+func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, m *message, stream func([]byte) bool) []byte {
 	ctx = gateway.WithRequestID(context.WithoutCancel(ctx), newRequestID())
 	ctx, done := s.track(ctx, string(m.id))
 	defer done()
 	resp := response{JSONRPC: "2.0", ID: m.id}
-	res, err := t.safeDispatch(ctx, s, p, m)
+	res, err := t.safeDispatch(ctx, s, p, m, stream)
 	if err != nil {
 		resp.Error, _ = t.wireError(ctx, err)
 	} else {
@@ -584,14 +595,14 @@ func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, 
 
 // safeDispatch turns a handler panic into an internal error for this one
 // request instead of a dropped connection.
-func (t *Transport) safeDispatch(ctx context.Context, s *session, p *gateway.Principal, m *message) (res any, err error) {
+func (t *Transport) safeDispatch(ctx context.Context, s *session, p *gateway.Principal, m *message, stream func([]byte) bool) (res any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = gateway.Wrap(gateway.EInternal, fmt.Errorf("panic in %s: %v\n%s", m.method, v, debug.Stack()),
 				"internal error; the gateway logged the cause")
 		}
 	}()
-	return t.dispatch(ctx, s, p, m)
+	return t.dispatch(ctx, s, p, m, stream)
 }
 
 // encode marshals a response; a result that cannot be encoded (e.g. NaN in

@@ -272,7 +272,7 @@ func TestInitializeNegotiatesVersion(t *testing.T) {
 				t.Fatalf("protocolVersion = %q, want %q", res.ProtocolVersion, tc.want)
 			}
 			caps, _ := json.Marshal(res.Capabilities)
-			if string(caps) != `{"tools":{"listChanged":true}}` {
+			if string(caps) != `{"logging":{},"tools":{"listChanged":true}}` {
 				t.Fatalf("capabilities = %s", caps)
 			}
 			if res.ServerInfo != (implementation{"mcpgate-test", "1.2.3"}) || res.Instructions != "use tools wisely" {
@@ -421,7 +421,8 @@ func TestMethods(t *testing.T) {
 		{"resources/read", "resources/read", `{"uri":"x"}`, "", -32601},
 		{"prompts/list", "prompts/list", "", "", -32601},
 		{"completion/complete", "completion/complete", "", "", -32601},
-		{"logging/setLevel", "logging/setLevel", `{"level":"info"}`, "", -32601},
+		{"logging/setLevel", "logging/setLevel", `{"level":"info"}`, `{}`, 0}, // the level of relayed upstream log messages
+		{"logging/setLevel bad level", "logging/setLevel", `{"level":"loud"}`, "", -32602},
 		{"initialize inside a session", "initialize", `{"protocolVersion":"2025-11-25"}`, "", -32600},
 	}
 	for _, tc := range tests {

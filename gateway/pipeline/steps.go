@@ -238,7 +238,9 @@ func (pl *Pipeline) confirmOrReserve(ctx context.Context, c *Call) error {
 }
 
 // dispatch hands a reserved call to the adapter, its arguments decoded and
-// raw as the client sent them (gateway.ToolCall). A call whose client has
+// raw as the client sent them (gateway.ToolCall), and the transport's relay
+// of the call, if any, as the decision's relay obligation allows it
+// (policyRelay), whose relayed kinds join the audit row's reason codes. A call whose client has
 // gone, or whose deadline passed, by the time its reservation committed (a
 // store that answered late, say) is not dispatched: nobody would get the
 // result, and the client may already be retrying. Its audit row says so
@@ -264,10 +266,19 @@ func (pl *Pipeline) callAdapter(ctx context.Context, c *Call) (*gateway.ToolResu
 			Reasons: []gateway.Reason{{Code: reasonAbandoned, Message: "the request ended before dispatch"}}}
 	}
 	p := c.Principal
-	return pl.Adapter.CallTool(ctx, gateway.ToolCall{
+	var relay *policyRelay
+	if next := gateway.RelayFrom(ctx); next != nil {
+		relay = newPolicyRelay(next, c.Decision.Obligations.Relay)
+		ctx = gateway.WithRelay(ctx, relay)
+	}
+	res, err := pl.Adapter.CallTool(ctx, gateway.ToolCall{
 		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,
 		Tool: c.Tool.Name, Arguments: c.Arguments, RawArguments: c.RawArguments,
 	})
+	if relay != nil {
+		c.Event.ReasonCodes = append(c.Event.ReasonCodes, relay.codes()...)
+	}
+	return res, err
 }
 
 // applyObligations carries out the decision's obligations on the result

@@ -316,6 +316,7 @@ func decisionFrom(rs rego.ResultSet) (*gateway.Decision, error) {
 		}
 		sort.Strings(d.Obligations.Redact)
 		d.Obligations.ConfirmationRequired, _ = ob["confirmation_required"].(bool)
+		d.Obligations.Relay = relayFrom(ob["relay"])
 	}
 	return d, nil
 }
@@ -374,4 +375,25 @@ func readGrants(grants map[string]any) (entries []string, prefix string) {
 	prefix, _ = grants["tool_prefix"].(string)
 	slices.Sort(entries)
 	return entries, prefix
+}
+
+// relayFrom reads the relay obligation {"kinds": [...], "secret_words":
+// [...]}; anything else relays nothing.
+func relayFrom(v any) *gateway.RelayPolicy {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	rp := &gateway.RelayPolicy{}
+	for _, k := range asSlice(m["kinds"]) {
+		if s, ok := k.(string); ok {
+			rp.Kinds = append(rp.Kinds, gateway.RelayKind(s))
+		}
+	}
+	for _, w := range asSlice(m["secret_words"]) {
+		if s, ok := w.(string); ok && s != "" {
+			rp.SecretWords = append(rp.SecretWords, s)
+		}
+	}
+	return rp
 }

@@ -71,11 +71,14 @@ reasons := notice_list if {
 #  "reasons": [{"code", "message"}], the denials sorted, then the notices
 #             sorted; only the notices when allowed (usually none),
 #  "obligations": {"redact": [field], sorted,
-#                  "confirmation_required": bool}}.
+#                  "confirmation_required": bool,
+#                  "relay": {"kinds": [kind], "secret_words": [word]}}}.
 # Obligations only bind allowed calls: redact (precedence.rego) lists the
 # result fields to remove; confirmation_required is true for a tool in
 # data.supacloud.grants.confirmation_tools (app.deploy, app.migration.apply;
-# seed 001, Deploy confirmation protocol). A denied call carries neither.
+# seed 001, Deploy confirmation protocol); relay (relay.rego) says which
+# upstream-initiated messages reach the caller during the call. A denied
+# call carries none of them.
 # The allowed branch comes first and skips the denial rules.
 decision := {
 	"allow": true,
@@ -85,6 +88,7 @@ decision := {
 	"obligations": {
 		"redact": redact,
 		"confirmation_required": input.tool.name in data.supacloud.grants.confirmation_tools,
+		"relay": relay,
 	},
 } if {
 	allow

@@ -153,7 +153,11 @@ test_allowed_decision_shape if {
 		"visible": true,
 		"tier": "read",
 		"reasons": [],
-		"obligations": {"redact": [], "confirmation_required": false},
+		"obligations": {
+			"redact": [],
+			"confirmation_required": false,
+			"relay": {"kinds": ["elicitation", "log", "progress", "roots", "sampling"], "secret_words": supacloud.relay_rules.secret_words},
+		},
 	}
 }
 

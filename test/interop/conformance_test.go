@@ -39,12 +39,11 @@ type scenario struct {
 
 // Reasons shared by several skipped scenarios.
 const (
-	skipToolsOnly   = "the gateway serves tools only (initialize, ping, tools/list, tools/call; at 2026-07-28 server/discover, tools/list, tools/call, subscriptions/listen); it offers no resources, prompts or completions"
-	skipServerToCli = "needs server-to-client requests (sampling, elicitation); the gateway relays tools/call request and response only and refuses an upstream's request for input (mcpupstream)"
-	skipInputReq    = "needs the upstream's input-required result (MRTR) relayed to the client and its inputResponses relayed back; mcpupstream speaks 2025-11-25 to the upstream and refuses its requests for input, so the upstream fails the call (a later point: relaying upstream server-to-client messages)"
-	naToolsOnly     = "the gateway serves tools only: prompts/list and resources/* answer -32601 (HTTP 404), so they carry no caching hints"
-	skipTasks       = "tasks extension; the gateway does not offer tasks"
-	skipSkills      = "skills extension (SEP-2640); the gateway serves tools only"
+	skipToolsOnly = "the gateway serves tools only (initialize, ping, tools/list, tools/call; at 2026-07-28 server/discover, tools/list, tools/call, subscriptions/listen); it offers no resources, prompts or completions"
+	skipInputReq  = "needs the upstream's input-required result (MRTR) relayed to the client and its inputResponses relayed back; mcpupstream speaks 2025-11-25 to the upstream and refuses its requests for input, so the upstream fails the call (a later point: relaying upstream server-to-client messages)"
+	naToolsOnly   = "the gateway serves tools only: prompts/list and resources/* answer -32601 (HTTP 404), so they carry no caching hints"
+	skipTasks     = "tasks extension; the gateway does not offer tasks"
+	skipSkills    = "skills extension (SEP-2640); the gateway serves tools only"
 	// On /api/mcp (apiResults).
 	skipFixtureTools = "calls the fixture's tools (test_simple_text, json_schema_2020_12_tool, ...), which no API token scope reaches: /api/mcp answers -32601 for them as for an unknown name, and the coordinator gateway runs the demo backend; the clients' coordinator tests make allowed calls of the read level instead"
 	naFixtureDiag    = "needs a diagnostic tool of the fixture (test_missing_capability, test_streaming_elicitation, test_logging_tool, test_trigger_tool_change), which no API token scope reaches (-32601 on /api/mcp), so the suite reports it not testable"
@@ -65,11 +64,11 @@ var scenarios = []scenario{
 	{name: "server-initialize", versions: dated2},
 	{name: "server-session-lifecycle", versions: dated3},
 	{name: "server-stateless", versions: stateless, notApplicable: map[string]string{
-		"sep-2575-server-rejects-undeclared-capability":            "the fixture's test_missing_capability needs the client's sampling capability upstream; the gateway does not pass the client's capabilities to the upstream (its own session with the upstream declares none), so the upstream fails the call and the gateway relays that (-32603) instead of -32021",
+		"sep-2575-server-rejects-undeclared-capability":            "the fixture's test_missing_capability needs the client's sampling capability upstream; the gateway does not pass the client's capabilities to the upstream: its own session with the upstream declares sampling, elicitation and roots (for relaying), so the upstream runs the tool, and a client without the capability answers the relayed request with its own error",
 		"sep-2575-missing-capability-http-400":                     "follows from the check above: no -32021 to give HTTP 400",
 		"sep-2575-server-sends-tools-list-changed-on-subscription": "SHOULD: the suite changes the upstream's tool list with test_trigger_tool_change; the gateway's catalog is the upstream's list at start, so the gateway's tools/list does not change and nothing is announced (its own changes, through the admin API, are: gateway/mcp TestModernListen, TestInteropGoSDK)",
 	}},
-	{name: "logging-set-level", skip: "the gateway does not offer the logging capability (logging/setLevel is -32601): it relays tool calls, and an upstream's log messages are not forwarded"},
+	{name: "logging-set-level", versions: dated2},
 	{name: "ping", versions: dated2},
 	{name: "completion-complete", skip: skipToolsOnly},
 	{name: "tools-list", versions: dated2Now},
@@ -78,16 +77,16 @@ var scenarios = []scenario{
 	{name: "tools-call-audio", versions: dated2Now},
 	{name: "tools-call-embedded-resource", versions: dated2Now},
 	{name: "tools-call-mixed-content", versions: dated2Now},
-	{name: "tools-call-with-logging", skip: "needs logging/setLevel and the upstream's notifications/message relayed during the call; the gateway relays the tools/call response only"},
+	{name: "tools-call-with-logging", versions: dated2},
 	{name: "tools-call-error", versions: dated2Now},
-	{name: "tools-call-with-progress", skip: "needs the upstream's notifications/progress relayed during the call; the gateway does not forward the progress token upstream nor relay progress (a possible feature, not a protocol error)"},
-	{name: "tools-call-sampling", skip: skipServerToCli},
-	{name: "tools-call-elicitation", skip: skipServerToCli},
+	{name: "tools-call-with-progress", versions: dated2},
+	{name: "tools-call-sampling", versions: dated2},
+	{name: "tools-call-elicitation", versions: dated2},
 	{name: "json-schema-2020-12", versions: both},
-	{name: "elicitation-sep1034-defaults", skip: skipServerToCli},
+	{name: "elicitation-sep1034-defaults", versions: current},
 	{name: "server-sse-polling", skip: "tests SSE polling and resumption (server closes the stream, client reconnects with Last-Event-ID); the gateway answers POSTs with JSON when the client accepts it and its streams carry no event ids, so none of its checks apply (the suite records 0 checks)"},
 	{name: "server-sse-multiple-streams", versions: both},
-	{name: "elicitation-sep1330-enums", skip: skipServerToCli},
+	{name: "elicitation-sep1330-enums", versions: current},
 	{name: "resources-list", skip: skipToolsOnly},
 	{name: "resources-read-text", skip: skipToolsOnly},
 	{name: "resources-read-binary", skip: skipToolsOnly},
@@ -178,6 +177,13 @@ var apiResults = map[string]scenario{
 		"sep-2575-server-sends-tools-list-changed-on-subscription": naFixtureDiag,
 	}},
 	"ping":                         {versions: dated2},
+	"logging-set-level":            {versions: dated2},
+	"tools-call-with-logging":      {skip: skipFixtureTools},
+	"tools-call-with-progress":     {skip: skipFixtureTools},
+	"tools-call-sampling":          {skip: skipFixtureTools},
+	"tools-call-elicitation":       {skip: skipFixtureTools},
+	"elicitation-sep1034-defaults": {skip: skipFixtureTools},
+	"elicitation-sep1330-enums":    {skip: skipFixtureTools},
 	"tools-list":                   {versions: dated2Now},
 	"tools-call-simple-text":       {skip: skipFixtureTools},
 	"tools-call-image":             {skip: skipFixtureTools},

@@ -1,0 +1,158 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// callRelay is the gateway.Relay of one tools/call on a session: what the
+// upstream sends during the call goes to the client on the call's own
+// response stream (the POST's reply, switched to an event stream when the
+// client accepts one), else on the session's GET stream; the client's
+// answers to relayed requests come back in POSTs of responses
+// (Transport.answered). A response may come to another replica than the
+// one holding the call only if the client's load balancer sends it there;
+// then the call's request times out with the caller's deadline.
+type callRelay struct {
+	t      *Transport
+	s      *session
+	token  json.RawMessage
+	stream func([]byte) bool // writes on the call's response stream; nil or false: none
+}
+
+var _ gateway.Relay = (*callRelay)(nil)
+
+// newCallRelay is the relay of call on session s; stream is the call's
+// response stream, nil when it has none (a batch member, HTTP+SSE).
+func (t *Transport) newCallRelay(s *session, call *CallToolParams, stream func([]byte) bool) *callRelay {
+	r := &callRelay{t: t, s: s, stream: stream}
+	if tok, ok := call.Meta["progressToken"]; ok && tok != nil {
+		r.token, _ = json.Marshal(tok)
+	}
+	return r
+}
+
+func (r *callRelay) ProgressToken() json.RawMessage { return r.token }
+
+// errNoStream: the client holds no stream the message could go on.
+var errNoStream = errors.New("the client holds no stream for messages of this call")
+
+// errBelowLevel: a log message below the level the client asked for.
+var errBelowLevel = errors.New("log message below the level the client set")
+
+func (r *callRelay) Notify(_ context.Context, method string, params json.RawMessage) error {
+	if method == "notifications/message" && !r.s.wantsLog(params) {
+		return errBelowLevel
+	}
+	msg := rawMessage(nil, method, params)
+	if r.send(msg) {
+		return nil
+	}
+	return errNoStream
+}
+
+func (r *callRelay) send(msg []byte) bool {
+	return (r.stream != nil && r.stream(msg)) || r.s.send(msg)
+}
+
+// Request sends the request with an id of the gateway's own and waits for
+// the client's response, the end of the session, or ctx.
+func (r *callRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := json.RawMessage(strconv.Quote("mcpgate-" + hex.EncodeToString(b[:])))
+	key := r.s.id + "\x00" + string(id)
+	ch := make(chan message, 1)
+	r.t.pending.Store(key, ch)
+	defer r.t.pending.Delete(key)
+	if !r.send(rawMessage(id, method, params)) {
+		return nil, &gateway.RPCError{Code: gateway.RPCInternalError, Message: "the gateway's client holds no stream to receive " + method + " (open the session's GET stream, or accept text/event-stream on the POST)"}
+	}
+	select {
+	case m := <-ch:
+		if m.rpcErr != nil {
+			var e gateway.RPCError
+			if json.Unmarshal(m.rpcErr, &e) != nil {
+				return nil, &gateway.RPCError{Code: gateway.RPCInternalError, Message: "the client answered " + method + " with a malformed error"}
+			}
+			return nil, &e
+		}
+		return m.result, nil
+	case <-r.s.done:
+		return nil, &gateway.RPCError{Code: gateway.RPCInternalError, Message: "the client's session ended before it answered " + method}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// answered routes a client's response (m) to the relayed request waiting
+// for it on session s; a response nobody waits for is dropped.
+func (t *Transport) answered(s *session, m *message) {
+	v, ok := t.pending.Load(s.id + "\x00" + string(m.id))
+	if !ok {
+		return
+	}
+	select {
+	case v.(chan message) <- *m:
+	default: // answered twice: the first counts
+	}
+}
+
+// rawMessage encodes a JSON-RPC request (id set) or notification with raw
+// params.
+func rawMessage(id json.RawMessage, method string, params json.RawMessage) []byte {
+	b := []byte(`{"jsonrpc":"2.0",`)
+	if id != nil {
+		b = append(append(append(b, `"id":`...), id...), ',')
+	}
+	b = append(append(b, `"method":`...), strconv.Quote(method)...)
+	if len(params) > 0 {
+		b = append(append(b, `,"params":`...), params...)
+	}
+	return append(b, '}')
+}
+
+// logLevels are the syslog levels of MCP server/utilities/logging, least
+// severe first.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// defaultLogLevel applies to a session whose client never sent
+// logging/setLevel.
+const defaultLogLevel = "info"
+
+// setLogLevel serves logging/setLevel: the least severe level of the log
+// messages relayed to this session from now on.
+func (t *Transport) setLogLevel(s *session, params json.RawMessage) (any, error) {
+	var in struct {
+		Level string `json:"level"`
+	}
+	if err := decodeParams(params, &in); err != nil || !slices.Contains(logLevels, in.Level) {
+		return nil, gateway.Errorf(gateway.EInvalid, "logging/setLevel params must be an object with \"level\" one of %v", logLevels)
+	}
+	if s == nil {
+		return nil, gateway.Errorf(gateway.EInvalid, "logging/setLevel needs a session; at protocol 2026-07-28 send the level in each request's _meta")
+	}
+	s.logLevel.Store(&in.Level)
+	return struct{}{}, nil
+}
+
+// wantsLog reports whether a notifications/message with params is at or
+// above the session's level.
+func (s *session) wantsLog(params json.RawMessage) bool {
+	var in struct {
+		Level string `json:"level"`
+	}
+	_ = json.Unmarshal(params, &in)
+	want := defaultLogLevel
+	if l := s.logLevel.Load(); l != nil {
+		want = *l
+	}
+	return slices.Index(logLevels, in.Level) >= slices.Index(logLevels, want)
+}

@@ -1,0 +1,164 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// policyRelay is a call's gateway.Relay as the decision's relay
+// obligation allows it: a kind the policy does not relay to the caller is
+// refused, and so is a form elicitation whose requestedSchema asks for
+// what looks like a secret. It notes each kind relayed or refused for the
+// call's audit row (codes), one row per call as ever.
+type policyRelay struct {
+	next        gateway.Relay
+	kinds       map[gateway.RelayKind]bool
+	secretWords []string
+
+	mu    sync.Mutex
+	noted map[string]bool
+}
+
+func newPolicyRelay(next gateway.Relay, rp *gateway.RelayPolicy) *policyRelay {
+	r := &policyRelay{next: next, kinds: map[gateway.RelayKind]bool{}, noted: map[string]bool{}}
+	if rp != nil {
+		for _, k := range rp.Kinds {
+			r.kinds[k] = true
+		}
+		for _, w := range rp.SecretWords {
+			r.secretWords = append(r.secretWords, normalWord(w))
+		}
+	}
+	return r
+}
+
+// Reason codes of relayed messages in the audit row: relay.<kind> when
+// one was relayed, relay.<kind>.refused when the policy refused one,
+// relay.elicitation.secret_refused for a form that asked for a secret.
+const (
+	relayCodePrefix     = "relay."
+	relayRefusedSuffix  = ".refused"
+	relaySecretRefused  = "relay.elicitation.secret_refused"
+	errRelayNotRelayed  = "the gateway's policy does not relay "
+	errRelayAsksSecrets = "the gateway never relays a form elicitation that asks for a secret; property "
+)
+
+// errRelayRefused: a notification the policy does not relay.
+var errRelayRefused = errors.New("the policy does not relay this notification to the caller")
+
+func (r *policyRelay) note(code string) {
+	r.mu.Lock()
+	r.noted[code] = true
+	r.mu.Unlock()
+}
+
+// codes returns the reason codes noted, sorted.
+func (r *policyRelay) codes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.noted))
+	for c := range r.noted {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ProgressToken hides the client's token when progress is not relayed,
+// so the upstream is not even asked for progress.
+func (r *policyRelay) ProgressToken() json.RawMessage {
+	if !r.kinds[gateway.RelayProgress] {
+		return nil
+	}
+	return r.next.ProgressToken()
+}
+
+func (r *policyRelay) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	kind, ok := gateway.RelayKindOf(method)
+	if !ok || !r.kinds[kind] {
+		r.note(relayCodePrefix + string(kind) + relayRefusedSuffix)
+		return errRelayRefused
+	}
+	err := r.next.Notify(ctx, method, params)
+	if err == nil {
+		r.note(relayCodePrefix + string(kind))
+	}
+	return err
+}
+
+func (r *policyRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	kind, ok := gateway.RelayKindOf(method)
+	if !ok || !r.kinds[kind] {
+		if ok {
+			r.note(relayCodePrefix + string(kind) + relayRefusedSuffix)
+		}
+		return nil, &gateway.RPCError{Code: gateway.RPCMethodNotFound, Message: errRelayNotRelayed + method + " to this caller"}
+	}
+	if kind == gateway.RelayElicitation {
+		if prop := r.secretProperty(params); prop != "" {
+			r.note(relaySecretRefused)
+			return nil, &gateway.RPCError{Code: gateway.RPCInvalidParams, Message: errRelayAsksSecrets + strconvQuote(prop) + " looks like one; ask for it out of band (URL elicitation) instead"}
+		}
+	}
+	res, err := r.next.Request(ctx, method, params)
+	r.note(relayCodePrefix + string(kind))
+	return res, err
+}
+
+// secretProperty returns the first property of a form elicitation's
+// requestedSchema whose name, title or format contains a secret word
+// (normalWord), "" when none does or the elicitation is a URL one.
+func (r *policyRelay) secretProperty(params json.RawMessage) string {
+	var in struct {
+		Mode            string `json:"mode"`
+		RequestedSchema struct {
+			Properties map[string]struct {
+				Title  string `json:"title"`
+				Format string `json:"format"`
+			} `json:"properties"`
+		} `json:"requestedSchema"`
+	}
+	if json.Unmarshal(params, &in) != nil {
+		return "(unreadable requestedSchema)" // fail closed: a form nobody can check
+	}
+	if in.Mode == "url" {
+		return ""
+	}
+	names := make([]string, 0, len(in.RequestedSchema.Properties))
+	for name := range in.RequestedSchema.Properties {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		p := in.RequestedSchema.Properties[name]
+		for _, text := range []string{name, p.Title, p.Format} {
+			t := normalWord(text)
+			for _, w := range r.secretWords {
+				if w != "" && strings.Contains(t, w) {
+					return name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// normalWord lowercases s without "_", "-", "." and spaces: "API Key",
+// "api_key" and "apiKey" are all "apikey".
+func normalWord(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '_', '-', ' ', '.':
+			return -1
+		}
+		return r
+	}, strings.ToLower(s))
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }

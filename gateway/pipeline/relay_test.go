@@ -1,0 +1,97 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// clientRelay stands for the transport's relay: it accepts everything.
+type clientRelay struct{ requests []string }
+
+func (c *clientRelay) ProgressToken() json.RawMessage { return json.RawMessage(`1`) }
+func (c *clientRelay) Notify(context.Context, string, json.RawMessage) error {
+	return nil
+}
+func (c *clientRelay) Request(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+	c.requests = append(c.requests, method)
+	return json.RawMessage(`{"action":"accept"}`), nil
+}
+
+var allKinds = &gateway.RelayPolicy{
+	Kinds:       []gateway.RelayKind{gateway.RelayProgress, gateway.RelayLog, gateway.RelayElicitation, gateway.RelaySampling, gateway.RelayRoots},
+	SecretWords: []string{"password", "secret", "token", "apikey"},
+}
+
+// A form elicitation that asks for what looks like a secret, by property
+// name, title or format, never reaches the client; the upstream gets
+// -32602 and the audit row says relay.elicitation.secret_refused. A URL
+// elicitation and an innocent form pass.
+func TestPolicyRelayRefusesSecretForms(t *testing.T) {
+	tests := []struct {
+		name, params string
+		refused      bool
+	}{
+		{"password property", `{"message":"m","requestedSchema":{"type":"object","properties":{"password":{"type":"string"}}}}`, true},
+		{"API key in another spelling", `{"requestedSchema":{"properties":{"API_Key":{"type":"string"}}}}`, true},
+		{"secret in the title", `{"requestedSchema":{"properties":{"x":{"type":"string","title":"Client Secret"}}}}`, true},
+		{"password format", `{"requestedSchema":{"properties":{"x":{"type":"string","format":"password"}}}}`, true},
+		{"access token", `{"requestedSchema":{"properties":{"githubAccessToken":{"type":"string"}}}}`, true},
+		{"unreadable schema", `{"requestedSchema":"x"}`, true},
+		{"innocent form", `{"requestedSchema":{"properties":{"username":{"type":"string"},"email":{"type":"string","format":"email"}}}}`, false},
+		{"URL elicitation", `{"mode":"url","url":"https://example.com/connect","message":"sign in"}`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := &clientRelay{}
+			r := newPolicyRelay(client, allKinds)
+			_, err := r.Request(context.Background(), "elicitation/create", json.RawMessage(tc.params))
+			var rpc *gateway.RPCError
+			if refused := errors.As(err, &rpc) && rpc.Code == gateway.RPCInvalidParams; refused != tc.refused {
+				t.Fatalf("refused = %v (%v), want %v", refused, err, tc.refused)
+			}
+			if tc.refused == (len(client.requests) > 0) {
+				t.Errorf("the client was sent %v", client.requests)
+			}
+			want := "relay.elicitation"
+			if tc.refused {
+				want = relaySecretRefused
+			}
+			if got := r.codes(); !slices.Equal(got, []string{want}) {
+				t.Errorf("audit codes %v, want [%s]", got, want)
+			}
+		})
+	}
+}
+
+// Kinds the policy does not relay are refused: requests with -32601,
+// notifications dropped, and progress not even asked for upstream.
+func TestPolicyRelayFollowsKinds(t *testing.T) {
+	client := &clientRelay{}
+	r := newPolicyRelay(client, &gateway.RelayPolicy{Kinds: []gateway.RelayKind{gateway.RelayLog}})
+	if r.ProgressToken() != nil {
+		t.Error("the progress token passes although progress is not relayed")
+	}
+	if err := r.Notify(context.Background(), "notifications/progress", json.RawMessage(`{}`)); err == nil {
+		t.Error("progress relayed although the policy does not relay it")
+	}
+	if err := r.Notify(context.Background(), "notifications/message", json.RawMessage(`{"level":"info"}`)); err != nil {
+		t.Errorf("log not relayed: %v", err)
+	}
+	_, err := r.Request(context.Background(), "sampling/createMessage", json.RawMessage(`{}`))
+	var rpc *gateway.RPCError
+	if !errors.As(err, &rpc) || rpc.Code != gateway.RPCMethodNotFound || len(client.requests) > 0 {
+		t.Errorf("sampling: %v, client sent %v; want -32601 and nothing sent", err, client.requests)
+	}
+	if got, want := r.codes(), []string{"relay.log", "relay.progress.refused", "relay.sampling.refused"}; !slices.Equal(got, want) {
+		t.Errorf("audit codes %v, want %v", got, want)
+	}
+	// No relay obligation at all (a policy without relay rules): nothing relayed.
+	if err := newPolicyRelay(client, nil).Notify(context.Background(), "notifications/message", nil); err == nil {
+		t.Error("a decision without a relay obligation relays")
+	}
+}
