@@ -54,7 +54,7 @@ type Dialect struct {
 	// the default profile, the seat type, the org plan, the member's and
 	// the workspace's overrides, and the task.
 	CallerQuery string
-	// InsertAudit inserts one audit_events row from AuditArgs (18 ?
+	// InsertAudit inserts one audit_events row from AuditArgs (21 ?
 	// placeholders in their order) and returns its id.
 	InsertAudit string
 	// PrepareReserve readies, before a reservation's transaction begins,
