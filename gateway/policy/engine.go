@@ -131,7 +131,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		edition: ast.StringTerm(string(opts.Edition)), cc: surface == gateway.SurfaceCCServer,
-		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler),
+		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler, surface),
 		keepInput: opts.KeepInput,
 	}
 	e.tools = e.toolsTerm(opts.Tools)
