@@ -41,10 +41,21 @@ const (
 type PrincipalKind string
 
 // Principal kinds: an in-app agent task session (JWT on /mcp) or an external
-// coordinator holding an scmt_ API token (on /api/mcp).
+// coordinator holding an scmt_ API token (on /api/mcp). On the cc_server
+// surface (seed 003) a caller is a PrincipalUser (a person's client: the
+// desktop, the web build, an external MCP client) or a PrincipalAgent (the
+// built-in agent runtime).
 const (
 	PrincipalAgent       PrincipalKind = "agent"
 	PrincipalCoordinator PrincipalKind = "coordinator"
+	PrincipalUser        PrincipalKind = "user"
+)
+
+// The surfaces the gateway serves (one tool registry each: catalog, Rego
+// package, adapter, endpoints); audit rows name theirs.
+const (
+	SurfaceSupaCloud = "supacloud"
+	SurfaceCCServer  = "ccserver"
 )
 
 // Principal is the authenticated caller of one request. WorkspaceID always
@@ -65,6 +76,14 @@ type Principal struct {
 	Scopes []string
 	// ExpiresAt is the credential's expiry; zero when it does not expire.
 	ExpiresAt time.Time
+	// Mode is a cc_server conversation mode (JWT claim "mode": chat, plan,
+	// review, orchestrate; seed 003, "Tools nach Modus begrenzen"), ""
+	// elsewhere. The credential's value is kept as sent: the policy
+	// refuses every tool for one it does not know.
+	Mode string
+	// TicketID is a cc_server run's own ticket (JWT claim "ticket_id");
+	// "" when the run has none, and on SupaCloud.
+	TicketID string
 }
 
 // Workspace is a tenant. OrgPlan names the organisation plan whose
@@ -187,6 +206,10 @@ type Caller struct {
 	WorkspaceOverrides Permissions
 	// Task is the session's task; nil when the task is unknown.
 	Task *Task
+	// Memberships are the ids of the workspaces a cc_server user is a
+	// member of (the members table), sorted; nil on SupaCloud and for a
+	// pinned cc_server agent, whose workspace comes from its credential.
+	Memberships []string
 }
 
 // Reason explains one part of a decision with a stable code (for tests and
@@ -206,6 +229,14 @@ type Obligations struct {
 	// Relay says which messages an upstream sends during the call reach
 	// the caller (policy data relay_rules); nil relays none.
 	Relay *RelayPolicy `json:"relay,omitempty"`
+	// ApprovalRequired marks a cc_server call that must wait for a
+	// person's approval before it runs (seed 003, "Tools mit
+	// Freigabepflicht": a requiresApproval tool, or an action guard that
+	// answered prompt).
+	ApprovalRequired bool `json:"approval_required,omitempty"`
+	// ApprovalBecause names why ApprovalRequired is set, as the policy's
+	// reason codes ("tool.requires_approval", "guard.prompt"), sorted.
+	ApprovalBecause []string `json:"approval_because,omitempty"`
 }
 
 // RelayPolicy is the policy's word on relaying during one allowed call:
@@ -218,10 +249,17 @@ type RelayPolicy struct {
 
 // Decision is the policy's answer for one principal and one tool.
 type Decision struct {
-	ID          string      `json:"decision_id"`
-	Allow       bool        `json:"allow"`
-	Visible     bool        `json:"visible"`
-	Tier        Tier        `json:"tier"`
+	ID      string `json:"decision_id"`
+	Allow   bool   `json:"allow"`
+	Visible bool   `json:"visible"`
+	Tier    Tier   `json:"tier"`
+	// Group, Mode and WorkspaceID are what a cc_server decision tells of
+	// the call: the tool's group, the conversation mode the policy
+	// applied, and the workspace the call acts in ("" for a global tool,
+	// or a search tool called without one). Empty on SupaCloud.
+	Group       string      `json:"group,omitempty"`
+	Mode        string      `json:"mode,omitempty"`
+	WorkspaceID string      `json:"workspace_id,omitempty"`
 	Reasons     []Reason    `json:"reasons"`
 	Obligations Obligations `json:"obligations"`
 	// Input is the policy input the decision was made on, as a JSON value
@@ -270,6 +308,13 @@ type AuditEvent struct {
 	// empty for a call refused before the policy was asked (an unknown
 	// tool, a workspace the store does not know, a store failure).
 	PolicyRevision string `json:"policy_revision"`
+	// Surface is the registry the call was made on (SurfaceSupaCloud,
+	// SurfaceCCServer); Mode its cc_server conversation mode ("" on
+	// SupaCloud); ApprovalID the approval a cc_server call waited for (""
+	// when it needed none).
+	Surface    string `json:"surface"`
+	Mode       string `json:"mode,omitempty"`
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // AuditFilter narrows a listing of audit events; empty fields match all.
@@ -308,6 +353,10 @@ func PositionOf(ev *AuditEvent) AuditPosition { return AuditPosition{Time: ev.Ti
 // reads (the deploy confirmation token) are left out; an adapter that
 // forwards the call sends these bytes. RawArguments is nil for a call built
 // in Go; an adapter then encodes Arguments.
+//
+// Principal is the authenticated caller, for the tools the gateway answers
+// itself (cc_server's search tools, which rate callability for the caller);
+// an adapter that forwards calls never sends it on.
 type ToolCall struct {
 	WorkspaceID  string
 	TaskID       string
@@ -315,6 +364,7 @@ type ToolCall struct {
 	Tool         string
 	Arguments    map[string]any
 	RawArguments json.RawMessage
+	Principal    *Principal
 }
 
 // ToolResult is an adapter's answer in MCP CallToolResult shape. Adapters
@@ -444,7 +494,18 @@ type RateLimits struct {
 	ProfileDeployHourly     int // AGENT_MCP_PROFILE_DEPLOY_HOURLY_LIMIT (10)
 	ProfileProposalHourly   int // AGENT_MCP_PROFILE_PROPOSAL_HOURLY_LIMIT (10)
 	ProfileTaskSpawnHourly  int // AGENT_MCP_PROFILE_TASK_SPAWN_HOURLY_LIMIT (3)
+	// CCServerCallsPerMinute caps the tools/call of one cc_server
+	// principal (its subject, and its pinned workspace if any) per UTC
+	// minute: MCPGATE_CCSERVER_CALLS_PER_MINUTE; 0 (unset, the default
+	// here) takes the policy data (data.ccserver.limits.calls_per_minute),
+	// else DefaultCCServerCallsPerMinute.
+	CCServerCallsPerMinute int
 }
+
+// DefaultCCServerCallsPerMinute is the per-principal cc_server cap when
+// neither the environment nor the policy data sets one: two calls a
+// second on average, far above an agent's pace, low enough to stop a loop.
+const DefaultCCServerCallsPerMinute = 120
 
 // DefaultRateLimits returns the defaults of seed 001, Rate limits.
 func DefaultRateLimits() RateLimits {

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/adapters/mcpupstream"
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auth"
+	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/server"
 	"github.com/mcpgate/mcpgate/tools"
 )
@@ -37,6 +38,7 @@ func newDevDefaults(base func(string) string) *devDefaults {
 		"MCPGATE_SESSION_SECRET":            secrets["MCPGATE_SESSION_SECRET"],
 		"MCPGATE_LOG_FORMAT":                "console",
 		"MCPGATE_DATABASE_URL":              "sqlite:mcpgate-dev.db",
+		"MCPGATE_CCSERVER_LISTEN":           config.DevCCServerListen,
 	}}
 }
 
@@ -147,6 +149,9 @@ Tokens stay valid across restarts: the dev keys are kept in %s (delete it, or ru
 		return fmt.Errorf("issue dev token: %w", err)
 	}
 	printDevBanner(out, url, tok, d.getenv("MCPGATE_ADMIN_TOKEN"))
+	if err := printCCServerBanner(ctx, app, out); err != nil {
+		return err
+	}
 	if app.Config.UpstreamURL != "" {
 		fmt.Fprintf(out, "Upstream %s: tools it adds to the catalog have tier %s; profile %s grants exactly those.\n\n",
 			mcpupstream.DisplayURL(app.Config.UpstreamURL), app.Config.UpstreamTier, devUpstreamProfile)
@@ -188,4 +193,34 @@ func seedUpstreamProfile(ctx context.Context, app *server.App) error {
 	}
 	return app.Store.PutProfile(ctx, &gateway.Profile{WorkspaceID: devWorkspace, ID: devUpstreamProfile,
 		Name: "Upstream tools", Allowlist: names})
+}
+
+// printCCServerBanner makes the dev user a member of the cc_server demo's
+// workspace ws-acme and prints a cc_server token (mode chat) with a curl
+// example, when the cc_server surface is on.
+func printCCServerBanner(ctx context.Context, app *server.App, out io.Writer) error {
+	if app.CC == nil {
+		return nil
+	}
+	const ccWorkspace = "ws-acme"
+	if err := app.Store.PutWorkspace(ctx, &gateway.Workspace{ID: ccWorkspace, Name: "Acme Web", Slug: "acme-web", OrgPlan: "team"}); err != nil {
+		return err
+	}
+	if err := app.Store.PutMember(ctx, &gateway.Member{WorkspaceID: ccWorkspace, UserID: devUser, Role: gateway.RoleMember, SeatType: "developer"}); err != nil {
+		return err
+	}
+	tok, err := app.CC.JWT.IssueCCServer(auth.CCClaims{Subject: devUser, Mode: "chat"}, 24*time.Hour)
+	if err != nil {
+		return fmt.Errorf("issue dev cc_server token: %w", err)
+	}
+	url := "http://" + app.Config.CCServer.Listen
+	fmt.Fprintf(out, `cc_server surface on %[1]s  (POST /mcp, GET /sse; user %[3]s, member of %[4]s, mode chat; valid 24h)
+
+export CC_TOKEN=%[2]s
+H=(-H "Authorization: Bearer $CC_TOKEN" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
+SID=$(curl -s -o /dev/null -D - "${H[@]}" %[1]s/mcp -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}' | awk 'tolower($1)=="mcp-session-id:"{print $2}' | tr -d '\r')
+curl -s "${H[@]}" -H "Mcp-Session-Id: $SID" -H 'MCP-Protocol-Version: 2025-06-18' %[1]s/mcp -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_my_tools","arguments":{"workspace_id":"%[4]s"}}}'; echo
+
+`, url, tok, devUser, ccWorkspace)
+	return nil
 }

@@ -109,8 +109,11 @@ type Config struct {
 	Pprof bool
 	// DecisionLog configures the decision log sinks (decisionlog.go).
 	DecisionLog DecisionLog
-	// Limits are the rate limits of seed 001, Rate limits.
+	// Limits are the rate limits of seed 001, Rate limits, and the
+	// cc_server per-principal cap (CCServer.CallsPerMinute).
 	Limits Limits
+	// CCServer configures the cc_server surface (ccserver.go).
+	CCServer CCServer
 	// DatabaseMaxConns is the PostgreSQL pool size, idle connections
 	// included (MCPGATE_DATABASE_MAX_CONNS, default 20).
 	DatabaseMaxConns int
@@ -170,6 +173,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.loadHTTP(&r)
 	c.loadConn(&r)
 	c.loadDecisionLog(&r)
+	c.loadCCServer(&r)
 	if f := getenv("MCPGATE_JWT_PUBLIC_KEY_FILE"); f != "" {
 		pem, err := os.ReadFile(f)
 		if err != nil {

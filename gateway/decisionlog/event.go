@@ -118,16 +118,37 @@ func resultDocument(d *gateway.Decision) map[string]any {
 	}
 }
 
-// LogDecision logs the decision d of one tools/call of tool: input is the
-// policy input as evaluated (gateway.Decision.Input), revision the bundle
-// revision that decided ("" when unknown), took the time the decision took.
-// It returns at once (Log); the request id comes from ctx. It implements
-// the pipeline's DecisionLog.
+// LogDecision logs the decision d of one tools/call of tool on the
+// SupaCloud surface (Bundle): input is the policy input as evaluated
+// (gateway.Decision.Input), revision the bundle revision that decided (""
+// when unknown), took the time the decision took. It returns at once
+// (Log); the request id comes from ctx. It implements the pipeline's
+// DecisionLog.
 func (l *Logger) LogDecision(ctx context.Context, d *gateway.Decision, input any, tool, revision string, took time.Duration) {
+	l.logDecision(ctx, Bundle, d, input, tool, revision, took)
+}
+
+// ForSurface is the pipeline's DecisionLog of another surface's pipeline
+// (e.g. "ccserver"): its events have path "<surface>/decision" and name
+// the revision under bundles.<surface>.
+func (l *Logger) ForSurface(surface string) *SurfaceLog { return &SurfaceLog{l: l, surface: surface} }
+
+// SurfaceLog logs the decisions of one surface (Logger.ForSurface).
+type SurfaceLog struct {
+	l       *Logger
+	surface string
+}
+
+// LogDecision is Logger.LogDecision for the surface.
+func (s *SurfaceLog) LogDecision(ctx context.Context, d *gateway.Decision, input any, tool, revision string, took time.Duration) {
+	s.l.logDecision(ctx, s.surface, d, input, tool, revision, took)
+}
+
+func (l *Logger) logDecision(ctx context.Context, surface string, d *gateway.Decision, input any, tool, revision string, took time.Duration) {
 	ev := Event{
 		Labels:     l.labels,
 		DecisionID: d.ID,
-		Path:       DecisionPath,
+		Path:       surface + "/decision",
 		Input:      input,
 		Result:     resultDocument(d),
 		Timestamp:  l.now().UTC(),
@@ -138,7 +159,7 @@ func (l *Logger) LogDecision(ctx context.Context, d *gateway.Decision, input any
 		ev.Custom["request_id"] = id
 	}
 	if revision != "" {
-		ev.Bundles = map[string]BundleInfo{Bundle: {Revision: revision}}
+		ev.Bundles = map[string]BundleInfo{surface: {Revision: revision}}
 	}
 	l.Log(ev)
 }

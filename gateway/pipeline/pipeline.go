@@ -140,6 +140,24 @@ type Pipeline struct {
 	// SUPACLOUD_MCP_CONFIRMATION_SECRET; nil (the secret unset) makes
 	// every call that needs the confirmation fail closed with -32603.
 	Confirmer *confirm.Signer
+
+	// The surface the pipeline serves is data: the catalog, the Decider
+	// (its Rego package), the adapter and these three. Surface names it
+	// in every audit row and picks its rate-limit rules ("" is
+	// gateway.SurfaceSupaCloud).
+	Surface string
+	// ListEveryTool makes tools/list offer the whole catalog whatever the
+	// decision (cc_server, seed 003: "Die volle Registrierung wird in
+	// tools/list ohne Suchfilter angeboten"); what is callable now is
+	// then told by the surface's search tools. Off, tools/list shows
+	// exactly the tools the decision makes visible (SupaCloud).
+	ListEveryTool bool
+	// WorkspaceFromPolicy leaves a client-supplied workspace_id to the
+	// policy, which checks it against the credential and the caller's
+	// memberships (cc_server, seed 003, "Gemeinsame Parameter"); the
+	// audit row then names the decision's workspace. Off, a
+	// workspace_id must be the credential's own (SupaCloud).
+	WorkspaceFromPolicy bool
 }
 
 var _ mcp.Handler = (*Pipeline)(nil)
@@ -235,6 +253,8 @@ func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *m
 		TokenFP:       p.TokenFingerprint,
 		Tool:          toolText(params.Name),
 		ArgumentsHash: argumentsHash(params),
+		Surface:       pl.surface(),
+		Mode:          auditText(p.Mode),
 	}
 	if pl.AuditArguments {
 		ev.Arguments = loggableArguments(params.Arguments, params.RawArguments)
@@ -251,6 +271,13 @@ func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *m
 // tools/call. A principal whose workspace the store does not know sees no
 // tool (every call would be refused); tools/call says why.
 func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]mcp.Tool, error) {
+	if pl.ListEveryTool {
+		out := make([]mcp.Tool, 0, pl.Catalog.Len())
+		for _, t := range pl.Catalog.Tools() {
+			out = append(out, mcpTool(t))
+		}
+		return out, nil
+	}
 	caller, err := pl.caller(ctx, p, time.Now().Add(storeTimeout))
 	if gateway.ErrorCodeOf(err) == gateway.EForbidden {
 		return []mcp.Tool{}, nil
@@ -286,6 +313,14 @@ func (pl *Pipeline) decider() Decider {
 		return s.Snapshot()
 	}
 	return pl.Decider
+}
+
+// surface is pl.Surface, SupaCloud when unset.
+func (pl *Pipeline) surface() string {
+	if pl.Surface == "" {
+		return gateway.SurfaceSupaCloud
+	}
+	return pl.Surface
 }
 
 func (pl *Pipeline) now() time.Time {

@@ -46,7 +46,10 @@ func (pl *Pipeline) reserve(ctx context.Context, c *Call) (*gateway.IdempotencyR
 	var plan ratelimit.Plan
 	if pl.RateLimits != nil {
 		sub := ratelimit.Subject{WorkspaceID: ev.WorkspaceID, TaskID: ev.TaskID, ProfileID: ev.ProfileID,
-			Tool: tool.Name, Tier: tool.Tier, LimitKind: tool.LimitKind}
+			Tool: tool.Name, Tier: tool.Tier, LimitKind: tool.LimitKind, Surface: pl.surface(), Actor: c.Principal.Subject}
+		if pl.WorkspaceFromPolicy {
+			sub.WorkspaceID = c.Principal.WorkspaceID // per principal: its pinned workspace, not the call's
+		}
 		if c.Principal.Kind == gateway.PrincipalCoordinator {
 			sub.Token = c.Principal.TokenFingerprint
 			sub.External, err = pl.externalLimits(ctx, c.Principal.WorkspaceID)

@@ -107,7 +107,7 @@ const maxResourceID = 256
 // as a schema or rate-limit refusal after an allow does.
 func (pl *Pipeline) checkWorkspace(_ context.Context, c *Call) error {
 	ws, present := c.Params.Arguments["workspace_id"]
-	if !present || ws == c.Principal.WorkspaceID {
+	if pl.WorkspaceFromPolicy || !present || ws == c.Principal.WorkspaceID {
 		return nil
 	}
 	return withDecision(&gateway.Error{
@@ -174,9 +174,16 @@ func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	if pl.DecisionLog != nil {
 		start = time.Now()
 	}
-	d, err := c.Policy.Decide(ctx, c.Principal, c.Caller, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut, Resource: c.Resource}, args)
+	d, err := c.Policy.Decide(ctx, c.Principal, c.Caller, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut,
+		Group: t.Group, RequiresApproval: t.RequiresApproval, ActionClasses: t.ActionClasses, Resource: c.Resource}, args)
 	if err != nil {
 		return err
+	}
+	if d.Mode != "" {
+		c.Event.Mode = d.Mode // the mode the policy applied (chat for a credential without one)
+	}
+	if pl.WorkspaceFromPolicy && c.Event.WorkspaceID == "" {
+		c.Event.WorkspaceID = auditText(d.WorkspaceID)
 	}
 	if pl.DecisionLog != nil {
 		pl.DecisionLog.LogDecision(ctx, d, d.Input, t.Name, d.Revision, time.Since(start))
@@ -273,7 +280,7 @@ func (pl *Pipeline) callAdapter(ctx context.Context, c *Call) (*gateway.ToolResu
 	}
 	res, err := pl.Adapter.CallTool(ctx, gateway.ToolCall{
 		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,
-		Tool: c.Tool.Name, Arguments: c.Arguments, RawArguments: c.RawArguments,
+		Tool: c.Tool.Name, Arguments: c.Arguments, RawArguments: c.RawArguments, Principal: p,
 	})
 	if relay != nil {
 		c.Event.ReasonCodes = append(c.Event.ReasonCodes, relay.codes()...)

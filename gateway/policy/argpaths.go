@@ -2,6 +2,8 @@ package policy
 
 import (
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // argumentUse says which call arguments the compiled bundle can read. The
@@ -31,10 +33,17 @@ func (u argumentUse) read(args map[string]any) map[string]any {
 	return out
 }
 
-func analyseArguments(c *ast.Compiler) argumentUse {
+// analyseArguments leaves out the modules of the other surfaces' packages
+// (data.supacloud, data.ccserver and their subpackages): their rules never
+// decide this engine's calls, so what they read must not widen the cache
+// key. Every other module (a shared library package, say) is looked at.
+func analyseArguments(c *ast.Compiler, surface string) argumentUse {
 	seen := map[string]bool{}
 	use := argumentUse{}
 	for _, m := range c.Modules {
+		if otherSurface(m.Package.Path, surface) {
+			continue
+		}
 		ast.WalkRefs(m, func(r ast.Ref) bool {
 			if use.all || !r[0].Equal(ast.InputRootDocument) {
 				return false
@@ -110,3 +119,14 @@ func usesNondeterministic(c *ast.Compiler) bool {
 // Caching reports whether the engine memoises decisions (false when turned
 // off by Options.CacheSize or by a nondeterministic bundle).
 func (e *Engine) Caching() bool { return e.cache != nil }
+
+// otherSurface reports whether pkg is (under) the package of a surface
+// other than surface.
+func otherSurface(pkg ast.Ref, surface string) bool {
+	for _, s := range []string{gateway.SurfaceSupaCloud, gateway.SurfaceCCServer} {
+		if s != surface && pkg.HasPrefix(ast.DefaultRootRef.Append(ast.StringTerm(s))) {
+			return true
+		}
+	}
+	return false
+}

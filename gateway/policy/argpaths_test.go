@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 func TestAnalyseArguments(t *testing.T) {
@@ -32,11 +34,31 @@ x if input[k].slug == "a"`, true, nil},
 	for _, c := range cases {
 		t.Run(c.note, func(t *testing.T) {
 			comp := ast.MustCompileModules(map[string]string{"p.rego": c.src})
-			got := analyseArguments(comp)
+			got := analyseArguments(comp, gateway.SurfaceSupaCloud)
 			if got.all != c.all || !slices.Equal(got.keys, c.keys) {
 				t.Fatalf("got %+v, want all=%v keys=%v", got, c.all, c.keys)
 			}
 		})
+	}
+}
+
+// TestAnalyseArgumentsPerSurface: what another surface's package reads
+// stays out of the key; a shared package's reads stay in.
+func TestAnalyseArgumentsPerSurface(t *testing.T) {
+	comp := ast.MustCompileModules(map[string]string{
+		"s.rego":   "package supacloud\nx if input.arguments.slug == \"a\"",
+		"c.rego":   "package ccserver\nx if input.arguments.workspace_id == \"a\"",
+		"lib.rego": "package lib\nx if input.arguments.shared == \"a\"",
+	})
+	for surface, want := range map[string][]string{
+		gateway.SurfaceSupaCloud: {"shared", "slug"},
+		gateway.SurfaceCCServer:  {"shared", "workspace_id"},
+	} {
+		got := analyseArguments(comp, surface)
+		slices.Sort(got.keys)
+		if got.all || !slices.Equal(got.keys, want) {
+			t.Errorf("%s: got %+v, want keys %v", surface, got, want)
+		}
 	}
 }
 

@@ -35,6 +35,12 @@ type ToolRef struct {
 	Name     string
 	Tier     gateway.Tier
 	CarveOut bool
+	// Group, RequiresApproval and ActionClasses are a cc_server tool's
+	// catalog flags (tools.Tool), the policy's input.tool; empty for
+	// SupaCloud tools.
+	Group            string
+	RequiresApproval bool
+	ActionClasses    []string
 	// Resource holds the attributes of the record the call addresses, as
 	// the gateway resolved them (policy input.resource: "kind", "id" and
 	// what the adapter told, e.g. "gate_class"); nil for a tool that
@@ -47,6 +53,11 @@ type Options struct {
 	// FS holds the policy bundle; its root contains one folder per surface
 	// (supacloud/…). Files ending in _test.rego are not loaded.
 	FS fs.FS
+	// Surface is the Rego package the engine decides with: "" or
+	// gateway.SurfaceSupaCloud (data.supacloud.decision), or
+	// gateway.SurfaceCCServer (data.ccserver.decision, with the input of
+	// policies/ccserver/README.md; ccinput.go).
+	Surface string
 	// Edition is passed to the policy as input.edition on every evaluation.
 	Edition gateway.Edition
 	// Tools is the catalog the tools/list query ranges over.
@@ -83,6 +94,11 @@ type Engine struct {
 	grantEntries []string
 	toolPrefix   string
 	revision     string
+
+	// cc is set for the cc_server surface (ccinput.go); limits are its
+	// data.<surface>.limits, read at load.
+	cc     bool
+	limits map[string]any
 }
 
 // New loads and compiles the bundle in opts.FS and prepares both queries. It
@@ -114,11 +130,20 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if usesNondeterministic(compiler) {
 		cacheSize = -1 // the same input may get another answer later
 	}
+	surface, err := surfaceOf(opts.Surface)
+	if err != nil {
+		return nil, err
+	}
 	e := &Engine{
-		edition: ast.StringTerm(string(opts.Edition)), tools: toolsTerm(opts.Tools),
-		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler),
+		edition: ast.StringTerm(string(opts.Edition)), cc: surface == gateway.SurfaceCCServer,
+		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler, surface),
 		keepInput: opts.KeepInput, revision: opts.Revision,
 	}
+	e.tools = e.toolsTerm(opts.Tools)
+	if e.limits, err = evalData(ctx, compiler, store, "data."+surface+".limits"); err != nil {
+		return nil, err
+	}
+	decisionQuery, visibleQuery := "data."+surface+".decision", "data."+surface+".visible_tools"
 	if err := e.prepareMask(ctx, compiler, store); err != nil {
 		return nil, err
 	}
@@ -130,7 +155,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	for _, q := range []struct {
 		query string
 		dst   *rego.PreparedEvalQuery
-	}{{DecisionQuery, &e.decide}, {VisibleQuery, &e.visible}} {
+	}{{decisionQuery, &e.decide}, {visibleQuery, &e.visible}} {
 		pq, err := rego.New(
 			rego.Query(q.query),
 			rego.Compiler(compiler),
@@ -142,8 +167,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		*q.dst = pq
 	}
-	if !hasRule(compiler, DecisionQuery) || !hasRule(compiler, VisibleQuery) {
-		return nil, fmt.Errorf("policy: the bundle must define %s and %s", DecisionQuery, VisibleQuery)
+	if !hasRule(compiler, decisionQuery) || !hasRule(compiler, visibleQuery) {
+		return nil, fmt.Errorf("policy: the bundle must define %s and %s", decisionQuery, visibleQuery)
 	}
 	return e, nil
 }
@@ -208,6 +233,7 @@ func withID(d *gateway.Decision) *gateway.Decision {
 	cp := *d
 	cp.Reasons = slices.Clone(d.Reasons)
 	cp.Obligations.Redact = slices.Clone(d.Obligations.Redact)
+	cp.Obligations.ApprovalBecause = slices.Clone(d.Obligations.ApprovalBecause)
 	cp.ID = newDecisionID()
 	return &cp
 }
@@ -252,7 +278,12 @@ func (e *Engine) evalVisible(ctx context.Context, p *gateway.Principal, c *gatew
 	e.writeBase(&in, p, c)
 	in.term("tools", e.tools)
 	in.close()
-	rs, err := e.visible.Eval(ctx, rego.EvalParsedInput(in.root))
+	return e.visibleFrom(ctx, in.root)
+}
+
+// visibleFrom evaluates the visible-tools query on the input in.
+func (e *Engine) visibleFrom(ctx context.Context, in ast.Object) (map[string]bool, error) {
+	rs, err := e.visible.Eval(ctx, rego.EvalParsedInput(in))
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInternal, err, "policy evaluation failed; no tools can be listed")
 	}
@@ -297,6 +328,9 @@ func decisionFrom(rs rego.ResultSet) (*gateway.Decision, error) {
 	if t, ok := doc["tier"].(string); ok {
 		d.Tier = gateway.Tier(t)
 	}
+	d.Group, _ = doc["group"].(string)
+	d.Mode, _ = doc["mode"].(string)
+	d.WorkspaceID, _ = doc["workspace_id"].(string)
 	for _, r := range asSlice(doc["reasons"]) {
 		m, _ := r.(map[string]any)
 		code, _ := m["code"].(string)
@@ -317,6 +351,13 @@ func decisionFrom(rs rego.ResultSet) (*gateway.Decision, error) {
 		sort.Strings(d.Obligations.Redact)
 		d.Obligations.ConfirmationRequired, _ = ob["confirmation_required"].(bool)
 		d.Obligations.Relay = relayFrom(ob["relay"])
+		d.Obligations.ApprovalRequired, _ = ob["approval_required"].(bool)
+		for _, f := range asSlice(ob["approval_because"]) {
+			if s, ok := f.(string); ok {
+				d.Obligations.ApprovalBecause = append(d.Obligations.ApprovalBecause, s)
+			}
+		}
+		sort.Strings(d.Obligations.ApprovalBecause)
 	}
 	return d, nil
 }

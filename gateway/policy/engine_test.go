@@ -332,17 +332,24 @@ func BenchmarkDecideWorkload(b *testing.B) {
 }
 
 // TestBundleReadsOnlyTheSlug pins what the shipped bundle reads of the call
-// arguments: input.arguments.slug (supacloud's script.run carve-out) and
-// ccserver's workspace_id and ticket_id (the workspace rules and plan
-// mode's own-ticket verbs). If a rule starts reading the whole input or
-// other arguments this fails, as a reminder that the decision cache then
-// keys on every argument (correct, but slower).
+// arguments, per surface: input.arguments.slug on SupaCloud (the
+// script.run carve-out), workspace_id and ticket_id on cc_server (the
+// workspace rules and plan mode's own-ticket verbs); one surface's reads
+// never widen the other's cache key. If a rule starts reading the whole
+// input or other arguments this fails, as a reminder that the decision
+// cache then keys on every argument (correct, but slower).
 func TestBundleReadsOnlyTheSlug(t *testing.T) {
 	e, _ := newEngine(t, gateway.EditionCommunity)
-	all, keys := e.ArgumentKeys()
-	slices.Sort(keys)
-	if want := []string{"slug", "ticket_id", "workspace_id"}; all || !slices.Equal(keys, want) {
-		t.Fatalf("bundle reads arguments all=%v keys=%v, want only %v", all, keys, want)
+	cc, _ := newCCEngine(t, 0)
+	for _, c := range []struct {
+		e    *policy.Engine
+		want []string
+	}{{e, []string{"slug"}}, {cc, []string{"ticket_id", "workspace_id"}}} {
+		all, keys := c.e.ArgumentKeys()
+		slices.Sort(keys)
+		if all || !slices.Equal(keys, c.want) {
+			t.Errorf("bundle reads arguments all=%v keys=%v, want only %v", all, keys, c.want)
+		}
 	}
 }
 

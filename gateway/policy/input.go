@@ -40,6 +40,10 @@ type inputWriter interface {
 // writeBase writes the part of the policy input shared by tools/call and
 // tools/list, without closing the root object.
 func (e *Engine) writeBase(w inputWriter, p *gateway.Principal, c *gateway.Caller) {
+	if e.cc {
+		writeCCBase(w, p, c)
+		return
+	}
 	w.open("")
 	w.term("edition", e.edition)
 	w.open("principal")
@@ -104,25 +108,35 @@ func writeProfile(w inputWriter, key string, pr *gateway.Profile) {
 // the tool, and args, the term of the arguments the bundle can read
 // (argumentUse, argumentsTerm).
 func (e *Engine) writeCall(w inputWriter, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args *ast.Term) {
+	if e.cc {
+		writeCCCall(w, p, c, tool, args)
+		return
+	}
 	e.writeBase(w, p, c)
 	w.open("tool")
 	w.str("name", tool.Name)
 	w.str("tier", string(tool.Tier))
 	w.boolean("carve_out", tool.CarveOut)
 	w.close()
-	if tool.Resource != nil {
-		w.open("resource")
-		keys := make([]string, 0, len(tool.Resource))
-		for k := range tool.Resource {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys) // one order, so equal resources give equal cache keys
-		for _, k := range keys {
-			w.str(k, tool.Resource[k])
-		}
-		w.close()
-	}
+	writeResource(w, tool.Resource)
 	w.term("arguments", args)
+	w.close()
+}
+
+// writeResource writes input.resource, unless r is nil.
+func writeResource(w inputWriter, r map[string]string) {
+	if r == nil {
+		return
+	}
+	w.open("resource")
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // one order, so equal resources give equal cache keys
+	for _, k := range keys {
+		w.str(k, r[k])
+	}
 	w.close()
 }
 
@@ -263,7 +277,10 @@ var (
 )
 
 // toolsTerm is built once at start: the catalog does not change per request.
-func toolsTerm(tools []ToolRef) *ast.Term {
+func (e *Engine) toolsTerm(tools []ToolRef) *ast.Term {
+	if e.cc {
+		return ccToolsTerm(tools)
+	}
 	terms := make([]*ast.Term, len(tools))
 	for i, t := range tools {
 		terms[i] = ast.ObjectTerm(

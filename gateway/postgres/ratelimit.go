@@ -45,7 +45,7 @@ const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = $1
 // of migration 00006 (mcpgate_take_slots, which locks each counter row
 // until the transaction ends: a concurrent reservation of the same bucket,
 // in this process or another replica, waits and then sees the committed
-// count), and inserts the audit row ($1…$19), returning its id. At a full
+// count), and inserts the audit row ($1…$22), returning its id. At a full
 // counter the function raises (fullSlotCode), and the whole statement
 // rolls back: no slot, no counter row, no audit row. So the statement is
 // atomic alone and runs in autocommit when there is no idempotency claim
@@ -53,7 +53,7 @@ const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = $1
 // function runs exactly once, before the insert that depends on it.
 const reserveAndAudit = `
 WITH r AS MATERIALIZED (
-    SELECT mcpgate_take_slots($20::text[], $21::timestamptz[], $22::timestamptz[], $23::bigint[], $24::text[], $25::text[]) AS taken
+    SELECT mcpgate_take_slots($23::text[], $24::timestamptz[], $25::timestamptz[], $26::bigint[], $27::text[], $28::text[]) AS taken
 )
 INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
 SELECT ` + auditInsertValues + ` FROM r

@@ -57,6 +57,9 @@ const (
 	ScopeWorkspaceDay Scope = "workspace_day"
 	ScopeProfileHour  Scope = "profile_hour"
 	ScopeTokenHour    Scope = "token_hour"
+	// ScopePrincipalMinute counts one cc_server principal's calls per UTC
+	// minute (gateway.RateLimits.CCServerCallsPerMinute).
+	ScopePrincipalMinute Scope = "principal_minute"
 )
 
 // The per-token hourly defaults of external coordinators (seed 002, step
@@ -95,6 +98,7 @@ const (
 	profileBucketPrefix   = "profile_hour."
 	bucketTokenRead       = "token_hour.read"
 	bucketTokenOps        = "token_hour.ops"
+	bucketPrincipalCalls  = "principal_minute.calls"
 )
 
 // The refusal messages, exactly as seed 001 ("Rate limits") words them.
@@ -106,6 +110,9 @@ const (
 	// these follow seed 001's: which limit, and <used>/<limit>.
 	tokenReadMessage = "Token hourly limit reached for MCP tool '%s' (%d/%d)"
 	tokenOpsMessage  = "Token hourly limit reached for this MCP tool tier (%d/%d)"
+	// Seed 003 names no limit; the cc_server refusal follows the same
+	// shape.
+	principalMessage = "Rate limit reached: at most %[2]d cc_server tool calls per minute for this caller (%[1]d/%[2]d); wait for the next minute"
 )
 
 // Bucket is one rate-limit bucket: Name is what audit rows (column bucket)
@@ -155,10 +162,17 @@ type Subject struct {
 	LimitKind   string
 	Token       string
 	External    *gateway.ExternalLimits
+	// Surface is the call's surface; a cc_server call (SurfaceCCServer)
+	// has one bucket instead of the tiers': its principal's calls per UTC
+	// minute, keyed by Actor (the subject) and WorkspaceID (the pinned
+	// workspace, "" for a user).
+	Surface string
+	Actor   string
 }
 
 // Rules map a call to its buckets. Build them with NewRules.
 type Rules struct {
+	principal Bucket
 	perTask   map[gateway.Tier]Bucket
 	workspace map[string]Bucket // by class: ops, deploy, proposal, task_spawn
 	profile   map[string]Bucket
@@ -173,7 +187,12 @@ type Rules struct {
 // proposals 10, task-spawns 3.
 func NewRules(l Limits) Rules {
 	read := bucket(bucketTaskRead, ScopeTask, l.ToolPerTask, noWindow)
+	perMinute := l.CCServerCallsPerMinute
+	if perMinute <= 0 {
+		perMinute = gateway.DefaultCCServerCallsPerMinute
+	}
 	return Rules{
+		principal: bucket(bucketPrincipalCalls, ScopePrincipalMinute, perMinute, time.Minute),
 		perTask: map[gateway.Tier]Bucket{
 			gateway.TierBaseline: read,
 			gateway.TierRead:     read,
@@ -219,6 +238,10 @@ type Plan struct {
 // letting them through unlimited.
 func (r Rules) Plan(s Subject, now time.Time) (Plan, error) {
 	p := Plan{Subject: s}
+	if s.Surface == gateway.SurfaceCCServer {
+		p.Slots = []Slot{slotAt(r.principal, now, "principal", s.Actor, s.WorkspaceID)}
+		return p, nil
+	}
 	perTask, ok := r.perTask[s.Tier]
 	if !ok {
 		return p, gateway.Errorf(gateway.EInternal, "tool %s has tier %q, which has no rate-limit bucket; the call was refused", s.Tool, s.Tier)
@@ -352,6 +375,8 @@ func refusal(s Subject, slot Slot, used int64) *gateway.Error {
 		msg = fmt.Sprintf(workspaceMessage, used, slot.Bucket.Rate.Limit)
 	case ScopeProfileHour:
 		msg = fmt.Sprintf(profileMessage, used, slot.Bucket.Rate.Limit)
+	case ScopePrincipalMinute:
+		msg = fmt.Sprintf(principalMessage, used, slot.Bucket.Rate.Limit)
 	case ScopeTokenHour:
 		if slot.Bucket.Name == bucketTokenRead {
 			msg = fmt.Sprintf(tokenReadMessage, s.Tool, used, slot.Bucket.Rate.Limit)

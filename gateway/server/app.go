@@ -53,7 +53,10 @@ type App struct {
 	// MCPGATE_DECISION_LOG_URL); nil when neither is set.
 	DecisionLog *decisionlog.Logger
 	// Feed announces changes made through any replica to Server.Changes.
-	Feed    ChangeFeed
+	Feed ChangeFeed
+	// CC is the cc_server surface (MCPGATE_CCSERVER_LISTEN); nil when it
+	// is off.
+	CC      *CCServer
 	closers []func() error
 }
 
@@ -125,18 +128,25 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if len(cfg.SessionSecret) == 0 {
 		log.Warn("MCPGATE_SESSION_SECRET is unset: MCP session ids are signed with a key of this process only, so another replica answers them 404 and they end when this process does; set the same ≥ 32-byte key on every replica")
 	}
-	a.Server, err = New(Deps{
+	deps := Deps{
 		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, APIAuth: auth.NewAPITokens(store, log, nil), AdminToken: cfg.AdminToken,
 		ValidateGrant: GrantValidator(a.Policy, a.Catalog), Logger: log, Registry: reg, Policy: a.Policy,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
 		SessionSecret: cfg.SessionSecret, SessionEnds: StoreSessionEnds(store), Explain: a.explain(adapter),
-	})
+	}
+	a.Server, err = New(deps)
 	if err != nil {
 		return err
 	}
 	a.closers = append(a.closers, func() error { a.Server.Close(); return nil })
+	if err := a.openCCServer(ctx, log, version, deps); err != nil {
+		return err
+	}
+	if a.CC != nil {
+		a.Server.callers = alsoDropAll{a.Server.callers, a.CC.Callers}
+	}
 	if a.Feed, err = a.changeFeed(ctx, log); err != nil {
 		return err
 	}

@@ -25,6 +25,9 @@ type Listeners struct {
 	// Metrics serves /metrics, /healthz and /readyz
 	// (MCPGATE_METRICS_LISTEN); nil when they are served on Main.
 	Metrics net.Listener
+	// CCServer serves the cc_server surface (MCPGATE_CCSERVER_LISTEN);
+	// nil when it is off.
+	CCServer net.Listener
 }
 
 // Close closes every listener.
@@ -32,6 +35,9 @@ func (l *Listeners) Close() error {
 	err := l.Main.Close()
 	if l.Metrics != nil {
 		err = errors.Join(err, l.Metrics.Close())
+	}
+	if l.CCServer != nil {
+		err = errors.Join(err, l.CCServer.Close())
 	}
 	return err
 }
@@ -53,6 +59,14 @@ func (a *App) Listen() (*Listeners, error) {
 		}
 		ls.Metrics = netutil.LimitListener(ml, config.MetricsMaxConnections)
 	}
+	if a.CC != nil {
+		cl, err := net.Listen("tcp", cfg.CCServer.Listen)
+		if err != nil {
+			_ = ls.Close()
+			return nil, fmt.Errorf("MCPGATE_CCSERVER_LISTEN=%s: %w", cfg.CCServer.Listen, err)
+		}
+		ls.CCServer = netutil.LimitListener(cl, cfg.MaxConnections)
+	}
 	return ls, nil
 }
 
@@ -65,6 +79,10 @@ func (a *App) Serve(ctx context.Context, ls *Listeners, log *zap.Logger) error {
 	if ls.Metrics != nil {
 		servers = append(servers, newHTTPServer(a.Server.Probes(), a.Config.Conn, log))
 		serving = append(serving, ls.Metrics)
+	}
+	if ls.CCServer != nil && a.CC != nil {
+		servers = append(servers, newHTTPServer(a.CC.Handler, a.Config.Conn, log))
+		serving = append(serving, ls.CCServer)
 	}
 	done := make(chan error, len(servers))
 	for i, srv := range servers {

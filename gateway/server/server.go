@@ -41,6 +41,9 @@ type FullStore interface {
 	auth.APITokenStore
 	ratelimit.Counters
 	SessionEndStore
+	// LoadMemberships loads a cc_server caller: the user's workspaces
+	// (sqlcore.Core.LoadMemberships).
+	LoadMemberships(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error)
 	Close() error
 }
 

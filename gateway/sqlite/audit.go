@@ -12,7 +12,7 @@ import (
 // insertAudit writes one audit_events row and returns its id
 // (sqlcore.Dialect.InsertAudit).
 const insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING id`
 
 // finishAudit completes one audit row (prepared once on the write

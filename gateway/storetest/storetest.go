@@ -70,6 +70,10 @@ type Store interface {
 	OrgPlan(ctx context.Context, name string) (*gateway.OrgPlan, error)
 	DeleteOrgPlan(ctx context.Context, name string) error
 	Task(ctx context.Context, workspaceID, taskID string) (*gateway.Task, error)
+	// The cc_server surface's callers (sqlcore.Core.UserWorkspaces,
+	// LoadMemberships).
+	UserWorkspaces(ctx context.Context, user string) ([]string, error)
+	LoadMemberships(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error)
 	ListTasks(ctx context.Context, workspaceID, status, after string, limit int) ([]gateway.Task, error)
 
 	// The rate-limit counters (ratelimit.Store's contract).
@@ -107,6 +111,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Usage", usageTests},
 		{"Idempotency", idempotencyTests},
 		{"Sessions", sessionTests},
+		{"Memberships", membershipTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

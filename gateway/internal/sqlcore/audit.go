@@ -18,7 +18,7 @@ const (
 // AuditInsertColumns are the columns AuditArgs fills, in its order.
 const AuditInsertColumns = `time, request_id, decision_id, workspace_id, task_id, profile_id, actor,
     principal_kind, token_fingerprint, tool, tier, status, error_class, reason_codes, bucket,
-    latency_us, arguments_hash, arguments, policy_revision`
+    latency_us, arguments_hash, arguments, policy_revision, surface, mode, approval_id`
 
 // RecordAudit inserts ev into audit_events with one INSERT … RETURNING id
 // and sets ev.ID. It normalises ev first: a zero Time becomes now, and
@@ -61,7 +61,8 @@ func (c *Core) AuditArgs(ev *gateway.AuditEvent) []any {
 	}
 	return []any{c.D.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
 		ev.ProfileID, ev.Actor, string(ev.PrincipalKind), ev.TokenFP, ev.Tool, string(ev.Tier), ev.Status,
-		ev.ErrorClass, JSONList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args, ev.PolicyRevision}
+		ev.ErrorClass, JSONList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args, ev.PolicyRevision,
+		ev.Surface, ev.Mode, ev.ApprovalID}
 }
 
 // FinishAudit completes the row ev.ID after dispatch: it sets the final
@@ -130,6 +131,9 @@ type auditRow struct {
 	ArgumentsHash string `db:"arguments_hash"`
 	Arguments     []byte `db:"arguments"`
 	PolicyRev     string `db:"policy_revision"`
+	Surface       string `db:"surface"`
+	Mode          string `db:"mode"`
+	ApprovalID    string `db:"approval_id"`
 }
 
 // event converts the row, with Time in UTC.
@@ -138,7 +142,8 @@ func (r auditRow) event() (gateway.AuditEvent, error) {
 		WorkspaceID: r.WorkspaceID, TaskID: r.TaskID, ProfileID: r.ProfileID, Actor: r.Actor,
 		PrincipalKind: gateway.PrincipalKind(r.PrincipalKind), TokenFP: r.TokenFP, Tool: r.Tool,
 		Tier: gateway.Tier(r.Tier), Status: r.Status, ErrorClass: r.ErrorClass, Bucket: r.Bucket,
-		LatencyMicros: r.LatencyMicros, ArgumentsHash: r.ArgumentsHash, PolicyRevision: r.PolicyRev}
+		LatencyMicros: r.LatencyMicros, ArgumentsHash: r.ArgumentsHash, PolicyRevision: r.PolicyRev,
+		Surface: r.Surface, Mode: r.Mode, ApprovalID: r.ApprovalID}
 	if r.Arguments != nil {
 		ev.Arguments = json.RawMessage(r.Arguments)
 	}

@@ -55,7 +55,7 @@ type Dialect struct {
 	// the workspace's overrides, and the task; last a boolean: the
 	// requested profile is in deleted_agent_profiles.
 	CallerQuery string
-	// InsertAudit inserts one audit_events row from AuditArgs (19 ?
+	// InsertAudit inserts one audit_events row from AuditArgs (22 ?
 	// placeholders in their order) and returns its id.
 	InsertAudit string
 	// PrepareReserve readies, before a reservation's transaction begins,

@@ -1,0 +1,37 @@
+package sqlcore
+
+import (
+	"context"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// UserWorkspaces returns the ids of the workspaces user is a member of
+// (the members table), sorted; none is an empty list, not an error. The
+// cc_server surface reads it for a caller not pinned to one workspace
+// (seed 003: without a workspace_id of its own the caller may use the
+// workspaces its user is a member of). Errors: EUnavailable when the
+// database cannot be reached or read.
+func (c *Core) UserWorkspaces(ctx context.Context, user string) ([]string, error) {
+	ids := []string{}
+	const q = `SELECT workspace_id FROM members WHERE user_id = ? ORDER BY workspace_id`
+	if err := c.R.SelectContext(ctx, &ids, c.Q(q), user); err != nil {
+		return nil, c.DriverError(err)
+	}
+	return ids, nil
+}
+
+// LoadMemberships is the caller of a cc_server principal (gateway.Caller
+// with Memberships only): p.Subject's workspaces, or none for an agent
+// pinned to one (p.WorkspaceID set), whose workspace is its credential's.
+// Errors as UserWorkspaces.
+func (c *Core) LoadMemberships(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
+	if p.WorkspaceID != "" {
+		return &gateway.Caller{}, nil
+	}
+	ids, err := c.UserWorkspaces(ctx, p.Subject)
+	if err != nil {
+		return nil, err
+	}
+	return &gateway.Caller{Memberships: ids}, nil
+}

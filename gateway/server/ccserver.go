@@ -1,0 +1,265 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gorilla/mux"
+	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/adapters/ccdemo"
+	"github.com/mcpgate/mcpgate/adapters/mcpupstream"
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/auth"
+	"github.com/mcpgate/mcpgate/gateway/callercache"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/pipeline"
+	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/ratelimit"
+	"github.com/mcpgate/mcpgate/policies"
+	"github.com/mcpgate/mcpgate/tools"
+	"github.com/mcpgate/mcpgate/tools/search"
+)
+
+// CCServer is the cc_server surface (seed 003) of a gateway: a second
+// pipeline.Pipeline value over the same store, metrics and transport code,
+// with the cc_server catalog, its Rego package (data.ccserver), its
+// callers (memberships) and its adapter. Handler serves POST /mcp
+// (Streamable HTTP) and GET /sse with POST /messages (2024-11-05) on the
+// listener of MCPGATE_CCSERVER_LISTEN.
+type CCServer struct {
+	Catalog  *tools.Catalog
+	Engine   *policy.Engine
+	JWT      *auth.JWT
+	Pipeline *pipeline.Pipeline
+	// Callers caches the users' memberships; every admin change drops it
+	// whole (InvalidateAll), since a membership of any workspace can
+	// change what a user reaches.
+	Callers   *callercache.Cache
+	Handler   http.Handler
+	transport *mcp.Transport
+}
+
+// ccInstructions are sent at initialize on the cc_server surface.
+const ccInstructions = "cc_server tools, authorized by mcpgate. tools/list offers the whole registry; list_my_tools and search_tool_bm25 say what is callable now in this conversation's mode."
+
+// openCCServer builds the cc_server surface when MCPGATE_CCSERVER_LISTEN
+// is set; a.CC stays nil otherwise.
+func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string, deps Deps) error {
+	cfg := a.Config
+	if !cfg.CCServer.On() {
+		return nil
+	}
+	cc := &CCServer{}
+	var err error
+	if cc.Catalog, err = tools.LoadCCServer(); err != nil {
+		return fmt.Errorf("cc_server tool catalog: %w", err)
+	}
+	opts := engineOptions(cfg, cc.Catalog)
+	opts.Surface = gateway.SurfaceCCServer
+	if opts.Revision, err = policies.Revision(opts.FS); err != nil {
+		return fmt.Errorf("cc_server policy bundle: %w", err)
+	}
+	if cc.Engine, err = policy.New(ctx, opts); err != nil {
+		return fmt.Errorf("cc_server policy bundle refused, the gateway does not start: %w", err)
+	}
+	if cc.JWT, err = auth.NewJWT(auth.JWTConfig{
+		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM, Issuer: cfg.JWTIssuer, Audience: cfg.CCServer.JWTAudience,
+	}); err != nil {
+		return err
+	}
+	backend, err := a.ccAdapter(ctx, version)
+	if err != nil {
+		return err
+	}
+	limits := cfg.Limits
+	if limits.CCServerCallsPerMinute == 0 {
+		limits.CCServerCallsPerMinute, _ = cc.Engine.LimitInt("calls_per_minute")
+	}
+	rules := ratelimit.NewRules(RateLimits(limits))
+	cc.Callers = callercache.New(memberships{a.Store}, callercache.Options{TTL: cfg.CallerCacheTTL})
+	cc.Pipeline = &pipeline.Pipeline{
+		Store: a.Store, Callers: cc.Callers, Decider: cc.Engine, Catalog: cc.Catalog,
+		Adapter: &searchTools{next: backend, engine: cc.Engine, callers: cc.Callers, catalog: cc.Catalog, index: search.New(cc.Catalog.Tools())},
+		Logger:  log, Metrics: a.Pipeline.Metrics, AuditArguments: cfg.AuditArguments,
+		RateLimits: &rules, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
+		Surface: gateway.SurfaceCCServer, ListEveryTool: true, WorkspaceFromPolicy: true,
+	}
+	if a.DecisionLog != nil {
+		cc.Pipeline.DecisionLog = a.DecisionLog.ForSurface(gateway.SurfaceCCServer)
+	}
+	deps.Pipeline = cc.Pipeline
+	if cc.transport, err = newTransport(deps, auth.CCServer{J: cc.JWT}, "", ccInstructions); err != nil {
+		return err
+	}
+	r := mux.NewRouter()
+	r.Handle("/mcp", cc.transport)
+	legacy := cc.transport.LegacyHandler(legacyMessagesPath)
+	r.Handle(legacySSEPath, legacy)
+	r.Handle(legacyMessagesPath, legacy)
+	cc.Handler = r
+	a.CC = cc
+	a.closers = append(a.closers, func() error { cc.transport.Close(); return nil })
+	log.Info("cc_server surface configured", zap.String("listen", cfg.CCServer.Listen), zap.Int("tools", cc.Catalog.Len()),
+		zap.Int("calls_per_minute", limits.CCServerCallsPerMinute))
+	return nil
+}
+
+// ccAdapter is the cc_server backend: the in-memory demo, or a real
+// cc_server through the MCP upstream adapter (MCPGATE_CCSERVER_UPSTREAM_URL).
+func (a *App) ccAdapter(ctx context.Context, version string) (pipeline.Adapter, error) {
+	url := a.Config.CCServer.UpstreamURL
+	if url == "" {
+		return ccdemo.New(), nil
+	}
+	up, err := mcpupstream.New(ctx, url, mcpupstream.Options{ClientName: "mcpgate", ClientVersion: version})
+	if err != nil {
+		return nil, fmt.Errorf("MCPGATE_CCSERVER_UPSTREAM_URL: %w", err)
+	}
+	a.closers = append(a.closers, up.Close)
+	return up, nil
+}
+
+// memberships loads a cc_server caller: the user's workspaces from the
+// members table (callercache.Loader).
+type memberships struct{ s FullStore }
+
+func (m memberships) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
+	return m.s.LoadMemberships(ctx, p)
+}
+
+// The tools the gateway answers itself on the cc_server surface (seed 003,
+// "Tool-Suche": both come from cc_mcp_client and ask the mode lock).
+const (
+	toolListMine = "list_my_tools"
+	toolSearch   = "search_tool_bm25"
+)
+
+// searchTools is the cc_server adapter: it answers list_my_tools and
+// search_tool_bm25 from the catalog, the BM25 index and the policy's
+// visible_tools for the calling principal (each tool says whether it is
+// callable now), and hands every other call to next (the demo or an
+// upstream cc_server). The two are still tools/call through the
+// pipeline: decided, rate limited and audited like any other.
+type searchTools struct {
+	next    pipeline.Adapter
+	engine  *policy.Engine
+	callers pipeline.CallerLoader
+	catalog *tools.Catalog
+	index   *search.Index
+}
+
+// ResolveResource forwards to the backend when it resolves resources.
+func (s *searchTools) ResolveResource(ctx context.Context, ws, kind, id string) (map[string]string, bool, error) {
+	if r, ok := s.next.(pipeline.ResourceResolver); ok {
+		return r.ResolveResource(ctx, ws, kind, id)
+	}
+	return nil, false, nil
+}
+
+// CallTool answers the two search tools, forwarding everything else.
+func (s *searchTools) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error) {
+	if call.Tool != toolListMine && call.Tool != toolSearch {
+		call.Principal = nil // never forwarded
+		return s.next.CallTool(ctx, call)
+	}
+	if call.Principal == nil {
+		return nil, gateway.Errorf(gateway.EInternal, "%s was called without its principal; the gateway cannot rate callability", call.Tool)
+	}
+	ws, _ := call.Arguments["workspace_id"].(string)
+	caller, err := s.callers.LoadCaller(ctx, call.Principal)
+	if err != nil {
+		return nil, gateway.Wrap(gateway.EUnavailable, err, "the gateway could not load this caller's workspaces, so callability cannot be told; retry shortly")
+	}
+	callable, err := s.engine.VisibleIn(ctx, call.Principal, caller, ws)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if call.Tool == toolListMine {
+		out = s.listMine(call.Arguments, callable)
+	} else {
+		out = s.search(call.Arguments, callable)
+	}
+	out["mode"] = modeOf(call.Principal)
+	if ws != "" {
+		out["workspace_id"] = ws
+	}
+	return &gateway.ToolResult{Content: []map[string]any{}, StructuredContent: out}, nil
+}
+
+// listMine lists the callable tools in catalog order, optionally of one
+// group.
+func (s *searchTools) listMine(args map[string]any, callable map[string]bool) map[string]any {
+	group, _ := args["group"].(string)
+	list := []map[string]any{}
+	for _, t := range s.catalog.Tools() {
+		if callable[t.Name] && (group == "" || t.Group == group) {
+			list = append(list, map[string]any{"name": t.Name, "group": t.Group, "description": t.Description,
+				"requires_approval": t.RequiresApproval, "callable": true})
+		}
+	}
+	return map[string]any{"tools": list, "count": len(list)}
+}
+
+// search ranks the catalog for the query; every hit carries its schema
+// and whether it is callable now.
+func (s *searchTools) search(args map[string]any, callable map[string]bool) map[string]any {
+	q, _ := args["query"].(string)
+	limit := 10
+	switch n := args["limit"].(type) {
+	case json.Number:
+		if v, err := n.Int64(); err == nil {
+			limit = int(v)
+		}
+	case float64:
+		limit = int(n)
+	}
+	hits := []map[string]any{}
+	for _, h := range s.index.Search(q, limit) {
+		t, _ := s.catalog.Lookup(h.Name)
+		hits = append(hits, map[string]any{"name": t.Name, "group": t.Group, "description": t.Description,
+			"score": h.Score, "input_schema": json.RawMessage(t.InputSchema), "requires_approval": t.RequiresApproval,
+			"callable": callable[t.Name]})
+	}
+	return map[string]any{"query": q, "hits": hits}
+}
+
+// modeOf is the conversation mode the answer is rated in, as the policy
+// applies it (no mode claim: chat).
+func modeOf(p *gateway.Principal) string {
+	if strings.TrimSpace(p.Mode) == "" {
+		return "chat"
+	}
+	return p.Mode
+}
+
+// alsoDropAll invalidates the main callers as asked and the cc_server
+// callers whole on every change: a user's memberships span workspaces.
+type alsoDropAll struct {
+	main CallerInvalidator
+	cc   *callercache.Cache
+}
+
+func (i alsoDropAll) InvalidateWorkspace(ws string) {
+	if i.main != nil {
+		i.main.InvalidateWorkspace(ws)
+	}
+	i.cc.InvalidateAll()
+}
+
+func (i alsoDropAll) InvalidateAll() {
+	if i.main != nil {
+		i.main.InvalidateAll()
+	}
+	i.cc.InvalidateAll()
+}
+
+var (
+	_ pipeline.ResourceResolver = (*searchTools)(nil)
+	_ pipeline.ResourceResolver = (*ccdemo.Backend)(nil)
+	_ callercache.Loader        = memberships{}
+)

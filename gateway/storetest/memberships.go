@@ -1,0 +1,62 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+var membershipTests = []test{
+	{"UserWorkspaces", func(t *testing.T, s Store) {
+		seedTwoWorkspaces(t, s)
+		putWorkspace(t, s, "ws-c")
+		got, err := s.UserWorkspaces(ctx(t), "u1")
+		must(t, err, "u1")
+		if want := []string{"ws-a", "ws-b"}; !slices.Equal(got, want) {
+			t.Errorf("UserWorkspaces(u1) = %v, want %v (sorted, not ws-c)", got, want)
+		}
+		none, err := s.UserWorkspaces(ctx(t), "nobody")
+		must(t, err, "nobody")
+		if none == nil || len(none) != 0 {
+			t.Errorf("UserWorkspaces(nobody) = %#v, want an empty list", none)
+		}
+		must(t, s.DeleteMember(ctx(t), "ws-b", "u1"), "delete u1@b")
+		got, err = s.UserWorkspaces(ctx(t), "u1")
+		must(t, err, "u1 after delete")
+		if want := []string{"ws-a"}; !slices.Equal(got, want) {
+			t.Errorf("after leaving ws-b, UserWorkspaces(u1) = %v, want %v", got, want)
+		}
+	}},
+	{"LoadMemberships", func(t *testing.T, s Store) {
+		seedTwoWorkspaces(t, s)
+		c, err := s.LoadMemberships(ctx(t), &gateway.Principal{Kind: gateway.PrincipalUser, Subject: "u1"})
+		must(t, err, "user")
+		if want := []string{"ws-a", "ws-b"}; !slices.Equal(c.Memberships, want) {
+			t.Errorf("a user's memberships = %v, want %v", c.Memberships, want)
+		}
+		c, err = s.LoadMemberships(ctx(t), &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a"})
+		must(t, err, "pinned agent")
+		if c.Memberships != nil {
+			t.Errorf("a pinned agent's memberships = %v, want none read", c.Memberships)
+		}
+	}},
+	{"AuditSurfaceModeApproval", func(t *testing.T, s Store) {
+		ev := event(1, "ws-a", "", "close_ticket", gateway.AuditAllowed)
+		ev.Tier, ev.PrincipalKind = "", gateway.PrincipalUser
+		ev.Surface, ev.Mode, ev.ApprovalID = gateway.SurfaceCCServer, "plan", "apr-1"
+		res, err := s.Reserve(ctx(t), gateway.Reservation{Event: ev})
+		must(t, err, "reserve")
+		ev.ID = res.AuditID
+		other := event(2, "ws-a", "t1", "app.list", gateway.AuditDenied)
+		other.Surface = gateway.SurfaceSupaCloud
+		must(t, s.RecordAudit(ctx(t), other), "record")
+		list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a"})
+		must(t, err, "list")
+		if len(list) != 2 {
+			t.Fatalf("listed %d events, want 2", len(list))
+		}
+		wantEvent(t, list[1], ev)
+		wantEvent(t, list[0], other)
+	}},
+}
