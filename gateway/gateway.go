@@ -197,6 +197,11 @@ type Obligations struct {
 	// ConfirmationRequired marks a deploy-tier call that needs the two-step
 	// confirmation (seed 001, Deploy confirmation protocol).
 	ConfirmationRequired bool `json:"confirmation_required,omitempty"`
+	// ApprovalRequired marks a call a person must approve before it runs
+	// (seed 003, "Tools mit Freigabepflicht"); ApprovalBecause says why
+	// ("tool.requires_approval", "guard.prompt"), sorted.
+	ApprovalRequired bool     `json:"approval_required,omitempty"`
+	ApprovalBecause  []string `json:"approval_because,omitempty"`
 }
 
 // Decision is the policy's answer for one principal and one tool.
@@ -245,6 +250,9 @@ type AuditEvent struct {
 	LatencyMicros int64           `json:"latency_us"`
 	ArgumentsHash string          `json:"arguments_hash"`
 	Arguments     json.RawMessage `json:"arguments,omitempty"`
+	// ApprovalID names the approval the call waited for (Approval.ID);
+	// "" for a call that needed none.
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // AuditFilter narrows a listing of audit events; empty fields match all.
