@@ -63,6 +63,9 @@ type Options struct {
 	// Explain answers POST /admin/v1/explain (admin token only); nil
 	// answers it 404.
 	Explain Explainer
+	// Approvals serves the approval routes (list pending, approve, reject,
+	// the approvals stream; admin token only); nil answers them 404.
+	Approvals Approvals
 }
 
 // handler is the admin API; see NewHandler.
@@ -144,6 +147,7 @@ func (h *handler) routes() *mux.Router {
 	h.route(r, Prefix+"/audit-events", methods{get: h.listAuditEvents})
 	h.route(r, Prefix+OpenAPIPath, methods{get: h.openAPI})
 	h.route(r, Prefix+ExplainPath, methods{http.MethodPost: h.explain})
+	h.approvalRoutes(r)
 	return r
 }
 

@@ -207,6 +207,11 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 		{method: get, path: "/admin/v1/audit-events?workspace_id=ws-1&limit=1", status: 200},
 		{method: get, path: Prefix + OpenAPIPath, status: 200},
 		{method: "POST", path: Prefix + ExplainPath, body: `{"workspace":"ws-1","task":"t-1","tool":"project.get","args":{"id":"pr-1"}}`, status: 200},
+		{method: get, path: "/admin/v1/approvals?status=pending&limit=10", status: 200},
+		{method: get, path: "/admin/v1/approvals/stream", status: 200},
+		{method: "POST", path: "/admin/v1/approvals/apr_1/approve", body: `{"decided_by":"alice","reason":"ok"}`, status: 200},
+		{method: "POST", path: "/admin/v1/approvals/apr_1/reject", body: `{"decided_by":"bob"}`, status: 200},
+		{method: "POST", path: "/admin/v1/approvals/apr_1/approve", body: `{"reason":"ok"}`, status: 400, badRequest: true},
 		// Refusals answer the documented error shape.
 		{method: get, path: "/admin/v1/workspaces/ws-9", status: 404},
 		{method: del, path: "/admin/v1/seat-types/standard", status: 409},
@@ -221,7 +226,7 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(store)
 			}
-			h := NewHandler(store, Options{Token: adminToken, Now: func() time.Time { return testNow }, Explain: fakeExplain})
+			h := NewHandler(store, Options{Token: adminToken, Now: func() time.Time { return testNow }, Explain: fakeExplain, Approvals: newFakeApprovals()})
 			rec := serve(h, tc.method, tc.path, tc.body, nil)
 			if rec.Code != tc.status {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)
