@@ -119,7 +119,9 @@ func TestApprovalRoutesOffAndAdminOnly(t *testing.T) {
 		t.Errorf("approvals off = %d %s, want 404", rec.Code, rec.Body)
 	}
 	reader := NewHandler(newFakeStore(), Options{Token: adminToken, Approvals: newFakeApprovals(),
-		TokenReader: func(r *http.Request) (string, bool) { return "ws-1", r.Header.Get("Authorization") == "Bearer scmt_reader" }})
+		TokenReader: func(r *http.Request) (string, bool) {
+			return "ws-1", r.Header.Get("Authorization") == "Bearer scmt_reader"
+		}})
 	auth := "Bearer scmt_reader"
 	for _, path := range []string{"/admin/v1/approvals", "/admin/v1/approvals/stream"} {
 		if rec := serve(reader, http.MethodGet, path, "", &auth); rec.Code != 403 {

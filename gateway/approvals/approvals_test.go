@@ -230,8 +230,8 @@ func TestExpiryRefusesAndIsStored(t *testing.T) {
 func TestAnotherReplicaDecidesAndWatches(t *testing.T) {
 	s := newStore(t)
 	a, b := newService(s, time.Minute), newService(s, time.Minute) // two replicas, one store
-	chB := watch(t, b)                                              // the approver is connected to replica b
-	done := approveAsync(context.Background(), a, call("h1"), nil)  // the call lands on replica a
+	chB := watch(t, b)                                             // the approver is connected to replica b
+	done := approveAsync(context.Background(), a, call("h1"), nil) // the call lands on replica a
 	p := next(t, chB)
 	if _, err := b.Decide(context.Background(), p.ID, gateway.ApprovalApproved, "alice", ""); err != nil {
 		t.Fatal(err)
