@@ -312,8 +312,10 @@ type AuditEvent struct {
 	// SurfaceCCServer); Mode its cc_server conversation mode ("" on
 	// SupaCloud); ApprovalID the approval a cc_server call waited for (""
 	// when it needed none).
-	Surface    string `json:"surface"`
-	Mode       string `json:"mode,omitempty"`
+	Surface string `json:"surface"`
+	Mode    string `json:"mode,omitempty"`
+	// ApprovalID names the approval the call waited for (Approval.ID);
+	// "" for a call that needed none.
 	ApprovalID string `json:"approval_id,omitempty"`
 }
 

@@ -34,6 +34,7 @@ func mustSub(dir string) fs.FS {
 // person whose write it refused. Keys are the constraint names used in both
 // dialect folders; migrations_test.go fails when a named CHECK lacks an entry.
 var constraintMessages = map[string]string{
+	"approvals_status_check":                   "approval status must be pending, approved, rejected, expired or used",
 	"workspaces_id_check":                      "workspace id must not be empty",
 	"seat_types_name_check":                    "seat type name must not be empty",
 	"seat_types_permissions_check":             "seat type permissions must be a JSON object of permission keys to true/false",

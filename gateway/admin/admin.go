@@ -67,6 +67,9 @@ type Options struct {
 	// Policy, when set, is shown by GET /policy and reloaded by POST
 	// /policy/reload (admin token only); nil answers both 404.
 	Policy Policy
+	// Approvals serves the approval routes (list pending, approve, reject,
+	// the approvals stream; admin token only); nil answers them 404.
+	Approvals Approvals
 }
 
 // handler is the admin API; see NewHandler.
@@ -150,6 +153,7 @@ func (h *handler) routes() *mux.Router {
 	h.route(r, Prefix+"/policy/reload", methods{http.MethodPost: h.reloadPolicy})
 	h.route(r, Prefix+OpenAPIPath, methods{get: h.openAPI})
 	h.route(r, Prefix+ExplainPath, methods{http.MethodPost: h.explain})
+	h.approvalRoutes(r)
 	return r
 }
 

@@ -212,6 +212,11 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 		{method: "POST", path: "/admin/v1/policy/reload", status: 200, policy: &fakePolicy{dir: "/etc/mcpgate/policies"}},
 		{method: "POST", path: "/admin/v1/policy/reload", status: 422, policy: &fakePolicy{dir: "/etc/mcpgate/policies", refuse: "policy: compile bundle: 1 error occurred: x.rego:3: rego_parse_error"}},
 		{method: "POST", path: "/admin/v1/policy/reload", status: 409, policy: &fakePolicy{}},
+		{method: get, path: "/admin/v1/approvals?status=pending&limit=10", status: 200},
+		{method: get, path: "/admin/v1/approvals/stream", status: 200},
+		{method: "POST", path: "/admin/v1/approvals/apr_1/approve", body: `{"decided_by":"alice","reason":"ok"}`, status: 200},
+		{method: "POST", path: "/admin/v1/approvals/apr_1/reject", body: `{"decided_by":"bob"}`, status: 200},
+		{method: "POST", path: "/admin/v1/approvals/apr_1/approve", body: `{"reason":"ok"}`, status: 400, badRequest: true},
 		// Refusals answer the documented error shape.
 		{method: get, path: "/admin/v1/workspaces/ws-9", status: 404},
 		{method: del, path: "/admin/v1/seat-types/standard", status: 409},
@@ -226,7 +231,7 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(store)
 			}
-			h := NewHandler(store, Options{Token: adminToken, Now: func() time.Time { return testNow }, Policy: tc.policy, Explain: fakeExplain})
+			h := NewHandler(store, Options{Token: adminToken, Now: func() time.Time { return testNow }, Policy: tc.policy, Explain: fakeExplain, Approvals: newFakeApprovals()})
 			rec := serve(h, tc.method, tc.path, tc.body, nil)
 			if rec.Code != tc.status {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)

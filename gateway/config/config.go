@@ -122,7 +122,19 @@ type Config struct {
 	// times that (MCPGATE_REFUSED_CALLS_PER_SECOND, default 5); refusals
 	// above it are answered as rate limited without an audit row.
 	RefusedCallsPerSecond int
+	// ApprovalTTL is how long a call that needs a person's approval waits
+	// for a decision before its approval expires and the call is refused
+	// (MCPGATE_APPROVAL_TTL, a Go duration, default DefaultApprovalTTL,
+	// from 1s to MaxApprovalTTL).
+	ApprovalTTL time.Duration
 }
+
+// DefaultApprovalTTL is ApprovalTTL when MCPGATE_APPROVAL_TTL is unset.
+const DefaultApprovalTTL = 10 * time.Minute
+
+// MaxApprovalTTL is the longest ApprovalTTL accepted: the call (and its
+// client's request) waits that long at most.
+const MaxApprovalTTL = 24 * time.Hour
 
 // Limits holds the rate-limit caps of seed 001, each overridable by its
 // environment variable (gateway.RateLimits).
@@ -170,6 +182,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.DatabaseMaxConns = r.positive("MCPGATE_DATABASE_MAX_CONNS", 20)
 	c.RefusedCallsPerSecond = r.positive("MCPGATE_REFUSED_CALLS_PER_SECOND", 5)
 	c.CallerCacheTTL = r.callerCacheTTL()
+	c.ApprovalTTL = r.duration("MCPGATE_APPROVAL_TTL", DefaultApprovalTTL)
 	c.loadHTTP(&r)
 	c.loadConn(&r)
 	c.loadDecisionLog(&r)
@@ -205,6 +218,9 @@ func (c *Config) validate(r *reader) {
 		r.fail("MCPGATE_JWT_SECRET (HS256, ≥ 32 bytes) or MCPGATE_JWT_PUBLIC_KEY_FILE (PEM) is required to verify agent session tokens")
 	case len(c.JWTSecret) > 0 && len(c.JWTSecret) < 32:
 		r.fail("MCPGATE_JWT_SECRET is %d bytes; it must be at least 32", len(c.JWTSecret))
+	}
+	if c.ApprovalTTL < time.Second || c.ApprovalTTL > MaxApprovalTTL {
+		r.fail("MCPGATE_APPROVAL_TTL=%s: want a duration from 1s to %s (default %s)", c.ApprovalTTL, MaxApprovalTTL, DefaultApprovalTTL)
 	}
 	if n := len(c.ConfirmationSecret); n > 0 && n < 32 {
 		r.fail("SUPACLOUD_MCP_CONFIRMATION_SECRET is %d bytes; it must be at least 32 (unset it to make deploy confirmation fail closed)", n)

@@ -34,6 +34,24 @@ func TestLoadDefaults(t *testing.T) {
 	}
 }
 
+func TestApprovalTTL(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": DefaultApprovalTTL, "90s": 90 * time.Second, "1h": time.Hour} {
+		c, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_APPROVAL_TTL": v}))
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		if c.ApprovalTTL != want {
+			t.Errorf("MCPGATE_APPROVAL_TTL=%q: %v, want %v", v, c.ApprovalTTL, want)
+		}
+	}
+	for _, v := range []string{"10", "-1m", "500ms", "25h"} {
+		_, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_APPROVAL_TTL": v}))
+		if err == nil || !strings.Contains(err.Error(), "MCPGATE_APPROVAL_TTL") {
+			t.Errorf("MCPGATE_APPROVAL_TTL=%s: %v, want an error naming the variable", v, err)
+		}
+	}
+}
+
 func TestCallerCacheTTL(t *testing.T) {
 	for v, want := range map[string]time.Duration{"0": 0, "0s": 0, "250ms": 250 * time.Millisecond, "1s": time.Second} {
 		c, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_CALLER_CACHE_TTL": v}))

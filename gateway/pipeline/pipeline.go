@@ -158,6 +158,10 @@ type Pipeline struct {
 	// audit row then names the decision's workspace. Off, a
 	// workspace_id must be the credential's own (SupaCloud).
 	WorkspaceFromPolicy bool
+	// Approvals gets a person's approval of a call whose decision asks
+	// for one (seed 003, requiresApproval tools and guard prompts); nil
+	// refuses every such call (fail closed).
+	Approvals Approver
 }
 
 var _ mcp.Handler = (*Pipeline)(nil)
@@ -219,6 +223,7 @@ var callSteps = []step{
 	(*Pipeline).decide,            // the policy, on the arguments bounded by the schema; hidden tools answered as unknown on /api/mcp
 	(*Pipeline).checkWorkspace,    // a client-supplied workspace_id must be the credential's
 	(*Pipeline).validateArguments, // the schema, only once the policy allowed the tool
+	(*Pipeline).awaitApproval,     // a person's approval of exactly this call, when the decision asks for one
 	(*Pipeline).confirmOrReserve,  // confirmation and idempotency, then slots + audit row in one transaction
 	(*Pipeline).dispatch,          // the adapter, with the exact argument bytes, unless the client has gone
 	(*Pipeline).applyObligations,  // redactions on the result

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpgate/mcpgate/adapters/mcpupstream"
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/callercache"
 	"github.com/mcpgate/mcpgate/gateway/config"
@@ -124,6 +125,11 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if a.Pipeline.Confirmer, err = confirmer(cfg, log); err != nil {
 		return err
 	}
+	var approvalsAPI admin.Approvals
+	if as, ok := store.(approvals.Store); ok { // both stores are
+		svc := approvals.New(as, approvals.Options{TTL: cfg.ApprovalTTL})
+		a.Pipeline.Approvals, approvalsAPI = svc, svc
+	}
 	a.sweepIdempotencyKeys(log)
 	if len(cfg.SessionSecret) == 0 {
 		log.Warn("MCPGATE_SESSION_SECRET is unset: MCP session ids are signed with a key of this process only, so another replica answers them 404 and they end when this process does; set the same ≥ 32-byte key on every replica")
@@ -135,6 +141,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
 		SessionSecret: cfg.SessionSecret, SessionEnds: StoreSessionEnds(store), Explain: a.explain(adapter),
+		Approvals: approvalsAPI,
 	}
 	a.Server, err = New(deps)
 	if err != nil {

@@ -87,6 +87,7 @@ func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string,
 		Logger:  log, Metrics: a.Pipeline.Metrics, AuditArguments: cfg.AuditArguments,
 		RateLimits: &rules, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 		Surface: gateway.SurfaceCCServer, ListEveryTool: true, WorkspaceFromPolicy: true,
+		Approvals: a.Pipeline.Approvals,
 	}
 	if a.DecisionLog != nil {
 		cc.Pipeline.DecisionLog = a.DecisionLog.ForSurface(gateway.SurfaceCCServer)

@@ -123,6 +123,9 @@ type Deps struct {
 	// Explain answers POST /admin/v1/explain (server.Explain); nil answers
 	// it 404.
 	Explain admin.Explainer
+	// Approvals serves the admin API's approval routes (gateway/approvals'
+	// Service, the one Pipeline.Approvals waits on); nil answers them 404.
+	Approvals admin.Approvals
 
 	// Callers is the cache Pipeline.Callers reads, if any: the admin API's
 	// changes invalidate it (Server.WorkspaceChanged). nil: no cache.
@@ -204,6 +207,7 @@ func New(d Deps) (*Server, error) {
 		OnChange:      func(ws string) { s.announce(gateway.Change{WorkspaceID: ws}) },
 		Explain:       d.Explain,
 		Policy:        d.Policy,
+		Approvals:     d.Approvals,
 	}))
 	reg := d.Registry
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -92,6 +92,18 @@ type Store interface {
 	EndSession(ctx context.Context, id string, until time.Time) error
 	SessionEnded(ctx context.Context, id string, now time.Time) (bool, error)
 	DeleteEndedSessions(ctx context.Context, before time.Time) (int64, error)
+
+	// Approvals a person decides (gateway/approvals' Store).
+	CreateApproval(ctx context.Context, a *gateway.Approval) error
+	Approval(ctx context.Context, id string) (*gateway.Approval, error)
+	OpenApproval(ctx context.Context, k gateway.ApprovalKey, now time.Time) (*gateway.Approval, error)
+	ListApprovals(ctx context.Context, f gateway.ApprovalFilter) ([]gateway.Approval, error)
+	DecideApproval(ctx context.Context, id, status, decidedBy, reason string, at time.Time) (*gateway.Approval, error)
+	ExpireApproval(ctx context.Context, id string, at time.Time) (*gateway.Approval, error)
+	UseApproval(ctx context.Context, id, argumentsHash string, at time.Time) (*gateway.Approval, error)
+	TouchApprovalWatcher(ctx context.Context, id string, until time.Time) error
+	DeleteApprovalWatcher(ctx context.Context, id string) error
+	ApprovalWatchers(ctx context.Context, now time.Time) (int, error)
 }
 
 // Run runs the whole suite as parallel subtests of t. newStore must return
@@ -112,6 +124,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Idempotency", idempotencyTests},
 		{"Sessions", sessionTests},
 		{"Memberships", membershipTests},
+		{"Approvals", approvalTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

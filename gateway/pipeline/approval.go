@@ -1,0 +1,70 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
+)
+
+// Approver gets a person's approval of a call (seed 003, "Tools mit
+// Freigabepflicht"); *approvals.Service implements it. Approve returns
+// once the call may run, with its approval used, or refuses it (see
+// approvals.Service.Approve); a returned approval is named in the audit
+// row either way.
+type Approver interface {
+	Approve(ctx context.Context, call approvals.Call, el gateway.Elicitor) (*gateway.Approval, error)
+}
+
+// reasonApprovalsOff is the reason code of a call that needs an approval
+// on a gateway that cannot take one (Pipeline.Approvals nil).
+const reasonApprovalsOff = "approval.unavailable"
+
+// needsApproval: the decision's obligation decides (a requiresApproval
+// tool, or a guard that answered prompt); the catalog's requiresApproval
+// flag is a second, fail-closed source, so a policy bundle that forgets
+// the obligation cannot let such a tool run unapproved.
+func needsApproval(c *Call) bool {
+	return c.Decision.Obligations.ApprovalRequired || c.Tool.RequiresApproval
+}
+
+// awaitApproval holds a call that needs a person's approval until one
+// approves exactly this call (principal, tool, the audit row's argument
+// hash, policy revision) through the admin API or an elicitation to the
+// calling client's user (the client's Elicitor, when it declared the
+// capability), and uses the approval, so that the call runs once. A
+// rejection, an expiry and the want of anyone who could decide refuse it
+// before anything is reserved or dispatched; the audit row names the
+// approval. The wait does not count against the store budget of the
+// steps before: the reservation after it gets a budget of its own.
+func (pl *Pipeline) awaitApproval(ctx context.Context, c *Call) error {
+	if !needsApproval(c) {
+		return nil
+	}
+	if pl.Approvals == nil {
+		msg := fmt.Sprintf("%s needs a person's approval before it runs, and this gateway takes no approvals; nothing ran; ask the operator to enable approvals", c.Tool.Name)
+		return withDecision(&gateway.Error{Code: gateway.EForbidden, Message: msg,
+			Reasons: []gateway.Reason{{Code: reasonApprovalsOff, Message: msg}}}, c.Decision)
+	}
+	because := slices.Clone(c.Decision.Obligations.ApprovalBecause)
+	if len(because) == 0 {
+		because = []string{"tool.requires_approval"} // the catalog's flag alone
+	}
+	a, err := pl.Approvals.Approve(ctx, approvals.Call{
+		Principal: c.Principal, Tool: c.Tool.Name, ArgumentsHash: c.Event.ArgumentsHash,
+		PolicyRevision: "", // the decision's revision once decisions name one
+		Because:        because,
+		Summary:        fmt.Sprintf("Tool: %s\nArguments: %s", c.Tool.Name, clip(string(c.RawArguments), maxSummaryArgs)),
+	}, gateway.ElicitorFrom(ctx))
+	if a != nil {
+		c.Event.ApprovalID = a.ID
+	}
+	c.storeDeadline = time.Now().Add(storeTimeout)
+	return withDecision(err, c.Decision)
+}
+
+// maxSummaryArgs bounds the argument text an approval request shows.
+const maxSummaryArgs = 2000
