@@ -76,6 +76,16 @@ func (e *Error) Error() string {
 // number beyond the package limits, and with encoding/json's error for
 // anything that is not one JSON value.
 func Decode(raw []byte) (any, error) {
+	if v, ok := decodeFast(raw); ok {
+		return v, nil
+	}
+	return decodeTokens(raw)
+}
+
+// decodeTokens is Decode by encoding/json's token stream: the definition
+// of what Decode accepts and of its errors, which decodeFast (the same
+// result in one pass over the bytes) leaves to it.
+func decodeTokens(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	v, err := decodeValue(dec)
