@@ -2,6 +2,8 @@ package canon
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -80,4 +82,43 @@ func FuzzMembers(f *testing.F) {
 			t.Fatalf("Members(%q) gave %q, want %q", raw, got, want)
 		}
 	})
+}
+
+// FuzzCanonical: the canonical form written straight from a decoded value
+// is, byte for byte, the definition's (encoding/json, then jcs), which
+// also decides every value the fast path does not take; and the fast
+// path takes every value Decode returns.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{
+		`{"\ue000":1,"\ud83d\ude00":2,"\ufb33":3,"z":[9007199254740993,{"~/":1e400}],"a/b":-0.0}`,
+		`[1e21,1e-7,123456789012345,1234567890123456,-0,0.000001,5e-324,1.7976931348623157e308]`,
+		`{"c":"\u0000\u001f\u007f\u2028<&>\"\\"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		v, err := Decode(raw)
+		if err != nil {
+			return
+		}
+		want, werr := canonicalByJCS(v)
+		got, ok := canonicalFast(v)
+		if !ok {
+			t.Fatalf("fast path refused the decoded %q (definition: %v)", raw, werr)
+		}
+		if werr != nil || !bytes.Equal(got, want) {
+			t.Fatalf("canonical form of %q\n got %q\nwant %q (%v)", raw, got, want, werr)
+		}
+		if h, err := Hash(v); err != nil || h != "sha256:"+hexSum(want) {
+			t.Fatalf("Hash(%q) = %s, %v; want SHA-256 of %q", raw, h, err, want)
+		}
+	})
+}
+
+func hexSum(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

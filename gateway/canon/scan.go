@@ -2,6 +2,7 @@ package canon
 
 import (
 	"encoding/json"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -46,7 +47,9 @@ func (s *scanner) skipSpace() {
 // decodeFast decodes raw as Decode does, reporting false for anything it
 // does not accept (which Decode then reads again slowly, for its error).
 func decodeFast(raw []byte) (any, bool) {
-	s := scanner{data: raw, text: string(raw)}
+	s := scanners.Get().(*scanner)
+	defer s.release()
+	s.data, s.text = raw, string(raw)
 	s.skipSpace()
 	v, ok := s.value()
 	if !ok {
@@ -54,6 +57,21 @@ func decodeFast(raw []byte) (any, bool) {
 	}
 	s.skipSpace()
 	return v, s.pos == len(s.data)
+}
+
+// scanners keeps the scanners of Decode with their stacks, which then
+// cost nothing per call.
+var scanners = sync.Pool{New: func() any { return new(scanner) }}
+
+// release returns s, emptied, to scanners.
+func (s *scanner) release() {
+	clear(s.stack[:cap(s.stack)])
+	clear(s.members[:cap(s.members)])
+	if cap(s.stack) > 1024 || cap(s.members) > 1024 { // one huge value's stacks are not kept
+		return
+	}
+	*s = scanner{stack: s.stack[:0], members: s.members[:0]}
+	scanners.Put(s)
 }
 
 // value decodes the value at pos.
