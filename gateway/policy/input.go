@@ -182,12 +182,19 @@ func (w *astWriter) grants(key string, p gateway.Permissions) {
 type keyWriter struct {
 	b       []byte
 	scratch []byte
+	keys    []string // grants' sorted names
 	failed  bool
 }
 
 func (w *keyWriter) lstr(s string) {
 	w.b = binary.AppendUvarint(w.b, uint64(len(s)))
 	w.b = append(w.b, s...)
+}
+
+// lbytes is lstr of string(b), without the string.
+func (w *keyWriter) lbytes(b []byte) {
+	w.b = binary.AppendUvarint(w.b, uint64(len(b)))
+	w.b = append(w.b, b...)
 }
 
 func (w *keyWriter) tag(kind byte, key string) {
@@ -225,11 +232,12 @@ func (w *keyWriter) strs(key string, v []string, nilIsNull bool) {
 
 func (w *keyWriter) grants(key string, p gateway.Permissions) {
 	w.tag('g', key)
-	keys := make([]string, 0, len(p))
+	keys := w.keys[:0]
 	for k := range p {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	w.keys = keys
 	w.b = binary.AppendUvarint(w.b, uint64(len(keys)))
 	for _, k := range keys {
 		w.lstr(k)
@@ -243,7 +251,7 @@ func (w *keyWriter) term(key string, t *ast.Term) {
 	if w.scratch, err = t.AppendText(w.scratch[:0]); err != nil {
 		w.failed = true
 	}
-	w.lstr(string(w.scratch))
+	w.lbytes(w.scratch)
 }
 
 // sum is the cache key of the stream written; ok is false when a term
