@@ -225,7 +225,7 @@ func NewHandler(opts Options) (*Transport, error) {
 		t.anyOrigin = t.anyOrigin || strings.TrimSpace(o) == "*"
 	}
 	t.hosts = newHostSet(opts.AllowedHosts)
-	t.signer = sessionSigner{key: opts.SessionSecret, maxAge: opts.SessionMaxAge}
+	t.signer = newSessionSigner(opts.SessionSecret, opts.SessionMaxAge)
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.wg.Add(1)
 	go t.janitor()
