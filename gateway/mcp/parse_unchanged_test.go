@@ -1,11 +1,15 @@
 package mcp
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // The envelope and params are read in one pass over the bytes
@@ -103,6 +107,31 @@ func FuzzParseUnchanged(f *testing.F) {
 		var gm, wm metaShape
 		if err, werr := decodeParams(raw, &gm), referenceDecodeParams(raw, &wm); !sameError(err, werr) || !reflect.DeepEqual(gm, wm) {
 			t.Fatalf("decodeParams(%q) = %+v, %v; want %+v, %v", raw, gm, err, wm, werr)
+		}
+	})
+}
+
+// FuzzEncodeUnchanged: a tool result reply is written, byte for byte, as
+// json.Marshal writes the response, whatever its id and text.
+func FuzzEncodeUnchanged(f *testing.F) {
+	for _, s := range [][2]string{{`42`, "ok"}, {`"a-1"`, "<b>&"}, {`"a b"`, "\u2028"}, {`-1.5e3`, "\xff"}, {`"<"`, ""}, {`"\u00e9"`, "x"}, {"\"\xe2\x80\xa8\"", "y"}} {
+		f.Add([]byte(s[0]), s[1], false)
+	}
+	f.Fuzz(func(t *testing.T, id []byte, text string, isError bool) {
+		if len(id) == 0 {
+			id = nil // no id: null
+		} else if _, err := parseID(id); err != nil || !json.Valid(id) {
+			return // not an id a request could carry
+		}
+		res := &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": text}}, IsError: isError,
+			StructuredContent: map[string]any{"text": text, "n": json.Number("9007199254740993")}}
+		resp := response{JSONRPC: "2.0", ID: id, Result: res}
+		want, err := json.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := (&Transport{}).encode(context.Background(), resp); !bytes.Equal(got, want) {
+			t.Fatalf("reply\n got %s\nwant %s", got, want)
 		}
 	})
 }

@@ -597,6 +597,9 @@ func (t *Transport) safeDispatch(ctx context.Context, s *session, p *gateway.Pri
 // encode marshals a response; a result that cannot be encoded (e.g. NaN in
 // structured content) becomes an internal error for that request.
 func (t *Transport) encode(ctx context.Context, resp response) []byte {
+	if data, ok := encodeToolResult(resp); ok {
+		return data
+	}
 	data, err := json.Marshal(resp)
 	if err == nil {
 		return data
@@ -604,6 +607,42 @@ func (t *Transport) encode(ctx context.Context, resp response) []byte {
 	e, _ := t.wireError(ctx, gateway.Wrap(gateway.EInternal, err, "the result could not be encoded as JSON; the gateway logged the cause"))
 	data, _ = json.Marshal(response{JSONRPC: "2.0", ID: resp.ID, Error: e})
 	return data
+}
+
+// encodeToolResult is json.Marshal(resp) for the usual reply, a tool
+// result under an id that encoding/json copies as it is, without
+// reflection; ok is false for any other response.
+func encodeToolResult(resp response) ([]byte, bool) {
+	res, isResult := resp.Result.(*gateway.ToolResult)
+	if !isResult || res == nil || resp.Error != nil || resp.JSONRPC != "2.0" || !plainID(resp.ID) {
+		return nil, false
+	}
+	// MarshalJSON writes compact JSON with HTML characters escaped: what
+	// encoding/json makes of a Marshaler's output.
+	body, err := res.MarshalJSON()
+	if err != nil {
+		return nil, false
+	}
+	id := resp.ID
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	out := make([]byte, 0, len(head)+len(id)+len(mid)+len(body)+1)
+	out = append(append(append(append(out, head...), id...), mid...), body...)
+	return append(out, '}'), true
+}
+
+// plainID reports whether id, a valid JSON id, is one encoding/json
+// writes unchanged: printable ASCII without HTML characters, and no space
+// outside a string.
+func plainID(id json.RawMessage) bool {
+	for _, c := range id {
+		if c < 0x20 || c > 0x7e || c == '<' || c == '>' || c == '&' || c == ' ' && id[0] != '"' {
+			return false
+		}
+	}
+	return true
 }
 
 // newRequestID returns 16 random hex characters.
