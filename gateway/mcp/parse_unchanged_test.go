@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -134,4 +136,20 @@ func FuzzEncodeUnchanged(f *testing.F) {
 			t.Fatalf("reply\n got %s\nwant %s", got, want)
 		}
 	})
+}
+
+// TestReadBodyBytes: the body is read whole whatever its declared length
+// (exact, shorter, longer, unknown), as io.ReadAll reads it, errors too.
+func TestReadBodyBytes(t *testing.T) {
+	body := strings.Repeat("x", 1000)
+	for _, length := range []int64{1000, 0, 1, 999, 1001, 5000, -1} {
+		got, err := readBodyBytes(strings.NewReader(body), length, 4096)
+		if err != nil || string(got) != body {
+			t.Errorf("declared %d: read %d bytes, %v", length, len(got), err)
+		}
+	}
+	broken := io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(errors.New("reset")))
+	if got, err := readBodyBytes(broken, 10, 4096); err == nil || string(got) != "abc" {
+		t.Errorf("a failing body read as %q, %v", got, err)
+	}
 }

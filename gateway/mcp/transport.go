@@ -431,7 +431,7 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) (body []byt
 		return nil, nil, errStatus(http.StatusServiceUnavailable, gateway.EUnavailable,
 			"the gateway already holds %d bytes of unanswered request bodies, its limit (MCPGATE_MAX_HELD_BODY_BYTES); retry in a moment", t.opts.MaxHeldBodyBytes)
 	}
-	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, t.opts.MaxBodyBytes))
+	body, err = readBodyBytes(http.MaxBytesReader(w, r.Body, t.opts.MaxBodyBytes), r.ContentLength, t.opts.MaxBodyBytes)
 	var tooBig *http.MaxBytesError
 	var nerr net.Error
 	switch {
@@ -455,6 +455,27 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) (body []byt
 	held = min(held, charge)
 	var once sync.Once
 	return body, func() { once.Do(func() { t.bodies.Release(held) }) }, nil
+}
+
+// readBodyBytes is io.ReadAll(r) into a buffer sized for the body's declared
+// length (when it is known and within limit), which then never grows.
+func readBodyBytes(r io.Reader, length, limit int64) ([]byte, error) {
+	if length < 0 || length > limit {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, length+1) // one byte more, for the read that meets the end
+	for len(b) < cap(b) {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	rest, err := io.ReadAll(r) // longer than declared
+	return append(b, rest...), err
 }
 
 // checkPOST applies the session and batch rules to a non-initialize POST.
