@@ -108,7 +108,8 @@ func (e *Engine) writeCall(w inputWriter, p *gateway.Principal, c *gateway.Calle
 	w.close()
 	if tool.Resource != nil {
 		w.open("resource")
-		keys := make([]string, 0, len(tool.Resource))
+		var buf [8]string // a resource has a few attributes: no allocation
+		keys := buf[:0]
 		for k := range tool.Resource {
 			keys = append(keys, k)
 		}
@@ -148,7 +149,7 @@ func (w *astWriter) close() {
 func (w *astWriter) set(key string, v *ast.Term) { w.objs[w.n-1].Insert(ast.InternedTerm(key), v) }
 
 func (w *astWriter) str(key, v string)          { w.set(key, ast.StringTerm(v)) }
-func (w *astWriter) boolean(key string, v bool) { w.set(key, ast.BooleanTerm(v)) }
+func (w *astWriter) boolean(key string, v bool) { w.set(key, ast.InternedTerm(v)) }
 func (w *astWriter) term(key string, t *ast.Term) {
 	w.set(key, t)
 }
@@ -166,9 +167,9 @@ func (w *astWriter) strs(key string, v []string, nilIsNull bool) {
 }
 
 func (w *astWriter) grants(key string, p gateway.Permissions) {
-	obj := ast.NewObject()
+	obj := ast.NewObjectWithCapacity(len(p))
 	for k, v := range p {
-		obj.Insert(ast.StringTerm(k), ast.BooleanTerm(v))
+		obj.Insert(ast.StringTerm(k), ast.InternedTerm(v))
 	}
 	w.set(key, ast.NewTerm(obj))
 }
