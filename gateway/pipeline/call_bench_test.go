@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"testing/fstest"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
@@ -11,7 +12,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
-	"github.com/mcpgate/mcpgate/policies"
 	"github.com/mcpgate/mcpgate/tools"
 )
 
@@ -43,6 +43,20 @@ func (structuredAdapter) CallTool(context.Context, gateway.ToolCall) (*gateway.T
 	return &gateway.ToolResult{StructuredContent: map[string]any{"run_id": "run-1", "status": "queued", "position": json.Number("3")}}, nil
 }
 
+// allowBundle is a policy that allows a member's calls of read and ops
+// tools: the engine, its input and its cache do their whole work, on rules
+// of this test's own (the pipeline links no bundle).
+var allowBundle = fstest.MapFS{"supacloud/decision.rego": {Data: []byte(`package supacloud
+
+decision := {"allow": true, "visible": true} if {
+	input.member.role == "member"
+	input.tool.tier in {"read", "ops"}
+	input.arguments.workflow_id != ""
+}
+
+visible_tools := set()
+`)}}
+
 // BenchmarkCallTool measures one allowed tools/call through every step of
 // the pipeline (catalog, caller, the policy engine with its cache warm,
 // schema, rate-limit plan, reservation, dispatch, obligations, finish) on
@@ -58,7 +72,7 @@ func BenchmarkCallTool(b *testing.B) {
 	for _, t := range cat.Tools() {
 		refs = append(refs, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut})
 	}
-	engine, err := policy.New(ctx, policy.Options{FS: policies.FS, Edition: gateway.EditionCommunity, Tools: refs})
+	engine, err := policy.New(ctx, policy.Options{FS: allowBundle, Edition: gateway.EditionCommunity, Tools: refs})
 	if err != nil {
 		b.Fatal(err)
 	}
