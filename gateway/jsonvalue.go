@@ -156,20 +156,13 @@ func validNumber(s string) bool {
 	case i < len(s) && s[i] == '0':
 		i++
 	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
+		i = digitsFrom(s, i)
 	default:
 		return false
 	}
 	if i < len(s) && s[i] == '.' {
-		i++
-		start := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == start {
-			return false
+		if i = digitsFrom(s, i+1); s[i-1] == '.' {
+			return false // no digit after the point
 		}
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
@@ -178,14 +171,19 @@ func validNumber(s string) bool {
 			i++
 		}
 		start := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == start {
+		if i = digitsFrom(s, i); i == start {
 			return false
 		}
 	}
 	return i == len(s)
+}
+
+// digitsFrom returns the index after the decimal digits of s from i.
+func digitsFrom(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // appendQuoted writes s as a JSON string as encoding/json does with HTML

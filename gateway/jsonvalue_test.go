@@ -44,6 +44,9 @@ func TestMarshalValueIsMarshal(t *testing.T) {
 	} {
 		sameAsMarshal(t, v)
 	}
+	for _, n := range []string{"0", "-0.0e-0", "12.5E+3", "1.", "1.e5", "-", "01", "1e", "1e+", ".5", "+1", "1x", "1.5.5", "-a"} {
+		sameAsMarshal(t, json.Number(n))
+	}
 	for _, r := range []ToolResult{
 		{}, {Content: []map[string]any{}}, {IsError: true, Content: []map[string]any{{"type": "text", "text": "<b>"}}},
 		{StructuredContent: map[string]any{"n": json.Number("9007199254740993"), "x": []any{"a"}}},
