@@ -9,6 +9,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -389,7 +390,7 @@ func (r *ToolResult) StructuredJSON() ([]byte, error) {
 	if r.structuredJSON != nil || r.StructuredContent == nil {
 		return r.structuredJSON, nil
 	}
-	b, err := json.Marshal(r.StructuredContent)
+	b, err := marshalValue(r.StructuredContent)
 	if err != nil {
 		return nil, err
 	}
@@ -406,6 +407,20 @@ func (r ToolResult) MarshalJSON() ([]byte, error) {
 		if sc, err = r.StructuredJSON(); err != nil {
 			return nil, err
 		}
+	}
+	// What json.Marshal writes for the struct below, without reflection:
+	// sc is already compact, as encoding/json writes an embedded raw value.
+	buf := getBuffer()
+	defer putBuffer(buf)
+	if b, ok := appendContent(append(buf.b[:0], `{"content":`...), r.Content); ok {
+		if len(sc) > 0 {
+			b = append(append(b, `,"structuredContent":`...), sc...)
+		}
+		if r.IsError {
+			b = append(b, `,"isError":true`...)
+		}
+		buf.b = append(b, '}')
+		return slices.Clone(buf.b), nil
 	}
 	return json.Marshal(struct {
 		Content           []map[string]any `json:"content"`

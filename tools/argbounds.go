@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"maps"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -144,8 +145,28 @@ func itemsSchema(s *jsonschema.Schema) *jsonschema.Schema {
 	return it
 }
 
+// typeNames is tt.ToStrings() without its allocation: the lists of the
+// 2^8 values of the type bit set (jsonschema.Types), made once. They are
+// shared: read them, never modify them.
+func typeNames(tt jsonschema.Types) []string {
+	typeLists.once.Do(func() {
+		for i := range typeLists.names {
+			typeLists.names[i] = jsonschema.Types(i).ToStrings()
+		}
+	})
+	if tt < 0 || int(tt) >= len(typeLists.names) {
+		return tt.ToStrings()
+	}
+	return typeLists.names[tt]
+}
+
+var typeLists struct {
+	once  sync.Once
+	names [256][]string
+}
+
 func hasType(s *jsonschema.Schema, t string) bool {
-	for _, have := range s.Types.ToStrings() {
+	for _, have := range typeNames(*s.Types) {
 		if have == t {
 			return true
 		}
@@ -174,7 +195,7 @@ func maxSize(s *jsonschema.Schema, depth int) int {
 	}
 	if s.Types != nil && !s.Types.IsEmpty() {
 		n := 0
-		for _, t := range s.Types.ToStrings() {
+		for _, t := range typeNames(*s.Types) {
 			m := typeSize(s, t, depth)
 			if m < 0 {
 				n = -1

@@ -76,6 +76,16 @@ func (e *Error) Error() string {
 // number beyond the package limits, and with encoding/json's error for
 // anything that is not one JSON value.
 func Decode(raw []byte) (any, error) {
+	if v, ok := decodeFast(raw); ok {
+		return v, nil
+	}
+	return decodeTokens(raw)
+}
+
+// decodeTokens is Decode by encoding/json's token stream: the definition
+// of what Decode accepts and of its errors, which decodeFast (the same
+// result in one pass over the bytes) leaves to it.
+func decodeTokens(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	v, err := decodeValue(dec)
@@ -158,17 +168,39 @@ func under(err error, token string) error {
 // values are encoded with encoding/json first. Errors: v cannot be encoded
 // as JSON, or holds a number beyond the package limits.
 func Hash(v any) (string, error) {
-	b, err := Canonical(v)
-	if err != nil {
-		return "", err
+	var sum [sha256.Size]byte
+	if w := getWriter(); w.canonical(v) {
+		sum = sha256.Sum256(w.out)
+		putWriter(w)
+	} else {
+		putWriter(w)
+		b, err := canonicalByJCS(v)
+		if err != nil {
+			return "", err
+		}
+		sum = sha256.Sum256(b)
 	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	const prefix = "sha256:"
+	var text [len(prefix) + 2*sha256.Size]byte
+	copy(text[:], prefix)
+	hex.Encode(text[len(prefix):], sum[:])
+	return string(text[:]), nil
 }
 
 // Canonical returns the canonical form of v (see the package
 // documentation); Hash is SHA-256 of it.
 func Canonical(v any) ([]byte, error) {
+	if b, ok := canonicalFast(v); ok {
+		return b, nil
+	}
+	return canonicalByJCS(v)
+}
+
+// canonicalByJCS is Canonical by its definition: v encoded by
+// encoding/json, then canonicalized by jcs. canonicalFast writes the same
+// bytes straight from v, and leaves every value it does not take, and
+// every error, to it.
+func canonicalByJCS(v any) ([]byte, error) {
 	inexact := map[string]string{}
 	if err := findInexact(v, "", inexact); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package canon
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -120,4 +121,34 @@ func TestWithoutMembers(t *testing.T) {
 	if same, _ := WithoutMembers(raw, "absent"); string(same) != string(raw) {
 		t.Errorf("without an absent member: %s", same)
 	}
+}
+
+// TestCanonicalOfBuiltValues: values built in Go rather than decoded
+// (nil containers, invalid UTF-8, Go numbers, other types) canonicalize
+// as the definition (encoding/json, then jcs) does, whichever path takes
+// them.
+func TestCanonicalOfBuiltValues(t *testing.T) {
+	for _, v := range []any{
+		map[string]any(nil), []any(nil), map[string]any{"x": []any(nil), "y": map[string]any(nil)},
+		map[string]any{"s": "a\xffb", "n": json.Number("1 ")}, map[string]any{"\xff": 1, "\xfe": 2},
+		map[string]any{"f": 1.5, "i": 2, "u": uint8(3)}, []string{"b", "a"}, json.Number("-0"), "x",
+		map[string]any{"deep": nest(maxWriteDepth + 5)},
+	} {
+		got, err := Canonical(v)
+		want, werr := canonicalByJCS(v)
+		if string(got) != string(want) || (err == nil) != (werr == nil) {
+			t.Errorf("Canonical(%#v) = %q, %v; the definition says %q, %v", v, got, err, want, werr)
+		}
+	}
+	if _, ok := canonicalFast(map[string]any{"f": 1.5}); ok {
+		t.Error("the fast path took a float64, which only the definition writes")
+	}
+}
+
+func nest(n int) any {
+	var v any = json.Number("1")
+	for range n {
+		v = []any{v}
+	}
+	return v
 }

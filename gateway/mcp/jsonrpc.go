@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/canon"
 )
 
 // kind classifies one JSON-RPC message of a POST body.
@@ -145,7 +146,26 @@ func notJSON(err error) string {
 // Member names are matched exactly, as JSON-RPC defines them: decoding
 // into a struct would also take "Method" or "ID" for method and id.
 func parseMessage(raw json.RawMessage) (message, error) {
-	var obj map[string]json.RawMessage
+	var w wireMessage
+	if canon.Members(raw, func(name, value []byte) {
+		switch string(name) { // the last of repeated members wins
+		case "jsonrpc":
+			w.JSONRPC = value
+		case "id":
+			w.ID = value
+		case "method":
+			w.Method = value
+		case "params":
+			w.Params = value
+		case "result":
+			w.Result = value
+		case "error":
+			w.Error = value
+		}
+	}) {
+		return classify(&w), nil
+	}
+	var obj map[string]json.RawMessage // not an object: encoding/json says why
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) || len(raw) == 0 {
@@ -153,7 +173,7 @@ func parseMessage(raw json.RawMessage) (message, error) {
 		}
 		return invalid(nil, "a JSON-RPC message must be a JSON object"), nil
 	}
-	w := wireMessage{JSONRPC: obj["jsonrpc"], ID: obj["id"], Method: obj["method"],
+	w = wireMessage{JSONRPC: obj["jsonrpc"], ID: obj["id"], Method: obj["method"],
 		Params: obj["params"], Result: obj["result"], Error: obj["error"]}
 	return classify(&w), nil
 }
@@ -170,8 +190,8 @@ func classify(w *wireMessage) message {
 		}
 		return invalid(id, `missing "method"; a JSON-RPC request names the method to call`)
 	}
-	var method string
-	if err := json.Unmarshal(w.Method, &method); err != nil || method == "" {
+	method, ok := plainString(w.Method)
+	if !ok && json.Unmarshal(w.Method, &method) != nil || method == "" {
 		return invalid(id, `"method" must be a non-empty string`)
 	}
 	if w.ID == nil {

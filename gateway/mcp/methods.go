@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
@@ -289,15 +290,17 @@ func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
 	if in.Name == "" {
 		return nil, gateway.Errorf(gateway.EInvalid, `tools/call needs "name": the tool to call (see tools/list)`)
 	}
-	call := &CallToolParams{Name: in.Name, Meta: in.Meta, Arguments: map[string]any{}, RawArguments: json.RawMessage(`{}`)}
+	call := &CallToolParams{Name: in.Name, Meta: in.Meta}
 	raw := bytes.TrimSpace(in.Arguments)
 	if len(raw) == 0 || string(raw) == "null" {
+		call.Arguments, call.RawArguments = map[string]any{}, json.RawMessage(`{}`)
 		return call, nil
 	}
 	// Malformed arguments still reach the handler (with ArgumentsErr set) so
 	// that the call is audited like every other tools/call.
 	call.RawArguments = raw
 	if raw[0] != '{' {
+		call.Arguments = map[string]any{}
 		call.ArgumentsErr = gateway.Errorf(gateway.EInvalid, `arguments of tool %q must be a JSON object, got %s`, in.Name, jsonKind(raw[0]))
 		return call, nil
 	}
@@ -312,6 +315,9 @@ func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
 		call.ArgumentsErr = gateway.Errorf(gateway.EInvalid, "arguments of tool %q are not valid UTF-8; send JSON text in UTF-8", in.Name)
 	default:
 		call.Arguments = v.(map[string]any) // raw starts with '{'
+	}
+	if call.Arguments == nil {
+		call.Arguments = map[string]any{}
 	}
 	return call, nil
 }
@@ -328,26 +334,101 @@ func decodeParams(params json.RawMessage, v any) error {
 	if params[0] != '{' {
 		return notObject(jsonKind(params[0]))
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(params, &obj); err != nil {
-		return err
-	}
 	rv := reflect.ValueOf(v).Elem()
-	for i := range rv.NumField() {
-		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
-		raw, ok := obj[name]
-		if !ok || name == "" || name == "-" {
+	names := paramNames(rv.Type())
+	var buf [8][]byte // the member values, by field; on the stack
+	values := buf[:0]
+	if len(names) <= len(buf) {
+		values = buf[:len(names)]
+	} else {
+		values = make([][]byte, len(names))
+	}
+	if !canon.Members(params, func(name, value []byte) {
+		for i, n := range names {
+			if n != "" && n == string(name) {
+				values[i] = value // the last of repeated members wins
+			}
+		}
+	}) {
+		// Not one JSON object: encoding/json says why (or, should it take
+		// what Members did not, reads the members).
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(params, &obj); err != nil {
+			return err
+		}
+		for i, n := range names {
+			values[i] = nil
+			if raw, ok := obj[n]; ok && n != "" {
+				values[i] = raw
+			}
+		}
+	}
+	for i, raw := range values {
+		if raw == nil {
 			continue
 		}
-		if err := json.Unmarshal(raw, rv.Field(i).Addr().Interface()); err != nil {
+		if err := decodeMember(raw, rv.Field(i)); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				te.Field = strings.TrimSuffix(name+"."+te.Field, ".")
+				te.Field = strings.TrimSuffix(names[i]+"."+te.Field, ".")
 			}
 			return err
 		}
 	}
 	return nil
+}
+
+// paramTypes caches paramNames: reflect.Type → []string.
+var paramTypes sync.Map
+
+// paramNames returns the member name of each field of the struct type t,
+// from its json tag; "" for a field no member fills.
+func paramNames(t reflect.Type) []string {
+	if names, ok := paramTypes.Load(t); ok {
+		return names.([]string)
+	}
+	names := make([]string, t.NumField())
+	for i := range names {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "-" {
+			names[i] = name
+		}
+	}
+	paramTypes.Store(t, names)
+	return names
+}
+
+// decodeMember decodes one member's value raw into field as json.Unmarshal
+// does, without its work for the common cases: a json.RawMessage field
+// takes raw itself (which shares the request body's memory; nothing
+// writes to either), a string field a JSON string without escapes.
+func decodeMember(raw []byte, field reflect.Value) error {
+	switch p := field.Addr().Interface().(type) {
+	case *json.RawMessage:
+		*p = raw
+		return nil
+	case *string:
+		if s, ok := plainString(raw); ok {
+			*p = s
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, field.Addr().Interface())
+}
+
+// plainString returns the value of raw, a valid JSON value, when it is a
+// string without escapes whose bytes are ASCII text (so its value is its
+// bytes); ok is false for any other value.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	return string(inner), true
 }
 
 // typeProblem says, for a JSON decoding error, which field had which JSON

@@ -27,7 +27,8 @@ const (
 // credential that opened it, every field of gateway.Principal except the
 // expiry (a renewed token keeps its sessions). A session id presented with
 // a credential that differs in any of them (another user, workspace, task,
-// agent profile, kind, token or scope set) is treated as unknown (404): it
+// agent profile, kind, token, scope set, cc_server mode or ticket) is
+// treated as unknown (404): it
 // cannot use, stream, cancel calls of, post to or end the session, so a
 // leaked session id is useless without the credential that opened it (MCP
 // 2025-11-25, basic/security_best_practices, "Session Hijacking").
@@ -39,6 +40,8 @@ type identity struct {
 	profile   string
 	tokenFP   string
 	scopes    string // sorted and quoted: ["mcp:ops" "mcp:read"]
+	mode      string // cc_server conversation mode
+	ticket    string // cc_server run's ticket
 }
 
 func identityOf(p *gateway.Principal) identity {
@@ -47,6 +50,7 @@ func identityOf(p *gateway.Principal) identity {
 	return identity{
 		kind: p.Kind, subject: p.Subject, workspace: p.WorkspaceID, task: p.TaskID,
 		profile: p.ProfileID, tokenFP: p.TokenFingerprint, scopes: fmt.Sprintf("%q", scopes),
+		mode: p.Mode, ticket: p.TicketID,
 	}
 }
 

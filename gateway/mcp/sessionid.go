@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"hash"
 	"slices"
 	"strings"
 	"sync"
@@ -105,6 +106,24 @@ func (m *MemorySessionEnds) Ended(_ context.Context, id string) (bool, error) {
 type sessionSigner struct {
 	key    []byte
 	maxAge time.Duration
+	// macs keeps HMAC states keyed with key (*macState), so that a
+	// request's id costs no hash allocation.
+	macs *sync.Pool
+}
+
+// macState is one pooled HMAC-SHA256 keyed with the signer's key, with
+// room for its sum.
+type macState struct {
+	h   hash.Hash
+	sum []byte
+}
+
+func newSessionSigner(key []byte, maxAge time.Duration) sessionSigner {
+	s := sessionSigner{key: key, maxAge: maxAge}
+	s.macs = &sync.Pool{New: func() any {
+		return &macState{h: hmac.New(sha256.New, s.key), sum: make([]byte, 0, sha256.Size)}
+	}}
+	return s
 }
 
 // sessionClaims is what a verified id says.
@@ -115,26 +134,36 @@ type sessionClaims struct {
 
 func identityDigest(p *gateway.Principal) [sha256.Size]byte {
 	id := identityOf(p)
-	h := sha256.New()
 	// Length-prefixed fields: no two identities share an encoding.
-	for _, f := range []string{string(id.kind), id.subject, id.workspace, id.task, id.profile, id.tokenFP, id.scopes} {
-		var n [4]byte
-		binary.BigEndian.PutUint32(n[:], uint32(len(f)))
-		h.Write(n[:])
-		h.Write([]byte(f))
+	var buf [256]byte // most identities fit: no allocation
+	b := buf[:0]
+	for _, f := range [...]string{string(id.kind), id.subject, id.workspace, id.task, id.profile, id.tokenFP, id.scopes} {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
+		b = append(b, f...)
 	}
-	var d [sha256.Size]byte
-	h.Sum(d[:0])
-	return d
+	// The cc_server fields join only when set, so the ids of every other
+	// principal keep the digest they had before those fields existed
+	// (replicas of two versions accept each other's ids); a set field
+	// makes the encoding longer, so still no two identities share one.
+	if id.mode != "" || id.ticket != "" {
+		for _, f := range [...]string{id.mode, id.ticket} {
+			b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
+			b = append(b, f...)
+		}
+	}
+	return sha256.Sum256(b)
 }
 
-func (s *sessionSigner) mac(body []byte, p *gateway.Principal) []byte {
+func (s *sessionSigner) mac(body []byte, p *gateway.Principal) [sha256.Size]byte {
 	d := identityDigest(p)
-	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte(sessionMACLabel))
-	m.Write(body)
-	m.Write(d[:])
-	return m.Sum(nil)
+	m := s.macs.Get().(*macState)
+	defer s.macs.Put(m)
+	m.h.Reset()
+	m.h.Write([]byte(sessionMACLabel))
+	m.h.Write(body)
+	m.h.Write(d[:])
+	m.sum = m.h.Sum(m.sum[:0])
+	return [sha256.Size]byte(m.sum)
 }
 
 // mint returns a new signed id for p's session of protocol version.
@@ -146,7 +175,8 @@ func (s *sessionSigner) mint(p *gateway.Principal, version string, now time.Time
 	var nonce [sessionNonceLen]byte
 	_, _ = rand.Read(nonce[:])
 	body = append(body, nonce[:]...)
-	return sessionIDPrefix + base64.RawURLEncoding.EncodeToString(append(body, s.mac(body, p)...))
+	mac := s.mac(body, p)
+	return sessionIDPrefix + base64.RawURLEncoding.EncodeToString(append(body, mac[:]...))
 }
 
 var errBadSessionID = errors.New("session id does not verify")
@@ -159,8 +189,10 @@ func (s *sessionSigner) verify(id string, p *gateway.Principal, now time.Time) (
 	if !ok || len(enc) > 256 {
 		return sessionClaims{}, errBadSessionID
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(enc)
-	if err != nil || len(raw) < 1 || base64.RawURLEncoding.EncodeToString(raw) != enc {
+	var rawBuf [192]byte // 3/4 of the longest enc: decoding allocates nothing
+	raw, err := base64.RawURLEncoding.AppendDecode(rawBuf[:0], []byte(enc))
+	var encBuf [256]byte
+	if err != nil || len(raw) < 1 || string(base64.RawURLEncoding.AppendEncode(encBuf[:0], raw)) != enc {
 		return sessionClaims{}, errBadSessionID
 	}
 	n := int(raw[0])
@@ -168,7 +200,7 @@ func (s *sessionSigner) verify(id string, p *gateway.Principal, now time.Time) (
 		return sessionClaims{}, errBadSessionID
 	}
 	body, mac := raw[:len(raw)-sha256.Size], raw[len(raw)-sha256.Size:]
-	if !hmac.Equal(mac, s.mac(body, p)) {
+	if want := s.mac(body, p); !hmac.Equal(mac, want[:]) {
 		return sessionClaims{}, errBadSessionID
 	}
 	c := sessionClaims{

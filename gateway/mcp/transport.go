@@ -232,7 +232,7 @@ func NewHandler(opts Options) (*Transport, error) {
 		t.anyOrigin = t.anyOrigin || strings.TrimSpace(o) == "*"
 	}
 	t.hosts = newHostSet(opts.AllowedHosts)
-	t.signer = sessionSigner{key: opts.SessionSecret, maxAge: opts.SessionMaxAge}
+	t.signer = newSessionSigner(opts.SessionSecret, opts.SessionMaxAge)
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.wg.Add(1)
 	go t.janitor()
@@ -439,7 +439,7 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) (body []byt
 		return nil, nil, errStatus(http.StatusServiceUnavailable, gateway.EUnavailable,
 			"the gateway already holds %d bytes of unanswered request bodies, its limit (MCPGATE_MAX_HELD_BODY_BYTES); retry in a moment", t.opts.MaxHeldBodyBytes)
 	}
-	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, t.opts.MaxBodyBytes))
+	body, err = readBodyBytes(http.MaxBytesReader(w, r.Body, t.opts.MaxBodyBytes), r.ContentLength, t.opts.MaxBodyBytes)
 	var tooBig *http.MaxBytesError
 	var nerr net.Error
 	switch {
@@ -463,6 +463,27 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) (body []byt
 	held = min(held, charge)
 	var once sync.Once
 	return body, func() { once.Do(func() { t.bodies.Release(held) }) }, nil
+}
+
+// readBodyBytes is io.ReadAll(r) into a buffer sized for the body's declared
+// length (when it is known and within limit), which then never grows.
+func readBodyBytes(r io.Reader, length, limit int64) ([]byte, error) {
+	if length < 0 || length > limit {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, length+1) // one byte more, for the read that meets the end
+	for len(b) < cap(b) {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	rest, err := io.ReadAll(r) // longer than declared
+	return append(b, rest...), err
 }
 
 // checkPOST applies the session and batch rules to a non-initialize POST.
@@ -608,6 +629,9 @@ func (t *Transport) safeDispatch(ctx context.Context, s *session, p *gateway.Pri
 // encode marshals a response; a result that cannot be encoded (e.g. NaN in
 // structured content) becomes an internal error for that request.
 func (t *Transport) encode(ctx context.Context, resp response) []byte {
+	if data, ok := encodeToolResult(resp); ok {
+		return data
+	}
 	data, err := json.Marshal(resp)
 	if err == nil {
 		return data
@@ -615,6 +639,42 @@ func (t *Transport) encode(ctx context.Context, resp response) []byte {
 	e, _ := t.wireError(ctx, gateway.Wrap(gateway.EInternal, err, "the result could not be encoded as JSON; the gateway logged the cause"))
 	data, _ = json.Marshal(response{JSONRPC: "2.0", ID: resp.ID, Error: e})
 	return data
+}
+
+// encodeToolResult is json.Marshal(resp) for the usual reply, a tool
+// result under an id that encoding/json copies as it is, without
+// reflection; ok is false for any other response.
+func encodeToolResult(resp response) ([]byte, bool) {
+	res, isResult := resp.Result.(*gateway.ToolResult)
+	if !isResult || res == nil || resp.Error != nil || resp.JSONRPC != "2.0" || !plainID(resp.ID) {
+		return nil, false
+	}
+	// MarshalJSON writes compact JSON with HTML characters escaped: what
+	// encoding/json makes of a Marshaler's output.
+	body, err := res.MarshalJSON()
+	if err != nil {
+		return nil, false
+	}
+	id := resp.ID
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	out := make([]byte, 0, len(head)+len(id)+len(mid)+len(body)+1)
+	out = append(append(append(append(out, head...), id...), mid...), body...)
+	return append(out, '}'), true
+}
+
+// plainID reports whether id, a valid JSON id, is one encoding/json
+// writes unchanged: printable ASCII without HTML characters, and no space
+// outside a string.
+func plainID(id json.RawMessage) bool {
+	for _, c := range id {
+		if c < 0x20 || c > 0x7e || c == '<' || c == '>' || c == '&' || c == ' ' && id[0] != '"' {
+			return false
+		}
+	}
+	return true
 }
 
 // newRequestID returns 16 random hex characters.

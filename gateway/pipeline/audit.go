@@ -59,10 +59,11 @@ func (pl *Pipeline) finish(ctx context.Context, c *Call, err error) (*gateway.To
 	// call not yet recorded has what is left of its store deadline (so a
 	// refusal because the store did not answer comes within storeTimeout,
 	// not twice that); a recorded call gets a new one.
-	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), c.storeDeadline)
+	wctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(nil)
 	if ev.ID != 0 {
-		cancel()
-		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		wctx, cancel = context.WithTimeout(wctx, storeTimeout)
+	} else {
+		wctx, cancel = context.WithDeadline(wctx, c.storeDeadline)
 	}
 	defer cancel()
 	var werr error

@@ -206,8 +206,20 @@ type Call struct {
 
 	start time.Time
 	// storeDeadline bounds the store work before dispatch (loading the
-	// caller, then the reservation): one budget of storeTimeout.
+	// caller, then the reservation): one budget of storeTimeout, one
+	// context (storeContext) for both, released by CallTool.
 	storeDeadline time.Time
+	storeCtx      context.Context
+	storeCancel   context.CancelFunc
+}
+
+// storeContext is ctx (the call's context) bounded by the call's store
+// deadline, made once for the steps that share that budget.
+func (c *Call) storeContext(ctx context.Context) context.Context {
+	if c.storeCtx == nil {
+		c.storeCtx, c.storeCancel = context.WithDeadline(ctx, c.storeDeadline)
+	}
+	return c.storeCtx
 }
 
 // step is one stage of a tools/call. It returns an error to refuse (or
@@ -234,6 +246,11 @@ var callSteps = []step{
 // audit row for it, whatever the outcome, before it returns.
 func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, params *mcp.CallToolParams) (*gateway.ToolResult, error) {
 	c := pl.newCall(ctx, p, params)
+	defer func() {
+		if c.storeCancel != nil {
+			c.storeCancel()
+		}
+	}()
 	var err error
 	for _, s := range callSteps {
 		if err = s(pl, ctx, c); err != nil || c.Answered {
@@ -283,7 +300,9 @@ func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]mcp.
 		}
 		return out, nil
 	}
-	caller, err := pl.caller(ctx, p, time.Now().Add(storeTimeout))
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	caller, err := pl.caller(ctx, p)
 	if gateway.ErrorCodeOf(err) == gateway.EForbidden {
 		return []mcp.Tool{}, nil
 	}

@@ -38,8 +38,7 @@ func (pl *Pipeline) reserve(ctx context.Context, c *Call) (*gateway.IdempotencyR
 	ev, tool := c.Event, c.Tool
 	ev.Status = gateway.AuditAllowed
 	ev.ID = 0
-	ctx, cancel := context.WithDeadline(ctx, c.storeDeadline)
-	defer cancel()
+	ctx = c.storeContext(ctx)
 	var err error
 	start := time.Now()
 	defer func() { pl.observer().ObserveReservation(time.Since(start), err) }()

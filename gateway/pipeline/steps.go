@@ -122,7 +122,7 @@ func (pl *Pipeline) checkWorkspace(_ context.Context, c *Call) error {
 // applies (the requested one, or the workspace default when none was
 // requested).
 func (pl *Pipeline) loadCaller(ctx context.Context, c *Call) error {
-	caller, err := pl.caller(ctx, c.Principal, c.storeDeadline)
+	caller, err := pl.caller(c.storeContext(ctx), c.Principal)
 	if err != nil {
 		return err
 	}
@@ -136,14 +136,12 @@ func (pl *Pipeline) loadCaller(ctx context.Context, c *Call) error {
 }
 
 // caller loads p's caller from the cache (or, registering a new task, the
-// store: RegisterTasks) by deadline. An unknown workspace is EForbidden;
-// any other failure EInternal.
-func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal, deadline time.Time) (*gateway.Caller, error) {
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	var from = RegisterTasks(pl.Store)
-	if pl.Callers != nil {
-		from = pl.Callers
+// store: RegisterTasks) within ctx, which bounds it with a store deadline.
+// An unknown workspace is EForbidden; any other failure EInternal.
+func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
+	from := pl.Callers
+	if from == nil {
+		from = RegisterTasks(pl.Store)
 	}
 	c, err := from.LoadCaller(ctx, p)
 	if err == nil {

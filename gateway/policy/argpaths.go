@@ -19,14 +19,18 @@ type argumentUse struct {
 
 // read returns the arguments the bundle can read: args itself when it may
 // read any, else only the keys it names, so arguments no rule looks at
-// (such as script.run's inputs) are never converted into the policy input.
+// (such as script.run's inputs) are never converted into the policy input;
+// nil (no arguments) when args holds none of those keys.
 func (u argumentUse) read(args map[string]any) map[string]any {
 	if u.all || len(args) == 0 {
 		return args
 	}
-	out := make(map[string]any, len(u.keys))
+	var out map[string]any
 	for _, k := range u.keys {
 		if v, ok := args[k]; ok {
+			if out == nil {
+				out = make(map[string]any, len(u.keys))
+			}
 			out[k] = v
 		}
 	}

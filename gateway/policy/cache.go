@@ -166,8 +166,9 @@ func (e *Engine) CacheStats() CacheStats {
 
 // callKey is the cache key of the tools/call input writeCall describes.
 func (e *Engine) callKey(p *gateway.Principal, c *gateway.Caller, tool ToolRef, args *ast.Term) (cacheKey, bool) {
-	w := keyWriter{b: make([]byte, 0, 512)}
-	e.writeCall(&w, p, c, tool, args)
+	w := getKeyWriter()
+	defer putKeyWriter(w)
+	e.writeCall(w, p, c, tool, args)
 	return w.sum()
 }
 
@@ -175,8 +176,29 @@ func (e *Engine) callKey(p *gateway.Principal, c *gateway.Caller, tool ToolRef, 
 // input.tools, which is the engine's catalog term, built once in New and
 // the same in every tools/list input of this engine and so of this cache.
 func (e *Engine) visibleKey(p *gateway.Principal, c *gateway.Caller) (cacheKey, bool) {
-	w := keyWriter{b: make([]byte, 0, 512)}
-	e.writeBase(&w, p, c)
+	w := getKeyWriter()
+	defer putKeyWriter(w)
+	e.writeBase(w, p, c)
 	w.close()
 	return w.sum()
+}
+
+// keyWriters keeps keyWriters with their buffers, so that a cache key
+// costs no allocation once the buffers have grown to the inputs' size.
+var keyWriters = sync.Pool{New: func() any { return &keyWriter{b: make([]byte, 0, 512)} }}
+
+func getKeyWriter() *keyWriter {
+	w := keyWriters.Get().(*keyWriter)
+	w.b, w.scratch, w.keys, w.failed = w.b[:0], w.scratch[:0], w.keys[:0], false
+	return w
+}
+
+// putKeyWriter returns w to keyWriters unless one huge input grew its
+// buffers, which are then left to the collector.
+func putKeyWriter(w *keyWriter) {
+	if cap(w.b)+cap(w.scratch) > 64<<10 || cap(w.keys) > 1024 {
+		return
+	}
+	clear(w.keys[:cap(w.keys)]) // hold no permission names
+	keyWriters.Put(w)
 }

@@ -129,7 +129,8 @@ func writeResource(w inputWriter, r map[string]string) {
 		return
 	}
 	w.open("resource")
-	keys := make([]string, 0, len(r))
+	var buf [8]string // a resource has a few attributes: no allocation
+	keys := buf[:0]
 	for k := range r {
 		keys = append(keys, k)
 	}
@@ -166,7 +167,7 @@ func (w *astWriter) close() {
 func (w *astWriter) set(key string, v *ast.Term) { w.objs[w.n-1].Insert(ast.InternedTerm(key), v) }
 
 func (w *astWriter) str(key, v string)          { w.set(key, ast.StringTerm(v)) }
-func (w *astWriter) boolean(key string, v bool) { w.set(key, ast.BooleanTerm(v)) }
+func (w *astWriter) boolean(key string, v bool) { w.set(key, ast.InternedTerm(v)) }
 func (w *astWriter) term(key string, t *ast.Term) {
 	w.set(key, t)
 }
@@ -184,9 +185,9 @@ func (w *astWriter) strs(key string, v []string, nilIsNull bool) {
 }
 
 func (w *astWriter) grants(key string, p gateway.Permissions) {
-	obj := ast.NewObject()
+	obj := ast.NewObjectWithCapacity(len(p))
 	for k, v := range p {
-		obj.Insert(ast.StringTerm(k), ast.BooleanTerm(v))
+		obj.Insert(ast.StringTerm(k), ast.InternedTerm(v))
 	}
 	w.set(key, ast.NewTerm(obj))
 }
@@ -200,12 +201,19 @@ func (w *astWriter) grants(key string, p gateway.Permissions) {
 type keyWriter struct {
 	b       []byte
 	scratch []byte
+	keys    []string // grants' sorted names
 	failed  bool
 }
 
 func (w *keyWriter) lstr(s string) {
 	w.b = binary.AppendUvarint(w.b, uint64(len(s)))
 	w.b = append(w.b, s...)
+}
+
+// lbytes is lstr of string(b), without the string.
+func (w *keyWriter) lbytes(b []byte) {
+	w.b = binary.AppendUvarint(w.b, uint64(len(b)))
+	w.b = append(w.b, b...)
 }
 
 func (w *keyWriter) tag(kind byte, key string) {
@@ -243,11 +251,12 @@ func (w *keyWriter) strs(key string, v []string, nilIsNull bool) {
 
 func (w *keyWriter) grants(key string, p gateway.Permissions) {
 	w.tag('g', key)
-	keys := make([]string, 0, len(p))
+	keys := w.keys[:0]
 	for k := range p {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	w.keys = keys
 	w.b = binary.AppendUvarint(w.b, uint64(len(keys)))
 	for _, k := range keys {
 		w.lstr(k)
@@ -261,7 +270,7 @@ func (w *keyWriter) term(key string, t *ast.Term) {
 	if w.scratch, err = t.AppendText(w.scratch[:0]); err != nil {
 		w.failed = true
 	}
-	w.lstr(string(w.scratch))
+	w.lbytes(w.scratch)
 }
 
 // sum is the cache key of the stream written; ok is false when a term

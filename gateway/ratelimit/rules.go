@@ -356,14 +356,16 @@ func classOf(s Subject) (string, error) {
 // query-escaped so that ids containing ':' or '/' cannot make two buckets
 // share a key.
 func key(scope, bucket string, ids ...string) string {
-	k := scope + ":"
+	var buf [128]byte // one string is allocated, not one per part
+	k := append(append(buf[:0], scope...), ':')
 	for i, id := range ids {
 		if i > 0 {
-			k += "/"
+			k = append(k, '/')
 		}
-		k += url.QueryEscape(id)
+		k = append(k, url.QueryEscape(id)...)
 	}
-	return k + ":" + bucket
+	k = append(append(k, ':'), bucket...)
+	return string(k)
 }
 
 // refusal is the error of seed 001 for a full slot: used is the count in

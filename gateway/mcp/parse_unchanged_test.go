@@ -1,0 +1,155 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// The envelope and params are read in one pass over the bytes
+// (canon.Members). These references are how they were read before, with
+// encoding/json maps; FuzzParseUnchanged holds the two readings equal,
+// errors included, so no reply changes by a byte.
+
+func referenceParseMessage(raw json.RawMessage) (message, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || len(raw) == 0 {
+			return message{}, err
+		}
+		return invalid(nil, "a JSON-RPC message must be a JSON object"), nil
+	}
+	w := wireMessage{JSONRPC: obj["jsonrpc"], ID: obj["id"], Method: obj["method"],
+		Params: obj["params"], Result: obj["result"], Error: obj["error"]}
+	return classify(&w), nil
+}
+
+func referenceDecodeParams(params json.RawMessage, v any) error {
+	if len(params) == 0 || string(params) == "null" {
+		return nil
+	}
+	if params[0] != '{' {
+		return notObject(jsonKind(params[0]))
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(params, &obj); err != nil {
+		return err
+	}
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
+		raw, ok := obj[name]
+		if !ok || name == "" || name == "-" {
+			continue
+		}
+		if err := json.Unmarshal(raw, rv.Field(i).Addr().Interface()); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				te.Field = strings.TrimSuffix(name+"."+te.Field, ".")
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// callParamsShape is parseCallParams' params struct, with a skipped field
+// and one no member can fill.
+type callParamsShape struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      map[string]any  `json:"_meta"`
+	Skipped   string          `json:"-"`
+	Untagged  string
+}
+
+type metaShape struct {
+	Meta map[string]json.RawMessage `json:"_meta"`
+	ID   json.RawMessage            `json:"requestId"`
+}
+
+func sameError(a, b error) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Error() == b.Error() && reflect.TypeOf(a) == reflect.TypeOf(b))
+}
+
+func FuzzParseUnchanged(f *testing.F) {
+	for _, s := range []string{
+		benchCall, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list","\u0069d":2}`, `{"jsonrpc":"2.0","id":null,"method":"p\u0069ng"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"`, `[]`, `null`, `"x"`, ``, `{"jsonrpc":"2.0","id":7,"result":{}}`,
+		`{"name":"x","arguments":{"a":1},"_meta":{"progressToken":1}}`, `{"name":7}`, `{"name":"\u00e9","Skipped":"s","-":"d","":"e"}`,
+		`{"name":"x","arguments":[1],"_meta":[]}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"requestId":3}`,
+		"{\"name\":\"\xff\",\"method\":\"\xfe\"}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, err := parseMessage(raw)
+		want, werr := referenceParseMessage(raw)
+		if !sameError(err, werr) || !sameError(got.err, want.err) {
+			t.Fatalf("parseMessage(%q) error %v / %v, want %v / %v", raw, err, got.err, werr, want.err)
+		}
+		got.err, want.err = nil, nil
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("parseMessage(%q) = %+v, want %+v", raw, got, want)
+		}
+		var gc, wc callParamsShape
+		if err, werr := decodeParams(raw, &gc), referenceDecodeParams(raw, &wc); !sameError(err, werr) || !reflect.DeepEqual(gc, wc) {
+			t.Fatalf("decodeParams(%q) = %+v, %v; want %+v, %v", raw, gc, err, wc, werr)
+		}
+		var gm, wm metaShape
+		if err, werr := decodeParams(raw, &gm), referenceDecodeParams(raw, &wm); !sameError(err, werr) || !reflect.DeepEqual(gm, wm) {
+			t.Fatalf("decodeParams(%q) = %+v, %v; want %+v, %v", raw, gm, err, wm, werr)
+		}
+	})
+}
+
+// FuzzEncodeUnchanged: a tool result reply is written, byte for byte, as
+// json.Marshal writes the response, whatever its id and text.
+func FuzzEncodeUnchanged(f *testing.F) {
+	for _, s := range [][2]string{{`42`, "ok"}, {`"a-1"`, "<b>&"}, {`"a b"`, "\u2028"}, {`-1.5e3`, "\xff"}, {`"<"`, ""}, {`"\u00e9"`, "x"}, {"\"\xe2\x80\xa8\"", "y"}} {
+		f.Add([]byte(s[0]), s[1], false)
+	}
+	f.Fuzz(func(t *testing.T, id []byte, text string, isError bool) {
+		if len(id) == 0 {
+			id = nil // no id: null
+		} else if _, err := parseID(id); err != nil || !json.Valid(id) {
+			return // not an id a request could carry
+		}
+		res := &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": text}}, IsError: isError,
+			StructuredContent: map[string]any{"text": text, "n": json.Number("9007199254740993")}}
+		resp := response{JSONRPC: "2.0", ID: id, Result: res}
+		want, err := json.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := (&Transport{}).encode(context.Background(), resp); !bytes.Equal(got, want) {
+			t.Fatalf("reply\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
+// TestReadBodyBytes: the body is read whole whatever its declared length
+// (exact, shorter, longer, unknown), as io.ReadAll reads it, errors too.
+func TestReadBodyBytes(t *testing.T) {
+	body := strings.Repeat("x", 1000)
+	for _, length := range []int64{1000, 0, 1, 999, 1001, 5000, -1} {
+		got, err := readBodyBytes(strings.NewReader(body), length, 4096)
+		if err != nil || string(got) != body {
+			t.Errorf("declared %d: read %d bytes, %v", length, len(got), err)
+		}
+	}
+	broken := io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(errors.New("reset")))
+	if got, err := readBodyBytes(broken, 10, 4096); err == nil || string(got) != "abc" {
+		t.Errorf("a failing body read as %q, %v", got, err)
+	}
+}

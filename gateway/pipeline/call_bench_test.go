@@ -1,0 +1,106 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"testing/fstest"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/canon"
+	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/pipeline"
+	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/ratelimit"
+	"github.com/mcpgate/mcpgate/tools"
+)
+
+// memoryStore commits every reservation and audit write at once, so a
+// benchmark measures the pipeline, not a database. Other Store methods are
+// not called on the path it serves (the embedded nil interface panics).
+type memoryStore struct {
+	pipeline.Store
+	id int64
+}
+
+func (s *memoryStore) Reserve(_ context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
+	s.id++
+	return gateway.ReservationResult{AuditID: s.id}, nil
+}
+func (s *memoryStore) FinishAudit(context.Context, *gateway.AuditEvent) error { return nil }
+
+type fixedCaller struct{ c *gateway.Caller }
+
+func (f fixedCaller) LoadCaller(context.Context, *gateway.Principal) (*gateway.Caller, error) {
+	return f.c, nil
+}
+
+// structuredAdapter answers every call with a small structured result, as
+// the demo backend does.
+type structuredAdapter struct{}
+
+func (structuredAdapter) CallTool(context.Context, gateway.ToolCall) (*gateway.ToolResult, error) {
+	return &gateway.ToolResult{StructuredContent: map[string]any{"run_id": "run-1", "status": "queued", "position": json.Number("3")}}, nil
+}
+
+// allowBundle is a policy that allows a member's calls of read and ops
+// tools: the engine, its input and its cache do their whole work, on rules
+// of this test's own (the pipeline links no bundle).
+var allowBundle = fstest.MapFS{"supacloud/decision.rego": {Data: []byte(`package supacloud
+
+decision := {"allow": true, "visible": true} if {
+	input.member.role == "member"
+	input.tool.tier in {"read", "ops"}
+	input.arguments.workflow_id != ""
+}
+
+visible_tools := set()
+`)}}
+
+// BenchmarkCallTool measures one allowed tools/call through every step of
+// the pipeline (catalog, caller, the policy engine with its cache warm,
+// schema, rate-limit plan, reservation, dispatch, obligations, finish) on
+// a store that costs nothing, from parsed params to the result, with the
+// result encoded as the transport encodes it.
+func BenchmarkCallTool(b *testing.B) {
+	ctx := context.Background()
+	cat, err := tools.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	refs := make([]policy.ToolRef, 0, cat.Len())
+	for _, t := range cat.Tools() {
+		refs = append(refs, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut})
+	}
+	engine, err := policy.New(ctx, policy.Options{FS: allowBundle, Edition: gateway.EditionCommunity, Tools: refs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rules := ratelimit.NewRules(ratelimit.DefaultLimits())
+	caller := &gateway.Caller{
+		Workspace:        &gateway.Workspace{ID: "ws-a", OrgPlan: "team"},
+		Task:             &gateway.Task{WorkspaceID: "ws-a", ID: "t-1", Status: gateway.TaskRunning},
+		OrgPlan:          &gateway.OrgPlan{Name: "team", Permissions: gateway.Permissions{"workspace.budget.view": true}},
+		Member:           &gateway.Member{WorkspaceID: "ws-a", UserID: "olivia", Role: "member", SeatType: "developer"},
+		ProfileRequested: "p-1",
+		Profile:          &gateway.Profile{WorkspaceID: "ws-a", ID: "p-1", Name: "ci-bot", Allowlist: []string{"supacloud.read.*", "supacloud.ops.*"}},
+	}
+	pl := &pipeline.Pipeline{Store: &memoryStore{}, Callers: fixedCaller{caller}, Decider: engine, Catalog: cat,
+		Adapter: structuredAdapter{}, RateLimits: &rules}
+	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "olivia", WorkspaceID: "ws-a", TaskID: "t-1", ProfileID: "p-1"}
+	raw := json.RawMessage(`{"workflow_id":"wfl-1","inputs":{"date":"2026-11-30","count":3}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		args, err := canon.Decode(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := pl.CallTool(ctx, p, &mcp.CallToolParams{Name: "workflow.trigger", Arguments: args.(map[string]any), RawArguments: raw})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(res); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
