@@ -27,7 +27,7 @@ const (
 // credential that opened it, every field of gateway.Principal except the
 // expiry (a renewed token keeps its sessions). A session id presented with
 // a credential that differs in any of them (another user, workspace, task,
-// agent profile, kind, token or scope set) is treated as unknown (404): it
+// agent profile, kind, token, scope set, cc_server mode or ticket) is treated as unknown (404): it
 // cannot use, stream, cancel calls of, post to or end the session, so a
 // leaked session id is useless without the credential that opened it (MCP
 // 2025-11-25, basic/security_best_practices, "Session Hijacking").
@@ -39,6 +39,8 @@ type identity struct {
 	profile   string
 	tokenFP   string
 	scopes    string // sorted and quoted: ["mcp:ops" "mcp:read"]
+	mode      string // cc_server conversation mode
+	ticket    string // cc_server run's ticket
 }
 
 func identityOf(p *gateway.Principal) identity {
@@ -47,6 +49,7 @@ func identityOf(p *gateway.Principal) identity {
 	return identity{
 		kind: p.Kind, subject: p.Subject, workspace: p.WorkspaceID, task: p.TaskID,
 		profile: p.ProfileID, tokenFP: p.TokenFingerprint, scopes: fmt.Sprintf("%q", scopes),
+		mode: p.Mode, ticket: p.TicketID,
 	}
 }
 
@@ -81,6 +84,11 @@ type session struct {
 	notice   []byte                           // a listen stream's tools/list_changed; nil: toolsChanged
 
 	logLevel atomic.Pointer[string] // logging/setLevel of this replica's state; nil: defaultLogLevel
+
+	// elicitForm: the client declared elicitation in form mode at
+	// initialize (Streamable HTTP: read from the signed id; legacy: set by
+	// its initialize), so the gateway may ask its user for approvals.
+	elicitForm atomic.Bool
 }
 
 func newSession(id string, p *gateway.Principal, version string, legacy bool, now time.Time) *session {
@@ -224,13 +232,14 @@ const streamBuffer = 16
 // a legacy session ends, a Streamable HTTP one is rebuilt from its id on
 // its next request), and the transport refuses new local state beyond
 // MaxSessions.
-func (t *Transport) createSession(p *gateway.Principal, version string, legacy bool) (*session, error) {
+func (t *Transport) createSession(p *gateway.Principal, version string, caps clientCaps, legacy bool) (*session, error) {
 	now := time.Now()
 	id := rand.Text() // legacy: 128 bits, base32, visible ASCII as the spec requires
 	if !legacy {
-		id = t.signer.mint(p, version, now)
+		id = t.signer.mint(p, version, caps, now)
 	}
 	s := newSession(id, p, version, legacy, now)
+	s.elicitForm.Store(caps&capElicitForm != 0)
 	if !legacy {
 		s.until = now.Add(t.opts.SessionMaxAge)
 	}
@@ -344,6 +353,7 @@ func (t *Transport) lookupStreamable(ctx context.Context, id string, p *gateway.
 		return s, nil
 	}
 	s = newSession(id, p, claims.version, false, now)
+	s.elicitForm.Store(claims.caps&capElicitForm != 0)
 	s.until = claims.created.Add(t.opts.SessionMaxAge)
 	if err := t.admit(s); err != nil {
 		return nil, err
