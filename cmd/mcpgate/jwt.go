@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auth"
+	"github.com/mcpgate/mcpgate/gateway/config"
 )
 
 func newJWTCmd(out io.Writer, getenv func(string) string) *cobra.Command {
@@ -23,8 +25,8 @@ func newJWTCmd(out io.Writer, getenv func(string) string) *cobra.Command {
 	})
 	var o mintOptions
 	mint := withEnv(&cobra.Command{
-		Use:   "mint --workspace W --task T --user U [--profile P] [--ttl 1h]",
-		Short: "sign an agent session JWT and print it (the token only)",
+		Use:   "mint --workspace W --task T --user U [--profile P] [--ttl 1h] | mint --cc --user U [--mode M] [--workspace W] [--ticket T] [--kind K]",
+		Short: "sign an agent session JWT (or, with --cc, a cc_server JWT) and print it (the token only)",
 		Long: `Sign an agent session JWT for user U running task T in workspace W and print
 only the token, so that scripts can capture it. The gateway registers a task it
 has never seen as running on its first call, so any task id works; U must be a
@@ -36,10 +38,18 @@ Ed25519, whose public key the gateway has in MCPGATE_JWT_PUBLIC_KEY_FILE);
 --dev, the secret "mcpgate serve --dev" keeps in ` + devSecretsFile + `.
 aud is MCPGATE_JWT_AUDIENCE (default mcpgate) and iss MCPGATE_JWT_ISSUER when
 set, as the gateway requires. Before printing, the token is checked with the
-verifier the gateway would build from the same environment.`,
+verifier the gateway would build from the same environment.
+
+With --cc the token is a cc_server JWT instead (the cc_server surface,
+MCPGATE_CCSERVER_LISTEN): only --user is required; --mode sets the
+conversation mode (chat, plan, review, orchestrate; absent: chat), --workspace
+pins a server-started agent to that workspace (absent: the user's memberships
+decide), --ticket names the run's own ticket and --kind sets user or agent.
+Its aud is MCPGATE_CCSERVER_JWT_AUDIENCE (default ` + config.DefaultCCServerAudience + `); key and iss as above.`,
 		Example: `  export MCPGATE_TOKEN=$(mcpgate jwt mint --dev --workspace ws-demo --task task-2 --user alice --profile reader)
   MCPGATE_JWT_SECRET=… mcpgate jwt mint --workspace ws-1 --task t-1 --user u-1 --ttl 15m
-  mcpgate jwt mint --key-file agent-signing.pem --workspace ws-1 --task t-1 --user u-1`,
+  mcpgate jwt mint --key-file agent-signing.pem --workspace ws-1 --task t-1 --user u-1
+  export CC_TOKEN=$(mcpgate jwt mint --dev --cc --user alice --mode plan)`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			tok, err := mintToken(o, getenv)
@@ -54,6 +64,7 @@ verifier the gateway would build from the same environment.`,
 		envVar{auth.EnvPublicKeyFile, "the gateway's public key: the --key-file token is checked against it"},
 		envVar{auth.EnvAudience, "the token's aud (default mcpgate)"},
 		envVar{auth.EnvIssuer, "the token's iss, when set"},
+		envVar{auth.EnvCCServerAudience, "the aud of a --cc token (default " + config.DefaultCCServerAudience + ")"},
 	)
 	f := mint.Flags()
 	f.StringVar(&o.workspace, "workspace", "", "workspace id, the workspace_id claim (required)")
@@ -63,6 +74,10 @@ verifier the gateway would build from the same environment.`,
 	f.DurationVar(&o.ttl, "ttl", time.Hour, "lifetime of the token")
 	f.StringVar(&o.keyFile, "key-file", "", "PEM private key (RS256, ES256, EdDSA)")
 	f.StringVar(&o.secretFile, "secret-file", "", "file holding the HS256 secret (surrounding white space ignored)")
+	f.BoolVar(&o.cc, "cc", false, "a cc_server JWT (own audience; claims sub, mode, workspace_id, ticket_id, kind) instead of an agent session JWT")
+	f.StringVar(&o.mode, "mode", "", "with --cc: the conversation mode, the mode claim (chat, plan, review, orchestrate; absent: chat)")
+	f.StringVar(&o.ticket, "ticket", "", "with --cc: the run's own ticket, the ticket_id claim")
+	f.StringVar(&o.kind, "kind", "", "with --cc: user or agent, the kind claim (absent: agent when --workspace is given, else user)")
 	f.BoolVar(&o.dev, "dev", false, "use the secret of `mcpgate serve --dev` ("+devSecretsFile+" in the current folder)")
 	cmd.AddCommand(mint)
 	return cmd
@@ -73,16 +88,30 @@ type mintOptions struct {
 	ttl                            time.Duration
 	keyFile, secretFile            string
 	dev                            bool
+	cc                             bool // a cc_server token: mode, ticket and kind apply
+	mode, ticket, kind             string
 }
 
 // mintToken signs the token o asks for and checks it with the verifier the
 // gateway would build from getenv, so a token the gateway would refuse is
 // an error here rather than a 401 later.
 func mintToken(o mintOptions, getenv func(string) string) (string, error) {
-	if o.workspace == "" || o.task == "" || o.user == "" {
+	cfg := auth.SignerConfig{Issuer: getenv(auth.EnvIssuer), Audience: getenv(auth.EnvAudience)}
+	switch {
+	case o.cc && (o.task != "" || o.profile != ""):
+		return "", errors.New("--task and --profile are claims of agent session tokens; a --cc token takes --user, --mode, --workspace, --ticket and --kind")
+	case o.cc && o.user == "":
+		return "", errors.New("--user is required")
+	case o.cc:
+		cfg.Audience = getenv(auth.EnvCCServerAudience)
+		if cfg.Audience == "" {
+			cfg.Audience = config.DefaultCCServerAudience
+		}
+	case o.mode != "" || o.ticket != "" || o.kind != "":
+		return "", errors.New("--mode, --ticket and --kind are claims of cc_server tokens; add --cc")
+	case o.workspace == "" || o.task == "" || o.user == "":
 		return "", errors.New("--workspace, --task and --user are required")
 	}
-	cfg := auth.SignerConfig{Issuer: getenv(auth.EnvIssuer), Audience: getenv(auth.EnvAudience)}
 	switch {
 	case o.keyFile != "" && o.secretFile != "":
 		return "", errors.New("--key-file and --secret-file both given; give one key")
@@ -113,18 +142,23 @@ func mintToken(o mintOptions, getenv func(string) string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tok, err := signer.Sign(auth.AgentClaims{Subject: o.user, WorkspaceID: o.workspace, TaskID: o.task, ProfileID: o.profile}, o.ttl)
+	var tok string
+	if o.cc {
+		tok, err = signer.SignCCServer(auth.CCClaims{Subject: o.user, Kind: o.kind, Mode: o.mode, WorkspaceID: o.workspace, TicketID: o.ticket}, o.ttl)
+	} else {
+		tok, err = signer.Sign(auth.AgentClaims{Subject: o.user, WorkspaceID: o.workspace, TaskID: o.task, ProfileID: o.profile}, o.ttl)
+	}
 	if err != nil {
 		return "", err
 	}
-	return tok, checkMinted(tok, cfg, getenv)
+	return tok, checkMinted(tok, o.cc, cfg, getenv)
 }
 
 // checkMinted verifies tok as the gateway would: with the key its
 // environment configures (MCPGATE_JWT_SECRET or MCPGATE_JWT_PUBLIC_KEY_FILE),
 // or, when it configures none, with the secret tok was signed with. A token
 // signed with a private key and no public key to check it against passes.
-func checkMinted(tok string, signed auth.SignerConfig, getenv func(string) string) error {
+func checkMinted(tok string, cc bool, signed auth.SignerConfig, getenv func(string) string) error {
 	verify := auth.JWTConfig{Issuer: signed.Issuer, Audience: signed.Audience, Secret: []byte(getenv(auth.EnvSecret))}
 	source := auth.EnvSecret
 	if pub := getenv(auth.EnvPublicKeyFile); pub != "" {
@@ -146,7 +180,13 @@ func checkMinted(tok string, signed auth.SignerConfig, getenv func(string) strin
 	}
 	r, _ := http.NewRequest(http.MethodPost, "/mcp", nil)
 	r.Header.Set("Authorization", "Bearer "+tok)
-	if _, err := v.Authenticate(r); err != nil {
+	var authn interface {
+		Authenticate(*http.Request) (*gateway.Principal, error)
+	} = v
+	if cc {
+		authn = auth.CCServer{J: v}
+	}
+	if _, err := authn.Authenticate(r); err != nil {
 		return fmt.Errorf("a gateway verifying with %s would refuse this token: %v; sign with the key that matches it", source, err)
 	}
 	return nil

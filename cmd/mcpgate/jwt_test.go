@@ -188,3 +188,54 @@ func TestMintKeys(t *testing.T) {
 		}
 	})
 }
+
+// TestMintCCServer: `jwt mint --cc` signs a cc_server token with the
+// cc_server audience (MCPGATE_CCSERVER_JWT_AUDIENCE, default
+// mcpgate-ccserver) and the mode, workspace, ticket and kind claims, which
+// the cc_server verifier reads back and the agent verifier refuses;
+// agent-only flags with --cc, and cc_server flags without it, are errors.
+func TestMintCCServer(t *testing.T) {
+	env := map[string]string{"MCPGATE_JWT_SECRET": testSecret}
+	verify := func(aud, tok string) (*gateway.Principal, error) {
+		v, err := auth.NewJWT(auth.JWTConfig{Secret: []byte(testSecret), Audience: aud})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return auth.CCServer{J: v}.Authenticate(r)
+	}
+	tok, err := mint(t, env, "--cc", "--user", "ada", "--mode", "plan", "--ticket", "TCK-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := verify(config.DefaultCCServerAudience, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Subject != "ada" || p.Mode != "plan" || p.TicketID != "TCK-1" || p.WorkspaceID != "" || p.Kind != gateway.PrincipalUser {
+		t.Fatalf("principal %+v", p)
+	}
+	if _, err := authenticate(t, auth.JWTConfig{Secret: []byte(testSecret)}, tok); err == nil {
+		t.Fatal("the agent verifier accepted a cc_server token")
+	}
+
+	env[auth.EnvCCServerAudience] = "cc-aud"
+	tok, err = mint(t, env, "--cc", "--user", "bot", "--workspace", "ws-globex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = verify("cc-aud", tok); err != nil || p.WorkspaceID != "ws-globex" || p.Kind != gateway.PrincipalAgent || p.Mode != "" {
+		t.Fatalf("pinned agent: %+v %v", p, err)
+	}
+
+	for _, args := range [][]string{
+		{"--cc", "--user", "ada", "--task", "t-1"},
+		{"--cc", "--mode", "chat"},
+		{"--workspace", "ws-1", "--task", "t-1", "--user", "u", "--mode", "plan"},
+	} {
+		if _, err := mint(t, env, args...); err == nil {
+			t.Errorf("jwt mint %v: no error", args)
+		}
+	}
+}

@@ -21,7 +21,11 @@ const (
 // Call is the call an approval is asked for.
 type Call struct {
 	Principal *gateway.Principal
-	Tool      string
+	// WorkspaceID is the call's workspace, as its audit row names it: on
+	// cc_server the one the policy resolved from the call's workspace_id
+	// for a user whose credential pins none. "" means the principal's.
+	WorkspaceID string
+	Tool        string
 	// ArgumentsHash is the canonical hash of the arguments, as the audit
 	// row holds it.
 	ArgumentsHash string
@@ -36,9 +40,17 @@ type Call struct {
 	Summary string
 }
 
+// workspace is the workspace the approval of c is bound to.
+func (c Call) workspace() string {
+	if c.WorkspaceID != "" {
+		return c.WorkspaceID
+	}
+	return c.Principal.WorkspaceID
+}
+
 func (c Call) key() gateway.ApprovalKey {
 	p := c.Principal
-	return gateway.ApprovalKey{PrincipalKind: p.Kind, Subject: p.Subject, WorkspaceID: p.WorkspaceID,
+	return gateway.ApprovalKey{PrincipalKind: p.Kind, Subject: p.Subject, WorkspaceID: c.workspace(),
 		Tool: c.Tool, ArgumentsHash: c.ArgumentsHash, PolicyRevision: c.PolicyRevision}
 }
 
@@ -79,7 +91,7 @@ func (s *Service) Approve(ctx context.Context, call Call, el gateway.Elicitor) (
 	if a == nil {
 		now := s.now()
 		p := call.Principal
-		a = &gateway.Approval{ID: newID(), PrincipalKind: p.Kind, Subject: p.Subject, WorkspaceID: p.WorkspaceID,
+		a = &gateway.Approval{ID: newID(), PrincipalKind: p.Kind, Subject: p.Subject, WorkspaceID: call.workspace(),
 			TaskID: p.TaskID, Tool: call.Tool, ArgumentsHash: call.ArgumentsHash, PolicyRevision: call.PolicyRevision,
 			Because: call.Because, Status: gateway.ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(s.o.TTL)}
 		if err := s.store.CreateApproval(ctx, a); err != nil {

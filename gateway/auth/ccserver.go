@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -108,13 +109,32 @@ func (j *JWT) IssueCCServer(c CCClaims, ttl time.Duration) (string, error) {
 	if c.Subject == "" || ttl <= 0 {
 		return "", gateway.Errorf(gateway.EInvalid, "a cc_server token needs a subject and a positive lifetime")
 	}
-	now := j.now()
-	claims := ccClaims{
+	claims := newCCClaims(c, j.issuer, j.audience, j.now(), ttl)
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(j.key)
+}
+
+// newCCClaims is the payload of a cc_server token for c issued at now.
+func newCCClaims(c CCClaims, issuer, audience string, now time.Time, ttl time.Duration) ccClaims {
+	return ccClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
-			Subject: c.Subject, Issuer: j.issuer, Audience: jwt.ClaimStrings{j.audience},
+			Subject: c.Subject, Issuer: issuer, Audience: jwt.ClaimStrings{audience},
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 		},
 		Kind: c.Kind, Mode: c.Mode, WorkspaceID: c.WorkspaceID, TicketID: c.TicketID,
 	}
-	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(j.key)
+}
+
+// SignCCServer returns a cc_server token for c, valid for ttl from now,
+// with the signer's aud (give the signer the cc_server audience,
+// MCPGATE_CCSERVER_JWT_AUDIENCE) and iss, signed with the signer's key
+// (HS256 secret or private key). It fails when ttl ≤ 0 or c.Subject is
+// empty. It is what `mcpgate jwt mint --cc` signs.
+func (s *Signer) SignCCServer(c CCClaims, ttl time.Duration) (string, error) {
+	if ttl <= 0 {
+		return "", errors.New("token lifetime is not positive; cc_server tokens must expire")
+	}
+	if c.Subject == "" {
+		return "", errors.New("a cc_server token needs a subject (the acting user)")
+	}
+	return jwt.NewWithClaims(s.method, newCCClaims(c, s.issuer, s.audience, s.now(), ttl)).SignedString(s.key)
 }

@@ -181,6 +181,18 @@ func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *
 		return nil, nil
 	case "structured":
 		return &gateway.ToolResult{StructuredContent: map[string]any{"ok": true}}, nil
+	case "elicit": // asks the client's user, as the approval step does
+		el := gateway.ElicitorFrom(ctx)
+		if el == nil {
+			return &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": "no elicitor"}}}, nil
+		}
+		res, err := el.Elicit(ctx, gateway.ElicitRequest{Message: "approve?", RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"decision": map[string]any{"type": "string", "enum": []any{"approve", "reject"}}}}})
+		if err != nil {
+			return nil, err
+		}
+		d, _ := res.Content["decision"].(string)
+		return &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": res.Action + " " + d}}}, nil
 	case "wait":
 		name, _ := call.Arguments["gate"].(string)
 		select {

@@ -75,7 +75,7 @@ func (l *legacyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // transport closes; the session ends with the stream.
 func (l *legacyHandler) serveStream(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
 	t := l.t
-	s, err := t.createSession(p, Version20241105, true)
+	s, err := t.createSession(p, Version20241105, 0, true)
 	if err != nil {
 		t.replyError(w, r, nil, err)
 		return
@@ -170,7 +170,9 @@ func (l *legacyHandler) initialize(ctx context.Context, s *session, m *message, 
 		err = errInvalidRequest("this SSE session is already initialized; open a new event stream to start another")
 	default:
 		var res *initializeResult
-		if res, err = t.initialize(m.params, legacyVersions); err == nil {
+		var caps clientCaps
+		if res, caps, err = t.initialize(m.params, legacyVersions); err == nil {
+			s.elicitForm.Store(caps&capElicitForm != 0)
 			resp.Result = res
 			t.log.Debug("mcp: SSE session initialized", zap.String("session", s.id), zap.String("version", res.ProtocolVersion))
 		} else {

@@ -125,9 +125,11 @@ func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Princip
 	case "tools/list":
 		return t.listTools(ctx, s, p, m.params)
 	case "tools/call":
-		var relay func(*CallToolParams) gateway.Relay
+		var relay func(context.Context, *CallToolParams) context.Context
 		if s != nil { // a stateless (2026-07-28) call relays nothing yet
-			relay = func(call *CallToolParams) gateway.Relay { return t.newCallRelay(s, call, stream) }
+			relay = func(ctx context.Context, call *CallToolParams) context.Context {
+				return t.withCallRelay(ctx, s, call, stream)
+			}
 		}
 		return t.callTool(ctx, p, m.params, requestVersion(s, m), relay)
 	case "logging/setLevel":
@@ -141,13 +143,15 @@ func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Princip
 }
 
 // initialize validates the params of an initialize request and returns the
-// result with the version negotiated among supported.
-func (t *Transport) initialize(params json.RawMessage, supported []string) (*initializeResult, error) {
+// result with the version negotiated among supported, and the client
+// capabilities the gateway acts on.
+func (t *Transport) initialize(params json.RawMessage, supported []string) (*initializeResult, clientCaps, error) {
 	var in struct {
-		ProtocolVersion string `json:"protocolVersion"`
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
 	}
 	if err := decodeParams(params, &in); err != nil {
-		return nil, gateway.Errorf(gateway.EInvalid,
+		return nil, 0, gateway.Errorf(gateway.EInvalid,
 			`initialize params must be an object with a string "protocolVersion"%s`, typeProblem(err))
 	}
 	return &initializeResult{
@@ -155,7 +159,30 @@ func (t *Transport) initialize(params json.RawMessage, supported []string) (*ini
 		Capabilities:    map[string]any{"tools": map[string]any{"listChanged": true}, "logging": map[string]any{}},
 		ServerInfo:      implementation{Name: t.opts.ServerName, Version: t.opts.ServerVersion},
 		Instructions:    t.opts.Instructions,
-	}, nil
+	}, capsOf(in.Capabilities), nil
+}
+
+// capsOf reads the client capabilities the gateway acts on from an
+// initialize request's capabilities object. Capabilities it cannot read
+// count as not declared: they never fail initialize, which they did not
+// before the gateway used any.
+func capsOf(raw json.RawMessage) clientCaps {
+	var in struct {
+		Elicitation *struct {
+			Form *json.RawMessage `json:"form"`
+			URL  *json.RawMessage `json:"url"`
+		} `json:"elicitation"`
+	}
+	if json.Unmarshal(raw, &in) != nil {
+		return 0
+	}
+	var caps clientCaps
+	// MCP 2025-11-25 client/elicitation: an empty elicitation object means
+	// form mode (the 2025-06-18 form); one naming only url does not.
+	if e := in.Elicitation; e != nil && (e.Form != nil || e.URL == nil) {
+		caps |= capElicitForm
+	}
+	return caps
 }
 
 // listTools serves one page of the handler's tools (MCP server/utilities/
@@ -238,15 +265,17 @@ func requestVersion(s *session, m *message) string {
 // callTool parses tools/call params once and hands them to the handler. A
 // refusal of the handler that the model should read becomes a tool
 // execution error at protocol version (ToolError); any other error is
-// returned, to be answered as a JSON-RPC error.
-func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params json.RawMessage, version string, relay func(*CallToolParams) gateway.Relay) (any, error) {
+// returned, to be answered as a JSON-RPC error. relay, when not nil, puts
+// the call's server-to-client paths (gateway.Relay, gateway.Elicitor) in
+// its context.
+func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params json.RawMessage, version string, relay func(context.Context, *CallToolParams) context.Context) (any, error) {
 	call, err := parseCallParams(params)
 	if err != nil {
 		// Still a tools/call: the handler audits it, then refuses it with err.
 		call = &CallToolParams{Name: readableName(params), Arguments: map[string]any{},
 			RawArguments: json.RawMessage(`{}`), ArgumentsErr: err}
 	} else if relay != nil {
-		ctx = gateway.WithRelay(ctx, relay(call))
+		ctx = relay(ctx, call)
 	}
 	res, err := t.opts.Handler.CallTool(ctx, p, call)
 	if err != nil {

@@ -39,6 +39,18 @@ func (t *Transport) newCallRelay(s *session, call *CallToolParams, stream func([
 	return r
 }
 
+// withCallRelay returns ctx carrying the relay of call on session s and,
+// when s's client declared elicitation in form mode, its Elicitor: the
+// gateway's own elicitation/create requests go the relay's way.
+func (t *Transport) withCallRelay(ctx context.Context, s *session, call *CallToolParams, stream func([]byte) bool) context.Context {
+	r := t.newCallRelay(s, call, stream)
+	ctx = gateway.WithRelay(ctx, r)
+	if s.elicitForm.Load() {
+		ctx = gateway.WithElicitor(ctx, callElicitor{r})
+	}
+	return ctx
+}
+
 func (r *callRelay) ProgressToken() json.RawMessage { return r.token }
 
 // errNoStream: the client holds no stream the message could go on.
@@ -90,6 +102,45 @@ func (r *callRelay) Request(ctx context.Context, method string, params json.RawM
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// callElicitor is the gateway.Elicitor of one tools/call whose client
+// declared elicitation in form mode: the gateway's own elicitation/create
+// request (MCP client/elicitation), sent and answered like a relayed one.
+type callElicitor struct{ r *callRelay }
+
+var _ gateway.Elicitor = callElicitor{}
+
+// Elicit sends req as elicitation/create ("mode": "form" at protocol
+// 2025-11-25, which names modes; the form is the default before) and
+// returns the client's answer. A client's JSON-RPC error, a session with no
+// stream to send on, an ended session and a malformed answer are
+// EUnavailable errors; the end of ctx is ctx.Err().
+func (e callElicitor) Elicit(ctx context.Context, req gateway.ElicitRequest) (gateway.ElicitResult, error) {
+	var params struct {
+		Mode string `json:"mode,omitempty"`
+		gateway.ElicitRequest
+	}
+	params.ElicitRequest = req
+	if e.r.s.version == Version20251125 {
+		params.Mode = "form"
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return gateway.ElicitResult{}, gateway.Wrap(gateway.EInternal, err, "the elicitation request could not be encoded")
+	}
+	out, err := e.r.Request(ctx, "elicitation/create", raw)
+	if err != nil {
+		if ctx.Err() != nil {
+			return gateway.ElicitResult{}, ctx.Err()
+		}
+		return gateway.ElicitResult{}, gateway.Wrap(gateway.EUnavailable, err, "the client did not answer the elicitation: "+err.Error())
+	}
+	var res gateway.ElicitResult
+	if json.Unmarshal(out, &res) != nil || !slices.Contains([]string{gateway.ElicitAccept, gateway.ElicitDecline, gateway.ElicitCancel}, res.Action) {
+		return gateway.ElicitResult{}, gateway.Errorf(gateway.EUnavailable, "the client answered elicitation/create without an action of accept, decline or cancel")
+	}
+	return res, nil
 }
 
 // answered routes a client's response (m) to the relayed request waiting

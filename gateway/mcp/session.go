@@ -85,6 +85,11 @@ type session struct {
 	notice   []byte                           // a listen stream's tools/list_changed; nil: toolsChanged
 
 	logLevel atomic.Pointer[string] // logging/setLevel of this replica's state; nil: defaultLogLevel
+
+	// elicitForm: the client declared elicitation in form mode at
+	// initialize (Streamable HTTP: read from the signed id; legacy: set by
+	// its initialize), so the gateway may ask its user for approvals.
+	elicitForm atomic.Bool
 }
 
 func newSession(id string, p *gateway.Principal, version string, legacy bool, now time.Time) *session {
@@ -228,13 +233,14 @@ const streamBuffer = 16
 // a legacy session ends, a Streamable HTTP one is rebuilt from its id on
 // its next request), and the transport refuses new local state beyond
 // MaxSessions.
-func (t *Transport) createSession(p *gateway.Principal, version string, legacy bool) (*session, error) {
+func (t *Transport) createSession(p *gateway.Principal, version string, caps clientCaps, legacy bool) (*session, error) {
 	now := time.Now()
 	id := rand.Text() // legacy: 128 bits, base32, visible ASCII as the spec requires
 	if !legacy {
-		id = t.signer.mint(p, version, now)
+		id = t.signer.mint(p, version, caps, now)
 	}
 	s := newSession(id, p, version, legacy, now)
+	s.elicitForm.Store(caps&capElicitForm != 0)
 	if !legacy {
 		s.until = now.Add(t.opts.SessionMaxAge)
 	}
@@ -348,6 +354,7 @@ func (t *Transport) lookupStreamable(ctx context.Context, id string, p *gateway.
 		return s, nil
 	}
 	s = newSession(id, p, claims.version, false, now)
+	s.elicitForm.Store(claims.caps&capElicitForm != 0)
 	s.until = claims.created.Add(t.opts.SessionMaxAge)
 	if err := t.admit(s); err != nil {
 		return nil, err

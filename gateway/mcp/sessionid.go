@@ -22,17 +22,22 @@ import (
 // same SessionSecret serves any request of any session, including one it
 // has never seen (no sticky sessions; README.md, "Sessions across replicas"):
 //
-//	"s1." base64url( version-len(1) | version | created(8, unix milliseconds, big endian) | nonce(16) | mac(32) )
-//	mac = HMAC-SHA256(SessionSecret, "mcpgate/session/v1" | version-len | version | created | nonce | digest)
+//	"s2." base64url( version-len(1) | version | caps(1) | created(8, unix milliseconds, big endian) | nonce(16) | mac(32) )
+//	mac = HMAC-SHA256(SessionSecret, "mcpgate/session/v2" | version-len | version | caps | created | nonce | digest)
 //	digest = SHA-256 of the whole credential identity (identity: every
 //	         field of gateway.Principal but ExpiresAt)
+//	caps = bit set of the client capabilities the gateway acts on
+//	       (capElicitForm: the client answers elicitation/create in form mode)
 //
 // The identity digest is signed but not carried: a replica recomputes it
 // from the request's credential, so an id presented with another credential
 // fails verification exactly like a forged or tampered one (404), and the id
-// reveals nothing about its owner. The negotiated protocol version is read
-// from the id; a tools-only gateway needs no other session state (it sends
-// the client no requests, so the client's capabilities do not matter).
+// reveals nothing about its owner. The negotiated protocol version and the
+// client capabilities the gateway uses (whether it may ask the client's
+// user for an approval) are read from the id; the gateway needs no other
+// session state. Ids of the earlier "s1." form (no caps byte, label
+// "mcpgate/session/v1") still verify, with no capabilities, so a session
+// started before an upgrade goes on.
 //
 // What a replica keeps in memory (the GET stream, running calls, the tool
 // set the client last saw) is a cache of the session on that replica: a GET
@@ -41,12 +46,23 @@ import (
 // recorded in SessionEnds, which all replicas must share for DELETE to hold
 // everywhere.
 const (
-	sessionIDPrefix = "s1."
-	sessionMACLabel = "mcpgate/session/v1"
-	sessionNonceLen = 16
+	sessionIDPrefix = "s2."
+	sessionMACLabel = "mcpgate/session/v2"
+	// The "s1." form: no caps byte.
+	sessionIDPrefixV1 = "s1."
+	sessionMACLabelV1 = "mcpgate/session/v1"
+	sessionNonceLen   = 16
 	// MinSessionSecretBytes is the shortest Options.SessionSecret accepted.
 	MinSessionSecretBytes = 32
 )
+
+// clientCaps is the bit set of the client capabilities, declared at
+// initialize, that the gateway acts on.
+type clientCaps uint8
+
+// capElicitForm: the client declared elicitation in form mode (MCP
+// 2025-06-18 "elicitation": {}, 2025-11-25 "elicitation": {"form": {}}).
+const capElicitForm clientCaps = 1
 
 // SessionEnds records ended sessions, so that a session ended on one
 // replica (DELETE) is refused by every replica. The transport declares it
@@ -129,6 +145,7 @@ func newSessionSigner(key []byte, maxAge time.Duration) sessionSigner {
 // sessionClaims is what a verified id says.
 type sessionClaims struct {
 	version string
+	caps    clientCaps
 	created time.Time
 }
 
@@ -154,28 +171,30 @@ func identityDigest(p *gateway.Principal) [sha256.Size]byte {
 	return sha256.Sum256(b)
 }
 
-func (s *sessionSigner) mac(body []byte, p *gateway.Principal) [sha256.Size]byte {
+func (s *sessionSigner) mac(label string, body []byte, p *gateway.Principal) [sha256.Size]byte {
 	d := identityDigest(p)
 	m := s.macs.Get().(*macState)
 	defer s.macs.Put(m)
 	m.h.Reset()
-	m.h.Write([]byte(sessionMACLabel))
+	m.h.Write([]byte(label))
 	m.h.Write(body)
 	m.h.Write(d[:])
 	m.sum = m.h.Sum(m.sum[:0])
 	return [sha256.Size]byte(m.sum)
 }
 
-// mint returns a new signed id for p's session of protocol version.
-func (s *sessionSigner) mint(p *gateway.Principal, version string, now time.Time) string {
-	body := make([]byte, 0, 1+len(version)+8+sessionNonceLen)
+// mint returns a new signed id for p's session of protocol version whose
+// client declared caps.
+func (s *sessionSigner) mint(p *gateway.Principal, version string, caps clientCaps, now time.Time) string {
+	body := make([]byte, 0, 1+len(version)+1+8+sessionNonceLen)
 	body = append(body, byte(len(version)))
 	body = append(body, version...)
+	body = append(body, byte(caps))
 	body = binary.BigEndian.AppendUint64(body, uint64(now.UnixMilli()))
 	var nonce [sessionNonceLen]byte
 	_, _ = rand.Read(nonce[:])
 	body = append(body, nonce[:]...)
-	mac := s.mac(body, p)
+	mac := s.mac(sessionMACLabel, body, p)
 	return sessionIDPrefix + base64.RawURLEncoding.EncodeToString(append(body, mac[:]...))
 }
 
@@ -185,7 +204,12 @@ var errBadSessionID = errors.New("session id does not verify")
 // (not ours, tampered, another credential, too old, a version this
 // transport does not speak) is errBadSessionID.
 func (s *sessionSigner) verify(id string, p *gateway.Principal, now time.Time) (sessionClaims, error) {
+	label, capsLen := sessionMACLabel, 1
 	enc, ok := strings.CutPrefix(id, sessionIDPrefix)
+	if !ok {
+		label, capsLen = sessionMACLabelV1, 0
+		enc, ok = strings.CutPrefix(id, sessionIDPrefixV1)
+	}
 	if !ok || len(enc) > 256 {
 		return sessionClaims{}, errBadSessionID
 	}
@@ -196,16 +220,20 @@ func (s *sessionSigner) verify(id string, p *gateway.Principal, now time.Time) (
 		return sessionClaims{}, errBadSessionID
 	}
 	n := int(raw[0])
-	if len(raw) != 1+n+8+sessionNonceLen+sha256.Size {
+	if len(raw) != 1+n+capsLen+8+sessionNonceLen+sha256.Size {
 		return sessionClaims{}, errBadSessionID
 	}
 	body, mac := raw[:len(raw)-sha256.Size], raw[len(raw)-sha256.Size:]
-	if want := s.mac(body, p); !hmac.Equal(mac, want[:]) {
+	if want := s.mac(label, body, p); !hmac.Equal(mac, want[:]) {
 		return sessionClaims{}, errBadSessionID
 	}
+	at := 1 + n + capsLen
 	c := sessionClaims{
 		version: string(body[1 : 1+n]),
-		created: time.UnixMilli(int64(binary.BigEndian.Uint64(body[1+n : 1+n+8]))),
+		created: time.UnixMilli(int64(binary.BigEndian.Uint64(body[at : at+8]))),
+	}
+	if capsLen == 1 {
+		c.caps = clientCaps(body[1+n])
 	}
 	if !slices.Contains(supportedVersions, c.version) || now.Sub(c.created) > s.maxAge || c.created.After(now.Add(time.Minute)) {
 		return sessionClaims{}, errBadSessionID

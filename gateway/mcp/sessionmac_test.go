@@ -25,7 +25,7 @@ func TestSessionMACIsTheDocumentedOne(t *testing.T) {
 	long := *p
 	long.Subject = strings.Repeat("x", 300) // an identity larger than the stack buffer
 	for _, who := range []*gateway.Principal{p, &long} {
-		id := s.mint(who, Version20251125, time.Now())
+		id := s.mint(who, Version20251125, 0, time.Now())
 		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(id, sessionIDPrefix))
 		if err != nil {
 			t.Fatal(err)

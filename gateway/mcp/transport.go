@@ -514,10 +514,10 @@ func (t *Transport) serveInitialize(w http.ResponseWriter, r *http.Request, p *g
 	}
 	ctx := gateway.WithRequestID(r.Context(), newRequestID())
 	resp := response{JSONRPC: "2.0", ID: m.id}
-	res, err := t.initialize(m.params, supportedVersions)
+	res, caps, err := t.initialize(m.params, supportedVersions)
 	if err == nil {
 		var s *session
-		if s, err = t.createSession(p, res.ProtocolVersion, false); err == nil {
+		if s, err = t.createSession(p, res.ProtocolVersion, caps, false); err == nil {
 			w.Header().Set(headerSessionID, s.id)
 			resp.Result = res
 		}

@@ -54,8 +54,8 @@ func (pl *Pipeline) awaitApproval(ctx context.Context, c *Call) error {
 		because = []string{"tool.requires_approval"} // the catalog's flag alone
 	}
 	a, err := pl.Approvals.Approve(ctx, approvals.Call{
-		Principal: c.Principal, Tool: c.Tool.Name, ArgumentsHash: c.Event.ArgumentsHash,
-		PolicyRevision: "", // the decision's revision once decisions name one
+		Principal: c.Principal, WorkspaceID: c.Event.WorkspaceID, Tool: c.Tool.Name, ArgumentsHash: c.Event.ArgumentsHash,
+		PolicyRevision: c.Event.PolicyRevision, // the revision that decided, as the audit row names it
 		Because:        because,
 		Summary:        fmt.Sprintf("Tool: %s\nArguments: %s", c.Tool.Name, clip(string(c.RawArguments), maxSummaryArgs)),
 	}, gateway.ElicitorFrom(ctx))

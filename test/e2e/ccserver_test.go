@@ -26,10 +26,20 @@ type ccGateway struct {
 
 func startCCGateway(t *testing.T, dbURL string) *ccGateway {
 	t.Helper()
+	return startCCGatewayEnv(t, dbURL, nil)
+}
+
+// startCCGatewayEnv is startCCGateway with extra environment on top.
+func startCCGatewayEnv(t *testing.T, dbURL string, extra map[string]string) *ccGateway {
+	t.Helper()
 	// Every mode calls all 110 tools: limits far above that (and the
 	// env override of the per-principal cap at work).
-	g := startGateway(t, dbURL, map[string]string{"MCPGATE_CCSERVER_LISTEN": "127.0.0.1:0",
-		"MCPGATE_CCSERVER_CALLS_PER_MINUTE": "100000", "MCPGATE_REFUSED_CALLS_PER_SECOND": "100000"})
+	env := map[string]string{"MCPGATE_CCSERVER_LISTEN": "127.0.0.1:0",
+		"MCPGATE_CCSERVER_CALLS_PER_MINUTE": "100000", "MCPGATE_REFUSED_CALLS_PER_SECOND": "100000"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	g := startGateway(t, dbURL, env)
 	if g.app.CC == nil {
 		t.Fatal("MCPGATE_CCSERVER_LISTEN is set, but the cc_server surface is off")
 	}
@@ -54,7 +64,14 @@ func (g *ccGateway) ccToken(t *testing.T, c auth.CCClaims) string {
 // /mcp, or the 2024-11-05 HTTP+SSE transport on /sse.
 func (g *ccGateway) ccConnect(t *testing.T, token string, legacy bool) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-cc", Version: "1"}, nil)
+	return g.ccConnectWith(t, token, legacy, nil)
+}
+
+// ccConnectWith is ccConnect with the client's options (an
+// ElicitationHandler declares the elicitation capability).
+func (g *ccGateway) ccConnectWith(t *testing.T, token string, legacy bool, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-cc", Version: "1"}, opts)
 	hc := &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
 	var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: g.cc.URL + "/mcp", HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1}
 	version := protocolVersion
@@ -221,20 +238,20 @@ func TestCCServerWorkspaceAndUnknownTools(t *testing.T) {
 		t.Errorf("pinned agent's audit row: workspace %q kind %q", ev.WorkspaceID, ev.PrincipalKind)
 	}
 	// A ticket of ws-acme named under ws-globex is refused, never run
-	// elsewhere. (create_ticket needs a person's approval, which the
-	// approval tests cover; a listed ticket serves here.)
+	// elsewhere. (The ticket is one the demo backend holds: creating one
+	// needs a person's approval, TestCCServerApprovalsAdmin.)
 	res := allowed(user, "list_tickets", map[string]any{"workspace_id": "ws-acme"})
-	var listed struct {
+	var acme struct {
 		Tickets []struct {
 			ID string `json:"id"`
 		} `json:"tickets"`
 	}
 	raw, _ := json.Marshal(res.StructuredContent)
-	_ = json.Unmarshal(raw, &listed)
-	if len(listed.Tickets) == 0 || listed.Tickets[0].ID == "" {
-		t.Fatalf("list_tickets returned no ticket: %s", raw)
+	_ = json.Unmarshal(raw, &acme)
+	if len(acme.Tickets) == 0 || acme.Tickets[0].ID == "" {
+		t.Fatalf("list_tickets in ws-acme returned no ticket: %s", raw)
 	}
-	created := listed.Tickets[0]
+	created := acme.Tickets[0]
 	refused(agent, "get_ticket", map[string]any{"workspace_id": "ws-globex", "ticket_id": created.ID}, "workspace.mismatch")
 	for _, name := range []string{"hire_agent", "fire_agent", "update_agent", "doctor", "workspace.upsert", "ask_user"} {
 		_, err := ccCall(t, user, name, map[string]any{})

@@ -74,6 +74,7 @@ type stack struct {
 
 	mu    sync.Mutex         // procs, once the coordinator gateway starts in a test
 	coord coordinatorGateway // coordinator_test.go
+	cc    ccGateway          // ccserver_test.go
 }
 
 var (
@@ -158,8 +159,16 @@ var bannerURL = regexp.MustCompile(`is listening on (http://\S+)`)
 // gatewayEnv is the environment every gateway of the tests gets, with its
 // own database in s.dir.
 func (s *stack) gatewayEnv(db string) []string {
+	// serve --dev turns the cc_server surface on at 127.0.0.1:9030 unless
+	// told otherwise: every gateway of the tests takes a free port instead,
+	// so they do not fight over it (nor with a dev gateway on this machine).
+	cc, err := freeAddr()
+	if err != nil {
+		cc = "127.0.0.1:0"
+	}
 	return []string{
 		"MCPGATE_LISTEN=127.0.0.1:0",
+		"MCPGATE_CCSERVER_LISTEN=" + cc,
 		"MCPGATE_DATABASE_URL=sqlite:" + filepath.Join(s.dir, db),
 		"MCPGATE_JWT_SECRET=" + jwtSecret,
 		"MCPGATE_LOG_FORMAT=json",
