@@ -164,6 +164,7 @@ func printDevBanner(out io.Writer, url, token, adminToken string) {
 mcpgate (dev) is listening on %[1]s
   MCP endpoint : %[1]s/mcp   (agent %[3]s, workspace %[4]s, task %[5]s, profile %[6]s; valid 24h)
   admin API    : %[1]s/admin/v1   (Authorization: Bearer %[7]s)
+  console      : %[1]s/console   (sign in with the admin token)
 
 Copy-paste example (initialize, then call workspace.info):
 

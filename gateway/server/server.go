@@ -26,6 +26,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
+	"github.com/mcpgate/mcpgate/gateway/console"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -199,7 +200,7 @@ func New(d Deps) (*Server, error) {
 	if d.AdminToken != "" { // no admin token: the admin API is off altogether
 		tokenReader = auth.ManagementReader(d.Store, d.Logger, nil)
 	}
-	r.PathPrefix("/admin/v1").Handler(admin.NewHandler(revokeAnnouncer{FullStore: d.Store, s: s}, admin.Options{
+	adminAPI := admin.NewHandler(revokeAnnouncer{FullStore: d.Store, s: s}, admin.Options{
 		Token:         d.AdminToken,
 		TokenReader:   tokenReader,
 		ValidateGrant: d.ValidateGrant,
@@ -208,7 +209,11 @@ func New(d Deps) (*Server, error) {
 		Explain:       d.Explain,
 		Policy:        d.Policy,
 		Approvals:     d.Approvals,
-	}))
+	})
+	r.PathPrefix(admin.Prefix).Handler(adminAPI)
+	if d.AdminToken != "" { // the console works through the admin API, so it is off with it
+		r.PathPrefix(console.Prefix).Handler(console.New(console.Options{Admin: adminAPI, AdminPrefix: admin.Prefix}))
+	}
 	reg := d.Registry
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})

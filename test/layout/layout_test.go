@@ -64,6 +64,8 @@ var (
 			why: "approvals a person decides: declares the store it consumes, imports no sibling"},
 		{pkg: "gateway/confirm", allow: bottom, test: []string{"gateway/confirm"}, why: "confirmation tokens"},
 		{pkg: "gateway/admin", allow: bottom, test: []string{"gateway/admin"}, why: "the admin API"},
+		{pkg: "gateway/console", allow: nil, test: []string{"gateway", "gateway/admin", "gateway/sqlite"}, forbid: noSDKs,
+			why: "the web console: html/template and net/http over the admin API's http.Handler; imports no package of ours"},
 		{pkg: "gateway/config", allow: bottom, test: []string{"gateway/config"}, why: "configuration"},
 		{pkg: "gateway/callercache", allow: bottom, test: []string{"gateway/callercache"}, why: "the caller cache"},
 		{pkg: "gateway/decisionlog", allow: bottom, test: []string{"gateway/decisionlog"},

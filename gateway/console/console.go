@@ -1,0 +1,274 @@
+// Package console serves the operator's web console under /console:
+// server-rendered pages (html/template, every asset embedded) over the
+// admin API, which it calls in-process through the admin API's own
+// http.Handler, so every change goes through the admin API's
+// authentication, validation and messages.
+//
+// A visitor signs in with the admin token; the console keeps it in a
+// server-side session (in memory, one process) and sends it as the bearer
+// credential of each admin API call it makes for that visitor. The
+// browser holds only a random session id, in an HttpOnly, SameSite=Strict
+// cookie (Secure over TLS) that expires; every form carries the session's
+// CSRF token, and a POST without it is refused with 403 before anything
+// changes. The token is never written into a page.
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Prefix is the path the console is served under; mount it with
+// router.PathPrefix(console.Prefix).Handler(h).
+const Prefix = "/console"
+
+// CookieName is the session cookie's name. Its path is Prefix.
+const CookieName = "mcpgate_console"
+
+// Defaults for Options fields left zero.
+const (
+	// DefaultSessionTTL is how long a signed-in session lasts.
+	DefaultSessionTTL = 8 * time.Hour
+	// DefaultMaxSessions bounds the session table (signed in or not).
+	DefaultMaxSessions = 10_000
+	// signInTTL is how long a signed-out visitor's session (the one the
+	// sign-in form's CSRF token belongs to) lasts.
+	signInTTL = 30 * time.Minute
+)
+
+// Options configures New.
+type Options struct {
+	// Admin is the admin API's handler (serving paths under AdminPrefix).
+	// The console sends it requests with the signed-in visitor's token.
+	// Required.
+	Admin http.Handler
+	// AdminPrefix is the admin API's path prefix, "/admin/v1".
+	AdminPrefix string
+	// SessionTTL is the lifetime of a signed-in session; 0 means
+	// DefaultSessionTTL.
+	SessionTTL time.Duration
+	// MaxSessions bounds the in-memory session table; 0 means
+	// DefaultMaxSessions. When it is full of live sessions new visitors
+	// are answered 503.
+	MaxSessions int
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Console is the console's http.Handler; see New.
+type Console struct {
+	opts     Options
+	sessions *sessions
+	mux      *http.ServeMux
+}
+
+// New returns the console. It serves GET and POST under Prefix: the
+// sign-in page, the workspaces, members, agent profiles and API tokens
+// pages, and the embedded stylesheet.
+func New(opts Options) *Console {
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = DefaultSessionTTL
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	c := &Console{opts: opts, sessions: newSessions(opts.MaxSessions)}
+	c.mux = c.routes()
+	return c
+}
+
+// ServeHTTP sets the headers every console reply carries and routes.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	c.mux.ServeHTTP(w, r)
+}
+
+// pageFunc serves one page for a signed-in visitor.
+type pageFunc func(w http.ResponseWriter, r *http.Request, sess *session)
+
+func (c *Console) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	m.Handle("GET "+Prefix+"/static/", http.StripPrefix(Prefix, http.FileServerFS(staticFS)))
+	m.HandleFunc("GET "+Prefix+"/login", c.loginPage)
+	m.HandleFunc("POST "+Prefix+"/login", c.login)
+	m.HandleFunc("GET "+Prefix+"/{$}", c.signedIn(func(w http.ResponseWriter, r *http.Request, _ *session) {
+		http.Redirect(w, r, Prefix+"/workspaces", http.StatusSeeOther)
+	}))
+	m.HandleFunc("GET "+Prefix, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
+	})
+	m.HandleFunc("POST "+Prefix+"/logout", c.change(c.logout))
+	ws := Prefix + "/workspaces/{ws}"
+	m.HandleFunc("GET "+Prefix+"/workspaces", c.signedIn(c.workspacesPage))
+	m.HandleFunc("GET "+ws, c.signedIn(c.workspacePage))
+	m.HandleFunc("GET "+ws+"/profiles", c.signedIn(c.profilesPage))
+	m.HandleFunc("GET "+ws+"/profiles/new", c.signedIn(c.profileNewPage))
+	m.HandleFunc("GET "+ws+"/profiles/{profile}", c.signedIn(c.profileEditPage))
+	m.HandleFunc("POST "+ws+"/profiles", c.change(c.saveProfile))
+	m.HandleFunc("POST "+ws+"/default-profile", c.change(c.setDefaultProfile))
+	m.HandleFunc("GET "+ws+"/tokens", c.signedIn(c.tokensPage))
+	m.HandleFunc("POST "+ws+"/tokens", c.change(c.createToken))
+	m.HandleFunc("POST "+ws+"/tokens/revoke", c.change(c.revokeToken))
+	m.HandleFunc("POST "+ws+"/external-limits", c.change(c.saveLimits))
+	m.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		c.render(w, r, http.StatusNotFound, "error.html", nil, errorView{
+			Title: "Not found", Message: "There is no console page at " + r.URL.Path + ". Start again from the workspaces list."})
+	})
+	return m
+}
+
+// current returns the visitor's live session, or nil.
+func (c *Console) current(r *http.Request) *session {
+	ck, err := r.Cookie(CookieName)
+	if err != nil || ck.Value == "" {
+		return nil
+	}
+	return c.sessions.get(ck.Value, c.opts.Now())
+}
+
+// setCookie sends the session cookie: HttpOnly, SameSite=Strict, Secure
+// when the request came over TLS, expiring with the session.
+func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, sess *session) {
+	http.SetCookie(w, &http.Cookie{
+		Name: CookieName, Value: sess.id, Path: Prefix,
+		Expires: sess.expires, MaxAge: int(sess.expires.Sub(c.opts.Now()).Seconds()),
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+	})
+}
+
+// clearCookie removes the session cookie from the browser.
+func (c *Console) clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: Prefix, MaxAge: -1,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+}
+
+// signedIn serves f to a signed-in visitor and sends anyone else to the
+// sign-in page.
+func (c *Console) signedIn(f pageFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sess := c.current(r)
+		if sess == nil || sess.token == "" {
+			http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
+			return
+		}
+		f(w, r, sess)
+	}
+}
+
+// change guards every POST after sign-in: a signed-in session and its CSRF
+// token in the form's "csrf" field, else 403 and nothing is done.
+func (c *Console) change(f pageFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		sess := c.current(r)
+		if sess == nil || sess.token == "" {
+			c.forbidden(w, r, "You are not signed in, or your session has expired. Sign in again, then repeat the change.")
+			return
+		}
+		if !sess.csrfOK(r.PostFormValue("csrf")) {
+			c.forbidden(w, r, "This form's security token is missing or does not belong to your session, so nothing was changed. Reload the page and submit the form again.")
+			return
+		}
+		f(w, r, sess)
+	}
+}
+
+func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, msg string) {
+	c.render(w, r, http.StatusForbidden, "error.html", nil, errorView{Title: "Refused", Message: msg})
+}
+
+// apiError is the admin API's error reply: {"error":{"code","message"}}.
+type apiError struct {
+	Status  int
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+// call sends one request to the admin API with the session's token and
+// decodes a 2xx reply into out (when non-nil). Any other reply is an
+// *apiError carrying the admin API's own message.
+func (c *Console) call(ctx context.Context, token, method, path string, in, out any) error {
+	var body io.Reader = http.NoBody
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.opts.AdminPrefix+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	c.opts.Admin.ServeHTTP(rec, req)
+	if rec.status >= 200 && rec.status < 300 {
+		if out == nil || rec.status == http.StatusNoContent {
+			return nil
+		}
+		return json.Unmarshal(rec.body.Bytes(), out)
+	}
+	var e struct {
+		Error apiError `json:"error"`
+	}
+	if json.Unmarshal(rec.body.Bytes(), &e) != nil || e.Error.Message == "" {
+		e.Error.Message = "the admin API answered " + http.StatusText(rec.status)
+	}
+	e.Error.Status = rec.status
+	return &e.Error
+}
+
+// recorder is the http.ResponseWriter of an in-process admin API call.
+type recorder struct {
+	header http.Header
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if !r.wrote {
+		r.status, r.wrote = status, true
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(b)
+}
+
+// esc escapes one path segment of an admin API path.
+func esc(s string) string { return url.PathEscape(s) }
+
+// lines splits a textarea into its non-blank lines, trimmed.
+func lines(s string) []string {
+	var out []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}

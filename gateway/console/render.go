@@ -1,0 +1,83 @@
+package console
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticRoot embed.FS
+
+// staticFS holds the console's stylesheet, served under Prefix/static/.
+var staticFS fs.FS = staticRoot
+
+// view is what every page template receives: the page's own data in Data,
+// and what the layout needs.
+type view struct {
+	Prefix   string
+	CSRF     string // the session's CSRF token, for every form
+	SignedIn bool
+	Data     any
+}
+
+var funcs = template.FuncMap{
+	"when": func(t *time.Time) string {
+		if t == nil || t.IsZero() {
+			return "never"
+		}
+		return t.UTC().Format("2006-01-02 15:04 UTC")
+	},
+	"date": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"path": esc,
+}
+
+// pages are the page templates, each parsed with the layout.
+var pages = func() map[string]*template.Template {
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]*template.Template{}
+	for _, n := range names {
+		if n == "templates/layout.html" {
+			continue
+		}
+		out[n[len("templates/"):]] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n))
+	}
+	return out
+}()
+
+// render writes page with data for the session's visitor (sess may be
+// nil), with status. The page is rendered to a buffer first, so a template
+// failure is a clean 500.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, sess *session, data any) {
+	v := view{Prefix: Prefix, Data: data}
+	if sess != nil {
+		v.CSRF, v.SignedIn = sess.csrf, sess.token != ""
+	}
+	var buf bytes.Buffer
+	if err := pages[page].Execute(&buf, v); err != nil {
+		http.Error(w, "the console could not render this page; the gateway's templates are broken — report it", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+// intText shows an optional number in a form field ("" for nil).
+func intText(v *int) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.Itoa(*v)
+}
