@@ -327,6 +327,12 @@ var errNoSession = errors.New("no such session")
 var errSessionNotFound = errStatus(http.StatusNotFound, gateway.ENotFound,
 	"session not found or ended; send initialize again without Mcp-Session-Id")
 
+// sessionCheckTimeout bounds the store lookup of a session's end on every
+// request: a database that stops answering must not hold the request
+// before its call has even started on its own store budget (the call's
+// refusal then comes within a few seconds, not after the driver gives up).
+const sessionCheckTimeout = 2 * time.Second
+
 // lookupStreamable returns this replica's state of the Streamable HTTP
 // session id owned by p, building it from the id when this replica has not
 // seen the session (or dropped its state): the id must verify for p's
@@ -338,7 +344,9 @@ func (t *Transport) lookupStreamable(ctx context.Context, id string, p *gateway.
 	if err != nil {
 		return nil, errSessionNotFound
 	}
-	ended, err := t.opts.SessionEnds.Ended(ctx, id)
+	cctx, cancel := context.WithTimeout(ctx, sessionCheckTimeout)
+	ended, err := t.opts.SessionEnds.Ended(cctx, id)
+	cancel()
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EUnavailable, err,
 			"could not check whether this MCP session has ended; retry shortly")

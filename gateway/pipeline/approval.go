@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
@@ -62,7 +61,7 @@ func (pl *Pipeline) awaitApproval(ctx context.Context, c *Call) error {
 	if a != nil {
 		c.Event.ApprovalID = a.ID
 	}
-	c.storeDeadline = time.Now().Add(storeTimeout)
+	c.renewStoreBudget()
 	return withDecision(err, c.Decision)
 }
 

@@ -222,6 +222,17 @@ func (c *Call) storeContext(ctx context.Context) context.Context {
 	return c.storeCtx
 }
 
+// renewStoreBudget gives the store work after a wait that is not the
+// store's (a person's approval) a budget of its own: a new deadline, and
+// a new storeContext, since the one made before carries the old deadline.
+func (c *Call) renewStoreBudget() {
+	c.storeDeadline = time.Now().Add(storeTimeout)
+	if c.storeCancel != nil {
+		c.storeCancel()
+	}
+	c.storeCtx, c.storeCancel = nil, nil
+}
+
 // step is one stage of a tools/call. It returns an error to refuse (or
 // fail) the call; the remaining steps are then skipped and finish writes
 // the refusal.
