@@ -155,7 +155,9 @@ func (l *Logger) LogDecision(ctx context.Context, d *gateway.Decision, input any
 //	 "live_revision": …, "shadow_revision": …}
 //
 // so a collector tells flip events from enforced decisions by
-// custom.shadow (policy replay skips them). It returns at once (Log).
+// custom.shadow (policy replay skips them). The wiring calls it while the
+// call is decided, so the event precedes the live decision's. It returns
+// at once (Log).
 func (l *Logger) LogFlip(ctx context.Context, live, shadow *gateway.Decision, tool, direction string) {
 	ev := Event{
 		Labels:     l.labels,
