@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -95,5 +96,23 @@ func TestTokenLifecycle(t *testing.T) {
 	}
 	if _, err := runCmd(t, env, "token", "revoke", "0000000000000000"); err == nil {
 		t.Fatal("revoking an unknown fingerprint succeeded")
+	}
+}
+
+// TestPolicyTestArgs: `policy test` gives OPA the gateway's per-test bound
+// (1m) unless the flags set one, and the policies folder unless a path is
+// named. OPA's 5 s default failed the shipped bundle with an ERROR on a
+// busy machine while a reload of the same bundle passed.
+func TestPolicyTestArgs(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{nil, []string{"--timeout", "1m", "policies"}},
+		{[]string{"-v", "candidate"}, []string{"--timeout", "1m", "-v", "candidate"}},
+		{[]string{"--timeout", "5s", "candidate"}, []string{"--timeout", "5s", "candidate"}},
+		{[]string{"--timeout=5s", "candidate"}, []string{"--timeout=5s", "candidate"}},
+		{[]string{"-t", "5s", "candidate"}, []string{"-t", "5s", "candidate"}},
+	} {
+		if got := testArgs(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("testArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

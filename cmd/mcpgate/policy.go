@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	opacmd "github.com/open-policy-agent/opa/cmd"
 	"github.com/spf13/cobra"
@@ -11,7 +13,7 @@ import (
 // policySubcommands are the OPA commands `mcpgate policy` passes through,
 // with what each does.
 var policySubcommands = []struct{ name, short string }{
-	{"test", "run the Rego tests of a policy folder (default: policies)"},
+	{"test", "run the Rego tests of a policy folder (default: policies; --timeout default 1m per test)"},
 	{"eval", "evaluate a query, e.g. data.supacloud.decision, on an input"},
 	{"check", "compile a policy folder and report errors (use --strict)"},
 	{"fmt", "format Rego files (--list names the files it would change)"},
@@ -49,8 +51,8 @@ and suggest the smallest allowlist for what a profile actually called.`,
 			Short:              sub.short,
 			DisableFlagParsing: true,
 			RunE: func(_ *cobra.Command, args []string) error {
-				if sub.name == "test" && !hasPath(args) && !wantsHelp(args) {
-					args = append(args, "policies")
+				if sub.name == "test" && !wantsHelp(args) {
+					args = testArgs(args)
 				}
 				return runOPA(out, append([]string{sub.name}, args...))
 			},
@@ -72,6 +74,29 @@ func runOPA(out io.Writer, args []string) error {
 		return fmt.Errorf("policy %s: %w", args[0], err)
 	}
 	return nil
+}
+
+// testTimeout is the per-test bound `policy test` gives OPA unless the
+// flags set one: the bound the gateway's reload gate runs a candidate's
+// tests with. OPA's own default, 5 s, fails the shipped bundle's matrix
+// tests on a busy machine (an ERROR, not a FAIL) while the gateway would
+// take the same bundle live.
+const testTimeout = "1m"
+
+// testArgs are the OPA arguments of `policy test args`: the policies
+// folder when args name none, and --timeout testTimeout unless args set
+// --timeout (or -t).
+func testArgs(args []string) []string {
+	out := slices.Clone(args)
+	if !hasPath(args) {
+		out = append(out, "policies")
+	}
+	for _, a := range args {
+		if a == "-t" || a == "--timeout" || strings.HasPrefix(a, "--timeout=") || strings.HasPrefix(a, "-t=") {
+			return out
+		}
+	}
+	return append([]string{"--timeout", testTimeout}, out...)
 }
 
 // hasPath reports whether args name a file or folder (an argument that is

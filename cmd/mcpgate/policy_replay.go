@@ -49,6 +49,11 @@ type logEvent struct {
 	Timestamp time.Time `json:"timestamp"`
 	Erased    []string  `json:"erased"`
 	Masked    []string  `json:"masked"`
+	// Custom.Shadow is set on a shadow flip event: the candidate's
+	// decision of a call, never enforced, logged beside the live one.
+	Custom struct {
+		Shadow json.RawMessage `json:"shadow"`
+	} `json:"custom"`
 }
 
 // recordedDecision is what replay reads of a recorded decision.
@@ -117,12 +122,12 @@ type flip struct {
 
 // replayTally counts what a replay saw.
 type replayTally struct {
-	read, replayed, otherPath, filtered, unreadable, noInput, masked int
-	firstUnreadable                                                  string
-	revisions                                                        map[string]int
-	byTool, byKind                                                   map[string]map[string]int
-	flips                                                            []flip
-	reasonChanges                                                    int
+	read, replayed, otherPath, shadow, filtered, unreadable, noInput, masked int
+	firstUnreadable                                                          string
+	revisions                                                                map[string]int
+	byTool, byKind                                                           map[string]map[string]int
+	flips                                                                    []flip
+	reasonChanges                                                            int
 }
 
 func replay(ctx context.Context, out io.Writer, o replayOptions) error {
@@ -172,6 +177,12 @@ func replay(ctx context.Context, out io.Writer, o replayOptions) error {
 		}
 		if ev.Path != decisionPath {
 			t.otherPath++
+			continue
+		}
+		if len(ev.Custom.Shadow) > 0 && string(ev.Custom.Shadow) != "null" {
+			// A shadow candidate's decision was never enforced: the live
+			// decision of the same call is its own event.
+			t.shadow++
 			continue
 		}
 		if ev.Input == nil || json.Unmarshal(ev.RawResult, &ev.Result) != nil || ev.Result == nil || ev.Result.Allow == nil {
@@ -245,8 +256,8 @@ func (t *replayTally) print(out io.Writer, o replayOptions, revision string) {
 	if len(revs) > 0 {
 		fmt.Fprintf(out, "recorded under revision %s\n", strings.Join(revs, ", "))
 	}
-	fmt.Fprintf(out, "skipped: %d of other paths, %d outside the filters, %d without a decision input or result, %d unreadable\n",
-		t.otherPath, t.filtered, t.noInput, t.unreadable)
+	fmt.Fprintf(out, "skipped: %d of other paths, %d shadow flip events, %d outside the filters, %d without a decision input or result, %d unreadable\n",
+		t.otherPath, t.shadow, t.filtered, t.noInput, t.unreadable)
 	if t.firstUnreadable != "" {
 		fmt.Fprintf(out, "first unreadable event: %s\n", t.firstUnreadable)
 	}

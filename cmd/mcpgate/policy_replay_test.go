@@ -47,7 +47,8 @@ const replayLog = "testdata/replay/decisions.jsonl"
 // TestPolicyReplay: the fixture log (OPA decision-log events) replayed
 // against a candidate that renames the ops wildcard flips the ops calls,
 // the script.run call whose slug the mask erased, and a denial recorded
-// under an older bundle; filters and thresholds decide the exit status.
+// under an older bundle; a shadow flip event (custom.shadow) is skipped,
+// not replayed; filters and thresholds decide the exit status.
 func TestPolicyReplay(t *testing.T) {
 	bundle := candidateBundle(t)
 	tests := []struct {
@@ -60,8 +61,8 @@ func TestPolicyReplay(t *testing.T) {
 		{"report", nil, 0, []string{
 			"replayed 8 supacloud/decision decisions",
 			"recorded under revision rev-0 (1), rev-1 (7)",
-			"skipped: 1 of other paths, 0 outside the filters, 0 without a decision input or result, 1 unreadable",
-			"first unreadable event: line 7:",
+			"skipped: 1 of other paths, 1 shadow flip events, 0 outside the filters, 0 without a decision input or result, 1 unreadable",
+			"first unreadable event: line 8:",
 			"1 replayed inputs had masked or erased parts",
 			"flips: 5 (allow_to_deny 4, deny_to_allow 1)",
 			"workflow.trigger  2              0",

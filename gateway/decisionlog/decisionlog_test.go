@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -524,5 +525,46 @@ func TestFileSinkFailure(t *testing.T) {
 	_ = l.Close(context.Background())
 	if st.get(&st.failed, SinkFile) == 0 || st.get(&st.dropped, DropFileFailed) != 3 || st.get(&st.sent, SinkFile) != 0 {
 		t.Errorf("failed %v dropped %v sent %v; want failures counted and 3 file_failed drops", st.failed, st.dropped, st.sent)
+	}
+}
+
+// TestFlipEvent: a shadow flip is an OPA event of its own (EventV1 decodes
+// it with no unknown field): the candidate's decision id, result and
+// revision, the same input, and custom.shadow with the direction, the
+// live decision's id and both revisions; the file sink masks it like any
+// event.
+func TestFlipEvent(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "d.jsonl")
+	l, _ := newLogger(t, Options{File: file})
+	live := decision()
+	live.Allow, live.Reasons, live.Revision = true, nil, "rev-live"
+	shadow := decision()
+	shadow.ID, shadow.Revision, shadow.Input = "5db747d2", "rev-shadow", input()
+	l.LogFlip(gateway.WithRequestID(context.Background(), "req-9"), live, shadow, "project.delete", "allow_to_deny")
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var opa logs.EventV1
+	if err := dec.Decode(&opa); err != nil {
+		t.Fatalf("not an OPA decision log event: %v\n%s", err, raw)
+	}
+	if opa.DecisionID != "5db747d2" || opa.Path != DecisionPath || opa.Bundles[Bundle].Revision != "rev-shadow" {
+		t.Errorf("decision_id %q, path %q, bundles %v; want the candidate's id and revision on %s", opa.DecisionID, opa.Path, opa.Bundles, DecisionPath)
+	}
+	if res, _ := (*opa.Result).(map[string]any); res["allow"] != false {
+		t.Errorf("result %v, want the candidate's denial", *opa.Result)
+	}
+	want := map[string]any{"direction": "allow_to_deny", "live_decision_id": "4ca636c1", "live_revision": "rev-live", "shadow_revision": "rev-shadow"}
+	if !reflect.DeepEqual(opa.Custom["shadow"], want) || opa.Custom["request_id"] != "req-9" || opa.Custom["tool"] != "project.delete" {
+		t.Errorf("custom %v, want tool, request_id and shadow %v", opa.Custom, want)
+	}
+	if bytes.Contains(raw, []byte("eyJhbGciOiJIUzI1NiJ9")) || !slices.Equal(opa.Erased, []string{"/input/arguments/token"}) {
+		t.Errorf("the flip event was not masked: erased %v\n%s", opa.Erased, raw)
 	}
 }

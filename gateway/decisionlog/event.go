@@ -163,3 +163,40 @@ func (l *Logger) logDecision(ctx context.Context, surface string, d *gateway.Dec
 	}
 	l.Log(ev)
 }
+
+// LogFlip logs one shadow flip (MCPGATE_SHADOW_POLICY_DIR) as an event of
+// its own, beside the live decision's: the candidate's decision shadow,
+// never enforced, of the same call as the live decision live. Its
+// decision_id is the candidate's, path DecisionPath, input the policy
+// input (shadow.Input), result the candidate's decision document, and
+// bundles.supacloud.revision the candidate's revision. custom.shadow ties
+// it to the live decision and holds both revisions:
+//
+//	{"direction": "allow_to_deny"|"deny_to_allow", "live_decision_id": …,
+//	 "live_revision": …, "shadow_revision": …}
+//
+// so a collector tells flip events from enforced decisions by
+// custom.shadow (policy replay skips them). The wiring calls it while the
+// call is decided, so the event precedes the live decision's. It returns
+// at once (Log).
+func (l *Logger) LogFlip(ctx context.Context, live, shadow *gateway.Decision, tool, direction string) {
+	ev := Event{
+		Labels:     l.labels,
+		DecisionID: shadow.ID,
+		Path:       DecisionPath,
+		Input:      shadow.Input,
+		Result:     resultDocument(shadow),
+		Timestamp:  l.now().UTC(),
+		Custom: map[string]any{"tool": tool, "shadow": map[string]any{
+			"direction": direction, "live_decision_id": live.ID,
+			"live_revision": live.Revision, "shadow_revision": shadow.Revision,
+		}},
+	}
+	if id := gateway.RequestIDFrom(ctx); id != "" {
+		ev.Custom["request_id"] = id
+	}
+	if shadow.Revision != "" {
+		ev.Bundles = map[string]BundleInfo{Bundle: {Revision: shadow.Revision}}
+	}
+	l.Log(ev)
+}

@@ -83,9 +83,9 @@ type LiveOptions struct {
 	// nil observes nothing.
 	Observer Observer
 	// OnFlip, when set, is called for every shadow flip, on the call's
-	// goroutine after the live decision (the decision log records them);
-	// keep it fast.
-	OnFlip func(Flip)
+	// goroutine after the live decision, with the call's context (the
+	// decision log records each flip as an event); keep it fast.
+	OnFlip func(context.Context, Flip)
 	// OnSwap, when set, is called after a new revision went live, with
 	// the engine it replaced (the wiring sends list_changed to the
 	// sessions whose tools changed).
@@ -383,7 +383,7 @@ func (s *Snapshot) compare(ctx context.Context, p *gateway.Principal, c *gateway
 		zap.String("decision_id", live.ID), zap.String("workspace_id", p.WorkspaceID),
 		zap.Strings("live_reasons", reasonCodes(live.Reasons)), zap.Strings("shadow_reasons", reasonCodes(sd.Reasons)))
 	if s.l.opts.OnFlip != nil {
-		s.l.opts.OnFlip(f)
+		s.l.opts.OnFlip(ctx, f)
 	}
 }
 

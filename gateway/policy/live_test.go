@@ -308,7 +308,7 @@ func TestShadowFlipsAreCountedNeverEnforced(t *testing.T) {
 	var flips []policy.Flip
 	l, err := policy.NewLive(context.Background(), policy.LiveOptions{
 		Engine: policy.Options{Edition: gateway.EditionCommunity}, Dir: dir, ShadowDir: shadowDir,
-		Revision: policies.Revision, Observer: obs, OnFlip: func(f policy.Flip) { flips = append(flips, f) },
+		Revision: policies.Revision, Observer: obs, OnFlip: func(_ context.Context, f policy.Flip) { flips = append(flips, f) },
 	})
 	if err != nil {
 		t.Fatal(err)

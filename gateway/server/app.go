@@ -99,6 +99,14 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		// any reload can run: the watch starts once it is, and the admin
 		// API is its own.
 		OnSwap: func(_, _ *policy.Engine) { a.Server.PolicyChanged() },
+		// Each shadow flip is one decision log event of its own, marked
+		// custom.shadow with both revisions. a.DecisionLog is set below,
+		// before any call can be decided.
+		OnFlip: func(ctx context.Context, f policy.Flip) {
+			if a.DecisionLog != nil {
+				a.DecisionLog.LogFlip(ctx, f.Live, f.Shadow, f.Tool, f.Direction)
+			}
+		},
 	}); err != nil {
 		return err
 	}

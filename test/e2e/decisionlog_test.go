@@ -46,11 +46,15 @@ func (c *logCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // a rule that reads the whole arguments object (so every argument of a
 // call enters the policy input, the worst case for the log), and opts
 // arguments in: script.run's slug and inputs, and confirmation_token for
-// every tool (a secret by its name, so still never logged).
+// every tool (a secret by its name, so still never logged). The shipped
+// mask tests pin the shipped opt-in (no argument but script.run's slug),
+// so they are left out: a policy folder goes live only when its own tests
+// pass, and these would fail on purpose (they run on the shipped bundle).
 func bundleReadingAllArguments(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	must(t, os.CopyFS(dir, policies.FS))
+	must(t, os.Remove(filepath.Join(dir, "system", "log", "mask_test.rego")))
 	must(t, os.WriteFile(filepath.Join(dir, "supacloud", "argument_count.rego"),
 		[]byte("package supacloud\n\nargument_count := count(input.arguments)\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, "system", "log", "arguments.rego"),
