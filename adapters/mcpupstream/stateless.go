@@ -84,4 +84,3 @@ func headerName(tool string) string {
 	}
 	return tool
 }
-
