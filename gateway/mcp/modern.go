@@ -186,14 +186,22 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 		return
 	}
 	resp := response{JSONRPC: "2.0", ID: m.id}
+	var body json.RawMessage
 	if err == nil {
-		resp.Result, err = t.modernResult(res, extra)
+		body, err = t.modernResult(res, extra)
 	}
-	if err != nil { // an error that is not a tool execution error: a JSON-RPC error in a 200 reply, as in a session
-		resp.Result = nil
+	switch {
+	case err != nil: // an error that is not a tool execution error: a JSON-RPC error in a 200 reply, as in a session
 		resp.Error, _ = t.wireError(ctx, err)
+		reply.write(t.encode(ctx, resp))
+	case isToolResult(res) && plainID(m.id):
+		// modernResult wrote compact JSON as encoding/json would: the
+		// envelope needs no second pass over it.
+		reply.write(resultEnvelope(m.id, body))
+	default:
+		resp.Result = body
+		reply.write(t.encode(ctx, resp))
 	}
-	reply.write(t.encode(ctx, resp))
 	reply.finish()
 }
 
@@ -344,7 +352,13 @@ func (t *Transport) discover() *discoverResult {
 // resultType "complete", the server's identity in _meta (beside any _meta
 // of res), and extra (the caching hints of cacheable results).
 func (t *Transport) modernResult(res any, extra map[string]any) (json.RawMessage, error) {
-	raw, err := json.Marshal(res)
+	var raw []byte
+	var err error
+	if tr, ok := res.(*gateway.ToolResult); ok && tr.Input == nil {
+		raw, err = tr.MarshalJSON() // what json.Marshal writes, without its check of a Marshaler's output
+	} else {
+		raw, err = json.Marshal(res)
+	}
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInternal, err, "the result could not be encoded as JSON; the gateway logged the cause")
 	}
@@ -479,4 +493,11 @@ func inputRequiredResult(in *gateway.InputRequired, serverInfo []byte) json.RawM
 		out = append(append(out, `,"requestState":`...), in.State...)
 	}
 	return append(out, '}')
+}
+
+// isToolResult reports whether res is a complete tool result, whose
+// modernResult is compact JSON with HTML characters escaped.
+func isToolResult(res any) bool {
+	tr, ok := res.(*gateway.ToolResult)
+	return ok && tr != nil && tr.Input == nil
 }
