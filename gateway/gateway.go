@@ -377,6 +377,11 @@ type ToolResult struct {
 	Content           []map[string]any `json:"content"`
 	StructuredContent map[string]any   `json:"structuredContent,omitempty"`
 	IsError           bool             `json:"isError,omitempty"`
+	// Input, when not nil, makes the result an input-required result of MCP
+	// 2026-07-28 instead (InputRequired): Content, StructuredContent and
+	// IsError are then unused, and the transport writes resultType
+	// "input_required" with Input's fields.
+	Input *InputRequired `json:"-"`
 
 	// structuredJSON is StructuredContent encoded by StructuredJSON, once.
 	structuredJSON []byte

@@ -82,3 +82,52 @@ func RelayFrom(ctx context.Context) Relay {
 	r, _ := ctx.Value(relayKey).(Relay)
 	return r
 }
+
+// InputRound is the client's side of one request of the multi round-trip
+// pattern of MCP 2026-07-28 (basic/utilities/mrtr): a stateless tools/call
+// that may answer with an input-required result, and the client's retry
+// that carries the answers. Each attempt is a tools/call of its own,
+// authorized and audited as every call is.
+type InputRound struct {
+	// Capabilities is the client's _meta clientCapabilities object as
+	// JSON, limited (by the pipeline) to the kinds the policy relays, so
+	// the upstream never asks for input the gateway would refuse; "{}"
+	// when none is left.
+	Capabilities json.RawMessage
+	// Responses is params.inputResponses of a retry as the client sent it
+	// (a JSON object keyed like the inputRequests it answers); nil when
+	// absent.
+	Responses json.RawMessage
+	// State is params.requestState of a retry (a JSON string, opaque to the
+	// gateway and to the client); nil when absent.
+	State json.RawMessage
+}
+
+// InputRelay is a Relay of a stateless 2026-07-28 call, where the upstream
+// asks for input with an input-required result instead of requests during
+// the call. The upstream adapter asserts it on the relay it gets.
+type InputRelay interface {
+	Relay
+	// Round is the client's side of the round; nil when the client's call
+	// is not a stateless one (then the upstream is called on a session and
+	// asks with requests during the call).
+	Round() *InputRound
+	// InputRequired checks the upstream's inputRequests (a JSON object
+	// whose values are {"method", "params"}) before they are relayed to the
+	// client: nil when every one may be, else a *Error EForbidden whose
+	// reason names the refusal (a kind the policy does not relay, or a form
+	// elicitation that asks for a secret).
+	InputRequired(ctx context.Context, requests json.RawMessage) error
+}
+
+// InputRequired is an input-required result of MCP 2026-07-28 (a
+// ToolResult's Input): what the upstream asks the client for before it
+// completes the call, passed to the client as the upstream wrote it.
+type InputRequired struct {
+	// Requests is the inputRequests object; nil when the upstream sent
+	// only requestState.
+	Requests json.RawMessage
+	// State is the requestState JSON string; nil when absent. The client
+	// echoes it unchanged, and the upstream that minted it verifies it.
+	State json.RawMessage
+}

@@ -21,6 +21,7 @@ package mcpupstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -97,6 +98,10 @@ type Adapter struct {
 	version    string // protocol version offered at initialize
 	clientInfo []byte // the initialize params' clientInfo object
 	ids        atomic.Int64
+
+	// sessionOnly is set once the upstream refused a stateless 2026-07-28
+	// call: every later call goes on the session.
+	sessionOnly atomic.Bool
 
 	mu      sync.Mutex
 	session *upSession // nil when no live session
@@ -276,9 +281,24 @@ func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 	}
 	relay := gateway.RelayFrom(ctx)
 	progress := relay != nil && relay.ProgressToken() != nil
-	raw, err := a.roundTrip(ctx, "tools/call "+call.Tool, false, relay, func(id int64) []byte {
-		return callBody(id, call, args, progress)
-	})
+	var raw json.RawMessage
+	var err error
+	input, _ := relay.(gateway.InputRelay)
+	var round *gateway.InputRound
+	if input != nil && !a.sessionOnly.Load() {
+		round = input.Round()
+	}
+	if round != nil {
+		raw, err = a.callStateless(ctx, call, args, relay, progress, round)
+		if errors.Is(err, errNoStateless) {
+			round, err = nil, nil
+		}
+	}
+	if round == nil {
+		raw, err = a.roundTrip(ctx, "tools/call "+call.Tool, false, relay, func(id int64) []byte {
+			return callBody(id, call, args, progress, nil)
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -287,9 +307,15 @@ func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 		return nil, gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
 			"upstream MCP server %s answered tools/call %s with a result that is not a CallToolResult: %v", a.display, call.Tool, err))
 	}
-	if res == nil {
+	if res.Input == nil {
+		return res, nil
+	}
+	if round == nil {
 		return nil, gateway.Errorf(gateway.EUnavailable,
-			"upstream MCP server %s asked for interactive input to run %s through an input-required result, which the gateway does not relay; configure the upstream tool to ask with elicitation or to run without input", a.display, call.Tool)
+			"upstream MCP server %s asked for interactive input to run %s through an input-required result on a session-based protocol, which has no such result; configure the upstream tool to ask with elicitation, or call it at protocol 2026-07-28", a.display, call.Tool)
+	}
+	if err := input.InputRequired(ctx, res.Input.Requests); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -316,8 +342,11 @@ func arguments(call gateway.ToolCall) (json.RawMessage, *gateway.Error) {
 
 // callBody is the tools/call request with id: name, the argument bytes as
 // given, and _meta with the identity keys and, when progress is asked
-// for, the progress token progressToken(id).
-func callBody(id int64, call gateway.ToolCall, args json.RawMessage, progress bool) []byte {
+// for, the progress token progressToken(id). A stateless call (round not
+// nil) also carries the client's inputResponses and requestState, and in
+// _meta the protocol version, the client capabilities the policy left and
+// log level debug (the relay filters by the client's own level).
+func callBody(id int64, call gateway.ToolCall, args json.RawMessage, progress bool, round *gateway.InputRound) []byte {
 	b := make([]byte, 0, 160+len(call.Tool)+len(args)+len(call.WorkspaceID)+len(call.TaskID)+len(call.Actor))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendInt(b, id, 10)
@@ -325,8 +354,25 @@ func callBody(id int64, call gateway.ToolCall, args json.RawMessage, progress bo
 	b = appendString(b, call.Tool)
 	b = append(b, `,"arguments":`...)
 	b = append(b, args...)
+	if round != nil {
+		if len(round.Responses) > 0 {
+			b = append(append(b, `,"inputResponses":`...), round.Responses...)
+		}
+		if len(round.State) > 0 {
+			b = append(append(b, `,"requestState":`...), round.State...)
+		}
+	}
 	b = append(b, `,"_meta":{`...)
 	first := true
+	if round != nil {
+		caps := round.Capabilities
+		if len(caps) == 0 {
+			caps = json.RawMessage(`{}`)
+		}
+		b = append(b, `"`+metaProtocolVersion+`":"`+statelessVersion+`","`+metaLogLevel+`":"debug","`+metaClientCapabilities+`":`...)
+		b = append(b, caps...)
+		first = false
+	}
 	for _, kv := range [...][2]string{{MetaWorkspaceID, call.WorkspaceID}, {MetaTaskID, call.TaskID}, {MetaActor, call.Actor}} {
 		if kv[1] == "" {
 			continue

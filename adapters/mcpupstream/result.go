@@ -14,14 +14,16 @@ import (
 // An object structuredContent becomes StructuredContent; any other JSON
 // value (allowed since SEP-2106) cannot live in that map, so when the
 // upstream sent no content blocks it is rendered as one JSON text block
-// instead of being lost. An input-required result (2026-07-28), which the
-// gateway does not relay, is nil with no error.
+// instead of being lost. An input-required result (2026-07-28) is a result
+// whose Input holds its inputRequests and requestState as they came.
 func decodeResult(raw json.RawMessage) (*gateway.ToolResult, error) {
 	var res struct {
 		Content           []map[string]any `json:"content"`
 		StructuredContent json.RawMessage  `json:"structuredContent"`
 		IsError           bool             `json:"isError"`
 		ResultType        string           `json:"resultType"`
+		InputRequests     json.RawMessage  `json:"inputRequests"`
+		RequestState      json.RawMessage  `json:"requestState"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -29,7 +31,17 @@ func decodeResult(raw json.RawMessage) (*gateway.ToolResult, error) {
 		return nil, err
 	}
 	if res.ResultType == "input_required" {
-		return nil, nil
+		in := &gateway.InputRequired{}
+		if r := bytes.TrimSpace(res.InputRequests); len(r) > 0 && r[0] == '{' {
+			in.Requests = r
+		}
+		if st := bytes.TrimSpace(res.RequestState); len(st) > 0 && st[0] == '"' {
+			in.State = st
+		}
+		if in.Requests == nil && in.State == nil {
+			return nil, fmt.Errorf("an input-required result needs inputRequests (an object) or requestState (a string)")
+		}
+		return &gateway.ToolResult{Content: []map[string]any{}, Input: in}, nil
 	}
 	for i, b := range res.Content {
 		if b == nil {

@@ -22,6 +22,9 @@ import (
 type upSession struct {
 	id      string // Mcp-Session-Id; "" when the upstream keeps no session
 	version string // the protocol version the upstream negotiated
+	// tool is the tool of a stateless (2026-07-28) tools/call, sent as
+	// Mcp-Method and Mcp-Name; "" for a session.
+	tool string
 }
 
 // JSON-RPC error codes the adapter tells apart (JSON-RPC 2.0, section 5.1).
@@ -216,6 +219,10 @@ func (a *Adapter) send(ctx context.Context, s *upSession, body []byte) (*http.Re
 		h["Mcp-Session-Id"] = []string{s.id}
 	}
 	h["Mcp-Protocol-Version"] = []string{s.version}
+	if s.tool != "" {
+		h["Mcp-Method"] = []string{"tools/call"}
+		h["Mcp-Name"] = []string{headerName(s.tool)}
+	}
 	return a.http.Do(req)
 }
 
@@ -374,6 +381,9 @@ func (c *call) handle(ctx context.Context, data []byte) (res json.RawMessage, do
 	if m.ID == nil {
 		c.relayNotification(ctx, m.Method, m.Params)
 		return nil, false, nil
+	}
+	if c.s.tool != "" {
+		return nil, false, nil // a stateless call has no channel for an answer; 2026-07-28 servers send no requests
 	}
 	c.answers.Add(1)
 	go func() {

@@ -34,6 +34,9 @@ type message struct {
 	// version is the per-request protocol version of a 2026-07-28
 	// request, set once checkModern has validated it ("" otherwise).
 	version string
+	// capabilities is the _meta clientCapabilities object of a 2026-07-28
+	// request, set with version.
+	capabilities json.RawMessage
 	// result and rpcErr are a kindResponse's members (one is set): the
 	// client's answer to a request the gateway relayed (callRelay).
 	result, rpcErr json.RawMessage

@@ -126,9 +126,14 @@ func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Princip
 		return t.listTools(ctx, s, p, m.params)
 	case "tools/call":
 		var relay func(context.Context, *CallToolParams) context.Context
-		if s != nil { // a stateless (2026-07-28) call relays nothing yet
+		switch {
+		case s != nil:
 			relay = func(ctx context.Context, call *CallToolParams) context.Context {
 				return t.withCallRelay(ctx, s, call, stream)
+			}
+		case m.version != "": // a stateless (2026-07-28) call
+			relay = func(ctx context.Context, call *CallToolParams) context.Context {
+				return gateway.WithRelay(ctx, newModernRelay(m, call, stream))
 			}
 		}
 		return t.callTool(ctx, p, m.params, requestVersion(s, m), relay)

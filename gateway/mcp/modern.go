@@ -161,6 +161,7 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 		err   error
 		extra map[string]any
 	)
+	reply := newReplyWriter(w, f, false, t.writeDeadline)
 	switch m.method {
 	case "server/discover":
 		res = t.discover()
@@ -171,7 +172,12 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 	case "tools/call":
 		// Closing the response stream cancels the call (MCP 2026-07-28,
 		// streamable-http, "Cancellation"): ctx keeps r's cancellation.
-		res, err = t.safeCall(ctx, p, m)
+		// Progress and log messages of the call go on its response stream
+		// before the result, when the client accepts one (streamable-http,
+		// "Sending Messages to the Server": the stream carries messages
+		// related to the request).
+		_, reply.canSSE = acceptable(r.Header.Values("Accept"))
+		res, err = t.safeCall(ctx, p, m, reply.stream)
 	case "subscriptions/listen":
 		t.serveListen(w, r, p, m)
 		return
@@ -180,21 +186,29 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 		return
 	}
 	resp := response{JSONRPC: "2.0", ID: m.id}
+	var body json.RawMessage
 	if err == nil {
-		resp.Result, err = t.modernResult(res, extra)
+		body, err = t.modernResult(res, extra)
 	}
-	if err != nil { // an error that is not a tool execution error: a JSON-RPC error in a 200 reply, as in a session
-		resp.Result = nil
+	switch {
+	case err != nil: // an error that is not a tool execution error: a JSON-RPC error in a 200 reply, as in a session
 		resp.Error, _ = t.wireError(ctx, err)
+		reply.write(t.encode(ctx, resp))
+	case isToolResult(res) && plainID(m.id):
+		// modernResult wrote compact JSON as encoding/json would: the
+		// envelope needs no second pass over it.
+		reply.write(resultEnvelope(m.id, body))
+	default:
+		resp.Result = body
+		reply.write(t.encode(ctx, resp))
 	}
-	reply := newReplyWriter(w, f, false, t.writeDeadline)
-	reply.write(t.encode(ctx, resp))
 	reply.finish()
 }
 
-// safeCall runs tools/call, turning a handler panic into an internal error.
-func (t *Transport) safeCall(ctx context.Context, p *gateway.Principal, m *message) (any, error) {
-	return t.safeDispatch(ctx, nil, p, m, nil)
+// safeCall runs tools/call, turning a handler panic into an internal error;
+// stream carries the call's messages before its result (nil: none).
+func (t *Transport) safeCall(ctx context.Context, p *gateway.Principal, m *message, stream func([]byte) bool) (any, error) {
+	return t.safeDispatch(ctx, nil, p, m, stream)
 }
 
 // checkModern validates a stateless request: the standard headers against
@@ -250,6 +264,7 @@ func checkModern(r *http.Request, m *message) error {
 		return errUnsupportedVersion(version)
 	}
 	m.version = version
+	m.capabilities = in.Meta[metaClientCapabilities]
 	return nil
 }
 
@@ -337,11 +352,20 @@ func (t *Transport) discover() *discoverResult {
 // resultType "complete", the server's identity in _meta (beside any _meta
 // of res), and extra (the caching hints of cacheable results).
 func (t *Transport) modernResult(res any, extra map[string]any) (json.RawMessage, error) {
-	raw, err := json.Marshal(res)
+	var raw []byte
+	var err error
+	if tr, ok := res.(*gateway.ToolResult); ok && tr.Input == nil {
+		raw, err = tr.MarshalJSON() // what json.Marshal writes, without its check of a Marshaler's output
+	} else {
+		raw, err = json.Marshal(res)
+	}
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInternal, err, "the result could not be encoded as JSON; the gateway logged the cause")
 	}
 	serverInfo, _ := json.Marshal(implementation{Name: t.opts.ServerName, Version: t.opts.ServerVersion})
+	if tr, ok := res.(*gateway.ToolResult); ok && tr.Input != nil {
+		return inputRequiredResult(tr.Input, serverInfo), nil
+	}
 	if len(raw) >= 2 && raw[0] == '{' && !bytes.Contains(raw, []byte(`"_meta"`)) {
 		// The common case, a result without _meta: append the fields to
 		// the encoded object instead of decoding and encoding it again.
@@ -453,4 +477,27 @@ func (t *Transport) removeListener(s *session) {
 	t.mu.Lock()
 	delete(t.listeners, s)
 	t.mu.Unlock()
+}
+
+// inputRequiredResult is the InputRequiredResult of MCP 2026-07-28
+// (basic/utilities/mrtr) of in: resultType "input_required", the
+// upstream's inputRequests and requestState as it wrote them, and the
+// server's identity in _meta.
+func inputRequiredResult(in *gateway.InputRequired, serverInfo []byte) json.RawMessage {
+	out := append(make([]byte, 0, 96+len(in.Requests)+len(in.State)+len(serverInfo)), `{"_meta":{"`+metaServerInfo+`":`...)
+	out = append(append(out, serverInfo...), `},"resultType":"input_required"`...)
+	if len(in.Requests) > 0 {
+		out = append(append(out, `,"inputRequests":`...), in.Requests...)
+	}
+	if len(in.State) > 0 {
+		out = append(append(out, `,"requestState":`...), in.State...)
+	}
+	return append(out, '}')
+}
+
+// isToolResult reports whether res is a complete tool result, whose
+// modernResult is compact JSON with HTML characters escaped.
+func isToolResult(res any) bool {
+	tr, ok := res.(*gateway.ToolResult)
+	return ok && tr != nil && tr.Input == nil
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -197,13 +198,95 @@ func (t *Transport) setLogLevel(s *session, params json.RawMessage) (any, error)
 // wantsLog reports whether a notifications/message with params is at or
 // above the session's level.
 func (s *session) wantsLog(params json.RawMessage) bool {
-	var in struct {
-		Level string `json:"level"`
-	}
-	_ = json.Unmarshal(params, &in)
 	want := defaultLogLevel
 	if l := s.logLevel.Load(); l != nil {
 		want = *l
 	}
+	return levelAtLeast(params, want)
+}
+
+// levelAtLeast reports whether the notifications/message with params is
+// at or above level want.
+func levelAtLeast(params json.RawMessage, want string) bool {
+	var in struct {
+		Level string `json:"level"`
+	}
+	_ = json.Unmarshal(params, &in)
 	return slices.Index(logLevels, in.Level) >= slices.Index(logLevels, want)
+}
+
+// metaLogLevel is the per-request log level of MCP 2026-07-28: log
+// messages of a request that does not set it are not sent.
+const metaLogLevel = "io.modelcontextprotocol/logLevel"
+
+// modernRelay is the gateway.InputRelay of one stateless 2026-07-28
+// tools/call: the upstream's progress and log messages go on the call's
+// response stream (when the client accepts one; log messages only at or
+// above the request's _meta log level, none without one), requests during
+// the call are refused (the revision has none: an upstream asks with an
+// input-required result), and the client's inputResponses, requestState
+// and capabilities are the round the adapter passes upstream.
+type modernRelay struct {
+	token    json.RawMessage
+	logLevel string // "" when the request set none
+	round    gateway.InputRound
+	stream   func([]byte) bool
+}
+
+var _ gateway.InputRelay = (*modernRelay)(nil)
+
+// newModernRelay is the relay of call, the tools/call of the stateless
+// request m; stream writes on its response stream (nil: none).
+func newModernRelay(m *message, call *CallToolParams, stream func([]byte) bool) *modernRelay {
+	r := &modernRelay{stream: stream, round: gateway.InputRound{Capabilities: m.capabilities}}
+	if tok, ok := call.Meta["progressToken"]; ok && tok != nil {
+		r.token, _ = json.Marshal(tok)
+	}
+	if l, ok := call.Meta[metaLogLevel].(string); ok && slices.Contains(logLevels, l) {
+		r.logLevel = l
+	}
+	// Only a retry carries these members; the first attempt of a round is
+	// not decoded again.
+	if bytes.Contains(m.params, []byte(`"inputResponses"`)) || bytes.Contains(m.params, []byte(`"requestState"`)) {
+		var in struct {
+			InputResponses json.RawMessage `json:"inputResponses"`
+			RequestState   json.RawMessage `json:"requestState"`
+		}
+		_ = decodeParams(m.params, &in)
+		if isJSONKind(in.InputResponses, '{') {
+			r.round.Responses = in.InputResponses
+		}
+		if isJSONKind(in.RequestState, '"') {
+			r.round.State = in.RequestState
+		}
+	}
+	return r
+}
+
+// isJSONKind reports whether raw is a JSON value starting with c.
+func isJSONKind(raw json.RawMessage, c byte) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == c
+}
+
+func (r *modernRelay) ProgressToken() json.RawMessage { return r.token }
+
+func (r *modernRelay) Round() *gateway.InputRound { return &r.round }
+
+// InputRequired refuses nothing: the policy's checks wrap this relay.
+func (r *modernRelay) InputRequired(context.Context, json.RawMessage) error { return nil }
+
+func (r *modernRelay) Notify(_ context.Context, method string, params json.RawMessage) error {
+	if method == "notifications/message" && (r.logLevel == "" || !levelAtLeast(params, r.logLevel)) {
+		return errBelowLevel
+	}
+	if r.stream != nil && r.stream(rawMessage(nil, method, params)) {
+		return nil
+	}
+	return errNoStream
+}
+
+// Request refuses: at protocol 2026-07-28 a server sends no requests.
+func (r *modernRelay) Request(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+	return nil, &gateway.RPCError{Code: gateway.RPCMethodNotFound, Message: "the gateway's client speaks MCP 2026-07-28, which has no server-to-client requests: ask for " + method + " with an input-required result (inputRequests) instead"}
 }

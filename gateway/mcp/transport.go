@@ -655,14 +655,19 @@ func encodeToolResult(resp response) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	id := resp.ID
+	return resultEnvelope(resp.ID, body), true
+}
+
+// resultEnvelope is the response with id (plainID) and result body, a
+// compact JSON object as encoding/json writes it.
+func resultEnvelope(id, body json.RawMessage) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
 	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
 	out := make([]byte, 0, len(head)+len(id)+len(mid)+len(body)+1)
 	out = append(append(append(append(out, head...), id...), mid...), body...)
-	return append(out, '}'), true
+	return append(out, '}')
 }
 
 // plainID reports whether id, a valid JSON id, is one encoding/json

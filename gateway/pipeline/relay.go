@@ -162,3 +162,79 @@ func normalWord(s string) string {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+var _ gateway.InputRelay = (*policyRelay)(nil)
+
+// capabilityKinds maps the client capabilities of MCP to the kind of input
+// an upstream asks for with them.
+var capabilityKinds = [...]struct {
+	name string
+	kind gateway.RelayKind
+}{{"elicitation", gateway.RelayElicitation}, {"sampling", gateway.RelaySampling}, {"roots", gateway.RelayRoots}}
+
+// Round is the transport's round with the client capabilities limited to
+// the kinds the policy relays: an upstream is not told of a capability
+// whose requests the gateway would refuse.
+func (r *policyRelay) Round() *gateway.InputRound {
+	next, ok := r.next.(gateway.InputRelay)
+	if !ok {
+		return nil
+	}
+	round := next.Round()
+	if round == nil {
+		return nil
+	}
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(round.Capabilities, &caps)
+	kept := map[string]json.RawMessage{}
+	for _, c := range capabilityKinds {
+		if v, ok := caps[c.name]; ok && r.kinds[c.kind] {
+			kept[c.name] = v
+		}
+	}
+	out := *round
+	out.Capabilities, _ = json.Marshal(kept)
+	return &out
+}
+
+// InputRequired applies the rules of Request to each of an upstream's
+// inputRequests, in key order, and notes each kind for the audit row.
+func (r *policyRelay) InputRequired(_ context.Context, requests json.RawMessage) error {
+	var in map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if len(requests) > 0 && json.Unmarshal(requests, &in) != nil {
+		return gateway.Errorf(gateway.EUnavailable, "the upstream's inputRequests is not an object of requests; the gateway relays none of it")
+	}
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		req := in[k]
+		kind, ok := gateway.RelayKindOf(req.Method)
+		if !ok || kind == gateway.RelayProgress || kind == gateway.RelayLog || !r.kinds[kind] {
+			code := relayCodePrefix + "input" + relayRefusedSuffix
+			if ok {
+				code = relayCodePrefix + string(kind) + relayRefusedSuffix
+			}
+			r.note(code)
+			msg := errRelayNotRelayed + strconvQuote(req.Method) + " (input request " + strconvQuote(k) + ") to this caller, so the tool cannot get the input it asks for; ask an operator to relay it or call the tool without it"
+			return &gateway.Error{Code: gateway.EForbidden, Message: msg, Reasons: []gateway.Reason{{Code: code, Message: msg}}}
+		}
+		if kind == gateway.RelayElicitation {
+			if prop := r.secretProperty(req.Params); prop != "" {
+				r.note(relaySecretRefused)
+				msg := errRelayAsksSecrets + strconvQuote(prop) + " (input request " + strconvQuote(k) + ") looks like one; ask for it out of band (URL elicitation) instead"
+				return &gateway.Error{Code: gateway.EForbidden, Message: msg, Reasons: []gateway.Reason{{Code: relaySecretRefused, Message: msg}}}
+			}
+		}
+	}
+	for _, k := range keys {
+		kind, _ := gateway.RelayKindOf(in[k].Method)
+		r.note(relayCodePrefix + string(kind))
+	}
+	return nil
+}

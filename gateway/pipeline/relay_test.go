@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -93,5 +94,64 @@ func TestPolicyRelayFollowsKinds(t *testing.T) {
 	// No relay obligation at all (a policy without relay rules): nothing relayed.
 	if err := newPolicyRelay(client, nil).Notify(context.Background(), "notifications/message", nil); err == nil {
 		t.Error("a decision without a relay obligation relays")
+	}
+}
+
+// statelessRelay stands for the transport's relay of a 2026-07-28 call.
+type statelessRelay struct {
+	clientRelay
+	round gateway.InputRound
+}
+
+func (s *statelessRelay) Round() *gateway.InputRound { return &s.round }
+func (s *statelessRelay) InputRequired(context.Context, json.RawMessage) error {
+	return nil
+}
+
+// An upstream's input-required result is relayed only when the policy
+// relays every kind it asks for and no form asks for a secret; the refusal
+// is a Forbidden error whose reason code the audit row carries, and the
+// upstream is told only of the client capabilities the policy relays.
+func TestPolicyRelayInputRequired(t *testing.T) {
+	const form = `{"method":"elicitation/create","params":{"mode":"form","message":"m","requestedSchema":{"type":"object","properties":{"%s":{"type":"string"}}}}}`
+	sampling := `{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}`
+	onlyElicit := &gateway.RelayPolicy{Kinds: []gateway.RelayKind{gateway.RelayElicitation}, SecretWords: allKinds.SecretWords}
+	tests := []struct {
+		name     string
+		policy   *gateway.RelayPolicy
+		requests string
+		code     string // "" when relayed
+		noted    []string
+	}{
+		{"form and sampling relayed", allKinds, `{"a":` + fmt.Sprintf(form, "name") + `,"b":` + sampling + `}`, "", []string{"relay.elicitation", "relay.sampling"}},
+		{"secret form refused", allKinds, `{"a":` + fmt.Sprintf(form, "password") + `}`, "relay.elicitation.secret_refused", []string{"relay.elicitation.secret_refused"}},
+		{"sampling not relayed", onlyElicit, `{"a":` + fmt.Sprintf(form, "name") + `,"b":` + sampling + `}`, "relay.sampling.refused", []string{"relay.sampling.refused"}},
+		{"unknown method", allKinds, `{"a":{"method":"tools/call","params":{}}}`, "relay.input.refused", []string{"relay.input.refused"}},
+		{"no policy relays nothing", nil, `{"r":{"method":"roots/list","params":{}}}`, "relay.roots.refused", []string{"relay.roots.refused"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newPolicyRelay(&statelessRelay{}, tc.policy)
+			err := r.InputRequired(context.Background(), json.RawMessage(tc.requests))
+			var ge *gateway.Error
+			switch {
+			case tc.code == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.code != "" && (!errors.As(err, &ge) || ge.Code != gateway.EForbidden || len(ge.Reasons) != 1 || ge.Reasons[0].Code != tc.code):
+				t.Fatalf("err = %#v, want Forbidden with reason %s", err, tc.code)
+			}
+			if got := r.codes(); !slices.Equal(got, tc.noted) {
+				t.Errorf("audit codes %v, want %v", got, tc.noted)
+			}
+		})
+	}
+
+	caps := &statelessRelay{round: gateway.InputRound{Capabilities: json.RawMessage(`{"elicitation":{"form":{}},"sampling":{},"roots":{},"experimental":{}}`), State: json.RawMessage(`"s"`)}}
+	round := newPolicyRelay(caps, onlyElicit).Round()
+	if string(round.Capabilities) != `{"elicitation":{"form":{}}}` || string(round.State) != `"s"` {
+		t.Errorf("round = %s %s, want only the elicitation capability and the state unchanged", round.Capabilities, round.State)
+	}
+	if newPolicyRelay(&clientRelay{}, allKinds).Round() != nil {
+		t.Error("a session call's relay has a round")
 	}
 }

@@ -35,12 +35,15 @@ type scenario struct {
 	// WARNING is expected, with why they cannot apply to the gateway; every
 	// other check must pass. README.md names them too.
 	notApplicable map[string]string
+	// statelessUpstream runs the scenario against the gateway in front of
+	// the stateless fixture (stateless_test.go), whose tools ask for input
+	// with input-required results.
+	statelessUpstream bool
 }
 
 // Reasons shared by several skipped scenarios.
 const (
 	skipToolsOnly = "the gateway serves tools only (initialize, ping, tools/list, tools/call; at 2026-07-28 server/discover, tools/list, tools/call, subscriptions/listen); it offers no resources, prompts or completions"
-	skipInputReq  = "needs the upstream's input-required result (MRTR) relayed to the client and its inputResponses relayed back; mcpupstream speaks 2025-11-25 to the upstream and refuses its requests for input, so the upstream fails the call (a later point: relaying upstream server-to-client messages)"
 	naToolsOnly   = "the gateway serves tools only: prompts/list and resources/* answer -32601 (HTTP 404), so they carry no caching hints"
 	skipTasks     = "tasks extension; the gateway does not offer tasks"
 	skipSkills    = "skills extension (SEP-2640); the gateway serves tools only"
@@ -120,20 +123,20 @@ var scenarios = []scenario{
 	{name: "tasks-status-notifications", skip: skipTasks},
 	{name: "tasks-required-task-error", skip: skipTasks},
 	{name: "tasks-mrtr-composition", skip: skipTasks},
-	{name: "input-required-result-basic-elicitation", skip: skipInputReq},
-	{name: "input-required-result-basic-sampling", skip: skipInputReq},
-	{name: "input-required-result-basic-list-roots", skip: skipInputReq},
-	{name: "input-required-result-request-state", skip: skipInputReq},
-	{name: "input-required-result-multiple-input-requests", skip: skipInputReq},
-	{name: "input-required-result-multi-round", skip: skipInputReq},
-	{name: "input-required-result-missing-input-response", skip: skipInputReq},
-	{name: "input-required-result-non-tool-request", skip: skipInputReq},
-	{name: "input-required-result-result-type", skip: skipInputReq},
+	{name: "input-required-result-basic-elicitation", versions: stateless, statelessUpstream: true},
+	{name: "input-required-result-basic-sampling", versions: stateless, statelessUpstream: true},
+	{name: "input-required-result-basic-list-roots", versions: stateless, statelessUpstream: true},
+	{name: "input-required-result-request-state", versions: stateless, statelessUpstream: true},
+	{name: "input-required-result-multiple-input-requests", versions: stateless, statelessUpstream: true},
+	{name: "input-required-result-multi-round", versions: stateless, statelessUpstream: true},
+	{name: "input-required-result-missing-input-response", versions: stateless, statelessUpstream: true},
+	{name: "input-required-result-non-tool-request", skip: "asks for input on prompts/get; " + skipToolsOnly},
+	{name: "input-required-result-result-type", versions: stateless, statelessUpstream: true},
 	{name: "input-required-result-unsupported-methods", versions: stateless},
-	{name: "input-required-result-tampered-state", skip: skipInputReq},
-	{name: "input-required-result-capability-check", skip: skipInputReq},
-	{name: "input-required-result-ignore-extra-params", skip: skipInputReq},
-	{name: "input-required-result-validate-input", skip: skipInputReq},
+	{name: "input-required-result-tampered-state", versions: stateless, statelessUpstream: true},
+	{name: "input-required-result-capability-check", versions: stateless, statelessUpstream: true},
+	{name: "input-required-result-ignore-extra-params", versions: stateless, statelessUpstream: true},
+	{name: "input-required-result-validate-input", versions: stateless, statelessUpstream: true},
 }
 
 // TestConformance runs every applicable scenario at each of its protocol
@@ -154,7 +157,13 @@ func TestConformance(t *testing.T) {
 			for _, v := range sc.versions {
 				t.Run(v, func(t *testing.T) {
 					t.Parallel()
-					runScenario(t, s, s.proxy.url(t, s.gatewayURL, s.taskToken(t, upstreamProfile)), "conformance", sc, v)
+					endpoint, token := s.gatewayURL, ""
+					if sc.statelessUpstream {
+						endpoint, token = s.statelessURL(t), s.statelessToken(t, upstreamProfile)
+					} else {
+						token = s.taskToken(t, upstreamProfile)
+					}
+					runScenario(t, s, s.proxy.url(t, endpoint, token), "conformance", sc, v)
 				})
 			}
 		})
@@ -199,8 +208,20 @@ var apiResults = map[string]scenario{
 		"sep-2549-resources-list-caching-hints":           naToolsOnly,
 		"sep-2549-resources-templates-list-caching-hints": naToolsOnly,
 	}},
-	"http-header-validation":                    {versions: stateless},
-	"input-required-result-unsupported-methods": {versions: stateless},
+	"http-header-validation":                        {versions: stateless},
+	"input-required-result-unsupported-methods":     {versions: stateless},
+	"input-required-result-basic-elicitation":       {skip: skipFixtureTools},
+	"input-required-result-basic-sampling":          {skip: skipFixtureTools},
+	"input-required-result-basic-list-roots":        {skip: skipFixtureTools},
+	"input-required-result-request-state":           {skip: skipFixtureTools},
+	"input-required-result-multiple-input-requests": {skip: skipFixtureTools},
+	"input-required-result-multi-round":             {skip: skipFixtureTools},
+	"input-required-result-missing-input-response":  {skip: skipFixtureTools},
+	"input-required-result-result-type":             {skip: skipFixtureTools},
+	"input-required-result-tampered-state":          {skip: skipFixtureTools},
+	"input-required-result-capability-check":        {skip: skipFixtureTools},
+	"input-required-result-ignore-extra-params":     {skip: skipFixtureTools},
+	"input-required-result-validate-input":          {skip: skipFixtureTools},
 }
 
 // apiScenarios is the scenarios table as it applies to /api/mcp: the

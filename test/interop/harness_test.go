@@ -75,6 +75,9 @@ type stack struct {
 	mu    sync.Mutex         // procs, once the coordinator gateway starts in a test
 	coord coordinatorGateway // coordinator_test.go
 	cc    ccGateway          // ccserver_test.go
+	// stateless is the gateway in front of the stateless fixture
+	// (stateless_test.go).
+	stateless statelessGateway
 }
 
 var (
