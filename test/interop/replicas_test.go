@@ -110,7 +110,13 @@ func startReplicas(t *testing.T, s *stack) *replicaSet {
 	}
 	for i := range 3 {
 		log := filepath.Join(s.dir, fmt.Sprintf("replica-%d.log", i+1))
-		base, err := s.launchGateway(log, env)
+		// serve --dev would open the cc_server surface on 127.0.0.1:9030
+		// in every replica: each takes a free port of its own.
+		cc, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, err := s.launchGateway(log, append(slices.Clone(env), "MCPGATE_CCSERVER_LISTEN="+cc))
 		if err != nil {
 			data, _ := os.ReadFile(log)
 			t.Fatalf("replica %d: %v\n%s", i+1, err, data)
