@@ -46,6 +46,32 @@ func screenshots(t *testing.T) string {
 	return dir
 }
 
+// navigates runs a, which submits a form, and returns once the browser
+// shows the page that answered: without the wait, a WaitVisible after it
+// could find its element on the page being left and hang on the node that
+// navigation detaches.
+func navigates(a chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.Evaluate[bool](`window.mcpgateLeaving = true`)(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		if _, err := a(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		for {
+			// Errors while the old document goes away are expected: poll on.
+			if done, err := chromedp.Evaluate[bool](`window.mcpgateLeaving !== true && document.readyState === "complete"`)(ctx, tg); err == nil && done {
+				return chromedp.Void{}, nil
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
 // TestBrowser drives a real headless Chromium through the console: sign
 // in, create an API token, see its value once, reload and see it gone,
 // revoke it, and set (then move) the workspace default profile; permission
@@ -173,7 +199,7 @@ func TestBrowser(t *testing.T) {
 
 	// Revoke it by its fingerprint.
 	run("revoke",
-		chromedp.Click(chromedp.CSS(`#token-`+fp+` button`)),
+		navigates(chromedp.Click(chromedp.CSS(`#token-`+fp+` button`))),
 		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
 		shot("07-token-revoked"),
 	)
@@ -188,7 +214,7 @@ func TestBrowser(t *testing.T) {
 	// Limits: an empty field keeps the default.
 	run("limits",
 		chromedp.SendKeys(chromedp.ID("reads"), "75"),
-		chromedp.Submit(chromedp.ID("reads")),
+		navigates(chromedp.Submit(chromedp.ID("reads"))),
 		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
 		shot("08-external-limits"),
 	)
@@ -201,7 +227,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/workspaces/ws-1/profiles"),
 		chromedp.WaitVisible(chromedp.ID("default-profile")),
 		shot("09-profiles"),
-		chromedp.Click(chromedp.CSS(`button[aria-label="Set p-ops as workspace default"]`)),
+		navigates(chromedp.Click(chromedp.CSS(`button[aria-label="Set p-ops as workspace default"]`))),
 		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
 		shot("10-default-profile-set"),
 	)
@@ -213,7 +239,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/workspaces/ws-1/profiles/p-reader"),
 		chromedp.WaitVisible(chromedp.ID("name")),
 		shot("11-profile-edit"),
-		chromedp.Click(`//button[text()="Set as workspace default"]`),
+		navigates(chromedp.Click(`//button[text()="Set as workspace default"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
 	)
 	def = read("read the default", chromedp.Text(chromedp.ID("default-profile")))
@@ -231,7 +257,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("id"), "p-bad"),
 		chromedp.SendKeys(chromedp.ID("name"), "Bad"),
 		chromedp.SendKeys(chromedp.ID("exact"), "has space"),
-		chromedp.Submit(chromedp.ID("name")),
+		navigates(chromedp.Submit(chromedp.ID("name"))),
 		chromedp.WaitVisible(chromedp.ID("allowlist-error")),
 		shot("12-profile-bad-input"),
 	)
@@ -248,7 +274,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("ws-overrides")),
 		shot("13-permissions"),
 		chromedp.SendKeys(chromedp.ID("overrides-1"), "Not A Key=true"),
-		chromedp.Submit(chromedp.ID("overrides-1")),
+		navigates(chromedp.Submit(chromedp.ID("overrides-1"))),
 		chromedp.WaitVisible(chromedp.ID("overrides-1-error")),
 		shot("14-permissions-bad-key"),
 	)
@@ -257,7 +283,7 @@ func TestBrowser(t *testing.T) {
 	}
 	run("save an override",
 		chromedp.SetValue(chromedp.ID("ws-overrides"), "workspace.plan.view=false"),
-		chromedp.Submit(chromedp.ID("ws-overrides")),
+		navigates(chromedp.Submit(chromedp.ID("ws-overrides"))),
 		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
 	)
 	if got := g.api(t, http.MethodGet, "/workspaces/ws-1/permission-overrides", "", http.StatusOK); !strings.Contains(got, `"workspace.plan.view":false`) {
@@ -273,7 +299,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("approval-ap-1")),
 		shot("15-approvals"),
 		chromedp.SendKeys(chromedp.ID("decided-by-0"), "Olivia"),
-		chromedp.Click(chromedp.CSS(`button[aria-label="Approve create_ticket (ap-1)"]`)),
+		navigates(chromedp.Click(chromedp.CSS(`button[aria-label="Approve create_ticket (ap-1)"]`))),
 		chromedp.WaitVisible(chromedp.ID("decided-ap-1")),
 		shot("16-approval-decided"),
 	)
@@ -287,7 +313,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("audit-events")),
 		shot("17-audit"),
 		chromedp.SendKeys(chromedp.ID("f-tool"), "apps.deploy"),
-		chromedp.Submit(chromedp.ID("f-tool")),
+		navigates(chromedp.Submit(chromedp.ID("f-tool"))),
 		chromedp.WaitVisible(chromedp.CSS(`#audit-events td.reasons`)),
 		shot("18-audit-filtered"),
 	)
@@ -303,11 +329,11 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("p-task"), "t-1"),
 		chromedp.SendKeys(chromedp.ID("p-user"), "alice"),
 		chromedp.SendKeys(chromedp.ID("p-tool"), "workspace.info"),
-		chromedp.Submit(chromedp.ID("p-tool")),
+		navigates(chromedp.Submit(chromedp.ID("p-tool"))),
 		chromedp.WaitVisible(chromedp.ID("verdict")),
 		shot("19-playground"),
 		chromedp.SetValue(chromedp.ID("p-args"), "[1]"),
-		chromedp.Submit(chromedp.ID("p-tool")),
+		navigates(chromedp.Submit(chromedp.ID("p-tool"))),
 		chromedp.WaitVisible(chromedp.ID("p-args-error")),
 		shot("20-playground-bad-args"),
 	)
@@ -321,7 +347,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/policy"),
 		chromedp.WaitVisible(chromedp.ID("live-revision")),
 		shot("21-policy"),
-		chromedp.Click(`//button[text()="Reload the policy"]`),
+		navigates(chromedp.Click(`//button[text()="Reload the policy"]`)),
 		chromedp.WaitVisible(chromedp.ID("reload-error")),
 		shot("22-policy-reload-refused"),
 	)
@@ -330,7 +356,7 @@ func TestBrowser(t *testing.T) {
 	}
 
 	run("sign out",
-		chromedp.Click(`//button[text()="Sign out"]`),
+		navigates(chromedp.Click(`//button[text()="Sign out"]`)),
 		chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.Navigate(base+"/workspaces"),
 		chromedp.WaitVisible(chromedp.ID("token")),
