@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
 )
 
@@ -45,9 +46,40 @@ func screenshots(t *testing.T) string {
 	return dir
 }
 
+// navigates runs a, which submits a form, and returns once the browser
+// shows the page that answered: without the wait, a WaitVisible after it
+// could find its element on the page being left and hang on the node that
+// navigation detaches.
+func navigates(a chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.Evaluate[bool](`window.mcpgateLeaving = true`)(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		if _, err := a(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		for {
+			// Errors while the old document goes away are expected: poll on.
+			if done, err := chromedp.Evaluate[bool](`window.mcpgateLeaving !== true && document.readyState === "complete"`)(ctx, tg); err == nil && done {
+				return chromedp.Void{}, nil
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
 // TestBrowser drives a real headless Chromium through the console: sign
 // in, create an API token, see its value once, reload and see it gone,
-// revoke it, and set (then move) the workspace default profile.
+// revoke it, and set (then move) the workspace default profile; permission
+// overrides with a refused key and the resolved chain; approve a pending
+// approval; filter audit events; explain a call in the playground; a
+// refused policy reload; then a read-only API token's view. The admin
+// API's collaborators are the fakes of the handler tests; test/e2e drives
+// the same pages over the whole gateway.
 func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the browser test starts Chromium; skipped with -short")
@@ -59,6 +91,21 @@ func TestBrowser(t *testing.T) {
 	g := newGateway(t)
 	g.api(t, http.MethodPut, "/workspaces/ws-1/profiles/p-reader", `{"name":"Reader","allowlist":["supacloud.read.*"]}`, http.StatusOK)
 	g.api(t, http.MethodPut, "/workspaces/ws-1/profiles/p-ops", `{"name":"Ops","allowlist":["supacloud.read.*","supacloud.ops.*"]}`, http.StatusOK)
+	g.api(t, http.MethodPut, "/workspaces/ws-1/members/alice/permission-overrides", `{"workspace.budget.view":true}`, http.StatusOK)
+	g.explainer.chains["alice"] = []map[string]any{{"field": "budget_remaining", "key": "workspace.budget.view", "value": true,
+		"decided_by": "user_override", "chain": []map[string]any{link("user_override", true), link("seat_type", nil, "name", "developer", "applies", true),
+			link("workspace_override", nil), link("org_plan", nil, "name", "team"), link("default", true)}}}
+	g.approvals.add(gateway.Approval{ID: "ap-1", PrincipalKind: gateway.PrincipalUser, Subject: "ada", WorkspaceID: "ws-1", Tool: "create_ticket",
+		ArgumentsHash: "sha256:abc", PolicyRevision: "rev-live", Because: []string{"create_ticket requires approval"},
+		Status: gateway.ApprovalPending, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(10 * time.Minute)})
+	for i, tool := range []string{"workspace.info", "apps.deploy", "workspace.info"} {
+		st := map[bool]string{true: gateway.AuditDenied, false: gateway.AuditAllowed}[tool == "apps.deploy"]
+		if err := g.store.RecordAudit(context.Background(), &gateway.AuditEvent{Time: time.Now().Add(time.Duration(i-5) * time.Second), WorkspaceID: "ws-1",
+			TaskID: "t-1", Actor: "alice", PrincipalKind: gateway.PrincipalAgent, Tool: tool, Tier: gateway.TierRead, Status: st,
+			ReasonCodes: []string{"policy." + st}, ArgumentsHash: "sha256:x", PolicyRevision: "rev-live"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	dir := screenshots(t)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
@@ -152,7 +199,7 @@ func TestBrowser(t *testing.T) {
 
 	// Revoke it by its fingerprint.
 	run("revoke",
-		chromedp.Click(chromedp.CSS(`#token-`+fp+` button`)),
+		navigates(chromedp.Click(chromedp.CSS(`#token-`+fp+` button`))),
 		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
 		shot("07-token-revoked"),
 	)
@@ -167,7 +214,7 @@ func TestBrowser(t *testing.T) {
 	// Limits: an empty field keeps the default.
 	run("limits",
 		chromedp.SendKeys(chromedp.ID("reads"), "75"),
-		chromedp.Submit(chromedp.ID("reads")),
+		navigates(chromedp.Submit(chromedp.ID("reads"))),
 		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
 		shot("08-external-limits"),
 	)
@@ -180,7 +227,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/workspaces/ws-1/profiles"),
 		chromedp.WaitVisible(chromedp.ID("default-profile")),
 		shot("09-profiles"),
-		chromedp.Click(chromedp.CSS(`button[aria-label="Set p-ops as workspace default"]`)),
+		navigates(chromedp.Click(chromedp.CSS(`button[aria-label="Set p-ops as workspace default"]`))),
 		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
 		shot("10-default-profile-set"),
 	)
@@ -192,7 +239,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/workspaces/ws-1/profiles/p-reader"),
 		chromedp.WaitVisible(chromedp.ID("name")),
 		shot("11-profile-edit"),
-		chromedp.Click(`//button[text()="Set as workspace default"]`),
+		navigates(chromedp.Click(`//button[text()="Set as workspace default"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
 	)
 	def = read("read the default", chromedp.Text(chromedp.ID("default-profile")))
@@ -210,7 +257,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("id"), "p-bad"),
 		chromedp.SendKeys(chromedp.ID("name"), "Bad"),
 		chromedp.SendKeys(chromedp.ID("exact"), "has space"),
-		chromedp.Submit(chromedp.ID("name")),
+		navigates(chromedp.Submit(chromedp.ID("name"))),
 		chromedp.WaitVisible(chromedp.ID("allowlist-error")),
 		shot("12-profile-bad-input"),
 	)
@@ -220,10 +267,114 @@ func TestBrowser(t *testing.T) {
 	}
 	g.api(t, http.MethodGet, "/workspaces/ws-1/profiles/p-bad", "", http.StatusNotFound)
 
+	// Permission overrides: a bad key gets the admin API's message next
+	// to the field; a good one is saved; the chain is the explainer's.
+	run("permission overrides",
+		chromedp.Navigate(base+"/workspaces/ws-1/permissions"),
+		chromedp.WaitVisible(chromedp.ID("ws-overrides")),
+		shot("13-permissions"),
+		chromedp.SendKeys(chromedp.ID("overrides-1"), "Not A Key=true"),
+		navigates(chromedp.Submit(chromedp.ID("overrides-1"))),
+		chromedp.WaitVisible(chromedp.ID("overrides-1-error")),
+		shot("14-permissions-bad-key"),
+	)
+	if msg := read("read the override message", chromedp.Text(chromedp.ID("overrides-1-error"))); !strings.Contains(msg, `"Not A Key" is not a permission key`) {
+		t.Errorf("message next to bob's overrides = %q", msg)
+	}
+	run("save an override",
+		chromedp.SetValue(chromedp.ID("ws-overrides"), "workspace.plan.view=false"),
+		navigates(chromedp.Submit(chromedp.ID("ws-overrides"))),
+		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
+	)
+	if got := g.api(t, http.MethodGet, "/workspaces/ws-1/permission-overrides", "", http.StatusOK); !strings.Contains(got, `"workspace.plan.view":false`) {
+		t.Errorf("workspace overrides after saving in the browser: %s", got)
+	}
+	if got := read("read alice's chain", chromedp.Text(chromedp.CSS(`#member-alice tr[data-key="workspace.budget.view"] td.decided-by`))); got != "user_override" {
+		t.Errorf("alice's budget key decided by %q; want user_override", got)
+	}
+
+	// Approvals: approve by keyboard as the operator named at sign-in.
+	run("approvals",
+		chromedp.Navigate(base+"/approvals"),
+		chromedp.WaitVisible(chromedp.ID("approval-ap-1")),
+		shot("15-approvals"),
+		chromedp.SendKeys(chromedp.ID("decided-by-0"), "Olivia"),
+		navigates(chromedp.Click(chromedp.CSS(`button[aria-label="Approve create_ticket (ap-1)"]`))),
+		chromedp.WaitVisible(chromedp.ID("decided-ap-1")),
+		shot("16-approval-decided"),
+	)
+	if a := g.approvals.get("ap-1"); a.Status != "approved" || a.DecidedBy != "Olivia" {
+		t.Errorf("ap-1 after approving in the browser: %s by %q", a.Status, a.DecidedBy)
+	}
+
+	// Audit events: filter by tool, see reasons and revision.
+	run("audit",
+		chromedp.Navigate(base+"/audit"),
+		chromedp.WaitVisible(chromedp.ID("audit-events")),
+		shot("17-audit"),
+		chromedp.SendKeys(chromedp.ID("f-tool"), "apps.deploy"),
+		navigates(chromedp.Submit(chromedp.ID("f-tool"))),
+		chromedp.WaitVisible(chromedp.CSS(`#audit-events td.reasons`)),
+		shot("18-audit-filtered"),
+	)
+	if tools := read("read the filtered tools", chromedp.Text(chromedp.CSS(`#audit-events tbody`))); strings.Contains(tools, "workspace.info") || !strings.Contains(tools, "policy.denied") || !strings.Contains(tools, "rev-live") {
+		t.Errorf("filtered audit rows: %q", tools)
+	}
+
+	// The decision playground.
+	run("playground",
+		chromedp.Navigate(base+"/playground"),
+		chromedp.WaitVisible(chromedp.ID("p-workspace")),
+		chromedp.SendKeys(chromedp.ID("p-workspace"), "ws-1"),
+		chromedp.SendKeys(chromedp.ID("p-task"), "t-1"),
+		chromedp.SendKeys(chromedp.ID("p-user"), "alice"),
+		chromedp.SendKeys(chromedp.ID("p-tool"), "workspace.info"),
+		navigates(chromedp.Submit(chromedp.ID("p-tool"))),
+		chromedp.WaitVisible(chromedp.ID("verdict")),
+		shot("19-playground"),
+		chromedp.SetValue(chromedp.ID("p-args"), "[1]"),
+		navigates(chromedp.Submit(chromedp.ID("p-tool"))),
+		chromedp.WaitVisible(chromedp.ID("p-args-error")),
+		shot("20-playground-bad-args"),
+	)
+	if msg := read("read the args message", chromedp.Text(chromedp.ID("p-args-error"))); !strings.HasPrefix(msg, "args must be a JSON object") {
+		t.Errorf("message next to the arguments = %q", msg)
+	}
+
+	// Policy status and a refused reload.
+	g.policy.refuse = "decision.rego:1: rego_parse_error: unexpected eof"
+	run("policy",
+		chromedp.Navigate(base+"/policy"),
+		chromedp.WaitVisible(chromedp.ID("live-revision")),
+		shot("21-policy"),
+		navigates(chromedp.Click(`//button[text()="Reload the policy"]`)),
+		chromedp.WaitVisible(chromedp.ID("reload-error")),
+		shot("22-policy-reload-refused"),
+	)
+	if rev := read("read the live revision", chromedp.Text(chromedp.ID("live-revision"))); rev != "rev-test-1" {
+		t.Errorf("live revision after a refused reload = %q", rev)
+	}
+
 	run("sign out",
-		chromedp.Click(`//button[text()="Sign out"]`),
+		navigates(chromedp.Click(`//button[text()="Sign out"]`)),
 		chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.Navigate(base+"/workspaces"),
 		chromedp.WaitVisible(chromedp.ID("token")),
 	)
+
+	// A read-only API token: its workspace, no change forms.
+	reader := g.createToken(t, "ws-1", "management:read")
+	run("reader sign in",
+		chromedp.SendKeys(chromedp.ID("token"), reader),
+		chromedp.SendKeys(chromedp.ID("workspace"), "ws-1\r"),
+		chromedp.WaitVisible(chromedp.CSS(`.badge`)),
+		shot("23-reader-workspace"),
+		chromedp.Navigate(base+"/workspaces/ws-1/tokens"),
+		chromedp.WaitVisible(chromedp.ID("reads")),
+		shot("24-reader-tokens"),
+	)
+	forms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post]").length`))
+	if err != nil || forms != 1 {
+		t.Errorf("the reader's tokens page has %d POST forms (%v); want only sign-out", forms, err)
+	}
 }

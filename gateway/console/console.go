@@ -4,8 +4,11 @@
 // http.Handler, so every change goes through the admin API's
 // authentication, validation and messages.
 //
-// A visitor signs in with the admin token; the console keeps it in a
-// server-side session (in memory, one process) and sends it as the bearer
+// A visitor signs in with the admin token, or with an scmt_ API token
+// holding management:read for a read-only view of that token's workspace
+// (the admin API answers such a token's GETs there and refuses the rest;
+// the console shows it no change form and refuses its POSTs). The console
+// keeps the credential in a server-side session (in memory, one process) and sends it as the bearer
 // credential of each admin API call it makes for that visitor. The
 // browser holds only a random session id, in an HttpOnly, SameSite=Strict
 // cookie (Secure over TLS) that expires; every form carries the session's
@@ -69,8 +72,10 @@ type Console struct {
 }
 
 // New returns the console. It serves GET and POST under Prefix: the
-// sign-in page, the workspaces, members, agent profiles and API tokens
-// pages, and the embedded stylesheet.
+// sign-in page; the workspaces, members, permission overrides (with each
+// member's resolved precedence chain), agent profiles and API tokens
+// pages; the approvals inbox, audit events, decision playground and policy
+// status; and the embedded stylesheet.
 func New(opts Options) *Console {
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = DefaultSessionTTL
@@ -105,8 +110,8 @@ func (c *Console) routes() *http.ServeMux {
 	m.Handle("GET "+Prefix+"/static/", http.StripPrefix(Prefix, http.FileServerFS(staticFS)))
 	m.HandleFunc("GET "+Prefix+"/login", c.loginPage)
 	m.HandleFunc("POST "+Prefix+"/login", c.login)
-	m.HandleFunc("GET "+Prefix+"/{$}", c.signedIn(func(w http.ResponseWriter, r *http.Request, _ *session) {
-		http.Redirect(w, r, Prefix+"/workspaces", http.StatusSeeOther)
+	m.HandleFunc("GET "+Prefix+"/{$}", c.signedIn(func(w http.ResponseWriter, r *http.Request, sess *session) {
+		http.Redirect(w, r, c.home(sess), http.StatusSeeOther)
 	}))
 	m.HandleFunc("GET "+Prefix, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
@@ -115,15 +120,25 @@ func (c *Console) routes() *http.ServeMux {
 	ws := Prefix + "/workspaces/{ws}"
 	m.HandleFunc("GET "+Prefix+"/workspaces", c.signedIn(c.workspacesPage))
 	m.HandleFunc("GET "+ws, c.signedIn(c.workspacePage))
+	m.HandleFunc("GET "+ws+"/permissions", c.signedIn(c.permissionsPage))
+	m.HandleFunc("POST "+ws+"/permissions", c.change(c.saveWorkspaceOverrides))
+	m.HandleFunc("POST "+ws+"/members/{user}/permissions", c.change(c.saveMemberOverrides))
 	m.HandleFunc("GET "+ws+"/profiles", c.signedIn(c.profilesPage))
-	m.HandleFunc("GET "+ws+"/profiles/new", c.signedIn(c.profileNewPage))
-	m.HandleFunc("GET "+ws+"/profiles/{profile}", c.signedIn(c.profileEditPage))
+	m.HandleFunc("GET "+ws+"/profiles/new", c.adminOnly(c.profileNewPage))
+	m.HandleFunc("GET "+ws+"/profiles/{profile}", c.adminOnly(c.profileEditPage))
 	m.HandleFunc("POST "+ws+"/profiles", c.change(c.saveProfile))
 	m.HandleFunc("POST "+ws+"/default-profile", c.change(c.setDefaultProfile))
 	m.HandleFunc("GET "+ws+"/tokens", c.signedIn(c.tokensPage))
 	m.HandleFunc("POST "+ws+"/tokens", c.change(c.createToken))
 	m.HandleFunc("POST "+ws+"/tokens/revoke", c.change(c.revokeToken))
 	m.HandleFunc("POST "+ws+"/external-limits", c.change(c.saveLimits))
+	m.HandleFunc("GET "+Prefix+"/approvals", c.adminOnly(c.approvalsPage))
+	m.HandleFunc("POST "+Prefix+"/approvals/{id}", c.change(c.decideApproval))
+	m.HandleFunc("GET "+Prefix+"/audit", c.signedIn(c.auditPage))
+	m.HandleFunc("GET "+Prefix+"/playground", c.adminOnly(c.playgroundPage))
+	m.HandleFunc("POST "+Prefix+"/playground", c.change(c.explainCall))
+	m.HandleFunc("GET "+Prefix+"/policy", c.adminOnly(c.policyPage))
+	m.HandleFunc("POST "+Prefix+"/policy/reload", c.change(c.reloadPolicy))
 	m.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusNotFound, "error.html", nil, errorView{
 			Title: "Not found", Message: "There is no console page at " + r.URL.Path + ". Start again from the workspaces list."})
@@ -169,8 +184,23 @@ func (c *Console) signedIn(f pageFunc) http.HandlerFunc {
 	}
 }
 
+// adminOnly serves f to a visitor signed in with the admin token; a
+// read-only API token session gets 403 (these pages read what only the
+// admin token may: other workspaces, approvals, the policy, explain).
+func (c *Console) adminOnly(f pageFunc) http.HandlerFunc {
+	return c.signedIn(func(w http.ResponseWriter, r *http.Request, sess *session) {
+		if sess.reader != "" {
+			c.render(w, r, http.StatusForbidden, "error.html", sess, errorView{Title: "Read-only",
+				Message: "This page needs the admin token; your API token can read only workspace " + sess.reader + ". Sign in with MCPGATE_ADMIN_TOKEN to use it."})
+			return
+		}
+		f(w, r, sess)
+	})
+}
+
 // change guards every POST after sign-in: a signed-in session and its CSRF
-// token in the form's "csrf" field, else 403 and nothing is done.
+// token in the form's "csrf" field, else 403 and nothing is done. A
+// read-only API token session may only sign out.
 func (c *Console) change(f pageFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
@@ -181,6 +211,10 @@ func (c *Console) change(f pageFunc) http.HandlerFunc {
 		}
 		if !sess.csrfOK(r.PostFormValue("csrf")) {
 			c.forbidden(w, r, "This form's security token is missing or does not belong to your session, so nothing was changed. Reload the page and submit the form again.")
+			return
+		}
+		if sess.reader != "" && r.URL.Path != Prefix+"/logout" {
+			c.forbidden(w, r, "You signed in with a read-only API token, so nothing was changed. Changes need the admin token (MCPGATE_ADMIN_TOKEN).")
 			return
 		}
 		f(w, r, sess)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/console"
 )
@@ -94,10 +95,15 @@ func TestPostWithoutCSRFChangesNothing(t *testing.T) {
 	otherCSRF := other.csrf("/console/workspaces")
 	g.api(t, http.MethodPut, "/workspaces/ws-1/profiles/p1", `{"name":"P1","allowlist":[]}`, http.StatusOK)
 	before := map[string]string{
-		"tokens":   g.api(t, http.MethodGet, "/workspaces/ws-1/api-tokens", "", http.StatusOK),
-		"profiles": g.api(t, http.MethodGet, "/workspaces/ws-1/profiles", "", http.StatusOK),
-		"limits":   g.api(t, http.MethodGet, "/workspaces/ws-1/external-limits", "", http.StatusOK),
+		"tokens":    g.api(t, http.MethodGet, "/workspaces/ws-1/api-tokens", "", http.StatusOK),
+		"profiles":  g.api(t, http.MethodGet, "/workspaces/ws-1/profiles", "", http.StatusOK),
+		"limits":    g.api(t, http.MethodGet, "/workspaces/ws-1/external-limits", "", http.StatusOK),
+		"overrides": g.api(t, http.MethodGet, "/workspaces/ws-1/permission-overrides", "", http.StatusOK),
+		"alice":     g.api(t, http.MethodGet, "/workspaces/ws-1/members/alice/permission-overrides", "", http.StatusOK),
 	}
+	g.approvals.add(gateway.Approval{ID: "ap-1", Tool: "create_ticket", WorkspaceID: "ws-1", Status: gateway.ApprovalPending})
+	g.policy.refuse = ""
+	policyBefore := g.policy.Status().Revision
 	posts := []struct {
 		name string
 		path string
@@ -108,6 +114,11 @@ func TestPostWithoutCSRFChangesNothing(t *testing.T) {
 		{"set default", "/console/workspaces/ws-1/default-profile", url.Values{"profile_id": {"p1"}}},
 		{"limits", "/console/workspaces/ws-1/external-limits", url.Values{"reads_per_tool_hourly": {"99"}}},
 		{"sign out", "/console/logout", url.Values{}},
+		{"workspace overrides", "/console/workspaces/ws-1/permissions", url.Values{"overrides": {"workspace.plan.view=false"}}},
+		{"member overrides", "/console/workspaces/ws-1/members/alice/permissions", url.Values{"overrides": {"workspace.plan.view=false"}}},
+		{"approve", "/console/approvals/ap-1", url.Values{"verb": {"approve"}, "decided_by": {"mallory"}}},
+		{"reload policy", "/console/policy/reload", url.Values{}},
+		{"playground", "/console/playground", url.Values{"workspace": {"ws-1"}, "task": {"t"}, "tool": {"workspace.info"}}},
 	}
 	for _, tc := range posts {
 		for _, csrf := range []struct{ name, value string }{{"missing", ""}, {"another session's", otherCSRF}, {"made up", "AAAA"}} {
@@ -127,10 +138,20 @@ func TestPostWithoutCSRFChangesNothing(t *testing.T) {
 		}
 	}
 	for what, want := range before {
-		path := map[string]string{"tokens": "/api-tokens", "profiles": "/profiles", "limits": "/external-limits"}[what]
+		path := map[string]string{"tokens": "/api-tokens", "profiles": "/profiles", "limits": "/external-limits",
+			"overrides": "/permission-overrides", "alice": "/members/alice/permission-overrides"}[what]
 		if got := g.api(t, http.MethodGet, "/workspaces/ws-1"+path, "", http.StatusOK); got != want {
 			t.Errorf("%s changed by refused POSTs:\nbefore %s\nafter  %s", what, want, got)
 		}
+	}
+	if a := g.approvals.get("ap-1"); a.Status != gateway.ApprovalPending {
+		t.Errorf("refused POSTs decided the approval: %s by %s", a.Status, a.DecidedBy)
+	}
+	if rev := g.policy.Status().Revision; rev != policyBefore {
+		t.Errorf("refused POSTs reloaded the policy: %s → %s", policyBefore, rev)
+	}
+	if n := len(g.explainer.requests); n != 0 {
+		t.Errorf("refused playground POSTs reached explain %d times", n)
 	}
 	if p := v.get("/console/workspaces"); p.status != http.StatusOK {
 		t.Errorf("a refused sign-out ended the session (workspaces page %d)", p.status)
@@ -147,13 +168,16 @@ func TestTokenNeverInAPage(t *testing.T) {
 	pages := map[string]page{}
 	for _, path := range []string{"/console/", "/console/workspaces", "/console/workspaces/ws-1", "/console/workspaces/ws-1/profiles",
 		"/console/workspaces/ws-1/profiles/new", "/console/workspaces/ws-1/profiles/p1", "/console/workspaces/ws-1/tokens",
-		"/console/workspaces/nope", "/console/no-such-page", "/console/login"} {
+		"/console/workspaces/nope", "/console/no-such-page", "/console/login", "/console/workspaces/ws-1/permissions",
+		"/console/approvals", "/console/audit", "/console/audit?tool=bad%20tool", "/console/playground", "/console/policy"} {
 		pages["GET "+path] = v.get(path)
 	}
 	pages["POST bad token"] = v.post("/console/workspaces/ws-1/tokens", url.Values{"csrf": {csrf}, "label": {""}})
 	pages["POST bad profile"] = v.post("/console/workspaces/ws-1/profiles", url.Values{"csrf": {csrf}, "id": {"p1"}, "name": {""}})
 	pages["POST created token"] = v.post("/console/workspaces/ws-1/tokens", url.Values{"csrf": {csrf}, "label": {"ci"}, "scope": {"mcp:read"}})
 	pages["GET token shown"] = v.get("/console/workspaces/ws-1/tokens")
+	pages["POST playground"] = v.post("/console/playground", url.Values{"csrf": {csrf}, "workspace": {"ws-1"}, "task": {"t"}, "tool": {"workspace.info"}, "user": {"alice"}})
+	pages["POST bad overrides"] = v.post("/console/workspaces/ws-1/permissions", url.Values{"csrf": {csrf}, "overrides": {"nope"}})
 	for name, p := range pages {
 		if strings.Contains(p.raw, adminToken) {
 			t.Errorf("%s (%d) contains the admin token", name, p.status)

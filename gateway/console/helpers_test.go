@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/console"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
@@ -37,9 +38,13 @@ func (c *clock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c
 // gatewayUnderTest is the admin API over an in-memory SQLite store with
 // the console in front of it, served like the main listener serves them.
 type gatewayUnderTest struct {
-	srv   *httptest.Server
-	admin http.Handler
-	clock *clock
+	srv       *httptest.Server
+	admin     http.Handler
+	clock     *clock
+	store     *sqlite.Store
+	explainer *fakeExplainer
+	approvals *fakeApprovals
+	policy    *fakePolicy
 }
 
 func newGateway(t *testing.T) *gatewayUnderTest {
@@ -53,13 +58,17 @@ func newGateway(t *testing.T) *gatewayUnderTest {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	g := &gatewayUnderTest{clock: &clock{t: time.Now()}}
+	g := &gatewayUnderTest{clock: &clock{t: time.Now()}, store: st,
+		explainer: &fakeExplainer{chains: map[string][]map[string]any{}, fail: map[string]error{}},
+		approvals: &fakeApprovals{},
+		policy: &fakePolicy{status: gateway.PolicyStatus{Surface: "supacloud", Revision: "rev-test-1", Source: "/etc/mcpgate/policy",
+			LiveSince: time.Now().Add(-time.Hour)}}}
 	g.admin = admin.NewHandler(st, admin.Options{Token: adminToken, ValidateGrant: func(e string) error {
 		if strings.HasPrefix(e, "nope.") {
 			return errString("grants no tool of the catalog")
 		}
 		return nil
-	}})
+	}, TokenReader: tokenReader(st), Explain: g.explainer.explain, Approvals: g.approvals, Policy: g.policy})
 	mux := http.NewServeMux()
 	mux.Handle(admin.Prefix+"/", g.admin)
 	c := console.New(console.Options{Admin: g.admin, AdminPrefix: admin.Prefix, Now: g.clock.now})
@@ -184,6 +193,14 @@ func (v *visitor) signIn(token string) page {
 	return v.post("/console/login", url.Values{"csrf": {v.csrf("/console/login")}, "token": {token}})
 }
 
+// signInAs signs in with token, the operator name and the workspace field
+// of the sign-in form, and returns the reply to the POST.
+func (v *visitor) signInAs(token, operator, workspace string) page {
+	v.t.Helper()
+	return v.post("/console/login", url.Values{"csrf": {v.csrf("/console/login")}, "token": {token},
+		"operator": {operator}, "workspace": {workspace}})
+}
+
 // signedIn returns a visitor signed in with the admin token.
 func (g *gatewayUnderTest) signedIn(t *testing.T) *visitor {
 	t.Helper()
@@ -193,3 +210,6 @@ func (g *gatewayUnderTest) signedIn(t *testing.T) *visitor {
 	}
 	return v
 }
+
+// htmlText decodes the entities of a fragment of a page.
+func htmlText(s string) string { return html.UnescapeString(s) }

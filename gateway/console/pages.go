@@ -71,8 +71,9 @@ var fieldPattern = regexp.MustCompile(`^field "([a-z_]+)"`)
 
 // fieldError turns an admin API error into a formError. The field is the
 // one the message starts by naming (`field "label" …`), or one of the
-// other subjects the admin API's messages name first; fields lists the
-// form's fields, and any other name puts the message above the form.
+// other subjects the admin API's messages name first, or the message's
+// first word when that is one of fields; fields lists the form's fields,
+// and any other name puts the message above the form.
 func fieldError(err error, fields ...string) *formError {
 	msg := err.Error()
 	field := ""
@@ -83,6 +84,9 @@ func fieldError(err error, fields ...string) *formError {
 		if strings.HasPrefix(msg, prefix) {
 			field = name
 		}
+	}
+	if first, _, _ := strings.Cut(msg, " "); field == "" && slices.Contains(fields, first) {
+		field = first // e.g. `tool "x" is not a tool name`, `args must be …`
 	}
 	if !slices.Contains(fields, field) {
 		field = ""
@@ -119,6 +123,10 @@ type workspacesView struct {
 }
 
 func (c *Console) workspacesPage(w http.ResponseWriter, r *http.Request, sess *session) {
+	if sess.reader != "" {
+		http.Redirect(w, r, c.home(sess), http.StatusSeeOther)
+		return
+	}
 	path := "/workspaces?limit=50"
 	if cur := r.URL.Query().Get("cursor"); cur != "" {
 		path += "&cursor=" + url.QueryEscape(cur)
@@ -195,6 +203,10 @@ var noticeText = map[string]string{
 	"default-cleared": "The workspace has no default profile now; tasks without a profile get the read-only fallback.",
 	"token-revoked":   "The token was revoked; it stops working at once.",
 	"limits-saved":    "The external limits were saved.",
+	"overrides-saved": "The permission overrides were saved; the chains below show what each member gets now.",
+	"approved":        "The approval was approved; the waiting call runs now.",
+	"rejected":        "The approval was rejected; the waiting call is refused.",
+	"reloaded":        "The policy was reloaded.",
 }
 
 func (c *Console) showProfiles(w http.ResponseWriter, r *http.Request, sess *session, code int, notice string, fe *formError) {

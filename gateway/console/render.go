@@ -25,7 +25,10 @@ type view struct {
 	Prefix   string
 	CSRF     string // the session's CSRF token, for every form
 	SignedIn bool
-	Data     any
+	// Reader is the workspace of a read-only API token session ("" for
+	// the admin token): pages then show no change forms.
+	Reader string
+	Data   any
 }
 
 var funcs = template.FuncMap{
@@ -61,7 +64,7 @@ var pages = func() map[string]*template.Template {
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, sess *session, data any) {
 	v := view{Prefix: Prefix, Data: data}
 	if sess != nil {
-		v.CSRF, v.SignedIn = sess.csrf, sess.token != ""
+		v.CSRF, v.SignedIn, v.Reader = sess.csrf, sess.token != "", sess.reader
 	}
 	var buf bytes.Buffer
 	if err := pages[page].Execute(&buf, v); err != nil {

@@ -16,6 +16,13 @@ type session struct {
 	csrf    string
 	token   string // the credential the visitor signed in with; "" before sign-in
 	expires time.Time
+	// operator is the name the visitor gave at sign-in, recorded as
+	// decided_by of the approvals they decide ("" when none was given).
+	operator string
+	// reader is the workspace of an scmt_ token with management:read: the
+	// session may only read that workspace (the admin API's rule for such
+	// tokens); "" for the admin token.
+	reader string
 	// flash is the value of a token just created, shown by the next page
 	// and then forgotten (seed 002, step 1: shown exactly once).
 	flash *createdToken
@@ -51,9 +58,10 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// create starts a session that holds token and ends at expires. When the
-// table is full after dropping expired sessions it returns nil.
-func (s *sessions) create(token string, expires, now time.Time) *session {
+// create stores proto (token, expiry, operator, reader) as a new session
+// with a fresh id and CSRF token and returns a copy. When the table is full
+// after dropping expired sessions it returns nil.
+func (s *sessions) create(proto session, now time.Time) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.byID) >= s.max {
@@ -66,9 +74,11 @@ func (s *sessions) create(token string, expires, now time.Time) *session {
 			return nil
 		}
 	}
-	sess := &session{id: randomToken(), csrf: randomToken(), token: token, expires: expires}
-	s.byID[sess.id] = sess
-	return sess
+	sess := proto
+	sess.id, sess.csrf = randomToken(), randomToken()
+	s.byID[sess.id] = &sess
+	c := sess
+	return &c
 }
 
 // get returns a copy of the live session id names, or nil (unknown or

@@ -1,0 +1,175 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/sqlite"
+)
+
+// The admin API's collaborators the console's pages show, faked so that
+// the handler tests control what they answer. The full-gateway test
+// (test/e2e) runs the console over the real ones.
+
+// fakeExplainer answers POST /admin/v1/explain: it records each request
+// and answers with the chain its chains map holds for the request's user
+// (a member without an entry gets an empty chain); a user named in fail is
+// refused with that error.
+type fakeExplainer struct {
+	mu       sync.Mutex
+	requests []admin.ExplainRequest
+	chains   map[string][]map[string]any
+	fail     map[string]error
+}
+
+func (f *fakeExplainer) explain(_ context.Context, req admin.ExplainRequest) (any, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, req)
+	if err := f.fail[req.User]; err != nil {
+		return nil, err
+	}
+	if req.Tool == "no.such.tool" {
+		return nil, gateway.Errorf(gateway.EInvalid, "tool %q is not in the catalog, so the gateway answers it as an unknown tool before any policy runs; use a tool name from tools/list", req.Tool)
+	}
+	var args map[string]any
+	_ = json.Unmarshal(req.Args, &args)
+	allow := req.Tool == "workspace.info"
+	reasons := []map[string]string{}
+	decided := map[string]any{"rule": "data.supacloud.allow"}
+	if !allow {
+		reasons = append(reasons, map[string]string{"code": "tool.not_granted", "message": "the profile grants no " + req.Tool})
+		decided = map[string]any{"rule": "data.supacloud.gates.grant", "gate": "grant", "code": "tool.not_granted"}
+	}
+	return map[string]any{
+		"user":  req.User,
+		"notes": []string{"task " + req.Task + " is not registered yet; explained as the gateway registers it on its first request: running"},
+		"decision": map[string]any{"allow": allow, "tier": "read", "revision": "rev-test-1", "reasons": reasons,
+			"args_seen": args},
+		"explain": map[string]any{
+			"gates":       []map[string]any{{"gate": "edition", "rule": "data.supacloud.gates.edition", "passed": true}, {"gate": "grant", "rule": "data.supacloud.gates.grant", "passed": allow}},
+			"decided_by":  decided,
+			"permissions": f.chains[req.User],
+			"edition":     map[string]any{"name": "community", "enterprise": false},
+		},
+		"input": map[string]any{},
+	}, nil
+}
+
+// link is one link of a fake precedence chain.
+func link(name string, value any, extra ...any) map[string]any {
+	m := map[string]any{"link": name, "value": value}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i].(string)] = extra[i+1]
+	}
+	return m
+}
+
+// fakeApprovals is an in-memory approvals service.
+type fakeApprovals struct {
+	mu   sync.Mutex
+	list []gateway.Approval
+}
+
+func (f *fakeApprovals) add(a gateway.Approval) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.list = append([]gateway.Approval{a}, f.list...)
+}
+
+func (f *fakeApprovals) get(id string) gateway.Approval {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, a := range f.list {
+		if a.ID == id {
+			return a
+		}
+	}
+	return gateway.Approval{}
+}
+
+func (f *fakeApprovals) List(_ context.Context, flt gateway.ApprovalFilter) ([]gateway.Approval, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []gateway.Approval
+	for _, a := range f.list {
+		if flt.Status == "" || a.Status == flt.Status {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeApprovals) Decide(_ context.Context, id, status, by, reason string) (*gateway.Approval, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.list {
+		a := &f.list[i]
+		if a.ID != id {
+			continue
+		}
+		if a.Status != gateway.ApprovalPending {
+			return nil, gateway.Errorf(gateway.EConflict, "approval %s is %s (by %s); only a pending approval can be decided", id, a.Status, a.DecidedBy)
+		}
+		now := time.Now()
+		a.Status, a.DecidedBy, a.Reason, a.DecidedAt = status, by, reason, &now
+		c := *a
+		return &c, nil
+	}
+	return nil, gateway.Errorf(gateway.ENotFound, "approval %s does not exist", id)
+}
+
+func (f *fakeApprovals) Watch(ctx context.Context) (<-chan gateway.Approval, error) {
+	ch := make(chan gateway.Approval)
+	go func() { <-ctx.Done(); close(ch) }()
+	return ch, nil
+}
+
+// fakePolicy is a live policy whose next reload passes or is refused.
+type fakePolicy struct {
+	mu     sync.Mutex
+	status gateway.PolicyStatus
+	refuse string // OPA's message for the next reload; "" passes
+}
+
+func (f *fakePolicy) Status() gateway.PolicyStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status
+}
+
+func (f *fakePolicy) Reload(_ context.Context, trigger string) (*gateway.PolicyAttempt, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	at := &gateway.PolicyAttempt{Time: time.Now(), Trigger: trigger, Revision: "rev-test-2", Outcome: "live", Tests: 12}
+	if f.refuse != "" {
+		at.Outcome, at.Error, at.Revision = "refused", f.refuse, "rev-bad"
+		f.status.LastAttempt, f.status.LastFailure = at, at
+		return at, gateway.Errorf(gateway.EInvalid, "%s", f.refuse)
+	}
+	f.status.Revision, f.status.LastAttempt = at.Revision, at
+	return at, nil
+}
+
+// tokenReader is the server's management:read check over the test store:
+// an active scmt_ token with management:read reads its own workspace.
+func tokenReader(st *sqlite.Store) func(r *http.Request) (string, bool) {
+	return func(r *http.Request) (string, bool) {
+		v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || !strings.HasPrefix(v, admin.TokenPrefix) {
+			return "", false
+		}
+		tok, err := st.APITokenByHash(r.Context(), admin.HashToken(v))
+		if err != nil || tok.Status != "active" || !slices.Contains(tok.Scopes, "management:read") {
+			return "", false
+		}
+		return tok.WorkspaceID, true
+	}
+}
