@@ -52,15 +52,25 @@ func randomToken() string {
 }
 
 // create starts a session that holds token and ends at expires. When the
-// table is full after dropping expired sessions it returns nil.
+// table is full after dropping expired sessions, the signed-out session
+// that ends first gives way (anyone can start one by opening the sign-in
+// page, so they must not crowd out sign-ins); with none to drop it returns
+// nil.
 func (s *sessions) create(token string, expires, now time.Time) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.byID) >= s.max {
+		oldest := ""
 		for id, old := range s.byID {
-			if !now.Before(old.expires) {
+			switch {
+			case !now.Before(old.expires):
 				delete(s.byID, id)
+			case old.token == "" && (oldest == "" || old.expires.Before(s.byID[oldest].expires)):
+				oldest = id
 			}
+		}
+		if len(s.byID) >= s.max && oldest != "" {
+			delete(s.byID, oldest)
 		}
 		if len(s.byID) >= s.max {
 			return nil
