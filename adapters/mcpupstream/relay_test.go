@@ -199,3 +199,45 @@ func TestDecodeResultKeepsNumbersExact(t *testing.T) {
 		t.Errorf("content block %v", res.Content[0])
 	}
 }
+
+// An upstream that keeps a call's event stream open after the response
+// (MCP asks it to close the stream then; a faulty or hostile one does not)
+// does not hold the call: the result goes back as soon as it arrives, not
+// when the upstream finally closes the stream or the timeout fires.
+func TestCallToolReturnsWhenTheResponseArrivesOnAnOpenStream(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		w.Header().Set("Mcp-Session-Id", "up-1")
+		switch m.Method {
+		case "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"open","version":"1"}}}`))
+		case "tools/call":
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + string(m.ID) + ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}\n\n"))
+			w.(http.Flusher).Flush()
+			select { // the stream stays open
+			case <-release:
+			case <-r.Context().Done():
+			}
+		case "":
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	a := newAdapter(t, srv.URL, Options{Timeout: 20 * time.Second})
+	start := time.Now()
+	res, err := a.CallTool(context.Background(), gateway.ToolCall{Tool: "echo", RawArguments: json.RawMessage(`{}`)})
+	if took := time.Since(start); err != nil || took > 5*time.Second {
+		t.Fatalf("CallTool on a stream left open: %+v, %v after %v; want the result at once", res, err, took)
+	}
+}

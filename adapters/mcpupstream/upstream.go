@@ -251,13 +251,22 @@ func (a *Adapter) deleteSession(ctx context.Context, s *upSession) error {
 // the reply, a JSON body or an event stream, until the response to id. It
 // returns the response's result, the Mcp-Session-Id the upstream set (for
 // initialize), or the upstream's JSON-RPC error as a *gateway.RPCError.
-// Messages of the stream before the response go to relay (call).
+// Messages of the stream before the response go to relay (call). An event
+// stream is closed once the response is read, not drained: an upstream
+// that keeps it open must not hold the call until the timeout.
 func (a *Adapter) exchange(ctx context.Context, s *upSession, id int64, body []byte, relay gateway.Relay) (json.RawMessage, string, error) {
 	resp, err := a.send(ctx, s, body)
 	if err != nil {
 		return nil, "", err
 	}
-	defer drain(resp)
+	stream := false
+	defer func() {
+		if stream { // an event stream may stay open after the response: never wait for its end
+			_ = resp.Body.Close()
+			return
+		}
+		drain(resp)
+	}()
 	switch {
 	case resp.StatusCode == http.StatusNotFound && s.id != "":
 		return nil, "", errSessionLost
@@ -274,6 +283,7 @@ func (a *Adapter) exchange(ctx context.Context, s *upSession, id int64, body []b
 		res, err := responseTo(id, msg)
 		return res, sid, err
 	}
+	stream = true
 	c := &call{a: a, s: s, id: id, relay: relay}
 	defer c.wait()
 	res, err := c.readStream(ctx, resp.Body)

@@ -57,8 +57,9 @@ type Options struct {
 	// DefaultSessionTTL.
 	SessionTTL time.Duration
 	// MaxSessions bounds the in-memory session table; 0 means
-	// DefaultMaxSessions. When it is full of live sessions new visitors
-	// are answered 503.
+	// DefaultMaxSessions. When it is full, the signed-out session (a
+	// visit of the sign-in page) that ends first gives way to a new one;
+	// when it is full of signed-in sessions new visitors are answered 503.
 	MaxSessions int
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time

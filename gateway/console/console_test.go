@@ -449,3 +449,33 @@ func TestSessionExpiresAndSignOut(t *testing.T) {
 		t.Errorf("after sign-out the old session cookie still opens the workspaces page (%d)", p.status)
 	}
 }
+
+// Signed-out sessions (one per visit of the sign-in page, no credential
+// needed) cannot lock the operator out: once they fill the table, the
+// oldest of them gives way to a new visitor, and a sign-in always finds
+// room while signed-in sessions do not fill the table.
+func TestSignedOutSessionsCannotFillTheTable(t *testing.T) {
+	g := newGateway(t)
+	c := console.New(console.Options{Admin: g.admin, AdminPrefix: admin.Prefix, Now: g.clock.now, MaxSessions: 5})
+	mux := http.NewServeMux()
+	mux.Handle(console.Prefix+"/", c)
+	small := *g
+	small.srv = httptest.NewServer(mux)
+	t.Cleanup(small.srv.Close)
+	operator := small.visitor(t)
+	csrf := operator.csrf("/console/login") // the operator opens the form first
+	for i := 0; i < 20; i++ {
+		if p := small.visitor(t).get("/console/login"); p.status != http.StatusOK {
+			t.Fatalf("anonymous visit %d of the sign-in page: %d; want 200", i, p.status)
+		}
+	}
+	// The operator's form session may have given way; a fresh form works.
+	if p := operator.post("/console/login", url.Values{"csrf": {csrf}, "token": {adminToken}}); p.status != http.StatusSeeOther {
+		if p := operator.signIn(adminToken); p.status != http.StatusSeeOther {
+			t.Fatalf("sign-in after a flood of signed-out sessions: %d\n%s", p.status, p.text)
+		}
+	}
+	if p := operator.get("/console/workspaces"); p.status != http.StatusOK {
+		t.Fatalf("workspaces page after signing in: %d", p.status)
+	}
+}

@@ -60,15 +60,24 @@ func randomToken() string {
 
 // create stores proto (token, expiry, operator, reader) as a new session
 // with a fresh id and CSRF token and returns a copy. When the table is full
-// after dropping expired sessions it returns nil.
+// after dropping expired sessions, the signed-out session that ends first
+// gives way (anyone can start one by opening the sign-in page, so they must
+// not crowd out sign-ins); with none to drop it returns nil.
 func (s *sessions) create(proto session, now time.Time) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.byID) >= s.max {
+		oldest := ""
 		for id, old := range s.byID {
-			if !now.Before(old.expires) {
+			switch {
+			case !now.Before(old.expires):
 				delete(s.byID, id)
+			case old.token == "" && (oldest == "" || old.expires.Before(s.byID[oldest].expires)):
+				oldest = id
 			}
+		}
+		if len(s.byID) >= s.max && oldest != "" {
+			delete(s.byID, oldest)
 		}
 		if len(s.byID) >= s.max {
 			return nil

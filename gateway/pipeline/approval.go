@@ -34,7 +34,7 @@ func needsApproval(c *Call) bool {
 // approves exactly this call (principal, tool, the audit row's argument
 // hash, policy revision) through the admin API or an elicitation to the
 // calling client's user (the client's Elicitor, when it declared the
-// capability), and uses the approval, so that the call runs once. A
+// capability and is no agent's: personElicitor), and uses the approval, so that the call runs once. A
 // rejection, an expiry and the want of anyone who could decide refuse it
 // before anything is reserved or dispatched; the audit row names the
 // approval. The wait does not count against the store budget of the
@@ -57,12 +57,25 @@ func (pl *Pipeline) awaitApproval(ctx context.Context, c *Call) error {
 		PolicyRevision: c.Event.PolicyRevision, // the revision that decided, as the audit row names it
 		Because:        because,
 		Summary:        fmt.Sprintf("Tool: %s\nArguments: %s", c.Tool.Name, clip(string(c.RawArguments), maxSummaryArgs)),
-	}, gateway.ElicitorFrom(ctx))
+	}, personElicitor(ctx, c.Principal))
 	if a != nil {
 		c.Event.ApprovalID = a.ID
 	}
 	c.renewStoreBudget()
 	return withDecision(err, c.Decision)
+}
+
+// personElicitor is the calling client's Elicitor when a person may be
+// behind it, nil otherwise. An agent's client (PrincipalAgent: an agent
+// the server started, or an in-app agent) is the agent itself: asked, it
+// would approve its own call, so only an approver on the admin approvals
+// stream decides its calls (seed 003: a prompt with no responsible person
+// connected is refused).
+func personElicitor(ctx context.Context, p *gateway.Principal) gateway.Elicitor {
+	if p.Kind == gateway.PrincipalAgent {
+		return nil
+	}
+	return gateway.ElicitorFrom(ctx)
 }
 
 // maxSummaryArgs bounds the argument text an approval request shows.

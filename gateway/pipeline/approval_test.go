@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -175,3 +176,54 @@ type auditObserver struct{ last *gateway.AuditEvent }
 
 func (o *auditObserver) ObserveCall(ev *gateway.AuditEvent)      { c := *ev; o.last = &c }
 func (o *auditObserver) ObserveReservation(time.Duration, error) {}
+
+// approvingElicitor answers every elicitation with approve, as a client
+// that approves its own calls would.
+type approvingElicitor struct{ asked chan struct{} }
+
+func (e approvingElicitor) Elicit(context.Context, gateway.ElicitRequest) (gateway.ElicitResult, error) {
+	e.asked <- struct{}{}
+	return gateway.ElicitResult{Action: gateway.ElicitAccept, Content: map[string]any{"decision": "approve"}}, nil
+}
+
+// An agent's client is the agent itself, not a person: the approval step
+// never asks it by elicitation (it would approve its own call), so with no
+// approver connected its call is refused and nothing runs, while a user's
+// client that declared elicitation is asked and its approval runs the call.
+func TestApprovalNotElicitedFromAnAgent(t *testing.T) {
+	for kind, wantRun := range map[gateway.PrincipalKind]bool{gateway.PrincipalAgent: false, gateway.PrincipalUser: true} {
+		t.Run(string(kind), func(t *testing.T) {
+			f := newFixture(t)
+			rec := &recorder{}
+			f.pl.Decider, f.pl.Adapter = approving{}, rec
+			f.pl.Approvals = approvals.New(f.store, approvals.Options{PollInterval: 10 * time.Millisecond})
+			p := *f.p
+			p.Kind = kind
+			el := approvingElicitor{asked: make(chan struct{}, 1)}
+			ctx := gateway.WithElicitor(context.Background(), el)
+			raw := `{"schedule_id":"sch_1"}`
+			_, err := f.pl.CallTool(ctx, &p, &mcp.CallToolParams{Name: "schedule.pause",
+				Arguments: map[string]any{"schedule_id": "sch_1"}, RawArguments: json.RawMessage(raw)})
+			asked := len(el.asked) > 0
+			if ran := err == nil && len(rec.calls) == 1; ran != wantRun || asked != wantRun {
+				t.Fatalf("%s: ran %v, elicited %v (err %v); want both %v", kind, ran, asked, err, wantRun)
+			}
+			if !wantRun && !hasReason(err, approvals.ReasonNoPerson) {
+				t.Errorf("%s: %v, want reason %s", kind, err, approvals.ReasonNoPerson)
+			}
+		})
+	}
+}
+
+func hasReason(err error, code string) bool {
+	var e *gateway.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	for _, r := range e.Reasons {
+		if r.Code == code {
+			return true
+		}
+	}
+	return false
+}

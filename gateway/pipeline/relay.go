@@ -7,8 +7,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/canon"
 )
 
 // policyRelay is a call's gateway.Relay as the decision's relay
@@ -112,35 +116,48 @@ func (r *policyRelay) Request(ctx context.Context, method string, params json.Ra
 }
 
 // secretProperty returns the first property of a form elicitation's
-// requestedSchema whose name, title or format contains a secret word
-// (normalWord), "" when none does or the elicitation is a URL one.
+// requestedSchema whose name, title, description or format contains a
+// secret word (normalWord), "" when none does. It reads the params as the
+// strictest and the most lenient client would: every member whose name is
+// "requestedSchema", "properties", "title", "description" or "format" in
+// any letter case is checked (a case-insensitive decoder such as Go's
+// encoding/json reads the last of them, a JavaScript client only the exact
+// one), the schema is checked whatever "mode" says (a client that predates
+// URL elicitation renders the form of a "url" request), and params that
+// are not one JSON object with unique member names fail closed.
 func (r *policyRelay) secretProperty(params json.RawMessage) string {
-	var in struct {
-		Mode            string `json:"mode"`
-		RequestedSchema struct {
-			Properties map[string]struct {
-				Title  string `json:"title"`
-				Format string `json:"format"`
-			} `json:"properties"`
-		} `json:"requestedSchema"`
+	v, err := canon.Decode(params)
+	in, ok := v.(map[string]any)
+	if err != nil || !ok {
+		return unreadableSchema
 	}
-	if json.Unmarshal(params, &in) != nil {
-		return "(unreadable requestedSchema)" // fail closed: a form nobody can check
-	}
-	if in.Mode == "url" {
-		return ""
-	}
-	names := make([]string, 0, len(in.RequestedSchema.Properties))
-	for name := range in.RequestedSchema.Properties {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		p := in.RequestedSchema.Properties[name]
-		for _, text := range []string{name, p.Title, p.Format} {
-			t := normalWord(text)
-			for _, w := range r.secretWords {
-				if w != "" && strings.Contains(t, w) {
+	for _, schema := range membersFold(in, "requestedSchema") {
+		sm, ok := schema.(map[string]any)
+		if !ok {
+			return unreadableSchema
+		}
+		for _, props := range membersFold(sm, "properties") {
+			pm, ok := props.(map[string]any)
+			if !ok {
+				return unreadableSchema
+			}
+			names := make([]string, 0, len(pm))
+			for name := range pm {
+				names = append(names, name)
+			}
+			slices.Sort(names)
+			for _, name := range names {
+				texts := []string{name}
+				if p, ok := pm[name].(map[string]any); ok {
+					for _, k := range []string{"title", "description", "format"} {
+						for _, t := range membersFold(p, k) {
+							if s, ok := t.(string); ok {
+								texts = append(texts, s)
+							}
+						}
+					}
+				}
+				if r.hasSecretWord(texts) {
 					return name
 				}
 			}
@@ -149,16 +166,51 @@ func (r *policyRelay) secretProperty(params json.RawMessage) string {
 	return ""
 }
 
-// normalWord lowercases s without "_", "-", "." and spaces: "API Key",
-// "api_key" and "apiKey" are all "apikey".
+// unreadableSchema names what secretProperty refuses when the params
+// cannot be checked: a form nobody can check is refused.
+const unreadableSchema = "(unreadable requestedSchema)"
+
+// membersFold returns the values of m's members whose name is key in any
+// letter case, in name order.
+func membersFold(m map[string]any, key string) []any {
+	var names []string
+	for name := range m {
+		if strings.EqualFold(name, key) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	out := make([]any, 0, len(names))
+	for _, name := range names {
+		out = append(out, m[name])
+	}
+	return out
+}
+
+func (r *policyRelay) hasSecretWord(texts []string) bool {
+	for _, text := range texts {
+		t := normalWord(text)
+		for _, w := range r.secretWords {
+			if w != "" && strings.Contains(t, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// normalWord folds s to its letters and digits, lowercased after Unicode
+// compatibility normalisation (NFKC): "API Key", "api_key", "apiKey",
+// "pass/word", "Pass\u200bword" and full-width letters all compare as the
+// plain ASCII word. Look-alike letters of other scripts (a Cyrillic "а")
+// are not folded.
 func normalWord(s string) string {
 	return strings.Map(func(r rune) rune {
-		switch r {
-		case '_', '-', ' ', '.':
-			return -1
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
 		}
-		return r
-	}, strings.ToLower(s))
+		return -1
+	}, strings.ToLower(norm.NFKC.String(s)))
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }

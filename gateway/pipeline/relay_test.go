@@ -43,6 +43,17 @@ func TestPolicyRelayRefusesSecretForms(t *testing.T) {
 		{"password format", `{"requestedSchema":{"properties":{"x":{"type":"string","format":"password"}}}}`, true},
 		{"access token", `{"requestedSchema":{"properties":{"githubAccessToken":{"type":"string"}}}}`, true},
 		{"unreadable schema", `{"requestedSchema":"x"}`, true},
+		// What a client reads differently from a case-insensitive decoder,
+		// or what the word list alone missed.
+		{"URL mode carrying a form", `{"mode":"url","url":"https://example.com","requestedSchema":{"properties":{"password":{"type":"string"}}}}`, true},
+		{"mode in another case", `{"Mode":"url","requestedSchema":{"properties":{"password":{"type":"string"}}}}`, true},
+		{"schema shadowed by a case variant", `{"requestedSchema":{"properties":{"password":{"type":"string"}}},"RequestedSchema":{"properties":{}}}`, true},
+		{"title shadowed by a case variant", `{"requestedSchema":{"properties":{"x":{"type":"string","title":"Password","TITLE":"Name"}}}}`, true},
+		{"secret in the description", `{"requestedSchema":{"properties":{"value":{"type":"string","description":"your account password"}}}}`, true},
+		{"separator the word list does not name", `{"requestedSchema":{"properties":{"pass/word":{"type":"string"}}}}`, true},
+		{"zero-width space", "{\"requestedSchema\":{\"properties\":{\"x\":{\"type\":\"string\",\"title\":\"Pass\u200bword\"}}}}", true},
+		{"full-width letters", `{"requestedSchema":{"properties":{"x":{"type":"string","title":"\uff30\uff41\uff53\uff53\uff57\uff4f\uff52\uff44"}}}}`, true},
+		{"duplicate property", `{"requestedSchema":{"properties":{"x":{"type":"string","title":"Password"},"x":{"type":"string"}}}}`, true},
 		{"innocent form", `{"requestedSchema":{"properties":{"username":{"type":"string"},"email":{"type":"string","format":"email"}}}}`, false},
 		{"URL elicitation", `{"mode":"url","url":"https://example.com/connect","message":"sign in"}`, false},
 	}

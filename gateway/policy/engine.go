@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
@@ -76,7 +77,19 @@ type Options struct {
 	// revision, else a hash of its files); every decision carries it.
 	// Empty is allowed (tests) and then carried as empty.
 	Revision string
+	// EvalTimeout bounds one evaluation of the decision or the tools/list
+	// query; 0 means DefaultEvalTimeout. An evaluation cut off fails
+	// closed with an EInternal error (the call is refused, nothing is
+	// listed), so a bundle whose rules run away on some input cannot hold
+	// calls and cores for as long as they run.
+	EvalTimeout time.Duration
 }
+
+// DefaultEvalTimeout is Options.EvalTimeout's default: far above what the
+// shipped bundles need (microseconds for a decision, milliseconds for
+// tools/list), and below the pipeline's 5 s store budget, so a call cut off
+// is refused as a policy failure, not as a store one.
+const DefaultEvalTimeout = 2 * time.Second
 
 // Engine evaluates prepared policy queries. It is safe for concurrent use.
 type Engine struct {
@@ -94,6 +107,7 @@ type Engine struct {
 	grantEntries []string
 	toolPrefix   string
 	revision     string
+	evalTimeout  time.Duration // Options.EvalTimeout, defaulted
 
 	// cc is set for the cc_server surface (ccinput.go); limits are its
 	// data.<surface>.limits, read at load.
@@ -137,7 +151,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e := &Engine{
 		edition: ast.StringTerm(string(opts.Edition)), cc: surface == gateway.SurfaceCCServer,
 		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler, surface),
-		keepInput: opts.KeepInput, revision: opts.Revision,
+		keepInput: opts.KeepInput, revision: opts.Revision, evalTimeout: opts.EvalTimeout,
+	}
+	if e.evalTimeout <= 0 {
+		e.evalTimeout = DefaultEvalTimeout
 	}
 	e.tools = e.toolsTerm(opts.Tools)
 	if e.limits, err = evalData(ctx, compiler, store, "data."+surface+".limits"); err != nil {
@@ -240,9 +257,11 @@ func withID(d *gateway.Decision) *gateway.Decision {
 
 // evalDecision evaluates the decision query on the tools/call input in.
 func (e *Engine) evalDecision(ctx context.Context, in ast.Object) (*gateway.Decision, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.evalTimeout)
+	defer cancel()
 	rs, err := e.decide.Eval(ctx, rego.EvalParsedInput(in))
 	if err != nil {
-		return nil, gateway.Wrap(gateway.EInternal, err, "policy evaluation failed; the call was refused")
+		return nil, gateway.Wrap(gateway.EInternal, err, e.evalFailed(ctx, "the call was refused"))
 	}
 	d, err := decisionFrom(rs)
 	if err != nil {
@@ -250,6 +269,15 @@ func (e *Engine) evalDecision(ctx context.Context, in ast.Object) (*gateway.Deci
 	}
 	d.Revision = e.revision
 	return d, nil
+}
+
+// evalFailed is the message of a failed evaluation, saying so when it ran
+// past the engine's evaluation timeout (the bundle's rules are too slow).
+func (e *Engine) evalFailed(ctx context.Context, outcome string) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Sprintf("policy evaluation took longer than %v and was stopped; %s; the bundle (revision %q) needs a faster rule, ask the operator", e.evalTimeout, outcome, e.revision)
+	}
+	return "policy evaluation failed; " + outcome
 }
 
 // Visible returns the names of the catalog tools the principal may see, from
@@ -283,9 +311,11 @@ func (e *Engine) evalVisible(ctx context.Context, p *gateway.Principal, c *gatew
 
 // visibleFrom evaluates the visible-tools query on the input in.
 func (e *Engine) visibleFrom(ctx context.Context, in ast.Object) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.evalTimeout)
+	defer cancel()
 	rs, err := e.visible.Eval(ctx, rego.EvalParsedInput(in))
 	if err != nil {
-		return nil, gateway.Wrap(gateway.EInternal, err, "policy evaluation failed; no tools can be listed")
+		return nil, gateway.Wrap(gateway.EInternal, err, e.evalFailed(ctx, "no tools can be listed"))
 	}
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
 		return nil, gateway.Errorf(gateway.EInternal, "policy returned no visible tool set; no tools can be listed")

@@ -442,3 +442,38 @@ func TestDeletedProfileFallsBack(t *testing.T) {
 		})
 	}
 }
+
+// TestSlowDecisionIsCutOff: a bundle whose rules run away on some input
+// (it passed its own tests, which never reach that input) is cut off at
+// Options.EvalTimeout and fails closed with an Internal error, for
+// tools/call and tools/list alike, instead of holding the call and a core
+// for as long as the rule runs.
+func TestSlowDecisionIsCutOff(t *testing.T) {
+	const src = `package supacloud
+
+slow if {
+	n := count(input.principal.sub) * 500
+	count([1 | some x in numbers.range(1, n); some y in numbers.range(1, n); x == y + n]) >= 0
+}
+
+decision := {"allow": true, "visible": true, "tier": "read", "reasons": [], "obligations": {}} if slow
+
+visible_tools := {t.name | some t in input.tools; slow}
+`
+	e, err := policy.New(context.Background(), policy.Options{FS: fstest.MapFS{"supacloud/d.rego": {Data: []byte(src)}},
+		Edition: gateway.EditionCommunity, CacheSize: -1, EvalTimeout: 100 * time.Millisecond,
+		Tools: []policy.ToolRef{{Name: "projects.list", Tier: gateway.TierRead}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	d, err := e.Decide(context.Background(), agent(""), caller(nil, ""), policy.ToolRef{Name: "projects.list", Tier: gateway.TierRead}, nil)
+	if took := time.Since(start); err == nil || gateway.ErrorCodeOf(err) != gateway.EInternal || took > 5*time.Second {
+		t.Fatalf("slow decision: %+v, %v after %v; want an Internal error within about 100ms", d, err, took)
+	}
+	start = time.Now()
+	v, err := e.Visible(context.Background(), agent(""), caller(nil, ""))
+	if took := time.Since(start); err == nil || gateway.ErrorCodeOf(err) != gateway.EInternal || took > 5*time.Second {
+		t.Fatalf("slow tools/list: %v, %v after %v; want an Internal error within about 100ms", v, err, took)
+	}
+}

@@ -93,7 +93,13 @@ type LiveOptions struct {
 	// Debounce is how long Watch waits after the last change in a folder
 	// before it reloads; 0 means DefaultDebounce.
 	Debounce time.Duration
+	// TestBudget bounds the whole run of a candidate's own tests (each
+	// test is also bounded on its own); 0 means DefaultTestBudget.
+	TestBudget time.Duration
 }
+
+// DefaultTestBudget is LiveOptions.TestBudget when unset.
+const DefaultTestBudget = 10 * time.Minute
 
 // DefaultDebounce is LiveOptions.Debounce when unset: an editor's save or
 // a deploy's copy of several files is taken as one change.
@@ -194,7 +200,16 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string) (*Engine, *ga
 		if err != nil {
 			return nil, err
 		}
-		if at.Tests, err = runBundleTests(ctx, fsys); err != nil {
+		budget := l.opts.TestBudget
+		if budget <= 0 {
+			budget = DefaultTestBudget
+		}
+		tctx, cancel := context.WithTimeout(ctx, budget)
+		defer cancel()
+		if at.Tests, err = runBundleTests(tctx, fsys); err != nil {
+			if errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+				err = fmt.Errorf("%w (they ran longer than %v in all; make them faster or fewer)", err, budget)
+			}
 			return nil, err
 		}
 		return e, nil

@@ -421,3 +421,39 @@ func copyBundle(tb testing.TB, dir string) {
 	}
 	writeBundle(tb, dir, files)
 }
+
+// TestSlowCandidateTestsAreCutOff: a candidate whose own tests would take
+// far longer than LiveOptions.TestBudget (each under OPA's per-test
+// timeout, so only the total is out of bounds) is refused once the budget
+// is spent, and the running revision stays; the reload lock is free again
+// for the next candidate.
+func TestSlowCandidateTestsAreCutOff(t *testing.T) {
+	dir := t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-good", true, false))
+	l, err := policy.NewLive(context.Background(), policy.LiveOptions{
+		Engine: policy.Options{Edition: gateway.EditionCommunity, Tools: []policy.ToolRef{{Name: "projects.list", Tier: gateway.TierRead}}},
+		Dir:    dir, Embedded: policies.FS, Revision: policies.Revision, TestBudget: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := tinyBundle("rev-slow", true, false)
+	var tests strings.Builder
+	tests.WriteString("package supacloud_test\n\n")
+	for i := range 20 {
+		fmt.Fprintf(&tests, "test_slow_%d if count([1 | some x in numbers.range(1, 1500); some y in numbers.range(1, 1500); x == y + 5000]) == 0\n\n", i)
+	}
+	slow["supacloud/slow_test.rego"] = tests.String()
+	writeBundle(t, dir, slow)
+	start := time.Now()
+	at, err := l.Reload(context.Background(), policy.TriggerAdmin)
+	if took := time.Since(start); err == nil || took > 10*time.Second {
+		t.Fatalf("Reload of a candidate with slow tests: %+v, %v after %v; want a refusal within about 300ms", at, err, took)
+	}
+	if !strings.Contains(err.Error(), "did not finish") {
+		t.Errorf("refusal %q does not say the tests did not finish", err)
+	}
+	if st := l.Status(); st.Revision != "rev-good" {
+		t.Errorf("live revision %q after the refusal, want rev-good", st.Revision)
+	}
+}

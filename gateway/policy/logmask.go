@@ -41,12 +41,15 @@ func (e *Engine) HasMask() bool { return e.mask != nil }
 // a JSON value: maps, slices, strings, json.Number, bools, nil) as input
 // and returns its value, the set of mask rules as []any. An evaluation
 // error, a bundle without the rule or an undefined result is an error, so
-// that the caller drops the event rather than log it unmasked. It
-// implements decisionlog.Masker.
+// that the caller drops the event rather than log it unmasked; so is an
+// evaluation cut off at the engine's EvalTimeout. It implements
+// decisionlog.Masker.
 func (e *Engine) Mask(ctx context.Context, event map[string]any) (any, error) {
 	if e.mask == nil {
 		return nil, errors.New("the policy bundle defines no " + MaskQuery)
 	}
+	ctx, cancel := context.WithTimeout(ctx, e.evalTimeout)
+	defer cancel()
 	rs, err := e.mask.Eval(ctx, rego.EvalInput(event))
 	if err != nil {
 		return nil, err

@@ -10,8 +10,9 @@ package supacloud
 # elicitation/create, sampling/createMessage, roots/list). Both kinds of
 # caller get every kind by default; remove a kind here to stop relaying it.
 # secret_words: a form elicitation whose requestedSchema has a property
-# whose name, title or format contains one of them (case, "_", "-" and
-# spaces ignored) is refused, so an upstream cannot make the client's
+# whose name, title, description or format contains one of them (compared
+# on letters and digits only, lowercased, after NFKC; whatever the
+# request's mode) is refused, so an upstream cannot make the client's
 # user type a credential into a form the gateway relays.
 relay_rules := {
 	"kinds": {

@@ -80,22 +80,47 @@ credential_patterns := [
 scrub(s) := regex.replace(regex.replace(regex.replace(s, credential_patterns[0], placeholder), credential_patterns[1], placeholder), credential_patterns[2], placeholder)
 
 # redact_arguments masks, in a text of the decision (a reason message), the
-# string values of the arguments that are not logged, so that a message
+# values of the arguments that are not logged (strings, numbers and keys,
+# also those inside an object or array), so that a message
 # quoting one does not log it anyway.
 redact_arguments(s) := strings.replace_n(erased_values, s)
 
 erased_values[json.marshal(value)] := placeholder if {
-	some name, value in input.input.arguments
-	not logged_argument(name)
+	some value in erased_leaves
 	is_string(value)
 	value != ""
 }
 
 erased_values[value] := placeholder if {
-	some name, value in input.input.arguments
-	not logged_argument(name)
+	some value in erased_leaves
 	is_string(value)
 	count(value) >= 4
+}
+
+erased_values[text] := placeholder if {
+	some value in erased_leaves
+	is_number(value)
+	text := sprintf("%v", [value])
+	count(text) >= 4
+}
+
+# erased_leaves: every string and number inside an argument that is not
+# logged, and every object key below it, since a reason may quote a whole
+# object or array (sprintf %v) as well as a string.
+erased_leaves contains leaf if {
+	some name, value in input.input.arguments
+	not logged_argument(name)
+	walk(value, [_, leaf])
+	not is_object(leaf)
+	not is_array(leaf)
+}
+
+erased_leaves contains key if {
+	some name, value in input.input.arguments
+	not logged_argument(name)
+	walk(value, [path, _])
+	some key in path
+	is_string(key)
 }
 
 # pointer is the JSON pointer of path below root, each key percent-escaped

@@ -100,6 +100,26 @@ test_reason_quoting_a_short_erased_argument_only_quoted if {
 	}
 }
 
+# A reason may quote an erased argument that is no string (sprintf %v of
+# an object, an array or a number): the values inside it are masked too.
+test_reason_quoting_values_inside_an_erased_argument_is_masked if {
+	arg := {"nested": {"pw": "hunter2-value"}, "list": ["card", 4111111111111111]}
+	m := log.mask with input as event({"workspace_id": arg}, sprintf("workspace_id %v is not a workspace id", [arg]))
+	some op in m
+	op.path == "/result/reasons/0/message"
+	not contains(op.value, "hunter2")
+	not contains(op.value, "4111111111111111")
+	not contains(op.value, "card")
+}
+
+test_reason_quoting_an_erased_number_is_masked if {
+	m := log.mask with input as event({"amount": 123456789}, "amount 123456789 is over the limit")
+	m == {
+		"/input/arguments/amount",
+		{"op": "upsert", "path": "/result/reasons/0/message", "value": "amount [masked] is over the limit"},
+	}
+}
+
 test_credentials_in_a_reason_are_masked if {
 	m := log.mask with input as event({}, sprintf("token %s refused", [jwt]))
 	m == {{"op": "upsert", "path": "/result/reasons/0/message", "value": "token [masked] refused"}}
