@@ -29,7 +29,7 @@ func TestConsoleOnlyWithTheAdminAPI(t *testing.T) {
 			if resp.StatusCode != tc.want {
 				t.Fatalf("GET /console/login: %d, want %d\n%s", resp.StatusCode, tc.want, body)
 			}
-			if signIn := strings.Contains(string(body), `<label for="token">Admin token</label>`); signIn != (tc.want == http.StatusOK) {
+			if signIn := strings.Contains(string(body), `<label for="token">Admin token or API token</label>`); signIn != (tc.want == http.StatusOK) {
 				t.Errorf("sign-in form shown: %v, want %v\n%s", signIn, tc.want == http.StatusOK, body)
 			}
 		})
