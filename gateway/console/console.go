@@ -121,6 +121,9 @@ func (c *Console) routes() *http.ServeMux {
 	ws := Prefix + "/workspaces/{ws}"
 	m.HandleFunc("GET "+Prefix+"/workspaces", c.signedIn(c.workspacesPage))
 	m.HandleFunc("GET "+ws, c.signedIn(c.workspacePage))
+	m.HandleFunc("POST "+ws+"/members", c.change(c.saveMember))
+	m.HandleFunc("POST "+ws+"/members/{user}", c.change(c.saveMember))
+	m.HandleFunc("POST "+ws+"/members/{user}/remove", c.change(c.removeMember))
 	m.HandleFunc("GET "+ws+"/permissions", c.signedIn(c.permissionsPage))
 	m.HandleFunc("POST "+ws+"/permissions", c.change(c.saveWorkspaceOverrides))
 	m.HandleFunc("POST "+ws+"/members/{user}/permissions", c.change(c.saveMemberOverrides))

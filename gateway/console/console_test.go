@@ -405,7 +405,7 @@ func TestWorkspacePages(t *testing.T) {
 		t.Fatalf("workspaces page: %d\n%s", list.status, list.text)
 	}
 	ws := v.get("/console/workspaces/ws-1")
-	for _, w := range []string{"<td>alice</td><td>owner</td><td>developer</td>", "<td>bob</td><td>viewer</td><td>—</td>", "team", "/console/workspaces/ws-1/tokens", "/console/workspaces/ws-1/profiles"} {
+	for _, w := range []string{`<th scope="row">alice</th><td class="role">owner</td><td class="seat-type">developer</td>`, `<th scope="row">bob</th><td class="role">viewer</td><td class="seat-type">—</td>`, "team", "/console/workspaces/ws-1/tokens", "/console/workspaces/ws-1/profiles"} {
 		if !strings.Contains(ws.text, w) {
 			t.Errorf("workspace page lacks %q", w)
 		}

@@ -80,7 +80,7 @@ func fieldError(err error, fields ...string) *formError {
 	if m := fieldPattern.FindStringSubmatch(msg); m != nil {
 		field = m[1]
 	}
-	for prefix, name := range map[string]string{"profile id ": "id", "profile_id ": "profile_id", "scope ": "scopes", "fingerprint ": "fingerprint"} {
+	for prefix, name := range map[string]string{"profile id ": "id", "user id ": "user_id", "profile_id ": "profile_id", "scope ": "scopes", "fingerprint ": "fingerprint"} {
 		if strings.HasPrefix(msg, prefix) {
 			field = name
 		}
@@ -150,12 +150,27 @@ type member struct {
 
 type workspaceView struct {
 	Workspace workspace
-	Members   []member
+	Members   []memberRow
+	Roles     []string
+	Add       memberForm
+	Notice    string
+	// Error is a refusal of a member's form when that member is no
+	// longer listed (removed meanwhile).
+	Error string
 }
 
 func (c *Console) workspacePage(w http.ResponseWriter, r *http.Request, sess *session) {
+	c.showWorkspace(w, r, sess, http.StatusOK, noticeText[r.URL.Query().Get("notice")], nil, nil)
+}
+
+// showWorkspace renders the workspace page with its members. add, when
+// set, is the refused add-member form; row the refused form of one member.
+func (c *Console) showWorkspace(w http.ResponseWriter, r *http.Request, sess *session, code int, notice string, add *memberForm, row *memberRow) {
 	ws := r.PathValue("ws")
-	var v workspaceView
+	v := workspaceView{Roles: Roles, Notice: notice, Add: memberForm{Role: "member"}}
+	if add != nil {
+		v.Add = *add
+	}
 	var members struct {
 		Members []member `json:"members"`
 	}
@@ -167,8 +182,20 @@ func (c *Console) workspacePage(w http.ResponseWriter, r *http.Request, sess *se
 		c.failed(w, r, sess, err)
 		return
 	}
-	v.Members = members.Members
-	c.render(w, r, http.StatusOK, "workspace.html", sess, v)
+	for _, m := range members.Members {
+		mr := memberRow{member: m}
+		if row != nil && row.UserID == m.UserID {
+			if row.Role != "" { // a refused change: show what was sent
+				mr.member = row.member
+			}
+			mr.Err, row = row.Err, nil
+		}
+		v.Members = append(v.Members, mr)
+	}
+	if row != nil {
+		v.Error = row.Err.Message
+	}
+	c.render(w, r, code, "workspace.html", sess, v)
 }
 
 type profile struct {
@@ -198,6 +225,8 @@ func (c *Console) profilesPage(w http.ResponseWriter, r *http.Request, sess *ses
 // noticeText are the messages a redirect after a change may ask for
 // (?notice=<key>); other values show nothing.
 var noticeText = map[string]string{
+	"member-saved":    "The member was saved; their role and seat type apply to their next call.",
+	"member-removed":  "The member was removed from the workspace.",
 	"profile-saved":   "The profile was saved.",
 	"default-set":     "The workspace default profile was set; tasks without a profile now get its allowlist.",
 	"default-cleared": "The workspace has no default profile now; tasks without a profile get the read-only fallback.",
