@@ -62,11 +62,17 @@ const (
 	// stream as open without a renewal; a stream renews it every third of
 	// it, so a replica that dies stops counting as a person within it.
 	DefaultWatcherTTL = 15 * time.Second
+	// DefaultPresenceTTL is how long an approver counts as connected
+	// after the last renewal by Present: the console's approvals page
+	// renews it on every load and reloads itself every 5 s, so an
+	// operator counts while the page is open and for at most this long
+	// after it was closed.
+	DefaultPresenceTTL = 15 * time.Second
 )
 
 // Options tune a Service; zero values take the defaults.
 type Options struct {
-	TTL, PollInterval, StreamPoll, WatcherTTL time.Duration
+	TTL, PollInterval, StreamPoll, WatcherTTL, PresenceTTL time.Duration
 	// Now is the clock of approvals' times; nil means time.Now.
 	Now func() time.Time
 }
@@ -95,6 +101,9 @@ func New(store Store, o Options) *Service {
 	}
 	if o.WatcherTTL <= 0 {
 		o.WatcherTTL = DefaultWatcherTTL
+	}
+	if o.PresenceTTL <= 0 {
+		o.PresenceTTL = DefaultPresenceTTL
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -133,7 +142,8 @@ func newID() string {
 
 // Reachable reports whether a person could decide an approval now, apart
 // from the calling client's user: an admin approvals stream is open on this
-// replica or, as the store records, on another one.
+// replica or, as the store records, on another one, or an approver renewed
+// their presence (Present) within PresenceTTL.
 func (s *Service) Reachable(ctx context.Context) (bool, error) {
 	s.mu.Lock()
 	local := s.streams
@@ -169,4 +179,23 @@ func (s *Service) Decide(ctx context.Context, id, status, decidedBy, reason stri
 		s.notify()
 	}
 	return a, err
+}
+
+// Present records, in the store, that the approver id is connected
+// without a stream: an operator who has the console's approvals page open
+// (id is bound to their console session). The approver counts on every
+// replica until PresenceTTL from now; each call renews it, and Absent
+// ends it at once. id must not collide with a stream's ("watch_…").
+func (s *Service) Present(ctx context.Context, id string) error {
+	return s.store.TouchApprovalWatcher(ctx, id, s.now().Add(s.o.PresenceTTL))
+}
+
+// PresenceTTL is how long an approver recorded by Present counts as
+// connected without a renewal.
+func (s *Service) PresenceTTL() time.Duration { return s.o.PresenceTTL }
+
+// Absent ends the presence of approver id (the operator signed out);
+// an unknown id is no error.
+func (s *Service) Absent(ctx context.Context, id string) error {
+	return s.store.DeleteApprovalWatcher(ctx, id)
 }

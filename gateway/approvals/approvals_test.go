@@ -3,6 +3,7 @@ package approvals_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -332,5 +333,68 @@ func TestAdminDecisionWinsOverAPendingElicitation(t *testing.T) {
 	}
 	if o := result(t, done); o.err != nil || o.a.DecidedBy != "alice" {
 		t.Fatalf("Approve = %+v, %v; want approved by alice", o.a, o.err)
+	}
+}
+
+// An approver present without a stream (the console's approvals page)
+// makes a call wait instead of being refused; the presence lapses after
+// PresenceTTL without a renewal, and Absent ends it at once.
+func TestPresenceCountsAsAPersonUntilItLapses(t *testing.T) {
+	s := newStore(t)
+	clock := time.Now()
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	svc := approvals.New(s, approvals.Options{TTL: time.Hour, PollInterval: 20 * time.Millisecond, PresenceTTL: 15 * time.Second, Now: now})
+	ctx := context.Background()
+	if err := svc.Present(ctx, "console_a"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := svc.Reachable(ctx); err != nil || !ok {
+		t.Fatalf("Reachable with a present approver = %v, %v; want true", ok, err)
+	}
+	done := approveAsync(ctx, svc, call("h1"), nil)
+	var pending []gateway.Approval
+	for deadline := time.Now().Add(5 * time.Second); len(pending) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var err error
+		if pending, err = svc.List(ctx, gateway.ApprovalFilter{Status: gateway.ApprovalPending}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(pending) != 1 {
+		t.Fatalf("pending approvals with a present approver: %v; want the call waiting", pending)
+	}
+	if _, err := svc.Decide(ctx, pending[0].ID, gateway.ApprovalApproved, "olivia", ""); err != nil {
+		t.Fatal(err)
+	}
+	if o := result(t, done); o.err != nil || o.a.Status != gateway.ApprovalUsed {
+		t.Fatalf("Approve after the present approver approved = %+v, %v; want used", o.a, o.err)
+	}
+
+	advance(14 * time.Second)
+	if ok, _ := svc.Reachable(ctx); !ok {
+		t.Error("the approver stopped counting before PresenceTTL passed")
+	}
+	advance(2 * time.Second)
+	if ok, _ := svc.Reachable(ctx); ok {
+		t.Error("the approver still counts after PresenceTTL without a renewal")
+	}
+	_, err := svc.Approve(ctx, call("h2"), nil)
+	wantRefusal(t, err, approvals.ReasonNoPerson)
+	if !strings.Contains(gateway.ErrorMessageOf(err), "/console/approvals") {
+		t.Errorf("refusal %q does not name the console's approvals page", gateway.ErrorMessageOf(err))
+	}
+
+	if err := svc.Present(ctx, "console_a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Absent(ctx, "console_a"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := svc.Reachable(ctx); ok {
+		t.Error("the approver still counts after Absent")
+	}
+	if err := svc.Absent(ctx, "console_unknown"); err != nil {
+		t.Errorf("Absent of an unknown approver: %v", err)
 	}
 }

@@ -60,7 +60,8 @@ func (c Call) key() gateway.ApprovalKey {
 // still open (pending: wait for it; approved: use it); otherwise a new
 // one is created and awaited, asked of the calling client's user through
 // el when el is non-nil (the client declared the elicitation capability)
-// and of the approvers holding the admin approvals stream open.
+// and of the approvers holding the admin approvals stream (or the
+// console's approvals page) open.
 //
 // A refusal is an EForbidden *gateway.Error with one reason (its code
 // ReasonNoPerson, ReasonRejected, ReasonExpired or ReasonUsed) whose
@@ -85,7 +86,7 @@ func (s *Service) Approve(ctx context.Context, call Call, el gateway.Elicitor) (
 			return a, err
 		}
 		if !ok {
-			return a, refusal(ReasonNoPerson, fmt.Sprintf("%s needs a person's approval before it runs, and no one who could approve it is connected: no approver holds the admin approvals stream open and this client did not declare the elicitation capability, so the call was refused and nothing ran; ask an operator to open the approvals stream (GET /admin/v1/approvals/stream) or use a client that supports elicitation, then call again", call.Tool))
+			return a, refusal(ReasonNoPerson, fmt.Sprintf("%s needs a person's approval before it runs, and no one who could approve it is connected: no approver holds the admin approvals stream open (nor has the console's approvals page open) and this client did not declare the elicitation capability, so the call was refused and nothing ran; ask an operator to open the approvals stream (GET /admin/v1/approvals/stream) or the console's approvals page (/console/approvals), or use a client that supports elicitation, then call again", call.Tool))
 		}
 	}
 	if a == nil {

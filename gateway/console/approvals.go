@@ -1,7 +1,10 @@
 package console
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -35,10 +38,18 @@ type pendingApproval struct {
 }
 
 type approvalsView struct {
-	Notice  string
-	Error   string // a refusal that names no form
-	Pending []pendingApproval
-	Decided []approval
+	// Refresh is the meta refresh of the page in seconds; 0 for none (a
+	// page showing a refused form stays until the operator moves on).
+	Refresh int
+	// Present says whether the operator counts as an approver now;
+	// PresenceErr is why recording it failed.
+	Present     bool
+	PresenceTTL int // seconds
+	PresenceErr string
+	Notice      string
+	Error       string // a refusal that names no form
+	Pending     []pendingApproval
+	Decided     []approval
 }
 
 // decidedShown is how many approvals that left pending the inbox lists.
@@ -65,6 +76,16 @@ func (c *Console) showApprovals(w http.ResponseWriter, r *http.Request, sess *se
 		return
 	}
 	v := approvalsView{Notice: notice}
+	if code == http.StatusOK {
+		v.Refresh = int(c.opts.ApprovalsRefresh.Round(time.Second) / time.Second)
+	}
+	if c.opts.Approvers != nil {
+		if err := c.opts.Approvers.Present(r.Context(), approverID(sess)); err != nil {
+			v.PresenceErr = err.Error()
+		} else {
+			v.Present, v.PresenceTTL = true, int(c.opts.Approvers.PresenceTTL().Round(time.Second)/time.Second)
+		}
+	}
 	for _, a := range pending.Approvals {
 		p := pendingApproval{approval: a, DecidedBy: sess.operator}
 		if failed != nil && a.ID == id {
@@ -107,4 +128,26 @@ func (c *Console) decideApproval(w http.ResponseWriter, r *http.Request, sess *s
 		notice = "rejected"
 	}
 	http.Redirect(w, r, Prefix+"/approvals?notice="+notice, http.StatusSeeOther)
+}
+
+// approverID is the approver id of a console session: "console_" and a
+// hash of the session id (the store never sees the cookie value).
+func approverID(sess *session) string {
+	h := sha256.Sum256([]byte("mcpgate console approver\x00" + sess.id))
+	return "console_" + hex.EncodeToString(h[:16])
+}
+
+// signOut ends the operator's approver presence, then the session.
+func (c *Console) signOut(w http.ResponseWriter, r *http.Request, sess *session) {
+	if c.opts.Approvers != nil && sess.reader == "" {
+		_ = c.opts.Approvers.Absent(r.Context(), approverID(sess)) // else it lapses within the presence TTL
+	}
+	c.logout(w, r, sess)
+}
+
+// RefreshContent is the content of the approvals page's meta refresh:
+// the interval, then the inbox's own address (a page answering a POST
+// reloads as the inbox).
+func (v approvalsView) RefreshContent() string {
+	return strconv.Itoa(v.Refresh) + "; url=" + Prefix + "/approvals"
 }

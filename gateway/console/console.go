@@ -43,6 +43,10 @@ const (
 	// signInTTL is how long a signed-out visitor's session (the one the
 	// sign-in form's CSRF token belongs to) lasts.
 	signInTTL = 30 * time.Minute
+	// DefaultApprovalsRefresh is how often the approvals page reloads
+	// itself when Options.ApprovalsRefresh is 0: three loads fit in the
+	// presence TTL, so one slow load does not drop the operator.
+	DefaultApprovalsRefresh = 5 * time.Second
 )
 
 // Options configures New.
@@ -63,6 +67,29 @@ type Options struct {
 	MaxSessions int
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Approvers, when set, counts an operator who has the approvals page
+	// open as an approver (see Approvers); nil: the page counts nobody,
+	// and calls that need an approval wait only for an approvals stream.
+	Approvers Approvers
+	// ApprovalsRefresh is how often the approvals page reloads itself
+	// (a meta refresh: the console runs no script), renewing the
+	// operator's presence each time; 0 means DefaultApprovalsRefresh.
+	ApprovalsRefresh time.Duration
+}
+
+// Approvers records operators present on the approvals page;
+// gateway/approvals' Service implements it. An operator (signed in with
+// the admin token; a read-only session never counts) is Present each time
+// their approvals page loads, under an id bound to their console session,
+// and counts as connected until PresenceTTL (approvals.DefaultPresenceTTL,
+// 15 s) passes without another load; sign-out makes them Absent at once.
+type Approvers interface {
+	// Present records approver id as connected for PresenceTTL from now.
+	Present(ctx context.Context, id string) error
+	// Absent forgets approver id at once.
+	Absent(ctx context.Context, id string) error
+	// PresenceTTL is how long a Present approver counts without renewal.
+	PresenceTTL() time.Duration
 }
 
 // Console is the console's http.Handler; see New.
@@ -86,6 +113,9 @@ func New(opts Options) *Console {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.ApprovalsRefresh <= 0 {
+		opts.ApprovalsRefresh = DefaultApprovalsRefresh
 	}
 	c := &Console{opts: opts, sessions: newSessions(opts.MaxSessions)}
 	c.mux = c.routes()
@@ -117,7 +147,7 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET "+Prefix, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
 	})
-	m.HandleFunc("POST "+Prefix+"/logout", c.change(c.logout))
+	m.HandleFunc("POST "+Prefix+"/logout", c.change(c.signOut))
 	ws := Prefix + "/workspaces/{ws}"
 	m.HandleFunc("GET "+Prefix+"/workspaces", c.signedIn(c.workspacesPage))
 	m.HandleFunc("GET "+ws, c.signedIn(c.workspacePage))

@@ -72,10 +72,47 @@ func link(name string, value any, extra ...any) map[string]any {
 	return m
 }
 
-// fakeApprovals is an in-memory approvals service.
+// fakeApprovals is an in-memory approvals service; present records the
+// approvers the console reported present (Present adds, Absent removes),
+// and presenceErr, when set, fails Present.
 type fakeApprovals struct {
-	mu   sync.Mutex
-	list []gateway.Approval
+	mu          sync.Mutex
+	list        []gateway.Approval
+	present     map[string]int // approver id → Present calls
+	presenceErr error
+}
+
+func (f *fakeApprovals) Present(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.presenceErr != nil {
+		return f.presenceErr
+	}
+	if f.present == nil {
+		f.present = map[string]int{}
+	}
+	f.present[id]++
+	return nil
+}
+
+func (f *fakeApprovals) Absent(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.present, id)
+	return nil
+}
+
+func (f *fakeApprovals) PresenceTTL() time.Duration { return 15 * time.Second }
+
+// approvers returns the approver ids present and their Present counts.
+func (f *fakeApprovals) approvers() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for id, n := range f.present {
+		out[id] = n
+	}
+	return out
 }
 
 func (f *fakeApprovals) add(a gateway.Approval) {

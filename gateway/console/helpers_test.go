@@ -71,7 +71,10 @@ func newGateway(t *testing.T) *gatewayUnderTest {
 	}, TokenReader: tokenReader(st), Explain: g.explainer.explain, Approvals: g.approvals, Policy: g.policy})
 	mux := http.NewServeMux()
 	mux.Handle(admin.Prefix+"/", g.admin)
-	c := console.New(console.Options{Admin: g.admin, AdminPrefix: admin.Prefix, Now: g.clock.now})
+	// The approvals page reloads itself every 5 s by default; the browser
+	// test types into its forms, so here it waits a minute.
+	c := console.New(console.Options{Admin: g.admin, AdminPrefix: admin.Prefix, Now: g.clock.now,
+		Approvers: g.approvals, ApprovalsRefresh: time.Minute})
 	mux.Handle(console.Prefix, c)
 	mux.Handle(console.Prefix+"/", c)
 	g.srv = httptest.NewServer(mux)

@@ -212,7 +212,10 @@ func New(d Deps) (*Server, error) {
 	})
 	r.PathPrefix(admin.Prefix).Handler(adminAPI)
 	if d.AdminToken != "" { // the console works through the admin API, so it is off with it
-		r.PathPrefix(console.Prefix).Handler(console.New(console.Options{Admin: adminAPI, AdminPrefix: admin.Prefix}))
+		// An operator with the console's approvals page open counts as an
+		// approver (gateway/approvals' Service records the presence).
+		approvers, _ := d.Approvals.(console.Approvers)
+		r.PathPrefix(console.Prefix).Handler(console.New(console.Options{Admin: adminAPI, AdminPrefix: admin.Prefix, Approvers: approvers}))
 	}
 	reg := d.Registry
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -173,12 +174,33 @@ func TestConsoleOverWholeGateway(t *testing.T) {
 	}
 
 	// 3. A cc_server call waiting for approval, approved in the console.
-	person := g.openApprovalStream(t) // someone who can decide is connected
+	// No approvals stream is open: the operator counts as an approver
+	// because the console's approvals page is open (it reloads itself
+	// every 5 s and renews the presence each time).
+	run("open the approvals inbox",
+		chromedp.Navigate(base+"/approvals"),
+		chromedp.WaitVisible(chromedp.ID("no-pending")),
+	)
 	ada := g.ccConnect(t, g.ccToken(t, auth.CCClaims{Subject: "ada"}), false)
 	waiting := callAsync(ada, "create_ticket", map[string]any{"workspace_id": "ws-acme", "title": "From the console"})
-	ap := person.next(t, "create_ticket", gateway.ApprovalPending)
+	var ap gateway.Approval
+	for deadline := time.Now().Add(10 * time.Second); ap.ID == ""; time.Sleep(50 * time.Millisecond) {
+		select {
+		case r := <-waiting:
+			t.Fatalf("the call needing approval returned before anyone approved it (refused with only the console page open?): %v %q", r.err, text(r.res))
+		default:
+		}
+		for _, a := range g.approvals(t, gateway.ApprovalPending) {
+			if a.Tool == "create_ticket" {
+				ap = a
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no pending create_ticket approval within 10 s")
+		}
+	}
 	run("approve in the console",
-		chromedp.Navigate(base+"/approvals"),
+		// The page shows the new approval after its own refresh, no navigation.
 		chromedp.WaitVisible(chromedp.ID("approval-"+ap.ID)),
 		shot("07-approvals-pending"),
 		submits(chromedp.Click(chromedp.CSS(`#approval-`+ap.ID+` button[value="approve"]`))),
@@ -242,4 +264,20 @@ func TestConsoleOverWholeGateway(t *testing.T) {
 	if rev := read("read the live revision", chromedp.Text(chromedp.ID("live-revision"))); rev == "" || rev != g.app.Policy.Status().Revision {
 		t.Errorf("policy page shows revision %q; the gateway runs %q", rev, g.app.Policy.Status().Revision)
 	}
+}
+
+// approvals lists the approvals of status through GET /admin/v1/approvals.
+func (g *ccGateway) approvals(t *testing.T, status string) []gateway.Approval {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, g.srv.URL+"/admin/v1/approvals?status="+status, nil)
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer e2e-admin-token")
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Approvals []gateway.Approval `json:"approvals"`
+	}
+	must(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out.Approvals
 }
