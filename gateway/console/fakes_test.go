@@ -27,6 +27,16 @@ type fakeExplainer struct {
 	requests []admin.ExplainRequest
 	chains   map[string][]map[string]any
 	fail     map[string]error
+	// all, when it has the user, is their all_permissions (every key);
+	// else all_permissions is their chains.
+	all map[string][]map[string]any
+}
+
+func (f *fakeExplainer) allKeys(user string) []map[string]any {
+	if a, ok := f.all[user]; ok {
+		return a
+	}
+	return f.chains[user]
 }
 
 func (f *fakeExplainer) explain(_ context.Context, req admin.ExplainRequest) (any, error) {
@@ -54,10 +64,11 @@ func (f *fakeExplainer) explain(_ context.Context, req admin.ExplainRequest) (an
 		"decision": map[string]any{"allow": allow, "tier": "read", "revision": "rev-test-1", "reasons": reasons,
 			"args_seen": args},
 		"explain": map[string]any{
-			"gates":       []map[string]any{{"gate": "edition", "rule": "data.supacloud.gates.edition", "passed": true}, {"gate": "grant", "rule": "data.supacloud.gates.grant", "passed": allow}},
-			"decided_by":  decided,
-			"permissions": f.chains[req.User],
-			"edition":     map[string]any{"name": "community", "enterprise": false},
+			"gates":           []map[string]any{{"gate": "edition", "rule": "data.supacloud.gates.edition", "passed": true}, {"gate": "grant", "rule": "data.supacloud.gates.grant", "passed": allow}},
+			"decided_by":      decided,
+			"permissions":     f.chains[req.User],
+			"all_permissions": f.allKeys(req.User),
+			"edition":         map[string]any{"name": "community", "enterprise": false},
 		},
 		"input": map[string]any{},
 	}, nil

@@ -100,3 +100,25 @@ func TestMemberEditing(t *testing.T) {
 	}
 	member("alice")
 }
+
+// TestChainTableShowsEveryKey: the permissions page shows each member's
+// all_permissions (every permission key), not only the keys the explained
+// tool reads.
+func TestChainTableShowsEveryKey(t *testing.T) {
+	g := newGateway(t)
+	g.explainer.chains["alice"] = []map[string]any{{"field": "budget_remaining", "key": "workspace.budget.view", "value": true, "decided_by": "default",
+		"chain": []map[string]any{link("user_override", nil), link("seat_type", nil), link("workspace_override", nil), link("org_plan", nil), link("default", true)}}}
+	g.explainer.all = map[string][]map[string]any{"alice": {
+		{"field": nil, "key": "sso.configure", "value": false, "edition_capped": true, "decided_by": "edition",
+			"chain": []map[string]any{link("user_override", true), link("seat_type", nil), link("workspace_override", nil), link("org_plan", nil), link("default", nil)}},
+		g.explainer.chains["alice"][0],
+	}}
+	v := g.signedIn(t)
+	p := v.get("/console/workspaces/ws-1/permissions")
+	for _, want := range []string{`<tr data-key="sso.configure"><th scope="row"><code>sso.configure</code></th><td class="value">false</td><td class="decided-by">edition (capped by the edition)</td>`,
+		`<tr data-key="workspace.budget.view">`, "every key"} {
+		if !strings.Contains(p.text, want) {
+			t.Errorf("permissions page lacks %q\n%s", want, p.text)
+		}
+	}
+}

@@ -14,9 +14,11 @@ import (
 // so no task of that name ever needs to exist.
 const chainTask = "console.permissions"
 
-// chainTool is the tool whose explanation carries the precedence chains:
-// workspace.info reads the permission keys its redactions name (the
-// bundle's data.supacloud.permissions.redactions).
+// chainTool is the tool whose explanation the permissions page asks for:
+// its all_permissions carry the precedence chain of every permission key
+// (whatever the tool), and workspace.info is one every member may be
+// explained for, which reads the keys its redactions name (the bundle's
+// data.supacloud.permissions.redactions).
 const chainTool = "workspace.info"
 
 // chainLink is one link of a permission key's precedence chain as the
@@ -93,7 +95,11 @@ type explanation struct {
 		Profile     map[string]any `json:"profile"`
 		Grant       map[string]any `json:"grant"`
 		Permissions []permission   `json:"permissions"`
-		Edition     struct {
+		// AllPermissions is every permission key the bundle or the
+		// member's links know, sorted by key (absent from bundles older
+		// than the key table).
+		AllPermissions []permission `json:"all_permissions"`
+		Edition        struct {
 			Name string `json:"name"`
 		} `json:"edition"`
 	} `json:"explain"`
@@ -104,7 +110,7 @@ type memberPermissions struct {
 	member
 	Text  string // the override form's text, key=true|false a line
 	Err   *formError
-	Chain []permission // resolved per key; nil when ChainErr says why
+	Chain []permission // every key resolved, by key; nil when ChainErr says why
 }
 
 type permissionsView struct {
@@ -199,8 +205,8 @@ func (c *Console) showPermissions(w http.ResponseWriter, r *http.Request, sess *
 				map[string]any{"workspace": ws, "task": chainTask, "user": m.UserID, "tool": chainTool}, &ex)
 			if err != nil {
 				v.ChainErr = err.Error()
-			} else {
-				mp.Chain = ex.Explain.Permissions
+			} else if mp.Chain = ex.Explain.AllPermissions; mp.Chain == nil {
+				mp.Chain = ex.Explain.Permissions // a bundle without the key table: the keys the tool reads
 			}
 		}
 		v.Members = append(v.Members, mp)

@@ -16,6 +16,8 @@ package supacloud
 #  "grant": what grants the tool, or would (explain_grant),
 #  "permissions": [the precedence chain of each permission key the tool
 #                  reads (explain_permission)],
+#  "all_permissions": [the same for every permission key known, whatever
+#                      the tool reads (explain_all_permissions)],
 #  "edition": {"name", "enterprise"}}.
 explain := {
 	"decision": decision,
@@ -24,6 +26,7 @@ explain := {
 	"profile": explain_profile,
 	"grant": explain_grant,
 	"permissions": explain_permissions,
+	"all_permissions": explain_all_permissions,
 	"edition": {"name": explain_edition, "enterprise": explain_enterprise},
 }
 
@@ -210,6 +213,39 @@ explain_permissions := [explain_permission(field, key) |
 	some field in sort(object.keys(object.get(data.supacloud.permissions.redactions, input.tool.name, {})))
 	key := data.supacloud.permissions.redactions[input.tool.name][field]
 ]
+
+# explain_all_permissions resolves every permission key known
+# (explain_known_keys), sorted by key, whatever tool is explained: the
+# member's whole precedence table. field is the result field of the
+# explained tool that the key keeps, or null when the tool reads no such
+# key.
+explain_all_permissions := [explain_permission(explain_key_field(key), key) |
+	some key in sort(explain_known_keys)
+]
+
+# explain_known_keys are the keys with a default, the enterprise-only
+# keys, and every key an override, the seat type or the org plan of the
+# input sets.
+explain_known_keys contains key if some key, _ in data.supacloud.permissions.defaults
+
+explain_known_keys contains key if some key in data.supacloud.permissions.enterprise_only
+
+explain_known_keys contains key if {
+	some path in [["user_overrides"], ["seat_type", "permissions"], ["workspace_overrides"], ["org_plan", "permissions"]]
+	links := explain_value(path)
+	is_object(links)
+	some key, _ in links
+}
+
+# explain_key_field is the first (sorted) result field of input.tool that
+# key keeps, or null.
+explain_key_field(key) := fields[0] if {
+	fields := sort([field |
+		some field, k in object.get(data.supacloud.permissions.redactions, input.tool.name, {})
+		k == key
+	])
+	count(fields) > 0
+} else := null
 
 # explain_permission shows the precedence chain of key as this input
 # holds it (user override -> seat type -> workspace override -> org plan

@@ -180,6 +180,51 @@ test_explain_permissions_of_workspace_info if {
 	x.permissions[1].chain[1] == {"link": "seat_type", "name": "s", "applies": true, "value": false}
 }
 
+# all_permissions resolves every known key, whatever the tool: the keys
+# with a default, the enterprise-only keys and those the input's links set,
+# each with the result field of the tool that keeps it (or null).
+test_explain_all_permissions if {
+	base := object.union(with_profile(["supacloud.read.*"], null), {"permissions": perms(
+		{"workspace.budget.view": false, "custom.flag": true},
+		seat(false, {"workspace.members.view": false, "seat.only": true}),
+		{"ws.only": false},
+		plan({"plan.only": true}),
+	)})
+	x := explained(base, "project.get", {})
+	x.permissions == []
+	[[p.key, p.field, p.decided_by, p.value] | some p in x.all_permissions] == [
+		["audit.export", null, "edition", false],
+		["custom.flag", null, "user_override", true],
+		["plan.only", null, "org_plan", true],
+		["seat.only", null, "seat_type", true],
+		["sso.configure", null, "edition", false],
+		["workspace.budget.view", null, "user_override", false],
+		["workspace.members.view", null, "seat_type", false],
+		["workspace.plan.view", null, "default", true],
+		["ws.only", null, "workspace_override", false],
+	]
+	y := explained(base, "workspace.info", {})
+	[[p.key, p.field] | some p in y.all_permissions; p.field != null] == [
+		["workspace.budget.view", "budget_remaining"],
+		["workspace.members.view", "member_count"],
+		["workspace.plan.view", "plan_tier"],
+	]
+	[p | some p in y.all_permissions; p.key == "workspace.budget.view"][0] == y.permissions[0]
+}
+
+# Without permissions in the input the table still lists the bundle's
+# keys, each decided by its default (or the edition).
+test_explain_all_permissions_without_input_links if {
+	x := explained(with_profile(["supacloud.read.*"], null), "project.get", {})
+	[[p.key, p.decided_by] | some p in x.all_permissions] == [
+		["audit.export", "edition"],
+		["sso.configure", "edition"],
+		["workspace.budget.view", "default"],
+		["workspace.members.view", "default"],
+		["workspace.plan.view", "default"],
+	]
+}
+
 # The link explain_link names holds the value permission resolves, for
 # every precedence case (precedence_test.rego): the chain shown is the one
 # the policy used.

@@ -234,6 +234,11 @@ func TestConsoleOverWholeGateway(t *testing.T) {
 	if by := read("read alice's chain", chromedp.Text(chromedp.CSS(`#member-alice tr[data-key="workspace.budget.view"] td.decided-by`))); by != "workspace_override" {
 		t.Errorf("alice's workspace.budget.view decided by %q; want workspace_override (the bundle's explanation)", by)
 	}
+	// Every key, not only those workspace.info reads: an enterprise-only key
+	// is capped by the community edition.
+	if by := read("read alice's sso.configure", chromedp.Text(chromedp.CSS(`#member-alice tr[data-key="sso.configure"] td.decided-by`))); by != "edition (capped by the edition)" {
+		t.Errorf("alice's sso.configure decided by %q; want the edition cap", by)
+	}
 	run("audit",
 		chromedp.Navigate(base+"/audit?tool=create_ticket"),
 		chromedp.WaitVisible(chromedp.ID("audit-events")),
