@@ -69,4 +69,22 @@ type ShadowStatus struct {
 	Revision string `json:"revision,omitempty"`
 	// LastAttempt is its most recent load, as for the live bundle.
 	LastAttempt *PolicyAttempt `json:"last_attempt,omitempty"`
+	// FlipsSince is when the gateway started counting Flips: its start
+	// (the counts are kept in memory, per process, across reloads).
+	FlipsSince time.Time `json:"flips_since"`
+	// Flips are the calls the shadow candidate decided otherwise than
+	// the live bundle since FlipsSince, per tool and direction, sorted by
+	// tool then direction: the counts of
+	// mcpgate_policy_shadow_flips_total on this replica. Empty (never
+	// null) when none flipped.
+	Flips []ShadowFlips `json:"flips"`
+}
+
+// ShadowFlips counts the shadow flips of one tool in one direction.
+type ShadowFlips struct {
+	Tool string `json:"tool"`
+	// Direction is "allow_to_deny" (the live bundle allowed, the shadow
+	// would deny) or "deny_to_allow".
+	Direction string `json:"direction"`
+	Count     int64  `json:"count"`
 }

@@ -26,13 +26,27 @@ type Policy interface {
 // for through this API.
 const reloadTrigger = "admin"
 
-// policyStatus: GET /policy → gateway.PolicyStatus.
+// policyStatus: GET /policy → gateway.PolicyStatus, with the shadow
+// candidate's revision and its flips counted since start per tool and
+// direction.
 func (h *handler) policyStatus(w http.ResponseWriter, _ *http.Request) error {
 	if h.opts.Policy == nil {
 		return notFound("this gateway has no policy status to show")
 	}
-	writeJSON(w, http.StatusOK, h.opts.Policy.Status())
+	writeJSON(w, http.StatusOK, h.status())
 	return nil
+}
+
+// status is the Policy's status as the API shows it: a shadow's flips
+// are a list, [] when none flipped.
+func (h *handler) status() gateway.PolicyStatus {
+	st := h.opts.Policy.Status()
+	if st.Shadow != nil && st.Shadow.Flips == nil {
+		sh := *st.Shadow
+		sh.Flips = []gateway.ShadowFlips{}
+		st.Shadow = &sh
+	}
+	return st
 }
 
 // reloadPolicy: POST /policy/reload → 200 {"attempt", "status"} when the
@@ -48,7 +62,7 @@ func (h *handler) reloadPolicy(w http.ResponseWriter, r *http.Request) error {
 		return err // not reloadable: EConflict
 	}
 	h.log.Info("admin policy reload", append(logChange(r), zap.String("outcome", at.Outcome), zap.String("candidate_revision", at.Revision))...)
-	body := map[string]any{"attempt": at, "status": h.opts.Policy.Status()}
+	body := map[string]any{"attempt": at, "status": h.status()}
 	if err != nil {
 		body["error"] = map[string]string{"code": "PolicyRefused", "message": at.Error}
 		writeJSON(w, http.StatusUnprocessableEntity, body)

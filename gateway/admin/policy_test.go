@@ -116,3 +116,37 @@ func TestPolicyIsAdminOnly(t *testing.T) {
 		t.Errorf("a read-only token reloaded the policy %d times", p.reloads)
 	}
 }
+
+// GET /policy shows the shadow candidate's revision and its flips counted
+// since start, per tool and direction; with none, flips is [] (never null).
+func TestPolicyStatusShowsShadowFlips(t *testing.T) {
+	since := testNow.Add(-time.Hour)
+	p := &fakePolicy{dir: "/p", status: gateway.PolicyStatus{Surface: "supacloud", Revision: "rev-1", Source: "/p", LiveSince: testNow,
+		Shadow: &gateway.ShadowStatus{Source: "/s", Revision: "rev-9", FlipsSince: since}}}
+	h := NewHandler(newFakeStore(), Options{Token: adminToken, Policy: p})
+	rec := serve(h, http.MethodGet, "/admin/v1/policy", "", nil)
+	if rec.Code != http.StatusOK || !json.Valid(rec.Body.Bytes()) {
+		t.Fatalf("GET /policy: %d %s", rec.Code, rec.Body)
+	}
+	var body struct {
+		Shadow struct {
+			Revision   string          `json:"revision"`
+			FlipsSince time.Time       `json:"flips_since"`
+			Flips      json.RawMessage `json:"flips"`
+		} `json:"shadow"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if string(body.Shadow.Flips) != "[]" || body.Shadow.Revision != "rev-9" || !body.Shadow.FlipsSince.Equal(since) {
+		t.Errorf("shadow with no flips: %s; want revision rev-9, flips [] since %v", rec.Body, since)
+	}
+	p.status.Shadow.Flips = []gateway.ShadowFlips{{Tool: "apps.deploy", Direction: "allow_to_deny", Count: 3}, {Tool: "project.get", Direction: "deny_to_allow", Count: 1}}
+	rec = serve(h, http.MethodGet, "/admin/v1/policy", "", nil)
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if want := `[{"tool":"apps.deploy","direction":"allow_to_deny","count":3},{"tool":"project.get","direction":"deny_to_allow","count":1}]`; string(body.Shadow.Flips) != want {
+		t.Errorf("flips = %s; want %s", body.Shadow.Flips, want)
+	}
+}

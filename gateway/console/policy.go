@@ -29,6 +29,12 @@ type policyStatus struct {
 		Source      string         `json:"source"`
 		Revision    string         `json:"revision"`
 		LastAttempt *policyAttempt `json:"last_attempt"`
+		FlipsSince  time.Time      `json:"flips_since"`
+		Flips       []struct {
+			Tool      string `json:"tool"`
+			Direction string `json:"direction"`
+			Count     int64  `json:"count"`
+		} `json:"flips"`
 	} `json:"shadow"`
 }
 

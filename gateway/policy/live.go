@@ -1,10 +1,12 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,8 +123,9 @@ type Live struct {
 
 	reload sync.Mutex // one reload at a time
 
-	mu     sync.Mutex // guards status
+	mu     sync.Mutex // guards status and flips
 	status gateway.PolicyStatus
+	flips  map[gateway.ShadowFlips]int64 // by Tool and Direction (Count 0)
 }
 
 // NewLive loads the bundle of opts.Dir (or opts.Embedded) and, when set,
@@ -168,7 +171,7 @@ func NewLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 	l.status.Revision, l.status.LiveSince, l.status.LastAttempt = e.Revision(), at.Time, at
 	var shadow *Engine
 	if opts.ShadowDir != "" {
-		l.status.Shadow = &gateway.ShadowStatus{Source: opts.ShadowDir}
+		l.status.Shadow = &gateway.ShadowStatus{Source: opts.ShadowDir, FlipsSince: time.Now().UTC()}
 		shadow = l.loadShadow(ctx, TriggerStart)
 	}
 	l.snap.Store(&Snapshot{live: e, shadow: shadow, l: l})
@@ -270,9 +273,27 @@ func (l *Live) Status() gateway.PolicyStatus {
 	st := l.status
 	if st.Shadow != nil {
 		sh := *st.Shadow
+		sh.Flips = make([]gateway.ShadowFlips, 0, len(l.flips))
+		for k, n := range l.flips {
+			k.Count = n
+			sh.Flips = append(sh.Flips, k)
+		}
+		slices.SortFunc(sh.Flips, func(a, b gateway.ShadowFlips) int {
+			return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Direction, b.Direction))
+		})
 		st.Shadow = &sh
 	}
 	return st
+}
+
+// countFlip counts one shadow flip for Status.
+func (l *Live) countFlip(tool, direction string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.flips == nil {
+		l.flips = map[gateway.ShadowFlips]int64{}
+	}
+	l.flips[gateway.ShadowFlips{Tool: tool, Direction: direction}]++
 }
 
 // ErrNotReloadable is returned by Reload when the gateway serves the
@@ -393,6 +414,7 @@ func (s *Snapshot) compare(ctx context.Context, p *gateway.Principal, c *gateway
 		f.Direction = FlipDenyToAllow
 	}
 	s.l.observer().ShadowFlip(f.Tool, f.Direction)
+	s.l.countFlip(f.Tool, f.Direction)
 	s.l.log.Info("shadow policy would flip a decision", zap.String("tool", f.Tool), zap.String("direction", f.Direction),
 		zap.String("live_revision", f.LiveRevision), zap.String("shadow_revision", f.ShadowRevision),
 		zap.String("decision_id", live.ID), zap.String("workspace_id", p.WorkspaceID),

@@ -326,6 +326,12 @@ func TestShadowFlipsAreCountedNeverEnforced(t *testing.T) {
 	if sh := l.Status().Shadow; sh == nil || sh.Revision != "rev-shadow" || sh.Source != shadowDir {
 		t.Errorf("shadow status %+v", sh)
 	}
+	if _, err := l.Decide(context.Background(), agent(""), caller(nil, "member"), projectsList, nil); err != nil {
+		t.Fatal(err)
+	}
+	if sh := l.Status().Shadow; len(sh.Flips) != 1 || sh.Flips[0] != (gateway.ShadowFlips{Tool: "projects.list", Direction: policy.FlipAllowToDeny, Count: 2}) || sh.FlipsSince.IsZero() {
+		t.Errorf("Status counts flips %+v since %v; want projects.list allow_to_deny 2", sh.Flips, sh.FlipsSince)
+	}
 
 	erring := tinyBundle("rev-erring", false, false)
 	erring["supacloud/decision.rego"] = "package supacloud\n\ndecision := {\"allow\": to_number(\"x\") == 1, \"visible\": true}\n\nvisible_tools := []\n"
@@ -338,8 +344,11 @@ func TestShadowFlipsAreCountedNeverEnforced(t *testing.T) {
 		t.Fatalf("shadow revision %s after reload, want rev-erring", got)
 	}
 	d, err = l.Decide(context.Background(), agent(""), caller(nil, "member"), projectsList, nil)
-	if err != nil || !d.Allow || len(flips) != 1 {
+	if err != nil || !d.Allow || len(flips) != 2 {
 		t.Errorf("with an erring shadow: decision %+v err %v, %d flips; want the live allow and no new flip", d, err, len(flips))
+	}
+	if got := l.Status().Shadow.Flips; len(got) != 1 || got[0].Count != 2 {
+		t.Errorf("flips after a reload of the shadow = %+v; want the count since start kept (2)", got)
 	}
 }
 
