@@ -74,10 +74,12 @@ func navigates(a chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] 
 
 // TestBrowser drives a real headless Chromium through the console: sign
 // in, create an API token, see its value once, reload and see it gone,
-// revoke it, and set (then move) the workspace default profile; permission
-// overrides with a refused key and the resolved chain; approve a pending
-// approval; filter audit events; explain a call in the playground; a
-// refused policy reload; then a read-only API token's view. The admin
+// revoke it, and set (then move) the workspace default profile; add,
+// refuse and remove a member; permission overrides with a refused key and
+// every key's resolved chain; approve a pending approval while the open
+// page counts as an approver; filter audit events; explain a call in the
+// playground; shadow flips and a refused policy reload; then a read-only
+// API token's view. The admin
 // API's collaborators are the fakes of the handler tests; test/e2e drives
 // the same pages over the whole gateway.
 func TestBrowser(t *testing.T) {
@@ -95,6 +97,9 @@ func TestBrowser(t *testing.T) {
 	g.explainer.chains["alice"] = []map[string]any{{"field": "budget_remaining", "key": "workspace.budget.view", "value": true,
 		"decided_by": "user_override", "chain": []map[string]any{link("user_override", true), link("seat_type", nil, "name", "developer", "applies", true),
 			link("workspace_override", nil), link("org_plan", nil, "name", "team"), link("default", true)}}}
+	g.explainer.all = map[string][]map[string]any{"alice": {g.explainer.chains["alice"][0], {"field": nil, "key": "sso.configure", "value": false,
+		"edition_capped": true, "decided_by": "edition", "chain": []map[string]any{link("user_override", nil), link("seat_type", nil, "name", "developer", "applies", true),
+			link("workspace_override", nil), link("org_plan", nil, "name", "team"), link("default", nil)}}}}
 	g.approvals.add(gateway.Approval{ID: "ap-1", PrincipalKind: gateway.PrincipalUser, Subject: "ada", WorkspaceID: "ws-1", Tool: "create_ticket",
 		ArgumentsHash: "sha256:abc", PolicyRevision: "rev-live", Because: []string{"create_ticket requires approval"},
 		Status: gateway.ApprovalPending, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(10 * time.Minute)})
@@ -158,6 +163,41 @@ func TestBrowser(t *testing.T) {
 	if strings.Contains(html, adminToken) || !strings.Contains(html, "alice") {
 		t.Fatalf("workspace page: token shown or members missing\n%s", html)
 	}
+
+	// Members: add one by keyboard, refuse a bad seat type next to its
+	// field (nothing changes), then remove the one added.
+	run("add a member",
+		chromedp.SendKeys(chromedp.ID("add-user"), "carol"),
+		chromedp.SetValue(chromedp.ID("add-role"), "admin"),
+		chromedp.SendKeys(chromedp.ID("add-seat"), "developer"),
+		navigates(chromedp.Submit(chromedp.ID("add-user"))),
+		chromedp.WaitVisible(chromedp.CSS(`#member-carol td.role`)),
+		shot("03a-member-added"),
+	)
+	if got := g.api(t, http.MethodGet, "/workspaces/ws-1/members/carol", "", http.StatusOK); !strings.Contains(got, `"role":"admin"`) || !strings.Contains(got, `"seat_type":"developer"`) {
+		t.Errorf("carol after adding her in the browser: %s", got)
+	}
+	bobBefore := g.api(t, http.MethodGet, "/workspaces/ws-1/members/bob", "", http.StatusOK)
+	run("bad seat type",
+		chromedp.SetValue(chromedp.CSS(`#member-bob input[name="seat_type"]`), "has space"),
+		navigates(chromedp.Click(chromedp.CSS(`button[aria-label="Save bob"]`))),
+		chromedp.WaitVisible(chromedp.CSS(`#member-bob span.error`)),
+		shot("03b-member-bad-seat-type"),
+	)
+	if msg := read("read the seat type message", chromedp.Text(chromedp.CSS(`#member-bob span.error`))); !strings.HasPrefix(msg, `seat_type "has space" is not valid`) {
+		t.Errorf("message next to bob's seat type = %q", msg)
+	}
+	if got := g.api(t, http.MethodGet, "/workspaces/ws-1/members/bob", "", http.StatusOK); got != bobBefore {
+		t.Errorf("a refused change altered bob: %s → %s", bobBefore, got)
+	}
+	run("remove a member",
+		chromedp.Navigate(base+"/workspaces/ws-1"),
+		chromedp.WaitVisible(chromedp.CSS(`#member-carol`)),
+		navigates(chromedp.Click(chromedp.CSS(`button[aria-label="Remove carol from ws-1"]`))),
+		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
+		shot("03c-member-removed"),
+	)
+	g.api(t, http.MethodGet, "/workspaces/ws-1/members/carol", "", http.StatusNotFound)
 
 	// Create a token: the scope box toggled with the space bar, Enter in the label submits.
 	run("create a token",
@@ -292,6 +332,9 @@ func TestBrowser(t *testing.T) {
 	if got := read("read alice's chain", chromedp.Text(chromedp.CSS(`#member-alice tr[data-key="workspace.budget.view"] td.decided-by`))); got != "user_override" {
 		t.Errorf("alice's budget key decided by %q; want user_override", got)
 	}
+	if got := read("read alice's sso.configure", chromedp.Text(chromedp.CSS(`#member-alice tr[data-key="sso.configure"] td.decided-by`))); got != "edition (capped by the edition)" {
+		t.Errorf("alice's table lacks the key workspace.info does not read: sso.configure decided by %q", got)
+	}
 
 	// Approvals: approve by keyboard as the operator named at sign-in.
 	run("approvals",
@@ -305,6 +348,14 @@ func TestBrowser(t *testing.T) {
 	)
 	if a := g.approvals.get("ap-1"); a.Status != "approved" || a.DecidedBy != "Olivia" {
 		t.Errorf("ap-1 after approving in the browser: %s by %q", a.Status, a.DecidedBy)
+	}
+	// The open approvals page made the operator an approver (the call
+	// would wait for them); sign-out below ends that.
+	if by := read("read the presence note", chromedp.Text(chromedp.ID("presence"))); !strings.Contains(by, "You count as an approver while this page is open") {
+		t.Errorf("presence note on the approvals page = %q", by)
+	}
+	if n := len(g.approvals.approvers()); n != 1 {
+		t.Errorf("approvers present with the approvals page open: %d; want 1", n)
 	}
 
 	// Audit events: filter by tool, see reasons and revision.
@@ -342,6 +393,10 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// Policy status and a refused reload.
+	g.policy.mu.Lock()
+	g.policy.status.Shadow = &gateway.ShadowStatus{Source: "/etc/mcpgate/shadow", Revision: "rev-shadow", FlipsSince: time.Now().Add(-time.Hour),
+		Flips: []gateway.ShadowFlips{{Tool: "apps.deploy", Direction: "allow_to_deny", Count: 4}}}
+	g.policy.mu.Unlock()
 	g.policy.refuse = "decision.rego:1: rego_parse_error: unexpected eof"
 	run("policy",
 		chromedp.Navigate(base+"/policy"),
@@ -354,6 +409,9 @@ func TestBrowser(t *testing.T) {
 	if rev := read("read the live revision", chromedp.Text(chromedp.ID("live-revision"))); rev != "rev-test-1" {
 		t.Errorf("live revision after a refused reload = %q", rev)
 	}
+	if n := read("read the flips", chromedp.Text(chromedp.CSS(`#shadow-flips tr[data-tool="apps.deploy"] td.count`))); n != "4" {
+		t.Errorf("shadow flips of apps.deploy shown = %q; want 4", n)
+	}
 
 	run("sign out",
 		navigates(chromedp.Click(`//button[text()="Sign out"]`)),
@@ -361,6 +419,9 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/workspaces"),
 		chromedp.WaitVisible(chromedp.ID("token")),
 	)
+	if n := len(g.approvals.approvers()); n != 0 {
+		t.Errorf("approvers present after sign-out: %d; want 0", n)
+	}
 
 	// A read-only API token: its workspace, no change forms.
 	reader := g.createToken(t, "ws-1", "management:read")

@@ -14,7 +14,11 @@ var Roles = []string{"owner", "admin", "member", "viewer"}
 // refilled after a refusal.
 type memberRow struct {
 	member
-	Err *formError
+	// FormRole and FormSeat are what the change form shows: the stored
+	// values, or those of a refused submission (the cells beside it keep
+	// showing what is stored).
+	FormRole, FormSeat string
+	Err                *formError
 }
 
 // memberForm is the add-member form of the workspace page, refilled after
@@ -51,7 +55,7 @@ func (c *Console) saveMember(w http.ResponseWriter, r *http.Request, sess *sessi
 		if adding {
 			c.showWorkspace(w, r, sess, status(err), "", &memberForm{UserID: m.UserID, Role: m.Role, SeatType: m.SeatType, Err: fe}, nil)
 		} else {
-			c.showWorkspace(w, r, sess, status(err), "", nil, &memberRow{member: m, Err: fe})
+			c.showWorkspace(w, r, sess, status(err), "", nil, &memberRow{member: m, FormRole: m.Role, FormSeat: m.SeatType, Err: fe})
 		}
 		return
 	}

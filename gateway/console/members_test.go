@@ -68,6 +68,11 @@ func TestMemberEditing(t *testing.T) {
 	if got := member("bob"); got != bobBefore {
 		t.Errorf("a refused change altered bob: %s → %s", bobBefore, got)
 	}
+	// The refused form keeps what was typed; the cells beside it show what is stored.
+	p = v.post(page+"/members/bob", url.Values{"csrf": {csrf}, "role": {"admin"}, "seat_type": {"has space"}})
+	if !strings.Contains(p.text, `<th scope="row">bob</th><td class="role">member</td><td class="seat-type">analyst</td>`) || !strings.Contains(p.text, `value="has space"`) {
+		t.Errorf("refused change of bob: stored values not shown beside the refilled form\n%s", p.text)
+	}
 	g.api(t, http.MethodGet, "/workspaces/ws-1/members/dave", "", http.StatusNotFound)
 
 	// Remove carol; removing her again is the admin API's 404, shown above the members.

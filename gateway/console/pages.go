@@ -183,10 +183,10 @@ func (c *Console) showWorkspace(w http.ResponseWriter, r *http.Request, sess *se
 		return
 	}
 	for _, m := range members.Members {
-		mr := memberRow{member: m}
+		mr := memberRow{member: m, FormRole: m.Role, FormSeat: m.SeatType}
 		if row != nil && row.UserID == m.UserID {
-			if row.Role != "" { // a refused change: show what was sent
-				mr.member = row.member
+			if row.FormRole != "" || row.FormSeat != "" { // a refused change: refill the form with what was sent
+				mr.FormRole, mr.FormSeat = row.FormRole, row.FormSeat
 			}
 			mr.Err, row = row.Err, nil
 		}
