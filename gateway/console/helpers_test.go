@@ -68,7 +68,7 @@ func newGateway(t *testing.T) *gatewayUnderTest {
 			return errString("grants no tool of the catalog")
 		}
 		return nil
-	}, TokenReader: tokenReader(st), Explain: g.explainer.explain, Approvals: g.approvals, Policy: g.policy})
+	}, TokenReader: tokenReader(st), WorkspaceAdmin: workspaceAdminHook, Explain: g.explainer.explain, Approvals: g.approvals, Policy: g.policy})
 	mux := http.NewServeMux()
 	mux.Handle(admin.Prefix+"/", g.admin)
 	c := console.New(console.Options{Admin: g.admin, AdminPrefix: admin.Prefix, Now: g.clock.now})
