@@ -45,11 +45,16 @@ MCPGATE_CCSERVER_LISTEN): only --user is required; --mode sets the
 conversation mode (chat, plan, review, orchestrate; absent: chat), --workspace
 pins a server-started agent to that workspace (absent: the user's memberships
 decide), --ticket names the run's own ticket and --kind sets user or agent.
-Its aud is MCPGATE_CCSERVER_JWT_AUDIENCE (default ` + config.DefaultCCServerAudience + `); key and iss as above.`,
+Its aud is MCPGATE_CCSERVER_JWT_AUDIENCE (default ` + config.DefaultCCServerAudience + `); key and iss as above.
+
+With --console the token is a console sign-in JWT for user U of workspace W
+(aud ` + auth.ConsoleAudience + `, at most ` + auth.ConsoleMaxLifetime.String() + `; key and iss as above): when U's role in W
+is owner or admin, U signs in at /console with it and manages W's API tokens.`,
 		Example: `  export MCPGATE_TOKEN=$(mcpgate jwt mint --dev --workspace ws-demo --task task-2 --user alice --profile reader)
   MCPGATE_JWT_SECRET=… mcpgate jwt mint --workspace ws-1 --task t-1 --user u-1 --ttl 15m
   mcpgate jwt mint --key-file agent-signing.pem --workspace ws-1 --task t-1 --user u-1
-  export CC_TOKEN=$(mcpgate jwt mint --dev --cc --user alice --mode plan)`,
+  export CC_TOKEN=$(mcpgate jwt mint --dev --cc --user alice --mode plan)
+  mcpgate jwt mint --dev --console --workspace ws-demo --user alice --ttl 2h`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			tok, err := mintToken(o, getenv)
@@ -78,6 +83,7 @@ Its aud is MCPGATE_CCSERVER_JWT_AUDIENCE (default ` + config.DefaultCCServerAudi
 	f.StringVar(&o.mode, "mode", "", "with --cc: the conversation mode, the mode claim (chat, plan, review, orchestrate; absent: chat)")
 	f.StringVar(&o.ticket, "ticket", "", "with --cc: the run's own ticket, the ticket_id claim")
 	f.StringVar(&o.kind, "kind", "", "with --cc: user or agent, the kind claim (absent: agent when --workspace is given, else user)")
+	f.BoolVar(&o.console, "console", false, "a console sign-in JWT for --user of --workspace (aud "+auth.ConsoleAudience+", at most "+auth.ConsoleMaxLifetime.String()+"): an owner or admin of the workspace manages its API tokens in /console")
 	f.BoolVar(&o.dev, "dev", false, "use the secret of `mcpgate serve --dev` ("+devSecretsFile+" in the current folder)")
 	cmd.AddCommand(mint)
 	return cmd
@@ -89,6 +95,7 @@ type mintOptions struct {
 	keyFile, secretFile            string
 	dev                            bool
 	cc                             bool // a cc_server token: mode, ticket and kind apply
+	console                        bool // a console sign-in token of a workspace owner or admin
 	mode, ticket, kind             string
 }
 
@@ -98,6 +105,11 @@ type mintOptions struct {
 func mintToken(o mintOptions, getenv func(string) string) (string, error) {
 	cfg := auth.SignerConfig{Issuer: getenv(auth.EnvIssuer), Audience: getenv(auth.EnvAudience)}
 	switch {
+	case o.console && (o.cc || o.task != "" || o.profile != "" || o.mode != "" || o.ticket != "" || o.kind != ""):
+		return "", errors.New("a --console token takes only --workspace, --user and --ttl")
+	case o.console && (o.workspace == "" || o.user == ""):
+		return "", errors.New("--workspace and --user are required")
+	case o.console:
 	case o.cc && (o.task != "" || o.profile != ""):
 		return "", errors.New("--task and --profile are claims of agent session tokens; a --cc token takes --user, --mode, --workspace, --ticket and --kind")
 	case o.cc && o.user == "":
@@ -143,7 +155,9 @@ func mintToken(o mintOptions, getenv func(string) string) (string, error) {
 		return "", err
 	}
 	var tok string
-	if o.cc {
+	if o.console {
+		tok, err = signer.SignConsole(o.workspace, o.user, o.ttl)
+	} else if o.cc {
 		tok, err = signer.SignCCServer(auth.CCClaims{Subject: o.user, Kind: o.kind, Mode: o.mode, WorkspaceID: o.workspace, TicketID: o.ticket}, o.ttl)
 	} else {
 		tok, err = signer.Sign(auth.AgentClaims{Subject: o.user, WorkspaceID: o.workspace, TaskID: o.task, ProfileID: o.profile}, o.ttl)
@@ -151,14 +165,14 @@ func mintToken(o mintOptions, getenv func(string) string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return tok, checkMinted(tok, o.cc, cfg, getenv)
+	return tok, checkMinted(tok, o, cfg, getenv)
 }
 
 // checkMinted verifies tok as the gateway would: with the key its
 // environment configures (MCPGATE_JWT_SECRET or MCPGATE_JWT_PUBLIC_KEY_FILE),
 // or, when it configures none, with the secret tok was signed with. A token
 // signed with a private key and no public key to check it against passes.
-func checkMinted(tok string, cc bool, signed auth.SignerConfig, getenv func(string) string) error {
+func checkMinted(tok string, o mintOptions, signed auth.SignerConfig, getenv func(string) string) error {
 	verify := auth.JWTConfig{Issuer: signed.Issuer, Audience: signed.Audience, Secret: []byte(getenv(auth.EnvSecret))}
 	source := auth.EnvSecret
 	if pub := getenv(auth.EnvPublicKeyFile); pub != "" {
@@ -183,10 +197,15 @@ func checkMinted(tok string, cc bool, signed auth.SignerConfig, getenv func(stri
 	var authn interface {
 		Authenticate(*http.Request) (*gateway.Principal, error)
 	} = v
-	if cc {
+	if o.cc {
 		authn = auth.CCServer{J: v}
 	}
-	if _, err := authn.Authenticate(r); err != nil {
+	if o.console {
+		_, _, _, err = v.ConsoleUser(tok)
+	} else {
+		_, err = authn.Authenticate(r)
+	}
+	if err != nil {
 		return fmt.Errorf("a gateway verifying with %s would refuse this token: %v; sign with the key that matches it", source, err)
 	}
 	return nil

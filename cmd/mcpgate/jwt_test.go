@@ -239,3 +239,30 @@ func TestMintCCServer(t *testing.T) {
 		}
 	}
 }
+
+func TestMintConsole(t *testing.T) {
+	env := map[string]string{"MCPGATE_JWT_SECRET": testSecret}
+	tok, err := mint(t, env, "--console", "--workspace", "ws-1", "--user", "ada", "--ttl", "2h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.NewJWT(auth.JWTConfig{Secret: []byte(testSecret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws, user, _, err := v.ConsoleUser(tok); err != nil || ws != "ws-1" || user != "ada" {
+		t.Fatalf("ConsoleUser = %q %q %v", ws, user, err)
+	}
+	if _, err := authenticate(t, auth.JWTConfig{Secret: []byte(testSecret)}, tok); err == nil {
+		t.Fatal("the agent verifier accepted a console sign-in token")
+	}
+	for _, args := range [][]string{
+		{"--console", "--user", "ada"},
+		{"--console", "--workspace", "ws-1", "--user", "ada", "--task", "t-1"},
+		{"--console", "--workspace", "ws-1", "--user", "ada", "--ttl", "24h"},
+	} {
+		if _, err := mint(t, env, args...); err == nil {
+			t.Errorf("jwt mint %v: no error", args)
+		}
+	}
+}

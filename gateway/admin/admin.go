@@ -55,6 +55,14 @@ type Options struct {
 	// and the OpenAPI description; seat types, org plans and the workspace
 	// list are the admin token's. Nil: admin token only.
 	TokenReader func(r *http.Request) (workspaceID string, ok bool)
+	// WorkspaceAdmin is an optional hook for console sign-in JWTs of
+	// workspace members (docs/http.md, "Workspace owners and admins"): it
+	// returns the token's workspace and user and ok=true when r carries a
+	// valid one. Such a caller reaches only the routes of WorkspaceAdminRoutes,
+	// only in its own workspace, and only while its member role there is
+	// owner or admin, checked on every request (seed 002: "Owner oder
+	// Admin"). Nil: no such callers.
+	WorkspaceAdmin func(r *http.Request) (workspaceID, userID string, ok bool)
 	// Logger receives internal errors and one line per change; nil is a no-op.
 	Logger *zap.Logger
 	// Now returns the current time; nil means time.Now.
@@ -107,7 +115,7 @@ func NewHandler(store Store, opts Options) http.Handler {
 // routing, so unauthenticated callers learn nothing about the routes.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if h.opts.Token == "" && h.opts.TokenReader == nil {
+	if h.opts.Token == "" && h.opts.TokenReader == nil && h.opts.WorkspaceAdmin == nil {
 		h.writeError(w, r, notFound("admin API is off; set %s", EnvAdminToken))
 		return
 	}
@@ -168,7 +176,8 @@ func (h *handler) route(r *mux.Router, path string, m methods) {
 	allowed := slices.Sorted(maps.Keys(m))
 	scoped := strings.Contains(path, "{ws}")
 	for _, method := range allowed {
-		r.Handle(path, h.endpoint(m[method], scoped, slices.Contains(readerGlobal, path))).Methods(method)
+		r.Handle(path, h.endpoint(m[method], scoped, slices.Contains(readerGlobal, path),
+			slices.Contains(WorkspaceAdminRoutes[path], method))).Methods(method)
 	}
 	r.Handle(path, methodNotAllowed(strings.Join(allowed, ", ")))
 }

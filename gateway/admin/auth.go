@@ -7,14 +7,18 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/gorilla/mux"
+
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
 type readerKey struct{}
 
 // authenticate accepts the admin token (compared in constant time over
-// SHA-256 digests, so neither content nor length leaks) or, through
-// Options.TokenReader, a read-only workspace token for GETs.
+// SHA-256 digests, so neither content nor length leaks), through
+// Options.TokenReader a read-only workspace token for GETs, or, through
+// Options.WorkspaceAdmin, a console sign-in JWT of a member whose role is
+// owner or admin (checked now, on every request).
 func (h *handler) authenticate(r *http.Request) (*http.Request, error) {
 	token, ok := bearer(r)
 	if ok && h.opts.Token != "" && h.isAdminToken(token) {
@@ -26,6 +30,11 @@ func (h *handler) authenticate(r *http.Request) (*http.Request, error) {
 				return r, gateway.Errorf(gateway.EForbidden, "API tokens may only read the admin API (GET); changes need %s", EnvAdminToken)
 			}
 			return r.WithContext(context.WithValue(r.Context(), readerKey{}, ws)), nil
+		}
+	}
+	if h.opts.WorkspaceAdmin != nil {
+		if ws, user, ok := h.opts.WorkspaceAdmin(r); ok {
+			return h.authorizeWorkspaceAdmin(r, ws, user)
 		}
 	}
 	if !ok {
@@ -58,6 +67,73 @@ func readerWorkspace(ctx context.Context) (string, bool) {
 func checkReader(ctx context.Context, workspaceID string) error {
 	if ws, ok := readerWorkspace(ctx); ok && ws != workspaceID {
 		return gateway.Errorf(gateway.EForbidden, "this API token belongs to workspace %q; it can read only that workspace", ws)
+	}
+	return nil
+}
+
+// WorkspaceAdminRoutes are the routes, with their methods, a workspace
+// owner or admin signed in with a console sign-in JWT may use (seed 002,
+// step 1: "Einstellungen → Anmeldedaten → API-Tokens (Owner oder
+// Admin)"): create, list and revoke its workspace's API tokens, and read
+// the workspace, its members and its external limits. Every other route
+// answers such a caller 403. Revoking checks that the token belongs to the
+// caller's workspace.
+var WorkspaceAdminRoutes = map[string][]string{
+	Prefix + "/workspaces/{ws}":                 {http.MethodGet},
+	Prefix + "/workspaces/{ws}/members":         {http.MethodGet},
+	Prefix + "/workspaces/{ws}/external-limits": {http.MethodGet},
+	Prefix + "/workspaces/{ws}/api-tokens":      {http.MethodGet, http.MethodPost},
+	Prefix + "/api-tokens/{fingerprint}":        {http.MethodDelete},
+	Prefix + OpenAPIPath:                        {http.MethodGet},
+}
+
+// The member roles that may manage API tokens (seed 002: "Owner oder Admin").
+const (
+	roleOwner = "owner"
+	roleAdmin = "admin"
+)
+
+type workspaceAdminKey struct{}
+
+// workspaceAdmin is a caller signed in with a console sign-in JWT whose
+// membership authenticate checked on this request.
+type workspaceAdmin struct {
+	workspaceID, userID, role string
+}
+
+// authorizeWorkspaceAdmin checks, on every request, that user is a member
+// of ws with the owner or admin role: a demoted or removed member loses
+// access at once.
+func (h *handler) authorizeWorkspaceAdmin(r *http.Request, ws, user string) (*http.Request, error) {
+	m, err := h.store.Member(r.Context(), ws, user)
+	if gateway.ErrorCodeOf(err) == gateway.ENotFound {
+		return r, gateway.Errorf(gateway.EForbidden, "user %q is not a member of workspace %q; only its owners and admins may manage its API tokens — ask an owner to add you, or use %s", user, ws, EnvAdminToken)
+	}
+	if err != nil {
+		return r, err
+	}
+	if m.Role != roleOwner && m.Role != roleAdmin {
+		return r, gateway.Errorf(gateway.EForbidden, "user %q has the role %q in workspace %q; API tokens need the owner or admin role — ask an owner to change your role", user, m.Role, ws)
+	}
+	wa := &workspaceAdmin{workspaceID: ws, userID: user, role: m.Role}
+	return r.WithContext(context.WithValue(r.Context(), workspaceAdminKey{}, wa)), nil
+}
+
+// workspaceAdminOf returns the workspace admin caller of ctx, if any.
+func workspaceAdminOf(ctx context.Context) (*workspaceAdmin, bool) {
+	wa, ok := ctx.Value(workspaceAdminKey{}).(*workspaceAdmin)
+	return wa, ok
+}
+
+// allows refuses a route outside WorkspaceAdminRoutes (routeOK false) and
+// a scoped route of another workspace.
+func (wa *workspaceAdmin) allows(r *http.Request, scoped, routeOK bool) error {
+	if !routeOK {
+		return gateway.Errorf(gateway.EForbidden, "as an %s of workspace %q you may create, list and revoke its API tokens and read its settings; %s %s needs %s",
+			wa.role, wa.workspaceID, r.Method, clip(r.URL.Path), EnvAdminToken)
+	}
+	if ws := mux.Vars(r)["ws"]; scoped && ws != wa.workspaceID {
+		return gateway.Errorf(gateway.EForbidden, "you are an %s of workspace %q, not of %q; you may manage only that workspace's API tokens", wa.role, wa.workspaceID, clip(ws))
 	}
 	return nil
 }

@@ -275,3 +275,30 @@ func matchedRoute(t *testing.T, method, path string) string {
 	tpl, _ := m.Route.GetPathTemplate()
 	return method + " " + tpl
 }
+
+// TestOpenAPIWorkspaceAdminOperations: the operations whose security
+// lists workspaceAdmin are exactly WorkspaceAdminRoutes, the routes the
+// handler lets a workspace owner or admin use.
+func TestOpenAPIWorkspaceAdminOperations(t *testing.T) {
+	_, model := openAPIModel(t)
+	var documented, served []string
+	for path, item := range model.Paths.PathItems.FromOldest() {
+		for method, op := range item.GetOperations().FromOldest() {
+			for _, req := range op.Security {
+				if _, ok := req.Requirements.Get("workspaceAdmin"); ok {
+					documented = append(documented, strings.ToUpper(method)+" "+path)
+				}
+			}
+		}
+	}
+	for path, methods := range WorkspaceAdminRoutes {
+		for _, m := range methods {
+			served = append(served, m+" "+path)
+		}
+	}
+	slices.Sort(documented)
+	slices.Sort(served)
+	if !slices.Equal(documented, served) {
+		t.Errorf("operations documented for workspaceAdmin:\n  %v\nroutes the handler allows:\n  %v", documented, served)
+	}
+}

@@ -19,9 +19,17 @@ type methods map[string]apiFunc
 // endpoint runs f and sends its error to the one writer. A read-only
 // token caller reaches it only for GET (authenticate); scoped routes
 // (under /workspaces/{ws}) then need the token's own workspace, other
-// routes readerOK.
-func (h *handler) endpoint(f apiFunc, scoped, readerOK bool) http.Handler {
+// routes readerOK. A workspace admin reaches it only when adminOK (the
+// route and method are in WorkspaceAdminRoutes) and, on scoped routes,
+// for its own workspace.
+func (h *handler) endpoint(f apiFunc, scoped, readerOK, adminOK bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if wa, ok := workspaceAdminOf(r.Context()); ok {
+			if err := wa.allows(r, scoped, adminOK); err != nil {
+				h.writeError(w, r, err)
+				return
+			}
+		}
 		if ws, ok := readerWorkspace(r.Context()); ok && !readerOK {
 			if !scoped {
 				h.writeError(w, r, gateway.Errorf(gateway.EForbidden,

@@ -148,10 +148,30 @@ func (h *handler) revokeToken(w http.ResponseWriter, r *http.Request) error {
 	if !fingerprintPattern.MatchString(fp) {
 		return invalid("fingerprint %q is not valid; use the 16 lower-case hex characters shown by GET /admin/v1/workspaces/{ws}/api-tokens", clip(fp))
 	}
+	if wa, ok := workspaceAdminOf(r.Context()); ok {
+		if err := h.ownToken(r, wa, fp); err != nil {
+			return err
+		}
+	}
 	if err := h.store.RevokeAPIToken(r.Context(), fp); err != nil {
 		return err
 	}
 	h.log.Info("admin change", logChange(r)...)
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// ownToken refuses a workspace admin revoking a token outside its
+// workspace. An unknown fingerprint is refused the same way, so the reply
+// does not tell whether another workspace holds it.
+func (h *handler) ownToken(r *http.Request, wa *workspaceAdmin, fp string) error {
+	tokens, err := h.store.ListAPITokens(r.Context(), wa.workspaceID)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(tokens, func(t gateway.APIToken) bool { return t.Fingerprint == fp }) {
+		return gateway.Errorf(gateway.EForbidden, "workspace %q has no API token with fingerprint %s; as its %s you may revoke only its own tokens (GET /admin/v1/workspaces/%s/api-tokens lists them)",
+			wa.workspaceID, fp, wa.role, wa.workspaceID)
+	}
 	return nil
 }

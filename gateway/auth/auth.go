@@ -75,6 +75,9 @@ type JWT struct {
 	issuer   string
 	now      func() time.Time
 	parser   *jwt.Parser
+	// console verifies console sign-in tokens: the same key, issuer and
+	// leeway, the audience ConsoleAudience (console.go).
+	console *jwt.Parser
 }
 
 // NewJWT validates cfg and returns a verifier whose algorithm is fixed by the
@@ -110,6 +113,8 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 		opts = append(opts, jwt.WithIssuer(j.issuer))
 	}
 	j.parser = jwt.NewParser(opts...)
+	opts[1] = jwt.WithAudience(ConsoleAudience)
+	j.console = jwt.NewParser(opts...)
 	return j, nil
 }
 

@@ -438,4 +438,24 @@ func TestBrowser(t *testing.T) {
 	if err != nil || forms != 1 {
 		t.Errorf("the reader's tokens page has %d POST forms (%v); want only sign-out", forms, err)
 	}
+
+	// A workspace owner (alice) with a console sign-in token: the token
+	// forms of her workspace, nothing else to change.
+	run("owner sign in",
+		navigates(chromedp.Click(`//button[text()="Sign out"]`)),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), consoleJWT("ws-1", "alice", time.Now().Add(time.Hour))+"\r"),
+		chromedp.WaitVisible(chromedp.CSS(`.badge`)),
+		chromedp.Navigate(base+"/workspaces/ws-1/tokens"),
+		chromedp.WaitVisible(chromedp.ID("label")),
+		chromedp.Focus(chromedp.ID("scope-0")),
+		chromedp.KeyEvent(" "),
+		chromedp.SendKeys(chromedp.ID("label"), "owner-made\r"),
+		chromedp.WaitVisible(chromedp.ID("created-value")),
+		shot("25-owner-token-created"),
+	)
+	ownerForms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post][action$='/external-limits']").length`))
+	if err != nil || ownerForms != 0 {
+		t.Errorf("the owner's tokens page has %d limits forms (%v); want none (read-only settings)", ownerForms, err)
+	}
 }

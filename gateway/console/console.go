@@ -4,27 +4,41 @@
 // http.Handler, so every change goes through the admin API's
 // authentication, validation and messages.
 //
-// A visitor signs in with the admin token, or with an scmt_ API token
+// A visitor signs in with the admin token; with an scmt_ API token
 // holding management:read for a read-only view of that token's workspace
 // (the admin API answers such a token's GETs there and refuses the rest;
-// the console shows it no change form and refuses its POSTs). The console
-// keeps the credential in a server-side session (in memory, one process) and sends it as the bearer
-// credential of each admin API call it makes for that visitor. The
-// browser holds only a random session id, in an HttpOnly, SameSite=Strict
-// cookie (Secure over TLS) that expires; every form carries the session's
-// CSRF token, and a POST without it is refused with 403 before anything
-// changes. The token is never written into a page.
+// the console shows it no change form and refuses its POSTs); or with a
+// console sign-in JWT (aud mcpgate-console, signed with the agent session
+// key) of a workspace member, who may create, list and revoke that
+// workspace's API tokens and read its settings while the admin API finds
+// the member's role owner or admin (seed 002, "Owner oder Admin").
+//
+// Sessions live in a SessionStore: the audit store when the gateway
+// passes one (so any replica serves a signed-in visitor, and a restart
+// keeps them), else this process's memory. The browser holds only a
+// random session id in an HttpOnly, SameSite=Strict cookie (Secure over
+// TLS) that expires; the store keeps a hash of it and the credential
+// sealed with a key derived from it, and the console sends the
+// credential as the bearer of each admin API call it makes for that
+// visitor. Every form carries the session's CSRF token (the sign-in form
+// a token matched against a cookie of its own, so it needs no stored
+// state), and a POST without it is refused with 403 before anything
+// changes. Failed sign-ins are limited per client address and overall
+// (SignInLimits). The token is never written into a page.
 package console
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Prefix is the path the console is served under; mount it with
@@ -38,10 +52,9 @@ const CookieName = "mcpgate_console"
 const (
 	// DefaultSessionTTL is how long a signed-in session lasts.
 	DefaultSessionTTL = 8 * time.Hour
-	// DefaultMaxSessions bounds the session table (signed in or not).
+	// DefaultMaxSessions bounds the in-memory session table.
 	DefaultMaxSessions = 10_000
-	// signInTTL is how long a signed-out visitor's session (the one the
-	// sign-in form's CSRF token belongs to) lasts.
+	// signInTTL is how long the sign-in form's token cookie lasts.
 	signInTTL = 30 * time.Minute
 	// DefaultApprovalsRefresh is how often the approvals page reloads
 	// itself when Options.ApprovalsRefresh is 0: three loads fit in the
@@ -60,11 +73,20 @@ type Options struct {
 	// SessionTTL is the lifetime of a signed-in session; 0 means
 	// DefaultSessionTTL.
 	SessionTTL time.Duration
-	// MaxSessions bounds the in-memory session table; 0 means
-	// DefaultMaxSessions. When it is full, the signed-out session (a
-	// visit of the sign-in page) that ends first gives way to a new one;
-	// when it is full of signed-in sessions new visitors are answered 503.
+	// MaxSessions bounds the in-memory session table (Sessions nil); 0
+	// means DefaultMaxSessions. Signed-out visitors take no room (the
+	// sign-in form's CSRF token rides in a cookie of its own); when the
+	// table is full of live signed-in sessions a sign-in is answered 503.
 	MaxSessions int
+	// Sessions keeps signed-in sessions where every replica reads them;
+	// nil keeps them in memory (one process, MaxSessions).
+	Sessions SessionStore
+	// SignInLimits bounds failed sign-ins; zero fields take the defaults
+	// of DefaultSignInLimits.
+	SignInLimits SignInLimits
+	// Registerer, when set, receives the console's metrics
+	// (mcpgate_console_signins_total).
+	Registerer prometheus.Registerer
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 	// Approvers, when set, counts an operator who has the approvals page
@@ -95,7 +117,8 @@ type Approvers interface {
 // Console is the console's http.Handler; see New.
 type Console struct {
 	opts     Options
-	sessions *sessions
+	sessions SessionStore
+	limits   *signInLimiter
 	mux      *http.ServeMux
 }
 
@@ -117,7 +140,10 @@ func New(opts Options) *Console {
 	if opts.ApprovalsRefresh <= 0 {
 		opts.ApprovalsRefresh = DefaultApprovalsRefresh
 	}
-	c := &Console{opts: opts, sessions: newSessions(opts.MaxSessions)}
+	c := &Console{opts: opts, sessions: opts.Sessions, limits: newSignInLimiter(opts.SignInLimits, opts.Registerer)}
+	if c.sessions == nil {
+		c.sessions = newMemorySessions(opts.MaxSessions)
+	}
 	c.mux = c.routes()
 	return c
 }
@@ -180,13 +206,23 @@ func (c *Console) routes() *http.ServeMux {
 	return m
 }
 
-// current returns the visitor's live session, or nil.
-func (c *Console) current(r *http.Request) *session {
+// current returns the visitor's live signed-in session, or nil; an error
+// when the session store cannot be read.
+func (c *Console) current(r *http.Request) (*session, error) {
 	ck, err := r.Cookie(CookieName)
 	if err != nil || ck.Value == "" {
-		return nil
+		return nil, nil
 	}
-	return c.sessions.get(ck.Value, c.opts.Now())
+	return c.loadSession(r.Context(), ck.Value)
+}
+
+// unavailable answers 503 when the session store cannot be read or written.
+func (c *Console) unavailable(w http.ResponseWriter, r *http.Request, err error) {
+	msg := "The console could not reach its session store (the audit store), so it cannot tell who you are. Check the gateway's database, then reload this page."
+	if errors.Is(err, ErrSessionsFull) {
+		msg = "The console has too many open sessions right now. Wait a few minutes for old ones to expire, then try again."
+	}
+	c.render(w, r, http.StatusServiceUnavailable, "error.html", nil, errorView{Title: "Unavailable", Message: msg})
 }
 
 // setCookie sends the session cookie: HttpOnly, SameSite=Strict, Secure
@@ -209,8 +245,12 @@ func (c *Console) clearCookie(w http.ResponseWriter, r *http.Request) {
 // sign-in page.
 func (c *Console) signedIn(f pageFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sess := c.current(r)
-		if sess == nil || sess.token == "" {
+		sess, err := c.current(r)
+		if err != nil {
+			c.unavailable(w, r, err)
+			return
+		}
+		if sess == nil {
 			http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 			return
 		}
@@ -219,13 +259,13 @@ func (c *Console) signedIn(f pageFunc) http.HandlerFunc {
 }
 
 // adminOnly serves f to a visitor signed in with the admin token; a
-// read-only API token session gets 403 (these pages read what only the
+// read-only API token or workspace admin session gets 403 (these pages read what only the
 // admin token may: other workspaces, approvals, the policy, explain).
 func (c *Console) adminOnly(f pageFunc) http.HandlerFunc {
 	return c.signedIn(func(w http.ResponseWriter, r *http.Request, sess *session) {
 		if sess.reader != "" {
 			c.render(w, r, http.StatusForbidden, "error.html", sess, errorView{Title: "Read-only",
-				Message: "This page needs the admin token; your API token can read only workspace " + sess.reader + ". Sign in with MCPGATE_ADMIN_TOKEN to use it."})
+				Message: "This page needs the admin token; you signed in for workspace " + sess.reader + " only. Sign in with MCPGATE_ADMIN_TOKEN to use it."})
 			return
 		}
 		f(w, r, sess)
@@ -234,12 +274,17 @@ func (c *Console) adminOnly(f pageFunc) http.HandlerFunc {
 
 // change guards every POST after sign-in: a signed-in session and its CSRF
 // token in the form's "csrf" field, else 403 and nothing is done. A
-// read-only API token session may only sign out.
+// read-only API token session may only sign out; a workspace admin may
+// also create and revoke its workspace's API tokens.
 func (c *Console) change(f pageFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-		sess := c.current(r)
-		if sess == nil || sess.token == "" {
+		sess, err := c.current(r)
+		if err != nil {
+			c.unavailable(w, r, err)
+			return
+		}
+		if sess == nil {
 			c.forbidden(w, r, "You are not signed in, or your session has expired. Sign in again, then repeat the change.")
 			return
 		}
@@ -247,12 +292,23 @@ func (c *Console) change(f pageFunc) http.HandlerFunc {
 			c.forbidden(w, r, "This form's security token is missing or does not belong to your session, so nothing was changed. Reload the page and submit the form again.")
 			return
 		}
-		if sess.reader != "" && r.URL.Path != Prefix+"/logout" {
-			c.forbidden(w, r, "You signed in with a read-only API token, so nothing was changed. Changes need the admin token (MCPGATE_ADMIN_TOKEN).")
+		if sess.reader != "" && r.URL.Path != Prefix+"/logout" && !(sess.tokenAdmin() && tokenAction(r, sess.reader)) {
+			msg := "You signed in with a read-only API token, so nothing was changed. Changes need the admin token (MCPGATE_ADMIN_TOKEN)."
+			if sess.tokenAdmin() {
+				msg = "As an owner or admin of workspace " + sess.reader + " you may create and revoke its API tokens only, so nothing was changed. Other changes need the admin token (MCPGATE_ADMIN_TOKEN)."
+			}
+			c.forbidden(w, r, msg)
 			return
 		}
 		f(w, r, sess)
 	}
+}
+
+// tokenAction reports whether r is a POST creating or revoking an API
+// token of workspace ws: what a workspace admin session may change.
+func tokenAction(r *http.Request, ws string) bool {
+	base := Prefix + "/workspaces/" + esc(ws) + "/tokens"
+	return r.URL.EscapedPath() == base || r.URL.EscapedPath() == base+"/revoke"
 }
 
 func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, msg string) {

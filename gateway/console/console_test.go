@@ -17,12 +17,17 @@ import (
 
 func sessionCookie(t *testing.T, h http.Header) *http.Cookie {
 	t.Helper()
+	return cookieNamed(t, h, console.CookieName)
+}
+
+func cookieNamed(t *testing.T, h http.Header, name string) *http.Cookie {
+	t.Helper()
 	for _, c := range (&http.Response{Header: h}).Cookies() {
-		if c.Name == console.CookieName {
+		if c.Name == name {
 			return c
 		}
 	}
-	t.Fatalf("no %s cookie in %v", console.CookieName, h["Set-Cookie"])
+	t.Fatalf("no %s cookie in %v", name, h["Set-Cookie"])
 	return nil
 }
 
@@ -30,7 +35,10 @@ func TestSignInCookieFlags(t *testing.T) {
 	g := newGateway(t)
 	v := g.visitor(t)
 	first := v.get("/console/login")
-	anon := sessionCookie(t, first.header)
+	anon := cookieNamed(t, first.header, console.FormCookieName) // the sign-in form's token, no session
+	if !anon.HttpOnly || anon.SameSite != http.SameSiteStrictMode || anon.Path != "/console" {
+		t.Errorf("sign-in form cookie = %+v; want HttpOnly, SameSite=Strict, Path=/console", anon)
+	}
 	p := v.signIn(adminToken)
 	if p.status != http.StatusSeeOther {
 		t.Fatalf("sign-in: %d\n%s", p.status, p.text)
@@ -43,7 +51,7 @@ func TestSignInCookieFlags(t *testing.T) {
 		t.Errorf("cookie Max-Age = %d; want the session's lifetime, at most %v", c.MaxAge, console.DefaultSessionTTL)
 	}
 	if c.Value == anon.Value {
-		t.Error("signing in kept the signed-out session id; it must issue a new one")
+		t.Error("signing in made the sign-in form's token the session id; it must issue a new one")
 	}
 	if strings.Contains(c.Value, adminToken) {
 		t.Error("the cookie carries the admin token")
@@ -55,7 +63,7 @@ func TestSignInCookieFlags(t *testing.T) {
 	req.TLS = &tls.ConnectionState{}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if c := sessionCookie(t, rec.Header()); !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+	if c := cookieNamed(t, rec.Header(), console.FormCookieName); !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
 		t.Errorf("cookie over TLS = %+v; want Secure, HttpOnly, SameSite=Strict", c)
 	}
 }

@@ -68,7 +68,7 @@ func newGateway(t *testing.T) *gatewayUnderTest {
 			return errString("grants no tool of the catalog")
 		}
 		return nil
-	}, TokenReader: tokenReader(st), Explain: g.explainer.explain, Approvals: g.approvals, Policy: g.policy})
+	}, TokenReader: tokenReader(st), WorkspaceAdmin: workspaceAdminHook, Explain: g.explainer.explain, Approvals: g.approvals, Policy: g.policy})
 	mux := http.NewServeMux()
 	mux.Handle(admin.Prefix+"/", g.admin)
 	// The approvals page reloads itself every 5 s by default; the browser

@@ -397,7 +397,7 @@ type tokensView struct {
 func (c *Console) tokensPage(w http.ResponseWriter, r *http.Request, sess *session) {
 	ws := r.PathValue("ws")
 	v := tokensView{WS: ws, Notice: noticeText[r.URL.Query().Get("notice")]}
-	if t := c.sessions.takeFlash(sess.id); t != nil && t.Workspace == ws {
+	if t := c.takeFlash(r.Context(), sess); t != nil && t.Workspace == ws {
 		v.Created = t
 	}
 	c.showTokens(w, r, sess, http.StatusOK, v, nil)
@@ -443,7 +443,12 @@ func (c *Console) createToken(w http.ResponseWriter, r *http.Request, sess *sess
 		c.showTokens(w, r, sess, status(err), tokensView{WS: ws, Label: label, CreateErr: fieldError(err, "label", "scopes")}, scopes)
 		return
 	}
-	c.sessions.setFlash(sess.id, &createdToken{Workspace: ws, Label: label, Value: out.Token, Fingerprint: out.Fingerprint})
+	created := &createdToken{Workspace: ws, Label: label, Value: out.Token, Fingerprint: out.Fingerprint}
+	if err := c.setFlash(r.Context(), sess, created); err != nil {
+		// The session store failed: show the value now rather than lose it.
+		c.showTokens(w, r, sess, http.StatusCreated, tokensView{WS: ws, Created: created}, nil)
+		return
+	}
 	http.Redirect(w, r, Prefix+"/workspaces/"+esc(ws)+"/tokens", http.StatusSeeOther)
 }
 

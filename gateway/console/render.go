@@ -28,7 +28,10 @@ type view struct {
 	// Reader is the workspace of a read-only API token session ("" for
 	// the admin token): pages then show no change forms.
 	Reader string
-	Data   any
+	// TokenAdmin is set for a workspace owner or admin session: the API
+	// tokens page shows its create and revoke forms (seed 002).
+	TokenAdmin bool
+	Data       any
 }
 
 var funcs = template.FuncMap{
@@ -64,7 +67,7 @@ var pages = func() map[string]*template.Template {
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, sess *session, data any) {
 	v := view{Prefix: Prefix, Data: data}
 	if sess != nil {
-		v.CSRF, v.SignedIn, v.Reader = sess.csrf, sess.token != "", sess.reader
+		v.CSRF, v.SignedIn, v.Reader, v.TokenAdmin = sess.csrf, sess.token != "", sess.reader, sess.tokenAdmin()
 	}
 	var buf bytes.Buffer
 	if err := pages[page].Execute(&buf, v); err != nil {

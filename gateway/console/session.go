@@ -1,35 +1,109 @@
 package console
 
 import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 )
 
-// session is one browser's state, kept on the server only: the browser
-// holds just the random id in a cookie. A session without a token is a
-// signed-out visitor's, made so the sign-in form carries a CSRF token too.
+// The kinds of signed-in session (StoredSession.Kind).
+const (
+	// KindAdmin signed in with MCPGATE_ADMIN_TOKEN.
+	KindAdmin = "admin"
+	// KindReader signed in with an scmt_ token holding management:read:
+	// it reads one workspace.
+	KindReader = "reader"
+	// KindWorkspaceAdmin signed in with a console sign-in JWT of a
+	// workspace member: it manages that workspace's API tokens while the
+	// admin API finds its role owner or admin (seed 002).
+	KindWorkspaceAdmin = "workspace_admin"
+)
+
+// StoredSession is a signed-in session as a SessionStore keeps it. It
+// holds no secret the store could use alone: IDHash is the SHA-256 of the
+// cookie value (never the value), and SealedToken and Flash are sealed
+// with AES-256-GCM under a key derived (HKDF-SHA256) from the cookie
+// value, which only the visitor's browser holds.
+type StoredSession struct {
+	// IDHash is the lower-case hex SHA-256 of the cookie value.
+	IDHash string
+	// Kind is KindAdmin, KindReader or KindWorkspaceAdmin.
+	Kind string
+	// WorkspaceID is the workspace of a reader or workspace admin.
+	WorkspaceID string
+	// Subject is the user id of a workspace admin.
+	Subject string
+	// Operator is the name given at sign-in.
+	Operator string
+	// CSRF is the secret each form of the session carries.
+	CSRF string
+	// SealedToken is the visitor's credential, sealed.
+	SealedToken []byte
+	// Flash is a just-created API token for the next page, sealed; nil
+	// when none.
+	Flash     []byte
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// SessionStore keeps signed-in sessions where every replica of the
+// gateway reads them (the audit store), so a browser may land on any
+// replica (docs/architecture.md, "Replicas"). Options.Sessions nil keeps
+// them in this process's memory instead.
+type SessionStore interface {
+	// CreateSession stores s; ErrSessionsFull when there is no room.
+	CreateSession(ctx context.Context, s *StoredSession) error
+	// Session returns the session idHash names if it expires after now,
+	// else nil and no error.
+	Session(ctx context.Context, idHash string, now time.Time) (*StoredSession, error)
+	// SetFlash replaces the session's flash.
+	SetFlash(ctx context.Context, idHash string, flash []byte) error
+	// TakeFlash returns the session's flash and clears it: of concurrent
+	// takes at most one gets it. nil when none.
+	TakeFlash(ctx context.Context, idHash string) ([]byte, error)
+	// DeleteSession ends the session; an unknown one is no error.
+	DeleteSession(ctx context.Context, idHash string) error
+}
+
+// ErrSessionsFull is CreateSession's error when the in-memory session
+// table is full of live signed-in sessions.
+var ErrSessionsFull = errors.New("the console has too many open sessions")
+
+// session is one visitor's state for one request. A signed-out visitor's
+// session has no id and no token; its csrf is the sign-in form's cookie.
 type session struct {
-	id      string
+	id      string // the cookie value; "" before sign-in
 	csrf    string
 	token   string // the credential the visitor signed in with; "" before sign-in
 	expires time.Time
+	kind    string
 	// operator is the name the visitor gave at sign-in, recorded as
 	// decided_by of the approvals they decide ("" when none was given).
 	operator string
-	// reader is the workspace of an scmt_ token with management:read: the
-	// session may only read that workspace (the admin API's rule for such
-	// tokens); "" for the admin token.
+	// reader is the one workspace a reader or workspace admin session may
+	// see: pages show no change forms, except the token forms of a
+	// workspace admin; "" for the admin token.
 	reader string
-	// flash is the value of a token just created, shown by the next page
-	// and then forgotten (seed 002, step 1: shown exactly once).
-	flash *createdToken
+	// user is a workspace admin's user id.
+	user string
 }
 
+// tokenAdmin reports whether the session may create and revoke the API
+// tokens of its workspace without being the admin token's.
+func (sess *session) tokenAdmin() bool { return sess.kind == KindWorkspaceAdmin }
+
 // createdToken is a freshly minted API token on its way to the one page
-// that shows it.
+// that shows it (seed 002, step 1: shown exactly once).
 type createdToken struct {
 	Workspace   string
 	Label       string
@@ -37,106 +111,184 @@ type createdToken struct {
 	Fingerprint string
 }
 
-// sessions is an in-memory session table. It lives in one process: behind
-// several replicas a browser must come back to the one that signed it in
-// (or sign in again).
-type sessions struct {
-	mu   sync.Mutex
-	byID map[string]*session
-	max  int
-}
-
-func newSessions(max int) *sessions {
-	return &sessions{byID: map[string]*session{}, max: max}
-}
-
-// randomToken returns 32 bytes from crypto/rand, base64url: session ids and
-// CSRF tokens.
+// randomToken returns 32 bytes from crypto/rand, base64url: session ids,
+// CSRF tokens and sign-in form tokens.
 func randomToken() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // never fails since Go 1.24
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// create stores proto (token, expiry, operator, reader) as a new session
-// with a fresh id and CSRF token and returns a copy. When the table is full
-// after dropping expired sessions, the signed-out session that ends first
-// gives way (anyone can start one by opening the sign-in page, so they must
-// not crowd out sign-ins); with none to drop it returns nil.
-func (s *sessions) create(proto session, now time.Time) *session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.byID) >= s.max {
-		oldest := ""
-		for id, old := range s.byID {
-			switch {
-			case !now.Before(old.expires):
-				delete(s.byID, id)
-			case old.token == "" && (oldest == "" || old.expires.Before(s.byID[oldest].expires)):
-				oldest = id
-			}
-		}
-		if len(s.byID) >= s.max && oldest != "" {
-			delete(s.byID, oldest)
-		}
-		if len(s.byID) >= s.max {
-			return nil
-		}
+// idHash is the stored key of a session: hex SHA-256 of its cookie value.
+func idHash(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// sealer is the AEAD of one session, keyed from its cookie value; the
+// session's IDHash is the additional data, so a sealed value opens only in
+// its own row.
+func sealer(id string) cipher.AEAD {
+	key, err := hkdf.Key(sha256.New, []byte(id), nil, "mcpgate console session seal v1", 32)
+	if err != nil {
+		panic(err) // only for lengths out of range; 32 is not
 	}
+	block, _ := aes.NewCipher(key)
+	aead, _ := cipher.NewGCM(block)
+	return aead
+}
+
+// seal encrypts plain for session id: nonce then ciphertext.
+func seal(id string, plain []byte) []byte {
+	aead := sealer(id)
+	nonce := make([]byte, aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	return aead.Seal(nonce, nonce, plain, []byte(idHash(id)))
+}
+
+// unseal reverses seal; it fails for a value sealed for another id.
+func unseal(id string, sealed []byte) ([]byte, error) {
+	aead := sealer(id)
+	if len(sealed) < aead.NonceSize() {
+		return nil, errors.New("sealed value too short")
+	}
+	return aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(idHash(id)))
+}
+
+// startSession stores a new signed-in session made from proto (token,
+// kind, expiry, operator, reader, user) under a fresh id and CSRF token.
+func (c *Console) startSession(ctx context.Context, proto session) (*session, error) {
 	sess := proto
 	sess.id, sess.csrf = randomToken(), randomToken()
-	s.byID[sess.id] = &sess
-	c := sess
-	return &c
+	err := c.sessions.CreateSession(ctx, &StoredSession{
+		IDHash: idHash(sess.id), Kind: sess.kind, WorkspaceID: sess.reader, Subject: sess.user,
+		Operator: sess.operator, CSRF: sess.csrf, SealedToken: seal(sess.id, []byte(sess.token)),
+		CreatedAt: c.opts.Now().UTC(), ExpiresAt: sess.expires.UTC(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &sess, nil
 }
 
-// get returns a copy of the live session id names, or nil (unknown or
-// expired; an expired one is dropped).
-func (s *sessions) get(id string, now time.Time) *session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess, ok := s.byID[id]
-	if !ok {
+// loadSession returns the live session of cookie value id, or nil. A row
+// whose sealed token does not open with id is no session.
+func (c *Console) loadSession(ctx context.Context, id string) (*session, error) {
+	st, err := c.sessions.Session(ctx, idHash(id), c.opts.Now())
+	if err != nil || st == nil {
+		return nil, err
+	}
+	token, err := unseal(id, st.SealedToken)
+	if err != nil || len(token) == 0 {
+		return nil, nil
+	}
+	return &session{id: id, csrf: st.CSRF, token: string(token), expires: st.ExpiresAt, kind: st.Kind,
+		operator: st.Operator, reader: st.WorkspaceID, user: st.Subject}, nil
+}
+
+// setFlash keeps a created token, sealed, for the session's next page.
+func (c *Console) setFlash(ctx context.Context, sess *session, t *createdToken) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return c.sessions.SetFlash(ctx, idHash(sess.id), seal(sess.id, b))
+}
+
+// takeFlash returns and forgets the session's created token, if any.
+func (c *Console) takeFlash(ctx context.Context, sess *session) *createdToken {
+	sealed, err := c.sessions.TakeFlash(ctx, idHash(sess.id))
+	if err != nil || sealed == nil {
 		return nil
 	}
-	if !now.Before(sess.expires) {
-		delete(s.byID, id)
+	b, err := unseal(sess.id, sealed)
+	if err != nil {
 		return nil
 	}
-	c := *sess
-	return &c
-}
-
-// delete ends a session.
-func (s *sessions) delete(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.byID, id)
-}
-
-// setFlash keeps a created token for the next page of session id.
-func (s *sessions) setFlash(id string, t *createdToken) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sess, ok := s.byID[id]; ok {
-		sess.flash = t
-	}
-}
-
-// takeFlash returns and forgets the created token of session id, if any.
-func (s *sessions) takeFlash(id string) *createdToken {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess, ok := s.byID[id]
-	if !ok {
+	var t createdToken
+	if json.Unmarshal(b, &t) != nil {
 		return nil
 	}
-	t := sess.flash
-	sess.flash = nil
-	return t
+	return &t
 }
 
 // csrfOK reports whether got is the session's CSRF token (constant time).
 func (sess *session) csrfOK(got string) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(sess.csrf)) == 1
+}
+
+// memorySessions is the SessionStore of a console without Options.Sessions:
+// one process's memory, at most max sessions. Behind several replicas a
+// browser must then come back to the one that signed it in.
+type memorySessions struct {
+	mu   sync.Mutex
+	byID map[string]StoredSession
+	max  int
+}
+
+func newMemorySessions(max int) *memorySessions {
+	return &memorySessions{byID: map[string]StoredSession{}, max: max}
+}
+
+// CreateSession drops expired sessions when the table is full, then
+// refuses with ErrSessionsFull if it still is.
+func (m *memorySessions) CreateSession(_ context.Context, s *StoredSession) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.byID) >= m.max {
+		for id, old := range m.byID {
+			if !s.CreatedAt.Before(old.ExpiresAt) {
+				delete(m.byID, id)
+			}
+		}
+		if len(m.byID) >= m.max {
+			return ErrSessionsFull
+		}
+	}
+	m.byID[s.IDHash] = *s
+	return nil
+}
+
+func (m *memorySessions) Session(_ context.Context, idHash string, now time.Time) (*StoredSession, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.byID[idHash]
+	if !ok {
+		return nil, nil
+	}
+	if !now.Before(s.ExpiresAt) {
+		delete(m.byID, idHash)
+		return nil, nil
+	}
+	return &s, nil
+}
+
+func (m *memorySessions) SetFlash(_ context.Context, idHash string, flash []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.byID[idHash]; ok {
+		s.Flash = flash
+		m.byID[idHash] = s
+	}
+	return nil
+}
+
+func (m *memorySessions) TakeFlash(_ context.Context, idHash string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.byID[idHash]
+	if !ok {
+		return nil, nil
+	}
+	f := s.Flash
+	s.Flash = nil
+	m.byID[idHash] = s
+	return f, nil
+}
+
+func (m *memorySessions) DeleteSession(_ context.Context, idHash string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.byID, idHash)
+	return nil
 }

@@ -1,10 +1,21 @@
 package console
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 )
+
+// FormCookieName is the cookie holding the sign-in form's CSRF token: the
+// form must send the same value back. It needs no server state, so the
+// form may be served by one replica and submitted to another.
+const FormCookieName = "mcpgate_console_form"
+
+// apiTokenPrefix starts every scmt_ API token (seed 002, step 1).
+const apiTokenPrefix = "scmt_"
 
 // loginView is the sign-in page's data. It never carries the token the
 // visitor typed: a refused sign-in shows an empty field. Field names the
@@ -16,24 +27,37 @@ type loginView struct {
 	Workspace string
 }
 
-// loginPage shows the sign-in form, starting a signed-out session so the
-// form carries a CSRF token like every other.
+// loginPage shows the sign-in form, with a CSRF token kept in a cookie of
+// its own (FormCookieName) like every other form's.
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	sess := c.current(r)
-	if sess != nil && sess.token != "" {
+	sess, err := c.current(r)
+	if err != nil {
+		c.unavailable(w, r, err)
+		return
+	}
+	if sess != nil {
 		http.Redirect(w, r, c.home(sess), http.StatusSeeOther)
 		return
 	}
-	if sess == nil {
-		if sess = c.newSession(w, r, session{}); sess == nil {
-			return
-		}
+	c.render(w, r, http.StatusOK, "login.html", c.formSession(w, r), loginView{})
+}
+
+// formSession returns the signed-out visitor's pseudo-session whose CSRF
+// token is the form cookie's value, setting a new cookie when there is
+// none.
+func (c *Console) formSession(w http.ResponseWriter, r *http.Request) *session {
+	if ck, err := r.Cookie(FormCookieName); err == nil && len(ck.Value) >= 32 {
+		return &session{csrf: ck.Value}
 	}
-	c.render(w, r, http.StatusOK, "login.html", sess, loginView{})
+	v := randomToken()
+	http.SetCookie(w, &http.Cookie{Name: FormCookieName, Value: v, Path: Prefix, MaxAge: int(signInTTL.Seconds()),
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	return &session{csrf: v}
 }
 
 // home is where a signed-in visitor starts: the workspace list for the
-// admin token, its own workspace for a read-only API token.
+// admin token, its own workspace for a read-only API token or workspace
+// admin.
 func (c *Console) home(sess *session) string {
 	if sess.reader != "" {
 		return Prefix + "/workspaces/" + esc(sess.reader)
@@ -41,36 +65,21 @@ func (c *Console) home(sess *session) string {
 	return Prefix + "/workspaces"
 }
 
-// newSession starts a session from proto (SessionTTL; signInTTL for a
-// signed-out one) and sends its cookie; when the table is full it answers
-// 503 and returns nil.
-func (c *Console) newSession(w http.ResponseWriter, r *http.Request, proto session) *session {
-	d := c.opts.SessionTTL
-	if proto.token == "" {
-		d = signInTTL
-	}
-	now := c.opts.Now()
-	proto.expires = now.Add(d)
-	sess := c.sessions.create(proto, now)
-	if sess == nil {
-		c.render(w, r, http.StatusServiceUnavailable, "error.html", nil, errorView{Title: "Busy",
-			Message: "The console has too many open sessions right now. Wait a few minutes for old ones to expire, then try again."})
-		return nil
-	}
-	c.setCookie(w, r, sess)
-	return sess
-}
-
-// login checks the form's CSRF token, then the credential: the console
-// asks the admin API itself whether it is the admin token (GET of the
-// workspace list) or an scmt_ token with management:read (refused the list
-// with 403; then GET of the workspace the form names must succeed, and the
-// session only reads that workspace). On success the signed-out session is
-// replaced by a new one (a new id, so a planted cookie cannot ride along).
+// login checks the form's CSRF token and the failed sign-in limits, then
+// the credential: the console asks the admin API itself whether it is the
+// admin token (GET of the workspace list), or, refused the list with 403,
+// an scmt_ token with management:read or a workspace admin's console
+// sign-in JWT (then GET of the workspace the form names, or the JWT's
+// workspace_id, must succeed, and the session is bound to that
+// workspace). On success a new session (a new id, so a planted cookie
+// cannot ride along) is stored.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	sess := c.current(r)
-	if sess == nil || !sess.csrfOK(r.PostFormValue("csrf")) {
+	form := &session{}
+	if ck, err := r.Cookie(FormCookieName); err == nil {
+		form.csrf = ck.Value
+	}
+	if form.csrf == "" || !form.csrfOK(r.PostFormValue("csrf")) {
 		c.forbidden(w, r, "The sign-in form's security token is missing or has expired, so you were not signed in. Open the sign-in page again and submit it from there.")
 		return
 	}
@@ -78,45 +87,104 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	v := loginView{Operator: strings.TrimSpace(r.PostFormValue("operator")), Workspace: strings.TrimSpace(r.PostFormValue("workspace"))}
 	refuse := func(code int, field, msg string) {
 		v.Field, v.Error = field, msg
-		c.render(w, r, code, "login.html", sess, v)
+		c.render(w, r, code, "login.html", form, v)
 	}
-	if token == "" {
-		refuse(http.StatusBadRequest, "token", "Enter the gateway's admin token (the value of MCPGATE_ADMIN_TOKEN), or an API token with management:read.")
+	addr := clientAddress(r)
+	if d := c.limits.wait(r.Context(), addr); d > 0 {
+		c.limits.signins.WithLabelValues(outcomeLimited).Inc()
+		w.Header().Set("Retry-After", retryAfter(d))
+		refuse(http.StatusTooManyRequests, "token", "Too many failed sign-ins from your address or to this gateway. Wait "+retryAfter(d)+" seconds, then sign in again; the token was not checked.")
 		return
 	}
-	proto := session{token: token, operator: v.Operator}
+	if token == "" {
+		refuse(http.StatusBadRequest, "token", "Enter the gateway's admin token (the value of MCPGATE_ADMIN_TOKEN), an API token with management:read, or your console sign-in token.")
+		return
+	}
+	failed := func(code int, field, msg string) {
+		c.limits.failed(r.Context(), addr)
+		refuse(code, field, msg)
+	}
+	now := c.opts.Now()
+	proto := session{token: token, operator: v.Operator, kind: KindAdmin, expires: now.Add(c.opts.SessionTTL)}
 	err := c.call(r.Context(), token, http.MethodGet, "/workspaces?limit=1", nil, nil)
 	var ae *apiError
 	switch {
 	case errors.As(err, &ae) && ae.Status == http.StatusForbidden:
-		// A read-only API token: it may read only its own workspace.
+		// An API token or a workspace admin: bound to one workspace.
+		proto.kind = KindReader
+		if !strings.HasPrefix(token, apiTokenPrefix) {
+			proto.kind = KindWorkspaceAdmin
+			claims := unverifiedClaims(token)
+			if v.Workspace == "" {
+				v.Workspace = claims.WorkspaceID
+			}
+			proto.user = claims.Subject
+			if exp := time.Unix(claims.Exp, 0); claims.Exp > 0 && exp.Before(proto.expires) {
+				proto.expires = exp
+			}
+		}
 		if v.Workspace == "" {
-			refuse(http.StatusBadRequest, "workspace", "This API token may only read its own workspace. Enter that workspace's id, then sign in again.")
+			refuse(http.StatusBadRequest, "workspace", "This token may only use its own workspace. Enter that workspace's id, then sign in again.")
 			return
 		}
 		if err := c.call(r.Context(), token, http.MethodGet, "/workspaces/"+esc(v.Workspace), nil, nil); err != nil {
-			refuse(status(err), "workspace", err.Error())
+			failed(status(err), "workspace", err.Error())
 			return
 		}
 		proto.reader = v.Workspace
 	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
-		refuse(http.StatusUnauthorized, "token", "That token was not accepted. Sign in with the gateway's admin token (the value of MCPGATE_ADMIN_TOKEN), or an active API token with management:read.")
+		failed(http.StatusUnauthorized, "token", "That token was not accepted. Sign in with the gateway's admin token (the value of MCPGATE_ADMIN_TOKEN), an active API token with management:read, or an unexpired console sign-in token.")
 		return
 	case err != nil:
 		refuse(http.StatusBadGateway, "token", "The admin API could not check the token: "+err.Error())
 		return
 	}
-	c.sessions.delete(sess.id)
-	next := c.newSession(w, r, proto)
-	if next == nil {
+	if ck, err := r.Cookie(CookieName); err == nil && ck.Value != "" {
+		_ = c.sessions.DeleteSession(r.Context(), idHash(ck.Value))
+	}
+	next, err := c.startSession(r.Context(), proto)
+	if err != nil {
+		c.unavailable(w, r, err)
 		return
 	}
+	c.limits.signins.WithLabelValues(outcomeSignedIn).Inc()
+	c.setCookie(w, r, next)
+	http.SetCookie(w, &http.Cookie{Name: FormCookieName, Value: "", Path: Prefix, MaxAge: -1,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, c.home(next), http.StatusSeeOther)
+}
+
+// jwtHint is what the console reads, unverified, from a console sign-in
+// JWT: the workspace to bind the session to when the form names none, the
+// user, and the expiry the session must not outlive. The admin API
+// verifies the token itself on every call.
+type jwtHint struct {
+	Subject     string `json:"sub"`
+	WorkspaceID string `json:"workspace_id"`
+	Exp         int64  `json:"exp"`
+}
+
+// unverifiedClaims decodes the payload of a JWT without checking it; the
+// zero value for anything that is not one.
+func unverifiedClaims(token string) jwtHint {
+	var h jwtHint
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return h
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err == nil {
+		_ = json.Unmarshal(b, &h)
+	}
+	return h
 }
 
 // logout ends the session (POST with its CSRF token) and clears the cookie.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, sess *session) {
-	c.sessions.delete(sess.id)
+	if err := c.sessions.DeleteSession(r.Context(), idHash(sess.id)); err != nil {
+		c.unavailable(w, r, err)
+		return
+	}
 	c.clearCookie(w, r)
 	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 }

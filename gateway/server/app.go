@@ -144,6 +144,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}
 	deps := Deps{
 		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, APIAuth: auth.NewAPITokens(store, log, nil), AdminToken: cfg.AdminToken,
+		ConsoleUsers:  a.JWT.ConsoleUsers(),
 		ValidateGrant: GrantValidator(a.Policy, a.Catalog), Logger: log, Registry: reg, Policy: a.Policy,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
@@ -286,7 +287,8 @@ func confirmer(cfg *config.Config, log *zap.Logger) (*confirm.Signer, error) {
 // sweepIdempotencyKeys deletes, every sweepInterval until the App closes,
 // the idempotency keys of tasks that reached a terminal state more than
 // confirm.IdempotencyTTL ago (seed 001, Deploy confirmation protocol), and
-// the records of ended MCP sessions whose ids no longer verify.
+// the records of ended MCP sessions whose ids no longer verify, and
+// expired console sessions.
 func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.closers = append(a.closers, func() error { cancel(); return nil })
@@ -303,6 +305,9 @@ func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
 				}
 				if _, err := a.Store.DeleteEndedSessions(ctx, now); err != nil && ctx.Err() == nil {
 					log.Warn("ended-session sweep failed; records of ended MCP sessions stay until the next sweep", zap.Error(err))
+				}
+				if _, err := a.Store.DeleteExpiredConsoleSessions(ctx, now); err != nil && ctx.Err() == nil {
+					log.Warn("console session sweep failed; expired console sessions (never served) stay until the next sweep", zap.Error(err))
 				}
 			}
 		}

@@ -42,6 +42,7 @@ type FullStore interface {
 	auth.APITokenStore
 	ratelimit.Counters
 	SessionEndStore
+	ConsoleSessionStore
 	// LoadMemberships loads a cc_server caller: the user's workspaces
 	// (sqlcore.Core.LoadMemberships).
 	LoadMemberships(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error)
@@ -82,8 +83,12 @@ type Deps struct {
 	Auth     mcp.Authenticator
 	// APIAuth authenticates the scmt_ API tokens of external coordinators
 	// on /api/mcp (auth.APITokens); nil leaves /api/mcp unmounted.
-	APIAuth        mcp.Authenticator
-	AdminToken     string
+	APIAuth    mcp.Authenticator
+	AdminToken string
+	// ConsoleUsers verifies console sign-in JWTs of workspace members
+	// (auth.JWT.ConsoleUsers) for the admin API and the console; nil: no
+	// workspace owner/admin sign-in.
+	ConsoleUsers   func(r *http.Request) (workspaceID, userID string, ok bool)
 	ValidateGrant  func(string) error
 	Logger         *zap.Logger
 	Registry       *prometheus.Registry
@@ -197,25 +202,29 @@ func New(d Deps) (*Server, error) {
 		mountMetadata(r, d.HTTP)
 	}
 	var tokenReader func(*http.Request) (string, bool)
+	var workspaceAdmin func(*http.Request) (string, string, bool)
 	if d.AdminToken != "" { // no admin token: the admin API is off altogether
 		tokenReader = auth.ManagementReader(d.Store, d.Logger, nil)
+		workspaceAdmin = d.ConsoleUsers
 	}
 	adminAPI := admin.NewHandler(revokeAnnouncer{FullStore: d.Store, s: s}, admin.Options{
-		Token:         d.AdminToken,
-		TokenReader:   tokenReader,
-		ValidateGrant: d.ValidateGrant,
-		Logger:        d.Logger,
-		OnChange:      func(ws string) { s.announce(gateway.Change{WorkspaceID: ws}) },
-		Explain:       d.Explain,
-		Policy:        d.Policy,
-		Approvals:     d.Approvals,
+		Token:          d.AdminToken,
+		TokenReader:    tokenReader,
+		WorkspaceAdmin: workspaceAdmin,
+		ValidateGrant:  d.ValidateGrant,
+		Logger:         d.Logger,
+		OnChange:       func(ws string) { s.announce(gateway.Change{WorkspaceID: ws}) },
+		Explain:        d.Explain,
+		Policy:         d.Policy,
+		Approvals:      d.Approvals,
 	})
 	r.PathPrefix(admin.Prefix).Handler(adminAPI)
 	if d.AdminToken != "" { // the console works through the admin API, so it is off with it
 		// An operator with the console's approvals page open counts as an
 		// approver (gateway/approvals' Service records the presence).
 		approvers, _ := d.Approvals.(console.Approvers)
-		r.PathPrefix(console.Prefix).Handler(console.New(console.Options{Admin: adminAPI, AdminPrefix: admin.Prefix, Approvers: approvers}))
+		r.PathPrefix(console.Prefix).Handler(console.New(console.Options{Admin: adminAPI, AdminPrefix: admin.Prefix,
+			Sessions: consoleSessions{d.Store}, Registerer: d.Registry, Approvers: approvers}))
 	}
 	reg := d.Registry
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -93,6 +93,14 @@ type Store interface {
 	SessionEnded(ctx context.Context, id string, now time.Time) (bool, error)
 	DeleteEndedSessions(ctx context.Context, before time.Time) (int64, error)
 
+	// Console sessions (gateway/console's SessionStore).
+	CreateConsoleSession(ctx context.Context, s *gateway.ConsoleSession) error
+	ConsoleSession(ctx context.Context, idHash string, now time.Time) (*gateway.ConsoleSession, error)
+	SetConsoleFlash(ctx context.Context, idHash string, flash []byte) error
+	TakeConsoleFlash(ctx context.Context, idHash string) ([]byte, error)
+	DeleteConsoleSession(ctx context.Context, idHash string) error
+	DeleteExpiredConsoleSessions(ctx context.Context, before time.Time) (int64, error)
+
 	// Approvals a person decides (gateway/approvals' Store).
 	CreateApproval(ctx context.Context, a *gateway.Approval) error
 	Approval(ctx context.Context, id string) (*gateway.Approval, error)
@@ -123,6 +131,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Usage", usageTests},
 		{"Idempotency", idempotencyTests},
 		{"Sessions", sessionTests},
+		{"ConsoleSessions", consoleTests},
 		{"Memberships", membershipTests},
 		{"Approvals", approvalTests},
 	}

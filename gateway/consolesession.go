@@ -1,0 +1,50 @@
+package gateway
+
+import "time"
+
+// ConsoleKind says how a console visitor signed in.
+type ConsoleKind string
+
+// The console's principal kinds (the console's package doc, docs/http.md).
+const (
+	// ConsoleAdmin signed in with MCPGATE_ADMIN_TOKEN.
+	ConsoleAdmin ConsoleKind = "admin"
+	// ConsoleReader signed in with an scmt_ token holding management:read:
+	// it reads only its workspace.
+	ConsoleReader ConsoleKind = "reader"
+	// ConsoleWorkspaceAdmin signed in with a console sign-in JWT of a
+	// workspace member; the admin API lets it create, list and revoke its
+	// workspace's API tokens while its role is owner or admin (seed 002,
+	// "Owner oder Admin").
+	ConsoleWorkspaceAdmin ConsoleKind = "workspace_admin"
+)
+
+// ConsoleSession is one signed-in console visitor as the audit store keeps
+// it, so every replica serves the visitor (no sticky sessions). The store
+// never sees the session cookie's value, only IDHash, and never the
+// visitor's credential in clear: SealedToken and Flash are sealed with a
+// key derived from the cookie value, so the store alone cannot open them.
+type ConsoleSession struct {
+	// IDHash is the lower-case hex SHA-256 of the cookie value (64
+	// characters): the row's key.
+	IDHash string
+	Kind   ConsoleKind
+	// WorkspaceID is the workspace a reader or workspace admin is bound
+	// to; "" for ConsoleAdmin.
+	WorkspaceID string
+	// Subject is a workspace admin's user id; "" otherwise.
+	Subject string
+	// Operator is the name given at sign-in (decided_by of approvals).
+	Operator string
+	// CSRF is the secret every form of the session carries.
+	CSRF string
+	// SealedToken is the credential, sealed (AES-GCM) with the key derived
+	// from the cookie value.
+	SealedToken []byte
+	// Flash is a created API token on its way to the one page that shows
+	// it, sealed like SealedToken; nil when none.
+	Flash     []byte
+	CreatedAt time.Time
+	// ExpiresAt ends the session; reads after it find nothing.
+	ExpiresAt time.Time
+}

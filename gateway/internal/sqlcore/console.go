@@ -1,0 +1,112 @@
+package sqlcore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// consoleColumns are read into consoleRow.
+const consoleColumns = `id_hash, kind, workspace_id, subject, operator, csrf, sealed_token, flash, created_at, expires_at`
+
+// consoleRow is a console_sessions row as either driver returns it.
+type consoleRow struct {
+	IDHash      string `db:"id_hash"`
+	Kind        string `db:"kind"`
+	WorkspaceID string `db:"workspace_id"`
+	Subject     string `db:"subject"`
+	Operator    string `db:"operator"`
+	CSRF        string `db:"csrf"`
+	SealedToken []byte `db:"sealed_token"`
+	Flash       []byte `db:"flash"`
+	CreatedAt   Time   `db:"created_at"`
+	ExpiresAt   Time   `db:"expires_at"`
+}
+
+// consoleSessionGone is the message of a session that is unknown or past
+// its expiry.
+const consoleSessionGone = "console session not found or expired; sign in again"
+
+// CreateConsoleSession stores s (times UTC, to the microsecond). EConflict
+// when its IDHash is taken.
+func (c *Core) CreateConsoleSession(ctx context.Context, s *gateway.ConsoleSession) error {
+	const q = `INSERT INTO console_sessions (id_hash, kind, workspace_id, subject, operator, csrf, sealed_token, flash,
+created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	_, err := c.W.ExecContext(ctx, c.Q(q), s.IDHash, string(s.Kind), s.WorkspaceID, s.Subject, s.Operator, s.CSRF,
+		s.SealedToken, nullBytes(s.Flash), c.D.Time(s.CreatedAt), c.D.Time(s.ExpiresAt))
+	return c.Translate(err, Msgs{Conflict: "console session id is taken; sign in again"})
+}
+
+// ConsoleSession returns the session idHash names if it expires after
+// now; ENotFound otherwise.
+func (c *Core) ConsoleSession(ctx context.Context, idHash string, now time.Time) (*gateway.ConsoleSession, error) {
+	var r consoleRow
+	err := c.W.GetContext(ctx, &r, c.Q(`SELECT `+consoleColumns+` FROM console_sessions WHERE id_hash = ? AND expires_at > ?`),
+		idHash, c.D.Time(now))
+	if err != nil {
+		return nil, c.Translate(err, Msgs{NotFound: consoleSessionGone})
+	}
+	return &gateway.ConsoleSession{IDHash: r.IDHash, Kind: gateway.ConsoleKind(r.Kind), WorkspaceID: r.WorkspaceID,
+		Subject: r.Subject, Operator: r.Operator, CSRF: r.CSRF, SealedToken: r.SealedToken, Flash: r.Flash,
+		CreatedAt: r.CreatedAt.Time, ExpiresAt: r.ExpiresAt.Time}, nil
+}
+
+// SetConsoleFlash replaces the session's flash (nil clears it); ENotFound
+// when the session does not exist.
+func (c *Core) SetConsoleFlash(ctx context.Context, idHash string, flash []byte) error {
+	res, err := c.W.ExecContext(ctx, c.Q(`UPDATE console_sessions SET flash = ? WHERE id_hash = ?`), nullBytes(flash), idHash)
+	return c.ExpectOne(res, err, consoleSessionGone)
+}
+
+// TakeConsoleFlash returns the session's flash and clears it, so of two
+// concurrent takes (on any replicas) at most one gets it; nil when there
+// is none or the session does not exist.
+func (c *Core) TakeConsoleFlash(ctx context.Context, idHash string) ([]byte, error) {
+	for range 3 {
+		var flash []byte
+		err := c.W.GetContext(ctx, &flash, c.Q(`SELECT flash FROM console_sessions WHERE id_hash = ?`), idHash)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && flash == nil) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, c.DriverError(err)
+		}
+		// Compare and swap: only the take that still sees this flash clears it.
+		res, err := c.W.ExecContext(ctx, c.Q(`UPDATE console_sessions SET flash = NULL WHERE id_hash = ? AND flash = ?`), idHash, flash)
+		if err != nil {
+			return nil, c.DriverError(err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, c.DriverError(err)
+		} else if n == 1 {
+			return bytes.Clone(flash), nil
+		}
+	}
+	return nil, nil
+}
+
+// DeleteConsoleSession removes the session (sign-out); removing one that
+// does not exist is not an error.
+func (c *Core) DeleteConsoleSession(ctx context.Context, idHash string) error {
+	_, err := c.Delete(ctx, `DELETE FROM console_sessions WHERE id_hash = ?`, idHash)
+	return err
+}
+
+// DeleteExpiredConsoleSessions deletes the sessions whose expiry is at or
+// before before and returns how many it deleted.
+func (c *Core) DeleteExpiredConsoleSessions(ctx context.Context, before time.Time) (int64, error) {
+	return c.Delete(ctx, `DELETE FROM console_sessions WHERE expires_at <= ?`, c.D.Time(before))
+}
+
+// nullBytes stores nil as NULL.
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
