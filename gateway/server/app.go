@@ -59,6 +59,16 @@ type App struct {
 	// is off.
 	CC      *CCServer
 	closers []func() error
+
+	// metrics is the Prometheus observer of the request path and of the
+	// policy; origin names this process in the policy reload requests it
+	// announces; policies are every surface's live policy (admin reload,
+	// /readyz, reload requests of other replicas); policyCtx ends when
+	// the App closes, and with it a reload still running.
+	metrics   *metrics.Metrics
+	origin    string
+	policies  *surfacePolicies
+	policyCtx context.Context
 }
 
 // Open opens the store named by cfg.DatabaseURL and applies its migrations,
@@ -92,6 +102,10 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}
 	reg := prometheus.NewRegistry()
 	obs := metrics.New(reg)
+	a.metrics, a.origin = obs, newOrigin()
+	policyCtx, cancelPolicy := context.WithCancel(context.Background())
+	a.policyCtx = policyCtx
+	a.closers = append(a.closers, func() error { cancelPolicy(); return nil })
 	if a.Policy, err = NewPolicy(ctx, cfg, a.Catalog, policy.LiveOptions{
 		Logger: log, Observer: obs,
 		// After a swap, the open sessions whose tools/list changed are told
@@ -107,9 +121,12 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 				a.DecisionLog.LogFlip(ctx, f.Live, f.Shadow, f.Tool, f.Direction)
 			}
 		},
+		// A reload asked for here is asked of every replica.
+		OnAttempt: a.announcePolicy(log, policy.Surface),
 	}); err != nil {
 		return err
 	}
+	a.policies = &surfacePolicies{lives: []*policy.Live{a.Policy}}
 	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
 		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM,
 		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience,
@@ -144,7 +161,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}
 	deps := Deps{
 		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, APIAuth: auth.NewAPITokens(store, log, nil), AdminToken: cfg.AdminToken,
-		ValidateGrant: GrantValidator(a.Policy, a.Catalog), Logger: log, Registry: reg, Policy: a.Policy,
+		ValidateGrant: GrantValidator(a.Policy, a.Catalog), Logger: log, Registry: reg, Policy: a.policies,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
@@ -161,7 +178,9 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}
 	if a.CC != nil {
 		a.Server.callers = alsoDropAll{a.Server.callers, a.CC.Callers}
+		a.policies.lives = append(a.policies.lives, a.CC.Policy)
 	}
+	a.Server.changes.policy = func(r gateway.PolicyRequest) { a.policyRequested(log, r) }
 	if a.Feed, err = a.changeFeed(ctx, log); err != nil {
 		return err
 	}
@@ -173,10 +192,11 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 // App closes. A folder that cannot be watched is logged: the gateway runs
 // its bundle, and POST /admin/v1/policy/reload still reloads.
 func (a *App) watchPolicy(log *zap.Logger) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	a.closers = append(a.closers, func() error { cancel(); return nil })
-	if err := a.Policy.Watch(ctx); err != nil {
-		log.Warn("policy folder not watched; reload with `mcpgate policy reload` after a change", zap.Error(err))
+	for _, l := range a.policies.lives {
+		if err := l.Watch(a.policyCtx); err != nil {
+			log.Warn("policy folder not watched; reload with `mcpgate policy reload` after a change",
+				zap.String("surface", l.Surface()), zap.Error(err))
+		}
 	}
 	return nil
 }
@@ -238,12 +258,11 @@ func (a *App) changeFeed(ctx context.Context, log *zap.Logger) (ChangeFeed, erro
 }
 
 // explain is the explainer of POST /admin/v1/explain over the App's
-// store, catalog and adapter (for resources); the bundle's explainer is
-// compiled on the first request.
+// store, catalog and adapter (for resources); it explains with the live
+// engine (liveExplainer), so its decisions name the live revision.
 func (a *App) explain(adapter pipeline.Adapter) admin.Explainer {
 	resolver, _ := adapter.(pipeline.ResourceResolver)
-	return Explain(ExplainDeps{Store: a.Store, Catalog: a.Catalog, Resolver: resolver,
-		Explainer: onceExplainer(func() (*policy.Explainer, error) { return NewExplainer(context.Background(), a.Config, a.Catalog) })})
+	return Explain(ExplainDeps{Store: a.Store, Catalog: a.Catalog, Resolver: resolver, Explainer: liveExplainer(a.Policy)})
 }
 
 // NewExplainer compiles the bundle NewEngine would and prepares its
