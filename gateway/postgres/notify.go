@@ -130,9 +130,11 @@ func (s *Store) Listen(ctx context.Context, h ChangeHandler, o ListenOptions) (*
 	// takes; Listen waits for it only until ctx ends.
 	listening := make(chan error, 1)
 	go func() {
-		err := l.pq.Listen(ChangesChannel)
-		if err == nil {
-			err = l.pq.Listen(PolicyChannel)
+		var err error
+		for _, ch := range []string{ChangesChannel, PolicyChannel, RelayChannel} {
+			if err = l.pq.Listen(ch); err != nil {
+				break
+			}
 		}
 		listening <- err
 	}()
@@ -230,8 +232,12 @@ func (l *Listener) receive() {
 		if n == nil { // after a reconnect; event already asked for a resync
 			continue
 		}
-		if n.Channel == PolicyChannel {
+		switch n.Channel {
+		case PolicyChannel:
 			l.policy(n.Extra)
+			continue
+		case RelayChannel:
+			l.relay(n.Extra)
 			continue
 		}
 		c, ok := parseChange(n.Extra, l.schema)
@@ -265,6 +271,23 @@ func (l *Listener) policy(extra string) {
 	l.mu.Lock()
 	ph.PolicyRequested(gateway.PolicyRequest{Surface: p.Surface, Revision: p.Revision, Origin: p.Origin})
 	l.mu.Unlock()
+}
+
+// relay hands the key of a relayed answer of this schema to the handler,
+// when it takes them.
+func (l *Listener) relay(extra string) {
+	var p struct {
+		Schema string `json:"s"`
+		Key    string `json:"k"`
+	}
+	if err := json.Unmarshal([]byte(extra), &p); err != nil || p.Schema != l.schema {
+		return
+	}
+	if ah, ok := l.h.(AnswerHandler); ok {
+		l.mu.Lock()
+		ah.RelayAnswered(p.Key)
+		l.mu.Unlock()
+	}
 }
 
 // check pings the connection every PingInterval; a ping that fails or

@@ -168,6 +168,11 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		SessionSecret: cfg.SessionSecret, SessionEnds: StoreSessionEnds(store), Explain: a.explain(adapter),
 		Approvals: approvalsAPI,
 	}
+	var answers *storeAnswers
+	if pg, ok := store.(*postgres.Store); ok { // the embedded store serves one process
+		answers = newStoreAnswers(pg)
+		deps.Answers = answers
+	}
 	a.Server, err = New(deps)
 	if err != nil {
 		return err
@@ -181,6 +186,9 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		a.policies.lives = append(a.policies.lives, a.CC.Policy)
 	}
 	a.Server.changes.policy = func(r gateway.PolicyRequest) { a.policyRequested(log, r) }
+	if answers != nil {
+		a.Server.changes.answered = answers.answered
+	}
 	if a.Feed, err = a.changeFeed(ctx, log); err != nil {
 		return err
 	}
@@ -304,8 +312,10 @@ func confirmer(cfg *config.Config, log *zap.Logger) (*confirm.Signer, error) {
 
 // sweepIdempotencyKeys deletes, every sweepInterval until the App closes,
 // the idempotency keys of tasks that reached a terminal state more than
-// confirm.IdempotencyTTL ago (seed 001, Deploy confirmation protocol), and
-// the records of ended MCP sessions whose ids no longer verify.
+// confirm.IdempotencyTTL ago (seed 001, Deploy confirmation protocol),
+// the records of ended MCP sessions whose ids no longer verify, and on
+// PostgreSQL the expired records of relayed requests (of replicas that
+// stopped during a call).
 func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.closers = append(a.closers, func() error { cancel(); return nil })
@@ -322,6 +332,11 @@ func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
 				}
 				if _, err := a.Store.DeleteEndedSessions(ctx, now); err != nil && ctx.Err() == nil {
 					log.Warn("ended-session sweep failed; records of ended MCP sessions stay until the next sweep", zap.Error(err))
+				}
+				if pg, ok := a.Store.(*postgres.Store); ok {
+					if _, err := pg.DeleteExpiredRelayAnswers(ctx, now); err != nil && ctx.Err() == nil {
+						log.Warn("relayed-answer sweep failed; records of expired relayed requests stay until the next sweep", zap.Error(err))
+					}
 				}
 			}
 		}

@@ -53,12 +53,23 @@ type changes struct {
 	// no Origin is the check after a gap (Resync). nil: requests are
 	// ignored (no App around the Server).
 	policy func(gateway.PolicyRequest)
+	// answered is told the keys of relayed answers recorded by any
+	// replica (storeAnswers.answered); nil: ignored.
+	answered func(key string)
 }
 
 var (
 	_ postgres.ChangeHandler = (*changes)(nil)
 	_ postgres.PolicyHandler = (*changes)(nil)
+	_ postgres.AnswerHandler = (*changes)(nil)
 )
+
+// RelayAnswered implements postgres.AnswerHandler.
+func (c *changes) RelayAnswered(key string) {
+	if c.answered != nil {
+		c.answered(key)
+	}
+}
 
 // PolicyRequested implements postgres.PolicyHandler: the reload runs in
 // the background (it runs the candidate's tests).

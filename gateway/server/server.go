@@ -113,6 +113,10 @@ type Deps struct {
 	// passes StoreSessionEnds, so a DELETE holds on every replica of one
 	// database. nil: an mcp.MemorySessionEnds of this Server only.
 	SessionEnds mcp.SessionEnds
+	// Answers carries the client's responses to relayed requests between
+	// replicas (App passes the PostgreSQL table of migration 00013); nil:
+	// a response reaches only the requests of this Server.
+	Answers mcp.RelayAnswers
 	// ProbesApart leaves /healthz, /readyz and /metrics out of the main
 	// handler; they are served only by Server.Probes, on the listener of
 	// MCPGATE_METRICS_LISTEN.
@@ -253,6 +257,7 @@ func newTransport(d Deps, a mcp.Authenticator, metaURL, instructions string) (*m
 		WriteTimeout:        d.WriteTimeout,
 		SessionSecret:       d.SessionSecret,
 		SessionEnds:         d.SessionEnds,
+		Answers:             d.Answers,
 	})
 }
 
