@@ -277,6 +277,32 @@ func TestReloadIfChangedSkipsTheLiveRevision(t *testing.T) {
 	}
 }
 
+// TestWatchFollowsASymlinkedFolder: MCPGATE_POLICY_DIR may be a symbolic
+// link to the bundle's folder; a change inside that folder goes live by
+// itself as for a plain folder.
+func TestWatchFollowsASymlinkedFolder(t *testing.T) {
+	root := t.TempDir()
+	real, dir := filepath.Join(root, "release-1"), filepath.Join(root, "current")
+	writeBundle(t, real, tinyBundle("rev-1", true, false))
+	if err := os.Symlink(real, dir); err != nil {
+		t.Fatal(err)
+	}
+	l := newLive(t, dir, "", &countingObserver{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := l.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeBundle(t, real, tinyBundle("rev-2", false, false))
+	deadline := time.Now().Add(20 * time.Second)
+	for l.Status().Revision != "rev-2" {
+		if time.Now().After(deadline) {
+			t.Fatalf("a change in the linked folder did not go live: status %+v", l.Status())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestWatchReloads: a change in the watched folder goes live by itself.
 func TestWatchReloads(t *testing.T) {
 	dir := t.TempDir()
