@@ -17,3 +17,22 @@ type Change struct {
 	// revocation) or the token was removed: sessions of that token end.
 	TokenFingerprint string
 }
+
+// PolicyRequest asks every replica to reload its policy folder: one
+// replica reloaded (through its admin API, `mcpgate policy reload` or its
+// folder watcher) and announces it, and each other replica runs its own
+// gated reload (the candidate's tests) and keeps its live revision when
+// its candidate fails. The PostgreSQL store carries it on the channel
+// mcpgate_policy.
+type PolicyRequest struct {
+	// Surface is the surface whose bundle to reload ("supacloud",
+	// "ccserver"); "" for every surface.
+	Surface string
+	// Revision is the revision the announcing replica loaded (its
+	// candidate's, whether or not it went live); informative: each
+	// replica loads what its own folder holds.
+	Revision string
+	// Origin names the announcing replica (a random id per process), so
+	// a replica ignores its own announcements.
+	Origin string
+}

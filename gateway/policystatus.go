@@ -46,8 +46,10 @@ type PolicyStatus struct {
 type PolicyAttempt struct {
 	Time time.Time `json:"time"`
 	// Trigger is what asked for it: "start", "watch" (a change in the
-	// folder) or "admin" (POST /admin/v1/policy/reload, `mcpgate policy
-	// reload`).
+	// folder), "admin" (POST /admin/v1/policy/reload, `mcpgate policy
+	// reload`), "replica" (another replica reloaded and asked every
+	// replica to) or "resync" (the check once the announcements of other
+	// replicas resumed after a gap).
 	Trigger string `json:"trigger"`
 	// Revision is the candidate's revision, when its files could be read.
 	Revision string `json:"revision,omitempty"`

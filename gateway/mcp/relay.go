@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -18,9 +23,8 @@ import (
 // response stream (the POST's reply, switched to an event stream when the
 // client accepts one), else on the session's GET stream; the client's
 // answers to relayed requests come back in POSTs of responses
-// (Transport.answered). A response may come to another replica than the
-// one holding the call only if the client's load balancer sends it there;
-// then the call's request times out with the caller's deadline.
+// (Transport.answered). A response that a load balancer sends to another
+// replica reaches the call through Options.Answers.
 type callRelay struct {
 	t      *Transport
 	s      *session
@@ -76,7 +80,8 @@ func (r *callRelay) send(msg []byte) bool {
 }
 
 // Request sends the request with an id of the gateway's own and waits for
-// the client's response, the end of the session, or ctx.
+// the client's response (POSTed here, or to another replica and carried
+// by Options.Answers), the end of the session, or ctx.
 func (r *callRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -85,6 +90,8 @@ func (r *callRelay) Request(ctx context.Context, method string, params json.RawM
 	ch := make(chan message, 1)
 	r.t.pending.Store(key, ch)
 	defer r.t.pending.Delete(key)
+	remote := r.t.expectAnswer(ctx, r.s, id, ch)
+	defer remote()
 	if !r.send(rawMessage(id, method, params)) {
 		return nil, &gateway.RPCError{Code: gateway.RPCInternalError, Message: "the gateway's client holds no stream to receive " + method + " (open the session's GET stream, or accept text/event-stream on the POST)"}
 	}
@@ -145,15 +152,105 @@ func (e callElicitor) Elicit(ctx context.Context, req gateway.ElicitRequest) (ga
 }
 
 // answered routes a client's response (m) to the relayed request waiting
-// for it on session s; a response nobody waits for is dropped.
-func (t *Transport) answered(s *session, m *message) {
+// for it on session s: on this replica, else through Options.Answers to
+// the replica holding it. A response nobody waits for (an unknown or
+// expired id, another credential's) is dropped.
+func (t *Transport) answered(ctx context.Context, s *session, m *message) {
 	v, ok := t.pending.Load(s.id + "\x00" + string(m.id))
 	if !ok {
+		t.deliverAnswer(ctx, s, m)
 		return
 	}
 	select {
 	case v.(chan message) <- *m:
 	default: // answered twice: the first counts
+	}
+}
+
+// RelayAnswers carries the client's responses to relayed requests between
+// the replicas of one database. Keys and owners are opaque strings (hashes
+// of the session id with the request id, and of the session's credential
+// identity); an answer is the JSON object {"result": …} or {"error": …}.
+type RelayAnswers interface {
+	// Expect records that this replica waits, until until, for the answer
+	// to key from owner, and calls deliver with it once another replica
+	// recorded it (Deliver). The returned stop ends the wait and forgets
+	// the record. An error means answers POSTed elsewhere cannot reach
+	// this request.
+	Expect(ctx context.Context, key, owner string, until time.Time, deliver func(answer []byte)) (stop func(), err error)
+	// Deliver records the answer to key from owner for the replica that
+	// waits for it; false when none does (unknown key, expired, answered
+	// already, or another owner's).
+	Deliver(ctx context.Context, key, owner string, answer []byte) (bool, error)
+}
+
+// answerWait bounds a relayed request with no deadline of its own in
+// the record other replicas see.
+const answerWait = time.Hour
+
+// answerKey and answerOwner name a relayed request and its session's
+// owner to Options.Answers: hashes, so the record holds neither the
+// session id nor the credential.
+func answerKey(s *session, id json.RawMessage) string {
+	h := sha256.Sum256([]byte(s.id + "\x00" + string(id)))
+	return hex.EncodeToString(h[:])
+}
+
+func answerOwner(s *session) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%#v", s.owner)))
+	return hex.EncodeToString(h[:])
+}
+
+// answerTimeout bounds each exchange with Options.Answers.
+const answerTimeout = 2 * time.Second
+
+// expectAnswer has Options.Answers hand the answer to request id of s,
+// recorded by another replica, to ch; it returns the function that stops
+// waiting. Without Answers, or when the record cannot be made (logged),
+// only answers POSTed to this replica arrive.
+func (t *Transport) expectAnswer(ctx context.Context, s *session, id json.RawMessage, ch chan message) func() {
+	if t.opts.Answers == nil || s.legacy {
+		return func() {}
+	}
+	until, ok := ctx.Deadline()
+	if !ok {
+		until = time.Now().Add(answerWait)
+	}
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerTimeout)
+	defer cancel()
+	stop, err := t.opts.Answers.Expect(ectx, answerKey(s, id), answerOwner(s), until, func(answer []byte) {
+		var a struct{ Result, Error json.RawMessage }
+		if json.Unmarshal(answer, &a) != nil {
+			return
+		}
+		select {
+		case ch <- message{kind: kindResponse, id: id, result: a.Result, rpcErr: a.Error}:
+		default: // answered already
+		}
+	})
+	if err != nil {
+		t.log.Warn("mcp: a relayed request can be answered on this replica only; a response the load balancer sends elsewhere waits until the call's deadline",
+			zap.String("session", s.id), zap.Error(err))
+		return func() {}
+	}
+	return stop
+}
+
+// deliverAnswer hands m, a response to no request of this replica, to
+// the replica that waits for it, if any.
+func (t *Transport) deliverAnswer(ctx context.Context, s *session, m *message) {
+	if t.opts.Answers == nil || s.legacy {
+		return
+	}
+	answer, _ := json.Marshal(struct {
+		Result json.RawMessage `json:"result,omitempty"`
+		Error  json.RawMessage `json:"error,omitempty"`
+	}{m.result, m.rpcErr})
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerTimeout)
+	defer cancel()
+	ok, err := t.opts.Answers.Deliver(dctx, answerKey(s, m.id), answerOwner(s), answer)
+	if err != nil || !ok {
+		t.log.Debug("mcp: a response to no waiting request was dropped", zap.String("session", s.id), zap.Bool("recorded", ok), zap.Error(err))
 	}
 }
 

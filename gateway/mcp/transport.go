@@ -160,6 +160,11 @@ type Options struct {
 	// replicas must share one. Default: a MemorySessionEnds of this
 	// Transport only.
 	SessionEnds SessionEnds
+	// Answers carries the client's responses to relayed requests between
+	// replicas, for a response POSTed to another replica than the one
+	// holding the call (RelayAnswers). nil: responses reach only the
+	// requests of this Transport (one process).
+	Answers RelayAnswers
 	// KeepAlive is the interval of SSE comment lines on an open GET stream,
 	// so proxies do not close it. Default 25 seconds.
 	KeepAlive time.Duration
@@ -562,7 +567,7 @@ func (t *Transport) handleMessages(ctx context.Context, s *session, msgs []messa
 			t.notified(s, m)
 			continue
 		default:
-			t.answered(s, m) // a response to a request relayed from an upstream
+			t.answered(ctx, s, m) // a response to a request relayed from an upstream
 			continue
 		}
 		spent += int64(len(out))

@@ -113,6 +113,8 @@ type Engine struct {
 	// data.<surface>.limits, read at load.
 	cc     bool
 	limits map[string]any
+	// fsys is the bundle compiled (Options.FS), kept for Explainer.
+	fsys fs.FS
 }
 
 // New loads and compiles the bundle in opts.FS and prepares both queries. It
@@ -151,7 +153,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e := &Engine{
 		edition: ast.StringTerm(string(opts.Edition)), cc: surface == gateway.SurfaceCCServer,
 		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler, surface),
-		keepInput: opts.KeepInput, revision: opts.Revision, evalTimeout: opts.EvalTimeout,
+		keepInput: opts.KeepInput, revision: opts.Revision, evalTimeout: opts.EvalTimeout, fsys: opts.FS,
 	}
 	if e.evalTimeout <= 0 {
 		e.evalTimeout = DefaultEvalTimeout

@@ -71,10 +71,18 @@ func NewExplainer(ctx context.Context, opts Options) (*Explainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.FS == nil {
+	return e.Explainer(ctx)
+}
+
+// Explainer prepares ExplainQuery on the bundle e compiled and returns
+// the explainer that decides with e itself, so its decisions carry e's
+// revision (the live one, when e is policy.Live's Engine). It fails when
+// the bundle does not define ExplainQuery.
+func (e *Engine) Explainer(ctx context.Context) (*Explainer, error) {
+	if e.fsys == nil {
 		return nil, errors.New("policy: no policy bundle given")
 	}
-	res, err := loader.NewFileLoader().WithFS(opts.FS).WithRegoVersion(ast.RegoV1).Filtered([]string{"."}, skipTests)
+	res, err := loader.NewFileLoader().WithFS(e.fsys).WithRegoVersion(ast.RegoV1).Filtered([]string{"."}, skipTests)
 	if err != nil {
 		return nil, fmt.Errorf("policy: load bundle: %w", err)
 	}

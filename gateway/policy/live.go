@@ -16,8 +16,8 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// Surface is the surface whose queries (DecisionQuery, VisibleQuery) the
-// engine prepares: the label of its revision in /metrics and /readyz.
+// Surface is the surface a Live serves when LiveOptions.Engine.Surface is
+// empty: the label of its revision in /metrics and /readyz.
 const Surface = "supacloud"
 
 // Reload triggers (gateway.PolicyAttempt.Trigger).
@@ -25,6 +25,13 @@ const (
 	TriggerStart = "start"
 	TriggerWatch = "watch"
 	TriggerAdmin = "admin"
+	// TriggerReplica is a reload another replica asked for (it reloaded
+	// through its admin API or its watcher and announced it on the
+	// database's policy channel).
+	TriggerReplica = "replica"
+	// TriggerResync is the check after the announcements of other
+	// replicas resumed: reloads asked for meanwhile were missed.
+	TriggerResync = "resync"
 )
 
 // Observer is told about policy loads and shadow comparisons;
@@ -92,6 +99,12 @@ type LiveOptions struct {
 	// the engine it replaced (the wiring sends list_changed to the
 	// sessions whose tools changed).
 	OnSwap func(old, cur *Engine)
+	// OnAttempt, when set, is called after every reload attempt (not the
+	// start) with its trigger, the attempt and its error, once Status
+	// shows it: the wiring announces reloads asked for on this replica
+	// (TriggerAdmin, TriggerWatch) to the other replicas. Reloads skipped
+	// by ReloadIfChanged are no attempt.
+	OnAttempt func(trigger string, at *gateway.PolicyAttempt, err error)
 	// Debounce is how long Watch waits after the last change in a folder
 	// before it reloads; 0 means DefaultDebounce.
 	Debounce time.Duration
@@ -117,9 +130,10 @@ const DefaultDebounce = 300 * time.Millisecond
 // their revision. Live implements the pipeline's Decider. It is safe for
 // concurrent use.
 type Live struct {
-	opts LiveOptions
-	log  *zap.Logger
-	snap atomic.Pointer[Snapshot]
+	opts    LiveOptions
+	log     *zap.Logger
+	surface string
+	snap    atomic.Pointer[Snapshot]
 
 	reload sync.Mutex // one reload at a time
 
@@ -142,11 +156,15 @@ func NewLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 	if opts.Debounce <= 0 {
 		opts.Debounce = DefaultDebounce
 	}
-	l := &Live{opts: opts, log: opts.Logger}
+	l := &Live{opts: opts, log: opts.Logger, surface: opts.Engine.Surface}
+	if l.surface == "" {
+		l.surface = Surface
+	}
 	if l.log == nil {
 		l.log = zap.NewNop()
 	}
-	l.status = gateway.PolicyStatus{Surface: Surface, Source: "embedded", Watched: false}
+	l.log = l.log.With(zap.String("surface", l.surface))
+	l.status = gateway.PolicyStatus{Surface: l.surface, Source: "embedded", Watched: false}
 	var e *Engine
 	var at *gateway.PolicyAttempt
 	if opts.Dir == "" {
@@ -175,7 +193,7 @@ func NewLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 		shadow = l.loadShadow(ctx, TriggerStart)
 	}
 	l.snap.Store(&Snapshot{live: e, shadow: shadow, l: l})
-	l.observer().PolicyRevision(Surface, e.Revision())
+	l.observer().PolicyRevision(l.surface, e.Revision())
 	return l, nil
 }
 
@@ -340,14 +358,17 @@ func (l *Live) Reload(ctx context.Context, trigger string) (*gateway.PolicyAttem
 		l.status.Revision, l.status.LiveSince = e.Revision(), at.Time
 	}
 	l.mu.Unlock()
-	l.observer().PolicyReload(Surface, err == nil)
+	l.observer().PolicyReload(l.surface, err == nil)
+	if l.opts.OnAttempt != nil {
+		defer l.opts.OnAttempt(trigger, at, err)
+	}
 	switch {
 	case err != nil:
 		l.log.Error("policy bundle refused; the running revision stays", zap.String("trigger", trigger),
 			zap.String("running_revision", old.live.Revision()), zap.String("candidate_revision", at.Revision), zap.Error(err))
 		return at, err
 	case swapped:
-		l.observer().PolicyRevision(Surface, e.Revision())
+		l.observer().PolicyRevision(l.surface, e.Revision())
 		l.log.Info("policy bundle live", zap.String("trigger", trigger), zap.String("revision", e.Revision()),
 			zap.String("previous_revision", old.live.Revision()), zap.Int("tests_passed", at.Tests))
 		if l.opts.OnSwap != nil {
@@ -357,6 +378,31 @@ func (l *Live) Reload(ctx context.Context, trigger string) (*gateway.PolicyAttem
 		l.log.Info("policy bundle reloaded, revision unchanged", zap.String("trigger", trigger), zap.String("revision", e.Revision()))
 	}
 	return at, nil
+}
+
+// Surface is the surface this Live decides for (LiveOptions.Engine.Surface,
+// by default Surface).
+func (l *Live) Surface() string { return l.surface }
+
+// ReloadIfChanged reloads (Reload with trigger) unless the policy
+// folder's files have the revision already live, which Reload would only
+// confirm after running the candidate's tests: it returns nil, nil then,
+// and Reload's results otherwise (a candidate refused before is tried
+// again: its folder may have been fixed under the same revision). With a
+// shadow folder it always reloads (the shadow candidate may have
+// changed).
+func (l *Live) ReloadIfChanged(ctx context.Context, trigger string) (*gateway.PolicyAttempt, error) {
+	if l.opts.Dir == "" {
+		return nil, ErrNotReloadable
+	}
+	if l.opts.ShadowDir == "" {
+		if fsys, err := readBundle(l.opts.Dir); err == nil {
+			if rev, err := l.opts.Revision(fsys); err == nil && rev == l.Engine().Revision() {
+				return nil, nil
+			}
+		}
+	}
+	return l.Reload(ctx, trigger)
 }
 
 func (l *Live) observer() Observer {

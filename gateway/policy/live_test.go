@@ -254,6 +254,55 @@ func TestUnchangedRevisionKeepsTheEngine(t *testing.T) {
 	}
 }
 
+// TestReloadIfChangedSkipsTheLiveRevision: a reload asked for by another
+// replica runs no tests (and is no attempt) while the folder holds the
+// live revision; a new revision, or a refused candidate's folder fixed
+// under the same revision, is loaded with every check.
+func TestReloadIfChangedSkipsTheLiveRevision(t *testing.T) {
+	dir := t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-1", true, false))
+	obs := &countingObserver{}
+	l := newLive(t, dir, "", obs)
+	ctx := context.Background()
+	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica); at != nil || err != nil || obs.ok+obs.fail != 0 {
+		t.Fatalf("unchanged folder: attempt %+v err %v, %d attempts counted; want none", at, err, obs.ok+obs.fail)
+	}
+	writeBundle(t, dir, tinyBundle("rev-2", false, true))
+	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica); at == nil || err == nil || at.Outcome != gateway.PolicyRefused || l.Engine().Revision() != "rev-1" {
+		t.Fatalf("failing rev-2: attempt %+v err %v live %s; want refused, rev-1 kept", at, err, l.Engine().Revision())
+	}
+	writeBundle(t, dir, tinyBundle("rev-2", false, false))
+	if at, err := l.ReloadIfChanged(ctx, policy.TriggerResync); err != nil || at.Outcome != gateway.PolicyLive || at.Trigger != policy.TriggerResync || l.Engine().Revision() != "rev-2" {
+		t.Fatalf("fixed rev-2: attempt %+v err %v live %s; want rev-2 live", at, err, l.Engine().Revision())
+	}
+}
+
+// TestWatchFollowsASymlinkedFolder: MCPGATE_POLICY_DIR may be a symbolic
+// link to the bundle's folder; a change inside that folder goes live by
+// itself as for a plain folder.
+func TestWatchFollowsASymlinkedFolder(t *testing.T) {
+	root := t.TempDir()
+	real, dir := filepath.Join(root, "release-1"), filepath.Join(root, "current")
+	writeBundle(t, real, tinyBundle("rev-1", true, false))
+	if err := os.Symlink(real, dir); err != nil {
+		t.Fatal(err)
+	}
+	l := newLive(t, dir, "", &countingObserver{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := l.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeBundle(t, real, tinyBundle("rev-2", false, false))
+	deadline := time.Now().Add(20 * time.Second)
+	for l.Status().Revision != "rev-2" {
+		if time.Now().After(deadline) {
+			t.Fatalf("a change in the linked folder did not go live: status %+v", l.Status())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestWatchReloads: a change in the watched folder goes live by itself.
 func TestWatchReloads(t *testing.T) {
 	dir := t.TempDir()

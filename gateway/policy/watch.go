@@ -75,8 +75,14 @@ func (l *Live) watchLoop(ctx context.Context, w *fsnotify.Watcher, roots []strin
 }
 
 // addTree watches dir and every folder below it that is not hidden (a
-// path that is not a folder is ignored).
+// path that is not a folder is ignored). A dir that is a symbolic link is
+// watched where it points (WalkDir would not enter it): changes inside the
+// linked folder reload; pointing the link elsewhere is not seen, so a
+// deploy that switches the link runs `mcpgate policy reload`.
 func addTree(w *fsnotify.Watcher, dir string) error {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == dir {

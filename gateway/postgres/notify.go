@@ -23,10 +23,31 @@ const (
 	// 00009): {"s": schema, "t": table, "w": workspace id (absent: every
 	// workspace), "k": token fingerprint (api_tokens only)}.
 	ChangesChannel = "mcpgate_changes"
-	// PolicyChannel is reserved for requests to reload the policy bundle
-	// on every replica; nothing sends or listens on it yet.
+	// PolicyChannel carries requests to reload the policy folder on every
+	// replica (Store.AnnouncePolicy): {"s": schema, "u": surface ("" for
+	// every surface), "r": revision loaded, "o": announcing replica}.
 	PolicyChannel = "mcpgate_policy"
 )
+
+// PolicyHandler is implemented by a ChangeHandler that also takes the
+// policy reload requests of other replicas (PolicyChannel). Like Changed,
+// PolicyRequested must return quickly: a reload runs the candidate's
+// tests, so it belongs on a goroutine of its own.
+type PolicyHandler interface {
+	PolicyRequested(r gateway.PolicyRequest)
+}
+
+// AnnouncePolicy asks every replica of this schema (this one's listener
+// included: compare Origin) to reload its policy folder, on
+// PolicyChannel. Errors are EUnavailable.
+func (s *Store) AnnouncePolicy(ctx context.Context, r gateway.PolicyRequest) error {
+	_, err := s.db.ExecContext(ctx, `SELECT pg_notify($1, json_build_object('s', current_schema(), 'u', $2::text, 'r', $3::text, 'o', $4::text)::text)`,
+		PolicyChannel, r.Surface, r.Revision, r.Origin)
+	if err != nil {
+		return gateway.Wrap(gateway.EUnavailable, translate(err, msgs{}), "cannot ask the other replicas to reload their policy; reload each with `mcpgate policy reload`")
+	}
+	return nil
+}
 
 // ChangeHandler receives what a Listener hears. Its methods are called
 // from one goroutine, one at a time, and must return quickly (they hold
@@ -108,7 +129,15 @@ func (s *Store) Listen(ctx context.Context, h ChangeHandler, o ListenOptions) (*
 	// pq's Listen waits until a connection listens, however long that
 	// takes; Listen waits for it only until ctx ends.
 	listening := make(chan error, 1)
-	go func() { listening <- l.pq.Listen(ChangesChannel) }()
+	go func() {
+		var err error
+		for _, ch := range []string{ChangesChannel, PolicyChannel, RelayChannel} {
+			if err = l.pq.Listen(ch); err != nil {
+				break
+			}
+		}
+		listening <- err
+	}()
 	select {
 	case err := <-listening:
 		if err != nil {
@@ -203,6 +232,14 @@ func (l *Listener) receive() {
 		if n == nil { // after a reconnect; event already asked for a resync
 			continue
 		}
+		switch n.Channel {
+		case PolicyChannel:
+			l.policy(n.Extra)
+			continue
+		case RelayChannel:
+			l.relay(n.Extra)
+			continue
+		}
 		c, ok := parseChange(n.Extra, l.schema)
 		if !ok {
 			continue
@@ -210,6 +247,45 @@ func (l *Listener) receive() {
 		l.received.Add(1)
 		l.mu.Lock()
 		l.h.Changed(c)
+		l.mu.Unlock()
+	}
+}
+
+// policy hands a policy reload request of this schema to the handler,
+// when it takes them.
+func (l *Listener) policy(extra string) {
+	var p struct {
+		Schema   string `json:"s"`
+		Surface  string `json:"u"`
+		Revision string `json:"r"`
+		Origin   string `json:"o"`
+	}
+	if err := json.Unmarshal([]byte(extra), &p); err != nil || p.Schema != l.schema {
+		return
+	}
+	ph, ok := l.h.(PolicyHandler)
+	if !ok {
+		return
+	}
+	l.received.Add(1)
+	l.mu.Lock()
+	ph.PolicyRequested(gateway.PolicyRequest{Surface: p.Surface, Revision: p.Revision, Origin: p.Origin})
+	l.mu.Unlock()
+}
+
+// relay hands the key of a relayed answer of this schema to the handler,
+// when it takes them.
+func (l *Listener) relay(extra string) {
+	var p struct {
+		Schema string `json:"s"`
+		Key    string `json:"k"`
+	}
+	if err := json.Unmarshal([]byte(extra), &p); err != nil || p.Schema != l.schema {
+		return
+	}
+	if ah, ok := l.h.(AnswerHandler); ok {
+		l.mu.Lock()
+		ah.RelayAnswered(p.Key)
 		l.mu.Unlock()
 	}
 }

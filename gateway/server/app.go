@@ -59,6 +59,16 @@ type App struct {
 	// is off.
 	CC      *CCServer
 	closers []func() error
+
+	// metrics is the Prometheus observer of the request path and of the
+	// policy; origin names this process in the policy reload requests it
+	// announces; policies are every surface's live policy (admin reload,
+	// /readyz, reload requests of other replicas); policyCtx ends when
+	// the App closes, and with it a reload still running.
+	metrics   *metrics.Metrics
+	origin    string
+	policies  *surfacePolicies
+	policyCtx context.Context
 }
 
 // Open opens the store named by cfg.DatabaseURL and applies its migrations,
@@ -92,6 +102,10 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}
 	reg := prometheus.NewRegistry()
 	obs := metrics.New(reg)
+	a.metrics, a.origin = obs, newOrigin()
+	policyCtx, cancelPolicy := context.WithCancel(context.Background())
+	a.policyCtx = policyCtx
+	a.closers = append(a.closers, func() error { cancelPolicy(); return nil })
 	if a.Policy, err = NewPolicy(ctx, cfg, a.Catalog, policy.LiveOptions{
 		Logger: log, Observer: obs,
 		// After a swap, the open sessions whose tools/list changed are told
@@ -107,9 +121,12 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 				a.DecisionLog.LogFlip(ctx, f.Live, f.Shadow, f.Tool, f.Direction)
 			}
 		},
+		// A reload asked for here is asked of every replica.
+		OnAttempt: a.announcePolicy(log, policy.Surface),
 	}); err != nil {
 		return err
 	}
+	a.policies = &surfacePolicies{lives: []*policy.Live{a.Policy}}
 	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
 		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM,
 		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience,
@@ -145,12 +162,17 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	deps := Deps{
 		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, APIAuth: auth.NewAPITokens(store, log, nil), AdminToken: cfg.AdminToken,
 		ConsoleUsers:  a.JWT.ConsoleUsers(),
-		ValidateGrant: GrantValidator(a.Policy, a.Catalog), Logger: log, Registry: reg, Policy: a.Policy,
+		ValidateGrant: GrantValidator(a.Policy, a.Catalog), Logger: log, Registry: reg, Policy: a.policies,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
 		SessionSecret: cfg.SessionSecret, SessionEnds: StoreSessionEnds(store), Explain: a.explain(adapter),
 		Approvals: approvalsAPI,
+	}
+	var answers *storeAnswers
+	if pg, ok := store.(*postgres.Store); ok { // the embedded store serves one process
+		answers = newStoreAnswers(pg)
+		deps.Answers = answers
 	}
 	a.Server, err = New(deps)
 	if err != nil {
@@ -162,6 +184,11 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}
 	if a.CC != nil {
 		a.Server.callers = alsoDropAll{a.Server.callers, a.CC.Callers}
+		a.policies.lives = append(a.policies.lives, a.CC.Policy)
+	}
+	a.Server.changes.policy = func(r gateway.PolicyRequest) { a.policyRequested(log, r) }
+	if answers != nil {
+		a.Server.changes.answered = answers.answered
 	}
 	if a.Feed, err = a.changeFeed(ctx, log); err != nil {
 		return err
@@ -174,10 +201,11 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 // App closes. A folder that cannot be watched is logged: the gateway runs
 // its bundle, and POST /admin/v1/policy/reload still reloads.
 func (a *App) watchPolicy(log *zap.Logger) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	a.closers = append(a.closers, func() error { cancel(); return nil })
-	if err := a.Policy.Watch(ctx); err != nil {
-		log.Warn("policy folder not watched; reload with `mcpgate policy reload` after a change", zap.Error(err))
+	for _, l := range a.policies.lives {
+		if err := l.Watch(a.policyCtx); err != nil {
+			log.Warn("policy folder not watched; reload with `mcpgate policy reload` after a change",
+				zap.String("surface", l.Surface()), zap.Error(err))
+		}
 	}
 	return nil
 }
@@ -239,12 +267,11 @@ func (a *App) changeFeed(ctx context.Context, log *zap.Logger) (ChangeFeed, erro
 }
 
 // explain is the explainer of POST /admin/v1/explain over the App's
-// store, catalog and adapter (for resources); the bundle's explainer is
-// compiled on the first request.
+// store, catalog and adapter (for resources); it explains with the live
+// engine (liveExplainer), so its decisions name the live revision.
 func (a *App) explain(adapter pipeline.Adapter) admin.Explainer {
 	resolver, _ := adapter.(pipeline.ResourceResolver)
-	return Explain(ExplainDeps{Store: a.Store, Catalog: a.Catalog, Resolver: resolver,
-		Explainer: onceExplainer(func() (*policy.Explainer, error) { return NewExplainer(context.Background(), a.Config, a.Catalog) })})
+	return Explain(ExplainDeps{Store: a.Store, Catalog: a.Catalog, Resolver: resolver, Explainer: liveExplainer(a.Policy)})
 }
 
 // NewExplainer compiles the bundle NewEngine would and prepares its
@@ -286,9 +313,10 @@ func confirmer(cfg *config.Config, log *zap.Logger) (*confirm.Signer, error) {
 
 // sweepIdempotencyKeys deletes, every sweepInterval until the App closes,
 // the idempotency keys of tasks that reached a terminal state more than
-// confirm.IdempotencyTTL ago (seed 001, Deploy confirmation protocol), and
-// the records of ended MCP sessions whose ids no longer verify, and
-// expired console sessions.
+// confirm.IdempotencyTTL ago (seed 001, Deploy confirmation protocol),
+// the records of ended MCP sessions whose ids no longer verify, expired
+// console sessions, and on PostgreSQL the expired records of relayed
+// requests (of replicas that stopped during a call).
 func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.closers = append(a.closers, func() error { cancel(); return nil })
@@ -308,6 +336,11 @@ func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
 				}
 				if _, err := a.Store.DeleteExpiredConsoleSessions(ctx, now); err != nil && ctx.Err() == nil {
 					log.Warn("console session sweep failed; expired console sessions (never served) stay until the next sweep", zap.Error(err))
+				}
+				if pg, ok := a.Store.(*postgres.Store); ok {
+					if _, err := pg.DeleteExpiredRelayAnswers(ctx, now); err != nil && ctx.Err() == nil {
+						log.Warn("relayed-answer sweep failed; records of expired relayed requests stay until the next sweep", zap.Error(err))
+					}
 				}
 			}
 		}

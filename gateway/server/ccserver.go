@@ -31,8 +31,12 @@ import (
 // (Streamable HTTP) and GET /sse with POST /messages (2024-11-05) on the
 // listener of MCPGATE_CCSERVER_LISTEN.
 type CCServer struct {
-	Catalog  *tools.Catalog
-	Engine   *policy.Engine
+	Catalog *tools.Catalog
+	// Policy decides the surface's calls (data.ccserver): the bundle of
+	// MCPGATE_POLICY_DIR (or the embedded one) under the same gated hot
+	// reload as the SupaCloud surface: watched, reloaded with it through
+	// the admin API, and on every replica.
+	Policy   *policy.Live
 	JWT      *auth.JWT
 	Pipeline *pipeline.Pipeline
 	// Callers caches the users' memberships; every admin change drops it
@@ -58,13 +62,8 @@ func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string,
 	if cc.Catalog, err = tools.LoadCCServer(); err != nil {
 		return fmt.Errorf("cc_server tool catalog: %w", err)
 	}
-	opts := engineOptions(cfg, cc.Catalog)
-	opts.Surface = gateway.SurfaceCCServer
-	if opts.Revision, err = policies.Revision(opts.FS); err != nil {
-		return fmt.Errorf("cc_server policy bundle: %w", err)
-	}
-	if cc.Engine, err = policy.New(ctx, opts); err != nil {
-		return fmt.Errorf("cc_server policy bundle refused, the gateway does not start: %w", err)
+	if cc.Policy, err = a.ccPolicy(ctx, log, cc); err != nil {
+		return err
 	}
 	if cc.JWT, err = auth.NewJWT(auth.JWTConfig{
 		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM, Issuer: cfg.JWTIssuer, Audience: cfg.CCServer.JWTAudience,
@@ -77,13 +76,13 @@ func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string,
 	}
 	limits := cfg.Limits
 	if limits.CCServerCallsPerMinute == 0 {
-		limits.CCServerCallsPerMinute, _ = cc.Engine.LimitInt("calls_per_minute")
+		limits.CCServerCallsPerMinute, _ = cc.Policy.Engine().LimitInt("calls_per_minute")
 	}
 	rules := ratelimit.NewRules(RateLimits(limits))
 	cc.Callers = callercache.New(memberships{a.Store}, callercache.Options{TTL: cfg.CallerCacheTTL})
 	cc.Pipeline = &pipeline.Pipeline{
-		Store: a.Store, Callers: cc.Callers, Decider: cc.Engine, Catalog: cc.Catalog,
-		Adapter: &searchTools{next: backend, engine: cc.Engine, callers: cc.Callers, catalog: cc.Catalog, index: search.New(cc.Catalog.Tools())},
+		Store: a.Store, Callers: cc.Callers, Decider: cc.Policy, Catalog: cc.Catalog,
+		Adapter: &searchTools{next: backend, policy: cc.Policy, callers: cc.Callers, catalog: cc.Catalog, index: search.New(cc.Catalog.Tools())},
 		Logger:  log, Metrics: a.Pipeline.Metrics, AuditArguments: cfg.AuditArguments,
 		RateLimits: &rules, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 		Surface: gateway.SurfaceCCServer, ListEveryTool: true, WorkspaceFromPolicy: true,
@@ -107,6 +106,31 @@ func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string,
 	log.Info("cc_server surface configured", zap.String("listen", cfg.CCServer.Listen), zap.Int("tools", cc.Catalog.Len()),
 		zap.Int("calls_per_minute", limits.CCServerCallsPerMinute))
 	return nil
+}
+
+// ccPolicy compiles the cc_server bundle (data.ccserver) of
+// MCPGATE_POLICY_DIR, or the embedded one, as a policy.Live of its own:
+// reloads go through the same checks as the SupaCloud surface's, and after
+// a swap the surface's open streams whose tool list changed are told. A
+// folder without the cc_server package refuses to start, as before. The
+// shadow candidate is the SupaCloud surface's only.
+func (a *App) ccPolicy(ctx context.Context, log *zap.Logger, cc *CCServer) (*policy.Live, error) {
+	opts := engineOptions(a.Config, cc.Catalog)
+	l, err := policy.NewLive(ctx, policy.LiveOptions{
+		Engine: policy.Options{Surface: gateway.SurfaceCCServer, Edition: opts.Edition, Tools: opts.Tools, KeepInput: opts.KeepInput},
+		Dir:    a.Config.PolicyDir, Embedded: policies.FS, Revision: policies.Revision,
+		Logger: log, Observer: a.metrics,
+		OnSwap: func(_, _ *policy.Engine) {
+			if cc.transport != nil {
+				cc.transport.RefreshTools(func(*gateway.Principal) bool { return true })
+			}
+		},
+		OnAttempt: a.announcePolicy(log, gateway.SurfaceCCServer),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cc_server policy bundle refused, the gateway does not start: %w", err)
+	}
+	return l, nil
 }
 
 // ccAdapter is the cc_server backend: the in-memory demo, or a real
@@ -147,7 +171,7 @@ const (
 // pipeline: decided, rate limited and audited like any other.
 type searchTools struct {
 	next    pipeline.Adapter
-	engine  *policy.Engine
+	policy  *policy.Live
 	callers pipeline.CallerLoader
 	catalog *tools.Catalog
 	index   *search.Index
@@ -175,7 +199,7 @@ func (s *searchTools) CallTool(ctx context.Context, call gateway.ToolCall) (*gat
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EUnavailable, err, "the gateway could not load this caller's workspaces, so callability cannot be told; retry shortly")
 	}
-	callable, err := s.engine.VisibleIn(ctx, call.Principal, caller, ws)
+	callable, err := s.policy.Engine().VisibleIn(ctx, call.Principal, caller, ws)
 	if err != nil {
 		return nil, err
 	}

@@ -161,16 +161,27 @@ func explainResource(ctx context.Context, r pipeline.ResourceResolver, ws string
 	return res, nil
 }
 
-// onceExplainer builds the explainer of the bundle on first use: explain is
-// rare, and the request path does not need it.
-func onceExplainer(build func() (*policy.Explainer, error)) func() (*policy.Explainer, error) {
+// liveExplainer follows the live engine: the explainer of the engine that
+// decides calls now, prepared on the first explain after each swap
+// (explain is rare, and the request path does not need it), so an
+// explained decision carries the live revision.
+func liveExplainer(live *policy.Live) func() (*policy.Explainer, error) {
 	var (
-		once sync.Once
-		x    *policy.Explainer
-		err  error
+		mu sync.Mutex
+		x  *policy.Explainer
 	)
 	return func() (*policy.Explainer, error) {
-		once.Do(func() { x, err = build() })
-		return x, err
+		e := live.Engine()
+		mu.Lock()
+		defer mu.Unlock()
+		if x != nil && x.Engine() == e {
+			return x, nil
+		}
+		nx, err := e.Explainer(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("policy bundle cannot explain decisions: %w", err)
+		}
+		x = nx
+		return x, nil
 	}
 }

@@ -47,9 +47,44 @@ type changes struct {
 	degraded chan struct{} // closed to end the degraded loop; nil when connected
 	closed   bool
 	wg       sync.WaitGroup
+
+	// policy reloads this replica's policy as another replica asked
+	// (App.policyRequested), on a goroutine of its own; a request with
+	// no Origin is the check after a gap (Resync). nil: requests are
+	// ignored (no App around the Server).
+	policy func(gateway.PolicyRequest)
+	// answered is told the keys of relayed answers recorded by any
+	// replica (storeAnswers.answered); nil: ignored.
+	answered func(key string)
 }
 
-var _ postgres.ChangeHandler = (*changes)(nil)
+var (
+	_ postgres.ChangeHandler = (*changes)(nil)
+	_ postgres.PolicyHandler = (*changes)(nil)
+	_ postgres.AnswerHandler = (*changes)(nil)
+)
+
+// RelayAnswered implements postgres.AnswerHandler.
+func (c *changes) RelayAnswered(key string) {
+	if c.answered != nil {
+		c.answered(key)
+	}
+}
+
+// PolicyRequested implements postgres.PolicyHandler: the reload runs in
+// the background (it runs the candidate's tests).
+func (c *changes) PolicyRequested(r gateway.PolicyRequest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.policy == nil {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.policy(r)
+	}()
+}
 
 // Changes returns the handler a ChangeFeed delivers this replica's
 // announcements to. Its Changed drops the cached callers of the change's
@@ -98,16 +133,23 @@ func (c *changes) Lost() {
 }
 
 // Resync implements postgres.ChangeHandler: changes may have been missed,
-// so everything cached is dropped and every open stream re-checked once.
+// so everything cached is dropped and every open stream re-checked once;
+// after a gap, policy reloads asked for meanwhile may have been missed
+// too, so the policy folder is checked once (reloaded when its revision
+// changed).
 func (c *changes) Resync() {
 	c.mu.Lock()
-	if c.degraded != nil {
+	gap := c.degraded != nil
+	if gap {
 		close(c.degraded)
 		c.degraded = nil
-		c.log.Info("change announcements of other replicas resumed; every cached caller dropped once")
+		c.log.Info("change announcements of other replicas resumed; every cached caller dropped once, the policy folder checked once")
 	}
 	c.mu.Unlock()
 	c.s.WorkspaceChanged("")
+	if gap {
+		c.PolicyRequested(gateway.PolicyRequest{})
+	}
 }
 
 // close stops the degraded loop for good.

@@ -142,8 +142,8 @@ func TestReloadUnderConcurrentCallsAuditsOneRevision(t *testing.T) {
 	if strings.Contains(metrics, `revision="rev-deny"`) {
 		t.Errorf("/metrics still shows the replaced revision rev-deny")
 	}
-	if _, ready := request(t, app, http.MethodGet, "/readyz"); !strings.Contains(ready, `"policy":{"supacloud":{"revision":"rev-allow"}}`) || strings.Contains(ready, dir) {
-		t.Errorf("/readyz %s: want the live revision, and not the folder", ready)
+	if _, ready := request(t, app, http.MethodGet, "/readyz"); !strings.Contains(ready, `"policy":{"supacloud":{"refused_revision":"rev-deny","revision":"rev-allow"}}`) || strings.Contains(ready, dir) {
+		t.Errorf("/readyz %s: want the live revision and the refused one, and not the folder", ready)
 	}
 
 	seen := map[string]int{}

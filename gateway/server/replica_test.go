@@ -32,23 +32,27 @@ const replicaAdminToken = "replica-admin-token"
 
 // openReplicas opens n gateways on one fresh PostgreSQL schema, sharing
 // the JWT and session keys as replicas behind one load balancer do, with
-// workspace ws-a, member u1 and profile bot (reads only).
-func openReplicas(t *testing.T, n int) []*replica {
+// workspace ws-a, member u1 and profile bot (reads only). Each vary, when
+// given, changes the variables of replica i before it opens.
+func openReplicas(t *testing.T, n int, vary ...func(i int, vars map[string]string)) []*replica {
 	t.Helper()
 	url := pgtest.SchemaURL(t)
-	vars := map[string]string{
-		"MCPGATE_DATABASE_URL":     url,
-		"MCPGATE_JWT_SECRET":       "replica-test-jwt-secret-0123456789abcdef",
-		"MCPGATE_SESSION_SECRET":   "replica-test-session-secret-0123456789ab",
-		"MCPGATE_ADMIN_TOKEN":      replicaAdminToken,
-		"MCPGATE_CALLER_CACHE_TTL": "1s",
-	}
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []*replica
-	for range n {
+	for i := range n {
+		vars := map[string]string{
+			"MCPGATE_DATABASE_URL":     url,
+			"MCPGATE_JWT_SECRET":       "replica-test-jwt-secret-0123456789abcdef",
+			"MCPGATE_SESSION_SECRET":   "replica-test-session-secret-0123456789ab",
+			"MCPGATE_ADMIN_TOKEN":      replicaAdminToken,
+			"MCPGATE_CALLER_CACHE_TTL": "1s",
+		}
+		for _, v := range vary {
+			v(i, vars)
+		}
+		cfg, err := config.Load(func(k string) string { return vars[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
 		app, err := server.Open(context.Background(), cfg, zap.NewNop(), "replica-test")
 		if err != nil {
 			t.Fatal(err)

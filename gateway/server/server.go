@@ -118,6 +118,10 @@ type Deps struct {
 	// passes StoreSessionEnds, so a DELETE holds on every replica of one
 	// database. nil: an mcp.MemorySessionEnds of this Server only.
 	SessionEnds mcp.SessionEnds
+	// Answers carries the client's responses to relayed requests between
+	// replicas (App passes the PostgreSQL table of migration 00013); nil:
+	// a response reaches only the requests of this Server.
+	Answers mcp.RelayAnswers
 	// ProbesApart leaves /healthz, /readyz and /metrics out of the main
 	// handler; they are served only by Server.Probes, on the listener of
 	// MCPGATE_METRICS_LISTEN.
@@ -265,6 +269,7 @@ func newTransport(d Deps, a mcp.Authenticator, metaURL, instructions string) (*m
 		WriteTimeout:        d.WriteTimeout,
 		SessionSecret:       d.SessionSecret,
 		SessionEnds:         d.SessionEnds,
+		Answers:             d.Answers,
 	})
 }
 
@@ -297,7 +302,9 @@ func (s *Server) Close() {
 
 // ready answers /readyz: whether the audit store answers, and for
 // operators the policy revision live on each surface
-// ({"policy":{"supacloud":{"revision":"…"}}}). The reason of a "not
+// ({"policy":{"supacloud":{"revision":"…"}}}, with "refused_revision"
+// while the last candidate was refused and the live one stays: a replica
+// whose folder differs from the others' shows it). The reason of a "not
 // ready" is generic, since anyone who reaches the probe reads it; the
 // store's own error (which names the database host and port) goes to the
 // log. For the same reason the policy part holds the revision only, not
@@ -307,8 +314,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	body := map[string]any{"status": "ready"}
 	if s.policy != nil {
-		st := s.policy.Status()
-		body["policy"] = map[string]any{st.Surface: map[string]string{"revision": st.Revision}}
+		body["policy"] = readyPolicy(s.policy)
 	}
 	if err := s.store.Ping(ctx); err != nil {
 		s.log.Warn("readyz: the audit store does not answer; the gateway refuses tool calls until it does", zap.Error(err))
@@ -317,6 +323,24 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// readyPolicy is the policy part of /readyz: per surface the live
+// revision and, while the last attempt was refused, the refused one.
+func readyPolicy(p admin.Policy) map[string]any {
+	sts := []gateway.PolicyStatus{p.Status()}
+	if all, ok := p.(interface{ Statuses() []gateway.PolicyStatus }); ok {
+		sts = all.Statuses()
+	}
+	out := make(map[string]any, len(sts))
+	for _, st := range sts {
+		v := map[string]string{"revision": st.Revision}
+		if at := st.LastAttempt; at != nil && at.Outcome == gateway.PolicyRefused {
+			v["refused_revision"] = at.Revision
+		}
+		out[st.Surface] = v
+	}
+	return out
 }
 
 // WorkspaceChanged is called after a change that can alter what a
