@@ -83,12 +83,14 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 // float64 round trip), and no object in them repeats a member name
 // (canon.Decode); RawArguments keeps the exact bytes the client sent, which
 // an adapter that forwards the call passes on.
-// Meta is the request's "_meta" object, nil when absent.
+// Meta is the request's "_meta" object as the client sent it (a JSON
+// object, not decoded: the gateway reads only its progressToken and, at
+// 2026-07-28, its log level, with MetaMember), nil when absent or null.
 type CallToolParams struct {
 	Name         string
 	Arguments    map[string]any
 	RawArguments json.RawMessage
-	Meta         map[string]any
+	Meta         json.RawMessage
 	// ArgumentsErr is an EInvalid error when the params were malformed
 	// (not an object, no string name, "arguments" not an object, bad
 	// "_meta"); Arguments is then empty and Name is whatever could be read.
@@ -315,16 +317,23 @@ func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
 	var in struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
-		Meta      map[string]any  `json:"_meta"`
+		Meta      json.RawMessage `json:"_meta"`
 	}
-	if err := decodeParams(params, &in); err != nil {
+	err := decodeParams(params, &in)
+	if err == nil {
+		err = checkMetaObject(in.Meta)
+	}
+	if err != nil {
 		return nil, gateway.Errorf(gateway.EInvalid,
 			`tools/call params must be an object with a string "name", an object "arguments" and an optional object "_meta"%s`, typeProblem(err))
 	}
 	if in.Name == "" {
 		return nil, gateway.Errorf(gateway.EInvalid, `tools/call needs "name": the tool to call (see tools/list)`)
 	}
-	call := &CallToolParams{Name: in.Name, Meta: in.Meta}
+	call := &CallToolParams{Name: in.Name}
+	if string(in.Meta) != "null" {
+		call.Meta = in.Meta
+	}
 	raw := bytes.TrimSpace(in.Arguments)
 	if len(raw) == 0 || string(raw) == "null" {
 		call.Arguments, call.RawArguments = map[string]any{}, json.RawMessage(`{}`)
@@ -354,6 +363,39 @@ func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
 		call.Arguments = map[string]any{}
 	}
 	return call, nil
+}
+
+// checkMetaObject accepts a "_meta" member that is absent, null or an
+// object, and refuses any other JSON value with the error json.Unmarshal
+// reports for it into a map (Field "_meta"), so that typeProblem names it.
+func checkMetaObject(raw json.RawMessage) error {
+	if len(raw) == 0 || raw[0] == '{' || string(raw) == "null" {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	err := json.Unmarshal(raw, &m)
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		te.Field = "_meta"
+	}
+	return err
+}
+
+// MetaMember returns the value of member key of meta, a JSON object such
+// as CallToolParams.Meta (the last of repeated members, as encoding/json
+// reads them), nil when meta has no such member or is not an object. The
+// value shares meta's memory.
+func MetaMember(meta json.RawMessage, key string) json.RawMessage {
+	var v json.RawMessage
+	if len(meta) == 0 || meta[0] != '{' {
+		return nil
+	}
+	canon.Members(meta, func(name, value []byte) {
+		if string(name) == key {
+			v = value
+		}
+	})
+	return v
 }
 
 // decodeParams decodes optional params into v, a pointer to a struct whose
@@ -447,6 +489,19 @@ func decodeMember(raw []byte, field reflect.Value) error {
 		}
 	}
 	return json.Unmarshal(raw, field.Addr().Interface())
+}
+
+// stringValue returns the value of raw when it is a JSON string (plainString
+// without decoding when it can); ok is false for any other value.
+func stringValue(raw []byte) (string, bool) {
+	if s, ok := plainString(raw); ok {
+		return s, true
+	}
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // plainString returns the value of raw, a valid JSON value, when it is a

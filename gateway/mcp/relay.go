@@ -34,9 +34,7 @@ var _ gateway.Relay = (*callRelay)(nil)
 // response stream, nil when it has none (a batch member, HTTP+SSE).
 func (t *Transport) newCallRelay(s *session, call *CallToolParams, stream func([]byte) bool) *callRelay {
 	r := &callRelay{t: t, s: s, stream: stream}
-	if tok, ok := call.Meta["progressToken"]; ok && tok != nil {
-		r.token, _ = json.Marshal(tok)
-	}
+	r.token = progressToken(call.Meta)
 	return r
 }
 
@@ -53,6 +51,16 @@ func (t *Transport) withCallRelay(ctx context.Context, s *session, call *CallToo
 }
 
 func (r *callRelay) ProgressToken() json.RawMessage { return r.token }
+
+// progressToken is the progressToken of a request's _meta as the client
+// wrote it, nil when absent or null.
+func progressToken(meta json.RawMessage) json.RawMessage {
+	tok := MetaMember(meta, "progressToken")
+	if string(tok) == "null" {
+		return nil
+	}
+	return tok
+}
 
 // errNoStream: the client holds no stream the message could go on.
 var errNoStream = errors.New("the client holds no stream for messages of this call")
@@ -239,10 +247,8 @@ var _ gateway.InputRelay = (*modernRelay)(nil)
 // request m; stream writes on its response stream (nil: none).
 func newModernRelay(m *message, call *CallToolParams, stream func([]byte) bool) *modernRelay {
 	r := &modernRelay{stream: stream, round: gateway.InputRound{Capabilities: m.capabilities}}
-	if tok, ok := call.Meta["progressToken"]; ok && tok != nil {
-		r.token, _ = json.Marshal(tok)
-	}
-	if l, ok := call.Meta[metaLogLevel].(string); ok && slices.Contains(logLevels, l) {
+	r.token = progressToken(call.Meta)
+	if l, ok := stringValue(MetaMember(call.Meta, metaLogLevel)); ok && slices.Contains(logLevels, l) {
 		r.logLevel = l
 	}
 	// Only a retry carries these members; the first attempt of a round is
