@@ -85,7 +85,7 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 // an adapter that forwards the call passes on.
 // Meta is the request's "_meta" object as the client sent it (a JSON
 // object, not decoded: the gateway reads only its progressToken and, at
-// 2026-07-28, its log level, with MetaMember), nil when absent or null.
+// 2026-07-28, its log level, with metaMember), nil when absent or null.
 type CallToolParams struct {
 	Name         string
 	Arguments    map[string]any
@@ -134,8 +134,8 @@ func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Princip
 				return t.withCallRelay(ctx, s, call, stream)
 			}
 		case m.version != "": // a stateless (2026-07-28) call
-			relay = func(ctx context.Context, call *CallToolParams) context.Context {
-				return gateway.WithRelay(ctx, newModernRelay(m, call, stream))
+			relay = func(ctx context.Context, _ *CallToolParams) context.Context {
+				return gateway.WithRelay(ctx, newModernRelay(m, stream))
 			}
 		}
 		return t.callTool(ctx, p, m.params, requestVersion(s, m), relay)
@@ -381,11 +381,11 @@ func checkMetaObject(raw json.RawMessage) error {
 	return err
 }
 
-// MetaMember returns the value of member key of meta, a JSON object such
+// metaMember returns the value of member key of meta, a JSON object such
 // as CallToolParams.Meta (the last of repeated members, as encoding/json
 // reads them), nil when meta has no such member or is not an object. The
 // value shares meta's memory.
-func MetaMember(meta json.RawMessage, key string) json.RawMessage {
+func metaMember(meta json.RawMessage, key string) json.RawMessage {
 	var v json.RawMessage
 	if len(meta) == 0 || meta[0] != '{' {
 		return nil

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/canon"
 )
 
 // The stateless protocol 2026-07-28 (MCP 2026-07-28: basic/transports/
@@ -95,7 +96,7 @@ func metaVersionOf(params json.RawMessage) string {
 	if decodeParams(params, &in) != nil {
 		return ""
 	}
-	v, _ := stringValue(MetaMember(in.Meta, metaProtocolVersion))
+	v, _ := stringValue(metaMember(in.Meta, metaProtocolVersion))
 	return v
 }
 
@@ -231,15 +232,12 @@ func checkModern(r *http.Request, m *message) error {
 	case method != m.method:
 		return errHeaderMismatch("header mismatch: Mcp-Method header value %q does not match body method %q", method, m.method)
 	}
-	// One pass over params serves the Mcp-Name check and the _meta checks;
-	// name stays raw so that a name of the wrong type is the handler's to
-	// refuse, as a malformed body is. Nothing is decoded that is not
-	// checked: _meta's members are found in place (MetaMember).
-	var in struct {
-		Name json.RawMessage `json:"name"`
-		Meta json.RawMessage `json:"_meta"`
-	}
-	decodeErr := decodeParams(m.params, &in)
+	// One pass over params serves the Mcp-Name check and the _meta checks,
+	// and one over _meta finds the members the transport reads (also the
+	// progress token and log level of the call's relay); name stays raw so
+	// that a name of the wrong type is the handler's to refuse, as a
+	// malformed body is. Nothing is decoded that is not checked.
+	in, decodeErr := modernFields(m.params)
 	if decodeErr == nil {
 		decodeErr = checkMetaObject(in.Meta)
 	}
@@ -252,11 +250,25 @@ func checkModern(r *http.Request, m *message) error {
 	if decodeErr != nil {
 		return errMetaInvalid("params must be an object%s", typeProblem(decodeErr))
 	}
-	version, _ := stringValue(MetaMember(in.Meta, metaProtocolVersion))
+	var rawVersion, caps json.RawMessage
+	if len(in.Meta) > 0 && in.Meta[0] == '{' {
+		canon.Members(in.Meta, func(name, value []byte) {
+			switch string(name) {
+			case metaProtocolVersion:
+				rawVersion = value
+			case metaClientCapabilities:
+				caps = value
+			case "progressToken":
+				m.progress = value
+			case metaLogLevel:
+				m.logLevel = value
+			}
+		})
+	}
+	version, _ := stringValue(rawVersion)
 	if version == "" {
 		return errMetaInvalid("params._meta[%q] is required (a string, e.g. %q) on every 2026-07-28 request", metaProtocolVersion, Version20260728)
 	}
-	caps := MetaMember(in.Meta, metaClientCapabilities)
 	if len(caps) == 0 || caps[0] != '{' {
 		return errMetaInvalid("params._meta[%q] is required (an object, {} when the client declares none) on every 2026-07-28 request", metaClientCapabilities)
 	}
@@ -268,7 +280,50 @@ func checkModern(r *http.Request, m *message) error {
 	}
 	m.version = version
 	m.capabilities = caps
+	if isJSONKind(in.InputResponses, '{') {
+		m.inputResponses = in.InputResponses
+	}
+	if isJSONKind(in.RequestState, '"') {
+		m.requestState = in.RequestState
+	}
 	return nil
+}
+
+// modernParams are the members of a 2026-07-28 request's params that the
+// transport reads, raw (the last of repeated ones; nil when absent):
+// name and _meta for every request, inputResponses and requestState for
+// the retry of a tools/call round (MCP 2026-07-28, basic/patterns/mrtr).
+type modernParams struct {
+	Name           json.RawMessage `json:"name"`
+	Meta           json.RawMessage `json:"_meta"`
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   json.RawMessage `json:"requestState"`
+}
+
+// modernFields reads modernParams from params as decodeParams does, with
+// its error for params that are not an object, in one pass and without
+// reflection.
+func modernFields(params json.RawMessage) (in modernParams, err error) {
+	if len(params) == 0 || string(params) == "null" {
+		return in, nil
+	}
+	if params[0] == '{' && canon.Members(params, func(n, value []byte) {
+		switch string(n) {
+		case "name":
+			in.Name = value
+		case "_meta":
+			in.Meta = value
+		case "inputResponses":
+			in.InputResponses = value
+		case "requestState":
+			in.RequestState = value
+		}
+	}) {
+		return in, nil
+	}
+	in = modernParams{}
+	err = decodeParams(params, &in)
+	return in, err
 }
 
 // checkNameHeader checks Mcp-Name against params.name of tools/call

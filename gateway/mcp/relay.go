@@ -55,7 +55,7 @@ func (r *callRelay) ProgressToken() json.RawMessage { return r.token }
 // progressToken is the progressToken of a request's _meta as the client
 // wrote it, nil when absent or null.
 func progressToken(meta json.RawMessage) json.RawMessage {
-	tok := MetaMember(meta, "progressToken")
+	tok := metaMember(meta, "progressToken")
 	if string(tok) == "null" {
 		return nil
 	}
@@ -243,29 +243,18 @@ type modernRelay struct {
 
 var _ gateway.InputRelay = (*modernRelay)(nil)
 
-// newModernRelay is the relay of call, the tools/call of the stateless
-// request m; stream writes on its response stream (nil: none).
-func newModernRelay(m *message, call *CallToolParams, stream func([]byte) bool) *modernRelay {
+// newModernRelay is the relay of the tools/call of the stateless request
+// m, whose _meta checkModern has read; stream writes on its response
+// stream (nil: none).
+func newModernRelay(m *message, stream func([]byte) bool) *modernRelay {
 	r := &modernRelay{stream: stream, round: gateway.InputRound{Capabilities: m.capabilities}}
-	r.token = progressToken(call.Meta)
-	if l, ok := stringValue(MetaMember(call.Meta, metaLogLevel)); ok && slices.Contains(logLevels, l) {
+	if string(m.progress) != "null" {
+		r.token = m.progress
+	}
+	if l, ok := stringValue(m.logLevel); ok && slices.Contains(logLevels, l) {
 		r.logLevel = l
 	}
-	// Only a retry carries these members; the first attempt of a round is
-	// not decoded again.
-	if bytes.Contains(m.params, []byte(`"inputResponses"`)) || bytes.Contains(m.params, []byte(`"requestState"`)) {
-		var in struct {
-			InputResponses json.RawMessage `json:"inputResponses"`
-			RequestState   json.RawMessage `json:"requestState"`
-		}
-		_ = decodeParams(m.params, &in)
-		if isJSONKind(in.InputResponses, '{') {
-			r.round.Responses = in.InputResponses
-		}
-		if isJSONKind(in.RequestState, '"') {
-			r.round.State = in.RequestState
-		}
-	}
+	r.round.Responses, r.round.State = m.inputResponses, m.requestState
 	return r
 }
 
