@@ -257,6 +257,14 @@ func FuzzCallToolParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, params []byte) {
 		params = bytes.TrimSpace(params) // as the envelope hands them over
 		call, err := parseCallParams(params)
+		// The stateless path reads the members in checkModern's pass and
+		// builds the same call, or refuses it with the same error.
+		if in, ferr := modernFields(params); ferr == nil {
+			call2, err2 := buildCallParams(callParamsFrom(in.Name, in.Arguments, in.Meta))
+			if !sameError(err, err2) || !reflect.DeepEqual(call, call2) {
+				t.Fatalf("params %q: parseCallParams = %+v, %v; from modernFields %+v, %v", params, call, err, call2, err2)
+			}
+		}
 		obj, isObject := members(params)
 		name, nameOK := jsonString(obj["name"])
 		// _meta is kept as the client wrote it when it is an object, and

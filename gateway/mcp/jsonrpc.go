@@ -43,6 +43,11 @@ type message struct {
 	// tools/call that retries an input-required round (an object and a
 	// string; nil otherwise), set with version.
 	inputResponses, requestState json.RawMessage
+	// split is the members of a 2026-07-28 tools/call's params as
+	// checkModern found them (when hasSplit), so that callTool does not
+	// read the params again.
+	split    modernParams
+	hasSplit bool
 	// result and rpcErr are a kindResponse's members (one is set): the
 	// client's answer to a request the gateway relayed (callRelay).
 	result, rpcErr json.RawMessage

@@ -138,7 +138,7 @@ func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Princip
 				return gateway.WithRelay(ctx, newModernRelay(m, stream))
 			}
 		}
-		return t.callTool(ctx, p, m.params, requestVersion(s, m), relay)
+		return t.callTool(ctx, p, m, requestVersion(s, m), relay)
 	case "logging/setLevel":
 		return t.setLogLevel(s, m.params)
 	case "initialize":
@@ -275,8 +275,15 @@ func requestVersion(s *session, m *message) string {
 // returned, to be answered as a JSON-RPC error. relay, when not nil, puts
 // the call's server-to-client paths (gateway.Relay, gateway.Elicitor) in
 // its context.
-func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params json.RawMessage, version string, relay func(context.Context, *CallToolParams) context.Context) (any, error) {
-	call, err := parseCallParams(params)
+func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, m *message, version string, relay func(context.Context, *CallToolParams) context.Context) (any, error) {
+	params := m.params
+	var call *CallToolParams
+	var err error
+	if m.hasSplit { // a 2026-07-28 request, whose members checkModern has found
+		call, err = buildCallParams(callParamsFrom(m.split.Name, m.split.Arguments, m.split.Meta))
+	} else {
+		call, err = parseCallParams(params)
+	}
 	if err != nil {
 		// Still a tools/call: the handler audits it, then refuses it with err.
 		call = &CallToolParams{Name: readableName(params), Arguments: map[string]any{},
@@ -314,12 +321,44 @@ func readableName(params json.RawMessage) string {
 // parseCallParams reads {"name", "arguments", "_meta"}; anything malformed
 // is -32602 naming the problem.
 func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
-	var in struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Meta      json.RawMessage `json:"_meta"`
+	var in callParams
+	return buildCallParams(in, decodeParams(params, &in))
+}
+
+// callParams are the members of tools/call params that parseCallParams
+// reads.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      json.RawMessage `json:"_meta"`
+}
+
+// callParamsFrom is what decodeParams reads into callParams from params
+// whose name, arguments and _meta members (raw, nil when absent) an
+// earlier pass found, with its error for a name that is not a string.
+func callParamsFrom(name, arguments, meta json.RawMessage) (in callParams, err error) {
+	in.Arguments, in.Meta = arguments, meta
+	if name == nil {
+		return in, nil
 	}
-	err := decodeParams(params, &in)
+	var ok bool
+	if in.Name, ok = plainString(name); ok { // decodeMember's fast path
+		return in, nil
+	}
+	var slow string // a variable of its own: &slow escapes, in does not
+	if err = json.Unmarshal(name, &slow); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			te.Field = strings.TrimSuffix("name."+te.Field, ".")
+		}
+	}
+	in.Name = slow
+	return in, err
+}
+
+// buildCallParams is parseCallParams after the members are read (err:
+// decodeParams' error).
+func buildCallParams(in callParams, err error) (*CallToolParams, error) {
 	if err == nil {
 		err = checkMetaObject(in.Meta)
 	}

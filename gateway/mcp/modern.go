@@ -265,7 +265,10 @@ func checkModern(r *http.Request, m *message) error {
 			}
 		})
 	}
-	version, _ := stringValue(rawVersion)
+	version := Version20260728 // the version served, without a string made for it
+	if string(rawVersion) != `"`+Version20260728+`"` {
+		version, _ = stringValue(rawVersion)
+	}
 	if version == "" {
 		return errMetaInvalid("params._meta[%q] is required (a string, e.g. %q) on every 2026-07-28 request", metaProtocolVersion, Version20260728)
 	}
@@ -286,15 +289,21 @@ func checkModern(r *http.Request, m *message) error {
 	if isJSONKind(in.RequestState, '"') {
 		m.requestState = in.RequestState
 	}
+	if m.method == "tools/call" {
+		m.split, m.hasSplit = in, true
+	}
 	return nil
 }
 
 // modernParams are the members of a 2026-07-28 request's params that the
 // transport reads, raw (the last of repeated ones; nil when absent):
-// name and _meta for every request, inputResponses and requestState for
-// the retry of a tools/call round (MCP 2026-07-28, basic/patterns/mrtr).
+// name and _meta for every request, arguments for tools/call (which
+// callTool then reads without another pass), inputResponses and
+// requestState for the retry of a tools/call round (MCP 2026-07-28,
+// basic/patterns/mrtr).
 type modernParams struct {
 	Name           json.RawMessage `json:"name"`
+	Arguments      json.RawMessage `json:"arguments"`
 	Meta           json.RawMessage `json:"_meta"`
 	InputResponses json.RawMessage `json:"inputResponses"`
 	RequestState   json.RawMessage `json:"requestState"`
@@ -311,6 +320,8 @@ func modernFields(params json.RawMessage) (in modernParams, err error) {
 		switch string(n) {
 		case "name":
 			in.Name = value
+		case "arguments":
+			in.Arguments = value
 		case "_meta":
 			in.Meta = value
 		case "inputResponses":
@@ -321,9 +332,9 @@ func modernFields(params json.RawMessage) (in modernParams, err error) {
 	}) {
 		return in, nil
 	}
-	in = modernParams{}
-	err = decodeParams(params, &in)
-	return in, err
+	var slow modernParams // a variable of its own: &slow escapes, in does not
+	err = decodeParams(params, &slow)
+	return slow, err
 }
 
 // checkNameHeader checks Mcp-Name against params.name of tools/call
