@@ -39,13 +39,9 @@ type message struct {
 	// progressToken and log level as sent (nil when absent), found by the
 	// same pass over _meta.
 	capabilities, progress, logLevel json.RawMessage
-	// inputResponses and requestState are the members of a 2026-07-28
-	// tools/call that retries an input-required round (an object and a
-	// string; nil otherwise), set with version.
-	inputResponses, requestState json.RawMessage
 	// split is the members of a 2026-07-28 tools/call's params as
-	// checkModern found them (when hasSplit), so that callTool does not
-	// read the params again.
+	// checkModern found them (when hasSplit), so that neither callTool
+	// nor the call's relay reads the params again.
 	split    modernParams
 	hasSplit bool
 	// result and rpcErr are a kindResponse's members (one is set): the

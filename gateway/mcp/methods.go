@@ -84,8 +84,8 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 // (canon.Decode); RawArguments keeps the exact bytes the client sent, which
 // an adapter that forwards the call passes on.
 // Meta is the request's "_meta" object as the client sent it (a JSON
-// object, not decoded: the gateway reads only its progressToken and, at
-// 2026-07-28, its log level, with metaMember), nil when absent or null.
+// object, not decoded: the transport reads only its progressToken and, at
+// 2026-07-28, its log level), nil when absent or null.
 type CallToolParams struct {
 	Name         string
 	Arguments    map[string]any

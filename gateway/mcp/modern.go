@@ -283,12 +283,6 @@ func checkModern(r *http.Request, m *message) error {
 	}
 	m.version = version
 	m.capabilities = caps
-	if isJSONKind(in.InputResponses, '{') {
-		m.inputResponses = in.InputResponses
-	}
-	if isJSONKind(in.RequestState, '"') {
-		m.requestState = in.RequestState
-	}
 	if m.method == "tools/call" {
 		m.split, m.hasSplit = in, true
 	}

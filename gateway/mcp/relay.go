@@ -254,7 +254,13 @@ func newModernRelay(m *message, stream func([]byte) bool) *modernRelay {
 	if l, ok := stringValue(m.logLevel); ok && slices.Contains(logLevels, l) {
 		r.logLevel = l
 	}
-	r.round.Responses, r.round.State = m.inputResponses, m.requestState
+	// Only a retry carries these (an object and a string).
+	if isJSONKind(m.split.InputResponses, '{') {
+		r.round.Responses = m.split.InputResponses
+	}
+	if isJSONKind(m.split.RequestState, '"') {
+		r.round.State = m.split.RequestState
+	}
 	return r
 }
 
