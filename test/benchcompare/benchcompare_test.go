@@ -164,7 +164,8 @@ func TestConfigs(t *testing.T) {
 		ok        bool
 	}{
 		{[]string{"direct", "sqlite-modern"}, "sqlite-modern", "direct", true},
-		{[]string{"direct", "direct-modern", "sqlite-modern"}, "sqlite-modern", "direct-modern", true},
+		{[]string{"direct", "direct-modern", "sqlite-modern"}, "sqlite-modern", "direct", true},
+		{[]string{"direct-modern", "sqlite-modern"}, "sqlite-modern", "", false},
 		{[]string{"direct", "direct-modern", "sqlite"}, "sqlite", "direct", true},
 		{[]string{"sqlite-modern"}, "sqlite-modern", "", false},
 		{[]string{"direct", "direct-modern"}, "direct-modern", "", false},

@@ -31,8 +31,8 @@
 //
 // Environment: BENCH_DURATION (default 10s), BENCH_WARMUP (1s), BENCH_REPS
 // (3), BENCH_CONCURRENCY (1,16), BENCH_CONFIGS (defaultConfigs:
-// direct,sqlite,sqlite-modern,postgres,postgres-modern; direct-modern is
-// also known),
+// direct,sqlite,sqlite-modern,postgres,postgres-modern; direct-modern,
+// with the upstream in the SDK's stateless mode, is also known),
 // BENCH_PROFILE (a folder: a CPU profile of each gateway run, taken through
 // MCPGATE_PPROF over the measured window) and
 // MCPGATE_TEST_DATABASE_URL (the PostgreSQL server, where each run creates
@@ -263,7 +263,7 @@ func table(o options, results map[key][]result) string {
 			}
 		}
 	}
-	b.WriteString("\nprotocol is what the clients speak: 2025-11-25 with initialize and a session, 2026-07-28 statelessly (server/discover, then every call with its own _meta and headers, no session); Δp50 and × direct of a -modern row are against direct-modern when it ran, else against direct.\n")
+	b.WriteString("\nprotocol is what the clients speak: 2025-11-25 with initialize and a session, 2026-07-28 statelessly (server/discover, then every call with its own _meta and headers, no session); Δp50 and × direct of every gateway row are against direct, whose upstream (stateful, as behind every gateway row) is not direct-modern's (the SDK's stateless mode, the only one in which it serves 2026-07-28).\n")
 	b.WriteString("\nCPU per call is user + system time from /proc/<pid>/stat over the measured window divided by the calls completed in it. \"PostgreSQL\" is the backends (and autovacuum workers) serving the run's own database; \"PostgreSQL server\" is every process of the server (postmaster, reaped and live children), so it adds the shared background processes (WAL writer, checkpointer, …) and whatever else uses the server meanwhile.\n")
 	for _, n := range notes {
 		b.WriteString("\n" + n + "\n")
@@ -272,21 +272,15 @@ func table(o options, results map[key][]result) string {
 }
 
 // directOf is the direct configuration a gateway configuration's Δp50 and
-// ratio are measured against: direct-modern for a -modern one when it was
-// run, else direct; ok is false for a direct configuration, or when no
-// direct one was run.
+// ratio are measured against: direct, whose upstream is the one every
+// gateway row has behind it (direct-modern's runs in the SDK's stateless
+// mode, which costs the upstream more); ok is false for a direct
+// configuration, or when direct was not run.
 func directOf(configs []string, cfg string) (string, bool) {
-	store, modern, _ := parseConfig(cfg)
-	if store == cfgDirect {
+	if store, _, _ := parseConfig(cfg); store == cfgDirect || !slices.Contains(configs, cfgDirect) {
 		return "", false
 	}
-	if modern && slices.Contains(configs, cfgDirect+modernSuffix) {
-		return cfgDirect + modernSuffix, true
-	}
-	if slices.Contains(configs, cfgDirect) {
-		return cfgDirect, true
-	}
-	return "", false
+	return cfgDirect, true
 }
 
 func num(v float64) string {

@@ -126,7 +126,12 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 		}
 	}()
 
-	up, err := startUpstream(o.upstreamBin)
+	store, modern, isBaseline := parseConfig(cfg)
+	// The Go SDK serves 2026-07-28 only in its stateless mode: direct-modern
+	// runs the upstream so. Every gateway row has the same stateful upstream,
+	// so that only what the clients speak to the gateway differs between a
+	// row and its -modern row.
+	up, err := startUpstream(o.upstreamBin, store == cfgDirect && modern)
 	if err != nil {
 		return res, err
 	}
@@ -136,7 +141,6 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	var gw *proc
 	var meter *backendMeter
 	var profileURL string // the gateway's CPU profile endpoint when BENCH_PROFILE is set
-	store, _, isBaseline := parseConfig(cfg)
 	if store != cfgDirect {
 		var dbURL string
 		bin := o.gatewayBin
@@ -402,8 +406,14 @@ func (p *proc) stop() {
 	}
 }
 
-func startUpstream(bin string) (*proc, error) {
-	return start(bin, []string{"-addr", "127.0.0.1:0"}, nil, "stdout", func(line string) (string, bool) {
+// startUpstream runs test/benchupstream on a free loopback port, in the
+// SDK's stateless mode when stateless is set.
+func startUpstream(bin string, stateless bool) (*proc, error) {
+	args := []string{"-addr", "127.0.0.1:0"}
+	if stateless {
+		args = append(args, "-stateless")
+	}
+	return start(bin, args, nil, "stdout", func(line string) (string, bool) {
 		return strings.CutPrefix(line, "benchupstream listening on ")
 	})
 }
