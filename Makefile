@@ -98,9 +98,9 @@ bench-ratelimit: pg
 bench-e2e: pg build
 	MCPGATE_E2E_LOAD=1000 $(GO) test -count=1 -run TestEndToEndLoad -v ./test/ratelimit/
 
-## bench-compare: what the gateway adds to a call: direct, through SQLite and through PostgreSQL (README.md, "Benchmarks")
-# echo on test/benchupstream called directly, through the gateway on SQLite and on PostgreSQL; closed loop,
-# interleaved, fresh processes per run. BENCH_DURATION (10s), BENCH_REPS (3), BENCH_CONCURRENCY (1,16),
+## bench-compare: what the gateway adds to a call: direct, through SQLite and through PostgreSQL, session and 2026-07-28 clients (README.md, "Benchmarks")
+# echo on test/benchupstream called directly, through the gateway on SQLite and on PostgreSQL, by clients of
+# 2025-11-25 (sessions) and of 2026-07-28 (stateless, the -modern rows); closed loop, interleaved, fresh processes per run. BENCH_DURATION (10s), BENCH_REPS (3), BENCH_CONCURRENCY (1,16),
 # BENCH_WARMUP (1s), BENCH_CONFIGS; BASELINE=path/to/an/older/mcpgate runs it beside bin/mcpgate, interleaved.
 .PHONY: bench-compare
 bench-compare: pg build

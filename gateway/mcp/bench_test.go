@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -85,9 +86,12 @@ func BenchmarkToolsCallParallel(b *testing.B) {
 }
 
 // benchModernCall is benchCall at 2026-07-28: the same tools/call, carrying
-// the protocol version and client capabilities in _meta instead of a
-// session.
-const benchModernCall = `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"project.get","arguments":{"project_id":"p-123","include":["env","budget"],"limit":10},` + modernMeta + `}}`
+// the protocol version, client identity and client capabilities in _meta
+// instead of a session, as a real client sends them (MCP 2026-07-28,
+// basic/index, "Per-request protocol fields": clientInfo SHOULD be on
+// every request).
+const benchModernCall = `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"project.get","arguments":{"project_id":"p-123","include":["env","budget"],"limit":10},` +
+	`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench-client","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
 
 func benchModernRequest() *http.Request {
 	req := httptest.NewRequest("POST", "/mcp", strings.NewReader(benchModernCall))
@@ -111,7 +115,7 @@ func BenchmarkToolsCallModern(b *testing.B) {
 	for b.Loop() {
 		rec := httptest.NewRecorder()
 		tr.ServeHTTP(rec, benchModernRequest())
-		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"resultType":"complete"`) {
+		if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"resultType":"complete"`)) {
 			b.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
 	}

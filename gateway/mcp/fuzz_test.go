@@ -257,11 +257,24 @@ func FuzzCallToolParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, params []byte) {
 		params = bytes.TrimSpace(params) // as the envelope hands them over
 		call, err := parseCallParams(params)
+		// The stateless path reads the members in checkModern's pass and
+		// builds the same call, or refuses it with the same error.
+		if in, ferr := modernFields(params); ferr == nil {
+			call2, err2 := buildCallParams(callParamsFrom(in.Name, in.Arguments, in.Meta))
+			if !sameError(err, err2) || !reflect.DeepEqual(call, call2) {
+				t.Fatalf("params %q: parseCallParams = %+v, %v; from modernFields %+v, %v", params, call, err, call2, err2)
+			}
+		}
 		obj, isObject := members(params)
 		name, nameOK := jsonString(obj["name"])
-		metaRaw := obj["_meta"]
-		var meta map[string]any
-		metaOK := metaRaw == nil || json.Unmarshal(metaRaw, &meta) == nil && (meta != nil || string(metaRaw) == "null")
+		// _meta is kept as the client wrote it when it is an object, and
+		// dropped when null; any other value refuses the call.
+		metaRaw := bytes.TrimSpace(obj["_meta"])
+		metaOK := metaRaw == nil || string(metaRaw) == "null" || json.Valid(metaRaw) && metaRaw[0] == '{'
+		meta := json.RawMessage(metaRaw)
+		if string(metaRaw) == "null" {
+			meta = nil
+		}
 		// The audit row of a malformed call names the tool only when the
 		// params do.
 		if got := readableName(params); got != name {
@@ -279,7 +292,7 @@ func FuzzCallToolParams(f *testing.F) {
 		if !isObject || !nameOK || name == "" || call.Name != name {
 			t.Fatalf("accepted %q as tool %q; its name member is %q", params, call.Name, obj["name"])
 		}
-		if !metaOK || !reflect.DeepEqual(call.Meta, meta) {
+		if !metaOK || !bytes.Equal(call.Meta, meta) || (call.Meta == nil) != (meta == nil) {
 			t.Fatalf("_meta %v, want %v from %q", call.Meta, meta, metaRaw)
 		}
 		if call.Arguments == nil || len(call.RawArguments) == 0 {

@@ -193,6 +193,17 @@ func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *
 		}
 		d, _ := res.Content["decision"].(string)
 		return &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": res.Action + " " + d}}}, nil
+	case "relay": // reports what the call's relay carries
+		out := map[string]any{}
+		if r := gateway.RelayFrom(ctx); r != nil {
+			out["token"] = string(r.ProgressToken())
+			if in, ok := r.(gateway.InputRelay); ok {
+				round := in.Round()
+				out["responses"], out["state"], out["caps"] = string(round.Responses), string(round.State), string(round.Capabilities)
+			}
+		}
+		text, _ := json.Marshal(out)
+		return &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": string(text)}}}, nil
 	case "wait":
 		name, _ := call.Arguments["gate"].(string)
 		select {

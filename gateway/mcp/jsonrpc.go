@@ -35,8 +35,15 @@ type message struct {
 	// request, set once checkModern has validated it ("" otherwise).
 	version string
 	// capabilities is the _meta clientCapabilities object of a 2026-07-28
-	// request, set with version.
-	capabilities json.RawMessage
+	// request, set with version; progress and logLevel are its _meta
+	// progressToken and log level as sent (nil when absent), found by the
+	// same pass over _meta.
+	capabilities, progress, logLevel json.RawMessage
+	// split is the members of a 2026-07-28 tools/call's params as
+	// checkModern found them (when hasSplit), so that neither callTool
+	// nor the call's relay reads the params again.
+	split    modernParams
+	hasSplit bool
 	// result and rpcErr are a kindResponse's members (one is set): the
 	// client's answer to a request the gateway relayed (callRelay).
 	result, rpcErr json.RawMessage

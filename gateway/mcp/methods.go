@@ -83,12 +83,14 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 // float64 round trip), and no object in them repeats a member name
 // (canon.Decode); RawArguments keeps the exact bytes the client sent, which
 // an adapter that forwards the call passes on.
-// Meta is the request's "_meta" object, nil when absent.
+// Meta is the request's "_meta" object as the client sent it (a JSON
+// object, not decoded: the transport reads only its progressToken and, at
+// 2026-07-28, its log level), nil when absent or null.
 type CallToolParams struct {
 	Name         string
 	Arguments    map[string]any
 	RawArguments json.RawMessage
-	Meta         map[string]any
+	Meta         json.RawMessage
 	// ArgumentsErr is an EInvalid error when the params were malformed
 	// (not an object, no string name, "arguments" not an object, bad
 	// "_meta"); Arguments is then empty and Name is whatever could be read.
@@ -132,11 +134,11 @@ func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Princip
 				return t.withCallRelay(ctx, s, call, stream)
 			}
 		case m.version != "": // a stateless (2026-07-28) call
-			relay = func(ctx context.Context, call *CallToolParams) context.Context {
-				return gateway.WithRelay(ctx, newModernRelay(m, call, stream))
+			relay = func(ctx context.Context, _ *CallToolParams) context.Context {
+				return gateway.WithRelay(ctx, newModernRelay(m, stream))
 			}
 		}
-		return t.callTool(ctx, p, m.params, requestVersion(s, m), relay)
+		return t.callTool(ctx, p, m, requestVersion(s, m), relay)
 	case "logging/setLevel":
 		return t.setLogLevel(s, m.params)
 	case "initialize":
@@ -273,8 +275,15 @@ func requestVersion(s *session, m *message) string {
 // returned, to be answered as a JSON-RPC error. relay, when not nil, puts
 // the call's server-to-client paths (gateway.Relay, gateway.Elicitor) in
 // its context.
-func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, params json.RawMessage, version string, relay func(context.Context, *CallToolParams) context.Context) (any, error) {
-	call, err := parseCallParams(params)
+func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, m *message, version string, relay func(context.Context, *CallToolParams) context.Context) (any, error) {
+	params := m.params
+	var call *CallToolParams
+	var err error
+	if m.hasSplit { // a 2026-07-28 request, whose members checkModern has found
+		call, err = buildCallParams(callParamsFrom(m.split.Name, m.split.Arguments, m.split.Meta))
+	} else {
+		call, err = parseCallParams(params)
+	}
 	if err != nil {
 		// Still a tools/call: the handler audits it, then refuses it with err.
 		call = &CallToolParams{Name: readableName(params), Arguments: map[string]any{},
@@ -312,19 +321,58 @@ func readableName(params json.RawMessage) string {
 // parseCallParams reads {"name", "arguments", "_meta"}; anything malformed
 // is -32602 naming the problem.
 func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
-	var in struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Meta      map[string]any  `json:"_meta"`
+	var in callParams
+	return buildCallParams(in, decodeParams(params, &in))
+}
+
+// callParams are the members of tools/call params that parseCallParams
+// reads.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      json.RawMessage `json:"_meta"`
+}
+
+// callParamsFrom is what decodeParams reads into callParams from params
+// whose name, arguments and _meta members (raw, nil when absent) an
+// earlier pass found, with its error for a name that is not a string.
+func callParamsFrom(name, arguments, meta json.RawMessage) (in callParams, err error) {
+	in.Arguments, in.Meta = arguments, meta
+	if name == nil {
+		return in, nil
 	}
-	if err := decodeParams(params, &in); err != nil {
+	var ok bool
+	if in.Name, ok = plainString(name); ok { // decodeMember's fast path
+		return in, nil
+	}
+	var slow string // a variable of its own: &slow escapes, in does not
+	if err = json.Unmarshal(name, &slow); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			te.Field = strings.TrimSuffix("name."+te.Field, ".")
+		}
+	}
+	in.Name = slow
+	return in, err
+}
+
+// buildCallParams is parseCallParams after the members are read (err:
+// decodeParams' error).
+func buildCallParams(in callParams, err error) (*CallToolParams, error) {
+	if err == nil {
+		err = checkMetaObject(in.Meta)
+	}
+	if err != nil {
 		return nil, gateway.Errorf(gateway.EInvalid,
 			`tools/call params must be an object with a string "name", an object "arguments" and an optional object "_meta"%s`, typeProblem(err))
 	}
 	if in.Name == "" {
 		return nil, gateway.Errorf(gateway.EInvalid, `tools/call needs "name": the tool to call (see tools/list)`)
 	}
-	call := &CallToolParams{Name: in.Name, Meta: in.Meta}
+	call := &CallToolParams{Name: in.Name}
+	if string(in.Meta) != "null" {
+		call.Meta = in.Meta
+	}
 	raw := bytes.TrimSpace(in.Arguments)
 	if len(raw) == 0 || string(raw) == "null" {
 		call.Arguments, call.RawArguments = map[string]any{}, json.RawMessage(`{}`)
@@ -354,6 +402,39 @@ func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
 		call.Arguments = map[string]any{}
 	}
 	return call, nil
+}
+
+// checkMetaObject accepts a "_meta" member that is absent, null or an
+// object, and refuses any other JSON value with the error json.Unmarshal
+// reports for it into a map (Field "_meta"), so that typeProblem names it.
+func checkMetaObject(raw json.RawMessage) error {
+	if len(raw) == 0 || raw[0] == '{' || string(raw) == "null" {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	err := json.Unmarshal(raw, &m)
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		te.Field = "_meta"
+	}
+	return err
+}
+
+// metaMember returns the value of member key of meta, a JSON object such
+// as CallToolParams.Meta (the last of repeated members, as encoding/json
+// reads them), nil when meta has no such member or is not an object. The
+// value shares meta's memory.
+func metaMember(meta json.RawMessage, key string) json.RawMessage {
+	var v json.RawMessage
+	if len(meta) == 0 || meta[0] != '{' {
+		return nil
+	}
+	canon.Members(meta, func(name, value []byte) {
+		if string(name) == key {
+			v = value
+		}
+	})
+	return v
 }
 
 // decodeParams decodes optional params into v, a pointer to a struct whose
@@ -447,6 +528,19 @@ func decodeMember(raw []byte, field reflect.Value) error {
 		}
 	}
 	return json.Unmarshal(raw, field.Addr().Interface())
+}
+
+// stringValue returns the value of raw when it is a JSON string (plainString
+// without decoding when it can); ok is false for any other value.
+func stringValue(raw []byte) (string, bool) {
+	if s, ok := plainString(raw); ok {
+		return s, true
+	}
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // plainString returns the value of raw, a valid JSON value, when it is a

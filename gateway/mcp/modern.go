@@ -8,11 +8,13 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/canon"
 )
 
 // The stateless protocol 2026-07-28 (MCP 2026-07-28: basic/transports/
@@ -89,13 +91,12 @@ func modernRequest(r *http.Request, msgs []message, batch bool) bool {
 // metaVersionOf returns params._meta's protocol version, "" when absent.
 func metaVersionOf(params json.RawMessage) string {
 	var in struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
+		Meta json.RawMessage `json:"_meta"`
 	}
 	if decodeParams(params, &in) != nil {
 		return ""
 	}
-	var v string
-	_ = json.Unmarshal(in.Meta[metaProtocolVersion], &v)
+	v, _ := stringValue(metaMember(in.Meta, metaProtocolVersion))
 	return v
 }
 
@@ -159,16 +160,15 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 	var (
 		res   any
 		err   error
-		extra map[string]any
+		hints *cacheHints
 	)
 	reply := newReplyWriter(w, f, false, t.writeDeadline)
 	switch m.method {
 	case "server/discover":
-		res = t.discover()
-		extra = map[string]any{"ttlMs": discoverTTLMillis, "cacheScope": "public"}
+		res, hints = t.discover(), discoverHints
 	case "tools/list":
 		res, err = t.listTools(ctx, nil, p, m.params)
-		extra = map[string]any{"ttlMs": listTTLMillis, "cacheScope": "private"} // the list is the caller's
+		hints = listHints // the list is the caller's
 	case "tools/call":
 		// Closing the response stream cancels the call (MCP 2026-07-28,
 		// streamable-http, "Cancellation"): ctx keeps r's cancellation.
@@ -188,7 +188,7 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 	resp := response{JSONRPC: "2.0", ID: m.id}
 	var body json.RawMessage
 	if err == nil {
-		body, err = t.modernResult(res, extra)
+		body, err = t.modernResult(res, hints)
 	}
 	switch {
 	case err != nil: // an error that is not a tool execution error: a JSON-RPC error in a 200 reply, as in a session
@@ -232,17 +232,17 @@ func checkModern(r *http.Request, m *message) error {
 	case method != m.method:
 		return errHeaderMismatch("header mismatch: Mcp-Method header value %q does not match body method %q", method, m.method)
 	}
-	// One decode of params serves the Mcp-Name check and the _meta checks;
-	// name stays raw so that a name of the wrong type is the handler's to
-	// refuse, as a malformed body is.
-	var in struct {
-		Name json.RawMessage            `json:"name"`
-		Meta map[string]json.RawMessage `json:"_meta"`
+	// One pass over params serves the Mcp-Name check and the _meta checks,
+	// and one over _meta finds the members the transport reads (also the
+	// progress token and log level of the call's relay); name stays raw so
+	// that a name of the wrong type is the handler's to refuse, as a
+	// malformed body is. Nothing is decoded that is not checked.
+	in, decodeErr := modernFields(m.params)
+	if decodeErr == nil {
+		decodeErr = checkMetaObject(in.Meta)
 	}
-	decodeErr := decodeParams(m.params, &in)
 	if m.method == "tools/call" {
-		var name string
-		_ = json.Unmarshal(in.Name, &name)
+		name, _ := stringValue(in.Name)
 		if err := checkNameHeader(r, name); err != nil {
 			return err
 		}
@@ -250,11 +250,29 @@ func checkModern(r *http.Request, m *message) error {
 	if decodeErr != nil {
 		return errMetaInvalid("params must be an object%s", typeProblem(decodeErr))
 	}
-	var version string
-	if raw, ok := in.Meta[metaProtocolVersion]; !ok || json.Unmarshal(raw, &version) != nil || version == "" {
+	var rawVersion, caps json.RawMessage
+	if len(in.Meta) > 0 && in.Meta[0] == '{' {
+		canon.Members(in.Meta, func(name, value []byte) {
+			switch string(name) {
+			case metaProtocolVersion:
+				rawVersion = value
+			case metaClientCapabilities:
+				caps = value
+			case "progressToken":
+				m.progress = value
+			case metaLogLevel:
+				m.logLevel = value
+			}
+		})
+	}
+	version := Version20260728 // the version served, without a string made for it
+	if string(rawVersion) != `"`+Version20260728+`"` {
+		version, _ = stringValue(rawVersion)
+	}
+	if version == "" {
 		return errMetaInvalid("params._meta[%q] is required (a string, e.g. %q) on every 2026-07-28 request", metaProtocolVersion, Version20260728)
 	}
-	if raw, ok := in.Meta[metaClientCapabilities]; !ok || len(raw) == 0 || raw[0] != '{' {
+	if len(caps) == 0 || caps[0] != '{' {
 		return errMetaInvalid("params._meta[%q] is required (an object, {} when the client declares none) on every 2026-07-28 request", metaClientCapabilities)
 	}
 	if headerVersion != version {
@@ -264,8 +282,53 @@ func checkModern(r *http.Request, m *message) error {
 		return errUnsupportedVersion(version)
 	}
 	m.version = version
-	m.capabilities = in.Meta[metaClientCapabilities]
+	m.capabilities = caps
+	if m.method == "tools/call" {
+		m.split, m.hasSplit = in, true
+	}
 	return nil
+}
+
+// modernParams are the members of a 2026-07-28 request's params that the
+// transport reads, raw (the last of repeated ones; nil when absent):
+// name and _meta for every request, arguments for tools/call (which
+// callTool then reads without another pass), inputResponses and
+// requestState for the retry of a tools/call round (MCP 2026-07-28,
+// basic/patterns/mrtr).
+type modernParams struct {
+	Name           json.RawMessage `json:"name"`
+	Arguments      json.RawMessage `json:"arguments"`
+	Meta           json.RawMessage `json:"_meta"`
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   json.RawMessage `json:"requestState"`
+}
+
+// modernFields reads modernParams from params as decodeParams does, with
+// its error for params that are not an object, in one pass and without
+// reflection.
+func modernFields(params json.RawMessage) (in modernParams, err error) {
+	if len(params) == 0 || string(params) == "null" {
+		return in, nil
+	}
+	if params[0] == '{' && canon.Members(params, func(n, value []byte) {
+		switch string(n) {
+		case "name":
+			in.Name = value
+		case "arguments":
+			in.Arguments = value
+		case "_meta":
+			in.Meta = value
+		case "inputResponses":
+			in.InputResponses = value
+		case "requestState":
+			in.RequestState = value
+		}
+	}) {
+		return in, nil
+	}
+	var slow modernParams // a variable of its own: &slow escapes, in does not
+	err = decodeParams(params, &slow)
+	return slow, err
 }
 
 // checkNameHeader checks Mcp-Name against params.name of tools/call
@@ -348,37 +411,62 @@ func (t *Transport) discover() *discoverResult {
 	}
 }
 
+// cacheHints are the caching fields of a cacheable 2026-07-28 result
+// (server/utilities/caching): ttlMs and cacheScope, encoded once.
+type cacheHints struct {
+	fields map[string]json.RawMessage // each field's encoded value
+	suffix string                     // `,"name":value` for each field, in name order
+}
+
+func newCacheHints(ttlMillis int, scope string) *cacheHints {
+	h := &cacheHints{fields: map[string]json.RawMessage{
+		"ttlMs":      json.RawMessage(strconv.Itoa(ttlMillis)),
+		"cacheScope": json.RawMessage(quote(scope)),
+	}}
+	for _, k := range slices.Sorted(maps.Keys(h.fields)) {
+		h.suffix += "," + quote(k) + ":" + string(h.fields[k])
+	}
+	return h
+}
+
+var (
+	discoverHints = newCacheHints(discoverTTLMillis, "public")
+	listHints     = newCacheHints(listTTLMillis, "private")
+)
+
 // modernResult adds what every 2026-07-28 result carries to res:
 // resultType "complete", the server's identity in _meta (beside any _meta
-// of res), and extra (the caching hints of cacheable results).
-func (t *Transport) modernResult(res any, extra map[string]any) (json.RawMessage, error) {
+// of res), and hints (the caching fields of cacheable results; nil for
+// others).
+func (t *Transport) modernResult(res any, hints *cacheHints) (json.RawMessage, error) {
 	var raw []byte
 	var err error
 	if tr, ok := res.(*gateway.ToolResult); ok && tr.Input == nil {
 		raw, err = tr.MarshalJSON() // what json.Marshal writes, without its check of a Marshaler's output
-	} else {
+	} else if !ok {
 		raw, err = json.Marshal(res)
 	}
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInternal, err, "the result could not be encoded as JSON; the gateway logged the cause")
 	}
-	serverInfo, _ := json.Marshal(implementation{Name: t.opts.ServerName, Version: t.opts.ServerVersion})
 	if tr, ok := res.(*gateway.ToolResult); ok && tr.Input != nil {
-		return inputRequiredResult(tr.Input, serverInfo), nil
+		return inputRequiredResult(tr.Input, t.serverInfo), nil
 	}
 	if len(raw) >= 2 && raw[0] == '{' && !bytes.Contains(raw, []byte(`"_meta"`)) {
 		// The common case, a result without _meta: append the fields to
 		// the encoded object instead of decoding and encoding it again.
-		out := append(make([]byte, 0, len(raw)+128), raw[:len(raw)-1]...)
+		const meta, complete = `"_meta":{"` + metaServerInfo + `":`, `},"resultType":"complete"`
+		size := len(raw) + len(meta) + len(t.serverInfo) + len(complete) + 2
+		if hints != nil {
+			size += len(hints.suffix)
+		}
+		out := append(make([]byte, 0, size), raw[:len(raw)-1]...)
 		if len(raw) > 2 {
 			out = append(out, ',')
 		}
-		out = append(out, `"_meta":{"`+metaServerInfo+`":`...)
-		out = append(out, serverInfo...)
-		out = append(out, `},"resultType":"complete"`...)
-		for _, k := range slices.Sorted(maps.Keys(extra)) {
-			v, _ := json.Marshal(extra[k])
-			out = append(append(append(append(out, ','), quote(k)...), ':'), v...)
+		out = append(append(append(out, meta...), t.serverInfo...), complete...)
+		if hints != nil {
+			out = append(out, hints.suffix...)
 		}
 		return append(out, '}'), nil
 	}
@@ -390,11 +478,11 @@ func (t *Transport) modernResult(res any, extra map[string]any) (json.RawMessage
 	if m, ok := obj["_meta"]; ok {
 		_ = json.Unmarshal(m, &meta)
 	}
-	meta[metaServerInfo] = serverInfo
+	meta[metaServerInfo] = t.serverInfo
 	obj["_meta"], _ = json.Marshal(meta)
 	obj["resultType"] = json.RawMessage(`"complete"`)
-	for k, v := range extra {
-		obj[k], _ = json.Marshal(v)
+	if hints != nil {
+		maps.Copy(obj, hints.fields)
 	}
 	return json.Marshal(obj)
 }

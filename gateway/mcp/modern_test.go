@@ -199,3 +199,49 @@ func TestModernListen(t *testing.T) {
 		t.Fatalf("graceful closure %s", end)
 	}
 }
+
+// TestModernCallRelay checks what a stateless tools/call hands its relay,
+// read from the request in the one pass checkModern makes: the progress
+// token as the client wrote it, the client capabilities, and a retry's
+// inputResponses and requestState (only an object and a string).
+func TestModernCallRelay(t *testing.T) {
+	e := newEnv(t, nil)
+	relayOf := func(params string) map[string]string {
+		t.Helper()
+		resp, r := e.modernPost("tools/call", params, map[string]string{headerName: "relay"})
+		if resp.StatusCode != http.StatusOK || r.Error != nil {
+			t.Fatalf("tools/call relay: HTTP %d, error %+v", resp.StatusCode, r.Error)
+		}
+		var res struct {
+			Content []struct{ Text string } `json:"content"`
+		}
+		var out map[string]string
+		if json.Unmarshal(r.Result, &res) != nil || len(res.Content) != 1 || json.Unmarshal([]byte(res.Content[0].Text), &out) != nil {
+			t.Fatalf("tools/call relay: result %s", r.Result)
+		}
+		return out
+	}
+	const meta = `"_meta":{"progressToken":1.50,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/logLevel":"debug"}`
+	got := relayOf(`{"name":"relay","arguments":{},"inputResponses":{"q1":{"action":"accept"}},"requestState":"st-1",` + meta + `}`)
+	want := map[string]string{"token": "1.50", "caps": `{"elicitation":{"form":{}}}`, "responses": `{"q1":{"action":"accept"}}`, "state": `"st-1"`}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("relay %s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	// A first attempt carries no round; members of the wrong kind are not
+	// passed on; a null progress token is no token.
+	got = relayOf(`{"name":"relay","requestState":7,"inputResponses":"x",` + strings.Replace(meta, `1.50`, `null`, 1) + `}`)
+	if got["token"] != "" || got["responses"] != "" || got["state"] != "" {
+		t.Errorf("relay of a call without a round = %v, want no token, responses or state", got)
+	}
+	// On a session the token is the client's too.
+	sid := e.initialize(tokAlice, Version20251125)
+	_, r := e.rpc(hdr{token: tokAlice, session: sid}, "tools/call", `{"name":"relay","_meta":{"progressToken":"p-1"}}`)
+	var res struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if json.Unmarshal(r.Result, &res) != nil || len(res.Content) != 1 || !strings.Contains(res.Content[0].Text, `"token":"\"p-1\""`) {
+		t.Errorf("session tools/call relay: %s", r.Result)
+	}
+}

@@ -38,9 +38,7 @@ var _ gateway.Relay = (*callRelay)(nil)
 // response stream, nil when it has none (a batch member, HTTP+SSE).
 func (t *Transport) newCallRelay(s *session, call *CallToolParams, stream func([]byte) bool) *callRelay {
 	r := &callRelay{t: t, s: s, stream: stream}
-	if tok, ok := call.Meta["progressToken"]; ok && tok != nil {
-		r.token, _ = json.Marshal(tok)
-	}
+	r.token = progressToken(call.Meta)
 	return r
 }
 
@@ -57,6 +55,16 @@ func (t *Transport) withCallRelay(ctx context.Context, s *session, call *CallToo
 }
 
 func (r *callRelay) ProgressToken() json.RawMessage { return r.token }
+
+// progressToken is the progressToken of a request's _meta as the client
+// wrote it, nil when absent or null.
+func progressToken(meta json.RawMessage) json.RawMessage {
+	tok := metaMember(meta, "progressToken")
+	if string(tok) == "null" {
+		return nil
+	}
+	return tok
+}
 
 // errNoStream: the client holds no stream the message could go on.
 var errNoStream = errors.New("the client holds no stream for messages of this call")
@@ -332,30 +340,23 @@ type modernRelay struct {
 
 var _ gateway.InputRelay = (*modernRelay)(nil)
 
-// newModernRelay is the relay of call, the tools/call of the stateless
-// request m; stream writes on its response stream (nil: none).
-func newModernRelay(m *message, call *CallToolParams, stream func([]byte) bool) *modernRelay {
+// newModernRelay is the relay of the tools/call of the stateless request
+// m, whose _meta checkModern has read; stream writes on its response
+// stream (nil: none).
+func newModernRelay(m *message, stream func([]byte) bool) *modernRelay {
 	r := &modernRelay{stream: stream, round: gateway.InputRound{Capabilities: m.capabilities}}
-	if tok, ok := call.Meta["progressToken"]; ok && tok != nil {
-		r.token, _ = json.Marshal(tok)
+	if string(m.progress) != "null" {
+		r.token = m.progress
 	}
-	if l, ok := call.Meta[metaLogLevel].(string); ok && slices.Contains(logLevels, l) {
+	if l, ok := stringValue(m.logLevel); ok && slices.Contains(logLevels, l) {
 		r.logLevel = l
 	}
-	// Only a retry carries these members; the first attempt of a round is
-	// not decoded again.
-	if bytes.Contains(m.params, []byte(`"inputResponses"`)) || bytes.Contains(m.params, []byte(`"requestState"`)) {
-		var in struct {
-			InputResponses json.RawMessage `json:"inputResponses"`
-			RequestState   json.RawMessage `json:"requestState"`
-		}
-		_ = decodeParams(m.params, &in)
-		if isJSONKind(in.InputResponses, '{') {
-			r.round.Responses = in.InputResponses
-		}
-		if isJSONKind(in.RequestState, '"') {
-			r.round.State = in.RequestState
-		}
+	// Only a retry carries these (an object and a string).
+	if isJSONKind(m.split.InputResponses, '{') {
+		r.round.Responses = m.split.InputResponses
+	}
+	if isJSONKind(m.split.RequestState, '"') {
+		r.round.State = m.split.RequestState
 	}
 	return r
 }

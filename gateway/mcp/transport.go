@@ -200,6 +200,9 @@ type Transport struct {
 	hosts     hostSet
 	bodies    *semaphore.Weighted // bytes of request bodies held (Options.MaxHeldBodyBytes)
 	signer    sessionSigner
+	// serverInfo is the encoded Implementation of ServerName and
+	// ServerVersion, which every 2026-07-28 result carries in _meta.
+	serverInfo json.RawMessage
 
 	mu        sync.RWMutex
 	sessions  map[string]*session
@@ -237,6 +240,7 @@ func NewHandler(opts Options) (*Transport, error) {
 		t.anyOrigin = t.anyOrigin || strings.TrimSpace(o) == "*"
 	}
 	t.hosts = newHostSet(opts.AllowedHosts)
+	t.serverInfo, _ = json.Marshal(implementation{Name: opts.ServerName, Version: opts.ServerVersion})
 	t.signer = newSessionSigner(opts.SessionSecret, opts.SessionMaxAge)
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.wg.Add(1)

@@ -139,3 +139,64 @@ func TestBackendMeter(t *testing.T) {
 		t.Errorf("server-wide CPU %s < the child's %s", u.Server, u.CPU)
 	}
 }
+
+// TestConfigs checks how configuration names map to a store, a protocol and
+// the direct row they are compared with.
+func TestConfigs(t *testing.T) {
+	for _, c := range []struct {
+		cfg, store, version string
+		modern, baseline    bool
+	}{
+		{"direct", cfgDirect, protocolVersion, false, false},
+		{"sqlite-modern", cfgSQLite, modernVersion, true, false},
+		{"postgres-modern (baseline)", cfgPostgres, modernVersion, true, true},
+		{"postgres (baseline)", cfgPostgres, protocolVersion, false, true},
+	} {
+		store, modern, baseline := parseConfig(c.cfg)
+		if store != c.store || modern != c.modern || baseline != c.baseline || sessionVersion(c.cfg) != c.version {
+			t.Errorf("parseConfig(%q) = %q, %v, %v (version %s); want %q, %v, %v (%s)",
+				c.cfg, store, modern, baseline, sessionVersion(c.cfg), c.store, c.modern, c.baseline, c.version)
+		}
+	}
+	for _, c := range []struct {
+		configs   []string
+		cfg, want string
+		ok        bool
+	}{
+		{[]string{"direct", "sqlite-modern"}, "sqlite-modern", "direct", true},
+		{[]string{"direct", "direct-modern", "sqlite-modern"}, "sqlite-modern", "direct", true},
+		{[]string{"direct-modern", "sqlite-modern"}, "sqlite-modern", "", false},
+		{[]string{"direct", "direct-modern", "sqlite"}, "sqlite", "direct", true},
+		{[]string{"sqlite-modern"}, "sqlite-modern", "", false},
+		{[]string{"direct", "direct-modern"}, "direct-modern", "", false},
+	} {
+		if got, ok := directOf(c.configs, c.cfg); got != c.want || ok != c.ok {
+			t.Errorf("directOf(%v, %q) = %q, %v; want %q, %v", c.configs, c.cfg, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestLoadConfigs checks BENCH_CONFIGS: the default runs session and
+// 2026-07-28 rows of both stores; unknown and repeated names are refused.
+func TestLoadConfigs(t *testing.T) {
+	bin := os.Args[0] // any file that exists stands in for the binaries
+	for _, c := range []struct {
+		env     string
+		want    []string
+		wantErr bool
+	}{
+		{"", []string{"direct", "sqlite", "sqlite-modern", "postgres", "postgres-modern"}, false},
+		{"direct-modern, postgres-modern", []string{"direct-modern", "postgres-modern"}, false},
+		{"sqlite-new", nil, true},
+		{"sqlite (baseline)", nil, true},
+		{"sqlite,sqlite", nil, true},
+	} {
+		t.Run(c.env, func(t *testing.T) {
+			t.Setenv("BENCH_CONFIGS", c.env)
+			o, err := loadArgs([]string{"-gateway", bin, "-upstream", bin})
+			if (err != nil) != c.wantErr || !c.wantErr && !slices.Equal(o.configs, c.want) {
+				t.Errorf("BENCH_CONFIGS=%q: configs %v, error %v; want %v (error: %v)", c.env, o.configs, err, c.want, c.wantErr)
+			}
+		})
+	}
+}

@@ -3,7 +3,14 @@
 //
 //   - direct: MCP clients call the upstream (test/benchupstream) themselves;
 //   - sqlite: the same calls through `mcpgate serve` on the embedded store;
-//   - postgres: through `mcpgate serve` on PostgreSQL.
+//   - postgres: through `mcpgate serve` on PostgreSQL;
+//
+// each with clients of protocol 2025-11-25 (initialize, then a session) and,
+// named with the suffix -modern (sqlite-modern, …), with clients of the
+// stateless protocol 2026-07-28 (server/discover, then every call on its
+// own with its _meta and MCP-Protocol-Version, Mcp-Method and Mcp-Name
+// headers), so that the session path and the stateless path are measured
+// side by side in one run.
 //
 // Each measurement is closed loop: c MCP sessions (the Go SDK client over
 // Streamable HTTP) each call the upstream's echo tool again as soon as the
@@ -23,7 +30,9 @@
 // Markdown table on stdout. Progress goes to stderr.
 //
 // Environment: BENCH_DURATION (default 10s), BENCH_WARMUP (1s), BENCH_REPS
-// (3), BENCH_CONCURRENCY (1,16), BENCH_CONFIGS (direct,sqlite,postgres),
+// (3), BENCH_CONCURRENCY (1,16), BENCH_CONFIGS (defaultConfigs:
+// direct,sqlite,sqlite-modern,postgres,postgres-modern; direct-modern,
+// with the upstream in the SDK's stateless mode, is also known),
 // BENCH_PROFILE (a folder: a CPU profile of each gateway run, taken through
 // MCPGATE_PPROF over the measured window) and
 // MCPGATE_TEST_DATABASE_URL (the PostgreSQL server, where each run creates
@@ -46,6 +55,10 @@ import (
 	"time"
 )
 
+// defaultConfigs is BENCH_CONFIGS when unset: each store with session
+// clients and with 2026-07-28 clients, side by side.
+const defaultConfigs = "direct,sqlite,sqlite-modern,postgres,postgres-modern"
+
 const defaultPGURL = "postgres://mcpgate:mcpgate@127.0.0.1:5432/mcpgate_test?sslmode=disable"
 
 func main() {
@@ -63,12 +76,16 @@ func main() {
 	}
 }
 
-func load() (options, error) {
+func load() (options, error) { return loadArgs(os.Args[1:]) }
+
+// loadArgs reads the flags in args and the environment.
+func loadArgs(args []string) (options, error) {
 	o := options{}
-	flag.StringVar(&o.gatewayBin, "gateway", "bin/mcpgate", "the mcpgate binary")
-	flag.StringVar(&o.upstreamBin, "upstream", "bin/benchupstream", "the benchupstream binary")
-	flag.StringVar(&o.baselineBin, "baseline", "", "another mcpgate binary (an earlier build, say) to run beside -gateway in every gateway configuration, interleaved; its rows are labelled \"baseline\"")
-	flag.Parse()
+	fs := flag.NewFlagSet("benchcompare", flag.ExitOnError)
+	fs.StringVar(&o.gatewayBin, "gateway", "bin/mcpgate", "the mcpgate binary")
+	fs.StringVar(&o.upstreamBin, "upstream", "bin/benchupstream", "the benchupstream binary")
+	fs.StringVar(&o.baselineBin, "baseline", "", "another mcpgate binary (an earlier build, say) to run beside -gateway in every gateway configuration, interleaved; its rows are labelled \"baseline\"")
+	_ = fs.Parse(args)
 	var err error
 	env := func(name, def string) string {
 		if v := os.Getenv(name); v != "" {
@@ -95,13 +112,16 @@ func load() (options, error) {
 		}
 		o.concurrency = append(o.concurrency, c)
 	}
-	for f := range strings.SplitSeq(env("BENCH_CONFIGS", "direct,sqlite,postgres"), ",") {
+	for f := range strings.SplitSeq(env("BENCH_CONFIGS", defaultConfigs), ",") {
 		f = strings.TrimSpace(f)
-		if f != cfgDirect && f != cfgSQLite && f != cfgPostgres {
-			return o, fmt.Errorf("BENCH_CONFIGS: %q is not direct, sqlite or postgres", f)
+		if store, _, _ := parseConfig(f); strings.HasSuffix(f, baselineSuffix) || store != cfgDirect && store != cfgSQLite && store != cfgPostgres {
+			return o, fmt.Errorf("BENCH_CONFIGS: %q is not direct, sqlite or postgres, with or without %s", f, modernSuffix)
+		}
+		if slices.Contains(o.configs, f) {
+			return o, fmt.Errorf("BENCH_CONFIGS: %q is listed twice", f)
 		}
 		o.configs = append(o.configs, f)
-		if o.baselineBin != "" && f != cfgDirect {
+		if store, _, _ := parseConfig(f); o.baselineBin != "" && store != cfgDirect {
 			o.configs = append(o.configs, f+baselineSuffix)
 		}
 	}
@@ -116,7 +136,7 @@ func load() (options, error) {
 		bins = append(bins, o.baselineBin)
 	}
 	for _, bin := range bins {
-		if _, e := os.Stat(bin); e != nil && (bin == o.upstreamBin || slices.ContainsFunc(o.configs, func(c string) bool { return c != cfgDirect })) {
+		if _, e := os.Stat(bin); e != nil && (bin == o.upstreamBin || slices.ContainsFunc(o.configs, func(c string) bool { store, _, _ := parseConfig(c); return store != cfgDirect })) {
 			return o, fmt.Errorf("%s: %v (make bench-compare builds it)", bin, e)
 		}
 	}
@@ -224,34 +244,43 @@ func table(o options, results map[key][]result) string {
 	fmt.Fprintf(&b, "\n## bench-compare: echo over MCP Streamable HTTP, closed loop\n\n")
 	fmt.Fprintf(&b, "%s, %d CPUs, %s; %d repetition(s) of %s after a %s warm-up, fresh processes and store per run; medians over the repetitions.\n\n",
 		host, runtime.NumCPU(), time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.reps, o.duration, o.warmup)
-	b.WriteString("| c | config | calls/s | p50 µs | p99 µs | Δp50 vs direct µs | × direct calls/s | gateway CPU µs/call | PostgreSQL CPU µs/call | PostgreSQL server CPU µs/call | upstream CPU µs/call |\n")
-	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| c | config | protocol | calls/s | p50 µs | p99 µs | Δp50 vs direct µs | × direct calls/s | gateway CPU µs/call | PostgreSQL CPU µs/call | PostgreSQL server CPU µs/call | upstream CPU µs/call |\n")
+	b.WriteString("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var notes []string
 	for _, c := range o.concurrency {
-		direct, hasDirect := results[key{c, cfgDirect}]
-		var d summary
-		if hasDirect {
-			d = summarize(direct)
-		}
 		for _, cfg := range o.configs {
 			s := summarize(results[key{c, cfg}])
 			delta, ratio := "—", "—"
-			if hasDirect && cfg != cfgDirect {
+			if ref, ok := directOf(o.configs, cfg); ok {
+				d := summarize(results[key{c, ref}])
 				delta = fmt.Sprintf("%+.0f", s.p50-d.p50)
 				ratio = fmt.Sprintf("%.2f", s.rate/d.rate)
 			}
-			fmt.Fprintf(&b, "| %d | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %.1f |\n",
-				c, cfg, s.rate, s.p50, s.p99, delta, ratio, num(s.gw), num(s.pg), num(s.pgAll), s.up)
+			fmt.Fprintf(&b, "| %d | %s | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %.1f |\n",
+				c, cfg, sessionVersion(cfg), s.rate, s.p50, s.p99, delta, ratio, num(s.gw), num(s.pg), num(s.pgAll), s.up)
 			if s.started > 0 || s.exited > 0 {
 				notes = append(notes, fmt.Sprintf("c=%d %s: %d PostgreSQL processes of the run's database started and %d exited inside the measured windows (the gateway's pool opening and closing connections, or autovacuum workers); the CPU of one that exited is counted up to its last 50 ms sample, so that column is a lower bound.", c, cfg, s.started, s.exited))
 			}
 		}
 	}
+	b.WriteString("\nprotocol is what the clients speak: 2025-11-25 with initialize and a session, 2026-07-28 statelessly (server/discover, then every call with its own _meta and headers, no session); Δp50 and × direct of every gateway row are against direct, whose upstream (stateful, as behind every gateway row) is not direct-modern's (the SDK's stateless mode, the only one in which it serves 2026-07-28).\n")
 	b.WriteString("\nCPU per call is user + system time from /proc/<pid>/stat over the measured window divided by the calls completed in it. \"PostgreSQL\" is the backends (and autovacuum workers) serving the run's own database; \"PostgreSQL server\" is every process of the server (postmaster, reaped and live children), so it adds the shared background processes (WAL writer, checkpointer, …) and whatever else uses the server meanwhile.\n")
 	for _, n := range notes {
 		b.WriteString("\n" + n + "\n")
 	}
 	return b.String()
+}
+
+// directOf is the direct configuration a gateway configuration's Δp50 and
+// ratio are measured against: direct, whose upstream is the one every
+// gateway row has behind it (direct-modern's runs in the SDK's stateless
+// mode, which costs the upstream more); ok is false for a direct
+// configuration, or when direct was not run.
+func directOf(configs []string, cfg string) (string, bool) {
+	if store, _, _ := parseConfig(cfg); store == cfgDirect || !slices.Contains(configs, cfgDirect) {
+		return "", false
+	}
+	return cfgDirect, true
 }
 
 func num(v float64) string {

@@ -38,8 +38,15 @@ const (
 	member     = "u1"
 	profile    = "bench"
 	// protocolVersion is pinned for every session, direct or through the
-	// gateway, so that all configurations speak the same protocol.
+	// gateway, so that all configurations but the -modern ones speak the
+	// same protocol.
 	protocolVersion = "2025-11-25"
+	// modernVersion is what the clients of a -modern configuration speak:
+	// the stateless protocol, no initialize and no session. The Go SDK
+	// client sends server/discover first, then every request with the
+	// per-request _meta (protocol version, clientInfo, clientCapabilities)
+	// and the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers.
+	modernVersion = "2026-07-28"
 	// perTaskLimit lifts the per-task bucket (AGENT_MCP_TOOL_RATE_LIMIT,
 	// default 50), the only bucket of a read-tier call, far above what a
 	// run can reach; each session has its own task as well.
@@ -51,9 +58,30 @@ const (
 	cfgDirect   = "direct"
 	cfgSQLite   = "sqlite"
 	cfgPostgres = "postgres"
+	// modernSuffix marks a configuration whose clients speak modernVersion
+	// instead of protocolVersion: direct-modern, sqlite-modern,
+	// postgres-modern.
+	modernSuffix = "-modern"
 	// baselineSuffix marks a configuration run with options.baselineBin.
 	baselineSuffix = " (baseline)"
 )
+
+// parseConfig splits a configuration name into its store (cfgDirect,
+// cfgSQLite or cfgPostgres), whether its clients speak modernVersion, and
+// whether it runs options.baselineBin.
+func parseConfig(cfg string) (store string, modern, baseline bool) {
+	store, baseline = strings.CutSuffix(cfg, baselineSuffix)
+	store, modern = strings.CutSuffix(store, modernSuffix)
+	return store, modern, baseline
+}
+
+// sessionVersion is the protocol version the clients of cfg speak.
+func sessionVersion(cfg string) string {
+	if _, modern, _ := parseConfig(cfg); modern {
+		return modernVersion
+	}
+	return protocolVersion
+}
 
 // options are the driver's settings (main.go reads them).
 type options struct {
@@ -98,7 +126,12 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 		}
 	}()
 
-	up, err := startUpstream(o.upstreamBin)
+	store, modern, isBaseline := parseConfig(cfg)
+	// The Go SDK serves 2026-07-28 only in its stateless mode: direct-modern
+	// runs the upstream so. Every gateway row has the same stateful upstream,
+	// so that only what the clients speak to the gateway differs between a
+	// row and its -modern row.
+	up, err := startUpstream(o.upstreamBin, store == cfgDirect && modern)
 	if err != nil {
 		return res, err
 	}
@@ -108,10 +141,9 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	var gw *proc
 	var meter *backendMeter
 	var profileURL string // the gateway's CPU profile endpoint when BENCH_PROFILE is set
-	if cfg != cfgDirect {
+	if store != cfgDirect {
 		var dbURL string
 		bin := o.gatewayBin
-		store, isBaseline := strings.CutSuffix(cfg, baselineSuffix)
 		if isBaseline {
 			bin = o.baselineBin
 		}
@@ -154,7 +186,7 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 
 	hc := &http.Transport{MaxIdleConnsPerHost: c + 4, IdleConnTimeout: time.Minute}
 	cleanups = append(cleanups, hc.CloseIdleConnections)
-	sessions, err := connect(ctx, endpoint, hc, c, cfg != cfgDirect)
+	sessions, err := connect(ctx, endpoint, hc, c, store != cfgDirect, sessionVersion(cfg))
 	// Registered before the error check: connect returns the sessions it
 	// opened even when a later one failed.
 	cleanups = append(cleanups, func() {
@@ -374,8 +406,14 @@ func (p *proc) stop() {
 	}
 }
 
-func startUpstream(bin string) (*proc, error) {
-	return start(bin, []string{"-addr", "127.0.0.1:0"}, nil, "stdout", func(line string) (string, bool) {
+// startUpstream runs test/benchupstream on a free loopback port, in the
+// SDK's stateless mode when stateless is set.
+func startUpstream(bin string, stateless bool) (*proc, error) {
+	args := []string{"-addr", "127.0.0.1:0"}
+	if stateless {
+		args = append(args, "-stateless")
+	}
+	return start(bin, args, nil, "stdout", func(line string) (string, bool) {
 		return strings.CutPrefix(line, "benchupstream listening on ")
 	})
 }
@@ -515,9 +553,14 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// connect opens c MCP sessions with the Go SDK client, all over one HTTP
-// transport; through the gateway each has the token of its own task.
-func connect(ctx context.Context, endpoint string, hc http.RoundTripper, c int, gateway bool) ([]*mcp.ClientSession, error) {
+// connect opens c MCP client sessions with the Go SDK client at protocol
+// version, all over one HTTP transport; through the gateway each has the
+// token of its own task. At modernVersion a "session" is the SDK's client
+// state only: it discovers the server and then sends every call on its
+// own, with no Mcp-Session-Id. A client that negotiated any other version
+// than the one asked for (the SDK falls back to initialize when discovery
+// fails) is an error, so a -modern row never measures the session path.
+func connect(ctx context.Context, endpoint string, hc http.RoundTripper, c int, gateway bool, version string) ([]*mcp.ClientSession, error) {
 	var issuer *auth.JWT
 	if gateway {
 		var err error
@@ -541,12 +584,15 @@ func connect(ctx context.Context, endpoint string, hc http.RoundTripper, c int, 
 			// No standing GET stream: the benchmark only makes calls.
 			DisableStandaloneSSE: true}
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		s, err := client.Connect(cctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+		s, err := client.Connect(cctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 		cancel()
 		if err != nil {
 			return sessions, fmt.Errorf("session %d: connect %s: %w", i, endpoint, err)
 		}
 		sessions = append(sessions, s)
+		if got := s.InitializeResult().ProtocolVersion; got != version {
+			return sessions, fmt.Errorf("session %d: %s negotiated protocol %s, not %s", i, endpoint, got, version)
+		}
 	}
 	return sessions, nil
 }
