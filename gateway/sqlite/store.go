@@ -44,6 +44,7 @@ type Store struct {
 	r      *sqlx.DB // read-only connections; the same pool as w for ":memory:"
 	rate   *rateStatements
 	finish prepared // finishAudit, on w
+	ended  prepared // sessionEnded, on r
 }
 
 // Open opens (creating if needed) the SQLite database at path, as in
@@ -80,7 +81,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // newStore wires the pools and the hot-path statements.
 func newStore(w, r *sqlx.DB) *Store {
-	s := &Store{w: w, r: r, rate: newRateStatements(), finish: prepared{Query: finishAudit}}
+	s := &Store{w: w, r: r, rate: newRateStatements(), finish: prepared{Query: finishAudit},
+		ended: prepared{Query: sessionEnded}}
 	s.Core = sqlcore.New(w, r, sqlcore.Dialect{
 		Bind: sqlx.QUESTION,
 		Time: func(t time.Time) any { return fmtTime(t) },
@@ -119,7 +121,7 @@ func openPool(ctx context.Context, path, params string, n int) (*sqlx.DB, error)
 
 // Close releases the prepared statements and closes the connections.
 func (s *Store) Close() error {
-	errs := []error{s.Core.Close(), s.rate.close(), s.finish.Close(), s.w.Close()}
+	errs := []error{s.Core.Close(), s.rate.close(), s.finish.Close(), s.ended.Close(), s.w.Close()}
 	if s.r != s.w {
 		errs = append(errs, s.r.Close())
 	}
