@@ -74,7 +74,9 @@ type JWT struct {
 	audience string
 	issuer   string
 	now      func() time.Time
+	leeway   time.Duration
 	parser   *jwt.Parser
+	verified verifiedTokens // tokens accepted before, until they expire
 }
 
 // NewJWT validates cfg and returns a verifier whose algorithm is fixed by the
@@ -98,6 +100,7 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 	if leeway == 0 {
 		leeway = DefaultLeeway
 	}
+	j.leeway = leeway
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{alg}),
 		jwt.WithAudience(j.audience),
