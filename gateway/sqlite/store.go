@@ -27,6 +27,7 @@ import (
 const (
 	baseParams   = "_busy_timeout=10000&_foreign_keys=1&_txlock=immediate"
 	fileParams   = "&_journal_mode=WAL&_synchronous=NORMAL"
+	writerParams = "&_pragma=wal_autocheckpoint(" + walBackstopPages + ")" // see checkpointer
 	readerParams = "&_query_only=1"
 	memoryPath   = ":memory:"
 )
@@ -43,8 +44,9 @@ type Store struct {
 	w      *sqlx.DB // the one write connection
 	r      *sqlx.DB // read-only connections; the same pool as w for ":memory:"
 	rate   *rateStatements
-	finish prepared // finishAudit, on w
-	ended  prepared // sessionEnded, on r
+	finish prepared      // finishAudit, on w
+	ended  prepared      // sessionEnded, on r
+	ckpt   *checkpointer // background WAL checkpoints; nil for ":memory:"
 }
 
 // Open opens (creating if needed) the SQLite database at path, as in
@@ -67,7 +69,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 		return newStore(w, w), nil
 	}
-	w, err := openPool(ctx, path, baseParams+fileParams, 1)
+	w, err := openPool(ctx, path, baseParams+fileParams+writerParams, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +78,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = w.Close()
 		return nil, err
 	}
-	return newStore(w, r), nil
+	ck, err := openPool(ctx, path, baseParams, 1)
+	if err != nil {
+		_, _ = w.Close(), r.Close()
+		return nil, err
+	}
+	s := newStore(w, r)
+	s.ckpt = startCheckpointer(ck)
+	return s, nil
 }
 
 // newStore wires the pools and the hot-path statements.
@@ -121,7 +130,11 @@ func openPool(ctx context.Context, path, params string, n int) (*sqlx.DB, error)
 
 // Close releases the prepared statements and closes the connections.
 func (s *Store) Close() error {
-	errs := []error{s.Core.Close(), s.rate.close(), s.finish.Close(), s.ended.Close(), s.w.Close()}
+	errs := []error{s.Core.Close(), s.rate.close(), s.finish.Close(), s.ended.Close()}
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.close())
+	}
+	errs = append(errs, s.w.Close())
 	if s.r != s.w {
 		errs = append(errs, s.r.Close())
 	}
