@@ -74,10 +74,12 @@ type JWT struct {
 	audience string
 	issuer   string
 	now      func() time.Time
+	leeway   time.Duration
 	parser   *jwt.Parser
 	// console verifies console sign-in tokens: the same key, issuer and
 	// leeway, the audience ConsoleAudience (console.go).
 	console *jwt.Parser
+	verified verifiedTokens // tokens accepted before, until they expire
 }
 
 // NewJWT validates cfg and returns a verifier whose algorithm is fixed by the
@@ -101,6 +103,7 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 	if leeway == 0 {
 		leeway = DefaultLeeway
 	}
+	j.leeway = leeway
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{alg}),
 		jwt.WithAudience(j.audience),

@@ -33,7 +33,9 @@ type sessionClaims struct {
 // leeway), the configured aud and iss, and non-empty sub, workspace_id and
 // task_id strings; agent_profile_id is optional. Every failure is an
 // EUnauthenticated *gateway.Error whose message says what is wrong and what
-// to do; messages never contain the token.
+// to do; messages never contain the token. A token accepted before is
+// remembered by its bytes until it expires (verifiedTokens): only its time
+// claims are checked again.
 func (j *JWT) Authenticate(r *http.Request) (*gateway.Principal, error) {
 	raw, err := BearerToken(r)
 	if err != nil {
@@ -45,6 +47,10 @@ func (j *JWT) Authenticate(r *http.Request) (*gateway.Principal, error) {
 	if len(raw) > maxTokenBytes {
 		return nil, unauthenticated("bearer token is longer than %d bytes; send the agent session JWT issued for the task", maxTokenBytes)
 	}
+	now := j.now()
+	if p, ok := j.verified.get(raw, now, j.leeway); ok {
+		return p, nil
+	}
 	var c sessionClaims
 	tok, err := j.parser.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return j.key, nil })
 	if err != nil {
@@ -53,14 +59,16 @@ func (j *JWT) Authenticate(r *http.Request) (*gateway.Principal, error) {
 	if err := c.requireIdentity(); err != nil {
 		return nil, err
 	}
-	return &gateway.Principal{
+	p := &gateway.Principal{
 		Kind:        gateway.PrincipalAgent,
 		Subject:     c.Subject,
 		WorkspaceID: c.WorkspaceID,
 		TaskID:      c.TaskID,
 		ProfileID:   c.ProfileID,
 		ExpiresAt:   c.ExpiresAt.Time.UTC(),
-	}, nil
+	}
+	j.verified.put(raw, p, &c, now, j.leeway)
+	return p, nil
 }
 
 // BearerToken returns the credential of "Authorization: Bearer <token>"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -16,13 +17,26 @@ import (
 // all on the write connection.
 type rateStatements struct {
 	add prepared // addCount
+	// addN[n-2] is addCounts(n): the n slots of one reservation in one
+	// statement, for 2 ≤ n ≤ maxSlotsAtOnce.
+	addN [maxSlotsAtOnce - 1]prepared
 }
 
 func newRateStatements() *rateStatements {
-	return &rateStatements{add: prepared{Query: addCount}}
+	r := &rateStatements{add: prepared{Query: addCount}}
+	for i := range r.addN {
+		r.addN[i].Query = addCounts(i + 2)
+	}
+	return r
 }
 
-func (r *rateStatements) close() error { return r.add.Close() }
+func (r *rateStatements) close() error {
+	errs := []error{r.add.Close()}
+	for i := range r.addN {
+		errs = append(errs, r.addN[i].Close())
+	}
+	return errors.Join(errs...)
+}
 
 // addCount creates or bumps a counter in one statement. Every write goes
 // through the store's single write connection, and Reserve holds it (BEGIN
@@ -35,13 +49,40 @@ ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = count + excluded.co
     task_id = coalesce(task_id, excluded.task_id)
 RETURNING count`
 
+// maxSlotsAtOnce is the most slots takeSlots takes in one statement
+// (addCounts); a reservation has at most four (token, task, workspace,
+// profile), and more are taken one statement each.
+const maxSlotsAtOnce = 6
+
+// addCounts is addCount for n counters at once: one VALUES row per slot,
+// RETURNING each counter's key with its new count (RETURNING rows come in
+// no set order, so they are matched by key).
+func addCounts(n int) string {
+	rows := strings.Repeat(", (?, ?, ?, ?, ?, ?)", n)[2:]
+	return `
+INSERT INTO rate_limit_counters (bucket_key, window_start, count, expires_at, task_workspace_id, task_id)
+VALUES ` + rows + `
+ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = count + excluded.count,
+    task_workspace_id = coalesce(task_workspace_id, excluded.task_workspace_id),
+    task_id = coalesce(task_id, excluded.task_id)
+RETURNING bucket_key, count`
+}
+
 const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = ? AND window_start = ?`
 
 // prepareReserve is sqlcore.Dialect.PrepareReserve: it prepares addCount
-// on the write connection before the transaction takes it.
+// and addCounts on the write connection before the transaction takes it
+// (once; later calls find them prepared).
 func (s *Store) prepareReserve(ctx context.Context) error {
-	_, err := s.rate.add.Get(ctx, s.w, driverError)
-	return err
+	if _, err := s.rate.add.Get(ctx, s.w, driverError); err != nil {
+		return err
+	}
+	for i := range s.rate.addN {
+		if _, err := s.rate.addN[i].Get(ctx, s.w, driverError); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // takeSlots is sqlcore.Dialect.TakeSlots: the audit row, then one
@@ -63,6 +104,9 @@ func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots [
 	if err := tx.StmtContext(ctx, ins).QueryRowContext(ctx, audit...).Scan(&id); err != nil {
 		return gateway.ReservationResult{}, translate(err, msgs{})
 	}
+	if len(slots) > 1 && len(slots) <= maxSlotsAtOnce && distinctKeys(slots) {
+		return s.takeSlotsAtOnce(ctx, tx, id, slots)
+	}
 	add = tx.StmtContext(ctx, add)
 	for i, slot := range slots {
 		n, err := addSlot(ctx, add, slot, 1)
@@ -76,9 +120,71 @@ func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots [
 	return gateway.ReservationResult{AuditID: id}, nil
 }
 
-// addSlot adds delta to slot's counter with the addCount statement stmt,
-// creating it (with slot's task, if any) at delta.
-func addSlot(ctx context.Context, stmt *sql.Stmt, slot gateway.Slot, delta int64) (int64, error) {
+// takeSlotsAtOnce takes one call of each of slots (2 to maxSlotsAtOnce,
+// keys distinct) in one addCounts statement, then reports the first full
+// slot in order, as the one-by-one loop would: its count before this call
+// is its new count less one, since each key was added to once. Taking the
+// slots after a full one as well changes nothing: Reserve rolls the
+// reservation back when a slot is full.
+func (s *Store) takeSlotsAtOnce(ctx context.Context, tx *sqlx.Tx, auditID int64, slots []gateway.Slot) (gateway.ReservationResult, error) {
+	stmt, err := s.rate.addN[len(slots)-2].Get(ctx, s.w, driverError)
+	if err != nil {
+		return gateway.ReservationResult{}, err
+	}
+	args := make([]any, 0, 6*len(slots))
+	for _, slot := range slots {
+		args = append(args, slotArgs(slot, 1)...)
+	}
+	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	if err != nil {
+		return gateway.ReservationResult{}, translate(err, msgs{})
+	}
+	defer rows.Close()
+	counts := make([]int64, len(slots))
+	got := 0
+	for rows.Next() {
+		var key string
+		var n int64
+		if err := rows.Scan(&key, &n); err != nil {
+			return gateway.ReservationResult{}, translate(err, msgs{})
+		}
+		for i := range slots {
+			if slots[i].Key == key {
+				counts[i] = n
+				got++
+				break
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return gateway.ReservationResult{}, translate(err, msgs{})
+	}
+	if got != len(slots) {
+		return gateway.ReservationResult{}, gateway.Errorf(gateway.EInternal,
+			"audit store returned %d of %d rate-limit counters; the call was neither recorded nor counted", got, len(slots))
+	}
+	for i, n := range counts {
+		if n > slots[i].Limit {
+			return gateway.ReservationResult{Full: i + 1, Used: n - 1}, nil
+		}
+	}
+	return gateway.ReservationResult{AuditID: auditID}, nil
+}
+
+// distinctKeys reports whether no two of slots share a counter key.
+func distinctKeys(slots []gateway.Slot) bool {
+	for i := range slots {
+		for j := range i {
+			if slots[i].Key == slots[j].Key {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// slotArgs are addCount's arguments for adding delta to slot's counter.
+func slotArgs(slot gateway.Slot, delta int64) []any {
 	var exp, workspace, task any
 	if !slot.Expires.IsZero() {
 		exp = fmtTime(slot.Expires)
@@ -86,8 +192,14 @@ func addSlot(ctx context.Context, stmt *sql.Stmt, slot gateway.Slot, delta int64
 	if slot.TaskID != "" {
 		workspace, task = slot.WorkspaceID, slot.TaskID
 	}
+	return []any{slot.Key, fmtTime(slot.Window), delta, exp, workspace, task}
+}
+
+// addSlot adds delta to slot's counter with the addCount statement stmt,
+// creating it (with slot's task, if any) at delta.
+func addSlot(ctx context.Context, stmt *sql.Stmt, slot gateway.Slot, delta int64) (int64, error) {
 	var n int64
-	err := stmt.QueryRowContext(ctx, slot.Key, fmtTime(slot.Window), delta, exp, workspace, task).Scan(&n)
+	err := stmt.QueryRowContext(ctx, slotArgs(slot, delta)...).Scan(&n)
 	return n, translate(err, msgs{})
 }
 

@@ -27,6 +27,7 @@ import (
 const (
 	baseParams   = "_busy_timeout=10000&_foreign_keys=1&_txlock=immediate"
 	fileParams   = "&_journal_mode=WAL&_synchronous=NORMAL"
+	writerParams = "&_pragma=wal_autocheckpoint(" + walBackstopPages + ")" // see checkpointer
 	readerParams = "&_query_only=1"
 	memoryPath   = ":memory:"
 )
@@ -43,7 +44,9 @@ type Store struct {
 	w      *sqlx.DB // the one write connection
 	r      *sqlx.DB // read-only connections; the same pool as w for ":memory:"
 	rate   *rateStatements
-	finish prepared // finishAudit, on w
+	finish prepared      // finishAudit, on w
+	ended  prepared      // sessionEnded, on r
+	ckpt   *checkpointer // background WAL checkpoints; nil for ":memory:"
 }
 
 // Open opens (creating if needed) the SQLite database at path, as in
@@ -66,7 +69,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 		return newStore(w, w), nil
 	}
-	w, err := openPool(ctx, path, baseParams+fileParams, 1)
+	w, err := openPool(ctx, path, baseParams+fileParams+writerParams, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -75,12 +78,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = w.Close()
 		return nil, err
 	}
-	return newStore(w, r), nil
+	ck, err := openPool(ctx, path, baseParams, 1)
+	if err != nil {
+		_, _ = w.Close(), r.Close()
+		return nil, err
+	}
+	s := newStore(w, r)
+	s.ckpt = startCheckpointer(ck)
+	return s, nil
 }
 
 // newStore wires the pools and the hot-path statements.
 func newStore(w, r *sqlx.DB) *Store {
-	s := &Store{w: w, r: r, rate: newRateStatements(), finish: prepared{Query: finishAudit}}
+	s := &Store{w: w, r: r, rate: newRateStatements(), finish: prepared{Query: finishAudit},
+		ended: prepared{Query: sessionEnded}}
 	s.Core = sqlcore.New(w, r, sqlcore.Dialect{
 		Bind: sqlx.QUESTION,
 		Time: func(t time.Time) any { return fmtTime(t) },
@@ -119,7 +130,11 @@ func openPool(ctx context.Context, path, params string, n int) (*sqlx.DB, error)
 
 // Close releases the prepared statements and closes the connections.
 func (s *Store) Close() error {
-	errs := []error{s.Core.Close(), s.rate.close(), s.finish.Close(), s.w.Close()}
+	errs := []error{s.Core.Close(), s.rate.close(), s.finish.Close(), s.ended.Close()}
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.close())
+	}
+	errs = append(errs, s.w.Close())
 	if s.r != s.w {
 		errs = append(errs, s.r.Close())
 	}
