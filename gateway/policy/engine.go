@@ -103,6 +103,10 @@ type Engine struct {
 	// keepInput is Options.KeepInput.
 	mask      *rego.PreparedEvalQuery
 	keepInput bool
+	// content and tests are set by Live on a bundle from a folder: its
+	// ContentHash and how many of its tests passed.
+	content string
+	tests   int
 
 	grantEntries []string
 	toolPrefix   string
