@@ -242,6 +242,9 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, 
 		}
 		if cur != nil && cur.content == at.Content {
 			at.Tests, at.TestsFrom = cur.tests, gateway.PolicyTestsCached
+			if cur.testsFrom == gateway.PolicyTestsReplica { // still never run here
+				at.TestsFrom = cur.testsFrom
+			}
 			return cur, nil
 		}
 		e, err := l.compile(ctx, fsys, at.Revision)
@@ -251,7 +254,7 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, 
 		e.content = at.Content
 		if vouch != nil && vouch.Content == at.Content {
 			at.Tests, at.TestsFrom = vouch.Tests, gateway.PolicyTestsReplica
-			e.tests = at.Tests
+			e.tests, e.testsFrom = at.Tests, at.TestsFrom
 			return e, nil
 		}
 		budget := l.opts.TestBudget
@@ -272,7 +275,7 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, 
 		if cached {
 			at.TestsFrom = gateway.PolicyTestsCached
 		}
-		e.tests = n
+		e.tests, e.testsFrom = n, at.TestsFrom
 		return e, nil
 	}()
 	if err != nil {

@@ -96,4 +96,7 @@ func TestVouchSkipsTestsOfTheSameBytesOnly(t *testing.T) {
 	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica, &same); at != nil || err != nil {
 		t.Errorf("the live bytes again: %+v %v, want no attempt", at, err)
 	}
+	if at, err := l.Reload(ctx, policy.TriggerAdmin); err != nil || at.Outcome != gateway.PolicyUnchanged || at.TestsFrom != gateway.PolicyTestsReplica {
+		t.Errorf("reload of the live bytes taken on another replica's tests: %+v %v, want unchanged, still tests_from replica", at, err)
+	}
 }
