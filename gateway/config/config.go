@@ -163,29 +163,29 @@ const MaxCallerCacheTTL = time.Second
 func Load(getenv func(string) string) (*Config, error) {
 	r := reader{getenv: getenv}
 	c := &Config{
-		Listen:                 r.str("MCPGATE_LISTEN", "127.0.0.1:8080"),
-		DatabaseURL:            r.str("MCPGATE_DATABASE_URL", "sqlite:mcpgate.db"),
-		Edition:                gateway.Edition(r.str("SUPACLOUD_EDITION", "community")),
-		AdminToken:             getenv("MCPGATE_ADMIN_TOKEN"),
-		JWTSecret:              []byte(getenv("MCPGATE_JWT_SECRET")),
-		JWTIssuer:              getenv("MCPGATE_JWT_ISSUER"),
-		JWTAudience:            r.str("MCPGATE_JWT_AUDIENCE", "mcpgate"),
-		UpstreamURL:            getenv("MCPGATE_UPSTREAM_URL"),
-		UpstreamTier:           gateway.Tier(r.str("MCPGATE_UPSTREAM_TIER", string(gateway.TierOps))),
-		PolicyDir:              getenv("MCPGATE_POLICY_DIR"),
-		ShadowPolicyDir:        getenv("MCPGATE_SHADOW_POLICY_DIR"),
-		PolicyRetestOnReplicas: r.boolean("MCPGATE_POLICY_RETEST_ON_REPLICAS"),
-		LogFormat:              r.str("MCPGATE_LOG_FORMAT", "json"),
-		AuditArguments:         r.boolean("MCPGATE_AUDIT_ARGUMENTS"),
-		MaxBodyBytes:           int64(r.positive("MCPGATE_MAX_BODY_BYTES", 1<<20)),
-		MaxBatchMessages:       r.positive("MCPGATE_MAX_BATCH_MESSAGES", 100),
-		MaxBatchReplyBytes:     int64(r.positive("MCPGATE_MAX_BATCH_REPLY_BYTES", 4<<20)),
-		MaxHeldBodyBytes:       int64(r.positive("MCPGATE_MAX_HELD_BODY_BYTES", 256<<20)),
-		AllowedOrigins:         splitList(getenv("MCPGATE_ALLOWED_ORIGINS")),
-		ConfirmationSecret:     []byte(getenv("SUPACLOUD_MCP_CONFIRMATION_SECRET")),
-		SessionSecret:          []byte(getenv("MCPGATE_SESSION_SECRET")),
+		Listen:             r.str("MCPGATE_LISTEN", "127.0.0.1:8080"),
+		DatabaseURL:        r.str("MCPGATE_DATABASE_URL", "sqlite:mcpgate.db"),
+		Edition:            gateway.Edition(r.str("SUPACLOUD_EDITION", "community")),
+		AdminToken:         getenv("MCPGATE_ADMIN_TOKEN"),
+		JWTSecret:          []byte(getenv("MCPGATE_JWT_SECRET")),
+		JWTIssuer:          getenv("MCPGATE_JWT_ISSUER"),
+		JWTAudience:        r.str("MCPGATE_JWT_AUDIENCE", "mcpgate"),
+		UpstreamURL:        getenv("MCPGATE_UPSTREAM_URL"),
+		UpstreamTier:       gateway.Tier(r.str("MCPGATE_UPSTREAM_TIER", string(gateway.TierOps))),
+		PolicyDir:          getenv("MCPGATE_POLICY_DIR"),
+		ShadowPolicyDir:    getenv("MCPGATE_SHADOW_POLICY_DIR"),
+		LogFormat:          r.str("MCPGATE_LOG_FORMAT", "json"),
+		AuditArguments:     r.boolean("MCPGATE_AUDIT_ARGUMENTS"),
+		MaxBodyBytes:       int64(r.positive("MCPGATE_MAX_BODY_BYTES", 1<<20)),
+		MaxBatchMessages:   r.positive("MCPGATE_MAX_BATCH_MESSAGES", 100),
+		MaxBatchReplyBytes: int64(r.positive("MCPGATE_MAX_BATCH_REPLY_BYTES", 4<<20)),
+		MaxHeldBodyBytes:   int64(r.positive("MCPGATE_MAX_HELD_BODY_BYTES", 256<<20)),
+		AllowedOrigins:     splitList(getenv("MCPGATE_ALLOWED_ORIGINS")),
+		ConfirmationSecret: []byte(getenv("SUPACLOUD_MCP_CONFIRMATION_SECRET")),
+		SessionSecret:      []byte(getenv("MCPGATE_SESSION_SECRET")),
 	}
 	c.Limits = r.limits()
+	c.PolicyRetestOnReplicas = r.boolean("MCPGATE_POLICY_RETEST_ON_REPLICAS")
 	c.DatabaseMaxConns = r.positive("MCPGATE_DATABASE_MAX_CONNS", 20)
 	c.RefusedCallsPerSecond = r.positive("MCPGATE_REFUSED_CALLS_PER_SECOND", 5)
 	c.CallerCacheTTL = r.callerCacheTTL()
