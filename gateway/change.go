@@ -32,6 +32,13 @@ type PolicyRequest struct {
 	// candidate's, whether or not it went live); informative: each
 	// replica loads what its own folder holds.
 	Revision string
+	// Tested is the content hash (PolicyAttempt.Content) of the
+	// candidate whose own tests passed on the announcing replica; ""
+	// when it was refused. A replica whose folder holds the same bytes
+	// may take them without running the tests again.
+	Tested string
+	// Tests is how many of those tests passed there.
+	Tests int
 	// Origin names the announcing replica (a random id per process), so
 	// a replica ignores its own announcements.
 	Origin string

@@ -64,11 +64,13 @@ type App struct {
 	// policy; origin names this process in the policy reload requests it
 	// announces; policies are every surface's live policy (admin reload,
 	// /readyz, reload requests of other replicas); policyCtx ends when
-	// the App closes, and with it a reload still running.
+	// the App closes, and with it a reload still running; tested are the
+	// bundles whose tests passed in this App, shared by its surfaces.
 	metrics   *metrics.Metrics
 	origin    string
 	policies  *surfacePolicies
 	policyCtx context.Context
+	tested    *policy.TestedBundles
 }
 
 // Open opens the store named by cfg.DatabaseURL and applies its migrations,
@@ -102,7 +104,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}
 	reg := prometheus.NewRegistry()
 	obs := metrics.New(reg)
-	a.metrics, a.origin = obs, newOrigin()
+	a.metrics, a.origin, a.tested = obs, newOrigin(), policy.NewTestedBundles(0)
 	policyCtx, cancelPolicy := context.WithCancel(context.Background())
 	a.policyCtx = policyCtx
 	a.closers = append(a.closers, func() error { cancelPolicy(); return nil })
@@ -123,6 +125,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		},
 		// A reload asked for here is asked of every replica.
 		OnAttempt: a.announcePolicy(log, policy.Surface),
+		Tested:    a.tested,
 	}); err != nil {
 		return err
 	}
