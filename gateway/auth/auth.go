@@ -78,7 +78,7 @@ type JWT struct {
 	parser   *jwt.Parser
 	// console verifies console sign-in tokens: the same key, issuer and
 	// leeway, the audience ConsoleAudience (console.go).
-	console *jwt.Parser
+	console  *jwt.Parser
 	verified verifiedTokens // tokens accepted before, until they expire
 }
 
