@@ -20,13 +20,18 @@ import (
 // the announcements of other schemas.
 const (
 	// ChangesChannel carries the change triggers' payloads (migration
-	// 00009): {"s": schema, "t": table, "w": workspace id (absent: every
-	// workspace), "k": token fingerprint (api_tokens only)}.
+	// 00009, 00012): {"s": schema, "t": table, "w": workspace id (absent:
+	// every workspace), "k": the token fingerprint (api_tokens) or the
+	// session id (EndedSessionsTable)}.
 	ChangesChannel = "mcpgate_changes"
 	// PolicyChannel is reserved for requests to reload the policy bundle
 	// on every replica; nothing sends or listens on it yet.
 	PolicyChannel = "mcpgate_policy"
 )
+
+// EndedSessionsTable is the Change.Table of an ended MCP session
+// (migration 00012); its Change.SessionID names the session.
+const EndedSessionsTable = "mcp_ended_sessions"
 
 // ChangeHandler receives what a Listener hears. Its methods are called
 // from one goroutine, one at a time, and must return quickly (they hold
@@ -264,6 +269,9 @@ func parseChange(extra, schema string) (gateway.Change, bool) {
 		return gateway.Change{}, false
 	}
 	c := gateway.Change{Table: p.Table, TokenFingerprint: p.Token}
+	if p.Table == EndedSessionsTable {
+		c.TokenFingerprint, c.SessionID = "", p.Token
+	}
 	if p.Workspace != nil {
 		c.WorkspaceID = *p.Workspace
 	}
