@@ -101,6 +101,7 @@ type Core struct {
 	// Audit is the prepared Dialect.InsertAudit, on W.
 	Audit sqlstmt.Prepared
 	load  sqlstmt.Prepared     // Dialect.CallerQuery, on R
+	ended sqlstmt.Prepared     // selectSessionEnded, on R
 	fin   *finisher            // FinishAudit's group commit
 	res   *group[*reserveItem] // Reserve's group commit; nil without Dialect.GroupReserve
 }
@@ -110,6 +111,7 @@ func New(w, r *sqlx.DB, d Dialect) *Core {
 	c := &Core{W: w, R: r, D: d}
 	c.Audit.Query = c.Q(d.InsertAudit)
 	c.load.Query = c.Q(d.CallerQuery)
+	c.ended.Query = c.Q(selectSessionEnded)
 	c.fin = newFinisher(c.finishBatch)
 	if d.GroupReserve {
 		c.res = newReserver(c.reserveBatch)
@@ -125,7 +127,7 @@ func (c *Core) Close() error {
 		c.res.close()
 	}
 	c.fin.close()
-	return errors.Join(c.Audit.Close(), c.load.Close())
+	return errors.Join(c.Audit.Close(), c.load.Close(), c.ended.Close())
 }
 
 // Q rebinds q, written with ? placeholders, to the dialect's.
