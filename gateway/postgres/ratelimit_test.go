@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -68,5 +69,71 @@ func TestFullReservationWritesNothing(t *testing.T) {
 	}
 	if n, err := s.RateCount(ctx, "k", epoch); err != nil || n != 2 {
 		t.Fatalf("count after the refusal: %d, %v; want 2", n, err)
+	}
+}
+
+// A batch of reservations (mcpgate_reserve_batch, the group commit of
+// concurrent ones) is all or nothing per call: a full call leaves nothing
+// of its own, the calls around it are written, a later call sees the
+// slots of the earlier ones, and each written row holds its call's
+// columns exactly.
+func TestReserveBatchIsAllOrNothingPerCall(t *testing.T) {
+	s := pgtest.New(t)
+	ctx := context.Background()
+	epoch := time.Unix(0, 0).UTC()
+	at := time.Date(2026, 12, 1, 12, 0, 0, 123456000, time.UTC)
+	ev := func(req string) *gateway.AuditEvent {
+		return &gateway.AuditEvent{Time: at, RequestID: req, WorkspaceID: "ws", Tool: "app.deploy", Status: gateway.AuditAllowed}
+	}
+	rich := ev("r2")
+	rich.DecisionID, rich.TaskID, rich.ProfileID, rich.Actor = "d-1", "t", "p", "agent-7"
+	rich.PrincipalKind, rich.TokenFP, rich.Tier, rich.Bucket = gateway.PrincipalKind("agent"), "fp", gateway.Tier("deploy"), "k"
+	rich.ReasonCodes, rich.ArgumentsHash, rich.Arguments = []string{"policy.allow"}, "sha256-x", []byte(`{"n":9007199254740993}`)
+	rich.PolicyRevision, rich.Surface, rich.Mode, rich.ApprovalID = "rev-1", gateway.SurfaceCCServer, "plan", "ap-1"
+	k := []gateway.Slot{{Key: "k", Window: epoch, Limit: 2}}
+	res, err := postgres.ReserveBatch(ctx, s, []*gateway.AuditEvent{ev("r1"), rich, ev("r3"), ev("r4")}, [][]gateway.Slot{
+		{{Key: "new-task", Window: epoch, Limit: 5, WorkspaceID: "ws", TaskID: "t"},
+			{Key: "new-day", Window: epoch, Expires: epoch.Add(24 * time.Hour), Limit: 0}},
+		k, k, k,
+	})
+	if err != nil || len(res) != 4 {
+		t.Fatalf("batch: %+v, %v", res, err)
+	}
+	if r := res[0]; r.Full != 2 || r.Used != 0 || r.AuditID != 0 {
+		t.Errorf("call with a full second slot: %+v; want Full 2, Used 0", r)
+	}
+	if res[1].AuditID == 0 || res[2].AuditID == 0 || res[1].Full != 0 || res[2].Full != 0 {
+		t.Errorf("calls 2 and 3 of a bucket of 2: %+v, %+v; want both written", res[1], res[2])
+	}
+	if r := res[3]; r.Full != 1 || r.Used != 2 || r.AuditID != 0 {
+		t.Errorf("third call of a bucket of 2 in the same batch: %+v; want Full 1, Used 2", r)
+	}
+	var counters int
+	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM rate_limit_counters`).Scan(&counters); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RateCount(ctx, "k", epoch); err != nil || n != 2 || counters != 1 {
+		t.Errorf("counters after the batch: k = %d (%v), %d rows; want k = 2, one row", n, err, counters)
+	}
+	list, err := s.ListAuditEvents(ctx, gateway.AuditFilter{WorkspaceID: "ws"})
+	if err != nil || len(list) != 2 {
+		t.Fatalf("audit rows after the batch: %+v, %v; want 2", list, err)
+	}
+	got := list[1] // oldest last: same time, so by id
+	if got.ID != res[1].AuditID {
+		got = list[0]
+	}
+	want := *rich
+	want.ID = res[1].AuditID
+	if got.Arguments == nil || string(got.Arguments) != `{"n": 9007199254740993}` && string(got.Arguments) != string(rich.Arguments) {
+		t.Errorf("arguments: %s, want %s", got.Arguments, rich.Arguments)
+	}
+	got.Arguments, want.Arguments = nil, nil
+	if !got.Time.Equal(want.Time) {
+		t.Errorf("time: %v, want %v", got.Time, want.Time)
+	}
+	got.Time, want.Time = time.Time{}, time.Time{}
+	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+		t.Errorf("batched audit row:\n got %+v\nwant %+v", got, want)
 	}
 }
