@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"github.com/lib/pq/pqerror"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
@@ -101,7 +102,14 @@ func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots [
 		stmt = tx.StmtContext(ctx, stmt)
 	}
 	var res gateway.ReservationResult
-	err = stmt.QueryRowContext(ctx, append(audit, slotArgs(slots)...)...).Scan(&res.AuditID)
+	args := append(audit, slotArgs(slots)...)
+	err = stmt.QueryRowContext(ctx, args...).Scan(&res.AuditID)
+	// In autocommit the statement is all its transaction: one aborted to
+	// break a deadlock (with a batch, mcpgate_reserve_batch) wrote nothing
+	// and runs again.
+	for attempt := 1; tx == nil && deadlocked(err) && attempt < maxDeadlockAttempts; attempt++ {
+		err = stmt.QueryRowContext(ctx, args...).Scan(&res.AuditID)
+	}
 	if pe := pq.As(err); pe != nil && pe.Code == fullSlotCode {
 		return fullSlot(pe, len(slots))
 	}
@@ -162,6 +170,17 @@ func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gate
 		return nil, translate(err, msgs{})
 	}
 	return out, nil
+}
+
+// maxDeadlockAttempts is how many times takeSlots runs its statement in
+// autocommit when PostgreSQL aborts it to break a deadlock.
+const maxDeadlockAttempts = 3
+
+// deadlocked reports whether err is PostgreSQL aborting a transaction to
+// break a deadlock (SQLSTATE 40P01); sqlcore.Dialect.Deadlocked.
+func deadlocked(err error) bool {
+	pe := pq.As(err)
+	return pe != nil && pe.Code == pqerror.TRDeadlockDetected
 }
 
 // fullSlot reads the full counter's index and count from the DETAIL of

@@ -137,3 +137,79 @@ func TestReserveBatchIsAllOrNothingPerCall(t *testing.T) {
 		t.Errorf("batched audit row:\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// A reservation that PostgreSQL aborts to break a deadlock (since
+// reservations are batched, a batch or a claim's transaction can hold a
+// counter the reservation needs while waiting for one it holds) wrote
+// nothing, and runs again instead of failing the call: alone in
+// autocommit, and in the transaction of a call that claims an idempotency
+// key.
+func TestReservationRunsAgainAfterADeadlock(t *testing.T) {
+	t.Run("autocommit", func(t *testing.T) { reservationAfterDeadlock(t, nil) })
+	t.Run("claim", func(t *testing.T) {
+		reservationAfterDeadlock(t, &gateway.IdempotencyRecord{WorkspaceID: "ws", TaskID: "t", Tool: "app.deploy", Key: "key-1", InputHash: "h"})
+	})
+}
+
+func reservationAfterDeadlock(t *testing.T, claim *gateway.IdempotencyRecord) {
+	s := pgtest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	epoch := time.Unix(0, 0).UTC()
+	if _, err := s.DB().ExecContext(ctx, `INSERT INTO workspaces (id) VALUES ('ws')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"k1", "k2"} {
+		if _, err := s.AddRateCount(ctx, k, epoch, time.Time{}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `UPDATE rate_limit_counters SET count = count WHERE bucket_key = 'k2'`); err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		res gateway.ReservationResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := s.Reserve(ctx, gateway.Reservation{
+			Event: &gateway.AuditEvent{WorkspaceID: "ws", Tool: "app.list", Status: gateway.AuditAllowed},
+			Slots: []gateway.Slot{{Key: "k1", Window: epoch, Limit: 5}, {Key: "k2", Window: epoch, Limit: 5}},
+			Claim: claim})
+		done <- outcome{res, err}
+	}()
+	// Once the reservation holds k1 and waits for k2, take k1: a deadlock,
+	// which the reservation (waiting first) detects and is aborted for.
+	for {
+		var waiting int
+		if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%mcpgate_take_slots%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE rate_limit_counters SET count = count WHERE bucket_key = 'k1'`); err != nil {
+		t.Fatalf("the other transaction was the one aborted (%v); the reservation should have been", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if got.err != nil || got.res.AuditID == 0 {
+		t.Fatalf("reservation after a deadlock: %+v, %v; want it written", got.res, got.err)
+	}
+	for _, k := range []string{"k1", "k2"} {
+		if n, err := s.RateCount(ctx, k, epoch); err != nil || n != 1 {
+			t.Errorf("%s after the reservation ran again: %d, %v; want 1", k, n, err)
+		}
+	}
+}

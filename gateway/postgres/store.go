@@ -115,6 +115,7 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		TakeSlots:       s.takeSlots,
 		AtomicTakeSlots: true,
 		ReserveBatch:    s.reserveBatch,
+		Deadlocked:      deadlocked,
 		FinishBatch:     s.finishBatch,
 	})
 	return s, nil

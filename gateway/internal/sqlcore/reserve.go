@@ -53,11 +53,27 @@ func (c *Core) Reserve(ctx context.Context, r gateway.Reservation) (gateway.Rese
 	if r.Claim == nil && c.D.AtomicTakeSlots {
 		return c.D.TakeSlots(ctx, nil, c.AuditArgs(r.Event), r.Slots)
 	}
+	for attempt := 1; ; attempt++ {
+		res, err = c.reserveTx(ctx, r, audit)
+		if attempt == maxDeadlockAttempts || c.D.Deadlocked == nil || !c.D.Deadlocked(err) {
+			return res, err
+		}
+	}
+}
+
+// maxDeadlockAttempts is how many times a reservation runs when the
+// database breaks a deadlock by aborting it (Dialect.Deadlocked): a
+// reservation aborted that way wrote nothing, so it runs again.
+const maxDeadlockAttempts = 3
+
+// reserveTx is Reserve in a transaction of its own: BEGIN, reserveIn,
+// COMMIT (or ROLLBACK when nothing is to be written).
+func (c *Core) reserveTx(ctx context.Context, r gateway.Reservation, audit *sql.Stmt) (gateway.ReservationResult, error) {
 	tx, err := c.W.BeginTxx(ctx, nil)
 	if err != nil {
-		return res, c.DriverError(err)
+		return gateway.ReservationResult{}, c.DriverError(err)
 	}
-	res, err = c.reserveIn(ctx, tx, r, audit)
+	res, err := c.reserveIn(ctx, tx, r, audit)
 	if err != nil || res.AuditID == 0 {
 		_ = tx.Rollback()
 		return res, err

@@ -95,6 +95,14 @@ type Dialect struct {
 	// written (or, for a commit whose outcome is unknown, that all of it
 	// may have been).
 	ReserveBatch func(ctx context.Context, audits [][]any, slots [][]gateway.Slot) ([]gateway.ReservationResult, error)
+	// Deadlocked, when set, reports whether err (as Reserve's transaction
+	// returned it) is the database aborting that transaction to break a
+	// deadlock: with ReserveBatch, a batch holds the counter rows of its
+	// earlier calls while it locks those of later ones, so a reservation
+	// that holds a claim or another replica's batch can cross it. The
+	// aborted reservation wrote nothing; Reserve runs it again (at most
+	// maxDeadlockAttempts times in all).
+	Deadlocked func(err error) bool
 	// FinishBatch writes the final status, error class, latency and
 	// reason codes (FinishArgs) of each of evs, at most MaxFinishBatch of
 	// them, by id, in one transaction, and reports for each whether its
