@@ -16,6 +16,10 @@ type Change struct {
 	// TokenFingerprint is set when an API token's status changed (a
 	// revocation) or the token was removed: sessions of that token end.
 	TokenFingerprint string
+	// SessionID is set when the MCP session of that id was ended (table
+	// mcp_ended_sessions): replicas drop what they kept of it; "" with
+	// that table for an end the announcement could not name.
+	SessionID string
 }
 
 // PolicyRequest asks every replica to reload its policy folder: one

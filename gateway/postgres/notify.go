@@ -20,8 +20,9 @@ import (
 // the announcements of other schemas.
 const (
 	// ChangesChannel carries the change triggers' payloads (migration
-	// 00009): {"s": schema, "t": table, "w": workspace id (absent: every
-	// workspace), "k": token fingerprint (api_tokens only)}.
+	// 00009, 00012): {"s": schema, "t": table, "w": workspace id (absent:
+	// every workspace), "k": the token fingerprint (api_tokens) or the
+	// session id (EndedSessionsTable)}.
 	ChangesChannel = "mcpgate_changes"
 	// PolicyChannel carries requests to reload the policy folder on every
 	// replica (Store.AnnouncePolicy): {"s": schema, "u": surface ("" for
@@ -49,6 +50,10 @@ func (s *Store) AnnouncePolicy(ctx context.Context, r gateway.PolicyRequest) err
 	}
 	return nil
 }
+
+// EndedSessionsTable is the Change.Table of an ended MCP session
+// (migration 00012); its Change.SessionID names the session.
+const EndedSessionsTable = "mcp_ended_sessions"
 
 // ChangeHandler receives what a Listener hears. Its methods are called
 // from one goroutine, one at a time, and must return quickly (they hold
@@ -343,6 +348,9 @@ func parseChange(extra, schema string) (gateway.Change, bool) {
 		return gateway.Change{}, false
 	}
 	c := gateway.Change{Table: p.Table, TokenFingerprint: p.Token}
+	if p.Table == EndedSessionsTable {
+		c.TokenFingerprint, c.SessionID = "", p.Token
+	}
 	if p.Workspace != nil {
 		c.WorkspaceID = *p.Workspace
 	}

@@ -169,7 +169,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
-		SessionSecret: cfg.SessionSecret, SessionEnds: StoreSessionEnds(store), Explain: a.explain(adapter),
+		SessionSecret: cfg.SessionSecret, SessionEnds: sessionEnds(store), Explain: a.explain(adapter),
 		Approvals: approvalsAPI,
 	}
 	var answers *storeAnswers
@@ -247,6 +247,15 @@ func (a *App) openDecisionLog(log *zap.Logger, m *metrics.Metrics, version strin
 // listenWait bounds how long Open waits for the first LISTEN; past it the
 // gateway starts anyway, degraded, and the listener keeps trying.
 const listenWait = 5 * time.Second
+
+// sessionEnds is the SessionEndCache over store: on PostgreSQL it keeps
+// answers once the listener hears the ends made through other replicas
+// (its first Resync); the embedded store (one process) sees every end
+// pass through End, so it keeps them from the start.
+func sessionEnds(store SessionEndStore) *SessionEndCache {
+	_, shared := store.(*postgres.Store)
+	return NewSessionEndCache(store, 0, !shared)
+}
 
 // changeFeed starts hearing the changes made through other replicas: on
 // PostgreSQL a listener on the shared database, closed with the App; on
