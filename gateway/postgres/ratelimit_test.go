@@ -169,6 +169,12 @@ func reservationAfterDeadlock(t *testing.T, claim *gateway.IdempotencyRecord) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	// This transaction checks for deadlocks long after the reservation
+	// does (1 s, the server's default), so PostgreSQL always aborts the
+	// reservation, whatever the load on the machine.
+	if _, err := tx.ExecContext(ctx, `SET LOCAL deadlock_timeout = '20s'`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE rate_limit_counters SET count = count WHERE bucket_key = 'k2'`); err != nil {
 		t.Fatal(err)
 	}
