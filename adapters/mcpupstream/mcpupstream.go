@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -102,10 +103,14 @@ type Adapter struct {
 	// sessionOnly is set once the upstream refused a stateless 2026-07-28
 	// call: every later call goes on the session.
 	sessionOnly atomic.Bool
+	// annotations are the x-mcp-header annotations of the tools the last
+	// ListTools returned, by tool name (tools without any left out).
+	annotations atomic.Pointer[map[string][]gateway.ParamHeader]
 
-	mu      sync.Mutex
-	session *upSession // nil when no live session
-	closed  bool
+	mu       sync.Mutex
+	session  *upSession // nil when no live session
+	closed   bool
+	excluded map[string]string // Excluded
 }
 
 // New validates rawURL (an absolute http or https URL of the upstream's
@@ -411,7 +416,52 @@ func progressToken(id int64) []byte {
 // cursors until the last page. Errors as for CallTool; tools/list has no side
 // effects, so it is retried once on a fresh session after any transport
 // failure.
+//
+// A tool whose x-mcp-header annotations break the rules of MCP 2026-07-28
+// (gateway.ParamHeaders) is left out, as the specification requires of a
+// Streamable HTTP client (server/tools, "x-mcp-header"); Excluded tells
+// which and why. The annotations of the others are kept for the
+// Mcp-Param-* headers of stateless calls.
 func (a *Adapter) ListTools(ctx context.Context) ([]UpstreamTool, error) {
+	listed, err := a.listAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tools := listed[:0]
+	known := map[string][]gateway.ParamHeader{}
+	excluded := map[string]string{}
+	for _, t := range listed {
+		hs, err := gateway.ParamHeaders(t.InputSchema)
+		if err != nil {
+			excluded[t.Name] = err.Error()
+			continue
+		}
+		if len(hs) > 0 {
+			known[t.Name] = hs
+		}
+		tools = append(tools, t)
+	}
+	a.annotations.Store(&known)
+	a.mu.Lock()
+	a.excluded = excluded
+	a.mu.Unlock()
+	return tools, nil
+}
+
+// Excluded returns the tools the last ListTools left out because of
+// invalid x-mcp-header annotations, each with the reason, for the
+// wiring's warning; nil when none.
+func (a *Adapter) Excluded() map[string]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.excluded) == 0 {
+		return nil
+	}
+	return maps.Clone(a.excluded)
+}
+
+// listAll walks every page of the upstream's tools/list.
+func (a *Adapter) listAll(ctx context.Context) ([]UpstreamTool, error) {
 	var tools []UpstreamTool
 	cursor := ""
 	for {

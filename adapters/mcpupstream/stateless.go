@@ -1,8 +1,10 @@
 package mcpupstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -42,7 +44,7 @@ func (a *Adapter) callStateless(ctx context.Context, call gateway.ToolCall, args
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	s := &upSession{version: statelessVersion, tool: call.Tool}
+	s := &upSession{version: statelessVersion, tool: call.Tool, params: a.paramHeaders(call, args)}
 	id := a.ids.Add(1)
 	raw, _, err := a.exchange(ctx, s, id, callBody(id, call, args, progress, round), relay)
 	if err == nil {
@@ -71,6 +73,40 @@ func (a *Adapter) callStateless(ctx context.Context, call gateway.ToolCall, args
 		return nil, notDispatched(a.unavailable(err))
 	}
 	return nil, a.unavailable(err)
+}
+
+// paramHeaders are the Mcp-Param-* headers of a stateless tools/call of
+// call.Tool with args (MCP 2026-07-28, streamable-http, "Client
+// Behavior"): for each x-mcp-header annotation of the tool's inputSchema
+// as the upstream listed it (ListTools), the argument at its path encoded
+// by the specification's rules, no header for an argument that is absent,
+// null or not a string, integer or boolean. The upstream checks them
+// against the body; the client's own headers are not passed on, since
+// these are written from the very arguments sent.
+func (a *Adapter) paramHeaders(call gateway.ToolCall, args json.RawMessage) [][2]string {
+	known := a.annotations.Load()
+	if known == nil || len((*known)[call.Tool]) == 0 {
+		return nil
+	}
+	values := call.Arguments
+	if values == nil { // a call built in Go with its bytes only
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		if dec.Decode(&values) != nil {
+			return nil
+		}
+	}
+	var out [][2]string
+	for _, h := range (*known)[call.Tool] {
+		v, ok := h.Argument(values)
+		if !ok {
+			continue
+		}
+		if enc, ok := gateway.EncodeParamValue(v); ok {
+			out = append(out, [2]string{h.Header(), enc})
+		}
+	}
+	return out
 }
 
 // headerName is the Mcp-Name value of tool: itself when it is visible

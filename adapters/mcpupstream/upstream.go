@@ -25,6 +25,9 @@ type upSession struct {
 	// tool is the tool of a stateless (2026-07-28) tools/call, sent as
 	// Mcp-Method and Mcp-Name; "" for a session.
 	tool string
+	// params are the call's Mcp-Param-* headers (name, value) of a
+	// stateless tools/call, from the tool's x-mcp-header annotations.
+	params [][2]string
 }
 
 // JSON-RPC error codes the adapter tells apart (JSON-RPC 2.0, section 5.1).
@@ -222,6 +225,9 @@ func (a *Adapter) send(ctx context.Context, s *upSession, body []byte) (*http.Re
 	if s.tool != "" {
 		h["Mcp-Method"] = []string{"tools/call"}
 		h["Mcp-Name"] = []string{headerName(s.tool)}
+		for _, kv := range s.params {
+			h.Set(kv[0], kv[1])
+		}
 	}
 	return a.http.Do(req)
 }

@@ -28,6 +28,12 @@ type protocolError struct {
 
 func (e *protocolError) Error() string { return e.msg }
 
+// isProtocolError reports whether err is or wraps a protocolError.
+func isProtocolError(err error) bool {
+	var pe *protocolError
+	return errors.As(err, &pe)
+}
+
 // errParse is the reply to a body that is not JSON (HTTP 400, -32700).
 func errParse(format string, args ...any) error {
 	return &protocolError{status: http.StatusBadRequest, code: gateway.RPCParseError, class: gateway.EInvalid, msg: fmt.Sprintf(format, args...)}

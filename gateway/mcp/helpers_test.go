@@ -149,6 +149,15 @@ func (h *fakeHandler) lastCall() *CallToolParams {
 	return h.calls[len(h.calls)-1]
 }
 
+// regionSchema is the inputSchema of the fake "region" tool: x-mcp-header
+// on a string, an integer, a boolean and a nested string argument.
+var regionSchema = json.RawMessage(`{"type":"object","properties":{
+	"region":{"type":"string","x-mcp-header":"Region"},
+	"count":{"type":"integer","x-mcp-header":"Count"},
+	"dry":{"type":"boolean","x-mcp-header":"Dry-Run"},
+	"place":{"type":"object","properties":{"zone":{"type":["string","null"],"x-mcp-header":"Zone"}}},
+	"note":{"type":"string"}}}`)
+
 var errBoom = errors.New("pq: connection refused to 10.0.0.7")
 
 func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *CallToolParams) (*gateway.ToolResult, error) {
@@ -157,6 +166,10 @@ func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *
 		return nil, call.ArgumentsErr
 	}
 	switch call.Name {
+	case "region": // a tool whose schema mirrors arguments into headers
+		if err := call.CheckParamHeaders(regionSchema); err != nil {
+			return nil, err
+		}
 	case "deny":
 		return nil, &gateway.Error{Code: gateway.EForbidden, Message: "tool deny needs grant supacloud.ops.*",
 			DecisionID: "dec-1", Reasons: []gateway.Reason{{Code: "allowlist_missing", Message: "profile lacks supacloud.ops.*"}}}

@@ -44,6 +44,9 @@ type message struct {
 	// nor the call's relay reads the params again.
 	split    modernParams
 	hasSplit bool
+	// header is the HTTP request's header of a 2026-07-28 tools/call, for
+	// its Mcp-Param-* headers; nil otherwise.
+	header http.Header
 	// result and rpcErr are a kindResponse's members (one is set): the
 	// client's answer to a request the gateway relayed (callRelay).
 	result, rpcErr json.RawMessage

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -96,6 +97,10 @@ type CallToolParams struct {
 	// "_meta"); Arguments is then empty and Name is whatever could be read.
 	// The handler must refuse the call with it (after auditing it).
 	ArgumentsErr error
+
+	// header is the request's HTTP header at protocol 2026-07-28 (nil at
+	// the session-based versions), read by CheckParamHeaders.
+	header http.Header
 }
 
 // initializeResult is the InitializeResult of MCP basic/lifecycle.
@@ -281,6 +286,9 @@ func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, m *messa
 	var err error
 	if m.hasSplit { // a 2026-07-28 request, whose members checkModern has found
 		call, err = buildCallParams(callParamsFrom(m.split.Name, m.split.Arguments, m.split.Meta))
+		if err == nil {
+			call.header = m.header
+		}
 	} else {
 		call, err = parseCallParams(params)
 	}

@@ -191,6 +191,10 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 		body, err = t.modernResult(res, hints)
 	}
 	switch {
+	case err != nil && isProtocolError(err) && reply.fail(func() { t.replyError(w, r, m.id, err) }):
+		// A refusal of the transport that the handler passed on (an
+		// Mcp-Param-* header, CheckParamHeaders): its own HTTP status.
+		return
 	case err != nil: // an error that is not a tool execution error: a JSON-RPC error in a 200 reply, as in a session
 		resp.Error, _ = t.wireError(ctx, err)
 		reply.write(t.encode(ctx, resp))
@@ -285,6 +289,7 @@ func checkModern(r *http.Request, m *message) error {
 	m.capabilities = caps
 	if m.method == "tools/call" {
 		m.split, m.hasSplit = in, true
+		m.header = r.Header // for the Mcp-Param-* headers (CallToolParams.CheckParamHeaders)
 	}
 	return nil
 }
@@ -364,18 +369,7 @@ func headerValue(r *http.Request, name string) (string, bool) {
 	if len(vals) == 0 {
 		return "", true
 	}
-	v := strings.Trim(vals[0], " \t")
-	for _, other := range vals[1:] {
-		if strings.Trim(other, " \t") != v {
-			return "", false
-		}
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < 0x20 && c != '\t') || c > 0x7e {
-			return "", false
-		}
-	}
-	return v, true
+	return trimmedValue(vals)
 }
 
 // decodeSentinel decodes "=?base64?<Base64>?=" (MCP 2026-07-28,

@@ -190,6 +190,20 @@ func (rw *replyWriter) finish() {
 	}
 }
 
+// fail answers the request with send (an error reply of its own HTTP
+// status) instead of a response, when nothing of the reply has been
+// written yet; it reports whether it did.
+func (rw *replyWriter) fail(send func()) bool {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if rw.n > 0 || rw.sse || rw.gone || rw.batch {
+		return false
+	}
+	rw.n, rw.gone = 1, true // later writes and finish leave the reply alone
+	send()
+	return true
+}
+
 // stream sends data, a message of a request that is not its response (a
 // relayed notification or request), on the reply before the response:
 // the reply becomes an event stream if it is not one yet. It reports

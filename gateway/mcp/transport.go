@@ -24,10 +24,9 @@
 // What it deliberately leaves out: SSE event ids and resumption (streams
 // carry no ids, so clients do not send Last-Event-ID), relaying on the
 // stateless 2026-07-28 path (no progress there, and the input-required
-// results that replace server-to-client requests are not relayed), and the check of
-// 2026-07-28 Mcp-Param-* headers against tools whose inputSchema declares
-// x-mcp-header (such headers pass unchecked; Mcp-Method, Mcp-Name and
-// MCP-Protocol-Version are checked).
+// results that replace server-to-client requests are not relayed). The
+// 2026-07-28 Mcp-Param-* headers are checked by the handler through
+// CallToolParams.CheckParamHeaders, once the policy allowed the tool.
 package mcp
 
 import (

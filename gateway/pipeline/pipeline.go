@@ -252,6 +252,7 @@ var callSteps = []step{
 	(*Pipeline).resolveResource,   // the addressed record's attributes, from the adapter (tools that declare one)
 	(*Pipeline).decide,            // the policy, on the arguments bounded by the schema; hidden tools answered as unknown on /api/mcp
 	(*Pipeline).checkWorkspace,    // a client-supplied workspace_id must be the credential's
+	(*Pipeline).checkParamHeaders, // at 2026-07-28 the Mcp-Param-* headers against the arguments (x-mcp-header)
 	(*Pipeline).validateArguments, // the schema, only once the policy allowed the tool
 	(*Pipeline).awaitApproval,     // a person's approval of exactly this call, when the decision asks for one
 	(*Pipeline).confirmOrReserve,  // confirmation and idempotency, then slots + audit row in one transaction

@@ -209,6 +209,16 @@ func denial(tool string, d *gateway.Decision) error {
 	return &gateway.Error{Code: gateway.EForbidden, Message: msg, DecisionID: d.ID, Reasons: d.Reasons}
 }
 
+// checkParamHeaders checks a 2026-07-28 call's Mcp-Param-* headers against
+// its arguments under the x-mcp-header annotations of the tool's schema
+// (mcp.CallToolParams.CheckParamHeaders), once the policy allowed the
+// tool, as validateArguments does, and before it: a header that does not
+// match the body is the transport's refusal (HTTP 400, HeaderMismatch),
+// whatever the arguments are.
+func (pl *Pipeline) checkParamHeaders(_ context.Context, c *Call) error {
+	return withDecision(c.Params.CheckParamHeaders(c.Tool.InputSchema), c.Decision)
+}
+
 // validateArguments checks the arguments against the tool's schema, once
 // the policy allowed the tool: a principal that may not call it gets the
 // denial, not the schema of a tool tools/list does not show it (listed ⇔

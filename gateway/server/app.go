@@ -387,6 +387,9 @@ func (a *App) mergeUpstreamTools(ctx context.Context, log *zap.Logger, up *mcpup
 	if err != nil {
 		return fmt.Errorf("MCPGATE_UPSTREAM_URL: listing the upstream's tools: %w", err)
 	}
+	for name, reason := range up.Excluded() {
+		log.Warn("upstream tool not offered", zap.String("tool", name), zap.String("reason", reason))
+	}
 	ups := make([]tools.UpstreamTool, len(listed))
 	for i, t := range listed {
 		ups[i] = tools.UpstreamTool(t)

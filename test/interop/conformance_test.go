@@ -49,6 +49,7 @@ const (
 	skipSkills    = "skills extension (SEP-2640); the gateway serves tools only"
 	// On /api/mcp (apiResults).
 	skipFixtureTools = "calls the fixture's tools (test_simple_text, json_schema_2020_12_tool, ...), which no API token scope reaches: /api/mcp answers -32601 for them as for an unknown name, and the coordinator gateway runs the demo backend; the clients' coordinator tests make allowed calls of the read level instead"
+	skipNoHeaderTool = "needs a tool whose inputSchema has an x-mcp-header annotation: no tool of the coordinator catalog has one, so the suite finds nothing to test; the check is the same code as on /mcp (gateway/mcp TestModernParamHeaders)"
 	naFixtureDiag    = "needs a diagnostic tool of the fixture (test_missing_capability, test_streaming_elicitation, test_logging_tool, test_trigger_tool_change), which no API token scope reaches (-32601 on /api/mcp), so the suite reports it not testable"
 )
 
@@ -112,7 +113,7 @@ var scenarios = []scenario{
 		"sep-2549-resources-templates-list-caching-hints": naToolsOnly,
 	}},
 	{name: "http-header-validation", versions: stateless},
-	{name: "http-custom-header-server-validation", skip: "the gateway does not yet check Mcp-Param-* headers against the x-mcp-header annotations of a tool's inputSchema (the fixture's test_header_region has one); Mcp-Method, Mcp-Name and MCP-Protocol-Version are checked (http-header-validation)"},
+	{name: "http-custom-header-server-validation", versions: stateless},
 	{name: "tasks-lifecycle", skip: skipTasks},
 	{name: "tasks-capability-negotiation", skip: skipTasks},
 	{name: "tasks-wire-fields", skip: skipTasks},
@@ -209,6 +210,7 @@ var apiResults = map[string]scenario{
 		"sep-2549-resources-templates-list-caching-hints": naToolsOnly,
 	}},
 	"http-header-validation":                        {versions: stateless},
+	"http-custom-header-server-validation":          {skip: skipNoHeaderTool},
 	"input-required-result-unsupported-methods":     {versions: stateless},
 	"input-required-result-basic-elicitation":       {skip: skipFixtureTools},
 	"input-required-result-basic-sampling":          {skip: skipFixtureTools},
@@ -334,12 +336,21 @@ func suiteRun(t *testing.T, s *stack, serverURL, results, name, version, suffix 
 	return checks, console, runErr
 }
 
-// onlyTeardowns reports whether some check failed and every failed check
-// failed with clientTeardown or is the scenarioTimeout check.
+// notObserved starts the message of a check a scenario declares but never
+// ran because its setup failed first (http-custom-header-server-validation
+// fails every such check after a teardown of its setup request).
+const notObserved = "Check was not observed"
+
+// onlyTeardowns reports whether some check failed with clientTeardown or
+// is the scenarioTimeout check, and every other failed check is one that
+// was notObserved.
 func onlyTeardowns(checks []check) bool {
 	failed := 0
 	for _, c := range checks {
 		if c.Status != "FAILURE" && c.Status != "WARNING" {
+			continue
+		}
+		if strings.HasPrefix(c.ErrorMessage, notObserved) {
 			continue
 		}
 		if !strings.Contains(c.ErrorMessage, clientTeardown) && c.ID != scenarioTimeout {
