@@ -21,12 +21,12 @@ import (
 func newJWTCmd(out io.Writer, getenv func(string) string) *cobra.Command {
 	cmd := group(&cobra.Command{
 		Use:   "jwt",
-		Short: "agent session JWTs: mint one for development and tests",
+		Short: "mint agent session, cc_server and console sign-in JWTs for development and tests",
 	})
 	var o mintOptions
 	mint := withEnv(&cobra.Command{
-		Use:   "mint --workspace W --task T --user U [--profile P] [--ttl 1h] | mint --cc --user U [--mode M] [--workspace W] [--ticket T] [--kind K]",
-		Short: "sign an agent session JWT (or, with --cc, a cc_server JWT) and print it (the token only)",
+		Use:   "mint --workspace W --task T --user U [--profile P] [--ttl 1h] | mint --cc --user U [--mode M] [--workspace W] [--ticket T] [--kind K] | mint --console --workspace W --user U [--ttl 2h]",
+		Short: "sign an agent session JWT (or, with --cc, a cc_server JWT; with --console, a console sign-in JWT) and print it (the token only)",
 		Long: `Sign an agent session JWT for user U running task T in workspace W and print
 only the token, so that scripts can capture it. The gateway registers a task it
 has never seen as running on its first call, so any task id works; U must be a

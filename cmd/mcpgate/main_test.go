@@ -96,6 +96,8 @@ func TestTokenLifecycle(t *testing.T) {
 	}
 	if _, err := runCmd(t, env, "token", "revoke", "0000000000000000"); err == nil {
 		t.Fatal("revoking an unknown fingerprint succeeded")
+	} else if !strings.Contains(err.Error(), "mcpgate token list --workspace") {
+		t.Errorf("revoking an unknown fingerprint: %v; want it to name the command that lists the fingerprints", err)
 	}
 }
 

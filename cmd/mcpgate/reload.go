@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,7 +55,7 @@ func listenOr(addr string) string {
 // policyReload posts the reload and prints the attempt.
 func policyReload(ctx context.Context, out io.Writer, base, token string) error {
 	if token == "" {
-		return errors.New("MCPGATE_ADMIN_TOKEN is unset: set it to the gateway's admin token")
+		return fmt.Errorf("MCPGATE_ADMIN_TOKEN is unset: set it to the gateway's admin token (mcpgate serve --dev printed it and keeps it in %s)", devSecretsFile)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // the bundle's tests run before the reply
 	defer cancel()

@@ -65,8 +65,8 @@ func TestPolicyReload(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "test_allow: FAIL") || !strings.Contains(err.Error(), "revision rev-deny stays live") {
 		t.Fatalf("reload of a failing bundle: %v, want OPA's failing test and the running revision", err)
 	}
-	if _, err := runCmd(t, map[string]string{}, "policy", "reload", "--url", url); err == nil || !strings.Contains(err.Error(), "MCPGATE_ADMIN_TOKEN") {
-		t.Errorf("reload without a token: %v, want it to name MCPGATE_ADMIN_TOKEN", err)
+	if _, err := runCmd(t, map[string]string{}, "policy", "reload", "--url", url); err == nil || !strings.Contains(err.Error(), "MCPGATE_ADMIN_TOKEN") || !strings.Contains(err.Error(), devSecretsFile) {
+		t.Errorf("reload without a token: %v, want it to name MCPGATE_ADMIN_TOKEN and where serve --dev keeps it (%s)", err, devSecretsFile)
 	}
 	if _, err := runCmd(t, env, "policy", "reload", "--url", open(t, "")); err == nil || !strings.Contains(err.Error(), "never reloads") {
 		t.Errorf("reload of the embedded bundle: %v, want it refused", err)

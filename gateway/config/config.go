@@ -222,7 +222,7 @@ func (c *Config) validate(r *reader) {
 	case len(c.JWTSecret) > 0 && len(c.JWTPublicKeyPEM) > 0:
 		r.fail("MCPGATE_JWT_SECRET and MCPGATE_JWT_PUBLIC_KEY_FILE are both set; choose one key")
 	case len(c.JWTSecret) == 0 && len(c.JWTPublicKeyPEM) == 0:
-		r.fail("MCPGATE_JWT_SECRET (HS256, ≥ 32 bytes) or MCPGATE_JWT_PUBLIC_KEY_FILE (PEM) is required to verify agent session tokens")
+		r.fail("MCPGATE_JWT_SECRET (HS256, ≥ 32 bytes, e.g. $(openssl rand -hex 32)) or MCPGATE_JWT_PUBLIC_KEY_FILE (PEM) is required to verify agent session tokens; for a local trial, mcpgate serve --dev (make run) generates the keys")
 	case len(c.JWTSecret) > 0 && len(c.JWTSecret) < 32:
 		r.fail("MCPGATE_JWT_SECRET is %d bytes; it must be at least 32", len(c.JWTSecret))
 	}
@@ -247,14 +247,15 @@ func (c *Config) validate(r *reader) {
 	default:
 		r.fail("MCPGATE_UPSTREAM_TIER=%q: want read, ops, deploy or baseline (the tier of upstream tools the SupaCloud catalog does not list; scaffold is not possible because it needs a rate-limit kind)", c.UpstreamTier)
 	}
-	for _, d := range []struct{ name, dir string }{
-		{"MCPGATE_POLICY_DIR", c.PolicyDir}, {"MCPGATE_SHADOW_POLICY_DIR", c.ShadowPolicyDir},
+	for _, d := range []struct{ name, dir, unset string }{
+		{"MCPGATE_POLICY_DIR", c.PolicyDir, "run the built-in bundle"},
+		{"MCPGATE_SHADOW_POLICY_DIR", c.ShadowPolicyDir, "turn shadow mode off"},
 	} {
 		if d.dir == "" {
 			continue
 		}
 		if st, err := os.Stat(d.dir); err != nil || !st.IsDir() {
-			r.fail("%s=%q: not a readable folder", d.name, d.dir)
+			r.fail("%s=%q: not a readable folder; set it to a copy of the repository's policies/ folder, or unset it to %s", d.name, d.dir, d.unset)
 		}
 	}
 }

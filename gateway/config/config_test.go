@@ -106,6 +106,7 @@ func TestLoadRejects(t *testing.T) {
 	}{
 		{"unknown edition", map[string]string{"MCPGATE_JWT_SECRET": secret, "SUPACLOUD_EDITION": "premium"}, "SUPACLOUD_EDITION"},
 		{"no key", map[string]string{}, "MCPGATE_JWT_SECRET"},
+		{"no key names the trial mode", map[string]string{}, "for a local trial, mcpgate serve --dev"},
 		{"short secret", map[string]string{"MCPGATE_JWT_SECRET": "short"}, "at least 32"},
 		{"short session secret", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_SESSION_SECRET": "x"}, "MCPGATE_SESSION_SECRET is 1 bytes"},
 		{"short confirmation secret", map[string]string{"MCPGATE_JWT_SECRET": secret, "SUPACLOUD_MCP_CONFIRMATION_SECRET": "x"}, "SUPACLOUD_MCP_CONFIRMATION_SECRET"},
@@ -124,6 +125,8 @@ func TestLoadRejects(t *testing.T) {
 		{"caller cache TTL above 1s", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_CALLER_CACHE_TTL": "1.5s"}, "at most 1s"},
 		{"bad bool", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_AUDIT_ARGUMENTS": "maybe"}, "MCPGATE_AUDIT_ARGUMENTS"},
 		{"missing shadow policy folder", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_SHADOW_POLICY_DIR": "/nonexistent-shadow"}, "MCPGATE_SHADOW_POLICY_DIR"},
+		{"missing shadow policy folder says what to do", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_SHADOW_POLICY_DIR": "/nonexistent-shadow"}, "or unset it to turn shadow mode off"},
+		{"missing policy folder says what to do", map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_POLICY_DIR": "/nonexistent-live"}, `MCPGATE_POLICY_DIR="/nonexistent-live": not a readable folder; set it to a copy of the repository's policies/ folder, or unset it to run the built-in bundle`},
 	}
 	for _, c := range cases {
 		t.Run(c.note, func(t *testing.T) {

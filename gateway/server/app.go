@@ -469,9 +469,20 @@ func NewPolicy(ctx context.Context, cfg *config.Config, cat *tools.Catalog, opts
 	opts.Dir, opts.Embedded, opts.ShadowDir, opts.Revision = cfg.PolicyDir, policies.FS, cfg.ShadowPolicyDir, policies.Revision
 	l, err := policy.NewLive(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("policy bundle refused, the gateway does not start: %w", err)
+		return nil, fmt.Errorf("policy bundle refused, the gateway does not start: %w%s", err, policyDirHint(cfg))
 	}
 	return l, nil
+}
+
+// policyDirHint says, after a bundle refused at start, what to do about
+// the folder MCPGATE_POLICY_DIR names: it holds the whole bundle (every
+// surface's package and the decision log mask), as the repository's
+// policies/ folder does. "" for the embedded bundle.
+func policyDirHint(cfg *config.Config) string {
+	if cfg.PolicyDir == "" {
+		return ""
+	}
+	return fmt.Sprintf("; fix the folder MCPGATE_POLICY_DIR=%s names: it must be laid out as a copy of the repository's policies/ folder (supacloud/, ccserver/ and system/ together), or unset it to run the built-in bundle", cfg.PolicyDir)
 }
 
 // NewEngine is the live engine of NewPolicy without hooks: the bundle as

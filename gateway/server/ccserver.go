@@ -168,7 +168,7 @@ func (a *App) ccPolicy(ctx context.Context, log *zap.Logger, cc *CCServer) (*pol
 		Tested:    a.tested,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cc_server policy bundle refused, the gateway does not start: %w", err)
+		return nil, fmt.Errorf("cc_server policy bundle refused, the gateway does not start: %w%s", err, policyDirHint(a.Config))
 	}
 	return l, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -48,14 +49,14 @@ func (a *App) Listen() (*Listeners, error) {
 	cfg := a.Config
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("MCPGATE_LISTEN=%s: %w", cfg.Listen, err)
+		return nil, listenError("MCPGATE_LISTEN", cfg.Listen, err)
 	}
 	ls := &Listeners{Main: netutil.LimitListener(ln, cfg.MaxConnections)}
 	if cfg.MetricsListen != "" {
 		ml, err := net.Listen("tcp", cfg.MetricsListen)
 		if err != nil {
 			_ = ln.Close()
-			return nil, fmt.Errorf("MCPGATE_METRICS_LISTEN=%s: %w", cfg.MetricsListen, err)
+			return nil, listenError("MCPGATE_METRICS_LISTEN", cfg.MetricsListen, err)
 		}
 		ls.Metrics = netutil.LimitListener(ml, config.MetricsMaxConnections)
 	}
@@ -63,11 +64,21 @@ func (a *App) Listen() (*Listeners, error) {
 		cl, err := net.Listen("tcp", cfg.CCServer.Listen)
 		if err != nil {
 			_ = ls.Close()
-			return nil, fmt.Errorf("MCPGATE_CCSERVER_LISTEN=%s: %w", cfg.CCServer.Listen, err)
+			return nil, listenError("MCPGATE_CCSERVER_LISTEN", cfg.CCServer.Listen, err)
 		}
 		ls.CCServer = netutil.LimitListener(cl, cfg.MaxConnections)
 	}
 	return ls, nil
+}
+
+// listenError words a failed bind of the address in the variable name.
+// An address in use (the commonest case: a second gateway, or another
+// program on 8080, or on 9030 under `serve --dev`) says what to do.
+func listenError(name, addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s=%s: another process already listens on %s; stop it, or set %s to a free host:port (%w)", name, addr, addr, name, err)
+	}
+	return fmt.Errorf("%s=%s: %w", name, addr, err)
 }
 
 // Serve serves ls until ctx ends, then drains open requests for up to

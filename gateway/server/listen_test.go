@@ -348,3 +348,49 @@ func next(t *testing.T, events <-chan string) string {
 	}
 	return ""
 }
+
+// An address another process already listens on stops the gateway with an
+// error that names the variable and says what to do: free the port or
+// choose another address. This holds for each of the three listeners
+// (under `serve --dev` the cc_server one takes 127.0.0.1:9030 unasked).
+func TestAddressInUseSaysWhatToDo(t *testing.T) {
+	for _, name := range []string{"MCPGATE_LISTEN", "MCPGATE_METRICS_LISTEN", "MCPGATE_CCSERVER_LISTEN"} {
+		t.Run(name, func(t *testing.T) {
+			busy, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = busy.Close() }()
+			vars := map[string]string{
+				"MCPGATE_LISTEN":       "127.0.0.1:0",
+				"MCPGATE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "busy.db"),
+				"MCPGATE_JWT_SECRET":   "listen-test-secret-0123456789abcdef0123",
+			}
+			vars[name] = busy.Addr().String()
+			cfg, err := config.Load(func(k string) string { return vars[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			app, err := server.Open(context.Background(), cfg, zap.NewNop(), "listen-test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = app.Close() }()
+			ls, err := app.Listen()
+			if err == nil {
+				_ = ls.Close()
+				t.Fatalf("Listen on the busy address %s succeeded", busy.Addr())
+			}
+			msg := err.Error()
+			for _, want := range []string{
+				name + "=" + busy.Addr().String(),
+				"another process already listens on " + busy.Addr().String(),
+				"set " + name + " to a free host:port",
+			} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not say %q", msg, want)
+				}
+			}
+		})
+	}
+}

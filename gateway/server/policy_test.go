@@ -212,3 +212,38 @@ func metricValue(exposition, series string) (int, bool) {
 	}
 	return 0, false
 }
+
+// A policy folder the gateway refuses at start says, besides OPA's or the
+// engine's own reason, which variable named it and what to point it at:
+// a newcomer who sets MCPGATE_POLICY_DIR to one surface's folder
+// (policies/supacloud) or to an empty one learns to use a copy of the
+// whole policies/ folder, or to unset it.
+func TestRefusedPolicyFolderSaysWhatToDo(t *testing.T) {
+	for _, tc := range []struct{ name, dir, ccListen string }{
+		{"empty folder", t.TempDir(), ""},
+		{"one surface's folder with the cc_server surface on", filepath.Join("testdata", "policy", "allow"), "127.0.0.1:0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{
+				"MCPGATE_DATABASE_URL":    "sqlite:" + filepath.Join(t.TempDir(), "policy.db"),
+				"MCPGATE_JWT_SECRET":      "policy-test-secret-0123456789abcdef0123",
+				"MCPGATE_POLICY_DIR":      tc.dir,
+				"MCPGATE_CCSERVER_LISTEN": tc.ccListen,
+			}
+			cfg, err := config.Load(func(k string) string { return vars[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			app, err := server.Open(context.Background(), cfg, zap.NewNop(), "policy-test")
+			if err == nil {
+				_ = app.Close()
+				t.Fatalf("Open with MCPGATE_POLICY_DIR=%s succeeded", tc.dir)
+			}
+			for _, want := range []string{"MCPGATE_POLICY_DIR=" + tc.dir, "a copy of the repository's policies/ folder", "unset it"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+}

@@ -286,5 +286,5 @@ func ProfileNotFound(ws, profile string) string {
 
 // TokenNotFound is the message for an unknown API token fingerprint.
 func TokenNotFound(fp string) string {
-	return fmt.Sprintf("api token %s not found; list a workspace's tokens with GET /admin/v1/workspaces/{ws}/api-tokens", fp)
+	return fmt.Sprintf("api token %s not found; list a workspace's tokens and their fingerprints with GET /admin/v1/workspaces/{ws}/api-tokens or mcpgate token list --workspace WS", fp)
 }
