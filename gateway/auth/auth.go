@@ -78,7 +78,7 @@ type JWT struct {
 	parser   *jwt.Parser
 	// console verifies console sign-in tokens: the same key, issuer and
 	// leeway, the audience ConsoleAudience (console.go).
-	console *jwt.Parser
+	console  *jwt.Parser
 	verified verifiedTokens // tokens accepted before, until they expire
 }
 
@@ -95,6 +95,11 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 	j := &JWT{alg: alg, key: key, audience: cfg.Audience, issuer: cfg.Issuer, now: cfg.Now}
 	if j.audience == "" {
 		j.audience = DefaultAudience
+	}
+	if j.audience == ConsoleAudience {
+		// Else a console sign-in JWT would open this surface, and an agent
+		// holding its session JWT could sign in to the console.
+		return nil, fmt.Errorf("JWT audience %q is the console sign-in audience; give %s (or %s) another value", ConsoleAudience, EnvAudience, EnvCCServerAudience)
 	}
 	if j.now == nil {
 		j.now = time.Now
