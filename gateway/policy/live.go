@@ -136,6 +136,10 @@ type Live struct {
 	snap    atomic.Pointer[Snapshot]
 
 	reload sync.Mutex // one reload at a time
+	// asked is set while a ReloadIfChanged waits for reload: the requests
+	// that come meanwhile are answered by that one, which reads the
+	// folder once it runs.
+	asked atomic.Bool
 
 	mu     sync.Mutex // guards status and flips
 	status gateway.PolicyStatus
@@ -331,6 +335,11 @@ func (l *Live) Reload(ctx context.Context, trigger string) (*gateway.PolicyAttem
 	}
 	l.reload.Lock()
 	defer l.reload.Unlock()
+	return l.reloadLocked(ctx, trigger)
+}
+
+// reloadLocked is Reload once it holds l.reload.
+func (l *Live) reloadLocked(ctx context.Context, trigger string) (*gateway.PolicyAttempt, error) {
 	e, at, err := l.candidate(ctx, l.opts.Dir, trigger)
 	old := l.snap.Load()
 	shadow := old.shadow
@@ -390,11 +399,20 @@ func (l *Live) Surface() string { return l.surface }
 // and Reload's results otherwise (a candidate refused before is tried
 // again: its folder may have been fixed under the same revision). With a
 // shadow folder it always reloads (the shadow candidate may have
-// changed).
+// changed). A call made while another one waits for the running reload
+// returns nil, nil at once: the waiting one reads the folder after this
+// call was made, so announcements of other replicas, however many, run
+// one reload after the running one.
 func (l *Live) ReloadIfChanged(ctx context.Context, trigger string) (*gateway.PolicyAttempt, error) {
 	if l.opts.Dir == "" {
 		return nil, ErrNotReloadable
 	}
+	if !l.asked.CompareAndSwap(false, true) {
+		return nil, nil
+	}
+	l.reload.Lock()
+	l.asked.Store(false)
+	defer l.reload.Unlock()
 	if l.opts.ShadowDir == "" {
 		if fsys, err := readBundle(l.opts.Dir); err == nil {
 			if rev, err := l.opts.Revision(fsys); err == nil && rev == l.Engine().Revision() {
@@ -402,7 +420,7 @@ func (l *Live) ReloadIfChanged(ctx context.Context, trigger string) (*gateway.Po
 			}
 		}
 	}
-	return l.Reload(ctx, trigger)
+	return l.reloadLocked(ctx, trigger)
 }
 
 func (l *Live) observer() Observer {
