@@ -16,6 +16,10 @@ type Change struct {
 	// TokenFingerprint is set when an API token's status changed (a
 	// revocation) or the token was removed: sessions of that token end.
 	TokenFingerprint string
+	// SessionID is set when the MCP session of that id was ended (table
+	// mcp_ended_sessions): replicas drop what they kept of it; "" with
+	// that table for an end the announcement could not name.
+	SessionID string
 }
 
 // PolicyRequest asks every replica to reload its policy folder: one
@@ -32,6 +36,13 @@ type PolicyRequest struct {
 	// candidate's, whether or not it went live); informative: each
 	// replica loads what its own folder holds.
 	Revision string
+	// Tested is the content hash (PolicyAttempt.Content) of the
+	// candidate whose own tests passed on the announcing replica; ""
+	// when it was refused. A replica whose folder holds the same bytes
+	// may take them without running the tests again.
+	Tested string
+	// Tests is how many of those tests passed there.
+	Tests int
 	// Origin names the announcing replica (a random id per process), so
 	// a replica ignores its own announcements.
 	Origin string

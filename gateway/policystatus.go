@@ -14,6 +14,21 @@ const (
 	PolicyRefused = "refused"
 )
 
+// Where a candidate's tests were run (PolicyAttempt.TestsFrom).
+const (
+	// PolicyTestsRun: the tests ran for this attempt and passed.
+	PolicyTestsRun = "run"
+	// PolicyTestsCached: this process ran the same bytes' tests before
+	// (an earlier load, the other surface, the shadow folder) and they
+	// passed; they were not run again.
+	PolicyTestsCached = "cached"
+	// PolicyTestsReplica: another replica announced that it ran the
+	// tests of the same bytes (its content hash) and they passed; this
+	// replica compiled and checked the queries but ran no test
+	// (MCPGATE_POLICY_RETEST_ON_REPLICAS=true turns that off).
+	PolicyTestsReplica = "replica"
+)
+
 // PolicyStatus is what an operator sees of one surface's policy: the
 // revision that decides its calls, where it came from, the last load
 // attempt and the last one refused, and the shadow candidate if any
@@ -55,8 +70,17 @@ type PolicyAttempt struct {
 	Revision string `json:"revision,omitempty"`
 	// Outcome is PolicyLive, PolicyUnchanged or PolicyRefused.
 	Outcome string `json:"outcome"`
-	// Tests is the number of the candidate's own Rego tests that passed.
+	// Content is the candidate's content hash (policy.ContentHash: the
+	// OPA version and every file's bytes, tests included), when its files
+	// could be read. Tests run once per content hash.
+	Content string `json:"content,omitempty"`
+	// Tests is the number of the candidate's own Rego tests that passed
+	// (with TestsFrom PolicyTestsReplica, on the replica that ran them).
 	Tests int `json:"tests"`
+	// TestsFrom says where a candidate that passed had its tests run:
+	// PolicyTestsRun, PolicyTestsCached or PolicyTestsReplica; empty for
+	// the embedded bundle and a candidate refused before its tests ran.
+	TestsFrom string `json:"tests_from,omitempty"`
 	// Error says why a refused candidate was refused, with OPA's message
 	// (a compile error, a missing decision rule, the failing tests).
 	Error string `json:"error,omitempty"`

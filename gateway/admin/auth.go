@@ -74,14 +74,16 @@ func checkReader(ctx context.Context, workspaceID string) error {
 // WorkspaceAdminRoutes are the routes, with their methods, a workspace
 // owner or admin signed in with a console sign-in JWT may use (seed 002,
 // step 1: "Einstellungen → Anmeldedaten → API-Tokens (Owner oder
-// Admin)"): create, list and revoke its workspace's API tokens, and read
-// the workspace, its members and its external limits. Every other route
+// Admin)"): create, list and revoke its workspace's API tokens, read the
+// workspace and its members, and read and set its external limits (step
+// 4: "Derselbe Einstellungs-Tab trägt die externen Limits des Workspace";
+// the workspace-wide daily cap stays the operator's). Every other route
 // answers such a caller 403. Revoking checks that the token belongs to the
 // caller's workspace.
 var WorkspaceAdminRoutes = map[string][]string{
 	Prefix + "/workspaces/{ws}":                 {http.MethodGet},
 	Prefix + "/workspaces/{ws}/members":         {http.MethodGet},
-	Prefix + "/workspaces/{ws}/external-limits": {http.MethodGet},
+	Prefix + "/workspaces/{ws}/external-limits": {http.MethodGet, http.MethodPut},
 	Prefix + "/workspaces/{ws}/api-tokens":      {http.MethodGet, http.MethodPost},
 	Prefix + "/api-tokens/{fingerprint}":        {http.MethodDelete},
 	Prefix + OpenAPIPath:                        {http.MethodGet},
@@ -129,7 +131,7 @@ func workspaceAdminOf(ctx context.Context) (*workspaceAdmin, bool) {
 // a scoped route of another workspace.
 func (wa *workspaceAdmin) allows(r *http.Request, scoped, routeOK bool) error {
 	if !routeOK {
-		return gateway.Errorf(gateway.EForbidden, "as an %s of workspace %q you may create, list and revoke its API tokens and read its settings; %s %s needs %s",
+		return gateway.Errorf(gateway.EForbidden, "as an %s of workspace %q you may create, list and revoke its API tokens, set its external limits and read its settings; %s %s needs %s",
 			wa.role, wa.workspaceID, r.Method, clip(r.URL.Path), EnvAdminToken)
 	}
 	if ws := mux.Vars(r)["ws"]; scoped && ws != wa.workspaceID {

@@ -65,7 +65,14 @@ func TestWorkspaceAdminHook(t *testing.T) {
 					t.Error("another workspace's token was revoked")
 				}
 			}},
-		{name: "other routes refused", method: http.MethodPut, path: wsPath + "/external-limits", body: `{"reads_per_tool_hourly":5}`,
+		{name: "admin sets the external limits (the same settings tab)", method: http.MethodPut, path: wsPath + "/external-limits", body: `{"reads_per_tool_hourly":5}`,
+			header: admin, opts: hook, setup: role("u-admin", "admin"), wantStatus: 200, wantBody: `"reads_per_tool_hourly":5`,
+			wantCalls: []string{"Member", "PutExternalLimits"}, wantChange: []string{"ws-1"}},
+		{name: "member may not set the external limits", method: http.MethodPut, path: wsPath + "/external-limits", body: `{"reads_per_tool_hourly":5}`,
+			header: member, opts: hook, wantStatus: 403, wantBody: `role \"member\"`, wantCalls: []string{"Member"}},
+		{name: "other workspace's limits refused", method: http.MethodPut, path: "/admin/v1/workspaces/ws-2/external-limits", body: `{"reads_per_tool_hourly":5}`,
+			header: admin, opts: hook, setup: otherToken, wantStatus: 403, wantBody: `not of \"ws-2\"`, wantCalls: []string{"Member"}},
+		{name: "other routes refused", method: http.MethodPut, path: wsPath + "/profiles/p1", body: `{"allowed_tools":["run.list"]}`,
 			header: admin, opts: hook, setup: role("u-admin", "admin"), wantStatus: 403, wantBody: "create, list and revoke its API tokens", wantCalls: []string{"Member"}},
 		{name: "members of the workspace may not be changed", method: http.MethodPut, path: wsPath + "/members/u-admin", body: `{"role":"owner","seat_type":"standard"}`,
 			header: admin, opts: hook, setup: role("u-admin", "admin"), wantStatus: 403, wantCalls: []string{"Member"}},

@@ -59,6 +59,12 @@ type Config struct {
 	// bundle decided beside the live one on every tools/call and never
 	// enforced (shadow mode); empty turns it off.
 	ShadowPolicyDir string
+	// PolicyRetestOnReplicas (MCPGATE_POLICY_RETEST_ON_REPLICAS=true)
+	// makes a replica run its candidate's own tests on a reload another
+	// replica announced even when its folder holds the bytes that replica
+	// tested and passed (off: it compiles them and skips the tests;
+	// docs/policy.md, "Reloading").
+	PolicyRetestOnReplicas bool
 	// LogFormat is "json" (default) or "console" (MCPGATE_LOG_FORMAT).
 	LogFormat string
 	// AuditArguments turns on argument logging in audit rows
@@ -179,6 +185,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		SessionSecret:      []byte(getenv("MCPGATE_SESSION_SECRET")),
 	}
 	c.Limits = r.limits()
+	c.PolicyRetestOnReplicas = r.boolean("MCPGATE_POLICY_RETEST_ON_REPLICAS")
 	c.DatabaseMaxConns = r.positive("MCPGATE_DATABASE_MAX_CONNS", 20)
 	c.RefusedCallsPerSecond = r.positive("MCPGATE_REFUSED_CALLS_PER_SECOND", 5)
 	c.CallerCacheTTL = r.callerCacheTTL()

@@ -192,3 +192,21 @@ func TestDecisionLog(t *testing.T) {
 		t.Errorf("bad decision log settings: %v; want both named, the URL's key not shown", err)
 	}
 }
+
+// TestPolicyRetestOnReplicas: off by default, on with
+// MCPGATE_POLICY_RETEST_ON_REPLICAS=true, and a value that is no boolean
+// is refused naming the variable.
+func TestPolicyRetestOnReplicas(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "true": true, "false": false} {
+		c, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_POLICY_RETEST_ON_REPLICAS": v}))
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		if c.PolicyRetestOnReplicas != want {
+			t.Errorf("%q: PolicyRetestOnReplicas %v, want %v", v, c.PolicyRetestOnReplicas, want)
+		}
+	}
+	if _, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_POLICY_RETEST_ON_REPLICAS": "always"})); err == nil || !strings.Contains(err.Error(), "MCPGATE_POLICY_RETEST_ON_REPLICAS") {
+		t.Errorf("a value that is no boolean: %v, want an error naming the variable", err)
+	}
+}

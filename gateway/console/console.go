@@ -295,7 +295,7 @@ func (c *Console) change(f pageFunc) http.HandlerFunc {
 		if sess.reader != "" && r.URL.Path != Prefix+"/logout" && !(sess.tokenAdmin() && tokenAction(r, sess.reader)) {
 			msg := "You signed in with a read-only API token, so nothing was changed. Changes need the admin token (MCPGATE_ADMIN_TOKEN)."
 			if sess.tokenAdmin() {
-				msg = "As an owner or admin of workspace " + sess.reader + " you may create and revoke its API tokens only, so nothing was changed. Other changes need the admin token (MCPGATE_ADMIN_TOKEN)."
+				msg = "As an owner or admin of workspace " + sess.reader + " you may create and revoke its API tokens and set its external limits only, so nothing was changed. Other changes need the admin token (MCPGATE_ADMIN_TOKEN)."
 			}
 			c.forbidden(w, r, msg)
 			return
@@ -305,10 +305,15 @@ func (c *Console) change(f pageFunc) http.HandlerFunc {
 }
 
 // tokenAction reports whether r is a POST creating or revoking an API
-// token of workspace ws: what a workspace admin session may change.
+// token of workspace ws, or setting its external limits: what a workspace
+// admin session may change (the API tokens tab of seed 002).
 func tokenAction(r *http.Request, ws string) bool {
-	base := Prefix + "/workspaces/" + esc(ws) + "/tokens"
-	return r.URL.EscapedPath() == base || r.URL.EscapedPath() == base+"/revoke"
+	base := Prefix + "/workspaces/" + esc(ws)
+	switch r.URL.EscapedPath() {
+	case base + "/tokens", base + "/tokens/revoke", base + "/external-limits":
+		return true
+	}
+	return false
 }
 
 func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, msg string) {

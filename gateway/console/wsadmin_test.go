@@ -62,8 +62,8 @@ func TestWorkspaceAdminSession(t *testing.T) {
 	}
 	page := v.get("/console/workspaces/ws-1/tokens")
 	if page.status != http.StatusOK || !strings.Contains(page.raw, `action="/console/workspaces/ws-1/tokens"`) ||
-		strings.Contains(page.raw, `action="/console/workspaces/ws-1/external-limits"`) {
-		t.Fatalf("owner's tokens page: %d; want the create form and no limits form\n%s", page.status, page.text)
+		!strings.Contains(page.raw, `action="/console/workspaces/ws-1/external-limits"`) {
+		t.Fatalf("owner's tokens page: %d; want the create form and the limits form (seed 002: the same tab)\n%s", page.status, page.text)
 	}
 	csrf := v.csrf("/console/workspaces/ws-1/tokens")
 	if p := v.post("/console/workspaces/ws-1/tokens", url.Values{"csrf": {csrf}, "label": {"ci"}, "scope": {"mcp:read"}}); p.status != http.StatusSeeOther {
@@ -79,17 +79,19 @@ func TestWorkspaceAdminSession(t *testing.T) {
 	if toks := g.tokens(t, "ws-1"); toks[0]["status"] != "revoked" {
 		t.Errorf("token after revoke: %v", toks[0])
 	}
-	for path, form := range map[string]url.Values{
-		"/console/workspaces/ws-1/external-limits": {"reads_per_tool_hourly": {"5"}},
-		"/console/workspaces/ws-1/permissions":     {"overrides": {"workspace.info=false"}},
-	} {
-		form.Set("csrf", csrf)
-		if p := v.post(path, form); p.status != http.StatusForbidden || !strings.Contains(p.text, "create and revoke its API tokens only") {
-			t.Errorf("owner POST %s: %d, want 403\n%s", path, p.status, p.text)
-		}
+	if p := v.post("/console/workspaces/ws-1/external-limits", url.Values{"csrf": {csrf}, "reads_per_tool_hourly": {"5"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("owner sets the external limits: %d\n%s", p.status, p.text)
 	}
-	if got := g.api(t, http.MethodGet, "/workspaces/ws-1/external-limits", "", http.StatusOK); !strings.Contains(got, `"reads_per_tool_hourly":null`) {
-		t.Errorf("the refused POST changed the limits: %s", got)
+	if got := g.api(t, http.MethodGet, "/workspaces/ws-1/external-limits", "", http.StatusOK); !strings.Contains(got, `"reads_per_tool_hourly":5`) {
+		t.Errorf("the owner's limits were not saved: %s", got)
+	}
+	before := g.api(t, http.MethodGet, "/workspaces/ws-1/permission-overrides", "", http.StatusOK)
+	if p := v.post("/console/workspaces/ws-1/permissions", url.Values{"csrf": {csrf}, "overrides": {"workspace.info=false"}}); p.status != http.StatusForbidden ||
+		!strings.Contains(p.text, "create and revoke its API tokens and set its external limits only") {
+		t.Errorf("owner POST permissions: %d, want 403\n%s", p.status, p.text)
+	}
+	if got := g.api(t, http.MethodGet, "/workspaces/ws-1/permission-overrides", "", http.StatusOK); got != before {
+		t.Errorf("the refused POST changed the overrides: %s -> %s", before, got)
 	}
 	// Demoted: the tokens page is refused at once.
 	g.api(t, http.MethodPut, "/workspaces/ws-1/members/alice", `{"role":"member","seat_type":"developer"}`, http.StatusOK)

@@ -97,6 +97,12 @@ type DecisionLog interface {
 // Clock returns the current time.
 type Clock func() time.Time
 
+// RatePlanner plans the rate-limit slots of one allowed call at now
+// (ratelimit.Rules.Plan); it is called concurrently.
+type RatePlanner interface {
+	Plan(s ratelimit.Subject, now time.Time) (ratelimit.Plan, error)
+}
+
 // Pipeline is the request path behind the MCP transport: resolve the
 // caller, decide, audit, dispatch, apply obligations. It implements
 // mcp.Handler. Store, Decider, Catalog and Adapter are required.
@@ -124,8 +130,9 @@ type Pipeline struct {
 	// RateLimits plans the rate-limit slots of an allowed call (seed 001,
 	// Rate limits), at Now, which the store takes in the transaction that
 	// records its audit row; nil turns rate limiting off (the wiring
-	// always sets it).
-	RateLimits *ratelimit.Rules
+	// always sets it). A *ratelimit.Rules; the cc_server wiring gives one
+	// that follows the live policy's limits.
+	RateLimits RatePlanner
 	// Refusals bounds, per principal, how many calls refused before
 	// dispatch get an audit row (MCPGATE_REFUSED_CALLS_PER_SECOND); over
 	// it a refused call is answered as rate limited (bucket

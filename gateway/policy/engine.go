@@ -103,6 +103,12 @@ type Engine struct {
 	// keepInput is Options.KeepInput.
 	mask      *rego.PreparedEvalQuery
 	keepInput bool
+	// content, tests and testsFrom are set by Live on a bundle from a
+	// folder: its ContentHash, how many of its tests passed, and where
+	// (gateway.PolicyAttempt.TestsFrom).
+	content   string
+	tests     int
+	testsFrom string
 
 	grantEntries []string
 	toolPrefix   string

@@ -111,6 +111,11 @@ type LiveOptions struct {
 	// TestBudget bounds the whole run of a candidate's own tests (each
 	// test is also bounded on its own); 0 means DefaultTestBudget.
 	TestBudget time.Duration
+	// Tested remembers the bundles whose tests passed in this process;
+	// give the Lives of one gateway (its surfaces) the same one, so that
+	// a folder's tests run once for all of them. nil gives this Live one
+	// of its own.
+	Tested *TestedBundles
 }
 
 // DefaultTestBudget is LiveOptions.TestBudget when unset.
@@ -160,6 +165,9 @@ func NewLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 	if opts.Debounce <= 0 {
 		opts.Debounce = DefaultDebounce
 	}
+	if opts.Tested == nil {
+		opts.Tested = NewTestedBundles(0)
+	}
 	l := &Live{opts: opts, log: opts.Logger, surface: opts.Engine.Surface}
 	if l.surface == "" {
 		l.surface = Surface
@@ -186,7 +194,7 @@ func NewLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 	} else {
 		l.status.Source, l.status.Watched = opts.Dir, true
 		var err error
-		if e, at, err = l.candidate(ctx, opts.Dir, TriggerStart); err != nil {
+		if e, at, err = l.candidate(ctx, opts.Dir, TriggerStart, nil, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -194,7 +202,7 @@ func NewLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 	var shadow *Engine
 	if opts.ShadowDir != "" {
 		l.status.Shadow = &gateway.ShadowStatus{Source: opts.ShadowDir, FlipsSince: time.Now().UTC()}
-		shadow = l.loadShadow(ctx, TriggerStart)
+		shadow = l.loadShadow(ctx, TriggerStart, nil)
 	}
 	l.snap.Store(&Snapshot{live: e, shadow: shadow, l: l})
 	l.observer().PolicyRevision(l.surface, e.Revision())
@@ -208,22 +216,50 @@ func (l *Live) compile(ctx context.Context, fsys fs.FS, rev string) (*Engine, er
 	return New(ctx, o)
 }
 
+// Vouch is a pass announced by another replica: the content hash of a
+// bundle whose own tests passed there, and how many passed.
+type Vouch struct {
+	Content string
+	Tests   int
+}
+
 // candidate reads the folder dir and runs every check on it: it compiles
 // (New refuses a bundle without the decision queries) and its own tests
 // pass. It returns the engine and the attempt, or the attempt's error.
-func (l *Live) candidate(ctx context.Context, dir, trigger string) (*Engine, *gateway.PolicyAttempt, error) {
+// When the folder holds the bytes of cur (its ContentHash), cur is
+// returned as is: nothing to compile or test. The tests run once per
+// content hash in this process (LiveOptions.Tested), and not at all when
+// vouch names the candidate's content hash: the same bytes passed the
+// same tests on the replica that announced it.
+func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, vouch *Vouch) (*Engine, *gateway.PolicyAttempt, error) {
 	at := &gateway.PolicyAttempt{Time: time.Now().UTC(), Trigger: trigger, Outcome: gateway.PolicyRefused}
 	e, err := func() (*Engine, error) {
 		fsys, err := readBundle(dir)
 		if err != nil {
 			return nil, err
 		}
+		if at.Content, err = ContentHash(fsys); err != nil {
+			return nil, err
+		}
 		if at.Revision, err = l.opts.Revision(fsys); err != nil {
 			return nil, err
+		}
+		if cur != nil && cur.content == at.Content {
+			at.Tests, at.TestsFrom = cur.tests, gateway.PolicyTestsCached
+			if cur.testsFrom == gateway.PolicyTestsReplica { // still never run here
+				at.TestsFrom = cur.testsFrom
+			}
+			return cur, nil
 		}
 		e, err := l.compile(ctx, fsys, at.Revision)
 		if err != nil {
 			return nil, err
+		}
+		e.content = at.Content
+		if vouch != nil && vouch.Content == at.Content {
+			at.Tests, at.TestsFrom = vouch.Tests, gateway.PolicyTestsReplica
+			e.tests, e.testsFrom = at.Tests, at.TestsFrom
+			return e, nil
 		}
 		budget := l.opts.TestBudget
 		if budget <= 0 {
@@ -231,12 +267,19 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string) (*Engine, *ga
 		}
 		tctx, cancel := context.WithTimeout(ctx, budget)
 		defer cancel()
-		if at.Tests, err = runBundleTests(tctx, fsys); err != nil {
+		n, cached, err := l.opts.Tested.run(ctx, at.Content, func() (int, error) { return runBundleTests(tctx, fsys) })
+		at.Tests = n
+		if err != nil {
 			if errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 				err = fmt.Errorf("%w (they ran longer than %v in all; make them faster or fewer)", err, budget)
 			}
 			return nil, err
 		}
+		at.TestsFrom = gateway.PolicyTestsRun
+		if cached {
+			at.TestsFrom = gateway.PolicyTestsCached
+		}
+		e.tests, e.testsFrom = n, at.TestsFrom
 		return e, nil
 	}()
 	if err != nil {
@@ -247,10 +290,12 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string) (*Engine, *ga
 	return e, at, nil
 }
 
-// loadShadow loads the shadow candidate with the checks of candidate and
-// records the attempt; it returns nil when the candidate was refused.
-func (l *Live) loadShadow(ctx context.Context, trigger string) *Engine {
-	e, at, err := l.candidate(ctx, l.opts.ShadowDir, trigger)
+// loadShadow loads the shadow candidate with the checks of candidate
+// (cur is the shadow engine in place, kept when the folder still holds
+// its bytes) and records the attempt; it returns nil when the candidate
+// was refused.
+func (l *Live) loadShadow(ctx context.Context, trigger string, cur *Engine) *Engine {
+	e, at, err := l.candidate(ctx, l.opts.ShadowDir, trigger, cur, nil)
 	l.mu.Lock()
 	l.status.Shadow.LastAttempt = at
 	if err == nil {
@@ -261,6 +306,9 @@ func (l *Live) loadShadow(ctx context.Context, trigger string) *Engine {
 		l.log.Error("shadow policy bundle refused; the previous shadow candidate (if any) stays, nothing is enforced from it",
 			zap.String("dir", l.opts.ShadowDir), zap.String("trigger", trigger), zap.Error(err))
 		return nil
+	}
+	if e == cur {
+		return e
 	}
 	l.log.Info("shadow policy bundle loaded", zap.String("dir", l.opts.ShadowDir), zap.String("revision", e.Revision()))
 	return e
@@ -330,33 +378,32 @@ var ErrNotReloadable error = &gateway.Error{Code: gateway.EConflict,
 // embedded bundle, or the reason the candidate was refused (with OPA's
 // message): the running revision then stays. Reloads run one at a time.
 func (l *Live) Reload(ctx context.Context, trigger string) (*gateway.PolicyAttempt, error) {
+	return l.reloadVouched(ctx, trigger, nil)
+}
+
+// reloadVouched is Reload, taking a candidate whose content hash vouch
+// names without running its tests. The live bundle is swapped, reported
+// and announced (OnSwap, OnAttempt) before the shadow folder is loaded,
+// so a shadow candidate's tests never delay a change of the live policy.
+func (l *Live) reloadVouched(ctx context.Context, trigger string, vouch *Vouch) (*gateway.PolicyAttempt, error) {
 	if l.opts.Dir == "" {
 		return nil, ErrNotReloadable
 	}
 	l.reload.Lock()
 	defer l.reload.Unlock()
-	return l.reloadLocked(ctx, trigger)
+	return l.reloadLocked(ctx, trigger, vouch)
 }
 
-// reloadLocked is Reload once it holds l.reload.
-func (l *Live) reloadLocked(ctx context.Context, trigger string) (*gateway.PolicyAttempt, error) {
-	e, at, err := l.candidate(ctx, l.opts.Dir, trigger)
+// reloadLocked is reloadVouched once it holds l.reload.
+func (l *Live) reloadLocked(ctx context.Context, trigger string, vouch *Vouch) (*gateway.PolicyAttempt, error) {
 	old := l.snap.Load()
-	shadow := old.shadow
-	if l.opts.ShadowDir != "" {
-		if s := l.loadShadow(ctx, trigger); s != nil {
-			shadow = s
-		}
-	}
-	swapped := false
-	next := &Snapshot{live: old.live, shadow: shadow, l: l}
-	if err == nil && e.Revision() == old.live.Revision() {
+	e, at, err := l.candidate(ctx, l.opts.Dir, trigger, old.live, vouch)
+	swapped := err == nil && e.Revision() != old.live.Revision()
+	if err == nil && !swapped {
 		at.Outcome = gateway.PolicyUnchanged
-	} else if err == nil {
-		next.live, swapped = e, true
 	}
-	if next.live != old.live || next.shadow != old.shadow {
-		l.snap.Store(next)
+	if swapped {
+		l.snap.Store(&Snapshot{live: e, shadow: old.shadow, l: l})
 	}
 	l.mu.Lock()
 	l.status.LastAttempt = at
@@ -368,25 +415,30 @@ func (l *Live) reloadLocked(ctx context.Context, trigger string) (*gateway.Polic
 	}
 	l.mu.Unlock()
 	l.observer().PolicyReload(l.surface, err == nil)
-	if l.opts.OnAttempt != nil {
-		defer l.opts.OnAttempt(trigger, at, err)
-	}
 	switch {
 	case err != nil:
 		l.log.Error("policy bundle refused; the running revision stays", zap.String("trigger", trigger),
 			zap.String("running_revision", old.live.Revision()), zap.String("candidate_revision", at.Revision), zap.Error(err))
-		return at, err
 	case swapped:
 		l.observer().PolicyRevision(l.surface, e.Revision())
 		l.log.Info("policy bundle live", zap.String("trigger", trigger), zap.String("revision", e.Revision()),
-			zap.String("previous_revision", old.live.Revision()), zap.Int("tests_passed", at.Tests))
+			zap.String("previous_revision", old.live.Revision()), zap.Int("tests_passed", at.Tests), zap.String("tests_from", at.TestsFrom))
 		if l.opts.OnSwap != nil {
 			l.opts.OnSwap(old.live, e)
 		}
 	default:
 		l.log.Info("policy bundle reloaded, revision unchanged", zap.String("trigger", trigger), zap.String("revision", e.Revision()))
 	}
-	return at, nil
+	if l.opts.OnAttempt != nil {
+		l.opts.OnAttempt(trigger, at, err)
+	}
+	if l.opts.ShadowDir != "" {
+		cur := l.snap.Load()
+		if s := l.loadShadow(ctx, trigger, cur.shadow); s != nil && s != cur.shadow {
+			l.snap.Store(&Snapshot{live: cur.live, shadow: s, l: l})
+		}
+	}
+	return at, err
 }
 
 // Surface is the surface this Live decides for (LiveOptions.Engine.Surface,
@@ -394,16 +446,17 @@ func (l *Live) reloadLocked(ctx context.Context, trigger string) (*gateway.Polic
 func (l *Live) Surface() string { return l.surface }
 
 // ReloadIfChanged reloads (Reload with trigger) unless the policy
-// folder's files have the revision already live, which Reload would only
-// confirm after running the candidate's tests: it returns nil, nil then,
-// and Reload's results otherwise (a candidate refused before is tried
-// again: its folder may have been fixed under the same revision). With a
-// shadow folder it always reloads (the shadow candidate may have
-// changed). A call made while another one waits for the running reload
+// folder holds the bytes already live (and the shadow folder, when set,
+// those of its last attempt): it returns nil, nil then, and Reload's
+// results otherwise (a live candidate refused before is tried again).
+// vouch, when set, is another replica's announced pass: a candidate
+// with its content hash goes live without running its tests (they
+// passed on the same bytes there); any other candidate is tested in
+// full. A call made while another one waits for the running reload
 // returns nil, nil at once: the waiting one reads the folder after this
 // call was made, so announcements of other replicas, however many, run
 // one reload after the running one.
-func (l *Live) ReloadIfChanged(ctx context.Context, trigger string) (*gateway.PolicyAttempt, error) {
+func (l *Live) ReloadIfChanged(ctx context.Context, trigger string, vouch *Vouch) (*gateway.PolicyAttempt, error) {
 	if l.opts.Dir == "" {
 		return nil, ErrNotReloadable
 	}
@@ -413,14 +466,31 @@ func (l *Live) ReloadIfChanged(ctx context.Context, trigger string) (*gateway.Po
 	l.reload.Lock()
 	l.asked.Store(false)
 	defer l.reload.Unlock()
-	if l.opts.ShadowDir == "" {
-		if fsys, err := readBundle(l.opts.Dir); err == nil {
-			if rev, err := l.opts.Revision(fsys); err == nil && rev == l.Engine().Revision() {
-				return nil, nil
-			}
-		}
+	if l.unchanged(l.opts.Dir, l.Engine().content) && (l.opts.ShadowDir == "" || l.unchanged(l.opts.ShadowDir, l.shadowContent())) {
+		return nil, nil
 	}
-	return l.reloadLocked(ctx, trigger)
+	return l.reloadLocked(ctx, trigger, vouch)
+}
+
+// unchanged reports whether the folder dir holds the bytes of content
+// hash content.
+func (l *Live) unchanged(dir, content string) bool {
+	fsys, err := readBundle(dir)
+	if err != nil {
+		return false
+	}
+	h, err := ContentHash(fsys)
+	return err == nil && h == content
+}
+
+// shadowContent is the content hash of the shadow folder's last attempt.
+func (l *Live) shadowContent() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.status.Shadow == nil || l.status.Shadow.LastAttempt == nil {
+		return ""
+	}
+	return l.status.Shadow.LastAttempt.Content
 }
 
 func (l *Live) observer() Observer {

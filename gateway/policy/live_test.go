@@ -264,15 +264,15 @@ func TestReloadIfChangedSkipsTheLiveRevision(t *testing.T) {
 	obs := &countingObserver{}
 	l := newLive(t, dir, "", obs)
 	ctx := context.Background()
-	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica); at != nil || err != nil || obs.ok+obs.fail != 0 {
+	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica, nil); at != nil || err != nil || obs.ok+obs.fail != 0 {
 		t.Fatalf("unchanged folder: attempt %+v err %v, %d attempts counted; want none", at, err, obs.ok+obs.fail)
 	}
 	writeBundle(t, dir, tinyBundle("rev-2", false, true))
-	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica); at == nil || err == nil || at.Outcome != gateway.PolicyRefused || l.Engine().Revision() != "rev-1" {
+	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica, nil); at == nil || err == nil || at.Outcome != gateway.PolicyRefused || l.Engine().Revision() != "rev-1" {
 		t.Fatalf("failing rev-2: attempt %+v err %v live %s; want refused, rev-1 kept", at, err, l.Engine().Revision())
 	}
 	writeBundle(t, dir, tinyBundle("rev-2", false, false))
-	if at, err := l.ReloadIfChanged(ctx, policy.TriggerResync); err != nil || at.Outcome != gateway.PolicyLive || at.Trigger != policy.TriggerResync || l.Engine().Revision() != "rev-2" {
+	if at, err := l.ReloadIfChanged(ctx, policy.TriggerResync, nil); err != nil || at.Outcome != gateway.PolicyLive || at.Trigger != policy.TriggerResync || l.Engine().Revision() != "rev-2" {
 		t.Fatalf("fixed rev-2: attempt %+v err %v live %s; want rev-2 live", at, err, l.Engine().Revision())
 	}
 }
@@ -554,7 +554,7 @@ func TestReloadIfChangedCoalesces(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = l.ReloadIfChanged(ctx, policy.TriggerReplica)
+			_, _ = l.ReloadIfChanged(ctx, policy.TriggerReplica, nil)
 			returned.Add(1)
 		}()
 	}

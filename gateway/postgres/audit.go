@@ -22,29 +22,25 @@ const insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + 
 
 // finishAudits completes a batch of audit rows in one statement, which in
 // autocommit is its own transaction: one round trip and one commit for
-// the whole batch. Its parameters are parallel arrays (id, status, error
-// class, latency, reason codes as JSON text, policy revision), so one prepared statement
-// serves every batch size.
+// the whole batch. It calls mcpgate_finish_audits (migration 00015) with
+// parallel arrays (id, status, error class, latency, reason codes as JSON
+// text, policy revision), so one prepared statement serves every batch
+// size, and gets back the ids it found. The function updates one row at a
+// time by primary key with a plan PL/pgSQL keeps; the UPDATE … FROM
+// unnest(…) it replaces was planned again on every batch.
 //
-// The statement commits asynchronously: set_config(..., true) turns
-// synchronous_commit off for its own transaction only, so PostgreSQL
-// answers once the rows are written (and visible to every session), without
-// waiting for the WAL to reach the disk. The WAL writer flushes it within
-// wal_writer_delay (200 ms by default; at most three times that), and the
-// next synchronous commit of any session flushes it too. What a server
-// crash in that window can lose is the final status and latency of the
-// rows finished in it: those rows stay as the reservation wrote them,
-// synchronously, before dispatch (status "allowed", latency 0). Every
-// other write of the store, the reservation and RecordAudit's refused
-// rows included, commits synchronously.
-const finishAudits = `
-WITH s AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS sync)
-UPDATE audit_events a SET status = v.status, error_class = v.error_class, latency_us = v.latency_us,
-    reason_codes = v.reason_codes::jsonb, policy_revision = v.policy_revision
-FROM s, unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[])
-    AS v(id, status, error_class, latency_us, reason_codes, policy_revision)
-WHERE a.id = v.id
-RETURNING a.id`
+// The statement commits asynchronously: the function turns
+// synchronous_commit off for its own transaction only (set_config(...,
+// true)), so PostgreSQL answers once the rows are written (and visible to
+// every session), without waiting for the WAL to reach the disk. The WAL
+// writer flushes it within wal_writer_delay (200 ms by default; at most
+// three times that), and the next synchronous commit of any session
+// flushes it too. What a server crash in that window can lose is the
+// final status and latency of the rows finished in it: those rows stay as
+// the reservation wrote them, synchronously, before dispatch (status
+// "allowed", latency 0). Every other write of the store, the reservation
+// and RecordAudit's refused rows included, commits synchronously.
+const finishAudits = `SELECT mcpgate_finish_audits($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[])`
 
 // finishBatch is sqlcore.Dialect.FinishBatch (finishAudits).
 func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]bool, error) {
@@ -62,22 +58,15 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]b
 		ids[i] = ev.ID
 		statuses[i], classes[i], latencies[i], reasons[i], revisions[i] = sqlcore.FinishArgs(ev)
 	}
-	rows, err := stmt.QueryContext(ctx, pq.Array(ids), pq.Array(statuses), pq.Array(classes),
-		pq.Array(latencies), pq.Array(reasons), pq.Array(revisions))
+	var got pq.Int64Array
+	err = stmt.QueryRowContext(ctx, pq.Array(ids), pq.Array(statuses), pq.Array(classes),
+		pq.Array(latencies), pq.Array(reasons), pq.Array(revisions)).Scan(&got)
 	if err != nil {
 		return nil, translate(err, msgs{})
 	}
-	defer rows.Close()
-	done := make(map[int64]bool, len(evs))
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, translate(err, msgs{})
-		}
+	done := make(map[int64]bool, len(got))
+	for _, id := range got {
 		done[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, translate(err, msgs{})
 	}
 	found := make([]bool, len(evs))
 	for i, ev := range evs {

@@ -20,12 +20,14 @@ import (
 // the announcements of other schemas.
 const (
 	// ChangesChannel carries the change triggers' payloads (migration
-	// 00009): {"s": schema, "t": table, "w": workspace id (absent: every
-	// workspace), "k": token fingerprint (api_tokens only)}.
+	// 00009, 00012): {"s": schema, "t": table, "w": workspace id (absent:
+	// every workspace), "k": the token fingerprint (api_tokens) or the
+	// session id (EndedSessionsTable)}.
 	ChangesChannel = "mcpgate_changes"
 	// PolicyChannel carries requests to reload the policy folder on every
 	// replica (Store.AnnouncePolicy): {"s": schema, "u": surface ("" for
-	// every surface), "r": revision loaded, "o": announcing replica}.
+	// every surface), "r": revision loaded, "o": announcing replica, "t":
+	// content hash whose tests passed there ("" none), "n": tests passed}.
 	PolicyChannel = "mcpgate_policy"
 )
 
@@ -41,13 +43,17 @@ type PolicyHandler interface {
 // included: compare Origin) to reload its policy folder, on
 // PolicyChannel. Errors are EUnavailable.
 func (s *Store) AnnouncePolicy(ctx context.Context, r gateway.PolicyRequest) error {
-	_, err := s.db.ExecContext(ctx, `SELECT pg_notify($1, json_build_object('s', current_schema(), 'u', $2::text, 'r', $3::text, 'o', $4::text)::text)`,
-		PolicyChannel, r.Surface, r.Revision, r.Origin)
+	_, err := s.db.ExecContext(ctx, `SELECT pg_notify($1, json_build_object('s', current_schema(), 'u', $2::text, 'r', $3::text, 'o', $4::text, 't', $5::text, 'n', $6::int)::text)`,
+		PolicyChannel, r.Surface, r.Revision, r.Origin, r.Tested, r.Tests)
 	if err != nil {
 		return gateway.Wrap(gateway.EUnavailable, translate(err, msgs{}), "cannot ask the other replicas to reload their policy; reload each with `mcpgate policy reload`")
 	}
 	return nil
 }
+
+// EndedSessionsTable is the Change.Table of an ended MCP session
+// (migration 00012); its Change.SessionID names the session.
+const EndedSessionsTable = "mcp_ended_sessions"
 
 // ChangeHandler receives what a Listener hears. Its methods are called
 // from one goroutine, one at a time, and must return quickly (they hold
@@ -259,6 +265,8 @@ func (l *Listener) policy(extra string) {
 		Surface  string `json:"u"`
 		Revision string `json:"r"`
 		Origin   string `json:"o"`
+		Tested   string `json:"t"`
+		Tests    int    `json:"n"`
 	}
 	if err := json.Unmarshal([]byte(extra), &p); err != nil || p.Schema != l.schema {
 		return
@@ -269,7 +277,7 @@ func (l *Listener) policy(extra string) {
 	}
 	l.received.Add(1)
 	l.mu.Lock()
-	ph.PolicyRequested(gateway.PolicyRequest{Surface: p.Surface, Revision: p.Revision, Origin: p.Origin})
+	ph.PolicyRequested(gateway.PolicyRequest{Surface: p.Surface, Revision: p.Revision, Origin: p.Origin, Tested: p.Tested, Tests: p.Tests})
 	l.mu.Unlock()
 }
 
@@ -340,6 +348,9 @@ func parseChange(extra, schema string) (gateway.Change, bool) {
 		return gateway.Change{}, false
 	}
 	c := gateway.Change{Table: p.Table, TokenFingerprint: p.Token}
+	if p.Table == EndedSessionsTable {
+		c.TokenFingerprint, c.SessionID = "", p.Token
+	}
 	if p.Workspace != nil {
 		c.WorkspaceID = *p.Workspace
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"github.com/lib/pq/pqerror"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
@@ -20,15 +21,16 @@ type rateStatements struct {
 	add          prepared // addCount
 	count        prepared // selectCount
 	reserveAudit prepared // reserveAndAudit
+	reserveBatch prepared // reserveBatch
 }
 
 func newRateStatements() *rateStatements {
 	return &rateStatements{add: prepared{Query: addCount}, count: prepared{Query: selectCount},
-		reserveAudit: prepared{Query: reserveAndAudit}}
+		reserveAudit: prepared{Query: reserveAndAudit}, reserveBatch: prepared{Query: reserveBatch}}
 }
 
 func (r *rateStatements) close() error {
-	return errors.Join(r.add.Close(), r.count.Close(), r.reserveAudit.Close())
+	return errors.Join(r.add.Close(), r.count.Close(), r.reserveAudit.Close(), r.reserveBatch.Close())
 }
 
 // addCount creates or bumps a counter in one statement. The upsert takes
@@ -59,6 +61,22 @@ INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
 SELECT ` + auditInsertValues + ` FROM r
 RETURNING id`
 
+// reserveBatch takes several calls' reservations in one statement, in
+// autocommit its own transaction (mcpgate_reserve_batch, migration 00015):
+// $1…$22 are the audit columns of the calls as arrays, $23 each call's
+// number of slots, $24…$29 the slots of all calls in mcpgate_take_slots's
+// arrays. One row per call, in order: the audit id, or NULL with the full
+// slot and its count before the call.
+const reserveBatch = `
+SELECT audit_id, full_slot, used FROM mcpgate_reserve_batch($1::timestamptz[], $2::text[], $3::text[],
+    $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
+    $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[],
+    $19::text[], $20::text[], $21::text[], $22::text[],
+    $23::integer[], $24::text[], $25::timestamptz[], $26::timestamptz[], $27::bigint[], $28::text[], $29::text[])`
+
+// auditColumnCount is the number of audit columns (sqlcore.AuditArgs).
+const auditColumnCount = 22
+
 // fullSlotCode is the SQLSTATE mcpgate_take_slots raises at a full
 // counter; its DETAIL is "<1-based index> <count before this call>".
 const fullSlotCode = "MGRL1"
@@ -84,7 +102,14 @@ func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots [
 		stmt = tx.StmtContext(ctx, stmt)
 	}
 	var res gateway.ReservationResult
-	err = stmt.QueryRowContext(ctx, append(audit, slotArgs(slots)...)...).Scan(&res.AuditID)
+	args := append(audit, slotArgs(slots)...)
+	err = stmt.QueryRowContext(ctx, args...).Scan(&res.AuditID)
+	// In autocommit the statement is all its transaction: one aborted to
+	// break a deadlock (with a batch, mcpgate_reserve_batch) wrote nothing
+	// and runs again.
+	for attempt := 1; tx == nil && deadlocked(err) && attempt < maxDeadlockAttempts; attempt++ {
+		err = stmt.QueryRowContext(ctx, args...).Scan(&res.AuditID)
+	}
 	if pe := pq.As(err); pe != nil && pe.Code == fullSlotCode {
 		return fullSlot(pe, len(slots))
 	}
@@ -92,6 +117,70 @@ func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots [
 		return gateway.ReservationResult{}, translate(err, msgs{})
 	}
 	return res, nil
+}
+
+// reserveBatch is sqlcore.Dialect.ReserveBatch (reserveBatch): the audit
+// arguments of the calls go column by column as arrays, and their slots
+// one call after another.
+func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gateway.Slot) ([]gateway.ReservationResult, error) {
+	stmt, err := s.rate.reserveBatch.Get(ctx, s.db, driverError)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, auditColumnCount+7)
+	for col := range auditColumnCount {
+		vals := make([]any, len(audits))
+		for i, a := range audits {
+			if len(a) != auditColumnCount {
+				return nil, gateway.Errorf(gateway.EInternal, "audit row of %d columns, want %d", len(a), auditColumnCount)
+			}
+			vals[i] = a[col]
+		}
+		args = append(args, pq.GenericArray{A: vals})
+	}
+	counts := make([]int64, len(slots))
+	var all []gateway.Slot
+	for i, sl := range slots {
+		counts[i] = int64(len(sl))
+		all = append(all, sl...)
+	}
+	args = append(append(args, pq.Array(counts)), slotArgs(all)...)
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, translate(err, msgs{})
+	}
+	defer rows.Close()
+	out := make([]gateway.ReservationResult, 0, len(audits))
+	for rows.Next() {
+		var id sql.NullInt64
+		var res gateway.ReservationResult
+		if err := rows.Scan(&id, &res.Full, &res.Used); err != nil {
+			return nil, translate(err, msgs{})
+		}
+		i := len(out)
+		if id.Valid {
+			res = gateway.ReservationResult{AuditID: id.Int64}
+		} else if i >= len(slots) || res.Full < 1 || res.Full > len(slots[i]) {
+			return nil, gateway.Errorf(gateway.EInternal,
+				"mcpgate_reserve_batch reported call %d of %d full at slot %d", i+1, len(slots), res.Full)
+		}
+		out = append(out, res)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err, msgs{})
+	}
+	return out, nil
+}
+
+// maxDeadlockAttempts is how many times takeSlots runs its statement in
+// autocommit when PostgreSQL aborts it to break a deadlock.
+const maxDeadlockAttempts = 3
+
+// deadlocked reports whether err is PostgreSQL aborting a transaction to
+// break a deadlock (SQLSTATE 40P01); sqlcore.Dialect.Deadlocked.
+func deadlocked(err error) bool {
+	pe := pq.As(err)
+	return pe != nil && pe.Code == pqerror.TRDeadlockDetected
 }
 
 // fullSlot reads the full counter's index and count from the DETAIL of

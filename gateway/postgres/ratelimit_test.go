@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -68,5 +69,153 @@ func TestFullReservationWritesNothing(t *testing.T) {
 	}
 	if n, err := s.RateCount(ctx, "k", epoch); err != nil || n != 2 {
 		t.Fatalf("count after the refusal: %d, %v; want 2", n, err)
+	}
+}
+
+// A batch of reservations (mcpgate_reserve_batch, the group commit of
+// concurrent ones) is all or nothing per call: a full call leaves nothing
+// of its own, the calls around it are written, a later call sees the
+// slots of the earlier ones, and each written row holds its call's
+// columns exactly.
+func TestReserveBatchIsAllOrNothingPerCall(t *testing.T) {
+	s := pgtest.New(t)
+	ctx := context.Background()
+	epoch := time.Unix(0, 0).UTC()
+	at := time.Date(2026, 12, 1, 12, 0, 0, 123456000, time.UTC)
+	ev := func(req string) *gateway.AuditEvent {
+		return &gateway.AuditEvent{Time: at, RequestID: req, WorkspaceID: "ws", Tool: "app.deploy", Status: gateway.AuditAllowed}
+	}
+	rich := ev("r2")
+	rich.DecisionID, rich.TaskID, rich.ProfileID, rich.Actor = "d-1", "t", "p", "agent-7"
+	rich.PrincipalKind, rich.TokenFP, rich.Tier, rich.Bucket = gateway.PrincipalKind("agent"), "fp", gateway.Tier("deploy"), "k"
+	rich.ReasonCodes, rich.ArgumentsHash, rich.Arguments = []string{"policy.allow"}, "sha256-x", []byte(`{"n":9007199254740993}`)
+	rich.PolicyRevision, rich.Surface, rich.Mode, rich.ApprovalID = "rev-1", gateway.SurfaceCCServer, "plan", "ap-1"
+	k := []gateway.Slot{{Key: "k", Window: epoch, Limit: 2}}
+	res, err := postgres.ReserveBatch(ctx, s, []*gateway.AuditEvent{ev("r1"), rich, ev("r3"), ev("r4")}, [][]gateway.Slot{
+		{{Key: "new-task", Window: epoch, Limit: 5, WorkspaceID: "ws", TaskID: "t"},
+			{Key: "new-day", Window: epoch, Expires: epoch.Add(24 * time.Hour), Limit: 0}},
+		k, k, k,
+	})
+	if err != nil || len(res) != 4 {
+		t.Fatalf("batch: %+v, %v", res, err)
+	}
+	if r := res[0]; r.Full != 2 || r.Used != 0 || r.AuditID != 0 {
+		t.Errorf("call with a full second slot: %+v; want Full 2, Used 0", r)
+	}
+	if res[1].AuditID == 0 || res[2].AuditID == 0 || res[1].Full != 0 || res[2].Full != 0 {
+		t.Errorf("calls 2 and 3 of a bucket of 2: %+v, %+v; want both written", res[1], res[2])
+	}
+	if r := res[3]; r.Full != 1 || r.Used != 2 || r.AuditID != 0 {
+		t.Errorf("third call of a bucket of 2 in the same batch: %+v; want Full 1, Used 2", r)
+	}
+	var counters int
+	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM rate_limit_counters`).Scan(&counters); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RateCount(ctx, "k", epoch); err != nil || n != 2 || counters != 1 {
+		t.Errorf("counters after the batch: k = %d (%v), %d rows; want k = 2, one row", n, err, counters)
+	}
+	list, err := s.ListAuditEvents(ctx, gateway.AuditFilter{WorkspaceID: "ws"})
+	if err != nil || len(list) != 2 {
+		t.Fatalf("audit rows after the batch: %+v, %v; want 2", list, err)
+	}
+	got := list[1] // oldest last: same time, so by id
+	if got.ID != res[1].AuditID {
+		got = list[0]
+	}
+	want := *rich
+	want.ID = res[1].AuditID
+	if got.Arguments == nil || string(got.Arguments) != `{"n": 9007199254740993}` && string(got.Arguments) != string(rich.Arguments) {
+		t.Errorf("arguments: %s, want %s", got.Arguments, rich.Arguments)
+	}
+	got.Arguments, want.Arguments = nil, nil
+	if !got.Time.Equal(want.Time) {
+		t.Errorf("time: %v, want %v", got.Time, want.Time)
+	}
+	got.Time, want.Time = time.Time{}, time.Time{}
+	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+		t.Errorf("batched audit row:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// A reservation that PostgreSQL aborts to break a deadlock (since
+// reservations are batched, a batch or a claim's transaction can hold a
+// counter the reservation needs while waiting for one it holds) wrote
+// nothing, and runs again instead of failing the call: alone in
+// autocommit, and in the transaction of a call that claims an idempotency
+// key.
+func TestReservationRunsAgainAfterADeadlock(t *testing.T) {
+	t.Run("autocommit", func(t *testing.T) { reservationAfterDeadlock(t, nil) })
+	t.Run("claim", func(t *testing.T) {
+		reservationAfterDeadlock(t, &gateway.IdempotencyRecord{WorkspaceID: "ws", TaskID: "t", Tool: "app.deploy", Key: "key-1", InputHash: "h"})
+	})
+}
+
+func reservationAfterDeadlock(t *testing.T, claim *gateway.IdempotencyRecord) {
+	s := pgtest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	epoch := time.Unix(0, 0).UTC()
+	if _, err := s.DB().ExecContext(ctx, `INSERT INTO workspaces (id) VALUES ('ws')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"k1", "k2"} {
+		if _, err := s.AddRateCount(ctx, k, epoch, time.Time{}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	// This transaction checks for deadlocks long after the reservation
+	// does (1 s, the server's default), so PostgreSQL always aborts the
+	// reservation, whatever the load on the machine.
+	if _, err := tx.ExecContext(ctx, `SET LOCAL deadlock_timeout = '20s'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE rate_limit_counters SET count = count WHERE bucket_key = 'k2'`); err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		res gateway.ReservationResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := s.Reserve(ctx, gateway.Reservation{
+			Event: &gateway.AuditEvent{WorkspaceID: "ws", Tool: "app.list", Status: gateway.AuditAllowed},
+			Slots: []gateway.Slot{{Key: "k1", Window: epoch, Limit: 5}, {Key: "k2", Window: epoch, Limit: 5}},
+			Claim: claim})
+		done <- outcome{res, err}
+	}()
+	// Once the reservation holds k1 and waits for k2, take k1: a deadlock,
+	// which the reservation (waiting first) detects and is aborted for.
+	for {
+		var waiting int
+		if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%mcpgate_take_slots%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE rate_limit_counters SET count = count WHERE bucket_key = 'k1'`); err != nil {
+		t.Fatalf("the other transaction was the one aborted (%v); the reservation should have been", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if got.err != nil || got.res.AuditID == 0 {
+		t.Fatalf("reservation after a deadlock: %+v, %v; want it written", got.res, got.err)
+	}
+	for _, k := range []string{"k1", "k2"} {
+		if n, err := s.RateCount(ctx, k, epoch); err != nil || n != 1 {
+			t.Errorf("%s after the reservation ran again: %d, %v; want 1", k, n, err)
+		}
 	}
 }

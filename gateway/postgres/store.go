@@ -114,6 +114,8 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		PrepareReserve:  s.prepareReserve,
 		TakeSlots:       s.takeSlots,
 		AtomicTakeSlots: true,
+		ReserveBatch:    s.reserveBatch,
+		Deadlocked:      deadlocked,
 		FinishBatch:     s.finishBatch,
 	})
 	return s, nil

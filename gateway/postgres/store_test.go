@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -172,5 +173,27 @@ func TestFinishLeavesCommitsSynchronous(t *testing.T) {
 	list, err := s.ListAuditEvents(ctx, gateway.AuditFilter{WorkspaceID: "ws"})
 	if err != nil || len(list) != 1 || list[0].Status != gateway.AuditError || list[0].LatencyMicros != 77 {
 		t.Fatalf("finished row: %+v, %v", list, err)
+	}
+	// Inside its own transaction the finish function (migration 00015)
+	// does turn synchronous_commit off, and reports only the ids it found.
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var found string
+	err = tx.QueryRowContext(ctx, `SELECT mcpgate_finish_audits($1::bigint[], '{ok,ok}', '{"",""}', '{1,2}', '{[],[]}', '{"",""}')::text`,
+		fmt.Sprintf("{%d,%d}", ev.ID, ev.ID+1000)).Scan(&found)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("{%d}", ev.ID); found != want {
+		t.Fatalf("mcpgate_finish_audits found %s, want %s", found, want)
+	}
+	if err := tx.QueryRowContext(ctx, "SHOW synchronous_commit").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "off" {
+		t.Fatalf("synchronous_commit inside a finish's transaction: %q, want off", mode)
 	}
 }

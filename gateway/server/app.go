@@ -64,11 +64,13 @@ type App struct {
 	// policy; origin names this process in the policy reload requests it
 	// announces; policies are every surface's live policy (admin reload,
 	// /readyz, reload requests of other replicas); policyCtx ends when
-	// the App closes, and with it a reload still running.
+	// the App closes, and with it a reload still running; tested are the
+	// bundles whose tests passed in this App, shared by its surfaces.
 	metrics   *metrics.Metrics
 	origin    string
 	policies  *surfacePolicies
 	policyCtx context.Context
+	tested    *policy.TestedBundles
 }
 
 // Open opens the store named by cfg.DatabaseURL and applies its migrations,
@@ -102,7 +104,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	}
 	reg := prometheus.NewRegistry()
 	obs := metrics.New(reg)
-	a.metrics, a.origin = obs, newOrigin()
+	a.metrics, a.origin, a.tested = obs, newOrigin(), policy.NewTestedBundles(0)
 	policyCtx, cancelPolicy := context.WithCancel(context.Background())
 	a.policyCtx = policyCtx
 	a.closers = append(a.closers, func() error { cancelPolicy(); return nil })
@@ -123,6 +125,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		},
 		// A reload asked for here is asked of every replica.
 		OnAttempt: a.announcePolicy(log, policy.Surface),
+		Tested:    a.tested,
 	}); err != nil {
 		return err
 	}
@@ -166,7 +169,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
-		SessionSecret: cfg.SessionSecret, SessionEnds: StoreSessionEnds(store), Explain: a.explain(adapter),
+		SessionSecret: cfg.SessionSecret, SessionEnds: sessionEnds(store), Explain: a.explain(adapter),
 		Approvals: approvalsAPI,
 	}
 	var answers *storeAnswers
@@ -244,6 +247,15 @@ func (a *App) openDecisionLog(log *zap.Logger, m *metrics.Metrics, version strin
 // listenWait bounds how long Open waits for the first LISTEN; past it the
 // gateway starts anyway, degraded, and the listener keeps trying.
 const listenWait = 5 * time.Second
+
+// sessionEnds is the SessionEndCache over store: on PostgreSQL it keeps
+// answers once the listener hears the ends made through other replicas
+// (its first Resync); the embedded store (one process) sees every end
+// pass through End, so it keeps them from the start.
+func sessionEnds(store SessionEndStore) *SessionEndCache {
+	_, shared := store.(*postgres.Store)
+	return NewSessionEndCache(store, 0, !shared)
+}
 
 // changeFeed starts hearing the changes made through other replicas: on
 // PostgreSQL a listener on the shared database, closed with the App; on

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/gorilla/mux"
 	"go.uber.org/zap"
@@ -45,6 +47,44 @@ type CCServer struct {
 	Callers   *callercache.Cache
 	Handler   http.Handler
 	transport *mcp.Transport
+	// rules are the surface's rate limits, rebuilt after every swap of
+	// its policy (data.ccserver.limits).
+	rules *liveRules
+}
+
+// liveRules are rate-limit rules swapped atomically while calls plan
+// with them (pipeline.RatePlanner).
+type liveRules struct {
+	p atomic.Pointer[ratelimit.Rules]
+}
+
+// Plan implements pipeline.RatePlanner with the current rules.
+func (r *liveRules) Plan(s ratelimit.Subject, now time.Time) (ratelimit.Plan, error) {
+	return r.p.Load().Plan(s, now)
+}
+
+// ccLimits are the rate limits of the cc_server surface under the policy
+// engine e: the configured ones, with the per-principal cap of
+// MCPGATE_CCSERVER_CALLS_PER_MINUTE, else e's
+// data.ccserver.limits.calls_per_minute (else the default of
+// ratelimit.NewRules).
+func (a *App) ccLimits(e *policy.Engine) gateway.RateLimits {
+	limits := a.Config.Limits
+	if limits.CCServerCallsPerMinute == 0 {
+		limits.CCServerCallsPerMinute, _ = e.LimitInt("calls_per_minute")
+	}
+	return limits
+}
+
+// setRules makes the rate limits of e's policy the surface's, and says
+// so when the per-principal cap changed.
+func (cc *CCServer) setRules(a *App, log *zap.Logger, e *policy.Engine) {
+	limits := a.ccLimits(e)
+	rules := ratelimit.NewRules(RateLimits(limits))
+	if old := cc.rules.p.Swap(&rules); old != nil && a.Config.Limits.CCServerCallsPerMinute == 0 {
+		log.Info("cc_server calls_per_minute follows the live policy", zap.String("revision", e.Revision()),
+			zap.Int("calls_per_minute", a.ccLimits(cc.Policy.Engine()).CCServerCallsPerMinute))
+	}
 }
 
 // ccInstructions are sent at initialize on the cc_server surface.
@@ -57,7 +97,7 @@ func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string,
 	if !cfg.CCServer.On() {
 		return nil
 	}
-	cc := &CCServer{}
+	cc := &CCServer{rules: &liveRules{}}
 	var err error
 	if cc.Catalog, err = tools.LoadCCServer(); err != nil {
 		return fmt.Errorf("cc_server tool catalog: %w", err)
@@ -74,17 +114,13 @@ func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string,
 	if err != nil {
 		return err
 	}
-	limits := cfg.Limits
-	if limits.CCServerCallsPerMinute == 0 {
-		limits.CCServerCallsPerMinute, _ = cc.Policy.Engine().LimitInt("calls_per_minute")
-	}
-	rules := ratelimit.NewRules(RateLimits(limits))
+	cc.setRules(a, log, cc.Policy.Engine())
 	cc.Callers = callercache.New(memberships{a.Store}, callercache.Options{TTL: cfg.CallerCacheTTL})
 	cc.Pipeline = &pipeline.Pipeline{
 		Store: a.Store, Callers: cc.Callers, Decider: cc.Policy, Catalog: cc.Catalog,
 		Adapter: &searchTools{next: backend, policy: cc.Policy, callers: cc.Callers, catalog: cc.Catalog, index: search.New(cc.Catalog.Tools())},
 		Logger:  log, Metrics: a.Pipeline.Metrics, AuditArguments: cfg.AuditArguments,
-		RateLimits: &rules, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
+		RateLimits: cc.rules, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 		Surface: gateway.SurfaceCCServer, ListEveryTool: true, WorkspaceFromPolicy: true,
 		Approvals: a.Pipeline.Approvals,
 	}
@@ -104,7 +140,7 @@ func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string,
 	a.CC = cc
 	a.closers = append(a.closers, func() error { cc.transport.Close(); return nil })
 	log.Info("cc_server surface configured", zap.String("listen", cfg.CCServer.Listen), zap.Int("tools", cc.Catalog.Len()),
-		zap.Int("calls_per_minute", limits.CCServerCallsPerMinute))
+		zap.Int("calls_per_minute", a.ccLimits(cc.Policy.Engine()).CCServerCallsPerMinute))
 	return nil
 }
 
@@ -113,19 +149,23 @@ func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string,
 // reloads go through the same checks as the SupaCloud surface's, and after
 // a swap the surface's open streams whose tool list changed are told. A
 // folder without the cc_server package refuses to start, as before. The
-// shadow candidate is the SupaCloud surface's only.
+// shadow candidate is the SupaCloud surface's only. A swap also rebuilds
+// the surface's rate limits from the new revision's
+// data.ccserver.limits.
 func (a *App) ccPolicy(ctx context.Context, log *zap.Logger, cc *CCServer) (*policy.Live, error) {
 	opts := engineOptions(a.Config, cc.Catalog)
 	l, err := policy.NewLive(ctx, policy.LiveOptions{
 		Engine: policy.Options{Surface: gateway.SurfaceCCServer, Edition: opts.Edition, Tools: opts.Tools, KeepInput: opts.KeepInput},
 		Dir:    a.Config.PolicyDir, Embedded: policies.FS, Revision: policies.Revision,
 		Logger: log, Observer: a.metrics,
-		OnSwap: func(_, _ *policy.Engine) {
+		OnSwap: func(_, cur *policy.Engine) {
+			cc.setRules(a, log, cur)
 			if cc.transport != nil {
 				cc.transport.RefreshTools(func(*gateway.Principal) bool { return true })
 			}
 		},
 		OnAttempt: a.announcePolicy(log, gateway.SurfaceCCServer),
+		Tested:    a.tested,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cc_server policy bundle refused, the gateway does not start: %w", err)

@@ -254,9 +254,13 @@ func TestConsoleWorkspaceAdminSignIn(t *testing.T) {
 	if tokens, _ := s.ListAPITokens(ctx, "ws-a"); tokens[0].Status != "revoked" {
 		t.Errorf("token after revoke: %+v", tokens[0])
 	}
-	// Other changes and other workspaces are refused.
-	if p := v.do(http.MethodPost, base, "/console/workspaces/ws-a/external-limits", url.Values{"csrf": {csrf}, "reads_per_tool_hourly": {"5"}}); p.status != http.StatusForbidden {
-		t.Errorf("workspace admin saves limits: %d, want 403", p.status)
+	// The external limits are in the same tab (seed 002); other changes
+	// and other workspaces are refused.
+	if p := v.do(http.MethodPost, base, "/console/workspaces/ws-a/external-limits", url.Values{"csrf": {csrf}, "reads_per_tool_hourly": {"5"}}); p.status != http.StatusSeeOther {
+		t.Errorf("workspace admin saves limits: %d, want 303", p.status)
+	}
+	if p := v.do(http.MethodPost, base, "/console/workspaces/ws-a/profiles", url.Values{"csrf": {csrf}, "id": {"p9"}}); p.status != http.StatusForbidden {
+		t.Errorf("workspace admin creates a profile: %d, want 403", p.status)
 	}
 	if p := v.do(http.MethodGet, base, "/console/workspaces/ws-b/tokens", nil); p.status != http.StatusForbidden || !strings.Contains(p.body, `not of "ws-b"`) {
 		t.Errorf("workspace admin opens ws-b's tokens: %d\n%s", p.status, p.body)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 )
 
@@ -91,13 +90,21 @@ func (c *changes) PolicyRequested(r gateway.PolicyRequest) {
 // Changes returns the handler a ChangeFeed delivers this replica's
 // announcements to. Its Changed drops the cached callers of the change's
 // workspace and tells that workspace's open streams (WorkspaceChanged),
-// and for a token's change ends that token's sessions on this replica
-// (TokenRevoked); Lost starts the degraded refresh, Resync stops it and
-// drops everything cached.
+// for a token's change ends that token's sessions on this replica
+// (TokenRevoked), and for an ended session drops its kept "not ended"
+// answer (SessionEndCache); Lost starts the degraded refresh and stops
+// keeping session answers, Resync stops the refresh and drops everything
+// cached.
 func (s *Server) Changes() postgres.ChangeHandler { return s.changes }
 
 // Changed implements postgres.ChangeHandler.
 func (c *changes) Changed(ch gateway.Change) {
+	if ch.Table == postgres.EndedSessionsTable { // a session ended through some replica: no caller changed
+		if c.s.ends != nil {
+			c.s.ends.Forget(ch.SessionID)
+		}
+		return
+	}
 	if ch.TokenFingerprint != "" { // a token's status is read per request, not cached with callers
 		c.s.TokenRevoked(ch.TokenFingerprint)
 		return
@@ -109,6 +116,9 @@ func (c *changes) Changed(ch gateway.Change) {
 // degradedRefresh drops every cached caller and recomputes every open
 // stream's tool list.
 func (c *changes) Lost() {
+	if c.s.ends != nil {
+		c.s.ends.SetLive(false)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.degraded != nil {
@@ -148,6 +158,9 @@ func (c *changes) Resync() {
 		c.log.Info("change announcements of other replicas resumed; every cached caller dropped once, the policy folder checked once")
 	}
 	c.mu.Unlock()
+	if c.s.ends != nil {
+		c.s.ends.SetLive(true)
+	}
 	c.s.WorkspaceChanged("")
 	if gap {
 		c.PolicyRequested(gateway.PolicyRequest{})
@@ -268,30 +281,4 @@ func registerFeed(reg prometheus.Registerer, f ChangeFeed) {
 			Help: "Change announcements received by this replica (PostgreSQL notifications of its schema; on the embedded store, this process's admin changes).",
 		}, func() float64 { return float64(f.Received()) }),
 	)
-}
-
-// SessionEndStore is what the store-backed mcp.SessionEnds needs: the
-// table of ended sessions every replica reads (both stores implement it).
-type SessionEndStore interface {
-	// EndSession records the end of session id until until.
-	EndSession(ctx context.Context, id string, until time.Time) error
-	// SessionEnded reports whether id was ended with an until after now.
-	SessionEnded(ctx context.Context, id string, now time.Time) (bool, error)
-	// DeleteEndedSessions deletes the records whose until is at or
-	// before before.
-	DeleteEndedSessions(ctx context.Context, before time.Time) (int64, error)
-}
-
-// StoreSessionEnds returns the mcp.SessionEnds kept in s, shared by every
-// replica on the same database, so a DELETE on one replica holds on all.
-func StoreSessionEnds(s SessionEndStore) mcp.SessionEnds { return storeSessionEnds{s} }
-
-type storeSessionEnds struct{ s SessionEndStore }
-
-func (e storeSessionEnds) End(ctx context.Context, id string, until time.Time) error {
-	return e.s.EndSession(ctx, id, until)
-}
-
-func (e storeSessionEnds) Ended(ctx context.Context, id string) (bool, error) {
-	return e.s.SessionEnded(ctx, id, time.Now())
 }

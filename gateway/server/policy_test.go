@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -106,6 +107,10 @@ func TestReloadUnderConcurrentCallsAuditsOneRevision(t *testing.T) {
 		if code, body := request(t, app, http.MethodPost, "/admin/v1/policy/reload"); code != http.StatusOK || !strings.Contains(body, `"outcome":"live"`) {
 			t.Fatalf("reload %d to %s: %d %s", i, name, code, body)
 		}
+		// A reload of bytes tested before runs no test, so the swaps
+		// could follow each other before a call lands: wait for one
+		// decided by each revision.
+		waitAuditedBy(t, app, "rev-"+name)
 	}
 	// A candidate whose own test fails never goes live.
 	useBundle(t, dir, "deny")
@@ -170,6 +175,28 @@ func TestReloadUnderConcurrentCallsAuditsOneRevision(t *testing.T) {
 	}
 	if seen["rev-allow"] == 0 || seen["rev-deny"] == 0 {
 		t.Errorf("audit rows by revision %v: want calls decided by both", seen)
+	}
+}
+
+// waitAuditedBy waits, up to 10 s, for an audit row of workspace ws-a
+// naming revision rev.
+func waitAuditedBy(t *testing.T, app *server.App, rev string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		events, err := app.Store.ListAuditEvents(context.Background(), gateway.AuditFilter{WorkspaceID: "ws-a", Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range events {
+			if ev.PolicyRevision == rev {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no call audited under %s 10 s after it went live", rev)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -66,10 +66,13 @@ const announceTimeout = 2 * time.Second
 // for on this replica (admin API, `mcpgate policy reload`, the folder
 // watcher) is asked of every replica on the shared PostgreSQL, whatever
 // its outcome here (each replica runs its own gated reload of its own
-// folder). Reloads that other replicas asked for are not announced again.
-// The embedded store serves one process: nothing to announce.
+// folder). When the candidate passed, the announcement carries its
+// content hash and test count: a replica whose folder holds the same
+// bytes takes them without running the tests again. Reloads that other
+// replicas asked for are not announced again. The embedded store serves
+// one process: nothing to announce.
 func (a *App) announcePolicy(log *zap.Logger, surface string) func(string, *gateway.PolicyAttempt, error) {
-	return func(trigger string, at *gateway.PolicyAttempt, _ error) {
+	return func(trigger string, at *gateway.PolicyAttempt, err error) {
 		if trigger != policy.TriggerAdmin && trigger != policy.TriggerWatch {
 			return
 		}
@@ -80,6 +83,9 @@ func (a *App) announcePolicy(log *zap.Logger, surface string) func(string, *gate
 		ctx, cancel := context.WithTimeout(a.policyCtx, announceTimeout)
 		defer cancel()
 		r := gateway.PolicyRequest{Surface: surface, Revision: at.Revision, Origin: a.origin}
+		if err == nil && at.TestsFrom != "" {
+			r.Tested, r.Tests = at.Content, at.Tests
+		}
 		if err := pg.AnnouncePolicy(ctx, r); err != nil && a.policyCtx.Err() == nil {
 			log.Warn("policy reloaded here, but the other replicas could not be asked to reload; they reload on their next folder change, or run `mcpgate policy reload` against each",
 				zap.String("surface", surface), zap.Error(err))
@@ -90,8 +96,10 @@ func (a *App) announcePolicy(log *zap.Logger, surface string) func(string, *gate
 // policyRequested runs, on this replica, the reload another replica asked
 // for (r.Origin set) or the check after the announcements resumed (no
 // Origin): each surface r names ("" all) reloads its folder when the
-// folder's revision changed (policy.Live.ReloadIfChanged), with its own
-// tests. A refused candidate leaves this replica's live revision in place;
+// folder's bytes changed (policy.Live.ReloadIfChanged). A candidate of
+// the bytes the announcing replica tested (r.Tested) goes live without
+// running its tests again, unless MCPGATE_POLICY_RETEST_ON_REPLICAS is
+// set; any other is tested here in full. A refused candidate leaves this replica's live revision in place;
 // Reload logs it and counts it (mcpgate_policy_reload_failures_total), and
 // /readyz names the refused revision.
 func (a *App) policyRequested(log *zap.Logger, r gateway.PolicyRequest) {
@@ -102,11 +110,15 @@ func (a *App) policyRequested(log *zap.Logger, r gateway.PolicyRequest) {
 	if r.Origin == "" {
 		trigger = policy.TriggerResync
 	}
+	var vouch *policy.Vouch
+	if r.Tested != "" && !a.Config.PolicyRetestOnReplicas {
+		vouch = &policy.Vouch{Content: r.Tested, Tests: r.Tests}
+	}
 	for _, l := range a.policies.lives {
 		if r.Surface != "" && r.Surface != l.Surface() {
 			continue
 		}
-		at, err := l.ReloadIfChanged(a.policyCtx, trigger)
+		at, err := l.ReloadIfChanged(a.policyCtx, trigger, vouch)
 		switch {
 		case at == nil && err == nil:
 			log.Debug("policy reload asked by another replica: this replica's folder has the revision it already ran",

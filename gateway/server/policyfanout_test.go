@@ -85,29 +85,35 @@ func (r *replica) waitPolicy(t *testing.T, within time.Duration, ok func(gateway
 	}
 }
 
-// TestPolicyReloadReachesEveryReplica: two replicas on one PostgreSQL,
+// TestPolicyReloadReachesEveryReplica: three replicas on one PostgreSQL,
 // each reading its own policy folder. A reload through A's admin API
-// makes B reload its folder within 1 s, with its own tests: B then
-// decides (and audits) with the new revision. When B's candidate fails
-// its tests, B keeps its live revision and says so (GET
+// makes B reload its folder within 1 s: its folder holds the bytes A
+// tested, so B takes them on A's tests, and then decides (and audits)
+// with the new revision; C, with MCPGATE_POLICY_RETEST_ON_REPLICAS=true,
+// runs its own. When B's folder holds other bytes whose test fails, B
+// runs its tests, keeps its live revision and says so (GET
 // /admin/v1/policy, /readyz, the failure counter) while A goes live.
 // When B's listener was cut, B checks its folder once it listens again.
 func TestPolicyReloadReachesEveryReplica(t *testing.T) {
 	f := policyFolders{t: t, root: t.TempDir()}
 	allow, deny := f.bundle("allow", "allow", false), f.bundle("deny", "deny", false)
 	broken := f.bundle("broken", "allow", true)
-	dirs := []string{f.link("a", allow), f.link("b", allow)}
-	rs := openReplicas(t, 2, func(i int, vars map[string]string) {
+	dirs := []string{f.link("a", allow), f.link("b", allow), f.link("c", allow)}
+	rs := openReplicas(t, 3, func(i int, vars map[string]string) {
 		vars["MCPGATE_POLICY_DIR"] = dirs[i]
 		vars["AGENT_MCP_TOOL_RATE_LIMIT"] = "1000000"
+		if i == 2 {
+			vars["MCPGATE_POLICY_RETEST_ON_REPLICAS"] = "true"
+		}
 	})
-	a, b := rs[0], rs[1]
+	a, b, c := rs[0], rs[1], rs[2]
 	if got := b.policyStatus(t).Revision; got != "rev-allow" {
 		t.Fatalf("B starts on %q, want rev-allow", got)
 	}
 
 	f.link("a", deny)
 	f.link("b", deny)
+	f.link("c", deny)
 	start := time.Now()
 	if body := a.admin(t, http.MethodPost, "/policy/reload", ""); !strings.Contains(string(body), `"outcome":"live"`) {
 		t.Fatalf("reload through A: %s", body)
@@ -117,8 +123,12 @@ func TestPolicyReloadReachesEveryReplica(t *testing.T) {
 		t.Fatalf("B still serves %q 1 s after a reload through A (last attempt %+v), want rev-deny", st.Revision, st.LastAttempt)
 	}
 	t.Logf("B serves rev-deny %v after the reload through A", time.Since(start))
-	if at := st.LastAttempt; at == nil || at.Trigger != "replica" || at.Tests == 0 {
-		t.Errorf("B's last attempt %+v: want trigger replica, with B's own tests run", at)
+	if at := st.LastAttempt; at == nil || at.Trigger != "replica" || at.TestsFrom != gateway.PolicyTestsReplica || at.Tests != 1 {
+		t.Errorf("B's last attempt %+v: want trigger replica, the bytes A tested taken on A's tests (1 passed)", at)
+	}
+	st, ok = c.waitPolicy(t, time.Second, func(st gateway.PolicyStatus) bool { return st.Revision == "rev-deny" })
+	if at := st.LastAttempt; !ok || at.TestsFrom != gateway.PolicyTestsRun || at.Tests != 1 {
+		t.Errorf("C (MCPGATE_POLICY_RETEST_ON_REPLICAS=true): %q, last attempt %+v; want rev-deny with its own tests run", st.Revision, at)
 	}
 	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t-fanout"}
 	_, _ = b.app.Pipeline.CallTool(context.Background(), p, &mcp.CallToolParams{Name: "workspace.info", Arguments: map[string]any{}}) // denied: the audit row tells

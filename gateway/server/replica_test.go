@@ -227,6 +227,10 @@ func TestReplicasShareSessionEnds(t *testing.T) {
 	if got := b.toolsList(t, "/mcp", tok, sid); got != http.StatusOK {
 		t.Fatalf("tools/list on B of a session opened on A: HTTP %d, want 200", got)
 	}
+	// A keeps its "not ended" answer from this request.
+	if got := a.toolsList(t, "/mcp", tok, sid); got != http.StatusOK {
+		t.Fatalf("tools/list on A: HTTP %d, want 200", got)
+	}
 	req, _ := http.NewRequest(http.MethodDelete, b.url+"/mcp", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Mcp-Session-Id", sid)
@@ -238,8 +242,21 @@ func TestReplicasShareSessionEnds(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("DELETE on B: HTTP %d, want 200", resp.StatusCode)
 	}
-	if got := a.toolsList(t, "/mcp", tok, sid); got != http.StatusNotFound {
-		t.Fatalf("tools/list on A after DELETE on B: HTTP %d, want 404", got)
+	// On B, the replica that ended it, at once.
+	if got := b.toolsList(t, "/mcp", tok, sid); got != http.StatusNotFound {
+		t.Fatalf("tools/list on B after DELETE on B: HTTP %d, want 404", got)
+	}
+	// On A within the fan-out latency (1 s), as every change made elsewhere.
+	deadline := time.Now().Add(time.Second)
+	for {
+		got := a.toolsList(t, "/mcp", tok, sid)
+		if got == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tools/list on A 1 s after DELETE on B: HTTP %d, want 404", got)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

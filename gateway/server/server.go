@@ -64,7 +64,10 @@ type Server struct {
 	// changes this process's admin API announced itself.
 	changes   *changes
 	announced atomic.Uint64
-	policy    admin.Policy
+	// ends is Deps.SessionEnds when it is a SessionEndCache, which the
+	// change feed keeps current; else nil.
+	ends   *SessionEndCache
+	policy admin.Policy
 }
 
 // CallerInvalidator drops cached callers; *callercache.Cache implements
@@ -115,8 +118,9 @@ type Deps struct {
 	// empty: a key of this process only (mcp.Options.SessionSecret).
 	SessionSecret []byte
 	// SessionEnds records ended MCP sessions for both endpoints; App
-	// passes StoreSessionEnds, so a DELETE holds on every replica of one
-	// database. nil: an mcp.MemorySessionEnds of this Server only.
+	// passes a SessionEndCache over its store, so a DELETE holds on every
+	// replica of one database (the Server's change handler keeps the
+	// cache current). nil: an mcp.MemorySessionEnds of this Server only.
 	SessionEnds mcp.SessionEnds
 	// Answers carries the client's responses to relayed requests between
 	// replicas (App passes the PostgreSQL table of migration 00013); nil:
@@ -194,6 +198,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{transport: t, api: api, store: d.Store, log: log, callers: d.Callers, policy: d.Policy}
 	s.changes = &changes{s: s, log: log}
+	s.ends, _ = d.SessionEnds.(*SessionEndCache)
 	r := mux.NewRouter()
 	r.Handle("/mcp", t) // every method: the transport answers 405 itself, with a JSON-RPC body
 	if api != nil {

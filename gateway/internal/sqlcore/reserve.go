@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -13,7 +14,9 @@ import (
 
 // Reserve carries out r (pipeline.Store.Reserve). With
 // Dialect.GroupReserve, concurrent reservations share one transaction
-// (reserveBatch), each in a savepoint. Otherwise: without slots or claim,
+// (reserveBatch), each in a savepoint; with Dialect.ReserveBatch,
+// concurrent reservations with slots and without a claim share one
+// statement (reserveGroup). Otherwise: without slots or claim,
 // RecordAudit's one INSERT; without a claim on a dialect whose
 // reservation statement is atomic alone (Dialect.AtomicTakeSlots), that
 // statement in autocommit; else BEGIN (on W), the claim when r.Claim is
@@ -28,7 +31,7 @@ func (c *Core) Reserve(ctx context.Context, r gateway.Reservation) (gateway.Rese
 	if err := c.checkEvent(r.Event); err != nil {
 		return res, err
 	}
-	if c.res != nil {
+	if c.res != nil && (c.D.GroupReserve || (r.Claim == nil && len(r.Slots) > 0)) {
 		it := &reserveItem{ctx: ctx, r: r}
 		if err := c.res.do(ctx, it); err != nil {
 			return res, err
@@ -50,11 +53,27 @@ func (c *Core) Reserve(ctx context.Context, r gateway.Reservation) (gateway.Rese
 	if r.Claim == nil && c.D.AtomicTakeSlots {
 		return c.D.TakeSlots(ctx, nil, c.AuditArgs(r.Event), r.Slots)
 	}
+	for attempt := 1; ; attempt++ {
+		res, err = c.reserveTx(ctx, r, audit)
+		if attempt == maxDeadlockAttempts || c.D.Deadlocked == nil || !c.D.Deadlocked(err) {
+			return res, err
+		}
+	}
+}
+
+// maxDeadlockAttempts is how many times a reservation runs when the
+// database breaks a deadlock by aborting it (Dialect.Deadlocked): a
+// reservation aborted that way wrote nothing, so it runs again.
+const maxDeadlockAttempts = 3
+
+// reserveTx is Reserve in a transaction of its own: BEGIN, reserveIn,
+// COMMIT (or ROLLBACK when nothing is to be written).
+func (c *Core) reserveTx(ctx context.Context, r gateway.Reservation, audit *sql.Stmt) (gateway.ReservationResult, error) {
 	tx, err := c.W.BeginTxx(ctx, nil)
 	if err != nil {
-		return res, c.DriverError(err)
+		return gateway.ReservationResult{}, c.DriverError(err)
 	}
-	res, err = c.reserveIn(ctx, tx, r, audit)
+	res, err := c.reserveIn(ctx, tx, r, audit)
 	if err != nil || res.AuditID == 0 {
 		_ = tx.Rollback()
 		return res, err
@@ -128,8 +147,7 @@ func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error,
 	for i, it := range items {
 		it.res = gateway.ReservationResult{}
 		if err := it.ctx.Err(); err != nil {
-			errs[i] = gateway.Wrap(gateway.EUnavailable, err,
-				"the request ended before the audit store reached its reservation; the call to "+it.r.Event.Tool+" was neither recorded nor counted")
+			errs[i] = endedBeforeTurn(err, it)
 			continue
 		}
 		if !lone {
@@ -160,6 +178,78 @@ func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error,
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, c.DriverError(err)
+	}
+	return errs, nil
+}
+
+// endedBeforeTurn is the error of a reservation of a group commit whose
+// request ended (err) before its turn: it is not written.
+func endedBeforeTurn(err error, it *reserveItem) error {
+	return gateway.Wrap(gateway.EUnavailable, err,
+		"the request ended before the audit store reached its reservation; the call to "+it.r.Event.Tool+" was neither recorded nor counted")
+}
+
+// reserveGroup is the group commit of Reserve with Dialect.ReserveBatch:
+// the reservations (each with slots, none with a claim) whose requests
+// are still live go to the database in one statement, one commit. A lone
+// one takes the dialect's own statement (Dialect.TakeSlots in
+// autocommit), so a call that waits for no other costs nothing more. A
+// reservation whose request has ended when its turn comes is not written
+// (EUnavailable); the batch stops when no caller waits for it any more.
+// When the batch statement fails (say, a deadlock with
+// another replica's batch, which PostgreSQL resolves by aborting one of
+// them), nothing of it is written, and the group tries each reservation
+// again on its own (group.apply) unless the database is unreachable.
+func (c *Core) reserveGroup(ctx context.Context, items []*reserveItem) ([]error, error) {
+	errs := make([]error, len(items))
+	live := make([]int, 0, len(items))
+	for i, it := range items {
+		it.res = gateway.ReservationResult{}
+		if err := it.ctx.Err(); err != nil {
+			errs[i] = endedBeforeTurn(err, it)
+			continue
+		}
+		live = append(live, i)
+	}
+	if len(live) == 0 {
+		return errs, nil
+	}
+	// The batch stops once no caller waits for it any more (each was
+	// cancelled or passed its deadline), as a reservation of its own would.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var waiting atomic.Int32
+	waiting.Store(int32(len(live)))
+	for _, i := range live {
+		stop := context.AfterFunc(items[i].ctx, func() {
+			if waiting.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
+	if err := c.D.PrepareReserve(ctx); err != nil {
+		return nil, err
+	}
+	if len(live) == 1 {
+		it := items[live[0]]
+		it.res, errs[live[0]] = c.D.TakeSlots(ctx, nil, c.AuditArgs(it.r.Event), it.r.Slots)
+		return errs, nil
+	}
+	audits := make([][]any, len(live))
+	slots := make([][]gateway.Slot, len(live))
+	for j, i := range live {
+		audits[j], slots[j] = c.AuditArgs(items[i].r.Event), items[i].r.Slots
+	}
+	res, err := c.D.ReserveBatch(ctx, audits, slots)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(live) {
+		return nil, gateway.Errorf(gateway.EInternal, "audit store answered %d of a batch of %d reservations", len(res), len(live))
+	}
+	for j, i := range live {
+		items[i].res = res[j]
 	}
 	return errs, nil
 }

@@ -16,11 +16,21 @@ ON CONFLICT (id) DO UPDATE SET until = CASE WHEN excluded.until > mcp_ended_sess
 	return c.DriverError(err)
 }
 
+// selectSessionEnded is SessionEnded's primary-key lookup. It is
+// prepared: each request of a session that is not answered from memory
+// (the server's SessionEndCache) reads it, and an unprepared statement
+// costs PostgreSQL a parse, a plan and a transaction more each time.
+const selectSessionEnded = `SELECT count(*) FROM mcp_ended_sessions WHERE id = ? AND until > ?`
+
 // SessionEnded reports whether EndSession recorded id with an until after
 // now.
 func (c *Core) SessionEnded(ctx context.Context, id string, now time.Time) (bool, error) {
+	stmt, err := c.ended.Get(ctx, c.R, c.DriverError)
+	if err != nil {
+		return false, err
+	}
 	var n int
-	err := c.R.GetContext(ctx, &n, c.Q(`SELECT count(*) FROM mcp_ended_sessions WHERE id = ? AND until > ?`), id, c.D.Time(now))
+	err = stmt.QueryRowContext(ctx, id, c.D.Time(now)).Scan(&n)
 	return n > 0, c.DriverError(err)
 }
 

@@ -83,6 +83,26 @@ type Dialect struct {
 	// queue for the write connection anyway and each commit costs a WAL
 	// write.
 	GroupReserve bool
+	// ReserveBatch, when set (and GroupReserve is not), makes concurrent
+	// reservations without a claim and with slots share one statement and
+	// one commit (group commit, Core.reserveGroup): audits[i] are the
+	// AuditArgs of reservation i, slots[i] its slots (at least one). Each
+	// reservation is all or nothing on its own, as TakeSlots alone, and a
+	// later one sees the slots of the earlier ones. It returns one result
+	// per reservation, in order: the audit row's id, or the full slot
+	// (1-based) with its count before this call, and then nothing of that
+	// reservation is written. An error means none of the batch was
+	// written (or, for a commit whose outcome is unknown, that all of it
+	// may have been).
+	ReserveBatch func(ctx context.Context, audits [][]any, slots [][]gateway.Slot) ([]gateway.ReservationResult, error)
+	// Deadlocked, when set, reports whether err (as Reserve's transaction
+	// returned it) is the database aborting that transaction to break a
+	// deadlock: with ReserveBatch, a batch holds the counter rows of its
+	// earlier calls while it locks those of later ones, so a reservation
+	// that holds a claim or another replica's batch can cross it. The
+	// aborted reservation wrote nothing; Reserve runs it again (at most
+	// maxDeadlockAttempts times in all).
+	Deadlocked func(err error) bool
 	// FinishBatch writes the final status, error class, latency and
 	// reason codes (FinishArgs) of each of evs, at most MaxFinishBatch of
 	// them, by id, in one transaction, and reports for each whether its
@@ -101,8 +121,9 @@ type Core struct {
 	// Audit is the prepared Dialect.InsertAudit, on W.
 	Audit sqlstmt.Prepared
 	load  sqlstmt.Prepared     // Dialect.CallerQuery, on R
+	ended sqlstmt.Prepared     // selectSessionEnded, on R
 	fin   *finisher            // FinishAudit's group commit
-	res   *group[*reserveItem] // Reserve's group commit; nil without Dialect.GroupReserve
+	res   *group[*reserveItem] // Reserve's group commit; nil without Dialect.GroupReserve or ReserveBatch
 }
 
 // New returns the core over w and r with dialect d.
@@ -110,9 +131,13 @@ func New(w, r *sqlx.DB, d Dialect) *Core {
 	c := &Core{W: w, R: r, D: d}
 	c.Audit.Query = c.Q(d.InsertAudit)
 	c.load.Query = c.Q(d.CallerQuery)
+	c.ended.Query = c.Q(selectSessionEnded)
 	c.fin = newFinisher(c.finishBatch)
-	if d.GroupReserve {
+	switch {
+	case d.GroupReserve:
 		c.res = newReserver(c.reserveBatch)
+	case d.ReserveBatch != nil:
+		c.res = newReserver(c.reserveGroup)
 	}
 	return c
 }
@@ -125,7 +150,7 @@ func (c *Core) Close() error {
 		c.res.close()
 	}
 	c.fin.close()
-	return errors.Join(c.Audit.Close(), c.load.Close())
+	return errors.Join(c.Audit.Close(), c.load.Close(), c.ended.Close())
 }
 
 // Q rebinds q, written with ? placeholders, to the dialect's.

@@ -1,0 +1,102 @@
+package policy_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/policies"
+)
+
+// contentOf is the content hash of the folder dir.
+func contentOf(t *testing.T, dir string) string {
+	t.Helper()
+	h, err := policy.ContentHash(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestTestsRunOncePerContent: a bundle's tests run once per content
+// hash in a process: the shadow folder holding the same bytes, a second
+// surface on the same folder, an unchanged shadow folder at each reload
+// and a revision switched back to are not tested again (TestsFrom
+// cached), while every other change of bytes is.
+func TestTestsRunOncePerContent(t *testing.T) {
+	dir, shadow := t.TempDir(), t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-1", true, false))
+	writeBundle(t, shadow, tinyBundle("rev-1", true, false))
+	tested := policy.NewTestedBundles(0)
+	open := func(shadowDir string) *policy.Live {
+		l, err := policy.NewLive(context.Background(), policy.LiveOptions{
+			Engine: policy.Options{Edition: gateway.EditionCommunity, Tools: []policy.ToolRef{projectsList}},
+			Dir:    dir, ShadowDir: shadowDir, Embedded: policies.FS, Revision: policies.Revision, Tested: tested,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := open(shadow)
+	st := l.Status()
+	if st.LastAttempt.TestsFrom != gateway.PolicyTestsRun || st.LastAttempt.Tests != 1 || st.LastAttempt.Content != contentOf(t, dir) {
+		t.Errorf("start: %+v, want the tests run, one passed, the folder's content hash", st.LastAttempt)
+	}
+	if at := st.Shadow.LastAttempt; at.TestsFrom != gateway.PolicyTestsCached || at.Tests != 1 {
+		t.Errorf("shadow folder of the same bytes: %+v, want its tests taken from the live folder's run", at)
+	}
+	if at := open("").Status().LastAttempt; at.TestsFrom != gateway.PolicyTestsCached {
+		t.Errorf("second surface on the same folder: %+v, want cached", at)
+	}
+
+	ctx := context.Background()
+	writeBundle(t, dir, tinyBundle("rev-2", false, false))
+	at, err := l.Reload(ctx, policy.TriggerAdmin)
+	if err != nil || at.Outcome != gateway.PolicyLive || at.TestsFrom != gateway.PolicyTestsRun {
+		t.Fatalf("rev-2: %+v %v, want live with its tests run", at, err)
+	}
+	if sh := l.Status().Shadow.LastAttempt; sh.TestsFrom != gateway.PolicyTestsCached {
+		t.Errorf("unchanged shadow folder at a reload: %+v, want cached", sh)
+	}
+	writeBundle(t, dir, tinyBundle("rev-1", true, false))
+	if at, err = l.Reload(ctx, policy.TriggerAdmin); err != nil || at.Outcome != gateway.PolicyLive || at.TestsFrom != gateway.PolicyTestsCached || l.Engine().Revision() != "rev-1" {
+		t.Errorf("back to rev-1: %+v %v, want live without running its tests again", at, err)
+	}
+	// Another byte under the same .manifest revision: another content
+	// hash, so its tests run (and fail here).
+	writeBundle(t, dir, tinyBundle("rev-1", true, true))
+	if at, err = l.Reload(ctx, policy.TriggerAdmin); err == nil || at.Outcome != gateway.PolicyRefused || at.Revision != "rev-1" {
+		t.Errorf("changed bytes under rev-1 with a failing test: %+v %v, want refused", at, err)
+	}
+}
+
+// TestVouchSkipsTestsOfTheSameBytesOnly: a reload announced by another
+// replica with the content hash it tested takes a candidate of exactly
+// those bytes without running its tests (shown by a bundle whose own
+// test fails going live); a candidate of other bytes is tested in full
+// and refused.
+func TestVouchSkipsTestsOfTheSameBytesOnly(t *testing.T) {
+	dir := t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-1", true, false))
+	l := newLive(t, dir, "", &countingObserver{})
+	ctx := context.Background()
+	writeBundle(t, dir, tinyBundle("rev-2", false, true))
+	other := policy.Vouch{Content: "sha256:0000", Tests: 7}
+	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica, &other); err == nil || at.Outcome != gateway.PolicyRefused || l.Engine().Revision() != "rev-1" {
+		t.Fatalf("vouched for other bytes: %+v %v live %s; want the candidate tested and refused", at, err, l.Engine().Revision())
+	}
+	same := policy.Vouch{Content: contentOf(t, dir), Tests: 7}
+	at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica, &same)
+	if err != nil || at.Outcome != gateway.PolicyLive || at.TestsFrom != gateway.PolicyTestsReplica || at.Tests != 7 || l.Engine().Revision() != "rev-2" {
+		t.Fatalf("vouched for these bytes: %+v %v live %s; want rev-2 live on the replica's tests", at, err, l.Engine().Revision())
+	}
+	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica, &same); at != nil || err != nil {
+		t.Errorf("the live bytes again: %+v %v, want no attempt", at, err)
+	}
+	if at, err := l.Reload(ctx, policy.TriggerAdmin); err != nil || at.Outcome != gateway.PolicyUnchanged || at.TestsFrom != gateway.PolicyTestsReplica {
+		t.Errorf("reload of the live bytes taken on another replica's tests: %+v %v, want unchanged, still tests_from replica", at, err)
+	}
+}
