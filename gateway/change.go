@@ -43,6 +43,12 @@ type PolicyRequest struct {
 	Tested string
 	// Tests is how many of those tests passed there.
 	Tests int
+	// Seal is the announcing replica's HMAC-SHA256 (hex) of Surface,
+	// Tested and Tests under a key derived from the replicas' shared
+	// MCPGATE_SESSION_SECRET. Anyone who may connect to the database can
+	// send on the policy channel, so a Tested whose Seal does not verify
+	// vouches for nothing: the receiving replica runs the tests itself.
+	Seal string
 	// Origin names the announcing replica (a random id per process), so
 	// a replica ignores its own announcements.
 	Origin string

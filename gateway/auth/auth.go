@@ -96,6 +96,11 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 	if j.audience == "" {
 		j.audience = DefaultAudience
 	}
+	if j.audience == ConsoleAudience {
+		// Else a console sign-in JWT would open this surface, and an agent
+		// holding its session JWT could sign in to the console.
+		return nil, fmt.Errorf("JWT audience %q is the console sign-in audience; give %s (or %s) another value", ConsoleAudience, EnvAudience, EnvCCServerAudience)
+	}
 	if j.now == nil {
 		j.now = time.Now
 	}

@@ -65,3 +65,15 @@ func TestConsoleUser(t *testing.T) {
 		t.Error("SignConsole minted a token longer than ConsoleMaxLifetime")
 	}
 }
+
+// TestConsoleAudienceNotAgentAudience: a verifier whose agent (or
+// cc_server) audience is the console's would take every console sign-in
+// JWT as a session token of its surface and, the other way round, let an
+// agent holding its session JWT sign in to the console as its user (an
+// owner then mints API tokens). NewJWT refuses that configuration.
+func TestConsoleAudienceNotAgentAudience(t *testing.T) {
+	_, err := NewJWT(JWTConfig{Secret: hsSecret, Audience: ConsoleAudience})
+	if err == nil || !strings.Contains(err.Error(), ConsoleAudience) {
+		t.Fatalf("NewJWT with audience %q: error %v, want one naming it", ConsoleAudience, err)
+	}
+}

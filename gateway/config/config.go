@@ -38,8 +38,10 @@ type Config struct {
 	ConfirmationSecret []byte
 	// SessionSecret is MCPGATE_SESSION_SECRET (≥ 32 bytes): the HMAC key
 	// of MCP session ids, which replicas must share to serve each other's
-	// sessions. Unset: a random key per process (App warns), so a session
-	// is served only by the process that opened it and ends with it.
+	// sessions; it also seals the policy test passes replicas announce.
+	// Unset: a random key per process (App warns), so a session is served
+	// only by the process that opened it and ends with it, and no pass is
+	// sealed (every replica runs its own tests).
 	SessionSecret []byte
 	// UpstreamURL (MCPGATE_UPSTREAM_URL) replaces the demo backend.
 	UpstreamURL string

@@ -90,18 +90,20 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, code, "login.html", form, v)
 	}
 	addr := clientAddress(r)
-	if d := c.limits.wait(r.Context(), addr); d > 0 {
+	if d := c.limits.begin(r.Context(), addr); d > 0 {
 		c.limits.signins.WithLabelValues(outcomeLimited).Inc()
 		w.Header().Set("Retry-After", retryAfter(d))
 		refuse(http.StatusTooManyRequests, "token", "Too many failed sign-ins from your address or to this gateway. Wait "+retryAfter(d)+" seconds, then sign in again; the token was not checked.")
 		return
 	}
+	failure := false
+	defer func() { c.limits.end(r.Context(), addr, failure) }()
 	if token == "" {
 		refuse(http.StatusBadRequest, "token", "Enter the gateway's admin token (the value of MCPGATE_ADMIN_TOKEN), an API token with management:read, or your console sign-in token.")
 		return
 	}
 	failed := func(code int, field, msg string) {
-		c.limits.failed(r.Context(), addr)
+		failure = true
 		refuse(code, field, msg)
 	}
 	now := c.opts.Now()

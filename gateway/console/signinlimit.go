@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,8 +18,9 @@ import (
 // cannot be guessed through the sign-in form. While a limit is reached
 // every sign-in from the address (per-address limit) or from everyone
 // (global limit) is answered 429 with Retry-After, a correct token too:
-// the reply says nothing about the token. Signed-in sessions are not
-// affected. The counts are kept in this process (each replica counts its
+// the reply says nothing about the token. A sign-in whose credential is
+// being checked counts as failed until it ends, so parallel sign-ins get
+// no more checks than the limit. Signed-in sessions are not affected. The counts are kept in this process (each replica counts its
 // own).
 type SignInLimits struct {
 	// PerAddress is the number of failed sign-ins one client address
@@ -43,11 +45,17 @@ const (
 )
 
 // signInLimiter counts failed sign-ins with ulule/limiter's memory store.
+// A sign-in whose credential is being checked counts as a failure until it
+// ends (inflight), so parallel sign-ins cannot all pass the limit before
+// the first of them is counted.
 type signInLimiter struct {
 	store   limiter.Store
 	address limiter.Rate
 	global  limiter.Rate
 	signins *prometheus.CounterVec
+
+	mu       sync.Mutex     // one begin or end at a time
+	inflight map[string]int // sign-ins begun and not ended, by limiter key
 }
 
 func newSignInLimiter(l SignInLimits, reg prometheus.Registerer) *signInLimiter {
@@ -62,9 +70,10 @@ func newSignInLimiter(l SignInLimits, reg prometheus.Registerer) *signInLimiter 
 		l.Period = d.Period
 	}
 	s := &signInLimiter{
-		store:   memory.NewStoreWithOptions(limiter.StoreOptions{Prefix: "console-signin", CleanUpInterval: time.Minute}),
-		address: limiter.Rate{Period: l.Period, Limit: int64(l.PerAddress)},
-		global:  limiter.Rate{Period: l.Period, Limit: int64(l.Global)},
+		inflight: map[string]int{},
+		store:    memory.NewStoreWithOptions(limiter.StoreOptions{Prefix: "console-signin", CleanUpInterval: time.Minute}),
+		address:  limiter.Rate{Period: l.Period, Limit: int64(l.PerAddress)},
+		global:   limiter.Rate{Period: l.Period, Limit: int64(l.Global)},
 		signins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_console_signins_total",
 			Help: "Console sign-in attempts by outcome: signed_in, refused (a wrong credential or workspace), limited (answered 429 by the failed sign-in limits).",
@@ -86,30 +95,57 @@ func newSignInLimiter(l SignInLimits, reg prometheus.Registerer) *signInLimiter 
 	return s
 }
 
-// wait returns how long a sign-in from addr must wait, 0 when it may go
-// ahead. A limiter failure waits a whole period (fail closed).
-func (s *signInLimiter) wait(ctx context.Context, addr string) time.Duration {
+// begin returns how long a sign-in from addr must wait, 0 when it may go
+// ahead: then its credential is checked, and it counts against both
+// limits until end. A limiter failure waits a whole period (fail closed).
+func (s *signInLimiter) begin(ctx context.Context, addr string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var longest time.Duration
-	for _, k := range []struct {
-		key  string
-		rate limiter.Rate
-	}{{"a:" + addr, s.address}, {"global", s.global}} {
+	for _, k := range s.keys(addr) {
 		lc, err := s.store.Peek(ctx, k.key, k.rate)
 		if err != nil {
 			return k.rate.Period
 		}
-		if lc.Remaining <= 0 {
+		if lc.Remaining-int64(s.inflight[k.key]) <= 0 {
 			longest = max(longest, max(time.Until(time.Unix(lc.Reset, 0)), time.Second))
+		}
+	}
+	if longest == 0 {
+		for _, k := range s.keys(addr) {
+			s.inflight[k.key]++
 		}
 	}
 	return longest
 }
 
-// failed counts one failed sign-in from addr.
-func (s *signInLimiter) failed(ctx context.Context, addr string) {
-	_, _ = s.store.Increment(ctx, "a:"+addr, 1, s.address)
-	_, _ = s.store.Increment(ctx, "global", 1, s.global)
-	s.signins.WithLabelValues(outcomeRefused).Inc()
+// end ends a sign-in that begin let go ahead, counting it as a failed one
+// when failed.
+func (s *signInLimiter) end(ctx context.Context, addr string, failed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.keys(addr) {
+		if failed {
+			_, _ = s.store.Increment(ctx, k.key, 1, k.rate)
+		}
+		if s.inflight[k.key]--; s.inflight[k.key] <= 0 {
+			delete(s.inflight, k.key)
+		}
+	}
+	if failed {
+		s.signins.WithLabelValues(outcomeRefused).Inc()
+	}
+}
+
+// limitKey is one limit's key in the store and its rate.
+type limitKey struct {
+	key  string
+	rate limiter.Rate
+}
+
+// keys are the limits a sign-in from addr counts against.
+func (s *signInLimiter) keys(addr string) [2]limitKey {
+	return [2]limitKey{{"a:" + addr, s.address}, {"global", s.global}}
 }
 
 // retryAfter is the Retry-After value of d: whole seconds, rounded up.

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,4 +92,66 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestSignInLimitsConcurrent: sign-ins checked at the same time count
+// against the limit before their credential is checked, so a burst of
+// parallel guesses gets no more checks than the limit allows (each guess
+// passed the check before any of them was counted).
+func TestSignInLimitsConcurrent(t *testing.T) {
+	const burst, perAddress = 12, 3
+	var mu sync.Mutex
+	checked := 0
+	arrived := make(chan struct{}, burst)
+	release := make(chan struct{})
+	slowAdmin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		checked++
+		mu.Unlock()
+		arrived <- struct{}{}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"code":"Unauthenticated","message":"admin token not accepted"}}`))
+	})
+	c := console.New(console.Options{Admin: slowAdmin, AdminPrefix: admin.Prefix, Registerer: prometheus.NewRegistry(),
+		SignInLimits: console.SignInLimits{PerAddress: perAddress, Global: 100, Period: time.Minute}})
+	form := strings.Repeat("f", 43)
+	codes := make(chan int, burst)
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := url.Values{"csrf": {form}, "token": {"guess-" + strconv.Itoa(i)}}.Encode()
+			req := httptest.NewRequest(http.MethodPost, "/console/login", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.AddCookie(&http.Cookie{Name: console.FormCookieName, Value: form})
+			req.RemoteAddr = "10.0.0.9:40000"
+			rec := httptest.NewRecorder()
+			c.ServeHTTP(rec, req)
+			codes <- rec.Code
+		}()
+	}
+	// Hold every credential check until the whole burst is in (or, once
+	// the limit holds the rest back, until it plainly is not coming).
+	for range burst {
+		select {
+		case <-arrived:
+			continue
+		case <-time.After(500 * time.Millisecond):
+		}
+		break
+	}
+	close(release)
+	wg.Wait()
+	close(codes)
+	got := map[int]int{}
+	for code := range codes {
+		got[code]++
+	}
+	if checked > perAddress || got[http.StatusUnauthorized] > perAddress || got[http.StatusTooManyRequests] != burst-got[http.StatusUnauthorized] {
+		t.Fatalf("%d parallel guesses from one address: %d credentials checked, replies %v; want at most %d checked (401), the rest 429",
+			burst, checked, got, perAddress)
+	}
 }

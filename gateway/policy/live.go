@@ -141,6 +141,10 @@ type Live struct {
 	snap    atomic.Pointer[Snapshot]
 
 	reload sync.Mutex // one reload at a time
+	// asked is set while a ReloadIfChanged waits for reload: the requests
+	// that come meanwhile are answered by that one, which reads the
+	// folder once it runs.
+	asked atomic.Bool
 
 	mu     sync.Mutex // guards status and flips
 	status gateway.PolicyStatus
@@ -387,6 +391,11 @@ func (l *Live) reloadVouched(ctx context.Context, trigger string, vouch *Vouch) 
 	}
 	l.reload.Lock()
 	defer l.reload.Unlock()
+	return l.reloadLocked(ctx, trigger, vouch)
+}
+
+// reloadLocked is reloadVouched once it holds l.reload.
+func (l *Live) reloadLocked(ctx context.Context, trigger string, vouch *Vouch) (*gateway.PolicyAttempt, error) {
 	old := l.snap.Load()
 	e, at, err := l.candidate(ctx, l.opts.Dir, trigger, old.live, vouch)
 	swapped := err == nil && e.Revision() != old.live.Revision()
@@ -443,15 +452,24 @@ func (l *Live) Surface() string { return l.surface }
 // vouch, when set, is another replica's announced pass: a candidate
 // with its content hash goes live without running its tests (they
 // passed on the same bytes there); any other candidate is tested in
-// full.
+// full. A call made while another one waits for the running reload
+// returns nil, nil at once: the waiting one reads the folder after this
+// call was made, so announcements of other replicas, however many, run
+// one reload after the running one.
 func (l *Live) ReloadIfChanged(ctx context.Context, trigger string, vouch *Vouch) (*gateway.PolicyAttempt, error) {
 	if l.opts.Dir == "" {
 		return nil, ErrNotReloadable
 	}
+	if !l.asked.CompareAndSwap(false, true) {
+		return nil, nil
+	}
+	l.reload.Lock()
+	l.asked.Store(false)
+	defer l.reload.Unlock()
 	if l.unchanged(l.opts.Dir, l.Engine().content) && (l.opts.ShadowDir == "" || l.unchanged(l.opts.ShadowDir, l.shadowContent())) {
 		return nil, nil
 	}
-	return l.reloadVouched(ctx, trigger, vouch)
+	return l.reloadLocked(ctx, trigger, vouch)
 }
 
 // unchanged reports whether the folder dir holds the bytes of content

@@ -515,3 +515,59 @@ func TestSlowCandidateTestsAreCutOff(t *testing.T) {
 		t.Errorf("live revision %q after the refusal, want rev-good", st.Revision)
 	}
 }
+
+// TestReloadIfChangedCoalesces: reload requests of other replicas that
+// come while one already waits for the running reload are answered by
+// that one, which reads the folder once it runs: a flood of announcements
+// on the policy channel (anyone who may connect to the database can send
+// them) runs the candidate's tests once, not once per announcement.
+func TestReloadIfChangedCoalesces(t *testing.T) {
+	dir := t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-1", true, false))
+	entered, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	l, err := policy.NewLive(context.Background(), policy.LiveOptions{
+		Engine: policy.Options{Edition: gateway.EditionCommunity, Tools: []policy.ToolRef{projectsList}},
+		Dir:    dir, Embedded: policies.FS, Revision: policies.Revision,
+		OnAttempt: func(trigger string, _ *gateway.PolicyAttempt, _ error) {
+			mu.Lock()
+			attempts[trigger]++
+			mu.Unlock()
+			if trigger == policy.TriggerAdmin {
+				close(entered)
+				<-release // the reload holds on, as one running slow tests would
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeBundle(t, dir, tinyBundle("rev-2", false, true)) // refused: never skipped as live
+	ctx := context.Background()
+	go func() { _, _ = l.Reload(ctx, policy.TriggerAdmin) }()
+	<-entered
+	const asks = 10
+	var returned atomic.Int32
+	var wg sync.WaitGroup
+	for range asks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = l.ReloadIfChanged(ctx, policy.TriggerReplica, nil)
+			returned.Add(1)
+		}()
+	}
+	for deadline := time.Now().Add(3 * time.Second); returned.Load() < asks-1 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	early := returned.Load()
+	close(release)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if early != asks-1 || attempts[policy.TriggerReplica] != 1 {
+		t.Fatalf("%d requests during a running reload: %d returned at once, %d reloads ran; want %d at once and 1 reload",
+			asks, early, attempts[policy.TriggerReplica], asks-1)
+	}
+}

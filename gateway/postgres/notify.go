@@ -27,7 +27,8 @@ const (
 	// PolicyChannel carries requests to reload the policy folder on every
 	// replica (Store.AnnouncePolicy): {"s": schema, "u": surface ("" for
 	// every surface), "r": revision loaded, "o": announcing replica, "t":
-	// content hash whose tests passed there ("" none), "n": tests passed}.
+	// content hash whose tests passed there ("" none), "n": tests passed,
+	// "m": the seal of "t" (gateway.PolicyRequest.Seal)}.
 	PolicyChannel = "mcpgate_policy"
 )
 
@@ -43,8 +44,8 @@ type PolicyHandler interface {
 // included: compare Origin) to reload its policy folder, on
 // PolicyChannel. Errors are EUnavailable.
 func (s *Store) AnnouncePolicy(ctx context.Context, r gateway.PolicyRequest) error {
-	_, err := s.db.ExecContext(ctx, `SELECT pg_notify($1, json_build_object('s', current_schema(), 'u', $2::text, 'r', $3::text, 'o', $4::text, 't', $5::text, 'n', $6::int)::text)`,
-		PolicyChannel, r.Surface, r.Revision, r.Origin, r.Tested, r.Tests)
+	_, err := s.db.ExecContext(ctx, `SELECT pg_notify($1, json_build_object('s', current_schema(), 'u', $2::text, 'r', $3::text, 'o', $4::text, 't', $5::text, 'n', $6::int, 'm', $7::text)::text)`,
+		PolicyChannel, r.Surface, r.Revision, r.Origin, r.Tested, r.Tests, r.Seal)
 	if err != nil {
 		return gateway.Wrap(gateway.EUnavailable, translate(err, msgs{}), "cannot ask the other replicas to reload their policy; reload each with `mcpgate policy reload`")
 	}
@@ -267,6 +268,7 @@ func (l *Listener) policy(extra string) {
 		Origin   string `json:"o"`
 		Tested   string `json:"t"`
 		Tests    int    `json:"n"`
+		Seal     string `json:"m"`
 	}
 	if err := json.Unmarshal([]byte(extra), &p); err != nil || p.Schema != l.schema {
 		return
@@ -277,7 +279,7 @@ func (l *Listener) policy(extra string) {
 	}
 	l.received.Add(1)
 	l.mu.Lock()
-	ph.PolicyRequested(gateway.PolicyRequest{Surface: p.Surface, Revision: p.Revision, Origin: p.Origin, Tested: p.Tested, Tests: p.Tests})
+	ph.PolicyRequested(gateway.PolicyRequest{Surface: p.Surface, Revision: p.Revision, Origin: p.Origin, Tested: p.Tested, Tests: p.Tests, Seal: p.Seal})
 	l.mu.Unlock()
 }
 

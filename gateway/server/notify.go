@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 )
 
@@ -178,16 +180,53 @@ func (c *changes) close() {
 }
 
 // TokenRevoked ends, on this replica, every MCP session and stream opened
-// with the API token of fingerprint fp: their next request authenticates
-// again and is refused (every request looks the token up; there is no
-// token cache to drop). The admin API of this process calls it after a
-// revocation, and the change feed for revocations made elsewhere.
+// with the API token of fingerprint fp once the store no longer holds that
+// token active (revoked or removed; a store that cannot tell counts as
+// revoked): their next request authenticates again and is refused (every
+// request looks the token up; there is no token cache to drop). The
+// announcement alone is not believed: anyone who may connect to the
+// database can send one on mcpgate_changes, and ending an active token's
+// sessions would cancel their running calls. The admin API of this
+// process calls it after a revocation, and the change feed for
+// revocations made elsewhere.
 func (s *Server) TokenRevoked(fp string) {
-	match := func(p *gateway.Principal) bool { return p.TokenFingerprint == fp }
+	ctx, cancel := context.WithTimeout(context.Background(), tokenCheckTimeout)
+	defer cancel()
+	active := map[string]bool{} // by the sessions' workspace, the token's own
+	match := func(p *gateway.Principal) bool {
+		if p.TokenFingerprint != fp {
+			return false
+		}
+		a, ok := active[p.WorkspaceID]
+		if !ok {
+			a = s.tokenActive(ctx, p.WorkspaceID, fp)
+			active[p.WorkspaceID] = a
+		}
+		return !a
+	}
 	s.transport.DropSessions(match)
 	if s.api != nil {
 		s.api.DropSessions(match)
 	}
+}
+
+// tokenCheckTimeout bounds TokenRevoked's look-up of the token's status.
+const tokenCheckTimeout = 2 * time.Second
+
+// tokenActive reports whether the store holds the API token fp of
+// workspace ws with the status active.
+func (s *Server) tokenActive(ctx context.Context, ws, fp string) bool {
+	st, ok := s.store.(interface {
+		ListAPITokens(ctx context.Context, workspaceID string) ([]gateway.APIToken, error)
+	})
+	if !ok {
+		return false
+	}
+	tokens, err := st.ListAPITokens(ctx, ws)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(tokens, func(t gateway.APIToken) bool { return t.Fingerprint == fp && t.Status == admin.TokenActive })
 }
 
 // localFeed is the ChangeFeed of the embedded store (one process): the

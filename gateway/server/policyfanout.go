@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -83,8 +86,9 @@ func (a *App) announcePolicy(log *zap.Logger, surface string) func(string, *gate
 		ctx, cancel := context.WithTimeout(a.policyCtx, announceTimeout)
 		defer cancel()
 		r := gateway.PolicyRequest{Surface: surface, Revision: at.Revision, Origin: a.origin}
-		if err == nil && at.TestsFrom != "" {
+		if err == nil && at.TestsFrom != "" && len(a.Config.SessionSecret) > 0 {
 			r.Tested, r.Tests = at.Content, at.Tests
+			r.Seal = vouchSeal(a.Config.SessionSecret, r)
 		}
 		if err := pg.AnnouncePolicy(ctx, r); err != nil && a.policyCtx.Err() == nil {
 			log.Warn("policy reloaded here, but the other replicas could not be asked to reload; they reload on their next folder change, or run `mcpgate policy reload` against each",
@@ -111,7 +115,7 @@ func (a *App) policyRequested(log *zap.Logger, r gateway.PolicyRequest) {
 		trigger = policy.TriggerResync
 	}
 	var vouch *policy.Vouch
-	if r.Tested != "" && !a.Config.PolicyRetestOnReplicas {
+	if r.Tested != "" && !a.Config.PolicyRetestOnReplicas && vouchSealed(a.Config.SessionSecret, r) {
 		vouch = &policy.Vouch{Content: r.Tested, Tests: r.Tests}
 	}
 	for _, l := range a.policies.lives {
@@ -132,4 +136,22 @@ func (a *App) policyRequested(log *zap.Logger, r gateway.PolicyRequest) {
 				zap.String("candidate_revision", at.Revision), zap.String("outcome", at.Outcome))
 		}
 	}
+}
+
+// vouchSeal is the seal of r's vouch (gateway.PolicyRequest.Seal): an
+// HMAC-SHA256 of its surface, content hash and test count under a key
+// derived from secret, the replicas' shared MCPGATE_SESSION_SECRET. A
+// replayed seal vouches only for bytes whose tests passed on a replica.
+func vouchSeal(secret []byte, r gateway.PolicyRequest) string {
+	k := hmac.New(sha256.New, secret)
+	k.Write([]byte("mcpgate policy vouch v1"))
+	m := hmac.New(sha256.New, k.Sum(nil))
+	m.Write([]byte(r.Surface + "\x00" + r.Tested + "\x00" + strconv.Itoa(r.Tests)))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// vouchSealed reports whether r's seal is vouchSeal's under secret; never
+// without a secret (each process then has a key of its own).
+func vouchSealed(secret []byte, r gateway.PolicyRequest) bool {
+	return len(secret) > 0 && hmac.Equal([]byte(r.Seal), []byte(vouchSeal(secret, r)))
 }

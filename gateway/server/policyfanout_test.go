@@ -17,6 +17,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 	"github.com/mcpgate/mcpgate/gateway/server"
 )
@@ -259,5 +260,39 @@ func TestReloadReachesEverySurfaceAndExplain(t *testing.T) {
 	}
 	if _, ready := request(t, app, http.MethodGet, "/readyz"); !strings.Contains(ready, `"ccserver":{"revision":"rev-2"}`) || !strings.Contains(ready, `"supacloud":{"revision":"rev-2"}`) {
 		t.Errorf("/readyz %s: want both surfaces at rev-2", ready)
+	}
+}
+
+// TestForgedVouchRunsTheTests: anyone who may connect to the database can
+// send on mcpgate_policy. An announcement naming the content hash of the
+// bytes in B's folder, as a replica announces bytes whose tests passed
+// there, but not sealed with the replicas' shared key, is no vouch: B
+// runs the folder's tests, refuses its failing bundle and keeps its live
+// revision.
+func TestForgedVouchRunsTheTests(t *testing.T) {
+	f := policyFolders{t: t, root: t.TempDir()}
+	allow, broken := f.bundle("allow", "allow", false), f.bundle("deny-broken", "deny", true)
+	dir := f.link("b", allow)
+	rs := openReplicas(t, 1, func(_ int, vars map[string]string) { vars["MCPGATE_POLICY_DIR"] = dir })
+	b := rs[0]
+	f.link("b", broken) // no watcher sees a swapped link
+	content, err := policy.ContentHash(os.DirFS(broken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := b.app.Store.(*postgres.Store).DB()
+	if _, err := db.ExecContext(context.Background(), `SELECT pg_notify('mcpgate_policy', json_build_object('s', current_schema(), 'u', 'supacloud',
+ 'r', 'rev-deny', 'o', 'forged', 't', $1::text, 'n', 1, 'm', 'forged')::text)`, content); err != nil {
+		t.Fatal(err)
+	}
+	st, ok := b.waitPolicy(t, 5*time.Second, func(st gateway.PolicyStatus) bool {
+		return st.LastAttempt != nil && st.LastAttempt.Trigger == policy.TriggerReplica
+	})
+	if !ok {
+		t.Fatalf("B never acted on the announcement: %+v", st.LastAttempt)
+	}
+	if st.Revision != "rev-allow" || st.LastAttempt.Outcome != gateway.PolicyRefused || st.LastAttempt.TestsFrom == gateway.PolicyTestsReplica {
+		t.Fatalf("B after a forged vouch for its failing folder: live %q, attempt %+v; want rev-allow kept, the candidate tested here and refused",
+			st.Revision, st.LastAttempt)
 	}
 }

@@ -303,6 +303,44 @@ func TestReplicaRevocationReachesOtherReplica(t *testing.T) {
 	}
 }
 
+// A revocation announced on mcpgate_changes for a token the store still
+// holds active is not believed: anyone who may connect to the database
+// can send one, and ending the token's sessions would cancel their
+// running calls. B's stream of the active token stays open; a real
+// revocation through A still ends it.
+func TestReplicaForgedRevocationKeepsStream(t *testing.T) {
+	rs := openReplicas(t, 2)
+	a, b := rs[0], rs[1]
+	var created struct {
+		Token, Fingerprint string
+	}
+	if err := json.Unmarshal(a.admin(t, http.MethodPost, "/workspaces/ws-a/api-tokens", `{"label":"coord","scopes":["mcp:read"]}`), &created); err != nil || created.Token == "" {
+		t.Fatalf("token create: %v %+v", err, created)
+	}
+	sid := b.initialize(t, "/api/mcp", created.Token)
+	stream := b.openStream(t, "/api/mcp", created.Token, sid)
+	db := a.app.Store.(*postgres.Store).DB()
+	ctx := context.Background()
+	before := b.app.Feed.Received()
+	if _, err := db.ExecContext(ctx, `SELECT pg_notify('mcpgate_changes', json_build_object('s', current_schema(), 't', 'api_tokens', 'w', 'ws-a', 'k', $1::text)::text)`,
+		created.Fingerprint); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Second); b.app.Feed.Received() == before && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if b.app.Feed.Received() == before {
+		t.Fatal("B never heard the forged announcement")
+	}
+	if stream.waitEnd(500 * time.Millisecond) {
+		t.Fatal("a forged revocation of an active token ended B's stream of it")
+	}
+	a.admin(t, http.MethodDelete, "/api-tokens/"+created.Fingerprint, "")
+	if !stream.waitEnd(time.Second) {
+		t.Fatal("B's stream of the revoked token still open 1 s after the revocation through A")
+	}
+}
+
 // When B's listening connection is cut (pg_terminate_backend), B
 // reconnects by itself and, since notifications of the gap may be lost,
 // drops every cached caller and re-checks every open stream once: a
