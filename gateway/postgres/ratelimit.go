@@ -44,10 +44,11 @@ RETURNING count`
 const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = $1 AND window_start = $2`
 
 // reserveAndAudit takes a call's slots, all or nothing, with the function
-// of migration 00006 (mcpgate_take_slots, which locks each counter row
-// until the transaction ends: a concurrent reservation of the same bucket,
-// in this process or another replica, waits and then sees the committed
-// count), and inserts the audit row ($1…$22), returning its id. At a full
+// of migration 00006 (mcpgate_take_slots; since 00016 it locks the call's
+// counter rows in the one global order first, and holds them until the
+// transaction ends: a concurrent reservation of the same bucket, in this
+// process or another replica, waits and then sees the committed count),
+// and inserts the audit row ($1…$22), returning its id. At a full
 // counter the function raises (fullSlotCode), and the whole statement
 // rolls back: no slot, no counter row, no audit row. So the statement is
 // atomic alone and runs in autocommit when there is no idempotency claim
@@ -62,7 +63,9 @@ SELECT ` + auditInsertValues + ` FROM r
 RETURNING id`
 
 // reserveBatch takes several calls' reservations in one statement, in
-// autocommit its own transaction (mcpgate_reserve_batch, migration 00015):
+// autocommit its own transaction (mcpgate_reserve_batch, migration 00015;
+// since 00016 it locks the union of the calls' counters in the global
+// order before it decides any call, so two batches cannot deadlock):
 // $1…$22 are the audit columns of the calls as arrays, $23 each call's
 // number of slots, $24…$29 the slots of all calls in mcpgate_take_slots's
 // arrays. One row per call, in order: the audit id, or NULL with the full
@@ -105,8 +108,7 @@ func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots [
 	args := append(audit, slotArgs(slots)...)
 	err = stmt.QueryRowContext(ctx, args...).Scan(&res.AuditID)
 	// In autocommit the statement is all its transaction: one aborted to
-	// break a deadlock (with a batch, mcpgate_reserve_batch) wrote nothing
-	// and runs again.
+	// break a deadlock wrote nothing and runs again (maxDeadlockAttempts).
 	for attempt := 1; tx == nil && deadlocked(err) && attempt < maxDeadlockAttempts; attempt++ {
 		err = stmt.QueryRowContext(ctx, args...).Scan(&res.AuditID)
 	}
@@ -173,7 +175,12 @@ func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gate
 }
 
 // maxDeadlockAttempts is how many times takeSlots runs its statement in
-// autocommit when PostgreSQL aborts it to break a deadlock.
+// autocommit when PostgreSQL aborts it to break a deadlock. Since
+// migration 00016 the gateway's own transactions cannot deadlock on
+// counter rows (each locks them in one global order); the retry stays as a
+// backstop for a transaction outside that order that locks counter rows
+// (an operator's SQL, or a replica of a release older than 00006 still
+// calling mcpgate_reserve_counts during a rolling upgrade).
 const maxDeadlockAttempts = 3
 
 // deadlocked reports whether err is PostgreSQL aborting a transaction to
@@ -255,20 +262,37 @@ func (s *Store) DeleteRateCount(ctx context.Context, key string, window time.Tim
 	return translate(err, msgs{})
 }
 
-// DeleteEndedTaskCounts implements ratelimit.Counters.
+// DeleteEndedTaskCounts implements ratelimit.Counters. Like every
+// statement that locks several counter rows, it locks them in the global
+// order of migration 00016 (lockedCounters).
 func (s *Store) DeleteEndedTaskCounts(ctx context.Context, before time.Time) (int64, error) {
-	const q = `DELETE FROM rate_limit_counters c USING tasks t
-WHERE c.task_id IS NOT NULL AND t.workspace_id = c.task_workspace_id AND t.id = c.task_id
-  AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= $1`
+	const q = `DELETE FROM rate_limit_counters c USING (
+    SELECT c.bucket_key, c.window_start FROM rate_limit_counters c JOIN tasks t
+        ON t.workspace_id = c.task_workspace_id AND t.id = c.task_id
+    WHERE c.task_id IS NOT NULL AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= $1
+    ` + lockedCounters + `) d
+WHERE c.bucket_key = d.bucket_key AND c.window_start = d.window_start`
 	return s.deleteRows(ctx, q, before.UTC())
 }
 
 // DeleteExpiredRateCounts implements ratelimit.Counters; per-task counters
-// (no expiry) are never deleted.
+// (no expiry) are never deleted. It locks the rows in the global order of
+// migration 00016 (lockedCounters).
 func (s *Store) DeleteExpiredRateCounts(ctx context.Context, before time.Time) (int64, error) {
-	const q = `DELETE FROM rate_limit_counters WHERE expires_at <= $1`
+	const q = `DELETE FROM rate_limit_counters c USING (
+    SELECT c.bucket_key, c.window_start FROM rate_limit_counters c WHERE c.expires_at <= $1
+    ` + lockedCounters + `) d
+WHERE c.bucket_key = d.bucket_key AND c.window_start = d.window_start`
 	return s.deleteRows(ctx, q, before.UTC())
 }
+
+// lockedCounters ends a SELECT of counter rows (alias c) that a DELETE
+// then removes: it locks them in the one order every transaction that
+// locks several counters follows (migration 00016: bucket_key in byte
+// order, then window_start), so the sweep cannot deadlock with a
+// reservation that is taking rows it deletes. PostgreSQL sorts before it
+// locks (LockRows runs above the Sort).
+const lockedCounters = `ORDER BY c.bucket_key COLLATE "C", c.window_start FOR UPDATE OF c`
 
 // deleteRows runs the DELETE q and returns how many rows it removed.
 func (s *Store) deleteRows(ctx context.Context, q string, args ...any) (int64, error) {

@@ -196,10 +196,9 @@ func endedBeforeTurn(err error, it *reserveItem) error {
 // autocommit), so a call that waits for no other costs nothing more. A
 // reservation whose request has ended when its turn comes is not written
 // (EUnavailable); the batch stops when no caller waits for it any more.
-// When the batch statement fails (say, a deadlock with
-// another replica's batch, which PostgreSQL resolves by aborting one of
-// them), nothing of it is written, and the group tries each reservation
-// again on its own (group.apply) unless the database is unreachable.
+// When the batch statement fails, nothing of it is written, and the group
+// tries each reservation again on its own (group.apply) unless the
+// database is unreachable.
 func (c *Core) reserveGroup(ctx context.Context, items []*reserveItem) ([]error, error) {
 	errs := make([]error, len(items))
 	live := make([]int, 0, len(items))

@@ -97,11 +97,11 @@ type Dialect struct {
 	ReserveBatch func(ctx context.Context, audits [][]any, slots [][]gateway.Slot) ([]gateway.ReservationResult, error)
 	// Deadlocked, when set, reports whether err (as Reserve's transaction
 	// returned it) is the database aborting that transaction to break a
-	// deadlock: with ReserveBatch, a batch holds the counter rows of its
-	// earlier calls while it locks those of later ones, so a reservation
-	// that holds a claim or another replica's batch can cross it. The
-	// aborted reservation wrote nothing; Reserve runs it again (at most
-	// maxDeadlockAttempts times in all).
+	// deadlock. The aborted reservation wrote nothing; Reserve runs it
+	// again (at most maxDeadlockAttempts times in all). On PostgreSQL the
+	// store's own reservations lock their counter rows in one global order
+	// and cannot deadlock each other; this is the backstop for a
+	// transaction outside that order.
 	Deadlocked func(err error) bool
 	// FinishBatch writes the final status, error class, latency and
 	// reason codes (FinishArgs) of each of evs, at most MaxFinishBatch of
