@@ -19,6 +19,14 @@ const (
 	ConsoleWorkspaceAdmin ConsoleKind = "workspace_admin"
 )
 
+// MaxConsoleSessionsPerPrincipal bounds the sessions one principal (kind,
+// workspace and subject: the operator, one workspace's read-only sign-ins,
+// one workspace admin) keeps in the audit store: a sign-in beyond it ends
+// that principal's oldest sessions, so a valid credential signing in again
+// and again cannot fill the table (failed sign-ins are limited by the
+// console itself).
+const MaxConsoleSessionsPerPrincipal = 64
+
 // ConsoleSession is one signed-in console visitor as the audit store keeps
 // it, so every replica serves the visitor (no sticky sessions). The store
 // never sees the session cookie's value, only IDHash, and never the

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +42,25 @@ var consoleTests = []test{
 		}
 		if _, err := s.ConsoleSession(ctx(t), "h2", now); err != nil {
 			t.Errorf("h2 after the sweep: %v", err)
+		}
+	}},
+	{"a principal keeps its newest console sessions only", func(t *testing.T, s Store) {
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		other := consoleSession("other", now)
+		other.Subject = "u-2"
+		must(t, s.CreateConsoleSession(ctx(t), other), "CreateConsoleSession of another member")
+		const max = gateway.MaxConsoleSessionsPerPrincipal
+		for i := range max + 2 {
+			must(t, s.CreateConsoleSession(ctx(t), consoleSession(fmt.Sprintf("h%03d", i), now.Add(time.Duration(i)*time.Second))), "CreateConsoleSession")
+		}
+		for i, want := range map[int]bool{0: false, 1: false, 2: true, max + 1: true} {
+			_, err := s.ConsoleSession(ctx(t), fmt.Sprintf("h%03d", i), now)
+			if (err == nil) != want {
+				t.Errorf("session %d of %d: found = %v, want %v (%v)", i, max+2, err == nil, want, err)
+			}
+		}
+		if _, err := s.ConsoleSession(ctx(t), "other", now); err != nil {
+			t.Errorf("another member's session was ended: %v", err)
 		}
 	}},
 	{"sign-out deletes a console session", func(t *testing.T, s Store) {

@@ -32,14 +32,23 @@ type consoleRow struct {
 // its expiry.
 const consoleSessionGone = "console session not found or expired; sign in again"
 
-// CreateConsoleSession stores s (times UTC, to the microsecond). EConflict
-// when its IDHash is taken.
+// CreateConsoleSession stores s (times UTC, to the microsecond) and ends
+// the principal's sessions beyond the newest
+// gateway.MaxConsoleSessionsPerPrincipal. EConflict when its IDHash is taken.
 func (c *Core) CreateConsoleSession(ctx context.Context, s *gateway.ConsoleSession) error {
 	const q = `INSERT INTO console_sessions (id_hash, kind, workspace_id, subject, operator, csrf, sealed_token, flash,
 created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	_, err := c.W.ExecContext(ctx, c.Q(q), s.IDHash, string(s.Kind), s.WorkspaceID, s.Subject, s.Operator, s.CSRF,
 		s.SealedToken, nullBytes(s.Flash), c.D.Time(s.CreatedAt), c.D.Time(s.ExpiresAt))
-	return c.Translate(err, Msgs{Conflict: "console session id is taken; sign in again"})
+	if err != nil {
+		return c.Translate(err, Msgs{Conflict: "console session id is taken; sign in again"})
+	}
+	const trim = `DELETE FROM console_sessions WHERE kind = ? AND workspace_id = ? AND subject = ? AND id_hash NOT IN (
+SELECT id_hash FROM console_sessions WHERE kind = ? AND workspace_id = ? AND subject = ?
+ORDER BY created_at DESC, id_hash DESC LIMIT ?)`
+	_, err = c.W.ExecContext(ctx, c.Q(trim), string(s.Kind), s.WorkspaceID, s.Subject,
+		string(s.Kind), s.WorkspaceID, s.Subject, gateway.MaxConsoleSessionsPerPrincipal)
+	return c.Translate(err, Msgs{})
 }
 
 // ConsoleSession returns the session idHash names if it expires after
