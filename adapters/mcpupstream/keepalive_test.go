@@ -32,10 +32,13 @@ func TestConcurrentCallsKeepTheirConnections(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	// One connection per concurrent caller at most, and a few for the
-	// handshake; without keep-alive beyond 2 idle connections it is about
-	// 14 per round.
-	if n := u.conns.Load(); n > 2*callers {
-		t.Fatalf("%d calls from %d callers opened %d connections to the upstream, want at most %d", callers*rounds, callers, n, 2*callers)
+	// One connection per concurrent caller, and a few more each round when
+	// a round's first calls start before the previous round's connections
+	// are back in the idle pool (net/http returns them from its read loop,
+	// after the caller has its response: on a fast machine 30-60 in all).
+	// Without keep-alive beyond 2 idle connections it is about 14 per
+	// round, 140 in all.
+	if n := u.conns.Load(); n > 5*callers {
+		t.Fatalf("%d calls from %d callers opened %d connections to the upstream, want at most %d", callers*rounds, callers, n, 5*callers)
 	}
 }
