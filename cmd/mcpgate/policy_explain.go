@@ -25,7 +25,7 @@ var (
 func newPolicyExplainCmd(out io.Writer, getenv func(string) string) *cobra.Command {
 	var req admin.ExplainRequest
 	var args string
-	var asJSON bool
+	var asJSON, allPerms bool
 	cmd := withEnv(&cobra.Command{
 		Use:   "explain --workspace W --task T [--profile P] [--user U] --tool X [--args JSON]",
 		Short: "explain the decision of one call, with the live store's data",
@@ -33,7 +33,9 @@ func newPolicyExplainCmd(out io.Writer, getenv func(string) string) *cobra.Comma
 why: every reason, the gate and rule that decided, the allowlist entry that
 grants the tool (or would), and for each permission key the tool reads the
 precedence chain as resolved (user override, seat type, workspace override,
-org plan, default; capped by the edition).
+org plan, default; capped by the edition); with --all-permissions the chain
+of every permission key known, whatever the tool reads (the member's whole
+precedence table, as the console's permissions page shows it).
 
 The caller is loaded from the store MCPGATE_DATABASE_URL names, as the
 gateway loads it; the bundle is the one the gateway runs (MCPGATE_POLICY_DIR
@@ -55,7 +57,7 @@ the same on a running gateway.`,
 					enc.SetIndent("", "  ")
 					return enc.Encode(ans)
 				}
-				printExplanation(out, ans)
+				printExplanation(out, ans, allPerms)
 				return nil
 			})
 		},
@@ -68,6 +70,7 @@ the same on a running gateway.`,
 	f.StringVar(&req.Tool, "tool", "", "tool to call (required)")
 	f.StringVar(&args, "args", "", "the call's arguments as a JSON object")
 	f.BoolVar(&asJSON, "json", false, "print the answer of POST /admin/v1/explain instead of text")
+	f.BoolVar(&allPerms, "all-permissions", false, "also print the precedence chain of every permission key known, not only those the tool reads")
 	return cmd
 }
 
@@ -107,8 +110,9 @@ func bundleConfig(getenv func(string) string) (*config.Config, *tools.Catalog, e
 	return cfg, cat, nil
 }
 
-// printExplanation writes ans for people.
-func printExplanation(out io.Writer, ans *server.ExplainAnswer) {
+// printExplanation writes ans for people; all adds the chain of every
+// permission key known (all_permissions).
+func printExplanation(out io.Writer, ans *server.ExplainAnswer, all bool) {
 	d, x := ans.Decision, ans.Detail
 	verdict := "denied"
 	if d.Allow {
@@ -149,32 +153,48 @@ func printExplanation(out io.Writer, ans *server.ExplainAnswer) {
 		}
 		fmt.Fprintln(out)
 	}
-	if perms := list(x["permissions"]); len(perms) > 0 {
-		fmt.Fprintln(out, "permissions (user override → seat type → workspace override → org plan → default, capped by the edition):")
-		for _, p := range perms {
-			m, _ := p.(map[string]any)
-			fmt.Fprintf(out, "  %v: %v = %v, decided by %v", m["field"], m["key"], m["value"], m["decided_by"])
-			if m["redacted"] == true {
-				fmt.Fprint(out, " (the field is removed from the result)")
-			}
-			fmt.Fprintln(out)
-			var links []string
-			for _, l := range list(m["chain"]) {
-				lm, _ := l.(map[string]any)
-				name := fmt.Sprint(lm["link"])
-				if n, ok := lm["name"].(string); ok {
-					name += "(" + n + ")"
-				}
-				if lm["applies"] == false {
-					name += "[skipped: no seat type, or enterprise-only on this edition]"
-				}
-				links = append(links, name+"="+fmt.Sprint(orDash(lm["value"])))
-			}
-			fmt.Fprintf(out, "    %s\n", strings.Join(links, "  "))
-		}
+	printPermissions(out, "permissions", list(x["permissions"]))
+	if all {
+		printPermissions(out, "all permission keys", list(x["all_permissions"]))
 	}
 	for _, n := range ans.Notes {
 		fmt.Fprintf(out, "note: %s\n", n)
+	}
+}
+
+// printPermissions writes each entry of an explanation's permissions (or
+// all_permissions) list under title: the key, its value and the link that
+// decided it, then the whole chain. An entry whose field is null (a key
+// the explained tool does not read) is printed without a field.
+func printPermissions(out io.Writer, title string, perms []any) {
+	if len(perms) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "%s (user override → seat type → workspace override → org plan → default, capped by the edition):\n", title)
+	for _, p := range perms {
+		m, _ := p.(map[string]any)
+		fmt.Fprint(out, "  ")
+		if m["field"] != nil {
+			fmt.Fprintf(out, "%v: ", m["field"])
+		}
+		fmt.Fprintf(out, "%v = %v, decided by %v", m["key"], m["value"], m["decided_by"])
+		if m["redacted"] == true {
+			fmt.Fprint(out, " (the field is removed from the result)")
+		}
+		fmt.Fprintln(out)
+		var links []string
+		for _, l := range list(m["chain"]) {
+			lm, _ := l.(map[string]any)
+			name := fmt.Sprint(lm["link"])
+			if n, ok := lm["name"].(string); ok {
+				name += "(" + n + ")"
+			}
+			if lm["applies"] == false {
+				name += "[skipped: no seat type, or enterprise-only on this edition]"
+			}
+			links = append(links, name+"="+fmt.Sprint(orDash(lm["value"])))
+		}
+		fmt.Fprintf(out, "    %s\n", strings.Join(links, "  "))
 	}
 }
 

@@ -60,6 +60,11 @@ func TestPolicyExplain(t *testing.T) {
 			"user_override=false  seat_type[skipped: no seat type, or enterprise-only on this edition]=-  workspace_override=-  org_plan=-  default=true",
 			"plan_tier: workspace.plan.view = true, decided by default",
 		}, ""},
+		{name: "all permissions", args: []string{"--tool", "project.get", "--all-permissions"}, want: []string{
+			"all permission keys (user override",
+			"  workspace.budget.view = false, decided by user_override",
+			"  workspace.plan.view = true, decided by default",
+		}},
 		{"deploy role", []string{"--tool", "app.deploy"}, nil, []string{"reason allowlist.missing_grant", "the acting user must be owner, admin"}, ""},
 		{"json", []string{"--tool", "project.get", "--json"}, nil, []string{`"decided_by": {`, `"decision_id":`, `"user": "u1"`}, ""},
 		{"unknown tool", []string{"--tool", "nope"}, nil, nil, `tool "nope" is not in the catalog`},
@@ -96,5 +101,18 @@ func TestPolicyExplain(t *testing.T) {
 				t.Errorf("--json printed no JSON:\n%s", out)
 			}
 		})
+	}
+}
+
+// Without --all-permissions the text names only the keys the tool reads
+// (project.get reads none).
+func TestPolicyExplainOnlyTheToolsKeysByDefault(t *testing.T) {
+	out, err := runCmd(t, map[string]string{"MCPGATE_DATABASE_URL": seedExplain(t)},
+		"policy", "explain", "--workspace", "ws-e", "--task", "t-1", "--profile", "p-1", "--user", "u1", "--tool", "project.get")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "decision: allowed") || strings.Contains(out, "all permission keys") || strings.Contains(out, "workspace.budget.view") {
+		t.Errorf("want an allowed decision naming no permission key:\n%s", out)
 	}
 }
