@@ -2,7 +2,10 @@ package demo
 
 import (
 	"context"
+	"slices"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // Gate classes. Task gates pause an agent task; workflow human gates pause
@@ -123,38 +126,35 @@ func approvalsList(w *workspace, r *request) (any, error) {
 // approvalDecide answers question-class task gates only. Tool, visual and
 // tier_change gates and every workflow human gate exist to put a person in
 // the loop, so a machine's decision is refused as an isError result (seed
-// 001 approval.decide, the #858 invariant; seed 002 step 3).
+// 001 approval.decide, the #858 invariant; seed 002 step 3); a person
+// decides them through HumanGates (DecideGate), on the same decide path.
 func approvalDecide(w *workspace, r *request) (any, error) {
 	id := r.str("approval_id")
 	a := find(w.approvals, func(a *approval) bool { return a.ID == id })
 	if a == nil {
 		return nil, notFound("approval", id)
 	}
-	if err := decidable(a); err != nil {
+	if err := machineMay(a); err != nil {
 		return nil, err
 	}
-	decision := r.str("decision")
-	if decision != "approve" && decision != "reject" {
-		return nil, refuse("decision must be approve or reject, not %q", decision)
+	d := gateway.GateDecision{Decision: r.str("decision"), Answer: r.str("answer"), Note: r.str("note"), DecidedBy: actorOr(r.Actor)}
+	t, err := w.decide(a, d, r.now)
+	if err != nil {
+		return nil, err
 	}
-	if decision == "approve" && r.str("answer") == "" {
-		return nil, refuse("approving question gate %s needs an answer to its question: %s", a.ID, a.Title)
-	}
-	a.Status = map[string]string{"approve": "approved", "reject": "rejected"}[decision]
-	a.Decision, a.Answer, a.Note, a.DecidedBy, a.DecidedAt = decision, r.str("answer"), r.str("note"), actorOr(r.Actor), ptr(r.now)
 	out := map[string]any{"approval": a}
-	if t := w.resumeTask(a, r.now); t != nil {
+	if t != nil {
 		out["task_status"] = t.Status
 	}
 	return out, nil
 }
 
-// decidable refuses gates a machine may not answer and gates already
+// machineMay refuses gates a machine may not answer and gates already
 // answered.
-func decidable(a *approval) error {
+func machineMay(a *approval) error {
 	switch {
 	case a.Status != "waiting":
-		return refuse("approval %s was already decided (%s by %s); nothing left to decide", a.ID, a.Status, a.DecidedBy)
+		return alreadyDecided(a)
 	case a.Gate == "workflow":
 		return refuse("approval %s is a workflow human gate (run %s, node %s); it exists so that a person decides, so a machine may not answer it. Tell a workspace member that a human decision is needed in SupaCloud.", a.ID, a.RunID, a.NodeID)
 	case a.Class != gateQuestion:
@@ -163,8 +163,37 @@ func decidable(a *approval) error {
 	return nil
 }
 
-// resumeTask lets the paused task go on after its question was answered
-// and returns it; nil when no task waits on a.
+func alreadyDecided(a *approval) error {
+	return conflict("approval %s was already decided (%s by %s); nothing left to decide", a.ID, a.Status, a.DecidedBy)
+}
+
+// decide records d on waiting gate a, whoever decides (a machine through
+// approval.decide once machineMay allowed it, a person through
+// DecideGate), and resumes what waits on it: the paused task, or the
+// workflow run at its human_gate node. It returns the task it resumed, nil
+// for a workflow gate. A refusal changes nothing.
+func (w *workspace) decide(a *approval, d gateway.GateDecision, at time.Time) (*task, error) {
+	switch {
+	case a.Status != "waiting":
+		return nil, alreadyDecided(a)
+	case d.Decision != gateway.GateApprove && d.Decision != gateway.GateReject:
+		return nil, refuse("decision must be approve or reject, not %q", d.Decision)
+	case d.Decision == gateway.GateApprove && a.Class == gateQuestion && d.Answer == "":
+		return nil, refuse("approving question gate %s needs an answer to its question: %s", a.ID, a.Title)
+	case d.DecidedBy == "":
+		return nil, refuse("a decision of gate %s must name who decided it", a.ID)
+	}
+	a.Status = map[string]string{gateway.GateApprove: "approved", gateway.GateReject: "rejected"}[d.Decision]
+	a.Decision, a.Answer, a.Note, a.DecidedBy, a.DecidedAt = d.Decision, d.Answer, d.Note, d.DecidedBy, ptr(at)
+	if a.Gate == "workflow" {
+		w.resumeWorkflow(a, at)
+		return nil, nil
+	}
+	return w.resumeTask(a, at), nil
+}
+
+// resumeTask lets the paused task go on after its gate was decided and
+// returns it; nil when no task waits on a.
 func (w *workspace) resumeTask(a *approval, at time.Time) *task {
 	t := w.taskByID(a.TaskID)
 	if t == nil || t.WaitingOn != a.ID {
@@ -176,6 +205,45 @@ func (w *workspace) resumeTask(a *approval, at time.Time) *task {
 		w.log(rn, "approval_decided", a.Decision+": "+a.Answer, at, map[string]any{"approval_id": a.ID, "decided_by": a.DecidedBy})
 	}
 	return t
+}
+
+// resumeWorkflow ends the human_gate node a waits at: approved, the node
+// completes and the run goes on with the next top-level node; rejected,
+// the node fails and, as a stop-policy node, stops the run.
+func (w *workspace) resumeWorkflow(a *approval, at time.Time) {
+	rn, wf := w.runByID(a.RunID), w.workflowByID(a.WorkflowID)
+	if rn == nil || wf == nil {
+		return
+	}
+	child := w.latestNodeRun(rn.ID, a.NodeID)
+	s, _ := wf.stepByID(a.NodeID)
+	data := map[string]any{"approval_id": a.ID, "decided_by": a.DecidedBy}
+	if child != nil {
+		data["node_run_id"] = child.ID
+	}
+	if a.Decision == gateway.GateReject {
+		if child != nil {
+			child.Error = "rejected by " + a.DecidedBy
+			finish(child, "failed", at)
+		}
+		finish(rn, "failed", at)
+		rn.Error = s.Name + " was rejected by " + a.DecidedBy
+		w.logNode(rn, "workflow_node_failed", a.NodeID, s.Name+" rejected by "+a.DecidedBy+".", at, data)
+		return
+	}
+	if child != nil {
+		finish(child, "completed", at)
+	}
+	rn.Status = "running"
+	w.logNode(rn, "workflow_node_completed", a.NodeID, s.Name+" approved by "+a.DecidedBy+".", at, data)
+	top := wf.topSteps()
+	i := slices.IndexFunc(top, func(st step) bool { return st.NodeID == a.NodeID })
+	if i >= 0 && i+1 < len(top) {
+		w.startNode(rn, wf, top[i+1], at)
+		return
+	}
+	finish(rn, "completed", at)
+	w.log(rn, "workflow_run_completed", wf.Name+" completed.", at, nil)
 }
 
 // ResourceKindApproval is the resource kind of a waiting gate, as the tool
