@@ -41,6 +41,10 @@ type approvalsView struct {
 	// Refresh is the meta refresh of the page in seconds; 0 for none (a
 	// page showing a refused form stays until the operator moves on).
 	Refresh int
+	// GatesOnly is set for a session bound to one workspace: the
+	// gateway's own approvals need the admin token, so the page shows
+	// only the workspace's human gates.
+	GatesOnly bool
 	// Present says whether the operator counts as an approver now;
 	// PresenceErr is why recording it failed.
 	Present     bool
@@ -50,32 +54,52 @@ type approvalsView struct {
 	Error       string // a refusal that names no form
 	Pending     []pendingApproval
 	Decided     []approval
+	Gates       gatesView
 }
 
 // decidedShown is how many approvals that left pending the inbox lists.
 const decidedShown = 50
 
 func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, sess *session) {
-	c.showApprovals(w, r, sess, http.StatusOK, noticeText[r.URL.Query().Get("notice")], "", nil)
+	c.showApprovals(w, r, sess, http.StatusOK, noticeText[r.URL.Query().Get("notice")], refusal{})
+}
+
+// refusal is the refused form a page answering a POST shows again: of
+// approval approvalID, or of a human gate.
+type refusal struct {
+	approvalID string
+	approval   *pendingApproval
+	gate       *gateRefusal
 }
 
 // showApprovals renders the inbox: the pending approvals (the cc_server
 // calls waiting for a person; the admin API lists no other kind) each with
-// its form, then the latest decided ones with who decided. failed, when
-// set, is the refused form of approval id.
-func (c *Console) showApprovals(w http.ResponseWriter, r *http.Request, sess *session, code int, notice, id string, failed *pendingApproval) {
+// its form, then the backend's human gates per workspace the session may
+// see, then the latest decided approvals with who decided. A session bound
+// to one workspace sees only that workspace's human gates.
+func (c *Console) showApprovals(w http.ResponseWriter, r *http.Request, sess *session, code int, notice string, failed refusal) {
+	v := approvalsView{Notice: notice, GatesOnly: sess.reader != ""}
+	if !v.GatesOnly && !c.loadApprovals(w, r, sess, code, &v, failed) {
+		return
+	}
+	v.Gates = c.loadGates(r, sess, failed.gate)
+	c.render(w, r, code, "approvals.html", sess, v)
+}
+
+// loadApprovals fills v with the gateway's approvals and the operator's
+// presence; false when it already answered with an error page.
+func (c *Console) loadApprovals(w http.ResponseWriter, r *http.Request, sess *session, code int, v *approvalsView, failed refusal) bool {
 	var pending, all struct {
 		Approvals []approval `json:"approvals"`
 	}
 	if err := c.call(r.Context(), sess.token, http.MethodGet, "/approvals?status=pending", nil, &pending); err != nil {
 		c.failed(w, r, sess, err)
-		return
+		return false
 	}
 	if err := c.call(r.Context(), sess.token, http.MethodGet, "/approvals?limit=200", nil, &all); err != nil {
 		c.failed(w, r, sess, err)
-		return
+		return false
 	}
-	v := approvalsView{Notice: notice}
 	if code == http.StatusOK {
 		v.Refresh = int(c.opts.ApprovalsRefresh.Round(time.Second) / time.Second)
 	}
@@ -86,23 +110,24 @@ func (c *Console) showApprovals(w http.ResponseWriter, r *http.Request, sess *se
 			v.Present, v.PresenceTTL = true, int(c.opts.Approvers.PresenceTTL().Round(time.Second)/time.Second)
 		}
 	}
+	form := failed.approval
 	for _, a := range pending.Approvals {
 		p := pendingApproval{approval: a, DecidedBy: sess.operator}
-		if failed != nil && a.ID == id {
-			p.DecidedBy, p.Reason, p.Err = failed.DecidedBy, failed.Reason, failed.Err
-			failed = nil
+		if form != nil && a.ID == failed.approvalID {
+			p.DecidedBy, p.Reason, p.Err = form.DecidedBy, form.Reason, form.Err
+			form = nil
 		}
 		v.Pending = append(v.Pending, p)
 	}
-	if failed != nil { // the approval is no longer pending
-		v.Error = failed.Err.Message
+	if form != nil { // the approval is no longer pending
+		v.Error = form.Err.Message
 	}
 	for _, a := range all.Approvals {
 		if a.Status != "pending" && len(v.Decided) < decidedShown {
 			v.Decided = append(v.Decided, a)
 		}
 	}
-	c.render(w, r, code, "approvals.html", sess, v)
+	return true
 }
 
 // decideApproval sends POST /approvals/{id}/approve or /reject (the
@@ -120,7 +145,7 @@ func (c *Console) decideApproval(w http.ResponseWriter, r *http.Request, sess *s
 	}
 	if err != nil {
 		form.Err = fieldError(err, "decided_by", "reason")
-		c.showApprovals(w, r, sess, status(err), "", id, form)
+		c.showApprovals(w, r, sess, status(err), "", refusal{approvalID: id, approval: form})
 		return
 	}
 	notice := "approved"
