@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,8 @@ func navigates(a chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] 
 // every key's resolved chain; approve a pending approval while the open
 // page counts as an approver; filter audit events; explain a call in the
 // playground; shadow flips and a refused policy reload; then a read-only
-// API token's view. The admin
+// API token's view, and a workspace owner's, who answers a human gate
+// (refused first without an answer). The admin
 // API's collaborators are the fakes of the handler tests; test/e2e drives
 // the same pages over the whole gateway.
 func TestBrowser(t *testing.T) {
@@ -457,5 +459,39 @@ func TestBrowser(t *testing.T) {
 	ownerForms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post][action$='/external-limits']").length`))
 	if err != nil || ownerForms != 1 {
 		t.Errorf("the owner's tokens page has %d limits forms (%v); want one (seed 002: the external limits are in the same tab)", ownerForms, err)
+	}
+
+	// The owner decides her workspace's human gates: a question approved
+	// without an answer is refused next to its form, then answered by
+	// keyboard; the paused task goes on and the gate shows who decided.
+	run("owner answers a question gate",
+		chromedp.Navigate(base+"/approvals"),
+		chromedp.WaitVisible(chromedp.ID("gate-apr-q")),
+		shot("26-owner-human-gates"),
+		navigates(chromedp.Click(chromedp.CSS(`button[aria-label="Approve question gate apr-q"]`))),
+		chromedp.WaitVisible(chromedp.CSS(`#gate-apr-q p.error`)),
+		shot("27-owner-gate-refused"),
+	)
+	if msg := read("read the refusal", chromedp.Text(chromedp.CSS(`#gate-apr-q p.error`))); !strings.Contains(msg, "needs an answer to its question") {
+		t.Errorf("message next to the question gate's form = %q", msg)
+	}
+	if st := g.gates.get("ws-1", "apr-q").Status; st != "waiting" {
+		t.Fatalf("a refused approval decided apr-q: %s", st)
+	}
+	run("answer by keyboard",
+		chromedp.SendKeys(chromedp.CSS(`#gate-apr-q input[name="answer"]`), "stripe"),
+		chromedp.SendKeys(chromedp.CSS(`#gate-apr-q input[name="note"]`), "EU uses Stripe"),
+		navigates(chromedp.Click(chromedp.CSS(`button[aria-label="Approve question gate apr-q"]`))),
+		chromedp.WaitVisible(chromedp.ID("decided-gate-apr-q")),
+		shot("28-owner-gate-decided"),
+	)
+	if got := g.gates.get("ws-1", "apr-q"); got.Status != "approved" || got.DecidedBy != "user:alice" || got.Answer != "stripe" || got.Note != "EU uses Stripe" {
+		t.Errorf("apr-q after the owner answered it in the browser: %s by %q, answer %q, note %q", got.Status, got.DecidedBy, got.Answer, got.Note)
+	}
+	if by := read("read who decided", chromedp.Text(chromedp.CSS(`#decided-gate-apr-q td.decided-by`))); by != "user:alice" {
+		t.Errorf("apr-q shown decided by %q; want user:alice", by)
+	}
+	if !slices.Contains(g.gates.resumed, "tsk-2") {
+		t.Errorf("tasks resumed after the owner's answer: %v; want tsk-2", g.gates.resumed)
 	}
 }
