@@ -87,7 +87,10 @@ type GateDecision struct {
 // human gates and lets a person decide them through the gateway (the
 // admin API's gates routes, the console's approvals inbox). The demo
 // backend implements it; an upstream MCP server does not, since a real
-// backend has its own interface for people.
+// backend has its own interface for people. The cc_server demo keeps no
+// gates of this kind: its board approvals are decided with
+// decide_approval, a tool that requires approval, so the person's
+// decision is the gateway's own Approval of that call.
 //
 // Both methods are scoped to workspaceID, the workspace the admin API
 // authorized: a gate of another workspace is not found.
