@@ -18,25 +18,10 @@ const (
 	gateWorkflow   = "workflow_human_gate"
 )
 
-type approval struct {
-	ID          string         `json:"id"`
-	Gate        string         `json:"gate"` // task or workflow
-	Class       string         `json:"class"`
-	Status      string         `json:"status"` // waiting, approved, rejected
-	Title       string         `json:"title"`
-	TaskID      string         `json:"task_id,omitempty"`
-	RunID       string         `json:"run_id"`
-	WorkflowID  string         `json:"workflow_id,omitempty"`
-	NodeID      string         `json:"node_id,omitempty"`
-	Details     map[string]any `json:"details,omitempty"`
-	Prompt      string         `json:"prompt,omitempty"`
-	RequestedAt time.Time      `json:"requested_at"`
-	DecidedAt   *time.Time     `json:"decided_at,omitempty"`
-	DecidedBy   string         `json:"decided_by,omitempty"`
-	Decision    string         `json:"decision,omitempty"`
-	Answer      string         `json:"answer,omitempty"`
-	Note        string         `json:"note,omitempty"`
-}
+// approval is one gate record: the gateway's Gate (its JSON is what
+// approvals.list answers, and what HumanGates hands out), kept here with
+// TaskStatus and RunStatus always empty.
+type approval = gateway.Gate
 
 var taskGateSeeds = []struct {
 	class, title, prompt string
@@ -63,14 +48,14 @@ func genApprovals(w *workspace, g *gen) {
 		if asked.After(g.base) {
 			asked = g.base
 		}
-		a := &approval{ID: w.newID("apr"), Gate: "task", Class: seed.class, Status: "waiting", Title: seed.title, TaskID: t.ID,
+		a := &approval{ID: w.newID("apr"), Kind: "task", Class: seed.class, Status: "waiting", Title: seed.title, TaskID: t.ID,
 			RunID: t.RunID, Details: seed.details, Prompt: seed.prompt, RequestedAt: asked}
 		w.approvals = append(w.approvals, a)
 		w.pauseTask(t, a)
 	}
 	done := find(w.tasks, func(t *task) bool { return t.Status == "completed" })
 	w.approvals = append(w.approvals, &approval{
-		ID: w.newID("apr"), Gate: "task", Class: gateQuestion, Status: "approved", Title: "Use the staging database for the backfill?",
+		ID: w.newID("apr"), Kind: "task", Class: gateQuestion, Status: "approved", Title: "Use the staging database for the backfill?",
 		TaskID: done.ID, RunID: done.RunID, Prompt: "Backfill target?", RequestedAt: g.ago(30*time.Hour, 40*time.Hour),
 		DecidedAt: ptr(g.ago(20*time.Hour, 29*time.Hour)), DecidedBy: "user:owner", Decision: "approve", Answer: "Yes, staging first.",
 	})
@@ -78,7 +63,7 @@ func genApprovals(w *workspace, g *gen) {
 		if rn.Kind == "workflow" && rn.ParentRunID == "" && rn.Status == "waiting" {
 			child := find(w.runs, func(c *run) bool { return c.ParentRunID == rn.ID && c.Status == "waiting" })
 			w.approvals = append(w.approvals, &approval{
-				ID: w.newID("apr"), Gate: "workflow", Class: gateWorkflow, Status: "waiting", Title: "Release sign-off",
+				ID: w.newID("apr"), Kind: "workflow", Class: gateWorkflow, Status: "waiting", Title: "Release sign-off",
 				RunID: rn.ID, WorkflowID: rn.WorkflowID, NodeID: child.NodeID, RequestedAt: child.CreatedAt,
 				Details: map[string]any{"node_run_id": child.ID},
 			})
@@ -111,11 +96,11 @@ func approvalsList(w *workspace, r *request) (any, error) {
 	}
 	out := []approval{}
 	for _, a := range w.approvals {
-		if a.Status != "waiting" || (want != "" && a.Gate != want) {
+		if a.Status != "waiting" || (want != "" && a.Kind != want) {
 			continue
 		}
 		v := *a
-		if v.Gate == "task" {
+		if v.Kind == "task" {
 			v.Prompt = "[redacted]"
 		}
 		out = append(out, v)
@@ -155,7 +140,7 @@ func machineMay(a *approval) error {
 	switch {
 	case a.Status != "waiting":
 		return alreadyDecided(a)
-	case a.Gate == "workflow":
+	case a.Kind == "workflow":
 		return refuse("approval %s is a workflow human gate (run %s, node %s); it exists so that a person decides, so a machine may not answer it. Tell a workspace member that a human decision is needed in SupaCloud.", a.ID, a.RunID, a.NodeID)
 	case a.Class != gateQuestion:
 		return refuse("approval %s is a %s gate on task %s; it exists to put a person in the loop, so a machine may not decide it. Ask a workspace member to decide it in SupaCloud.", a.ID, a.Class, a.TaskID)
@@ -185,7 +170,7 @@ func (w *workspace) decide(a *approval, d gateway.GateDecision, at time.Time) (*
 	}
 	a.Status = map[string]string{gateway.GateApprove: "approved", gateway.GateReject: "rejected"}[d.Decision]
 	a.Decision, a.Answer, a.Note, a.DecidedBy, a.DecidedAt = d.Decision, d.Answer, d.Note, d.DecidedBy, ptr(at)
-	if a.Gate == "workflow" {
+	if a.Kind == "workflow" {
 		w.resumeWorkflow(a, at)
 		return nil, nil
 	}
@@ -272,5 +257,5 @@ func (b *Backend) ResolveResource(ctx context.Context, workspaceID, kind, id str
 	if a == nil {
 		return nil, false, nil
 	}
-	return map[string]string{"gate_class": a.Class, "gate": a.Gate, "status": a.Status}, true, nil
+	return map[string]string{"gate_class": a.Class, "gate": a.Kind, "status": a.Status}, true, nil
 }

@@ -23,7 +23,7 @@ func (b *Backend) ListGates(ctx context.Context, workspaceID string) ([]gateway.
 	defer w.mu.Unlock()
 	out := make([]gateway.Gate, 0, len(w.approvals))
 	for _, a := range w.approvals {
-		out = append(out, a.gate())
+		out = append(out, *a)
 	}
 	return out, nil
 }
@@ -50,7 +50,7 @@ func (b *Backend) DecideGate(ctx context.Context, workspaceID, id string, d gate
 	if err != nil {
 		return gateway.Gate{}, gateError(err)
 	}
-	g := a.gate()
+	g := *a
 	if t != nil {
 		g.TaskStatus = t.Status
 	}
@@ -58,17 +58,6 @@ func (b *Backend) DecideGate(ctx context.Context, workspaceID, id string, d gate
 		g.RunStatus = rn.Status
 	}
 	return g, nil
-}
-
-// gate is a's record as HumanGates shows it (a copy: Details is shared,
-// and never changed after generation).
-func (a *approval) gate() gateway.Gate {
-	return gateway.Gate{
-		ID: a.ID, Kind: a.Gate, Class: a.Class, Status: a.Status, Title: a.Title, Prompt: a.Prompt,
-		TaskID: a.TaskID, RunID: a.RunID, WorkflowID: a.WorkflowID, NodeID: a.NodeID, Details: a.Details,
-		RequestedAt: a.RequestedAt, DecidedAt: a.DecidedAt, DecidedBy: a.DecidedBy, Decision: a.Decision,
-		Answer: a.Answer, Note: a.Note,
-	}
 }
 
 // gateError turns a refusal into the *gateway.Error of its code.

@@ -38,15 +38,6 @@ type GateDecisionRequest struct {
 	DecidedBy string `json:"decided_by"`
 }
 
-// gates returns the backend's human gates, or the 501 reply that says
-// where they are decided instead.
-func (h *handler) gates() (gateway.HumanGates, error) {
-	if h.opts.Gates == nil {
-		return nil, errNoGates
-	}
-	return h.opts.Gates, nil
-}
-
 // errNoGates is the answer of the gates routes when the backend adapter
 // keeps no human gates the gateway can decide (an upstream MCP server):
 // writeError sends it as 501 NotImplemented.
@@ -58,28 +49,29 @@ type notImplemented struct{ msg string }
 
 func (e *notImplemented) Error() string { return e.msg }
 
-// gateWorkspace checks the path's workspace id and that the workspace
-// exists (404 naming it, as for every route under /workspaces/{ws}).
-func (h *handler) gateWorkspace(r *http.Request) (string, error) {
+// gateTarget is the backend's human gates and the path's workspace: 501
+// (errNoGates) when the backend keeps none, 400 for a bad workspace id,
+// 404 naming an unknown workspace (as for every route under
+// /workspaces/{ws}).
+func (h *handler) gateTarget(r *http.Request) (gateway.HumanGates, string, error) {
+	if h.opts.Gates == nil {
+		return nil, "", errNoGates
+	}
 	ids, err := pathIDs(r, "ws")
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	if _, err := h.store.Workspace(r.Context(), ids[0]); err != nil {
-		return "", err
+		return nil, "", err
 	}
-	return ids[0], nil
+	return h.opts.Gates, ids[0], nil
 }
 
 // listGates is GET /admin/v1/workspaces/{ws}/gates?status=: the
 // backend's human gates of the workspace, waiting and decided (status
 // narrows them), with their prompts.
 func (h *handler) listGates(w http.ResponseWriter, r *http.Request) error {
-	hg, err := h.gates()
-	if err != nil {
-		return err
-	}
-	ws, err := h.gateWorkspace(r)
+	hg, ws, err := h.gateTarget(r)
 	if err != nil {
 		return err
 	}
@@ -108,11 +100,7 @@ func (h *handler) listGates(w http.ResponseWriter, r *http.Request) error {
 // resumed); 400 for a bad body or a decision the backend refuses (its
 // message), 404 for an unknown gate, 409 once the gate is decided.
 func (h *handler) decideGate(w http.ResponseWriter, r *http.Request) error {
-	hg, err := h.gates()
-	if err != nil {
-		return err
-	}
-	ws, err := h.gateWorkspace(r)
+	hg, ws, err := h.gateTarget(r)
 	if err != nil {
 		return err
 	}
