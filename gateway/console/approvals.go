@@ -38,13 +38,11 @@ type pendingApproval struct {
 }
 
 type approvalsView struct {
+	// Tab is the inbox tab this page is: "approvals".
+	Tab string
 	// Refresh is the meta refresh of the page in seconds; 0 for none (a
 	// page showing a refused form stays until the operator moves on).
 	Refresh int
-	// GatesOnly is set for a session bound to one workspace: the
-	// gateway's own approvals need the admin token, so the page shows
-	// only the workspace's human gates.
-	GatesOnly bool
 	// Present says whether the operator counts as an approver now;
 	// PresenceErr is why recording it failed.
 	Present     bool
@@ -54,41 +52,50 @@ type approvalsView struct {
 	Error       string // a refusal that names no form
 	Pending     []pendingApproval
 	Decided     []approval
-	Gates       gatesView
+	// Gates counts the human gates waiting per workspace, linking to the
+	// Human gates tab where they are decided.
+	Gates gatesSummary
 }
 
 // decidedShown is how many approvals that left pending the inbox lists.
 const decidedShown = 50
 
+// approvalsPage is the inbox's Pending approvals tab, for operators; a
+// session bound to one workspace has only the Human gates tab (the
+// gateway's own approvals need the admin token) and is sent there.
 func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, sess *session) {
-	c.showApprovals(w, r, sess, http.StatusOK, noticeText[r.URL.Query().Get("notice")], refusal{})
-}
-
-// refusal is the refused form a page answering a POST shows again: of
-// approval approvalID, or of a human gate.
-type refusal struct {
-	approvalID string
-	approval   *pendingApproval
-	gate       *gateRefusal
-}
-
-// showApprovals renders the inbox: the pending approvals (the cc_server
-// calls waiting for a person; the admin API lists no other kind) each with
-// its form, then the backend's human gates per workspace the session may
-// see, then the latest decided approvals with who decided. A session bound
-// to one workspace sees only that workspace's human gates.
-func (c *Console) showApprovals(w http.ResponseWriter, r *http.Request, sess *session, code int, notice string, failed refusal) {
-	v := approvalsView{Notice: notice, GatesOnly: sess.reader != ""}
-	if !v.GatesOnly && !c.loadApprovals(w, r, sess, code, &v, failed) {
+	if sess.reader != "" {
+		http.Redirect(w, r, Prefix+"/approvals/gates", http.StatusSeeOther)
 		return
 	}
-	v.Gates = c.loadGates(r, sess, failed.gate)
+	c.showApprovals(w, r, sess, http.StatusOK, noticeText[r.URL.Query().Get("notice")], approvalID{})
+}
+
+// approvalID names the refused approval form a page answering a POST
+// shows again.
+type approvalID struct {
+	id   string
+	form *pendingApproval
+}
+
+// showApprovals renders the Pending approvals tab: the pending approvals
+// (the cc_server calls waiting for a person; the admin API lists no other
+// kind) each with its form, how many human gates wait per workspace (they
+// are decided on the Human gates tab), then the latest decided approvals
+// with who decided. Each load renews the operator's approver presence,
+// and the page reloads itself (meta refresh) to keep renewing it.
+func (c *Console) showApprovals(w http.ResponseWriter, r *http.Request, sess *session, code int, notice string, failed approvalID) {
+	v := approvalsView{Tab: "approvals", Notice: notice}
+	if !c.loadApprovals(w, r, sess, code, &v, failed) {
+		return
+	}
+	v.Gates = c.loadGates(r, sess, nil).summary()
 	c.render(w, r, code, "approvals.html", sess, v)
 }
 
 // loadApprovals fills v with the gateway's approvals and the operator's
 // presence; false when it already answered with an error page.
-func (c *Console) loadApprovals(w http.ResponseWriter, r *http.Request, sess *session, code int, v *approvalsView, failed refusal) bool {
+func (c *Console) loadApprovals(w http.ResponseWriter, r *http.Request, sess *session, code int, v *approvalsView, failed approvalID) bool {
 	var pending, all struct {
 		Approvals []approval `json:"approvals"`
 	}
@@ -110,10 +117,10 @@ func (c *Console) loadApprovals(w http.ResponseWriter, r *http.Request, sess *se
 			v.Present, v.PresenceTTL = true, int(c.opts.Approvers.PresenceTTL().Round(time.Second)/time.Second)
 		}
 	}
-	form := failed.approval
+	form := failed.form
 	for _, a := range pending.Approvals {
 		p := pendingApproval{approval: a, DecidedBy: sess.operator}
-		if form != nil && a.ID == failed.approvalID {
+		if form != nil && a.ID == failed.id {
 			p.DecidedBy, p.Reason, p.Err = form.DecidedBy, form.Reason, form.Err
 			form = nil
 		}
@@ -145,7 +152,7 @@ func (c *Console) decideApproval(w http.ResponseWriter, r *http.Request, sess *s
 	}
 	if err != nil {
 		form.Err = fieldError(err, "decided_by", "reason")
-		c.showApprovals(w, r, sess, status(err), "", refusal{approvalID: id, approval: form})
+		c.showApprovals(w, r, sess, status(err), "", approvalID{id: id, form: form})
 		return
 	}
 	notice := "approved"

@@ -93,9 +93,11 @@ type Options struct {
 	// open as an approver (see Approvers); nil: the page counts nobody,
 	// and calls that need an approval wait only for an approvals stream.
 	Approvers Approvers
-	// ApprovalsRefresh is how often the approvals page reloads itself
-	// (a meta refresh: the console runs no script), renewing the
-	// operator's presence each time; 0 means DefaultApprovalsRefresh.
+	// ApprovalsRefresh is how often the approvals page (the inbox's
+	// Pending approvals tab; its Human gates tab never reloads itself)
+	// reloads itself (a meta refresh: the console runs no script),
+	// renewing the operator's presence each time; 0 means
+	// DefaultApprovalsRefresh.
 	ApprovalsRefresh time.Duration
 }
 
@@ -125,8 +127,9 @@ type Console struct {
 // New returns the console. It serves GET and POST under Prefix: the
 // sign-in page; the workspaces, members, permission overrides (with each
 // member's resolved precedence chain), agent profiles and API tokens
-// pages; the approvals inbox, audit events, decision playground and policy
-// status; and the embedded stylesheet.
+// pages; the approvals inbox (tabs Pending approvals and Human gates),
+// audit events, decision playground and policy status; and the embedded
+// stylesheet.
 func New(opts Options) *Console {
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = DefaultSessionTTL
@@ -193,6 +196,7 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("POST "+ws+"/tokens/revoke", c.change(c.revokeToken))
 	m.HandleFunc("POST "+ws+"/external-limits", c.change(c.saveLimits))
 	m.HandleFunc("GET "+Prefix+"/approvals", c.signedIn(c.approvalsPage))
+	m.HandleFunc("GET "+Prefix+"/approvals/gates", c.signedIn(c.gatesPage))
 	m.HandleFunc("POST "+Prefix+"/approvals/{id}", c.change(c.decideApproval))
 	m.HandleFunc("POST "+ws+"/gates/{gate}", c.change(c.decideGate))
 	m.HandleFunc("GET "+Prefix+"/audit", c.signedIn(c.auditPage))

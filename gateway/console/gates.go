@@ -56,8 +56,15 @@ type workspaceGates struct {
 	Error string
 }
 
-// gatesView is the human gates part of the approvals page.
+// gatesView is the Human gates tab of the inbox.
 type gatesView struct {
+	// Tab is the inbox tab this page is: "gates".
+	Tab string
+	// Notice is the message of the decision just made.
+	Notice string
+	// Operator is set for a session with the admin token, whose inbox
+	// also has the Pending approvals tab.
+	Operator bool
 	// Unsupported is the admin API's message when the backend keeps no
 	// gates the gateway can show: they are decided in the backend.
 	Unsupported string
@@ -74,6 +81,36 @@ type gatesView struct {
 	Error string
 }
 
+// gatesSummary is what the Pending approvals tab says of the human gates:
+// how many wait in each workspace that has any.
+type gatesSummary struct {
+	Unsupported string
+	Error       string
+	Waiting     []gateCount
+	More        bool
+}
+
+// gateCount is how many gates wait in one workspace.
+type gateCount struct {
+	Workspace string
+	Waiting   int
+}
+
+// summary counts v's waiting gates per workspace, leaving out the
+// workspaces where none waits.
+func (v gatesView) summary() gatesSummary {
+	s := gatesSummary{Unsupported: v.Unsupported, Error: v.Error, More: v.More}
+	for _, ws := range v.Workspaces {
+		if ws.Error != "" && s.Error == "" {
+			s.Error = ws.Error
+		}
+		if n := len(ws.Waiting); n > 0 {
+			s.Waiting = append(s.Waiting, gateCount{Workspace: ws.Workspace, Waiting: n})
+		}
+	}
+	return s
+}
+
 // gateWorkspaces bounds how many workspaces' gates an operator's page
 // lists (the first page of the workspace list).
 const gateWorkspaces = 100
@@ -84,10 +121,31 @@ type gateRefusal struct {
 	form          *waitingGate
 }
 
+// gatesPage is the inbox's Human gates tab.
+func (c *Console) gatesPage(w http.ResponseWriter, r *http.Request, sess *session) {
+	c.showGates(w, r, sess, http.StatusOK, noticeText[r.URL.Query().Get("notice")], nil)
+}
+
+// showGates renders the Human gates tab: the backend's gates per workspace
+// the session may see, the waiting ones with their decision forms (refused
+// refilled with its message), then the decided ones with who decided.
+//
+// The tab has no meta refresh, so a person typing an answer or a note is
+// never interrupted by a reload, and it does not renew the operator's
+// approver presence: human gates are the backend's, not the gateway's
+// pending approvals that presence exists for (a cc_server call waits only
+// while an approver is present; a backend's gate waits for as long as the
+// backend keeps it). The Pending approvals tab keeps both.
+func (c *Console) showGates(w http.ResponseWriter, r *http.Request, sess *session, code int, notice string, refused *gateRefusal) {
+	v := c.loadGates(r, sess, refused)
+	v.Tab, v.Notice = "gates", notice
+	c.render(w, r, code, "gates.html", sess, v)
+}
+
 // loadGates lists the gates of every workspace the session may see: each
 // workspace for the admin token, the session's own otherwise.
 func (c *Console) loadGates(r *http.Request, sess *session, refused *gateRefusal) gatesView {
-	v := gatesView{CanDecide: sess.reader == "" || sess.tokenAdmin(), DecidesAs: decidesAs(sess)}
+	v := gatesView{Operator: sess.reader == "", CanDecide: sess.reader == "" || sess.tokenAdmin(), DecidesAs: decidesAs(sess)}
 	ids := []string{sess.reader}
 	if sess.reader == "" {
 		var list struct {
@@ -110,7 +168,7 @@ func (c *Console) loadGates(r *http.Request, sess *session, refused *gateRefusal
 		wg := workspaceGates{Workspace: ws}
 		if err := c.call(r.Context(), sess.token, http.MethodGet, "/workspaces/"+esc(ws)+"/gates", nil, &out); err != nil {
 			if status(err) == http.StatusNotImplemented { // the same backend serves every workspace
-				return gatesView{Unsupported: err.Error()}
+				return gatesView{Operator: v.Operator, Unsupported: err.Error()}
 			}
 			wg.Error = err.Error()
 		}
@@ -161,13 +219,27 @@ func (c *Console) decideGate(w http.ResponseWriter, r *http.Request, sess *sessi
 		err = c.call(r.Context(), sess.token, http.MethodPost, "/workspaces/"+esc(ws)+"/gates/"+esc(id)+"/decision", body, nil)
 	}
 	if err != nil {
-		form.Err = fieldError(err, "answer", "note")
-		if strings.HasPrefix(form.Err.Message, `field "decided_by"`) {
-			form.Err.Message += ". The console names you by the name you gave at sign-in: sign out, then sign in again with your name."
-		}
-		c.showApprovals(w, r, sess, status(err), "", refusal{gate: &gateRefusal{workspace: ws, id: id, form: form}})
+		form.Err = gateFieldError(err, verb, form.FormAnswer)
+		c.showGates(w, r, sess, status(err), "", &gateRefusal{workspace: ws, id: id, form: form})
 		return
 	}
 	notice := map[string]string{"approve": "gate-approved", "reject": "gate-rejected"}[verb]
-	http.Redirect(w, r, Prefix+"/approvals?notice="+notice+"#gates-"+esc(ws), http.StatusSeeOther)
+	http.Redirect(w, r, Prefix+"/approvals/gates?notice="+notice+"#gates-"+esc(ws), http.StatusSeeOther)
+}
+
+// gateFieldError places the admin API's refusal of a gate decision next to
+// the field at fault: a field the message names (`field "answer" …`), or
+// the answer when an approval with no answer was refused as invalid (the
+// backend's "approving question gate … needs an answer"); anything else
+// goes above the form. A missing decided_by is the sign-in's, not a
+// field's, and says how to give one.
+func gateFieldError(err error, verb, answer string) *formError {
+	e := fieldError(err, "answer", "note")
+	switch {
+	case strings.HasPrefix(e.Message, `field "decided_by"`):
+		e.Message += ". The console names you by the name you gave at sign-in: sign out, then sign in again with your name."
+	case e.Field == "" && verb == "approve" && strings.TrimSpace(answer) == "" && status(err) == http.StatusBadRequest:
+		e.Field = "answer"
+	}
+	return e
 }

@@ -69,13 +69,16 @@ func TestApprovalsPageCountsAsApprover(t *testing.T) {
 		t.Errorf("approvers after %s signed out: %v; want only the other operator", id, left)
 	}
 
-	// A read-only session sees only its workspace's human gates there and never counts.
+	// A read-only session is sent to its workspace's human gates and never counts.
 	reader := g.visitor(t)
 	if p := reader.signInAs(g.createToken(t, "ws-1", "management:read"), "", "ws-1"); p.status != http.StatusSeeOther {
 		t.Fatalf("reader sign-in: %d", p.status)
 	}
-	if p := reader.get("/console/approvals"); p.status != http.StatusOK || strings.Contains(p.raw, `id="presence"`) || strings.Contains(p.raw, `http-equiv="refresh"`) {
-		t.Errorf("approvals page for a reader: %d, or it counts them as an approver\n%s", p.status, p.text)
+	if p := reader.get("/console/approvals"); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/approvals/gates" {
+		t.Errorf("approvals page for a reader: %d %s; want sent to the Human gates tab", p.status, p.header.Get("Location"))
+	}
+	if p := reader.get("/console/approvals/gates"); p.status != http.StatusOK || strings.Contains(p.raw, `id="presence"`) || strings.Contains(p.raw, `http-equiv="refresh"`) {
+		t.Errorf("human gates tab for a reader: %d, or it counts them as an approver\n%s", p.status, p.text)
 	}
 	if n := len(g.approvals.approvers()); n != 1 {
 		t.Errorf("approvers after a reader tried the page: %d; want 1", n)

@@ -64,7 +64,7 @@ func TestReadOnlyTokenSession(t *testing.T) {
 		"/console/workspaces/ws-1/tokens":      "reader",
 		"/console/workspaces/ws-1/permissions": "workspace.plan.view=false",
 		"/console/audit":                       "Audit events",
-		"/console/approvals":                   "Human gates", // its workspace's gates, no decision form
+		"/console/approvals/gates":             "Human gates", // its workspace's gates, no decision form
 	} {
 		p := v.get(path)
 		if p.status != http.StatusOK || !strings.Contains(p.text, want) {
