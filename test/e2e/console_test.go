@@ -246,10 +246,19 @@ func TestConsoleOverWholeGateway(t *testing.T) {
 	if msg, refused := refusal(res, err); !refused || !contains(msg, "a person must decide") {
 		t.Fatalf("the agent deciding tool gate %s: %v %+v; want refused, a person must decide", toolGate, err, res)
 	}
-	run("approve a human gate in the console",
+	// The approvals tab counts the workspace's waiting gates; they are
+	// decided on the Human gates tab, which never reloads itself.
+	run("count the waiting human gates",
 		chromedp.Navigate(base+"/approvals"),
+		chromedp.WaitVisible(chromedp.ID("gates-waiting-ws-acme")),
+	)
+	if n := read("read the waiting gates", chromedp.Text(chromedp.CSS(`#gates-waiting-ws-acme .count`))); n == "" || n == "0" {
+		t.Errorf("waiting human gates of ws-acme on the approvals tab = %q; want the demo's", n)
+	}
+	run("approve a human gate in the console",
+		submits(chromedp.Click(chromedp.CSS(`nav.tabs a[href="/console/approvals/gates"]`))),
 		chromedp.WaitVisible(chromedp.ID("gate-"+toolGate)),
-		shot("08a-human-gates"),
+		shot("08a-human-gates-tab"),
 		submits(chromedp.Click(chromedp.CSS(`#gate-`+toolGate+` button[value="approve"]`))),
 		chromedp.WaitVisible(chromedp.ID("decided-gate-"+toolGate)),
 		shot("08b-human-gate-approved"),
