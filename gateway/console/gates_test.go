@@ -19,12 +19,7 @@ import (
 // field at fault on a refusal (the typed fields kept, nothing decided);
 // decided gates show who decided.
 func TestHumanGatesInbox(t *testing.T) {
-	g := newGateway(t)
-	g.api(t, http.MethodPut, "/workspaces/ws-2", `{"name":"Other","slug":"other"}`, http.StatusOK)
-	v := g.visitor(t)
-	if p := v.signInAs(adminToken, "Olivia Operator", ""); p.status != http.StatusSeeOther {
-		t.Fatalf("sign-in: %d\n%s", p.status, p.text)
-	}
+	g, v := twoWorkspacesOperator(t)
 	p := v.get("/console/approvals/gates")
 	if p.status != http.StatusOK {
 		t.Fatalf("human gates: %d\n%s", p.status, p.text)
@@ -92,6 +87,20 @@ func TestHumanGatesInbox(t *testing.T) {
 	if s := g.gates.get("ws-1", "apr-wf").Status; s != "waiting" {
 		t.Errorf("a nameless decision decided apr-wf: %s", s)
 	}
+}
+
+// twoWorkspacesOperator is a gateway with workspaces ws-1 (its gates
+// waiting) and ws-2 (none), and an operator signed in with the admin token
+// as Olivia Operator.
+func twoWorkspacesOperator(t *testing.T) (*gatewayUnderTest, *visitor) {
+	t.Helper()
+	g := newGateway(t)
+	g.api(t, http.MethodPut, "/workspaces/ws-2", `{"name":"Other","slug":"other"}`, http.StatusOK)
+	v := g.visitor(t)
+	if p := v.signInAs(adminToken, "Olivia Operator", ""); p.status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d\n%s", p.status, p.text)
+	}
+	return g, v
 }
 
 // TestHumanGatesForWorkspaceSessions: a workspace owner sees and decides
@@ -172,12 +181,7 @@ func TestHumanGatesDecidedInTheBackend(t *testing.T) {
 // and does not renew presence. Both carry the tab bar with the shown tab
 // marked aria-current, and the nav links to both.
 func TestInboxTabs(t *testing.T) {
-	g := newGateway(t)
-	g.api(t, http.MethodPut, "/workspaces/ws-2", `{"name":"Other","slug":"other"}`, http.StatusOK)
-	v := g.visitor(t)
-	if p := v.signInAs(adminToken, "Olivia Operator", ""); p.status != http.StatusSeeOther {
-		t.Fatalf("sign-in: %d\n%s", p.status, p.text)
-	}
+	g, v := twoWorkspacesOperator(t)
 	head := func(p page) string {
 		t.Helper()
 		h, _, ok := strings.Cut(p.raw, "</head>")
@@ -202,14 +206,7 @@ func TestInboxTabs(t *testing.T) {
 	if !strings.Contains(p.raw, `<a href="/console/approvals/gates">Human gates</a>`) {
 		t.Error("the nav has no link to the Human gates tab")
 	}
-	present := g.approvals.approvers()
-	if len(present) != 1 {
-		t.Fatalf("approvers after one load of the approvals tab: %v", present)
-	}
-	var id string
-	for k := range present {
-		id = k
-	}
+	id := g.approvals.only(t)
 
 	p = v.get("/console/approvals/gates")
 	if p.status != http.StatusOK || strings.Contains(head(p), `http-equiv="refresh"`) || !strings.Contains(p.raw, `id="gate-apr-q"`) {
