@@ -2,7 +2,10 @@ package demo
 
 import (
 	"context"
+	"slices"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // Gate classes. Task gates pause an agent task; workflow human gates pause
@@ -15,25 +18,10 @@ const (
 	gateWorkflow   = "workflow_human_gate"
 )
 
-type approval struct {
-	ID          string         `json:"id"`
-	Gate        string         `json:"gate"` // task or workflow
-	Class       string         `json:"class"`
-	Status      string         `json:"status"` // waiting, approved, rejected
-	Title       string         `json:"title"`
-	TaskID      string         `json:"task_id,omitempty"`
-	RunID       string         `json:"run_id"`
-	WorkflowID  string         `json:"workflow_id,omitempty"`
-	NodeID      string         `json:"node_id,omitempty"`
-	Details     map[string]any `json:"details,omitempty"`
-	Prompt      string         `json:"prompt,omitempty"`
-	RequestedAt time.Time      `json:"requested_at"`
-	DecidedAt   *time.Time     `json:"decided_at,omitempty"`
-	DecidedBy   string         `json:"decided_by,omitempty"`
-	Decision    string         `json:"decision,omitempty"`
-	Answer      string         `json:"answer,omitempty"`
-	Note        string         `json:"note,omitempty"`
-}
+// approval is one gate record: the gateway's Gate (its JSON is what
+// approvals.list answers, and what HumanGates hands out), kept here with
+// TaskStatus and RunStatus always empty.
+type approval = gateway.Gate
 
 var taskGateSeeds = []struct {
 	class, title, prompt string
@@ -60,14 +48,14 @@ func genApprovals(w *workspace, g *gen) {
 		if asked.After(g.base) {
 			asked = g.base
 		}
-		a := &approval{ID: w.newID("apr"), Gate: "task", Class: seed.class, Status: "waiting", Title: seed.title, TaskID: t.ID,
+		a := &approval{ID: w.newID("apr"), Kind: "task", Class: seed.class, Status: "waiting", Title: seed.title, TaskID: t.ID,
 			RunID: t.RunID, Details: seed.details, Prompt: seed.prompt, RequestedAt: asked}
 		w.approvals = append(w.approvals, a)
 		w.pauseTask(t, a)
 	}
 	done := find(w.tasks, func(t *task) bool { return t.Status == "completed" })
 	w.approvals = append(w.approvals, &approval{
-		ID: w.newID("apr"), Gate: "task", Class: gateQuestion, Status: "approved", Title: "Use the staging database for the backfill?",
+		ID: w.newID("apr"), Kind: "task", Class: gateQuestion, Status: "approved", Title: "Use the staging database for the backfill?",
 		TaskID: done.ID, RunID: done.RunID, Prompt: "Backfill target?", RequestedAt: g.ago(30*time.Hour, 40*time.Hour),
 		DecidedAt: ptr(g.ago(20*time.Hour, 29*time.Hour)), DecidedBy: "user:owner", Decision: "approve", Answer: "Yes, staging first.",
 	})
@@ -75,7 +63,7 @@ func genApprovals(w *workspace, g *gen) {
 		if rn.Kind == "workflow" && rn.ParentRunID == "" && rn.Status == "waiting" {
 			child := find(w.runs, func(c *run) bool { return c.ParentRunID == rn.ID && c.Status == "waiting" })
 			w.approvals = append(w.approvals, &approval{
-				ID: w.newID("apr"), Gate: "workflow", Class: gateWorkflow, Status: "waiting", Title: "Release sign-off",
+				ID: w.newID("apr"), Kind: "workflow", Class: gateWorkflow, Status: "waiting", Title: "Release sign-off",
 				RunID: rn.ID, WorkflowID: rn.WorkflowID, NodeID: child.NodeID, RequestedAt: child.CreatedAt,
 				Details: map[string]any{"node_run_id": child.ID},
 			})
@@ -108,11 +96,11 @@ func approvalsList(w *workspace, r *request) (any, error) {
 	}
 	out := []approval{}
 	for _, a := range w.approvals {
-		if a.Status != "waiting" || (want != "" && a.Gate != want) {
+		if a.Status != "waiting" || (want != "" && a.Kind != want) {
 			continue
 		}
 		v := *a
-		if v.Gate == "task" {
+		if v.Kind == "task" {
 			v.Prompt = "[redacted]"
 		}
 		out = append(out, v)
@@ -123,39 +111,36 @@ func approvalsList(w *workspace, r *request) (any, error) {
 // approvalDecide answers question-class task gates only. Tool, visual and
 // tier_change gates and every workflow human gate exist to put a person in
 // the loop, so a machine's decision is refused as an isError result (seed
-// 001 approval.decide, the #858 invariant; seed 002 step 3).
+// 001 approval.decide, the #858 invariant; seed 002 step 3); a person
+// decides them through HumanGates (DecideGate), on the same decide path.
 func approvalDecide(w *workspace, r *request) (any, error) {
 	id := r.str("approval_id")
 	a := find(w.approvals, func(a *approval) bool { return a.ID == id })
 	if a == nil {
 		return nil, notFound("approval", id)
 	}
-	if err := decidable(a); err != nil {
+	if err := machineMay(a); err != nil {
 		return nil, err
 	}
-	decision := r.str("decision")
-	if decision != "approve" && decision != "reject" {
-		return nil, refuse("decision must be approve or reject, not %q", decision)
+	d := gateway.GateDecision{Decision: r.str("decision"), Answer: r.str("answer"), Note: r.str("note"), DecidedBy: actorOr(r.Actor)}
+	t, err := w.decide(a, d, r.now)
+	if err != nil {
+		return nil, err
 	}
-	if decision == "approve" && r.str("answer") == "" {
-		return nil, refuse("approving question gate %s needs an answer to its question: %s", a.ID, a.Title)
-	}
-	a.Status = map[string]string{"approve": "approved", "reject": "rejected"}[decision]
-	a.Decision, a.Answer, a.Note, a.DecidedBy, a.DecidedAt = decision, r.str("answer"), r.str("note"), actorOr(r.Actor), ptr(r.now)
 	out := map[string]any{"approval": a}
-	if t := w.resumeTask(a, r.now); t != nil {
+	if t != nil {
 		out["task_status"] = t.Status
 	}
 	return out, nil
 }
 
-// decidable refuses gates a machine may not answer and gates already
+// machineMay refuses gates a machine may not answer and gates already
 // answered.
-func decidable(a *approval) error {
+func machineMay(a *approval) error {
 	switch {
 	case a.Status != "waiting":
-		return refuse("approval %s was already decided (%s by %s); nothing left to decide", a.ID, a.Status, a.DecidedBy)
-	case a.Gate == "workflow":
+		return alreadyDecided(a)
+	case a.Kind == "workflow":
 		return refuse("approval %s is a workflow human gate (run %s, node %s); it exists so that a person decides, so a machine may not answer it. Tell a workspace member that a human decision is needed in SupaCloud.", a.ID, a.RunID, a.NodeID)
 	case a.Class != gateQuestion:
 		return refuse("approval %s is a %s gate on task %s; it exists to put a person in the loop, so a machine may not decide it. Ask a workspace member to decide it in SupaCloud.", a.ID, a.Class, a.TaskID)
@@ -163,8 +148,37 @@ func decidable(a *approval) error {
 	return nil
 }
 
-// resumeTask lets the paused task go on after its question was answered
-// and returns it; nil when no task waits on a.
+func alreadyDecided(a *approval) error {
+	return conflict("approval %s was already decided (%s by %s); nothing left to decide", a.ID, a.Status, a.DecidedBy)
+}
+
+// decide records d on waiting gate a, whoever decides (a machine through
+// approval.decide once machineMay allowed it, a person through
+// DecideGate), and resumes what waits on it: the paused task, or the
+// workflow run at its human_gate node. It returns the task it resumed, nil
+// for a workflow gate. A refusal changes nothing.
+func (w *workspace) decide(a *approval, d gateway.GateDecision, at time.Time) (*task, error) {
+	switch {
+	case a.Status != "waiting":
+		return nil, alreadyDecided(a)
+	case d.Decision != gateway.GateApprove && d.Decision != gateway.GateReject:
+		return nil, refuse("decision must be approve or reject, not %q", d.Decision)
+	case d.Decision == gateway.GateApprove && a.Class == gateQuestion && d.Answer == "":
+		return nil, refuse("approving question gate %s needs an answer to its question: %s", a.ID, a.Title)
+	case d.DecidedBy == "":
+		return nil, refuse("a decision of gate %s must name who decided it", a.ID)
+	}
+	a.Status = map[string]string{gateway.GateApprove: "approved", gateway.GateReject: "rejected"}[d.Decision]
+	a.Decision, a.Answer, a.Note, a.DecidedBy, a.DecidedAt = d.Decision, d.Answer, d.Note, d.DecidedBy, ptr(at)
+	if a.Kind == "workflow" {
+		w.resumeWorkflow(a, at)
+		return nil, nil
+	}
+	return w.resumeTask(a, at), nil
+}
+
+// resumeTask lets the paused task go on after its gate was decided and
+// returns it; nil when no task waits on a.
 func (w *workspace) resumeTask(a *approval, at time.Time) *task {
 	t := w.taskByID(a.TaskID)
 	if t == nil || t.WaitingOn != a.ID {
@@ -176,6 +190,45 @@ func (w *workspace) resumeTask(a *approval, at time.Time) *task {
 		w.log(rn, "approval_decided", a.Decision+": "+a.Answer, at, map[string]any{"approval_id": a.ID, "decided_by": a.DecidedBy})
 	}
 	return t
+}
+
+// resumeWorkflow ends the human_gate node a waits at: approved, the node
+// completes and the run goes on with the next top-level node; rejected,
+// the node fails and, as a stop-policy node, stops the run.
+func (w *workspace) resumeWorkflow(a *approval, at time.Time) {
+	rn, wf := w.runByID(a.RunID), w.workflowByID(a.WorkflowID)
+	if rn == nil || wf == nil {
+		return
+	}
+	child := w.latestNodeRun(rn.ID, a.NodeID)
+	s, _ := wf.stepByID(a.NodeID)
+	data := map[string]any{"approval_id": a.ID, "decided_by": a.DecidedBy}
+	if child != nil {
+		data["node_run_id"] = child.ID
+	}
+	if a.Decision == gateway.GateReject {
+		if child != nil {
+			child.Error = "rejected by " + a.DecidedBy
+			finish(child, "failed", at)
+		}
+		finish(rn, "failed", at)
+		rn.Error = s.Name + " was rejected by " + a.DecidedBy
+		w.logNode(rn, "workflow_node_failed", a.NodeID, s.Name+" rejected by "+a.DecidedBy+".", at, data)
+		return
+	}
+	if child != nil {
+		finish(child, "completed", at)
+	}
+	rn.Status = "running"
+	w.logNode(rn, "workflow_node_completed", a.NodeID, s.Name+" approved by "+a.DecidedBy+".", at, data)
+	top := wf.topSteps()
+	i := slices.IndexFunc(top, func(st step) bool { return st.NodeID == a.NodeID })
+	if i >= 0 && i+1 < len(top) {
+		w.startNode(rn, wf, top[i+1], at)
+		return
+	}
+	finish(rn, "completed", at)
+	w.log(rn, "workflow_run_completed", wf.Name+" completed.", at, nil)
 }
 
 // ResourceKindApproval is the resource kind of a waiting gate, as the tool
@@ -204,5 +257,5 @@ func (b *Backend) ResolveResource(ctx context.Context, workspaceID, kind, id str
 	if a == nil {
 		return nil, false, nil
 	}
-	return map[string]string{"gate_class": a.Class, "gate": a.Gate, "status": a.Status}, true, nil
+	return map[string]string{"gate_class": a.Class, "gate": a.Kind, "status": a.Status}, true, nil
 }

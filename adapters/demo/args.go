@@ -90,21 +90,32 @@ func (r *request) object(name string) map[string]any {
 }
 
 // toolError is a refusal or a missing record: the caller sees it as an
-// isError result whose text is msg, never as a protocol error.
-type toolError struct{ msg string }
+// isError result whose text is msg, never as a protocol error. code is
+// the gateway error code the refusal becomes outside a tool call (the
+// human gates of HumanGates): EInvalid unless notFound or conflict made it.
+type toolError struct {
+	msg  string
+	code gateway.ErrorCode
+}
 
 func (e *toolError) Error() string { return e.msg }
 
 // refuse returns a toolError with a formatted message. Messages say what
 // happened and what to do instead.
 func refuse(format string, args ...any) error {
-	return &toolError{msg: fmt.Sprintf(format, args...)}
+	return &toolError{msg: fmt.Sprintf(format, args...), code: gateway.EInvalid}
+}
+
+// conflict is refuse for a record whose state forbids the change (a gate
+// already decided).
+func conflict(format string, args ...any) error {
+	return &toolError{msg: fmt.Sprintf(format, args...), code: gateway.EConflict}
 }
 
 // notFound is the answer for an id that does not exist in the caller's
 // workspace, whether or not it exists elsewhere.
 func notFound(kind, id string) error {
-	return refuse("%s %s not found in this workspace", kind, id)
+	return &toolError{msg: fmt.Sprintf("%s %s not found in this workspace", kind, id), code: gateway.ENotFound}
 }
 
 // list wraps items as {"<key>": items, "count": n}, the shape of every list

@@ -1,7 +1,8 @@
 // Package admin serves the operator API under /admin/v1 (docs/http.md):
 // workspaces, members, agent profiles, permission overrides, seat types,
 // org plans, tasks, scmt_ API tokens, external limits, the audit trail,
-// and the live policy (its revision, and reloading it).
+// the gateway's approvals and the backend's human gates, and the live
+// policy (its revision, and reloading it).
 //
 // Every request is authenticated with MCPGATE_ADMIN_TOKEN, every input is
 // validated before the store is touched (bad input changes nothing), and
@@ -19,6 +20,8 @@ import (
 
 	"github.com/gorilla/mux"
 	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // EnvAdminToken is the variable holding the admin bearer token (README.md,
@@ -78,6 +81,11 @@ type Options struct {
 	// Approvals serves the approval routes (list pending, approve, reject,
 	// the approvals stream; admin token only); nil answers them 404.
 	Approvals Approvals
+	// Gates, when set, is the backend adapter's human gates, listed and
+	// decided under /workspaces/{ws}/gates (admin token, a workspace
+	// owner's or admin's console sign-in; management:read tokens list);
+	// nil answers those routes 501: the backend decides its gates itself.
+	Gates gateway.HumanGates
 }
 
 // handler is the admin API; see NewHandler.
@@ -151,6 +159,8 @@ func (h *handler) routes() *mux.Router {
 	h.route(r, ws+"/tasks/{task}", methods{put: h.putTask, get: h.getTask})
 	h.route(r, ws+"/api-tokens", methods{http.MethodPost: h.createToken, get: h.listTokens})
 	h.route(r, ws+"/external-limits", methods{put: h.putExternalLimits, get: h.getExternalLimits})
+	h.route(r, ws+GatesPath, methods{get: h.listGates})
+	h.route(r, ws+GateDecisionPath, methods{http.MethodPost: h.decideGate})
 	h.route(r, Prefix+"/seat-types", methods{get: h.listSeatTypes})
 	h.route(r, Prefix+"/seat-types/{name}", methods{put: h.putSeatType, get: h.getSeatType, del: h.deleteSeatType})
 	h.route(r, Prefix+"/org-plans", methods{get: h.listOrgPlans})

@@ -75,18 +75,22 @@ func checkReader(ctx context.Context, workspaceID string) error {
 // owner or admin signed in with a console sign-in JWT may use (seed 002,
 // step 1: "Einstellungen → Anmeldedaten → API-Tokens (Owner oder
 // Admin)"): create, list and revoke its workspace's API tokens, read the
-// workspace and its members, and read and set its external limits (step
+// workspace and its members, read and set its external limits (step
 // 4: "Derselbe Einstellungs-Tab trägt die externen Limits des Workspace";
-// the workspace-wide daily cap stays the operator's). Every other route
+// the workspace-wide daily cap stays the operator's), and list and decide
+// the backend's human gates of its workspace, the decisions seed 001 and
+// seed 002 leave to a person in SupaCloud. Every other route
 // answers such a caller 403. Revoking checks that the token belongs to the
 // caller's workspace.
 var WorkspaceAdminRoutes = map[string][]string{
-	Prefix + "/workspaces/{ws}":                 {http.MethodGet},
-	Prefix + "/workspaces/{ws}/members":         {http.MethodGet},
-	Prefix + "/workspaces/{ws}/external-limits": {http.MethodGet, http.MethodPut},
-	Prefix + "/workspaces/{ws}/api-tokens":      {http.MethodGet, http.MethodPost},
-	Prefix + "/api-tokens/{fingerprint}":        {http.MethodDelete},
-	Prefix + OpenAPIPath:                        {http.MethodGet},
+	Prefix + "/workspaces/{ws}":                    {http.MethodGet},
+	Prefix + "/workspaces/{ws}/members":            {http.MethodGet},
+	Prefix + "/workspaces/{ws}/external-limits":    {http.MethodGet, http.MethodPut},
+	Prefix + "/workspaces/{ws}/api-tokens":         {http.MethodGet, http.MethodPost},
+	Prefix + "/workspaces/{ws}" + GatesPath:        {http.MethodGet},
+	Prefix + "/workspaces/{ws}" + GateDecisionPath: {http.MethodPost},
+	Prefix + "/api-tokens/{fingerprint}":           {http.MethodDelete},
+	Prefix + OpenAPIPath:                           {http.MethodGet},
 }
 
 // The member roles that may manage API tokens (seed 002: "Owner oder Admin").
@@ -131,7 +135,7 @@ func workspaceAdminOf(ctx context.Context) (*workspaceAdmin, bool) {
 // a scoped route of another workspace.
 func (wa *workspaceAdmin) allows(r *http.Request, scoped, routeOK bool) error {
 	if !routeOK {
-		return gateway.Errorf(gateway.EForbidden, "as an %s of workspace %q you may create, list and revoke its API tokens, set its external limits and read its settings; %s %s needs %s",
+		return gateway.Errorf(gateway.EForbidden, "as an %s of workspace %q you may create, list and revoke its API tokens, set its external limits, decide its human gates and read its settings; %s %s needs %s",
 			wa.role, wa.workspaceID, r.Method, clip(r.URL.Path), EnvAdminToken)
 	}
 	if ws := mux.Vars(r)["ws"]; scoped && ws != wa.workspaceID {

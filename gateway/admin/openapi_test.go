@@ -146,6 +146,7 @@ type exchange struct {
 	setup              func(*fakeStore)
 	badRequest         bool   // the request breaks the schema on purpose: check only the reply
 	policy             Policy // Options.Policy; nil: none
+	noGates            bool   // Options.Gates nil
 }
 
 // TestOpenAPIDescribesReplies sends a request to every operation (and a
@@ -217,6 +218,11 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 		{method: "POST", path: "/admin/v1/approvals/apr_1/approve", body: `{"decided_by":"alice","reason":"ok"}`, status: 200},
 		{method: "POST", path: "/admin/v1/approvals/apr_1/reject", body: `{"decided_by":"bob"}`, status: 200},
 		{method: "POST", path: "/admin/v1/approvals/apr_1/approve", body: `{"reason":"ok"}`, status: 400, badRequest: true},
+		{method: get, path: wsPath + "/gates?status=waiting", status: 200},
+		{method: "POST", path: wsPath + "/gates/apr-tool/decision", body: `{"decision":"approve","note":"ok","decided_by":"alice"}`, status: 200},
+		{method: "POST", path: wsPath + "/gates/apr-done/decision", body: `{"decision":"approve","decided_by":"alice"}`, status: 409},
+		{method: "POST", path: wsPath + "/gates/apr-q/decision", body: `{"decision":"approve","decided_by":"alice"}`, status: 400},
+		{method: get, path: wsPath + "/gates", status: 501, noGates: true},
 		// Refusals answer the documented error shape.
 		{method: get, path: "/admin/v1/workspaces/ws-9", status: 404},
 		{method: del, path: "/admin/v1/seat-types/standard", status: 409},
@@ -231,7 +237,11 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(store)
 			}
-			h := NewHandler(store, Options{Token: adminToken, Now: func() time.Time { return testNow }, Policy: tc.policy, Explain: fakeExplain, Approvals: newFakeApprovals()})
+			opts := Options{Token: adminToken, Now: func() time.Time { return testNow }, Policy: tc.policy, Explain: fakeExplain, Approvals: newFakeApprovals(), Gates: newFakeGates()}
+			if tc.noGates {
+				opts.Gates = nil
+			}
+			h := NewHandler(store, opts)
 			rec := serve(h, tc.method, tc.path, tc.body, nil)
 			if rec.Code != tc.status {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/gorilla/mux"
@@ -70,9 +71,15 @@ type errorBody struct {
 }
 
 // writeError is the one writer of errors: the status comes from
-// gateway.ErrorCode.HTTPStatus; server-side failures are logged with their
+// gateway.ErrorCode.HTTPStatus (501 for a route the backend cannot
+// answer, notImplemented); server-side failures are logged with their
 // cause and answered with a generic message.
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var ni *notImplemented
+	if errors.As(err, &ni) {
+		writeErrorBody(w, http.StatusNotImplemented, "NotImplemented", ni.msg)
+		return
+	}
 	code := gateway.ErrorCodeOf(err)
 	status := code.HTTPStatus()
 	msg := gateway.ErrorMessageOf(err)

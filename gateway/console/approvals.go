@@ -38,6 +38,8 @@ type pendingApproval struct {
 }
 
 type approvalsView struct {
+	// Tab is the inbox tab this page is: "approvals".
+	Tab string
 	// Refresh is the meta refresh of the page in seconds; 0 for none (a
 	// page showing a refused form stays until the operator moves on).
 	Refresh int
@@ -50,32 +52,61 @@ type approvalsView struct {
 	Error       string // a refusal that names no form
 	Pending     []pendingApproval
 	Decided     []approval
+	// Gates counts the human gates waiting per workspace, linking to the
+	// Human gates tab where they are decided.
+	Gates gatesSummary
 }
 
 // decidedShown is how many approvals that left pending the inbox lists.
 const decidedShown = 50
 
+// approvalsPage is the inbox's Pending approvals tab, for operators; a
+// session bound to one workspace has only the Human gates tab (the
+// gateway's own approvals need the admin token) and is sent there.
 func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request, sess *session) {
-	c.showApprovals(w, r, sess, http.StatusOK, noticeText[r.URL.Query().Get("notice")], "", nil)
+	if sess.reader != "" {
+		http.Redirect(w, r, Prefix+"/approvals/gates", http.StatusSeeOther)
+		return
+	}
+	c.showApprovals(w, r, sess, http.StatusOK, noticeText[r.URL.Query().Get("notice")], approvalID{})
 }
 
-// showApprovals renders the inbox: the pending approvals (the cc_server
-// calls waiting for a person; the admin API lists no other kind) each with
-// its form, then the latest decided ones with who decided. failed, when
-// set, is the refused form of approval id.
-func (c *Console) showApprovals(w http.ResponseWriter, r *http.Request, sess *session, code int, notice, id string, failed *pendingApproval) {
+// approvalID names the refused approval form a page answering a POST
+// shows again.
+type approvalID struct {
+	id   string
+	form *pendingApproval
+}
+
+// showApprovals renders the Pending approvals tab: the pending approvals
+// (the cc_server calls waiting for a person; the admin API lists no other
+// kind) each with its form, how many human gates wait per workspace (they
+// are decided on the Human gates tab), then the latest decided approvals
+// with who decided. Each load renews the operator's approver presence,
+// and the page reloads itself (meta refresh) to keep renewing it.
+func (c *Console) showApprovals(w http.ResponseWriter, r *http.Request, sess *session, code int, notice string, failed approvalID) {
+	v := approvalsView{Tab: "approvals", Notice: notice}
+	if !c.loadApprovals(w, r, sess, code, &v, failed) {
+		return
+	}
+	v.Gates = c.loadGates(r, sess, nil).summary()
+	c.render(w, r, code, "approvals.html", sess, v)
+}
+
+// loadApprovals fills v with the gateway's approvals and the operator's
+// presence; false when it already answered with an error page.
+func (c *Console) loadApprovals(w http.ResponseWriter, r *http.Request, sess *session, code int, v *approvalsView, failed approvalID) bool {
 	var pending, all struct {
 		Approvals []approval `json:"approvals"`
 	}
 	if err := c.call(r.Context(), sess.token, http.MethodGet, "/approvals?status=pending", nil, &pending); err != nil {
 		c.failed(w, r, sess, err)
-		return
+		return false
 	}
 	if err := c.call(r.Context(), sess.token, http.MethodGet, "/approvals?limit=200", nil, &all); err != nil {
 		c.failed(w, r, sess, err)
-		return
+		return false
 	}
-	v := approvalsView{Notice: notice}
 	if code == http.StatusOK {
 		v.Refresh = int(c.opts.ApprovalsRefresh.Round(time.Second) / time.Second)
 	}
@@ -86,23 +117,24 @@ func (c *Console) showApprovals(w http.ResponseWriter, r *http.Request, sess *se
 			v.Present, v.PresenceTTL = true, int(c.opts.Approvers.PresenceTTL().Round(time.Second)/time.Second)
 		}
 	}
+	form := failed.form
 	for _, a := range pending.Approvals {
 		p := pendingApproval{approval: a, DecidedBy: sess.operator}
-		if failed != nil && a.ID == id {
-			p.DecidedBy, p.Reason, p.Err = failed.DecidedBy, failed.Reason, failed.Err
-			failed = nil
+		if form != nil && a.ID == failed.id {
+			p.DecidedBy, p.Reason, p.Err = form.DecidedBy, form.Reason, form.Err
+			form = nil
 		}
 		v.Pending = append(v.Pending, p)
 	}
-	if failed != nil { // the approval is no longer pending
-		v.Error = failed.Err.Message
+	if form != nil { // the approval is no longer pending
+		v.Error = form.Err.Message
 	}
 	for _, a := range all.Approvals {
 		if a.Status != "pending" && len(v.Decided) < decidedShown {
 			v.Decided = append(v.Decided, a)
 		}
 	}
-	c.render(w, r, code, "approvals.html", sess, v)
+	return true
 }
 
 // decideApproval sends POST /approvals/{id}/approve or /reject (the
@@ -120,7 +152,7 @@ func (c *Console) decideApproval(w http.ResponseWriter, r *http.Request, sess *s
 	}
 	if err != nil {
 		form.Err = fieldError(err, "decided_by", "reason")
-		c.showApprovals(w, r, sess, status(err), "", id, form)
+		c.showApprovals(w, r, sess, status(err), "", approvalID{id: id, form: form})
 		return
 	}
 	notice := "approved"

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,9 @@ func navigates(a chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] 
 // every key's resolved chain; approve a pending approval while the open
 // page counts as an approver; filter audit events; explain a call in the
 // playground; shadow flips and a refused policy reload; then a read-only
-// API token's view. The admin
+// API token's view, and a workspace owner's, who answers a human gate on
+// the inbox's Human gates tab, which never reloads itself (refused first
+// without an answer, the message on the answer field). The admin
 // API's collaborators are the fakes of the handler tests; test/e2e drives
 // the same pages over the whole gateway.
 func TestBrowser(t *testing.T) {
@@ -357,6 +360,35 @@ func TestBrowser(t *testing.T) {
 	if n := len(g.approvals.approvers()); n != 1 {
 		t.Errorf("approvers present with the approvals page open: %d; want 1", n)
 	}
+	// The approvals tab reloads itself and counts the waiting human gates;
+	// the Human gates tab, reached by its tab, does not reload itself, so
+	// an answer being typed stays.
+	hasRefresh := func(step string) bool {
+		t.Helper()
+		on, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.head.querySelector('meta[http-equiv="refresh"]') !== null`))
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return on
+	}
+	if !hasRefresh("approvals tab refresh") {
+		t.Error("the approvals tab has no meta refresh for the operator")
+	}
+	if n := read("read the waiting gates", chromedp.Text(chromedp.CSS(`#gates-waiting-ws-1 .count`))); n != "3" {
+		t.Errorf("waiting human gates of ws-1 on the approvals tab = %q; want 3", n)
+	}
+	run("human gates tab",
+		navigates(chromedp.Click(chromedp.CSS(`nav.tabs a[href="/console/approvals/gates"]`))),
+		chromedp.WaitVisible(chromedp.ID("gate-apr-q")),
+		chromedp.SendKeys(chromedp.CSS(`#gate-apr-q input[name="answer"]`), "stripe"),
+		shot("16a-human-gates-tab"),
+	)
+	if cur := read("read the current tab", chromedp.Text(chromedp.CSS(`nav.tabs a[aria-current="page"]`))); cur != "Human gates" {
+		t.Errorf("current tab on the Human gates tab = %q", cur)
+	}
+	if hasRefresh("human gates tab refresh") {
+		t.Error("the Human gates tab reloads itself: a person typing an answer would lose it")
+	}
 
 	// Audit events: filter by tool, see reasons and revision.
 	run("audit",
@@ -457,5 +489,49 @@ func TestBrowser(t *testing.T) {
 	ownerForms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post][action$='/external-limits']").length`))
 	if err != nil || ownerForms != 1 {
 		t.Errorf("the owner's tokens page has %d limits forms (%v); want one (seed 002: the external limits are in the same tab)", ownerForms, err)
+	}
+
+	// The owner decides her workspace's human gates: a question approved
+	// without an answer is refused next to its form, then answered by
+	// keyboard; the paused task goes on and the gate shows who decided.
+	run("owner answers a question gate",
+		chromedp.Navigate(base+"/approvals/gates"),
+		chromedp.WaitVisible(chromedp.ID("gate-apr-q")),
+		shot("26-owner-human-gates-tab"),
+		chromedp.SendKeys(chromedp.CSS(`#gate-apr-q input[name="note"]`), "EU uses Stripe"),
+		navigates(chromedp.Click(chromedp.CSS(`button[aria-label="Approve question gate apr-q"]`))),
+		chromedp.WaitVisible(chromedp.CSS(`#gate-apr-q input[name="answer"][aria-invalid="true"]`)),
+		shot("27-owner-gate-answer-refused"),
+	)
+	// The refusal is the answer field's: its aria-describedby names the
+	// message, and the typed note is kept.
+	msg = read("read the answer's message", chromedp.Evaluate[string](`(() => {
+		const f = document.querySelector('#gate-apr-q input[name="answer"]');
+		const m = document.getElementById(f.getAttribute("aria-describedby"));
+		return m ? m.textContent : "";
+	})()`))
+	if !strings.Contains(msg, "needs an answer to its question") {
+		t.Errorf("message the answer field is described by = %q", msg)
+	}
+	if note := read("read the kept note", chromedp.Value(chromedp.CSS(`#gate-apr-q input[name="note"]`))); note != "EU uses Stripe" {
+		t.Errorf("the refused form's note = %q; want the typed one kept", note)
+	}
+	if st := g.gates.get("ws-1", "apr-q").Status; st != "waiting" {
+		t.Fatalf("a refused approval decided apr-q: %s", st)
+	}
+	run("answer by keyboard",
+		chromedp.SendKeys(chromedp.CSS(`#gate-apr-q input[name="answer"]`), "stripe"),
+		navigates(chromedp.Click(chromedp.CSS(`button[aria-label="Approve question gate apr-q"]`))),
+		chromedp.WaitVisible(chromedp.ID("decided-gate-apr-q")),
+		shot("28-owner-gate-decided"),
+	)
+	if got := g.gates.get("ws-1", "apr-q"); got.Status != "approved" || got.DecidedBy != "user:alice" || got.Answer != "stripe" || got.Note != "EU uses Stripe" {
+		t.Errorf("apr-q after the owner answered it in the browser: %s by %q, answer %q, note %q", got.Status, got.DecidedBy, got.Answer, got.Note)
+	}
+	if by := read("read who decided", chromedp.Text(chromedp.CSS(`#decided-gate-apr-q td.decided-by`))); by != "user:alice" {
+		t.Errorf("apr-q shown decided by %q; want user:alice", by)
+	}
+	if !slices.Contains(g.gates.resumed, "tsk-2") {
+		t.Errorf("tasks resumed after the owner's answer: %v; want tsk-2", g.gates.resumed)
 	}
 }

@@ -93,9 +93,11 @@ type Options struct {
 	// open as an approver (see Approvers); nil: the page counts nobody,
 	// and calls that need an approval wait only for an approvals stream.
 	Approvers Approvers
-	// ApprovalsRefresh is how often the approvals page reloads itself
-	// (a meta refresh: the console runs no script), renewing the
-	// operator's presence each time; 0 means DefaultApprovalsRefresh.
+	// ApprovalsRefresh is how often the approvals page (the inbox's
+	// Pending approvals tab; its Human gates tab never reloads itself)
+	// reloads itself (a meta refresh: the console runs no script),
+	// renewing the operator's presence each time; 0 means
+	// DefaultApprovalsRefresh.
 	ApprovalsRefresh time.Duration
 }
 
@@ -125,8 +127,9 @@ type Console struct {
 // New returns the console. It serves GET and POST under Prefix: the
 // sign-in page; the workspaces, members, permission overrides (with each
 // member's resolved precedence chain), agent profiles and API tokens
-// pages; the approvals inbox, audit events, decision playground and policy
-// status; and the embedded stylesheet.
+// pages; the approvals inbox (tabs Pending approvals and Human gates),
+// audit events, decision playground and policy status; and the embedded
+// stylesheet.
 func New(opts Options) *Console {
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = DefaultSessionTTL
@@ -192,8 +195,10 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("POST "+ws+"/tokens", c.change(c.createToken))
 	m.HandleFunc("POST "+ws+"/tokens/revoke", c.change(c.revokeToken))
 	m.HandleFunc("POST "+ws+"/external-limits", c.change(c.saveLimits))
-	m.HandleFunc("GET "+Prefix+"/approvals", c.adminOnly(c.approvalsPage))
+	m.HandleFunc("GET "+Prefix+"/approvals", c.signedIn(c.approvalsPage))
+	m.HandleFunc("GET "+Prefix+"/approvals/gates", c.signedIn(c.gatesPage))
 	m.HandleFunc("POST "+Prefix+"/approvals/{id}", c.change(c.decideApproval))
+	m.HandleFunc("POST "+ws+"/gates/{gate}", c.change(c.decideGate))
 	m.HandleFunc("GET "+Prefix+"/audit", c.signedIn(c.auditPage))
 	m.HandleFunc("GET "+Prefix+"/playground", c.adminOnly(c.playgroundPage))
 	m.HandleFunc("POST "+Prefix+"/playground", c.change(c.explainCall))
@@ -295,7 +300,7 @@ func (c *Console) change(f pageFunc) http.HandlerFunc {
 		if sess.reader != "" && r.URL.Path != Prefix+"/logout" && !(sess.tokenAdmin() && tokenAction(r, sess.reader)) {
 			msg := "You signed in with a read-only API token, so nothing was changed. Changes need the admin token (MCPGATE_ADMIN_TOKEN)."
 			if sess.tokenAdmin() {
-				msg = "As an owner or admin of workspace " + sess.reader + " you may create and revoke its API tokens and set its external limits only, so nothing was changed. Other changes need the admin token (MCPGATE_ADMIN_TOKEN)."
+				msg = "As an owner or admin of workspace " + sess.reader + " you may create and revoke its API tokens, set its external limits and decide its human gates only, so nothing was changed. Other changes need the admin token (MCPGATE_ADMIN_TOKEN)."
 			}
 			c.forbidden(w, r, msg)
 			return
@@ -305,15 +310,19 @@ func (c *Console) change(f pageFunc) http.HandlerFunc {
 }
 
 // tokenAction reports whether r is a POST creating or revoking an API
-// token of workspace ws, or setting its external limits: what a workspace
-// admin session may change (the API tokens tab of seed 002).
+// token of workspace ws, setting its external limits (the API tokens tab
+// of seed 002), or deciding one of its human gates (the decisions seed 001
+// leaves to a person in SupaCloud): what a workspace admin session may
+// change.
 func tokenAction(r *http.Request, ws string) bool {
 	base := Prefix + "/workspaces/" + esc(ws)
-	switch r.URL.EscapedPath() {
+	p := r.URL.EscapedPath()
+	switch p {
 	case base + "/tokens", base + "/tokens/revoke", base + "/external-limits":
 		return true
 	}
-	return false
+	gate, ok := strings.CutPrefix(p, base+"/gates/")
+	return ok && gate != "" && !strings.Contains(gate, "/")
 }
 
 func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, msg string) {

@@ -221,3 +221,75 @@ func tokenReader(st *sqlite.Store) func(r *http.Request) (string, bool) {
 		return tok.WorkspaceID, true
 	}
 }
+
+// fakeGates is a backend's human gates (gateway.HumanGates), decided as
+// the demo backend decides them: waiting only, a question needs an answer
+// to approve, someone must be named. resumed records the tasks a decision
+// let go on.
+type fakeGates struct {
+	mu      sync.Mutex
+	gates   map[string][]*gateway.Gate // workspace → gates, in order
+	resumed []string
+}
+
+func newFakeGates() *fakeGates {
+	at := time.Now().Add(-time.Hour)
+	done := at.Add(time.Minute)
+	return &fakeGates{gates: map[string][]*gateway.Gate{"ws-1": {
+		{ID: "apr-tool", Kind: "task", Class: "tool", Status: "waiting", Title: "Allow issue.transition on the billing tracker?",
+			Prompt: "The agent wants to close 4 issues it believes are fixed.", TaskID: "tsk-1", RunID: "run-1", RequestedAt: at,
+			Details: map[string]any{"tool": "issue.transition"}},
+		{ID: "apr-q", Kind: "task", Class: "question", Status: "waiting", Title: "Which payment provider should the retry target?",
+			Prompt: "Stripe or Adyen?", TaskID: "tsk-2", RunID: "run-2", RequestedAt: at},
+		{ID: "apr-wf", Kind: "workflow", Class: "workflow_human_gate", Status: "waiting", Title: "Release sign-off",
+			RunID: "run-3", WorkflowID: "wfl-1", NodeID: "n2", RequestedAt: at},
+		{ID: "apr-old", Kind: "task", Class: "question", Status: "approved", Title: "Use the staging database?", TaskID: "tsk-0",
+			RequestedAt: at, DecidedAt: &done, DecidedBy: "user:owner", Decision: "approve", Answer: "Yes, staging first."},
+	}}}
+}
+
+func (f *fakeGates) get(ws, id string) gateway.Gate {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, g := range f.gates[ws] {
+		if g.ID == id {
+			return *g
+		}
+	}
+	return gateway.Gate{}
+}
+
+func (f *fakeGates) ListGates(_ context.Context, ws string) ([]gateway.Gate, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []gateway.Gate{}
+	for _, g := range f.gates[ws] {
+		out = append(out, *g)
+	}
+	return out, nil
+}
+
+func (f *fakeGates) DecideGate(_ context.Context, ws, id string, d gateway.GateDecision) (gateway.Gate, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, g := range f.gates[ws] {
+		if g.ID != id {
+			continue
+		}
+		switch {
+		case g.Status != "waiting":
+			return gateway.Gate{}, gateway.Errorf(gateway.EConflict, "approval %s was already decided (%s by %s); nothing left to decide", id, g.Status, g.DecidedBy)
+		case g.Class == "question" && d.Decision == "approve" && d.Answer == "":
+			return gateway.Gate{}, gateway.Errorf(gateway.EInvalid, "approving question gate %s needs an answer to its question: %s", id, g.Title)
+		case d.DecidedBy == "":
+			return gateway.Gate{}, gateway.Errorf(gateway.EInvalid, "a decision of gate %s must name who decided it", id)
+		}
+		now := time.Now()
+		g.Status, g.Decision, g.Answer, g.Note, g.DecidedBy, g.DecidedAt = map[string]string{"approve": "approved", "reject": "rejected"}[d.Decision], d.Decision, d.Answer, d.Note, d.DecidedBy, &now
+		if g.TaskID != "" {
+			f.resumed = append(f.resumed, g.TaskID)
+		}
+		return *g, nil
+	}
+	return gateway.Gate{}, gateway.Errorf(gateway.ENotFound, "gate %s not found in this workspace", id)
+}

@@ -44,6 +44,7 @@ type gatewayUnderTest struct {
 	store     *sqlite.Store
 	explainer *fakeExplainer
 	approvals *fakeApprovals
+	gates     *fakeGates
 	policy    *fakePolicy
 }
 
@@ -61,6 +62,7 @@ func newGateway(t *testing.T) *gatewayUnderTest {
 	g := &gatewayUnderTest{clock: &clock{t: time.Now()}, store: st,
 		explainer: &fakeExplainer{chains: map[string][]map[string]any{}, fail: map[string]error{}},
 		approvals: &fakeApprovals{},
+		gates:     newFakeGates(),
 		policy: &fakePolicy{status: gateway.PolicyStatus{Surface: "supacloud", Revision: "rev-test-1", Source: "/etc/mcpgate/policy",
 			LiveSince: time.Now().Add(-time.Hour)}}}
 	g.admin = admin.NewHandler(st, admin.Options{Token: adminToken, ValidateGrant: func(e string) error {
@@ -68,7 +70,7 @@ func newGateway(t *testing.T) *gatewayUnderTest {
 			return errString("grants no tool of the catalog")
 		}
 		return nil
-	}, TokenReader: tokenReader(st), WorkspaceAdmin: workspaceAdminHook, Explain: g.explainer.explain, Approvals: g.approvals, Policy: g.policy})
+	}, TokenReader: tokenReader(st), WorkspaceAdmin: workspaceAdminHook, Explain: g.explainer.explain, Approvals: g.approvals, Policy: g.policy, Gates: g.gates})
 	mux := http.NewServeMux()
 	mux.Handle(admin.Prefix+"/", g.admin)
 	// The approvals page reloads itself every 5 s by default; the browser

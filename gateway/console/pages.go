@@ -235,6 +235,8 @@ var noticeText = map[string]string{
 	"overrides-saved": "The permission overrides were saved; the chains below show what each member gets now.",
 	"approved":        "The approval was approved; the waiting call runs now.",
 	"rejected":        "The approval was rejected; the waiting call is refused.",
+	"gate-approved":   "The human gate was approved; the paused task or workflow run goes on.",
+	"gate-rejected":   "The human gate was rejected; the backend has the decision, and the task or workflow run it paused was told.",
 	"reloaded":        "The policy was reloaded.",
 }
 

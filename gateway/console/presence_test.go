@@ -23,14 +23,7 @@ func TestApprovalsPageCountsAsApprover(t *testing.T) {
 	if !strings.Contains(p.text, "You count as an approver while this page is open") || !strings.Contains(p.text, "15 s after its last load") {
 		t.Errorf("the page does not tell the operator they count as an approver\n%s", p.text)
 	}
-	present := g.approvals.approvers()
-	if len(present) != 1 {
-		t.Fatalf("approvers present after one load: %v; want one", present)
-	}
-	var id string
-	for k := range present {
-		id = k
-	}
+	id := g.approvals.only(t)
 	if !strings.HasPrefix(id, "console_") {
 		t.Errorf("approver id %q; want console_…", id)
 	}
@@ -69,13 +62,16 @@ func TestApprovalsPageCountsAsApprover(t *testing.T) {
 		t.Errorf("approvers after %s signed out: %v; want only the other operator", id, left)
 	}
 
-	// A read-only session cannot open the page and so never counts.
+	// A read-only session is sent to its workspace's human gates and never counts.
 	reader := g.visitor(t)
 	if p := reader.signInAs(g.createToken(t, "ws-1", "management:read"), "", "ws-1"); p.status != http.StatusSeeOther {
 		t.Fatalf("reader sign-in: %d", p.status)
 	}
-	if p := reader.get("/console/approvals"); p.status != http.StatusForbidden {
-		t.Errorf("approvals page for a reader: %d", p.status)
+	if p := reader.get("/console/approvals"); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/approvals/gates" {
+		t.Errorf("approvals page for a reader: %d %s; want sent to the Human gates tab", p.status, p.header.Get("Location"))
+	}
+	if p := reader.get("/console/approvals/gates"); p.status != http.StatusOK || strings.Contains(p.raw, `id="presence"`) || strings.Contains(p.raw, `http-equiv="refresh"`) {
+		t.Errorf("human gates tab for a reader: %d, or it counts them as an approver\n%s", p.status, p.text)
 	}
 	if n := len(g.approvals.approvers()); n != 1 {
 		t.Errorf("approvers after a reader tried the page: %d; want 1", n)
@@ -88,4 +84,18 @@ func TestApprovalsPageCountsAsApprover(t *testing.T) {
 	if p := w.get("/console/approvals"); p.status != http.StatusOK || !strings.Contains(p.text, "You do not count as an approver now") || !strings.Contains(p.text, "the audit store is unreachable") {
 		t.Errorf("approvals page when presence fails: %d\n%s", p.status, p.text)
 	}
+}
+
+// only returns the one approver present, failing t when there is not
+// exactly one.
+func (f *fakeApprovals) only(t *testing.T) string {
+	t.Helper()
+	present := f.approvers()
+	if len(present) != 1 {
+		t.Fatalf("approvers present: %v; want one", present)
+	}
+	for id := range present {
+		return id
+	}
+	return ""
 }

@@ -64,6 +64,7 @@ func TestReadOnlyTokenSession(t *testing.T) {
 		"/console/workspaces/ws-1/tokens":      "reader",
 		"/console/workspaces/ws-1/permissions": "workspace.plan.view=false",
 		"/console/audit":                       "Audit events",
+		"/console/approvals/gates":             "Human gates", // its workspace's gates, no decision form
 	} {
 		p := v.get(path)
 		if p.status != http.StatusOK || !strings.Contains(p.text, want) {
@@ -85,7 +86,7 @@ func TestReadOnlyTokenSession(t *testing.T) {
 	if p := v.get("/console/workspaces/ws-2"); p.status != http.StatusForbidden || !strings.Contains(p.text, `this API token belongs to workspace "ws-1"`) {
 		t.Errorf("another workspace: %d\n%s", p.status, p.text)
 	}
-	for _, path := range []string{"/console/approvals", "/console/playground", "/console/policy", "/console/workspaces/ws-1/profiles/new", "/console/workspaces/ws-1/profiles/p-reader"} {
+	for _, path := range []string{"/console/playground", "/console/policy", "/console/workspaces/ws-1/profiles/new", "/console/workspaces/ws-1/profiles/p-reader"} {
 		if p := v.get(path); p.status != http.StatusForbidden || !strings.Contains(p.text, "needs the admin token") {
 			t.Errorf("%s for a reader: %d\n%s", path, p.status, p.text)
 		}

@@ -87,7 +87,7 @@ func TestWorkspaceAdminSession(t *testing.T) {
 	}
 	before := g.api(t, http.MethodGet, "/workspaces/ws-1/permission-overrides", "", http.StatusOK)
 	if p := v.post("/console/workspaces/ws-1/permissions", url.Values{"csrf": {csrf}, "overrides": {"workspace.info=false"}}); p.status != http.StatusForbidden ||
-		!strings.Contains(p.text, "create and revoke its API tokens and set its external limits only") {
+		!strings.Contains(p.text, "create and revoke its API tokens, set its external limits and decide its human gates only") {
 		t.Errorf("owner POST permissions: %d, want 403\n%s", p.status, p.text)
 	}
 	if got := g.api(t, http.MethodGet, "/workspaces/ws-1/permission-overrides", "", http.StatusOK); got != before {

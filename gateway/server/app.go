@@ -172,6 +172,9 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		SessionSecret: cfg.SessionSecret, SessionEnds: sessionEnds(store), Explain: a.explain(adapter),
 		Approvals: approvalsAPI,
 	}
+	if g, ok := adapter.(gateway.HumanGates); ok { // the demo backend; an upstream keeps its own
+		deps.Gates = g
+	}
 	var answers *storeAnswers
 	if pg, ok := store.(*postgres.Store); ok { // the embedded store serves one process
 		answers = newStoreAnswers(pg)

@@ -140,6 +140,11 @@ type Deps struct {
 	// Approvals serves the admin API's approval routes (gateway/approvals'
 	// Service, the one Pipeline.Approvals waits on); nil answers them 404.
 	Approvals admin.Approvals
+	// Gates is the backend adapter's human gates when it keeps them (the
+	// demo backend); nil (an upstream MCP server) answers the admin API's
+	// gates routes 501, and the console says they are decided in the
+	// backend.
+	Gates gateway.HumanGates
 
 	// Callers is the cache Pipeline.Callers reads, if any: the admin API's
 	// changes invalidate it (Server.WorkspaceChanged). nil: no cache.
@@ -226,6 +231,7 @@ func New(d Deps) (*Server, error) {
 		Explain:        d.Explain,
 		Policy:         d.Policy,
 		Approvals:      d.Approvals,
+		Gates:          d.Gates,
 	})
 	r.PathPrefix(admin.Prefix).Handler(adminAPI)
 	if d.AdminToken != "" { // the console works through the admin API, so it is off with it

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auth"
@@ -225,6 +226,50 @@ func TestConsoleOverWholeGateway(t *testing.T) {
 		t.Errorf("the store records the approval decided by %q; want grace", got.DecidedBy)
 	}
 
+	// 4. A human gate of the demo backend: a tool gate no machine may
+	// decide pauses a task; the agent is refused, the operator approves it
+	// in the console, and the paused task runs again.
+	toolGate := gates(t, g.gatewayUnderTest, "ws-acme")["tool"]
+	var pausedTask string
+	for _, gt := range demoGates(t, g.gatewayUnderTest, "ws-acme") {
+		if gt.ID == toolGate {
+			pausedTask = gt.TaskID
+		}
+	}
+	if toolGate == "" || pausedTask == "" {
+		t.Fatalf("the demo backend of ws-acme has no waiting tool gate on a task (gate %q, task %q)", toolGate, pausedTask)
+	}
+	if st := demoTaskStatus(t, agent, pausedTask); st != "waiting" {
+		t.Fatalf("task %s paused at gate %s is %q; want waiting", pausedTask, toolGate, st)
+	}
+	res, err := agent.CallTool(bg, &mcp.CallToolParams{Name: "approval.decide", Arguments: map[string]any{"approval_id": toolGate, "decision": "approve"}})
+	if msg, refused := refusal(res, err); !refused || !contains(msg, "a person must decide") {
+		t.Fatalf("the agent deciding tool gate %s: %v %+v; want refused, a person must decide", toolGate, err, res)
+	}
+	// The approvals tab counts the workspace's waiting gates; they are
+	// decided on the Human gates tab, which never reloads itself.
+	run("count the waiting human gates",
+		chromedp.Navigate(base+"/approvals"),
+		chromedp.WaitVisible(chromedp.ID("gates-waiting-ws-acme")),
+	)
+	if n := read("read the waiting gates", chromedp.Text(chromedp.CSS(`#gates-waiting-ws-acme .count`))); n == "" || n == "0" {
+		t.Errorf("waiting human gates of ws-acme on the approvals tab = %q; want the demo's", n)
+	}
+	run("approve a human gate in the console",
+		submits(chromedp.Click(chromedp.CSS(`nav.tabs a[href="/console/approvals/gates"]`))),
+		chromedp.WaitVisible(chromedp.ID("gate-"+toolGate)),
+		shot("08a-human-gates-tab"),
+		submits(chromedp.Click(chromedp.CSS(`#gate-`+toolGate+` button[value="approve"]`))),
+		chromedp.WaitVisible(chromedp.ID("decided-gate-"+toolGate)),
+		shot("08b-human-gate-approved"),
+	)
+	if by := read("read who decided the gate", chromedp.Text(chromedp.CSS(`#decided-gate-`+toolGate+` td.decided-by`))); by != "grace" {
+		t.Errorf("gate %s decided by %q in the console; want grace, the name given at sign-in", toolGate, by)
+	}
+	if st := demoTaskStatus(t, agent, pausedTask); st != "running" {
+		t.Errorf("task %s after the console approved its gate: %q; want running again", pausedTask, st)
+	}
+
 	// The other pages over the real App.
 	run("permissions",
 		chromedp.Navigate(base+"/workspaces/ws-acme/permissions"),
@@ -285,4 +330,31 @@ func (g *ccGateway) approvals(t *testing.T, status string) []gateway.Approval {
 	}
 	must(t, json.NewDecoder(resp.Body).Decode(&out))
 	return out.Approvals
+}
+
+// demoGates lists the demo backend's human gates of ws, as the console
+// reads them (gateway.HumanGates).
+func demoGates(t *testing.T, g *gatewayUnderTest, ws string) []gateway.Gate {
+	t.Helper()
+	hg, ok := g.app.Pipeline.Adapter.(gateway.HumanGates)
+	if !ok {
+		t.Fatal("the demo backend keeps no human gates the gateway can show")
+	}
+	list, err := hg.ListGates(context.Background(), ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// demoTaskStatus is the status tasks.get reports for task through cs.
+func demoTaskStatus(t *testing.T, cs *mcp.ClientSession, task string) string {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "tasks.get", Arguments: map[string]any{"task_id": task}})
+	if err != nil || res.IsError {
+		t.Fatalf("tasks.get %s: %v %+v", task, err, res)
+	}
+	m, _ := res.StructuredContent.(map[string]any)
+	st, _ := m["task"].(map[string]any)["status"].(string)
+	return st
 }
