@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/jmoiron/sqlx"
 
@@ -47,9 +46,16 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (fou
 	}
 	found = make([]bool, len(evs))
 	for i, ev := range evs {
-		if found[i], err = finishRow(ctx, stmt, ev); err != nil {
-			return nil, err
+		status, class, latency, reasons, revision := sqlcore.FinishArgs(ev)
+		res, err := stmt.ExecContext(ctx, status, class, latency, reasons, revision, ev.ID)
+		if err != nil {
+			return nil, translate(err, msgs{})
 		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, translate(err, msgs{})
+		}
+		found[i] = n > 0
 	}
 	if tx != nil {
 		if err = tx.Commit(); err != nil {
@@ -57,30 +63,4 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (fou
 		}
 	}
 	return found, nil
-}
-
-// finishIn is sqlcore.Dialect.FinishIn: finishAudit for ev inside tx (a
-// transaction of Reserve's group commit, which prepared the statement
-// before BEGIN: prepareReserve).
-func (s *Store) finishIn(ctx context.Context, tx *sqlx.Tx, ev *gateway.AuditEvent) (bool, error) {
-	stmt, err := s.finish.Get(ctx, s.w, driverError)
-	if err != nil {
-		return false, err
-	}
-	return finishRow(ctx, tx.StmtContext(ctx, stmt), ev)
-}
-
-// finishRow runs the finishAudit statement stmt for ev and reports whether
-// its row exists.
-func finishRow(ctx context.Context, stmt *sql.Stmt, ev *gateway.AuditEvent) (bool, error) {
-	status, class, latency, reasons, revision := sqlcore.FinishArgs(ev)
-	res, err := stmt.ExecContext(ctx, status, class, latency, reasons, revision, ev.ID)
-	if err != nil {
-		return false, translate(err, msgs{})
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, translate(err, msgs{})
-	}
-	return n > 0, nil
 }

@@ -70,15 +70,11 @@ RETURNING bucket_key, count`
 
 const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = ? AND window_start = ?`
 
-// prepareReserve is sqlcore.Dialect.PrepareReserve: it prepares addCount,
-// addCounts and finishAudit (finishes share the reservations' group
-// commit, finishIn) on the write connection before the transaction takes
-// it (once; later calls find them prepared).
+// prepareReserve is sqlcore.Dialect.PrepareReserve: it prepares addCount
+// and addCounts on the write connection before the transaction takes it
+// (once; later calls find them prepared).
 func (s *Store) prepareReserve(ctx context.Context) error {
 	if _, err := s.rate.add.Get(ctx, s.w, driverError); err != nil {
-		return err
-	}
-	if _, err := s.finish.Get(ctx, s.w, driverError); err != nil {
 		return err
 	}
 	for i := range s.rate.addN {

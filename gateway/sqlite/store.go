@@ -104,7 +104,6 @@ func newStore(w, r *sqlx.DB) *Store {
 		PrepareReserve: s.prepareReserve,
 		TakeSlots:      s.takeSlots,
 		FinishBatch:    s.finishBatch,
-		FinishIn:       s.finishIn,
 		GroupReserve:   true,
 	})
 	return s

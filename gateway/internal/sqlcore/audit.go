@@ -74,22 +74,9 @@ func (c *Core) AuditArgs(ev *gateway.AuditEvent) []any {
 // a lone finish is written at once. Errors: ENotFound when no row has
 // ev.ID, EUnavailable when the database cannot be reached or written, the
 // store is closed, or ctx ended first (then the row may or may not be
-// finished). With Dialect.FinishIn the finishes queue with the
-// reservations instead (one commit for both, see reserveBatch).
+// finished).
 func (c *Core) FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error {
-	if c.sharesWrites() {
-		return c.res.do(ctx, &reserveItem{ctx: ctx, fin: ev})
-	}
 	return c.fin.do(ctx, ev)
-}
-
-// sharesWrites reports whether finishes go through Reserve's group commit
-// (Dialect.GroupReserve with Dialect.FinishIn).
-func (c *Core) sharesWrites() bool { return c.D.GroupReserve && c.D.FinishIn != nil }
-
-// notFinished is FinishAudit's error for a row that does not exist.
-func notFinished(ev *gateway.AuditEvent) error {
-	return gateway.Errorf(gateway.ENotFound, "audit event %d not found; record it with RecordAudit before finishing it", ev.ID)
 }
 
 // finishBatch is the finisher's flush: Dialect.FinishBatch, with a
@@ -105,7 +92,7 @@ func (c *Core) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]er
 	errs := make([]error, len(evs))
 	for i, ok := range found {
 		if !ok {
-			errs[i] = notFinished(evs[i])
+			errs[i] = gateway.Errorf(gateway.ENotFound, "audit event %d not found; record it with RecordAudit before finishing it", evs[i].ID)
 		}
 	}
 	return errs, nil

@@ -18,12 +18,11 @@ const MaxFinishBatch = 64
 type finisher = group[*gateway.AuditEvent]
 
 func newFinisher(flush func(ctx context.Context, evs []*gateway.AuditEvent) ([]error, error)) *finisher {
-	return newGroup(MaxFinishBatch, flush, func(ev *gateway.AuditEvent) string { return strconv.FormatInt(ev.ID, 10) }, finishMsgs)
-}
-
-// finishMsgs are what FinishAudit says when it cannot wait for its commit.
-var finishMsgs = groupMsgs{
-	closed:   "audit store closed; audit event %s was not finished",
-	queued:   "audit store busy: audit event %s was not finished before the deadline",
-	inFlight: "audit store slow: the commit finishing audit event %s did not end before the deadline; it may still be written",
+	return newGroup(MaxFinishBatch, flush,
+		func(ev *gateway.AuditEvent) string { return strconv.FormatInt(ev.ID, 10) },
+		groupMsgs{
+			closed:   "audit store closed; audit event %s was not finished",
+			queued:   "audit store busy: audit event %s was not finished before the deadline",
+			inFlight: "audit store slow: the commit finishing audit event %s did not end before the deadline; it may still be written",
+		})
 }

@@ -40,9 +40,6 @@ type group[T any] struct {
 	// what describes an item for the messages of msgs.
 	what func(T) string
 	msgs groupMsgs
-	// msgsOf, when set, picks an item's messages instead of msgs (a group
-	// holding items of two kinds).
-	msgsOf func(T) groupMsgs
 	// max is the most items one flush gets.
 	max int
 	// waitTaken makes a caller whose deadline passes after its item was
@@ -74,7 +71,7 @@ func (g *group[T]) do(ctx context.Context, item T) error {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		return gateway.Errorf(gateway.EUnavailable, "%s", g.msgf(g.msgsFor(item).closed, item))
+		return gateway.Errorf(gateway.EUnavailable, "%s", g.msgf(g.msgs.closed, item))
 	}
 	g.queue = append(g.queue, req)
 	lead := !g.running
@@ -103,7 +100,7 @@ func (g *group[T]) do(ctx context.Context, item T) error {
 		if r == req {
 			g.queue = append(g.queue[:i], g.queue[i+1:]...)
 			g.mu.Unlock()
-			return gateway.Wrap(gateway.EUnavailable, ctx.Err(), g.msgf(g.msgsFor(item).queued, item))
+			return gateway.Wrap(gateway.EUnavailable, ctx.Err(), g.msgf(g.msgs.queued, item))
 		}
 	}
 	g.mu.Unlock()
@@ -111,18 +108,10 @@ func (g *group[T]) do(ctx context.Context, item T) error {
 		<-req.done
 		return req.err
 	}
-	return gateway.Wrap(gateway.EUnavailable, ctx.Err(), g.msgf(g.msgsFor(item).inFlight, item))
+	return gateway.Wrap(gateway.EUnavailable, ctx.Err(), g.msgf(g.msgs.inFlight, item))
 }
 
 func (g *group[T]) msgf(format string, item T) string { return fmt.Sprintf(format, g.what(item)) }
-
-// msgsFor is item's messages: msgsOf's when set, else msgs.
-func (g *group[T]) msgsFor(item T) groupMsgs {
-	if g.msgsOf != nil {
-		return g.msgsOf(item)
-	}
-	return g.msgs
-}
 
 // flushNext takes up to max queued items, applies them in one
 // transaction and tells each caller its outcome. It reports whether items

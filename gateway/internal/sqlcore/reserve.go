@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -91,41 +90,24 @@ const MaxReserveBatch = 64
 
 // reserveItem is one Reserve call in a group commit: the caller's ctx (a
 // call whose request ended before its turn is not written), its
-// reservation and, once its batch has committed, its result. With
-// Dialect.FinishIn a FinishAudit call queues in the same group: fin is
-// then the row to finish, and r and res are unused.
+// reservation and, once its batch has committed, its result.
 type reserveItem struct {
 	ctx context.Context
 	r   gateway.Reservation
 	res gateway.ReservationResult
-	fin *gateway.AuditEvent
-}
-
-// reserveMsgs are what Reserve says when it cannot wait for its commit.
-var reserveMsgs = groupMsgs{
-	closed:   "audit store closed; the call to %s was neither recorded nor counted",
-	queued:   "audit store busy: the call to %s was not recorded before the deadline",
-	inFlight: "audit store slow: the commit recording the call to %s did not end before the deadline",
 }
 
 func newReserver(flush func(ctx context.Context, items []*reserveItem) ([]error, error)) *group[*reserveItem] {
 	g := newGroup(MaxReserveBatch, flush,
-		func(it *reserveItem) string {
-			if it.fin != nil {
-				return strconv.FormatInt(it.fin.ID, 10)
-			}
-			return it.r.Event.Tool
-		}, reserveMsgs)
-	g.msgsOf = func(it *reserveItem) groupMsgs {
-		if it.fin != nil {
-			return finishMsgs
-		}
-		return reserveMsgs
-	}
+		func(it *reserveItem) string { return it.r.Event.Tool },
+		groupMsgs{
+			closed:   "audit store closed; the call to %s was neither recorded nor counted",
+			queued:   "audit store busy: the call to %s was not recorded before the deadline",
+			inFlight: "audit store slow: the commit recording the call to %s did not end before the deadline",
+		})
 	// A reservation taken into a batch learns its outcome: a row that
 	// commits is then finished by its caller (dispatched or abandoned)
-	// instead of being left "allowed" by a caller that gave up. A finish
-	// learns whether its row was written.
+	// instead of being left "allowed" by a caller that gave up.
 	g.waitTaken = true
 	return g
 }
@@ -146,14 +128,8 @@ const savepoint = "mcpgate_reservation"
 // the whole batch (BEGIN, a failed ROLLBACK TO, COMMIT) reaches every
 // caller; nothing of the batch is written then, or, for a COMMIT whose
 // outcome is unknown, all of it may be (the slots may stay taken, as with
-// Reserve's own transactions). With Dialect.FinishIn the batch also holds
-// the finishes that queued meanwhile (each an UPDATE of its row in the
-// same transaction, so a call's finish and another's reservation take one
-// WAL commit); a batch of finishes only goes through Dialect.FinishBatch.
+// Reserve's own transactions).
 func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error, error) {
-	if onlyFinishes(items) {
-		return c.finishItems(ctx, items)
-	}
 	audit, err := c.Audit.Get(ctx, c.W, c.DriverError)
 	if err != nil {
 		return nil, err
@@ -172,7 +148,7 @@ func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error,
 	// statements never wait for another process (BEGIN IMMEDIATE took the
 	// write lock, and a WAL commit waits for no reader). The deadline
 	// still bounds the wait for the lock (BEGIN) and the COMMIT, and it is
-	// checked before each item.
+	// checked before each reservation.
 	sctx := context.WithoutCancel(ctx)
 	errs := make([]error, len(items))
 	lone, written := len(items) == 1, 0
@@ -180,18 +156,6 @@ func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error,
 		if err := ctx.Err(); err != nil {
 			_ = tx.Rollback()
 			return nil, c.DriverError(err)
-		}
-		if it.fin != nil {
-			found, err := c.D.FinishIn(sctx, tx, it.fin)
-			if err != nil {
-				_ = tx.Rollback()
-				return nil, c.DriverError(err)
-			}
-			if !found {
-				errs[i] = notFinished(it.fin)
-			}
-			written++
-			continue
 		}
 		it.res = gateway.ReservationResult{}
 		if err := it.ctx.Err(); err != nil {
@@ -228,26 +192,6 @@ func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error,
 		return nil, c.DriverError(err)
 	}
 	return errs, nil
-}
-
-// onlyFinishes reports whether items holds finishes only (Dialect.FinishIn).
-func onlyFinishes(items []*reserveItem) bool {
-	for _, it := range items {
-		if it.fin == nil {
-			return false
-		}
-	}
-	return true
-}
-
-// finishItems writes a batch of finishes alone through
-// Dialect.FinishBatch, as the finisher does (a lone one in autocommit).
-func (c *Core) finishItems(ctx context.Context, items []*reserveItem) ([]error, error) {
-	evs := make([]*gateway.AuditEvent, len(items))
-	for i, it := range items {
-		evs[i] = it.fin
-	}
-	return c.finishBatch(ctx, evs)
 }
 
 // endedBeforeTurn is the error of a reservation of a group commit whose

@@ -109,14 +109,6 @@ type Dialect struct {
 	// row exists. An error means none was written, or, for a commit whose
 	// outcome is unknown, that they may have been.
 	FinishBatch func(ctx context.Context, evs []*gateway.AuditEvent) (found []bool, err error)
-	// FinishIn, when set with GroupReserve, writes what FinishBatch writes
-	// for one row inside tx and reports whether the row exists: finishes
-	// then queue in Reserve's group commit, so that the finishes and the
-	// reservations that wait while one commits share one transaction and
-	// one WAL commit (Core.reserveBatch) instead of one each. A batch of
-	// finishes only still goes through FinishBatch. An error fails the
-	// whole batch, which is then tried again item by item.
-	FinishIn func(ctx context.Context, tx *sqlx.Tx, ev *gateway.AuditEvent) (found bool, err error)
 }
 
 // Core is the shared part of an audit store. W is the pool writes go
@@ -130,7 +122,7 @@ type Core struct {
 	Audit sqlstmt.Prepared
 	load  sqlstmt.Prepared     // Dialect.CallerQuery, on R
 	ended sqlstmt.Prepared     // selectSessionEnded, on R
-	fin   *finisher            // FinishAudit's group commit, unless finishes share res (Dialect.FinishIn)
+	fin   *finisher            // FinishAudit's group commit
 	res   *group[*reserveItem] // Reserve's group commit; nil without Dialect.GroupReserve or ReserveBatch
 }
 
