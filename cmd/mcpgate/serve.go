@@ -70,6 +70,7 @@ func serve(ctx context.Context, dev bool, out io.Writer, getenv func(string) str
 	if err != nil {
 		return err
 	}
+	setDefaultGC(getenv)
 	log, err := newLogger(cfg.LogFormat)
 	if err != nil {
 		return err

@@ -38,6 +38,11 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (fou
 			}
 		}()
 		stmt = tx.StmtContext(ctx, stmt)
+		// Inside the transaction the UPDATEs wait for nobody (BEGIN
+		// IMMEDIATE holds the write lock): without a deadline on them the
+		// driver starts no goroutine per statement to interrupt it
+		// (Core.reserveBatch does the same); BEGIN and COMMIT keep ctx.
+		ctx = context.WithoutCancel(ctx)
 	}
 	found = make([]bool, len(evs))
 	for i, ev := range evs {

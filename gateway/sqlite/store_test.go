@@ -195,3 +195,27 @@ func TestCloseDrainsFinishes(t *testing.T) {
 	s := newStore(t, path)
 	storetest.CloseDrains(t, s, s.Close, func() storetest.Store { return newStore(t, path) })
 }
+
+// BenchmarkCallWritesSerial is one client's store writes per call (a
+// reservation, then its finish), each under a deadline as the pipeline
+// sets one (storeTimeout): what a call waits for in the store at c=1.
+func BenchmarkCallWritesSerial(b *testing.B) {
+	s := newStore(b, filepath.Join(b.TempDir(), "bench.db"))
+	slot := gateway.Slot{Bucket: "task.read", Key: "bench:t1", Window: time.Unix(0, 0).UTC(),
+		Limit: 1 << 40, WorkspaceID: "ws-a", TaskID: "t1"}
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ev := &gateway.AuditEvent{Time: time.Now(), WorkspaceID: "ws-a", TaskID: "t1", Tool: "app.list",
+			Status: gateway.AuditAllowed, ReasonCodes: []string{}}
+		res, err := s.Reserve(ctx, gateway.Reservation{Event: ev, Slots: []gateway.Slot{slot}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ev.ID = res.AuditID
+		if err := s.FinishAudit(ctx, ev); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+	}
+}

@@ -142,21 +142,33 @@ func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error,
 	if err != nil {
 		return nil, c.DriverError(err)
 	}
+	// The statements inside the transaction run under sctx, which carries
+	// ctx's values but no deadline: with a cancellable context the driver
+	// starts a goroutine per statement to interrupt it, and these
+	// statements never wait for another process (BEGIN IMMEDIATE took the
+	// write lock, and a WAL commit waits for no reader). The deadline
+	// still bounds the wait for the lock (BEGIN) and the COMMIT, and it is
+	// checked before each reservation.
+	sctx := context.WithoutCancel(ctx)
 	errs := make([]error, len(items))
 	lone, written := len(items) == 1, 0
 	for i, it := range items {
+		if err := ctx.Err(); err != nil {
+			_ = tx.Rollback()
+			return nil, c.DriverError(err)
+		}
 		it.res = gateway.ReservationResult{}
 		if err := it.ctx.Err(); err != nil {
 			errs[i] = endedBeforeTurn(err, it)
 			continue
 		}
 		if !lone {
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT "+savepoint); err != nil {
+			if _, err := tx.ExecContext(sctx, "SAVEPOINT "+savepoint); err != nil {
 				_ = tx.Rollback()
 				return nil, c.DriverError(err)
 			}
 		}
-		res, err := c.reserveIn(ctx, tx, it.r, audit)
+		res, err := c.reserveIn(sctx, tx, it.r, audit)
 		it.res, errs[i] = res, err
 		end := "RELEASE " + savepoint
 		if err != nil || res.AuditID == 0 {
@@ -167,7 +179,7 @@ func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error,
 		if lone {
 			break
 		}
-		if _, err := tx.ExecContext(ctx, end); err != nil {
+		if _, err := tx.ExecContext(sctx, end); err != nil {
 			_ = tx.Rollback()
 			return nil, c.DriverError(err)
 		}
