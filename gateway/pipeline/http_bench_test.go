@@ -5,7 +5,9 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 
@@ -69,6 +71,27 @@ func (a relayAdapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gat
 // that costs nothing, with one session initialized at 2025-11-25.
 func httpBenchSetup(b *testing.B) (http.Handler, string) {
 	b.Helper()
+	h := httpBenchHandler(b)
+	return h, httpBenchSession(b, h)
+}
+
+// httpBenchSession initializes a 2025-11-25 session on h and returns its
+// id.
+func httpBenchSession(b *testing.B, h http.Handler) string {
+	b.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench-client","version":"1.0.0"}}}`)))
+	sid := rec.Header().Get("Mcp-Session-Id")
+	if sid == "" {
+		b.Fatalf("initialize failed: %s", rec.Body)
+	}
+	return sid
+}
+
+// httpBenchHandler is httpBenchSetup's endpoint, without a session.
+func httpBenchHandler(b *testing.B) http.Handler {
+	b.Helper()
 	ctx := context.Background()
 	cat, err := tools.Load()
 	if err != nil {
@@ -99,14 +122,7 @@ func httpBenchSetup(b *testing.B) (http.Handler, string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(tr.Close)
-	rec := httptest.NewRecorder()
-	tr.ServeHTTP(rec, httptest.NewRequest("POST", "/mcp", strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench-client","version":"1.0.0"}}}`)))
-	sid := rec.Header().Get("Mcp-Session-Id")
-	if sid == "" {
-		b.Fatalf("initialize failed: %s", rec.Body)
-	}
-	return tr, sid
+	return tr
 }
 
 // The same tools/call at each protocol, as the Go SDK client (v1.8.0)
@@ -120,6 +136,14 @@ const (
 		`"io.modelcontextprotocol/clientInfo":{"name":"bench-client","version":"1.0.0"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},` +
 		`"name":"workflow.trigger","arguments":{"workflow_id":"wfl-1","inputs":{"date":"2026-11-30","count":3}}}}`
 )
+
+// sessionHeaders and modernHeaders are what a client of each protocol
+// sends beside the body of httpSessionCall and httpModernCall.
+func sessionHeaders(sid string) map[string]string {
+	return map[string]string{"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+}
+
+var modernHeaders = map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "workflow.trigger"}
 
 func httpCall(body string, header map[string]string) *http.Request {
 	req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
@@ -152,7 +176,7 @@ func benchHTTP(b *testing.B, h http.Handler, req func() *http.Request, want stri
 // the stateless protocol must cost no more per call than a session.
 func BenchmarkHTTPToolsCallSession(b *testing.B) {
 	h, sid := httpBenchSetup(b)
-	hdr := map[string]string{"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+	hdr := sessionHeaders(sid)
 	benchHTTP(b, h, func() *http.Request { return httpCall(httpSessionCall, hdr) }, `"run_id":"run-1"`)
 }
 
@@ -160,7 +184,51 @@ func BenchmarkHTTPToolsCallSession(b *testing.B) {
 // protocol 2026-07-28: no session, the headers checked against the body,
 // the per-request _meta read, the result with the server's identity.
 func BenchmarkHTTPToolsCallModern(b *testing.B) {
-	h, _ := httpBenchSetup(b)
-	hdr := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "workflow.trigger"}
-	benchHTTP(b, h, func() *http.Request { return httpCall(httpModernCall, hdr) }, `"resultType":"complete"`)
+	h := httpBenchHandler(b)
+	benchHTTP(b, h, func() *http.Request { return httpCall(httpModernCall, modernHeaders) }, `"resultType":"complete"`)
+}
+
+// benchHTTPParallel is benchHTTP from GOMAXPROCS goroutines, each
+// serving the requests of its own client (newReq, called once per
+// goroutine), as the concurrent clients of a load test do.
+func benchHTTPParallel(b *testing.B, h http.Handler, newReq func() func() *http.Request, want string) {
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		req := newReq()
+		for pb.Next() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req())
+			if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(want)) {
+				b.Errorf("status %d: %s", rec.Code, rec.Body)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkHTTPToolsCallSessionParallel is BenchmarkHTTPToolsCallSession
+// from concurrent clients, a session each: compare it with
+// BenchmarkHTTPToolsCallModernParallel.
+func BenchmarkHTTPToolsCallSessionParallel(b *testing.B) {
+	h := httpBenchHandler(b)
+	// A session for each goroutine RunParallel starts (GOMAXPROCS),
+	// initialized here: b.Fatal belongs to this goroutine.
+	sids := make([]string, runtime.GOMAXPROCS(0))
+	for i := range sids {
+		sids[i] = httpBenchSession(b, h)
+	}
+	var next atomic.Int32
+	benchHTTPParallel(b, h, func() func() *http.Request {
+		hdr := sessionHeaders(sids[int(next.Add(1)-1)%len(sids)])
+		return func() *http.Request { return httpCall(httpSessionCall, hdr) }
+	}, `"run_id":"run-1"`)
+}
+
+// BenchmarkHTTPToolsCallModernParallel is BenchmarkHTTPToolsCallModern
+// from concurrent clients.
+func BenchmarkHTTPToolsCallModernParallel(b *testing.B) {
+	h := httpBenchHandler(b)
+	benchHTTPParallel(b, h, func() func() *http.Request {
+		return func() *http.Request { return httpCall(httpModernCall, modernHeaders) }
+	}, `"resultType":"complete"`)
 }
