@@ -187,8 +187,13 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 	}
 	resp := response{JSONRPC: "2.0", ID: m.id}
 	var body json.RawMessage
+	enveloped := err == nil && isToolResult(res) && m.id != nil && plainID(m.id)
 	if err == nil {
-		body, err = t.modernResult(res, hints)
+		var id json.RawMessage
+		if enveloped {
+			id = m.id
+		}
+		body, err = t.modernResult(res, hints, id)
 	}
 	switch {
 	case err != nil && isProtocolError(err) && reply.fail(func() { t.replyError(w, r, m.id, err) }):
@@ -198,10 +203,10 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 	case err != nil: // an error that is not a tool execution error: a JSON-RPC error in a 200 reply, as in a session
 		resp.Error, _ = t.wireError(ctx, err)
 		reply.write(t.encode(ctx, resp))
-	case isToolResult(res) && plainID(m.id):
-		// modernResult wrote compact JSON as encoding/json would: the
-		// envelope needs no second pass over it.
-		reply.write(resultEnvelope(m.id, body))
+	case enveloped:
+		// modernResult wrote compact JSON as encoding/json would, in its
+		// envelope: no second pass over it.
+		reply.write(body)
 	default:
 		resp.Result = body
 		reply.write(t.encode(ctx, resp))
@@ -431,20 +436,35 @@ var (
 // modernResult adds what every 2026-07-28 result carries to res:
 // resultType "complete", the server's identity in _meta (beside any _meta
 // of res), and hints (the caching fields of cacheable results; nil for
-// others).
-func (t *Transport) modernResult(res any, hints *cacheHints) (json.RawMessage, error) {
+// others). With id not nil (a plainID) it returns the whole response
+// instead, resultEnvelope(id, result), written in the result's own buffer
+// in the common case.
+func (t *Transport) modernResult(res any, hints *cacheHints, id json.RawMessage) (json.RawMessage, error) {
+	out, enveloped, err := t.modernBody(res, hints, id)
+	if err != nil || id == nil || enveloped {
+		return out, err
+	}
+	return resultEnvelope(id, out), nil
+}
+
+// Around a result, the response to a request (resultEnvelope).
+const envelopeOpen, envelopeMid = `{"jsonrpc":"2.0","id":`, `,"result":`
+
+// modernBody is modernResult's result. In the common case, a result
+// without _meta, it is written in one buffer, in its envelope when id is
+// not nil (enveloped true); else it comes alone.
+func (t *Transport) modernBody(res any, hints *cacheHints, id json.RawMessage) (out json.RawMessage, enveloped bool, err error) {
 	var raw []byte
-	var err error
 	if tr, ok := res.(*gateway.ToolResult); ok && tr.Input == nil {
 		raw, err = tr.MarshalJSON() // what json.Marshal writes, without its check of a Marshaler's output
 	} else if !ok {
 		raw, err = json.Marshal(res)
 	}
 	if err != nil {
-		return nil, gateway.Wrap(gateway.EInternal, err, "the result could not be encoded as JSON; the gateway logged the cause")
+		return nil, false, gateway.Wrap(gateway.EInternal, err, "the result could not be encoded as JSON; the gateway logged the cause")
 	}
 	if tr, ok := res.(*gateway.ToolResult); ok && tr.Input != nil {
-		return inputRequiredResult(tr.Input, t.serverInfo), nil
+		return inputRequiredResult(tr.Input, t.serverInfo), false, nil
 	}
 	if len(raw) >= 2 && raw[0] == '{' && !bytes.Contains(raw, []byte(`"_meta"`)) {
 		// The common case, a result without _meta: append the fields to
@@ -454,7 +474,14 @@ func (t *Transport) modernResult(res any, hints *cacheHints) (json.RawMessage, e
 		if hints != nil {
 			size += len(hints.suffix)
 		}
-		out := append(make([]byte, 0, size), raw[:len(raw)-1]...)
+		if id != nil {
+			size += len(envelopeOpen) + len(id) + len(envelopeMid) + 1
+		}
+		out := make([]byte, 0, size)
+		if id != nil {
+			out = append(append(append(out, envelopeOpen...), id...), envelopeMid...)
+		}
+		out = append(out, raw[:len(raw)-1]...)
 		if len(raw) > 2 {
 			out = append(out, ',')
 		}
@@ -462,11 +489,15 @@ func (t *Transport) modernResult(res any, hints *cacheHints) (json.RawMessage, e
 		if hints != nil {
 			out = append(out, hints.suffix...)
 		}
-		return append(out, '}'), nil
+		out = append(out, '}')
+		if id != nil {
+			out = append(out, '}')
+		}
+		return out, id != nil, nil
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return nil, gateway.Errorf(gateway.EInternal, "the result is not a JSON object")
+		return nil, false, gateway.Errorf(gateway.EInternal, "the result is not a JSON object")
 	}
 	meta := map[string]json.RawMessage{}
 	if m, ok := obj["_meta"]; ok {
@@ -478,7 +509,8 @@ func (t *Transport) modernResult(res any, hints *cacheHints) (json.RawMessage, e
 	if hints != nil {
 		maps.Copy(obj, hints.fields)
 	}
-	return json.Marshal(obj)
+	out, err = json.Marshal(obj)
+	return out, false, err
 }
 
 // subscriptionFilter is SubscriptionFilter; the gateway honours

@@ -672,9 +672,8 @@ func resultEnvelope(id, body json.RawMessage) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
-	out := make([]byte, 0, len(head)+len(id)+len(mid)+len(body)+1)
-	out = append(append(append(append(out, head...), id...), mid...), body...)
+	out := make([]byte, 0, len(envelopeOpen)+len(id)+len(envelopeMid)+len(body)+1)
+	out = append(append(append(append(out, envelopeOpen...), id...), envelopeMid...), body...)
 	return append(out, '}')
 }
 

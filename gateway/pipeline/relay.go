@@ -20,26 +20,68 @@ import (
 // refused, and so is a form elicitation whose requestedSchema asks for
 // what looks like a secret. It notes each kind relayed or refused for the
 // call's audit row (codes), one row per call as ever.
+//
+// One is made per relayed call, so it costs little until the upstream
+// sends something: the kinds are a bit set, the secret words are
+// normalised on the first form checked, and the audit codes are kept
+// once there is one.
 type policyRelay struct {
-	next        gateway.Relay
-	kinds       map[gateway.RelayKind]bool
-	secretWords []string
+	next  gateway.Relay
+	kinds kindSet
+	words []string // the policy's secret words as it wrote them
+
+	secretOnce  sync.Once
+	secretWords []string // words, normalised (normalWord): see secrets
 
 	mu    sync.Mutex
 	noted map[string]bool
 }
 
 func newPolicyRelay(next gateway.Relay, rp *gateway.RelayPolicy) *policyRelay {
-	r := &policyRelay{next: next, kinds: map[gateway.RelayKind]bool{}, noted: map[string]bool{}}
+	r := &policyRelay{next: next}
 	if rp != nil {
 		for _, k := range rp.Kinds {
-			r.kinds[k] = true
+			r.kinds = r.kinds.with(k)
 		}
-		for _, w := range rp.SecretWords {
-			r.secretWords = append(r.secretWords, normalWord(w))
-		}
+		r.words = rp.SecretWords
 	}
 	return r
+}
+
+// kindSet is a set of the relay kinds gateway.RelayKindOf knows, one bit
+// each; a kind it does not know is never in it (no method has it).
+type kindSet uint8
+
+// kindBit is k's bit, 0 for a kind no method has.
+func kindBit(k gateway.RelayKind) kindSet {
+	switch k {
+	case gateway.RelayProgress:
+		return 1 << 0
+	case gateway.RelayLog:
+		return 1 << 1
+	case gateway.RelayElicitation:
+		return 1 << 2
+	case gateway.RelaySampling:
+		return 1 << 3
+	case gateway.RelayRoots:
+		return 1 << 4
+	}
+	return 0
+}
+
+func (s kindSet) with(k gateway.RelayKind) kindSet { return s | kindBit(k) }
+
+// has reports whether k is in s; never for a kind no method has.
+func (s kindSet) has(k gateway.RelayKind) bool { b := kindBit(k); return b != 0 && s&b != 0 }
+
+// secrets returns the secret words normalised, computed on first use.
+func (r *policyRelay) secrets() []string {
+	r.secretOnce.Do(func() {
+		for _, w := range r.words {
+			r.secretWords = append(r.secretWords, normalWord(w))
+		}
+	})
+	return r.secretWords
 }
 
 // Reason codes of relayed messages in the audit row: relay.<kind> when
@@ -58,6 +100,9 @@ var errRelayRefused = errors.New("the policy does not relay this notification to
 
 func (r *policyRelay) note(code string) {
 	r.mu.Lock()
+	if r.noted == nil {
+		r.noted = map[string]bool{}
+	}
 	r.noted[code] = true
 	r.mu.Unlock()
 }
@@ -66,6 +111,9 @@ func (r *policyRelay) note(code string) {
 func (r *policyRelay) codes() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(r.noted) == 0 {
+		return nil
+	}
 	out := make([]string, 0, len(r.noted))
 	for c := range r.noted {
 		out = append(out, c)
@@ -77,7 +125,7 @@ func (r *policyRelay) codes() []string {
 // ProgressToken hides the client's token when progress is not relayed,
 // so the upstream is not even asked for progress.
 func (r *policyRelay) ProgressToken() json.RawMessage {
-	if !r.kinds[gateway.RelayProgress] {
+	if !r.kinds.has(gateway.RelayProgress) {
 		return nil
 	}
 	return r.next.ProgressToken()
@@ -85,7 +133,7 @@ func (r *policyRelay) ProgressToken() json.RawMessage {
 
 func (r *policyRelay) Notify(ctx context.Context, method string, params json.RawMessage) error {
 	kind, ok := gateway.RelayKindOf(method)
-	if !ok || !r.kinds[kind] {
+	if !ok || !r.kinds.has(kind) {
 		r.note(relayCodePrefix + string(kind) + relayRefusedSuffix)
 		return errRelayRefused
 	}
@@ -98,7 +146,7 @@ func (r *policyRelay) Notify(ctx context.Context, method string, params json.Raw
 
 func (r *policyRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	kind, ok := gateway.RelayKindOf(method)
-	if !ok || !r.kinds[kind] {
+	if !ok || !r.kinds.has(kind) {
 		if ok {
 			r.note(relayCodePrefix + string(kind) + relayRefusedSuffix)
 		}
@@ -190,7 +238,7 @@ func membersFold(m map[string]any, key string) []any {
 func (r *policyRelay) hasSecretWord(texts []string) bool {
 	for _, text := range texts {
 		t := normalWord(text)
-		for _, w := range r.secretWords {
+		for _, w := range r.secrets() {
 			if w != "" && strings.Contains(t, w) {
 				return true
 			}
@@ -218,15 +266,20 @@ func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 var _ gateway.InputRelay = (*policyRelay)(nil)
 
 // capabilityKinds maps the client capabilities of MCP to the kind of input
-// an upstream asks for with them.
+// an upstream asks for with them, in name order (the order Round writes
+// them in).
 var capabilityKinds = [...]struct {
 	name string
 	kind gateway.RelayKind
-}{{"elicitation", gateway.RelayElicitation}, {"sampling", gateway.RelaySampling}, {"roots", gateway.RelayRoots}}
+}{{"elicitation", gateway.RelayElicitation}, {"roots", gateway.RelayRoots}, {"sampling", gateway.RelaySampling}}
 
 // Round is the transport's round with the client capabilities limited to
 // the kinds the policy relays: an upstream is not told of a capability
-// whose requests the gateway would refuse.
+// whose requests the gateway would refuse. The capabilities are read in
+// one pass over the client's object, without decoding it: the object
+// sent upstream holds the members kept (the last of a repeated name, as
+// a decoder reads it), in name order, each value as the client wrote it;
+// capabilities that are not one JSON object keep none ("{}").
 func (r *policyRelay) Round() *gateway.InputRound {
 	next, ok := r.next.(gateway.InputRelay)
 	if !ok {
@@ -236,17 +289,44 @@ func (r *policyRelay) Round() *gateway.InputRound {
 	if round == nil {
 		return nil
 	}
-	var caps map[string]json.RawMessage
-	_ = json.Unmarshal(round.Capabilities, &caps)
-	kept := map[string]json.RawMessage{}
-	for _, c := range capabilityKinds {
-		if v, ok := caps[c.name]; ok && r.kinds[c.kind] {
-			kept[c.name] = v
+	out := *round
+	out.Capabilities = keptCapabilities(round.Capabilities, r.kinds)
+	return &out
+}
+
+// keptCapabilities is the JSON object of the members of caps whose
+// capability (capabilityKinds) is of a kind in kinds, as Round describes.
+func keptCapabilities(caps json.RawMessage, kinds kindSet) json.RawMessage {
+	var kept [len(capabilityKinds)]json.RawMessage
+	size := 2
+	if !canon.Members(caps, func(name, value []byte) {
+		for i, c := range capabilityKinds {
+			if string(name) == c.name {
+				if kinds.has(c.kind) {
+					kept[i] = value
+				}
+				return
+			}
+		}
+	}) {
+		return json.RawMessage(`{}`)
+	}
+	for i, v := range kept {
+		if v != nil {
+			size += len(capabilityKinds[i].name) + len(v) + 4
 		}
 	}
-	out := *round
-	out.Capabilities, _ = json.Marshal(kept)
-	return &out
+	b := append(make([]byte, 0, size), '{')
+	for i, c := range capabilityKinds {
+		if kept[i] == nil {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(append(append(append(b, '"'), c.name...), `":`...), kept[i]...)
+	}
+	return append(b, '}')
 }
 
 // InputRequired applies the rules of Request to each of an upstream's
@@ -267,7 +347,7 @@ func (r *policyRelay) InputRequired(_ context.Context, requests json.RawMessage)
 	for _, k := range keys {
 		req := in[k]
 		kind, ok := gateway.RelayKindOf(req.Method)
-		if !ok || kind == gateway.RelayProgress || kind == gateway.RelayLog || !r.kinds[kind] {
+		if !ok || kind == gateway.RelayProgress || kind == gateway.RelayLog || !r.kinds.has(kind) {
 			code := relayCodePrefix + "input" + relayRefusedSuffix
 			if ok {
 				code = relayCodePrefix + string(kind) + relayRefusedSuffix

@@ -166,3 +166,40 @@ func TestPolicyRelayInputRequired(t *testing.T) {
 		t.Error("a session call's relay has a round")
 	}
 }
+
+// The capabilities sent upstream are the client's object limited to the
+// relayed kinds, read as a decoder reads it: the last of a repeated
+// member, names with escapes resolved, values as written, members in name
+// order; anything but one object keeps nothing.
+func TestPolicyRelayRoundCapabilities(t *testing.T) {
+	onlyRoots := &gateway.RelayPolicy{Kinds: []gateway.RelayKind{gateway.RelayRoots, gateway.RelayProgress}}
+	tests := []struct {
+		name   string
+		policy *gateway.RelayPolicy
+		caps   string
+		want   string
+	}{
+		{"all relayed, name order", allKinds, `{"sampling":{},"roots":{"listChanged":true},"elicitation":{"form":{}}}`, `{"elicitation":{"form":{}},"roots":{"listChanged":true},"sampling":{}}`},
+		{"only roots", onlyRoots, `{"sampling":{},"roots":{"listChanged":true},"elicitation":{"form":{}}}`, `{"roots":{"listChanged":true}}`},
+		{"unknown capabilities dropped", allKinds, `{"experimental":{"x":1},"tasks":{}}`, `{}`},
+		{"last of a repeated member", allKinds, `{"roots":{"a":1},"roots":{"b":2}}`, `{"roots":{"b":2}}`},
+		{"escaped name", allKinds, `{"r\u006fots":{}}`, `{"roots":{}}`},
+		{"whitespace kept inside values", allKinds, ` { "roots" : { "listChanged" : true } } `, `{"roots":{ "listChanged" : true }}`},
+		{"exact case only", allKinds, `{"Roots":{}}`, `{}`},
+		{"no policy", nil, `{"roots":{},"sampling":{}}`, `{}`},
+		{"not an object", allKinds, `[1]`, `{}`},
+		{"malformed", allKinds, `{"roots":{}`, `{}`},
+		{"absent", allKinds, ``, `{}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			round := newPolicyRelay(&statelessRelay{round: gateway.InputRound{Capabilities: json.RawMessage(tc.caps)}}, tc.policy).Round()
+			if got := string(round.Capabilities); got != tc.want {
+				t.Errorf("capabilities %s, want %s", got, tc.want)
+			}
+			if !json.Valid(round.Capabilities) {
+				t.Errorf("capabilities %s are not JSON", round.Capabilities)
+			}
+		})
+	}
+}
