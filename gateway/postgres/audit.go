@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql/driver"
 
 	"github.com/lib/pq"
 
@@ -42,8 +43,29 @@ const insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + 
 // and RecordAudit's refused rows included, commits synchronously.
 const finishAudits = `SELECT mcpgate_finish_audits($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[])`
 
-// finishBatch is sqlcore.Dialect.FinishBatch (finishAudits).
+// finishOneAudit is finishAudits for a batch of one row, the batch of
+// every call that finishes while no other does (all of them at c=1): a
+// primary-key UPDATE in plain SQL ($1 id, then status, error class,
+// latency, reason codes as JSON text, policy revision), without the
+// function's executor starts and array arguments. The materialised CTE
+// turns synchronous_commit off for the statement's transaction, as
+// mcpgate_finish_audits does: it runs before the UPDATE's row is
+// returned, so before the commit, which is then asynchronous exactly as
+// the batch's.
+const finishOneAudit = `
+WITH o AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true))
+UPDATE audit_events SET status = $2::text, error_class = $3::text, latency_us = $4::bigint,
+    reason_codes = $5::jsonb, policy_revision = $6::text
+FROM o WHERE id = $1::bigint
+RETURNING id`
+
+// finishBatch is sqlcore.Dialect.FinishBatch (finishAudits; a lone row
+// finishOne).
 func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]bool, error) {
+	if len(evs) == 1 {
+		found, err := s.finishOne(ctx, evs[0])
+		return []bool{found}, err
+	}
 	stmt, err := s.finish.Get(ctx, s.db, driverError)
 	if err != nil {
 		return nil, err
@@ -73,4 +95,12 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]b
 		found[i] = done[ev.ID]
 	}
 	return found, nil
+}
+
+// finishOne runs finishOneAudit for ev (with queryRow) and reports
+// whether its row exists.
+func (s *Store) finishOne(ctx context.Context, ev *gateway.AuditEvent) (bool, error) {
+	status, class, latency, reasons, revision := sqlcore.FinishArgs(ev)
+	found, err := s.queryRow(ctx, finishOneAudit, []any{ev.ID, status, class, latency, reasons, revision}, make([]driver.Value, 1))
+	return found, translate(err, msgs{})
 }

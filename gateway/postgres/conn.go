@@ -205,6 +205,9 @@ type watchedConn struct {
 	driver.Conn
 	nc        *netConn
 	opTimeout time.Duration
+	// stmts are the statements queryRow prepared on this connection, by
+	// query; they end with it.
+	stmts map[string]driver.Stmt
 }
 
 // The interfaces lib/pq's connection implements, which database/sql looks for.

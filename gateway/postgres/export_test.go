@@ -16,3 +16,7 @@ func ReserveBatch(ctx context.Context, s *Store, evs []*gateway.AuditEvent, slot
 	}
 	return s.reserveBatch(ctx, audits, slots)
 }
+
+// FinishOneAudit is the statement that finishes a lone audit row, for
+// tests that run it inside a transaction of their own.
+const FinishOneAudit = finishOneAudit

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
@@ -21,16 +22,18 @@ type rateStatements struct {
 	add          prepared // addCount
 	count        prepared // selectCount
 	reserveAudit prepared // reserveAndAudit
+	reserveOne   prepared // reserveOneAndAudit
 	reserveBatch prepared // reserveBatch
 }
 
 func newRateStatements() *rateStatements {
 	return &rateStatements{add: prepared{Query: addCount}, count: prepared{Query: selectCount},
-		reserveAudit: prepared{Query: reserveAndAudit}, reserveBatch: prepared{Query: reserveBatch}}
+		reserveAudit: prepared{Query: reserveAndAudit}, reserveOne: prepared{Query: reserveOneAndAudit},
+		reserveBatch: prepared{Query: reserveBatch}}
 }
 
 func (r *rateStatements) close() error {
-	return errors.Join(r.add.Close(), r.count.Close(), r.reserveAudit.Close(), r.reserveBatch.Close())
+	return errors.Join(r.add.Close(), r.count.Close(), r.reserveAudit.Close(), r.reserveOne.Close(), r.reserveBatch.Close())
 }
 
 // addCount creates or bumps a counter in one statement. The upsert takes
@@ -62,6 +65,33 @@ INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
 SELECT ` + auditInsertValues + ` FROM r
 RETURNING id`
 
+// reserveOneAndAudit is reserveAndAudit for a call of one slot, in plain
+// SQL: no PL/pgSQL function runs, so PostgreSQL spends no executor start
+// per statement inside one, and the arguments are scalars rather than
+// arrays to parse ($23 key, $24 window, $25 expiry or NULL, $26 limit, $27
+// and $28 the task's workspace and id or NULL). The upsert takes the
+// counter's row lock (one row: no order to keep) and bumps the count only
+// when it is below the limit ($26 >= 1, else reserveAndAudit runs); the
+// audit row is inserted only when it did. So a full counter leaves the
+// statement without a row and with nothing written (a counter it would
+// create starts at 1, within the limit), and takeSlots then runs
+// reserveAndAudit for the full counter's count (fullSlotCode), or, if
+// the counter has room again by then, for the reservation. The counter
+// columns are written as mcpgate_take_slots writes them.
+const reserveOneAndAudit = `
+WITH s AS (
+    INSERT INTO rate_limit_counters AS c (bucket_key, window_start, count, expires_at, task_workspace_id, task_id)
+    VALUES ($23::text, $24::timestamptz, 1, $25::timestamptz, $27::text, $28::text)
+    ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = c.count + 1,
+        task_workspace_id = coalesce(c.task_workspace_id, excluded.task_workspace_id),
+        task_id = coalesce(c.task_id, excluded.task_id)
+    WHERE c.count < $26::bigint
+    RETURNING 1
+)
+INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
+SELECT ` + auditInsertValues + ` FROM s
+RETURNING id`
+
 // reserveBatch takes several calls' reservations in one statement, in
 // autocommit its own transaction (mcpgate_reserve_batch, migration 00015;
 // since 00016 it locks the union of the calls' counters in the global
@@ -85,18 +115,28 @@ const auditColumnCount = 22
 const fullSlotCode = "MGRL1"
 
 // prepareReserve is sqlcore.Dialect.PrepareReserve: it prepares
-// reserveAndAudit on the pool.
+// reserveAndAudit and reserveOneAndAudit on the pool.
 func (s *Store) prepareReserve(ctx context.Context) error {
-	_, err := s.rate.reserveAudit.Get(ctx, s.db, driverError)
+	if _, err := s.rate.reserveAudit.Get(ctx, s.db, driverError); err != nil {
+		return err
+	}
+	_, err := s.rate.reserveOne.Get(ctx, s.db, driverError)
 	return err
 }
 
 // takeSlots is sqlcore.Dialect.TakeSlots: one statement
-// (reserveAndAudit) takes every slot and inserts the audit row. Without a
-// claim tx is nil and the statement is its own transaction, so an allowed
-// call costs one round trip however many buckets it has; with a claim it
-// runs in the claim's transaction.
+// (reserveAndAudit; for a call of one slot reserveOneAndAudit, and
+// reserveAndAudit only when that slot was full) takes every slot and
+// inserts the audit row. Without a claim tx is nil and the statement is
+// its own transaction, so an allowed call costs one round trip however
+// many buckets it has; with a claim it runs in the claim's transaction.
 func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots []gateway.Slot) (gateway.ReservationResult, error) {
+	if len(slots) == 1 && slots[0].Limit >= 1 {
+		res, err := s.takeOneSlot(ctx, tx, audit, slots[0])
+		if err != nil || res.AuditID != 0 {
+			return res, err
+		}
+	}
 	stmt, err := s.rate.reserveAudit.Get(ctx, s.db, driverError)
 	if err != nil {
 		return gateway.ReservationResult{}, err
@@ -105,7 +145,7 @@ func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots [
 		stmt = tx.StmtContext(ctx, stmt)
 	}
 	var res gateway.ReservationResult
-	args := append(audit, slotArgs(slots)...)
+	args := append(audit[:len(audit):len(audit)], slotArgs(slots)...)
 	err = stmt.QueryRowContext(ctx, args...).Scan(&res.AuditID)
 	// In autocommit the statement is all its transaction: one aborted to
 	// break a deadlock wrote nothing and runs again (maxDeadlockAttempts).
@@ -118,6 +158,50 @@ func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots [
 	if err != nil {
 		return gateway.ReservationResult{}, translate(err, msgs{})
 	}
+	return res, nil
+}
+
+// takeOneSlot runs reserveOneAndAudit for a call of one slot (q.Limit >=
+// 1): the audit row's id, or a zero result when the counter was full and
+// nothing was written. Without a claim (tx nil) the statement is its own
+// transaction, sent with queryRow.
+func (s *Store) takeOneSlot(ctx context.Context, tx *sqlx.Tx, audit []any, q gateway.Slot) (gateway.ReservationResult, error) {
+	var expires any
+	if !q.Expires.IsZero() {
+		expires = q.Expires.UTC()
+	}
+	var ws, task any
+	if q.TaskID != "" {
+		ws, task = q.WorkspaceID, q.TaskID
+	}
+	args := append(audit[:len(audit):len(audit)], q.Key, q.Window.UTC(), expires, q.Limit, ws, task)
+	var res gateway.ReservationResult
+	if tx != nil {
+		stmt, err := s.rate.reserveOne.Get(ctx, s.db, driverError)
+		if err != nil {
+			return res, err
+		}
+		err = tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...).Scan(&res.AuditID)
+		if isNoRows(err) {
+			return res, nil
+		}
+		return res, translate(err, msgs{})
+	}
+	row := make([]driver.Value, 1)
+	found, err := s.queryRow(ctx, reserveOneAndAudit, args, row)
+	// Alone in autocommit the statement is its whole transaction: one
+	// aborted to break a deadlock wrote nothing and runs again.
+	for attempt := 1; deadlocked(err) && attempt < maxDeadlockAttempts; attempt++ {
+		found, err = s.queryRow(ctx, reserveOneAndAudit, args, row)
+	}
+	if err != nil || !found {
+		return res, translate(err, msgs{})
+	}
+	id, ok := row[0].(int64)
+	if !ok {
+		return res, gateway.Errorf(gateway.EInternal, "the reservation returned an audit id of type %T", row[0])
+	}
+	res.AuditID = id
 	return res, nil
 }
 

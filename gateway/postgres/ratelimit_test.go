@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -217,5 +218,84 @@ WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '
 		if n, err := s.RateCount(ctx, k, epoch); err != nil || n != 1 {
 			t.Errorf("%s after the reservation ran again: %d, %v; want 1", k, n, err)
 		}
+	}
+}
+
+// A call of one slot takes it in plain SQL (reserveOneAndAudit) rather
+// than through mcpgate_take_slots; the counter row it writes is the one the
+// function writes (expiry, task), a counter written without a task learns
+// it, and a full or blocked (limit 0) slot writes nothing and reports its
+// count.
+func TestOneSlotReservation(t *testing.T) {
+	s := pgtest.New(t)
+	ctx := context.Background()
+	epoch := time.Unix(0, 0).UTC()
+	day := time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC)
+	ev := func() *gateway.AuditEvent {
+		return &gateway.AuditEvent{WorkspaceID: "ws", TaskID: "t1", Tool: "app.list", Status: gateway.AuditAllowed, Tier: "read"}
+	}
+	counter := func(key string) (count int64, expires sql.NullTime, ws, task sql.NullString) {
+		t.Helper()
+		err := s.DB().QueryRowContext(ctx, `SELECT count, expires_at, task_workspace_id, task_id FROM rate_limit_counters WHERE bucket_key = $1`, key).
+			Scan(&count, &expires, &ws, &task)
+		if err != nil {
+			t.Fatalf("counter %s: %v", key, err)
+		}
+		return
+	}
+	audits := func() int {
+		t.Helper()
+		var n int
+		if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM audit_events`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	e := ev()
+	res, err := s.Reserve(ctx, gateway.Reservation{Event: e, Slots: []gateway.Slot{
+		{Key: "hour:ws", Window: day, Expires: day.Add(time.Hour), Limit: 3}}})
+	if err != nil || res.AuditID == 0 {
+		t.Fatalf("one-slot reservation: %+v, %v", res, err)
+	}
+	if n, exp, ws, task := counter("hour:ws"); n != 1 || !exp.Valid || !exp.Time.Equal(day.Add(time.Hour)) || ws.Valid || task.Valid {
+		t.Errorf("windowed counter: count %d, expires %v, task %v/%v; want 1, %v, none", n, exp, ws, task, day.Add(time.Hour))
+	}
+	list, err := s.ListAuditEvents(ctx, gateway.AuditFilter{WorkspaceID: "ws"})
+	if err != nil || len(list) != 1 || list[0].ID != res.AuditID || list[0].TaskID != "t1" || list[0].Tool != "app.list" || list[0].Tier != "read" {
+		t.Fatalf("audit row of the reservation %d: %+v, %v", res.AuditID, list, err)
+	}
+
+	if _, err := s.AddRateCount(ctx, "task:t1", epoch, time.Time{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Reserve(ctx, gateway.Reservation{Event: ev(), Slots: []gateway.Slot{
+		{Key: "task:t1", Window: epoch, Limit: 1, WorkspaceID: "ws", TaskID: "t1"}}})
+	if err != nil || res.AuditID == 0 {
+		t.Fatalf("one-slot reservation of a task counter: %+v, %v", res, err)
+	}
+	if n, exp, ws, task := counter("task:t1"); n != 1 || exp.Valid || ws.String != "ws" || task.String != "t1" {
+		t.Errorf("task counter: count %d, expires %v, task %v/%v; want 1, none, ws/t1", n, exp, ws, task)
+	}
+
+	before := audits()
+	res, err = s.Reserve(ctx, gateway.Reservation{Event: ev(), Slots: []gateway.Slot{
+		{Key: "task:t1", Window: epoch, Limit: 1, WorkspaceID: "ws", TaskID: "t1"}}})
+	if err != nil || res.Full != 1 || res.Used != 1 || res.AuditID != 0 {
+		t.Fatalf("one-slot reservation of a full counter: %+v, %v; want Full 1, Used 1", res, err)
+	}
+	res, err = s.Reserve(ctx, gateway.Reservation{Event: ev(), Slots: []gateway.Slot{{Key: "blocked", Window: epoch, Limit: 0}}})
+	if err != nil || res.Full != 1 || res.Used != 0 || res.AuditID != 0 {
+		t.Fatalf("one-slot reservation with limit 0: %+v, %v; want Full 1, Used 0", res, err)
+	}
+	if n, _, _, _ := counter("task:t1"); n != 1 {
+		t.Errorf("full counter after the refusal: %d; want 1", n)
+	}
+	var blocked int
+	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM rate_limit_counters WHERE bucket_key = 'blocked'`).Scan(&blocked); err != nil || blocked != 0 {
+		t.Errorf("counter rows of the blocked slot: %d, %v; want none", blocked, err)
+	}
+	if got := audits(); got != before {
+		t.Errorf("audit rows after two refusals: %d; want %d", got, before)
 	}
 }

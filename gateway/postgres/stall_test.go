@@ -104,6 +104,18 @@ func TestStalledDatabaseOperationsReturnAtTheirDeadline(t *testing.T) {
 			}
 		})
 	}
+	// The pipeline finishes a row with a deadline (a lone finish runs on
+	// the connection itself, not through database/sql's statement).
+	t.Run("FinishAudit/deadline", func(t *testing.T) {
+		ctx, cancel := deadlineCtx()
+		defer cancel()
+		err, took := within(t, "FinishAudit", 3*time.Second, func() error {
+			return s.FinishAudit(ctx, &gateway.AuditEvent{ID: 1, WorkspaceID: "ws", Tool: "t", Status: "allowed"})
+		})
+		if gateway.ErrorCodeOf(err) != gateway.EUnavailable || took > 1500*time.Millisecond {
+			t.Errorf("FinishAudit on a stalled database: err %v after %v; want Unavailable at the 500 ms deadline", err, took)
+		}
+	})
 	t.Run("Ping", func(t *testing.T) {
 		err, took := within(t, "Ping", 5*time.Second, func() error { return s.Ping(context.Background()) })
 		if err == nil || took > 3*time.Second {

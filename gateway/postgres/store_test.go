@@ -196,4 +196,24 @@ func TestFinishLeavesCommitsSynchronous(t *testing.T) {
 	if mode != "off" {
 		t.Fatalf("synchronous_commit inside a finish's transaction: %q, want off", mode)
 	}
+	// So does the statement that finishes a lone row (the finish of every
+	// call that finishes while no other does), for the row it found.
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	tx2, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx2.Rollback() }()
+	var id int64
+	if err := tx2.QueryRowContext(ctx, postgres.FinishOneAudit, ev.ID, "ok", "", 3, "[]", "").Scan(&id); err != nil || id != ev.ID {
+		t.Fatalf("lone finish of row %d: id %d, %v", ev.ID, id, err)
+	}
+	if err := tx2.QueryRowContext(ctx, "SHOW synchronous_commit").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "off" {
+		t.Fatalf("synchronous_commit inside a lone finish's transaction: %q, want off", mode)
+	}
 }
