@@ -75,7 +75,8 @@ func navigates(a chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] 
 
 // TestBrowser drives a real headless Chromium through the console: sign
 // in, create an API token, see its value once, reload and see it gone,
-// revoke it, and set (then move) the workspace default profile; add,
+// revoke it, submit the token form without its CSRF token and see it
+// refused, and set (then move) the workspace default profile; add,
 // refuse and remove a member; permission overrides with a refused key and
 // every key's resolved chain; approve a pending approval while the open
 // page counts as an approver; filter audit events; explain a call in the
@@ -253,6 +254,27 @@ func TestBrowser(t *testing.T) {
 	if list := g.tokens(t, "ws-1"); list[0]["status"] != "revoked" {
 		t.Errorf("the admin API lists the token as %v after revoking in the browser", list[0]["status"])
 	}
+
+	// A POST without the CSRF token: the browser submits a valid token
+	// form with its hidden csrf field removed; the console refuses it and
+	// no token is created.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { document.getElementById("label").form.querySelector('input[name="csrf"]').remove(); return true })()`)); err != nil {
+		t.Fatalf("removing the token form's csrf field: %v", err)
+	}
+	run("CSRF-less post",
+		chromedp.Click(chromedp.ID("scope-0")),
+		chromedp.SendKeys(chromedp.ID("label"), "forged"),
+		navigates(chromedp.Submit(chromedp.ID("label"))),
+		chromedp.WaitVisible(chromedp.CSS(`main`)),
+		shot("07a-csrf-less-post-refused"),
+	)
+	if page := read("read the refusal", chromedp.Text(chromedp.CSS(`main`))); !strings.Contains(page, "security token is missing") {
+		t.Errorf("a POST without the CSRF token shows %q; want the refusal", page)
+	}
+	if list := g.tokens(t, "ws-1"); len(list) != 1 {
+		t.Errorf("tokens after a CSRF-less POST = %v; want only the one created before", list)
+	}
+	run("back to the tokens", chromedp.Navigate(base+"/workspaces/ws-1/tokens"), chromedp.WaitVisible(chromedp.ID("label")))
 
 	// Limits: an empty field keeps the default.
 	run("limits",
