@@ -203,18 +203,19 @@ func churnNote(u *backendUsage) string {
 type summary struct {
 	rate, p50, p99  float64 // calls/s, µs, µs
 	gw, pg, pgAll   float64 // CPU µs per call; NaN when not measured
-	up              float64
+	up, client      float64
 	started, exited int // PostgreSQL backends, summed over the runs
 }
 
 func summarize(rs []result) summary {
 	var s summary
-	var rate, p50, p99, gw, pg, pgAll, up []float64
+	var rate, p50, p99, gw, pg, pgAll, up, client []float64
 	for _, r := range rs {
 		rate = append(rate, r.rate())
 		p50 = append(p50, float64(r.p50.Microseconds()))
 		p99 = append(p99, float64(r.p99.Microseconds()))
 		up = append(up, r.perCall(r.upCPU))
+		client = append(client, r.perCall(r.clientCPU))
 		if r.gatewayCPU >= 0 {
 			gw = append(gw, r.perCall(r.gatewayCPU))
 		}
@@ -225,7 +226,7 @@ func summarize(rs []result) summary {
 			s.exited += r.pg.Exited
 		}
 	}
-	s.rate, s.p50, s.p99, s.up = median(rate), median(p50), median(p99), median(up)
+	s.rate, s.p50, s.p99, s.up, s.client = median(rate), median(p50), median(p99), median(up), median(client)
 	s.gw, s.pg, s.pgAll = nanIfEmpty(gw), nanIfEmpty(pg), nanIfEmpty(pgAll)
 	return s
 }
@@ -244,8 +245,8 @@ func table(o options, results map[key][]result) string {
 	fmt.Fprintf(&b, "\n## bench-compare: echo over MCP Streamable HTTP, closed loop\n\n")
 	fmt.Fprintf(&b, "%s, %d CPUs, %s; %d repetition(s) of %s after a %s warm-up, fresh processes and store per run; medians over the repetitions.\n\n",
 		host, runtime.NumCPU(), time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.reps, o.duration, o.warmup)
-	b.WriteString("| c | config | protocol | calls/s | p50 µs | p99 µs | Δp50 vs direct µs | Δp99 vs direct µs | × direct calls/s | gateway CPU µs/call | PostgreSQL CPU µs/call | PostgreSQL server CPU µs/call | upstream CPU µs/call |\n")
-	b.WriteString("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| c | config | protocol | calls/s | p50 µs | p99 µs | Δp50 vs direct µs | Δp99 vs direct µs | × direct calls/s | gateway CPU µs/call | PostgreSQL CPU µs/call | PostgreSQL server CPU µs/call | upstream CPU µs/call | client CPU µs/call |\n")
+	b.WriteString("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var notes []string
 	for _, c := range o.concurrency {
 		for _, cfg := range o.configs {
@@ -257,15 +258,15 @@ func table(o options, results map[key][]result) string {
 				delta99 = fmt.Sprintf("%+.0f", s.p99-d.p99)
 				ratio = fmt.Sprintf("%.2f", s.rate/d.rate)
 			}
-			fmt.Fprintf(&b, "| %d | %s | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %.1f |\n",
-				c, cfg, sessionVersion(cfg), s.rate, s.p50, s.p99, delta, delta99, ratio, num(s.gw), num(s.pg), num(s.pgAll), s.up)
+			fmt.Fprintf(&b, "| %d | %s | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %.1f |\n",
+				c, cfg, sessionVersion(cfg), s.rate, s.p50, s.p99, delta, delta99, ratio, num(s.gw), num(s.pg), num(s.pgAll), s.up, s.client)
 			if s.started > 0 || s.exited > 0 {
 				notes = append(notes, fmt.Sprintf("c=%d %s: %d PostgreSQL processes of the run's database started and %d exited inside the measured windows (the gateway's pool opening and closing connections, or autovacuum workers); the CPU of one that exited is counted up to its last 50 ms sample, so that column is a lower bound.", c, cfg, s.started, s.exited))
 			}
 		}
 	}
 	b.WriteString("\nprotocol is what the clients speak: 2025-11-25 with initialize and a session, 2026-07-28 statelessly (server/discover, then every call with its own _meta and headers, no session); Δp50, Δp99 (the latency the gateway adds at the median and at the 99th percentile: a row's percentile minus direct's) and × direct of every gateway row are against direct, whose upstream (stateful, as behind every gateway row) is not direct-modern's (the SDK's stateless mode, the only one in which it serves 2026-07-28).\n")
-	b.WriteString("\nCPU per call is user + system time from /proc/<pid>/stat over the measured window divided by the calls completed in it. \"PostgreSQL\" is the backends (and autovacuum workers) serving the run's own database; \"PostgreSQL server\" is every process of the server (postmaster, reaped and live children), so it adds the shared background processes (WAL writer, checkpointer, …) and whatever else uses the server meanwhile.\n")
+	b.WriteString("\nCPU per call is user + system time from /proc/<pid>/stat over the measured window divided by the calls completed in it. \"PostgreSQL\" is the backends (and autovacuum workers) serving the run's own database; \"PostgreSQL server\" is every process of the server (postmaster, reaped and live children), so it adds the shared background processes (WAL writer, checkpointer, …) and whatever else uses the server meanwhile. \"client\" is the benchmark's own process, where the c load clients run (the Go SDK; at 2026-07-28 it sends _meta and headers with every call): the cores are shared, so a client that costs more leaves less for the rest, fewer calls/s, and at lower rates every process spends more CPU per call.\n")
 	for _, n := range notes {
 		b.WriteString("\n" + n + "\n")
 	}

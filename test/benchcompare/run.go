@@ -105,6 +105,7 @@ type result struct {
 	p50, p99   time.Duration
 	gatewayCPU time.Duration // -1 when there is no gateway
 	upCPU      time.Duration
+	clientCPU  time.Duration // this process: the load clients (and the benchmark's own sampling)
 	pg         *backendUsage // nil when there is no PostgreSQL
 }
 
@@ -254,7 +255,7 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	// before it. The CPU window is therefore the calls' window, plus the
 	// calls in flight at its edges (at most c of them, not counted).
 	winStart.Store(int64(time.Since(base)))
-	gw0, up0 := cpuOf(gw), cpuOf(up)
+	gw0, up0, cl0 := cpuOf(gw), cpuOf(up), selfCPU()
 	if meter != nil {
 		meter.Start()
 	}
@@ -275,7 +276,7 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	if meter != nil {
 		pgUse = meter.Stop()
 	}
-	gw1, up1 := cpuOf(gw), cpuOf(up)
+	gw1, up1, cl1 := cpuOf(gw), cpuOf(up), selfCPU()
 	winEnd.Store(int64(time.Since(base)))
 	res.window = time.Duration(winEnd.Load() - winStart.Load())
 	stopLoad()
@@ -300,7 +301,7 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	slices.Sort(all)
 	res.calls = len(all)
 	res.p50, res.p99 = percentile(all, 0.50), percentile(all, 0.99)
-	res.upCPU = up1 - up0
+	res.upCPU, res.clientCPU = up1-up0, cl1-cl0
 	if gw != nil {
 		res.gatewayCPU = gw1 - gw0
 	}
@@ -315,6 +316,13 @@ func cpuOf(p *proc) time.Duration {
 		return 0
 	}
 	d, _ := processCPU(p.cmd.Process.Pid)
+	return d
+}
+
+// selfCPU is the CPU time of this process so far: the load clients run
+// in it, so it shows what a protocol's client costs the shared cores.
+func selfCPU() time.Duration {
+	d, _ := processCPU(os.Getpid())
 	return d
 }
 
