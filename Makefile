@@ -101,7 +101,7 @@ bench-e2e: pg build
 ## bench-compare: what the gateway adds to a call: direct, through SQLite and through PostgreSQL, session and 2026-07-28 clients (README.md, "Benchmarks")
 # echo on test/benchupstream called directly, through the gateway on SQLite and on PostgreSQL, by clients of
 # 2025-11-25 (sessions) and of 2026-07-28 (stateless, the -modern rows); closed loop, interleaved, fresh processes per run. BENCH_DURATION (10s), BENCH_REPS (3), BENCH_CONCURRENCY (1,16),
-# BENCH_WARMUP (1s), BENCH_CONFIGS; BASELINE=path/to/an/older/mcpgate runs it beside bin/mcpgate, interleaved.
+# BENCH_WARMUP (1s), BENCH_CONFIGS, BENCH_RATE (calls/s over all sessions; unset: closed loop); BASELINE=path/to/an/older/mcpgate runs it beside bin/mcpgate, interleaved.
 .PHONY: bench-compare
 bench-compare: pg build
 	$(GO) build -o bin/benchupstream ./test/benchupstream

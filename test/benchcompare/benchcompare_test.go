@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"runtime"
@@ -198,5 +199,61 @@ func TestLoadConfigs(t *testing.T) {
 				t.Errorf("BENCH_CONFIGS=%q: configs %v, error %v; want %v (error: %v)", c.env, o.configs, err, c.want, c.wantErr)
 			}
 		})
+	}
+}
+
+func TestLoadRate(t *testing.T) {
+	bin := os.Args[0]
+	for _, c := range []struct {
+		env     string
+		want    float64
+		wantErr bool
+	}{
+		{"", 0, false},
+		{"1500", 1500, false},
+		{"0", 0, false},
+		{"-1", 0, true},
+		{"fast", 0, true},
+		{"NaN", 0, true},
+	} {
+		t.Run(c.env, func(t *testing.T) {
+			t.Setenv("BENCH_RATE", c.env)
+			o, err := loadArgs([]string{"-gateway", bin, "-upstream", bin})
+			if (err != nil) != c.wantErr || !c.wantErr && o.rate != c.want {
+				t.Errorf("BENCH_RATE=%q: rate %v, error %v; want %v (error: %v)", c.env, o.rate, err, c.want, c.wantErr)
+			}
+		})
+	}
+}
+
+// The pacer gives each of c sessions an interval of c/rate, starts them
+// spread over one interval, and restarts a session's schedule from now
+// when it has fallen behind (no burst to catch up).
+func TestPacer(t *testing.T) {
+	if p := newPacer(0, 16, 3); p.every != 0 || !p.wait(context.Background()) {
+		t.Fatalf("rate 0: %+v; want a closed loop that never waits", p)
+	}
+	before := time.Now()
+	p := newPacer(1000, 4, 2) // 4 sessions at 1000 calls/s: each every 4 ms, session 2 at +2 ms
+	after := time.Now()
+	if p.every != 4*time.Millisecond {
+		t.Fatalf("interval %v; want 4ms", p.every)
+	}
+	if p.next.Before(before.Add(2*time.Millisecond)) || p.next.After(after.Add(2*time.Millisecond)) {
+		t.Errorf("session 2 starts %v after creation; want 2ms", p.next.Sub(before))
+	}
+	p.next = time.Now().Add(-time.Second) // far behind
+	start := time.Now()
+	if !p.wait(context.Background()) {
+		t.Fatal("wait returned false without a cancelled context")
+	}
+	if p.next.Before(start.Add(p.every)) {
+		t.Errorf("a pacer behind schedule keeps its old schedule (next %v, want ≥ now + %v): it would burst", p.next.Sub(start), p.every)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p.next = time.Now().Add(time.Hour)
+	if p.wait(ctx) {
+		t.Error("wait on a cancelled context returned true")
 	}
 }

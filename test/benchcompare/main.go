@@ -34,7 +34,10 @@
 // direct,sqlite,sqlite-modern,postgres,postgres-modern; direct-modern,
 // with the upstream in the SDK's stateless mode, is also known),
 // BENCH_PROFILE (a folder: a CPU profile of each gateway run, taken through
-// MCPGATE_PPROF over the measured window) and
+// MCPGATE_PPROF over the measured window), BENCH_RATE (calls/s over all
+// sessions: each session paces its calls so that every configuration runs
+// at the same rate, and CPU per call compares paths at equal load instead
+// of at each one's own maximum; unset or 0 for the closed loop) and
 // MCPGATE_TEST_DATABASE_URL (the PostgreSQL server, where each run creates
 // and drops a database of its own).
 package main
@@ -124,6 +127,13 @@ func loadArgs(args []string) (options, error) {
 		if store, _, _ := parseConfig(f); o.baselineBin != "" && store != cfgDirect {
 			o.configs = append(o.configs, f+baselineSuffix)
 		}
+	}
+	if r := os.Getenv("BENCH_RATE"); r != "" {
+		v, e := strconv.ParseFloat(r, 64)
+		if e != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			return o, fmt.Errorf("BENCH_RATE=%q: want calls per second over all sessions (0 or unset: closed loop)", r)
+		}
+		o.rate = v
 	}
 	o.pgURL = env("MCPGATE_TEST_DATABASE_URL", defaultPGURL)
 	if o.profileDir = os.Getenv("BENCH_PROFILE"); o.profileDir != "" {
@@ -242,7 +252,11 @@ func nanIfEmpty(vs []float64) float64 {
 func table(o options, results map[key][]result) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
-	fmt.Fprintf(&b, "\n## bench-compare: echo over MCP Streamable HTTP, closed loop\n\n")
+	loop := "closed loop"
+	if o.rate > 0 {
+		loop = fmt.Sprintf("paced at %.0f calls/s over all sessions (BENCH_RATE)", o.rate)
+	}
+	fmt.Fprintf(&b, "\n## bench-compare: echo over MCP Streamable HTTP, %s\n\n", loop)
 	fmt.Fprintf(&b, "%s, %d CPUs, %s; %d repetition(s) of %s after a %s warm-up, fresh processes and store per run; medians over the repetitions.\n\n",
 		host, runtime.NumCPU(), time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.reps, o.duration, o.warmup)
 	b.WriteString("| c | config | protocol | calls/s | p50 µs | p99 µs | Δp50 vs direct µs | Δp99 vs direct µs | × direct calls/s | gateway CPU µs/call | PostgreSQL CPU µs/call | PostgreSQL server CPU µs/call | upstream CPU µs/call | client CPU µs/call |\n")

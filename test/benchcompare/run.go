@@ -93,7 +93,8 @@ type options struct {
 	concurrency             []int
 	configs                 []string
 	tmp                     string
-	profileDir              string // BENCH_PROFILE: write a CPU profile of each gateway run here
+	profileDir              string  // BENCH_PROFILE: write a CPU profile of each gateway run here
+	rate                    float64 // BENCH_RATE: calls/s over all sessions; 0 for the closed loop
 }
 
 // result is one run: one configuration at one concurrency.
@@ -200,7 +201,8 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	}
 
 	// Closed loop: every session calls echo again as soon as its last call
-	// returns, from the start of the warm-up to the end of the window.
+	// returns (or, with BENCH_RATE, at its next scheduled time), from the
+	// start of the warm-up to the end of the window.
 	// Only calls that start and end inside the window are counted.
 	base := time.Now()
 	var winStart, winEnd atomic.Int64 // ns since base; 0 = not yet
@@ -214,7 +216,11 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 		lat[i] = make([]time.Duration, 0, 1<<16)
 		wg.Go(func() {
 			params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": fmt.Sprintf("hello from session %d", i)}}
+			pace := newPacer(o.rate, c, i)
 			for lctx.Err() == nil {
+				if !pace.wait(lctx) {
+					return
+				}
 				t0 := time.Since(base)
 				r, err := s.CallTool(lctx, params)
 				t1 := time.Since(base)
@@ -317,6 +323,47 @@ func cpuOf(p *proc) time.Duration {
 	}
 	d, _ := processCPU(p.cmd.Process.Pid)
 	return d
+}
+
+// pacer spaces one session's calls so that c sessions together make rate
+// calls/s; a zero pacer (rate 0) never waits. A session that falls behind
+// its schedule calls at once and its schedule restarts from now, so a slow
+// stretch is not followed by a burst.
+type pacer struct {
+	every time.Duration // 0: closed loop
+	next  time.Time
+}
+
+// newPacer is session i's pacer of c; sessions start spread over one
+// interval so that their calls do not arrive together.
+func newPacer(rate float64, c, i int) *pacer {
+	if rate <= 0 {
+		return &pacer{}
+	}
+	every := time.Duration(float64(time.Second) * float64(c) / rate)
+	return &pacer{every: every, next: time.Now().Add(every * time.Duration(i) / time.Duration(c))}
+}
+
+// wait blocks until the session's next call is due; false when ctx ends
+// first.
+func (p *pacer) wait(ctx context.Context) bool {
+	if p.every == 0 {
+		return true
+	}
+	now := time.Now()
+	if d := p.next.Sub(now); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+		p.next = p.next.Add(p.every)
+		return true
+	}
+	p.next = now.Add(p.every)
+	return true
 }
 
 // selfCPU is the CPU time of this process so far: the load clients run
