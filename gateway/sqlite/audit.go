@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 )
@@ -18,31 +20,30 @@ RETURNING id`
 const finishAudit = `UPDATE audit_events SET status = ?, error_class = ?, latency_us = ?, reason_codes = ?, policy_revision = ? WHERE id = ?`
 
 // finishBatch is sqlcore.Dialect.FinishBatch: one finishAudit per row, in
-// one transaction on the write connection (one WAL commit for the batch;
-// a lone row too, so that it begins through beginWrite, without a
-// goroutine watching its deadline, instead of an UPDATE in autocommit
-// that waits for the lock under one).
+// one transaction on the write connection when there are several (one
+// WAL commit for the batch), on its own otherwise.
 func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (found []bool, err error) {
 	stmt, err := s.finish.Get(ctx, s.w, driverError)
 	if err != nil {
 		return nil, err
 	}
-	tx, end, err := s.beginWrite(ctx)
-	if err != nil {
-		return nil, translate(err, msgs{})
-	}
-	defer end()
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
+	var tx *sqlx.Tx
+	if len(evs) > 1 {
+		if tx, err = s.w.BeginTxx(ctx, nil); err != nil {
+			return nil, translate(err, msgs{})
 		}
-	}()
-	// Inside the transaction the UPDATEs wait for nobody (BEGIN IMMEDIATE
-	// holds the write lock): without a deadline on them the driver starts
-	// no goroutine per statement to interrupt it (Core.reserveBatch does
-	// the same).
-	ctx = context.WithoutCancel(ctx)
-	stmt = tx.StmtContext(ctx, stmt)
+		defer func() {
+			if err != nil {
+				_ = tx.Rollback()
+			}
+		}()
+		stmt = tx.StmtContext(ctx, stmt)
+		// Inside the transaction the UPDATEs wait for nobody (BEGIN
+		// IMMEDIATE holds the write lock): without a deadline on them the
+		// driver starts no goroutine per statement to interrupt it
+		// (Core.reserveBatch does the same); BEGIN and COMMIT keep ctx.
+		ctx = context.WithoutCancel(ctx)
+	}
 	found = make([]bool, len(evs))
 	for i, ev := range evs {
 		status, class, latency, reasons, revision := sqlcore.FinishArgs(ev)
@@ -56,8 +57,10 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (fou
 		}
 		found[i] = n > 0
 	}
-	if err = tx.Commit(); err != nil {
-		return nil, translate(err, msgs{})
+	if tx != nil {
+		if err = tx.Commit(); err != nil {
+			return nil, translate(err, msgs{})
+		}
 	}
 	return found, nil
 }

@@ -20,18 +20,15 @@ import (
 	"github.com/mcpgate/mcpgate/migrations"
 )
 
-// Connection settings. busy_timeout lets a connection wait for another
-// process's lock instead of failing at once (10 s; the write connection
-// writerBusyTimeout, see beginWrite); _txlock=immediate takes the write
-// lock at BEGIN, so a transaction never fails half-way on upgrading a
-// read lock; WAL lets readers run while the writer writes.
+// Connection settings. busy_timeout lets a writer wait for another
+// process's lock instead of failing at once; _txlock=immediate takes the
+// write lock at BEGIN, so a transaction never fails half-way on upgrading
+// a read lock; WAL lets readers run while the writer writes.
 const (
-	baseParams   = "_foreign_keys=1&_txlock=immediate"
-	busyTimeout  = "&_busy_timeout=10000"
+	baseParams   = "_busy_timeout=10000&_foreign_keys=1&_txlock=immediate"
 	fileParams   = "&_journal_mode=WAL&_synchronous=NORMAL"
-	writerBusy   = "&_busy_timeout=4000"                                                // writerBusyTimeout
-	writerParams = writerBusy + "&_pragma=wal_autocheckpoint(" + walBackstopPages + ")" // see checkpointer
-	readerParams = busyTimeout + "&_query_only=1"
+	writerParams = "&_pragma=wal_autocheckpoint(" + walBackstopPages + ")" // see checkpointer
+	readerParams = "&_query_only=1"
 	memoryPath   = ":memory:"
 )
 
@@ -66,7 +63,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			"MCPGATE_DATABASE_URL names no SQLite file; use sqlite:PATH, e.g. sqlite:mcpgate.db")
 	}
 	if path == memoryPath {
-		w, err := openPool(ctx, path, baseParams+writerBusy, 1)
+		w, err := openPool(ctx, path, baseParams, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +78,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = w.Close()
 		return nil, err
 	}
-	ck, err := openPool(ctx, path, baseParams+busyTimeout, 1)
+	ck, err := openPool(ctx, path, baseParams, 1)
 	if err != nil {
 		_, _ = w.Close(), r.Close()
 		return nil, err
@@ -108,7 +105,6 @@ func newStore(w, r *sqlx.DB) *Store {
 		TakeSlots:      s.takeSlots,
 		FinishBatch:    s.finishBatch,
 		GroupReserve:   true,
-		BeginBatch:     s.beginWrite,
 	})
 	return s
 }

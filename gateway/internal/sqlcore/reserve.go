@@ -138,18 +138,17 @@ func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error,
 	if err := c.D.PrepareReserve(ctx); err != nil {
 		return nil, err
 	}
-	tx, end, err := c.beginBatch(ctx)
+	tx, err := c.W.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, c.DriverError(err)
 	}
-	defer end()
 	// The statements inside the transaction run under sctx, which carries
 	// ctx's values but no deadline: with a cancellable context the driver
 	// starts a goroutine per statement to interrupt it, and these
 	// statements never wait for another process (BEGIN IMMEDIATE took the
 	// write lock, and a WAL commit waits for no reader). The deadline
-	// still bounds the wait for the lock (BEGIN, see Dialect.BeginBatch)
-	// and the COMMIT, and it is checked before each reservation.
+	// still bounds the wait for the lock (BEGIN) and the COMMIT, and it is
+	// checked before each reservation.
 	sctx := context.WithoutCancel(ctx)
 	errs := make([]error, len(items))
 	lone, written := len(items) == 1, 0
@@ -193,16 +192,6 @@ func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error,
 		return nil, c.DriverError(err)
 	}
 	return errs, nil
-}
-
-// beginBatch begins a group commit's transaction: Dialect.BeginBatch,
-// else W.BeginTxx (end does nothing then).
-func (c *Core) beginBatch(ctx context.Context) (*sqlx.Tx, func(), error) {
-	if c.D.BeginBatch != nil {
-		return c.D.BeginBatch(ctx)
-	}
-	tx, err := c.W.BeginTxx(ctx, nil)
-	return tx, func() {}, err
 }
 
 // endedBeforeTurn is the error of a reservation of a group commit whose

@@ -83,12 +83,6 @@ type Dialect struct {
 	// queue for the write connection anyway and each commit costs a WAL
 	// write.
 	GroupReserve bool
-	// BeginBatch, when set, begins the transaction of a group commit
-	// (Core.reserveBatch) instead of W.BeginTxx: a dialect whose driver
-	// watches the context of BEGIN and COMMIT with a goroutine each can
-	// begin without one when its own lock wait ends before ctx does. end
-	// is called once the transaction has been committed or rolled back.
-	BeginBatch func(ctx context.Context) (tx *sqlx.Tx, end func(), err error)
 	// ReserveBatch, when set (and GroupReserve is not), makes concurrent
 	// reservations without a claim and with slots share one statement and
 	// one commit (group commit, Core.reserveGroup): audits[i] are the
