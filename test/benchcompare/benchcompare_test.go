@@ -257,3 +257,21 @@ func TestPacer(t *testing.T) {
 		t.Error("wait on a cancelled context returned true")
 	}
 }
+
+// Repetitions alternate the order of the configurations, so no
+// configuration always runs right after the same other one.
+func TestRunOrderAlternates(t *testing.T) {
+	configs := []string{"direct", "postgres", "postgres-modern"}
+	for rep, want := range [][]string{
+		{"direct", "postgres", "postgres-modern"},
+		{"postgres-modern", "postgres", "direct"},
+		{"direct", "postgres", "postgres-modern"},
+	} {
+		if got := runOrder(configs, rep); !slices.Equal(got, want) {
+			t.Errorf("rep %d: %v; want %v", rep, got, want)
+		}
+	}
+	if !slices.Equal(configs, []string{"direct", "postgres", "postgres-modern"}) {
+		t.Errorf("runOrder changed its argument: %v", configs)
+	}
+}
