@@ -57,12 +57,13 @@ decision := {"allow": true, "visible": true} if {
 visible_tools := set()
 `)}}
 
-// BenchmarkCallTool measures one allowed tools/call through every step of
-// the pipeline (catalog, caller, the policy engine with its cache warm,
-// schema, rate-limit plan, reservation, dispatch, obligations, finish) on
-// a store that costs nothing, from parsed params to the result, with the
-// result encoded as the transport encodes it.
-func BenchmarkCallTool(b *testing.B) {
+// benchPipeline is the pipeline of the benchmarks: the shipped catalog,
+// bundle's policy with its cache warm after the first call, one fixed
+// caller (member olivia of ws-a on task t-1 with profile p-1 granting
+// read and ops), the default limits, a store that costs nothing and
+// adapter; and the principal that calls.
+func benchPipeline(b *testing.B, bundle fstest.MapFS, adapter pipeline.Adapter) (*pipeline.Pipeline, *gateway.Principal) {
+	b.Helper()
 	ctx := context.Background()
 	cat, err := tools.Load()
 	if err != nil {
@@ -72,7 +73,7 @@ func BenchmarkCallTool(b *testing.B) {
 	for _, t := range cat.Tools() {
 		refs = append(refs, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut})
 	}
-	engine, err := policy.New(ctx, policy.Options{FS: allowBundle, Edition: gateway.EditionCommunity, Tools: refs})
+	engine, err := policy.New(ctx, policy.Options{FS: bundle, Edition: gateway.EditionCommunity, Tools: refs})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,8 +87,19 @@ func BenchmarkCallTool(b *testing.B) {
 		Profile:          &gateway.Profile{WorkspaceID: "ws-a", ID: "p-1", Name: "ci-bot", Allowlist: []string{"supacloud.read.*", "supacloud.ops.*"}},
 	}
 	pl := &pipeline.Pipeline{Store: &memoryStore{}, Callers: fixedCaller{caller}, Decider: engine, Catalog: cat,
-		Adapter: structuredAdapter{}, RateLimits: &rules}
+		Adapter: adapter, RateLimits: &rules}
 	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "olivia", WorkspaceID: "ws-a", TaskID: "t-1", ProfileID: "p-1"}
+	return pl, p
+}
+
+// BenchmarkCallTool measures one allowed tools/call through every step of
+// the pipeline (catalog, caller, the policy engine with its cache warm,
+// schema, rate-limit plan, reservation, dispatch, obligations, finish) on
+// a store that costs nothing, from parsed params to the result, with the
+// result encoded as the transport encodes it.
+func BenchmarkCallTool(b *testing.B) {
+	ctx := context.Background()
+	pl, p := benchPipeline(b, allowBundle, structuredAdapter{})
 	raw := json.RawMessage(`{"workflow_id":"wfl-1","inputs":{"date":"2026-11-30","count":3}}`)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -13,10 +13,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
-	"github.com/mcpgate/mcpgate/gateway/pipeline"
-	"github.com/mcpgate/mcpgate/gateway/policy"
-	"github.com/mcpgate/mcpgate/gateway/ratelimit"
-	"github.com/mcpgate/mcpgate/tools"
 )
 
 // relayBundle is allowBundle with the relay obligation the shipped policy
@@ -92,31 +88,7 @@ func httpBenchSession(b *testing.B, h http.Handler) string {
 // httpBenchHandler is httpBenchSetup's endpoint, without a session.
 func httpBenchHandler(b *testing.B) http.Handler {
 	b.Helper()
-	ctx := context.Background()
-	cat, err := tools.Load()
-	if err != nil {
-		b.Fatal(err)
-	}
-	refs := make([]policy.ToolRef, 0, cat.Len())
-	for _, t := range cat.Tools() {
-		refs = append(refs, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut})
-	}
-	engine, err := policy.New(ctx, policy.Options{FS: relayBundle, Edition: gateway.EditionCommunity, Tools: refs})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rules := ratelimit.NewRules(ratelimit.DefaultLimits())
-	caller := &gateway.Caller{
-		Workspace:        &gateway.Workspace{ID: "ws-a", OrgPlan: "team"},
-		Task:             &gateway.Task{WorkspaceID: "ws-a", ID: "t-1", Status: gateway.TaskRunning},
-		OrgPlan:          &gateway.OrgPlan{Name: "team", Permissions: gateway.Permissions{"workspace.budget.view": true}},
-		Member:           &gateway.Member{WorkspaceID: "ws-a", UserID: "olivia", Role: "member", SeatType: "developer"},
-		ProfileRequested: "p-1",
-		Profile:          &gateway.Profile{WorkspaceID: "ws-a", ID: "p-1", Name: "ci-bot", Allowlist: []string{"supacloud.read.*", "supacloud.ops.*"}},
-	}
-	pl := &pipeline.Pipeline{Store: &memoryStore{}, Callers: fixedCaller{caller}, Decider: engine, Catalog: cat,
-		Adapter: relayAdapter{}, RateLimits: &rules}
-	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "olivia", WorkspaceID: "ws-a", TaskID: "t-1", ProfileID: "p-1"}
+	pl, p := benchPipeline(b, relayBundle, relayAdapter{})
 	tr, err := mcp.NewHandler(mcp.Options{Authenticator: fixedPrincipal{p}, Handler: pl, ServerName: "mcpgate", ServerVersion: "bench"})
 	if err != nil {
 		b.Fatal(err)
