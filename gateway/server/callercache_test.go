@@ -57,7 +57,8 @@ type cachedGateway struct {
 	p       *gateway.Principal
 }
 
-func newCachedGateway(t *testing.T) *cachedGateway {
+// memoryStore is a migrated embedded store in memory, closed with the test.
+func memoryStore(t *testing.T) *sqlite.Store {
 	t.Helper()
 	sq, err := sqlite.Open(context.Background(), ":memory:")
 	if err != nil {
@@ -67,6 +68,12 @@ func newCachedGateway(t *testing.T) *cachedGateway {
 	if err := sq.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return sq
+}
+
+func newCachedGateway(t *testing.T) *cachedGateway {
+	t.Helper()
+	sq := memoryStore(t)
 	return newCachedGatewayOn(t, sq, time.Hour, config.DefaultLimits())
 }
 

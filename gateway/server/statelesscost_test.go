@@ -18,7 +18,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/server"
-	"github.com/mcpgate/mcpgate/gateway/sqlite"
 )
 
 // opStore counts every store operation a tools/call can reach: the
@@ -127,14 +126,7 @@ type costRun struct {
 // with a session each (2025-11-25) or statelessly (2026-07-28).
 func runCostLoad(t *testing.T, stateless bool) costRun {
 	t.Helper()
-	sq, err := sqlite.Open(context.Background(), ":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sq.Close() })
-	if err := sq.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	sq := memoryStore(t)
 	limits := config.DefaultLimits()
 	limits.ToolPerTask = 1 << 20 // the calls are to be dispatched, not limited
 	st := &opStore{FullStore: sq}
