@@ -11,7 +11,11 @@ const MaxIdleConns = 256
 
 // keepAliveClient is the HTTP client of an Adapter without
 // Options.HTTPClient; its transport is keepAlive.
-func keepAliveClient() *http.Client { return &http.Client{Transport: keepAlive} }
+func keepAliveClient() *http.Client { return &http.Client{Transport: inline} }
+
+// inline is the transport of keepAliveClient: keepAlive's settings, with
+// plain-http exchanges on the caller's goroutine (inlineTransport).
+var inline = newInlineTransport(keepAlive, MaxIdleConns)
 
 // keepAlive is the transport the Adapters without Options.HTTPClient
 // share, as they shared http.DefaultTransport before: its settings (proxy
