@@ -275,3 +275,35 @@ func TestRunOrderAlternates(t *testing.T) {
 		t.Errorf("runOrder changed its argument: %v", configs)
 	}
 }
+
+// Each store run with both protocols gets a pair at 90 % of the lower of
+// the two closed-loop rates; direct, a store run with one protocol only
+// and the baselines get none.
+func TestProtocolPairs(t *testing.T) {
+	at := func(calls int) []result {
+		return []result{{calls: calls, window: time.Second, gatewayCPU: time.Second}}
+	}
+	o := options{concurrency: []int{1, 16}, configs: []string{"direct", "sqlite", "sqlite (baseline)", "sqlite-modern", "sqlite-modern (baseline)", "postgres"}}
+	results := map[key][]result{
+		{1, "sqlite"}: at(1000), {1, "sqlite-modern"}: at(900), {16, "sqlite"}: at(2000), {16, "sqlite-modern"}: at(2500),
+		{1, "postgres"}: at(700), {16, "postgres"}: at(1800),
+	}
+	want := []pair{{1, "sqlite", "sqlite-modern", 810}, {16, "sqlite", "sqlite-modern", 1800}}
+	if got := protocolPairs(o, results); !slices.Equal(got, want) {
+		t.Fatalf("protocolPairs = %+v, want %+v", got, want)
+	}
+}
+
+func TestLoadPairs(t *testing.T) {
+	bin := os.Args[0]
+	for env, want := range map[string]bool{"": true, "1": true, "0": false} {
+		t.Setenv("BENCH_PAIRS", env)
+		if o, err := loadArgs([]string{"-gateway", bin, "-upstream", bin}); err != nil || o.pairs != want {
+			t.Errorf("BENCH_PAIRS=%q: pairs %v, error %v; want %v", env, o.pairs, err, want)
+		}
+	}
+	t.Setenv("BENCH_PAIRS", "yes")
+	if _, err := loadArgs([]string{"-gateway", bin, "-upstream", bin}); err == nil {
+		t.Error("BENCH_PAIRS=yes was accepted")
+	}
+}

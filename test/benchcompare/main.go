@@ -39,7 +39,10 @@
 // MCPGATE_PPROF over the measured window), BENCH_RATE (calls/s over all
 // sessions: each session paces its calls so that every configuration runs
 // at the same rate, and CPU per call compares paths at equal load instead
-// of at each one's own maximum; unset or 0 for the closed loop) and
+// of at each one's own maximum; unset or 0 for the closed loop),
+// BENCH_PAIRS (1, the default: after the closed loop, each store's session
+// and 2026-07-28 configurations run again, both at one paced rate, and a
+// second table compares their CPU per call; 0: not) and
 // MCPGATE_TEST_DATABASE_URL (the PostgreSQL server, where each run creates
 // and drops a database of its own).
 package main
@@ -137,6 +140,12 @@ func loadArgs(args []string) (options, error) {
 		}
 		o.rate = v
 	}
+	switch v := env("BENCH_PAIRS", "1"); v {
+	case "1", "0":
+		o.pairs = v == "1"
+	default:
+		return o, fmt.Errorf("BENCH_PAIRS=%q: want 1 (run each store's session and 2026-07-28 configurations again at one rate, the default) or 0", v)
+	}
 	o.pgURL = env("MCPGATE_TEST_DATABASE_URL", defaultPGURL)
 	if o.profileDir = os.Getenv("BENCH_PROFILE"); o.profileDir != "" {
 		if e := os.MkdirAll(o.profileDir, 0o755); e != nil {
@@ -182,7 +191,90 @@ func bench(ctx context.Context, o options, out, progress io.Writer) error {
 		}
 	}
 	fmt.Fprint(out, table(o, results))
+	if o.rate > 0 || !o.pairs {
+		return nil
+	}
+	pairs := protocolPairs(o, results)
+	if len(pairs) == 0 {
+		return nil
+	}
+	paced := map[key][]result{}
+	total, n = o.reps*2*len(pairs), 0
+	for rep := range o.reps {
+		for _, p := range pairs {
+			po := o
+			po.rate = p.rate
+			for _, cfg := range runOrder([]string{p.session, p.modern}, rep) {
+				n++
+				r, err := run(ctx, po, cfg, p.c)
+				if err != nil {
+					return fmt.Errorf("paced pair, rep %d, c=%d, %s at %.0f calls/s: %w", rep+1, p.c, cfg, p.rate, err)
+				}
+				paced[key{p.c, cfg}] = append(paced[key{p.c, cfg}], r)
+				fmt.Fprintf(progress, "[pair %d/%d] rep %d c=%-3d %-16s paced at %.0f: %8.0f calls/s  gateway %s  pg %s\n",
+					n, total, rep+1, p.c, cfg, p.rate, r.rate(), cpuCell(r, r.gatewayCPU), pgCell(r))
+			}
+		}
+	}
+	fmt.Fprint(out, pairTable(pairs, paced))
 	return nil
+}
+
+// pair is a session configuration and its 2026-07-28 counterpart (sqlite
+// and sqlite-modern, say) at one concurrency, run again at one paced rate.
+type pair struct {
+	c               int
+	session, modern string
+	rate            float64 // calls/s over all sessions
+}
+
+// pairRateShare is the share of the slower closed-loop rate of a pair at
+// which both of its configurations run again: below either one's maximum,
+// so that each reaches the rate and their CPU per call is compared at one
+// load.
+const pairRateShare = 0.9
+
+// protocolPairs are the pairs of the closed-loop results: every store run
+// both with session clients and with 2026-07-28 clients (baselines left
+// out), each at pairRateShare of the lower of the two closed-loop rates.
+// In the closed loop a configuration whose clients cost more (the Go SDK
+// at 2026-07-28) leaves the gateway fewer calls per second, and every
+// process spends more CPU per call at a lower rate; at one rate the
+// gateway's CPU per call compares the two paths themselves.
+func protocolPairs(o options, results map[key][]result) []pair {
+	var pairs []pair
+	for _, c := range o.concurrency {
+		for _, cfg := range o.configs {
+			store, modern, baseline := parseConfig(cfg)
+			if modern || baseline || store == cfgDirect || !slices.Contains(o.configs, cfg+modernSuffix) {
+				continue
+			}
+			rate := min(summarize(results[key{c, cfg}]).rate, summarize(results[key{c, cfg + modernSuffix}]).rate)
+			pairs = append(pairs, pair{c: c, session: cfg, modern: cfg + modernSuffix, rate: math.Round(rate * pairRateShare)})
+		}
+	}
+	return pairs
+}
+
+// pairTable renders the paced pairs: per pair the gateway's (and
+// PostgreSQL's) CPU per call of each path at the same rate, and the
+// 2026-07-28 path's difference.
+func pairTable(pairs []pair, paced map[key][]result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## Session and 2026-07-28 paths at one rate\n\n")
+	fmt.Fprintf(&b, "Each store's session and 2026-07-28 configurations again, both paced at one rate (%.0f %% of the lower of their closed-loop rates above), interleaved; medians over the repetitions. In the closed loop the 2026-07-28 rows run at a lower rate when their clients cost more, and at a lower rate every process spends more CPU per call; here the two paths carry the same load.\n\n", 100*pairRateShare)
+	b.WriteString("| c | store | paced calls/s | reached, session / 2026-07-28 | gateway CPU µs/call, session | gateway CPU µs/call, 2026-07-28 | Δ gateway CPU | PostgreSQL CPU µs/call, session / 2026-07-28 |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, p := range pairs {
+		s, m := summarize(paced[key{p.c, p.session}]), summarize(paced[key{p.c, p.modern}])
+		pg := "—"
+		if !math.IsNaN(s.pg) {
+			pg = fmt.Sprintf("%.1f / %.1f", s.pg, m.pg)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %.0f | %.0f / %.0f | %.1f | %.1f | %+.1f %% | %s |\n",
+			p.c, p.session, p.rate, s.rate, m.rate, s.gw, m.gw, 100*(m.gw-s.gw)/s.gw, pg)
+	}
+	return b.String()
 }
 
 type key struct {

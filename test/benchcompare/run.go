@@ -95,6 +95,7 @@ type options struct {
 	tmp                     string
 	profileDir              string  // BENCH_PROFILE: write a CPU profile of each gateway run here
 	rate                    float64 // BENCH_RATE: calls/s over all sessions; 0 for the closed loop
+	pairs                   bool    // BENCH_PAIRS: run the session/2026-07-28 pairs again at one rate
 }
 
 // result is one run: one configuration at one concurrency.
