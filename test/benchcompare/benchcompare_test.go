@@ -276,7 +276,7 @@ func TestRunOrderAlternates(t *testing.T) {
 	}
 }
 
-// Each store run with both protocols gets a pair at 90 % of the lower of
+// Each store run with both protocols gets a pair at 80 % of the lower of
 // the two closed-loop rates; direct, a store run with one protocol only
 // and the baselines get none.
 func TestProtocolPairs(t *testing.T) {
@@ -288,7 +288,7 @@ func TestProtocolPairs(t *testing.T) {
 		{1, "sqlite"}: at(1000), {1, "sqlite-modern"}: at(900), {16, "sqlite"}: at(2000), {16, "sqlite-modern"}: at(2500),
 		{1, "postgres"}: at(700), {16, "postgres"}: at(1800),
 	}
-	want := []pair{{1, "sqlite", "sqlite-modern", 810}, {16, "sqlite", "sqlite-modern", 1800}}
+	want := []pair{{1, "sqlite", "sqlite-modern", 720}, {16, "sqlite", "sqlite-modern", 1600}}
 	if got := protocolPairs(o, results); !slices.Equal(got, want) {
 		t.Fatalf("protocolPairs = %+v, want %+v", got, want)
 	}

@@ -232,7 +232,7 @@ type pair struct {
 // which both of its configurations run again: below either one's maximum,
 // so that each reaches the rate and their CPU per call is compared at one
 // load.
-const pairRateShare = 0.9
+const pairRateShare = 0.8
 
 // protocolPairs are the pairs of the closed-loop results: every store run
 // both with session clients and with 2026-07-28 clients (baselines left
