@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -160,10 +161,32 @@ func TestConfigs(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
+		cfg, store     string
+		floor, gateway bool
+	}{
+		{"floor", "none", true, false},
+		{"floor-sqlite", cfgSQLite, true, false},
+		{"floor-postgres", cfgPostgres, true, false},
+		{"floor-modern", "", false, false},
+		{"sqlite", "", false, true},
+		{"postgres-modern (baseline)", "", false, true},
+		{"direct", "", false, false},
+	} {
+		store, ok := floorStore(c.cfg)
+		if store != c.store || ok != c.floor || isFloor(c.cfg) != c.floor || isGateway(c.cfg) != c.gateway {
+			t.Errorf("%q: floorStore %q, %v, isGateway %v; want %q, %v, %v", c.cfg, store, ok, isGateway(c.cfg), c.store, c.floor, c.gateway)
+		}
+	}
+	if v := sessionVersion("floor-postgres"); v != protocolVersion {
+		t.Errorf("floor-postgres clients speak %s; want %s", v, protocolVersion)
+	}
+	for _, c := range []struct {
 		configs   []string
 		cfg, want string
 		ok        bool
 	}{
+		{[]string{"direct", "floor-sqlite"}, "floor-sqlite", "direct", true},
+		{[]string{"floor"}, "floor", "", false},
 		{[]string{"direct", "sqlite-modern"}, "sqlite-modern", "direct", true},
 		{[]string{"direct", "direct-modern", "sqlite-modern"}, "sqlite-modern", "direct", true},
 		{[]string{"direct-modern", "sqlite-modern"}, "sqlite-modern", "", false},
@@ -191,14 +214,55 @@ func TestLoadConfigs(t *testing.T) {
 		{"sqlite-new", nil, true},
 		{"sqlite (baseline)", nil, true},
 		{"sqlite,sqlite", nil, true},
+		{"direct,floor,floor-sqlite,floor-postgres,sqlite,postgres", []string{"direct", "floor", "floor-sqlite", "floor-postgres", "sqlite", "postgres"}, false},
+		{"floor-modern", nil, true},        // the floor runs session clients only
+		{"floor-sqlite-modern", nil, true}, //
+		{"floor (baseline)", nil, true},
+		{"floor-mysql", nil, true},
+		{"floor,floor", nil, true},
 	} {
 		t.Run(c.env, func(t *testing.T) {
 			t.Setenv("BENCH_CONFIGS", c.env)
-			o, err := loadArgs([]string{"-gateway", bin, "-upstream", bin})
+			o, err := loadArgs([]string{"-gateway", bin, "-upstream", bin, "-floor", bin})
 			if (err != nil) != c.wantErr || !c.wantErr && !slices.Equal(o.configs, c.want) {
 				t.Errorf("BENCH_CONFIGS=%q: configs %v, error %v; want %v (error: %v)", c.env, o.configs, err, c.want, c.wantErr)
 			}
 		})
+	}
+}
+
+// TestLoadBinaries: each binary must exist only when a configuration runs
+// it, and -baseline adds a baseline row to the gateway configurations
+// only, never to direct or the floor.
+func TestLoadBinaries(t *testing.T) {
+	bin, missing := os.Args[0], filepath.Join(t.TempDir(), "absent")
+	for _, c := range []struct {
+		configs                string
+		gateway, floor, wantOK bool
+	}{
+		{"direct,sqlite", true, false, true},
+		{"direct,floor", false, true, true},
+		{"direct,floor-postgres", false, false, false}, // no benchfloor
+		{"direct,postgres-modern", false, true, false}, // no mcpgate
+		{"floor,floor-sqlite", false, true, true},
+	} {
+		t.Setenv("BENCH_CONFIGS", c.configs)
+		gw, fl := missing, missing
+		if c.gateway {
+			gw = bin
+		}
+		if c.floor {
+			fl = bin
+		}
+		_, err := loadArgs([]string{"-gateway", gw, "-upstream", bin, "-floor", fl})
+		if (err == nil) != c.wantOK {
+			t.Errorf("BENCH_CONFIGS=%s, mcpgate present %v, benchfloor present %v: error %v; want ok %v", c.configs, c.gateway, c.floor, err, c.wantOK)
+		}
+	}
+	t.Setenv("BENCH_CONFIGS", "direct,floor,sqlite,floor-postgres")
+	o, err := loadArgs([]string{"-gateway", bin, "-upstream", bin, "-floor", bin, "-baseline", bin})
+	if want := []string{"direct", "floor", "sqlite", "sqlite (baseline)", "floor-postgres"}; err != nil || !slices.Equal(o.configs, want) {
+		t.Errorf("with -baseline: configs %v, error %v; want %v", o.configs, err, want)
 	}
 }
 

@@ -12,6 +12,12 @@
 // headers), so that the session path and the stateless path are measured
 // side by side in one run.
 //
+// Three more configurations, not in the default, are the floor: what a Go
+// net/http gateway that does nothing but forward adds on this machine,
+// with the gateway's two store round trips per tools/call (floor-sqlite,
+// floor-postgres) or with none (floor). They run test/benchfloor in the
+// gateway's place, with session clients only (floorStore).
+//
 // Each measurement is closed loop: c MCP sessions (the Go SDK client over
 // Streamable HTTP) each call the upstream's echo tool again as soon as the
 // last call returned, for BENCH_DURATION after a warm-up of BENCH_WARMUP.
@@ -92,6 +98,7 @@ func loadArgs(args []string) (options, error) {
 	fs := flag.NewFlagSet("benchcompare", flag.ExitOnError)
 	fs.StringVar(&o.gatewayBin, "gateway", "bin/mcpgate", "the mcpgate binary")
 	fs.StringVar(&o.upstreamBin, "upstream", "bin/benchupstream", "the benchupstream binary")
+	fs.StringVar(&o.floorBin, "floor", "bin/benchfloor", "the benchfloor binary (the floor configurations)")
 	fs.StringVar(&o.baselineBin, "baseline", "", "another mcpgate binary (an earlier build, say) to run beside -gateway in every gateway configuration, interleaved; its rows are labelled \"baseline\"")
 	_ = fs.Parse(args)
 	var err error
@@ -122,14 +129,16 @@ func loadArgs(args []string) (options, error) {
 	}
 	for f := range strings.SplitSeq(env("BENCH_CONFIGS", defaultConfigs), ",") {
 		f = strings.TrimSpace(f)
-		if store, _, _ := parseConfig(f); strings.HasSuffix(f, baselineSuffix) || store != cfgDirect && store != cfgSQLite && store != cfgPostgres {
-			return o, fmt.Errorf("BENCH_CONFIGS: %q is not direct, sqlite or postgres, with or without %s", f, modernSuffix)
+		store, _, _ := parseConfig(f)
+		if strings.HasSuffix(f, baselineSuffix) || store != cfgDirect && !isGateway(f) && !isFloor(f) {
+			return o, fmt.Errorf("BENCH_CONFIGS: %q is not direct, sqlite or postgres, with or without %s, nor %s, %s or %s (session clients only)",
+				f, modernSuffix, cfgFloor, cfgFloorSQLite, cfgFloorPostgres)
 		}
 		if slices.Contains(o.configs, f) {
 			return o, fmt.Errorf("BENCH_CONFIGS: %q is listed twice", f)
 		}
 		o.configs = append(o.configs, f)
-		if store, _, _ := parseConfig(f); o.baselineBin != "" && store != cfgDirect {
+		if o.baselineBin != "" && isGateway(f) {
 			o.configs = append(o.configs, f+baselineSuffix)
 		}
 	}
@@ -152,13 +161,18 @@ func loadArgs(args []string) (options, error) {
 			return o, fmt.Errorf("BENCH_PROFILE=%q: %v", o.profileDir, e)
 		}
 	}
-	bins := []string{o.gatewayBin, o.upstreamBin}
-	if o.baselineBin != "" {
-		bins = append(bins, o.baselineBin)
-	}
-	for _, bin := range bins {
-		if _, e := os.Stat(bin); e != nil && (bin == o.upstreamBin || slices.ContainsFunc(o.configs, func(c string) bool { store, _, _ := parseConfig(c); return store != cfgDirect })) {
-			return o, fmt.Errorf("%s: %v (make bench-compare builds it)", bin, e)
+	// Each binary is needed only when a configuration runs it.
+	for _, b := range []struct {
+		bin    string
+		needed bool
+	}{
+		{o.upstreamBin, true},
+		{o.gatewayBin, slices.ContainsFunc(o.configs, isGateway)},
+		{o.baselineBin, o.baselineBin != ""},
+		{o.floorBin, slices.ContainsFunc(o.configs, isFloor)},
+	} {
+		if _, e := os.Stat(b.bin); e != nil && b.needed {
+			return o, fmt.Errorf("%s: %v (make bench-compare builds it)", b.bin, e)
 		}
 	}
 	return o, err
@@ -392,6 +406,9 @@ func table(o options, results map[key][]result) string {
 	}
 	b.WriteString("\nprotocol is what the clients speak: 2025-11-25 with initialize and a session, 2026-07-28 statelessly (server/discover, then every call with its own _meta and headers, no session); Δp50, Δp99 (the latency the gateway adds at the median and at the 99th percentile: a row's percentile minus direct's) and × direct of every gateway row are against direct, whose upstream (stateful, as behind every gateway row) is not direct-modern's (the SDK's stateless mode, the only one in which it serves 2026-07-28).\n")
 	b.WriteString("\nCPU per call is user + system time from /proc/<pid>/stat over the measured window divided by the calls completed in it. \"PostgreSQL\" is the backends (and autovacuum workers) serving the run's own database; \"PostgreSQL server\" is every process of the server (postmaster, reaped and live children), so it adds the shared background processes (WAL writer, checkpointer, …) and whatever else uses the server meanwhile. \"client\" is the benchmark's own process, where the c load clients run (the Go SDK; at 2026-07-28 it sends _meta and headers with every call): the cores are shared, so a client that costs more leaves less for the rest, fewer calls/s, and at lower rates every process spends more CPU per call.\n")
+	if slices.ContainsFunc(o.configs, isFloor) {
+		b.WriteString("\nThe floor rows run test/benchfloor in the gateway's place: a net/http forwarder with no auth, policy or limits that, on floor-sqlite and floor-postgres, inserts one row per tools/call before forwarding it (committed synchronously) and updates it after (on PostgreSQL with synchronous_commit off), the least a Go gateway with the gateway's two store round trips adds here; their \"gateway CPU\" is the benchfloor process.\n")
+	}
 	for _, n := range notes {
 		b.WriteString("\n" + n + "\n")
 	}

@@ -64,7 +64,42 @@ const (
 	modernSuffix = "-modern"
 	// baselineSuffix marks a configuration run with options.baselineBin.
 	baselineSuffix = " (baseline)"
+	// The floor configurations (not in defaultConfigs) run test/benchfloor
+	// instead of the gateway, with session clients only: a net/http
+	// forwarder with no store (floor) or with the gateway's two store
+	// writes per tools/call on SQLite (floor-sqlite) or PostgreSQL
+	// (floor-postgres). See floorStore.
+	cfgFloor         = "floor"
+	cfgFloorSQLite   = "floor-sqlite"
+	cfgFloorPostgres = "floor-postgres"
 )
+
+// floorStore is the benchfloor -store of a floor configuration ("none",
+// cfgSQLite or cfgPostgres); ok is false for every other configuration.
+func floorStore(cfg string) (store string, ok bool) {
+	switch cfg {
+	case cfgFloor:
+		return "none", true
+	case cfgFloorSQLite:
+		return cfgSQLite, true
+	case cfgFloorPostgres:
+		return cfgPostgres, true
+	}
+	return "", false
+}
+
+// isFloor reports whether cfg is a floor configuration.
+func isFloor(cfg string) bool {
+	_, ok := floorStore(cfg)
+	return ok
+}
+
+// isGateway reports whether cfg runs `mcpgate serve` (a store, with or
+// without -modern, with or without the baseline binary).
+func isGateway(cfg string) bool {
+	store, _, _ := parseConfig(cfg)
+	return store == cfgSQLite || store == cfgPostgres
+}
 
 // parseConfig splits a configuration name into its store (cfgDirect,
 // cfgSQLite or cfgPostgres), whether its clients speak modernVersion, and
@@ -87,6 +122,7 @@ func sessionVersion(cfg string) string {
 type options struct {
 	gatewayBin, upstreamBin string
 	baselineBin             string // optional: run every gateway configuration with it too
+	floorBin                string // test/benchfloor, for the floor configurations
 	pgURL                   string // the server's admin URL; each run makes its own database
 	duration, warmup        time.Duration
 	reps                    int
@@ -105,7 +141,7 @@ type result struct {
 	calls      int
 	window     time.Duration
 	p50, p99   time.Duration
-	gatewayCPU time.Duration // -1 when there is no gateway
+	gatewayCPU time.Duration // the gateway's, or the floor's; -1 when there is neither
 	upCPU      time.Duration
 	clientCPU  time.Duration // this process: the load clients (and the benchmark's own sampling)
 	pg         *backendUsage // nil when there is no PostgreSQL
@@ -144,30 +180,54 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	var gw *proc
 	var meter *backendMeter
 	var profileURL string // the gateway's CPU profile endpoint when BENCH_PROFILE is set
-	if store != cfgDirect {
-		var dbURL string
+	// kind is the store of the gateway or the floor: cfgSQLite,
+	// cfgPostgres, or "" (none: direct, or the floor without a store).
+	kind := ""
+	if isGateway(cfg) {
+		kind = store
+	} else if fs, ok := floorStore(cfg); ok && fs != "none" {
+		kind = fs
+	}
+	var sqlitePath string
+	var pg *database
+	switch kind {
+	case cfgSQLite:
+		dir, err := os.MkdirTemp(o.tmp, "sqlite-")
+		if err != nil {
+			return res, err
+		}
+		cleanups = append(cleanups, func() { _ = os.RemoveAll(dir) })
+		sqlitePath = filepath.Join(dir, "mcpgate.db")
+	case cfgPostgres:
+		if pg, err = newDatabase(ctx, o.pgURL); err != nil {
+			return res, err
+		}
+		cleanups = append(cleanups, pg.drop)
+		if pg.postmaster > 0 {
+			meter = newBackendMeter(pg.postmaster, pg.name)
+		}
+	}
+	if fs, ok := floorStore(cfg); ok {
+		args := []string{"-listen", "127.0.0.1:0", "-upstream", up.url, "-store", fs}
+		switch kind {
+		case cfgSQLite:
+			args = append(args, "-sqlite-path", sqlitePath)
+		case cfgPostgres:
+			args = append(args, "-dsn", pg.url)
+		}
+		if gw, err = startFloor(o.floorBin, args); err != nil {
+			return res, err
+		}
+		cleanups = append(cleanups, gw.stop)
+		endpoint = gw.url
+	} else if isGateway(cfg) {
+		dbURL := "sqlite:" + sqlitePath
+		if pg != nil {
+			dbURL = pg.url
+		}
 		bin := o.gatewayBin
 		if isBaseline {
 			bin = o.baselineBin
-		}
-		switch store {
-		case cfgSQLite:
-			dir, err := os.MkdirTemp(o.tmp, "sqlite-")
-			if err != nil {
-				return res, err
-			}
-			cleanups = append(cleanups, func() { _ = os.RemoveAll(dir) })
-			dbURL = "sqlite:" + filepath.Join(dir, "mcpgate.db")
-		case cfgPostgres:
-			pg, err := newDatabase(ctx, o.pgURL)
-			if err != nil {
-				return res, err
-			}
-			cleanups = append(cleanups, pg.drop)
-			dbURL = pg.url
-			if pg.postmaster > 0 {
-				meter = newBackendMeter(pg.postmaster, pg.name)
-			}
 		}
 		var extra []string
 		if o.profileDir != "" && !isBaseline {
@@ -189,7 +249,7 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 
 	hc := &http.Transport{MaxIdleConnsPerHost: c + 4, IdleConnTimeout: time.Minute}
 	cleanups = append(cleanups, hc.CloseIdleConnections)
-	sessions, err := connect(ctx, endpoint, hc, c, store != cfgDirect, sessionVersion(cfg))
+	sessions, err := connect(ctx, endpoint, hc, c, isGateway(cfg), sessionVersion(cfg))
 	// Registered before the error check: connect returns the sessions it
 	// opened even when a later one failed.
 	cleanups = append(cleanups, func() {
@@ -471,6 +531,14 @@ func startUpstream(bin string, stateless bool) (*proc, error) {
 	}
 	return start(bin, args, nil, "stdout", func(line string) (string, bool) {
 		return strings.CutPrefix(line, "benchupstream listening on ")
+	})
+}
+
+// startFloor runs test/benchfloor with args (its -listen is a free
+// loopback port).
+func startFloor(bin string, args []string) (*proc, error) {
+	return start(bin, args, nil, "stdout", func(line string) (string, bool) {
+		return strings.CutPrefix(line, "benchfloor listening on ")
 	})
 }
 
