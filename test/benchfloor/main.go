@@ -13,7 +13,10 @@
 // its exact body bytes and the MCP headers (forwardedHeaders); the
 // upstream's status, the same headers (Mcp-Session-Id among them) and its
 // body bytes are copied back. The upstream client is an http.Client over a
-// clone of http.DefaultTransport with MaxIdleConnsPerHost 256.
+// clone of http.DefaultTransport with MaxIdleConnsPerHost 256. Both bodies
+// are read whole before they are passed on (a gateway reads the call before
+// it decides, and test/benchupstream answers application/json), so an SSE
+// stream is not relayed as it comes.
 //
 // With -store sqlite or postgres, a POST whose body is a JSON-RPC
 // tools/call (the body holds `"method":"tools/call"`) is what the gateway
