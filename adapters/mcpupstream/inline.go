@@ -99,7 +99,12 @@ func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	resp.Body = &inlineBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close && !req.Close}
+	b := &inlineBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close && !req.Close}
+	if resp.Body == http.NoBody { // nothing to read (202, 204, Content-Length 0): release now
+		b.finish(true)
+		return resp, nil
+	}
+	resp.Body = b
 	return resp, nil
 }
 

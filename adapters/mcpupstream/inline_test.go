@@ -95,9 +95,9 @@ func TestInlineSkipsAConnectionTheUpstreamClosed(t *testing.T) {
 	}
 }
 
-// Chunked responses, 1xx informational responses and Connection: close
-// are read as net/http's Transport reads them; a connection the upstream
-// asked to close is not reused.
+// Body-less, chunked and 1xx-preceded responses and Connection: close are
+// read as net/http's Transport reads them; a connection the upstream asked
+// to close is not reused.
 func TestInlineResponseForms(t *testing.T) {
 	s := startCounting(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -111,12 +111,22 @@ func TestInlineResponseForms(t *testing.T) {
 			w.Header().Set("Link", "</x>; rel=preload")
 			w.WriteHeader(http.StatusEarlyHints)
 			_, _ = io.WriteString(w, "after hints")
+		case "/empty":
+			w.WriteHeader(http.StatusAccepted)
 		case "/close":
 			w.Header().Set("Connection", "close")
 			_, _ = io.WriteString(w, "bye")
 		}
 	}, 0)
 	rt := newTestInline()
+	// A body-less reply (202) gives its connection back at once, even to a
+	// caller that closes the body without reading it.
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/empty", strings.NewReader("{}"))
+	resp, err := rt.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("/empty: %v, %v", resp, err)
+	}
+	_ = resp.Body.Close()
 	for _, c := range []struct{ path, want string }{
 		{"/chunked", "data: 1\n\ndata: 2\n\n"}, {"/early", "after hints"}, {"/close", "bye"}, {"/chunked", "data: 1\n\ndata: 2\n\n"},
 	} {
@@ -125,7 +135,7 @@ func TestInlineResponseForms(t *testing.T) {
 		}
 	}
 	if n := s.conns.Load(); n != 2 {
-		t.Fatalf("four calls, the third answered with Connection: close, opened %d connections, want 2", n)
+		t.Fatalf("five calls, the fourth answered with Connection: close, opened %d connections, want 2", n)
 	}
 }
 
