@@ -385,3 +385,13 @@ func TestPairedDiff(t *testing.T) {
 		t.Fatalf("pairedDiff = %v µs, %d no dearer; want -10 µs, 2", d, noDearer)
 	}
 }
+
+func TestUpstreamShare(t *testing.T) {
+	run := func(gw, up int64) result {
+		return result{calls: 1000, window: time.Second, gatewayCPU: time.Duration(gw) * time.Millisecond, upCPU: time.Duration(up) * time.Millisecond}
+	}
+	// A slow phase raises both processes' CPU per call; the quotient stays.
+	if got := upstreamShare([]result{run(600, 300), run(900, 450), run(700, 400)}); got != 2 {
+		t.Fatalf("upstreamShare = %v, want 2 (the median of 2, 2 and 1.75)", got)
+	}
+}

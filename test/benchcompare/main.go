@@ -225,8 +225,8 @@ func bench(ctx context.Context, o options, out, progress io.Writer) error {
 					return fmt.Errorf("paced pair, rep %d, c=%d, %s at %.0f calls/s: %w", rep+1, p.c, cfg, p.rate, err)
 				}
 				paced[key{p.c, cfg}] = append(paced[key{p.c, cfg}], r)
-				fmt.Fprintf(progress, "[pair %d/%d] rep %d c=%-3d %-16s paced at %.0f: %8.0f calls/s  gateway %s  pg %s\n",
-					n, total, rep+1, p.c, cfg, p.rate, r.rate(), cpuCell(r, r.gatewayCPU), pgCell(r))
+				fmt.Fprintf(progress, "[pair %d/%d] rep %d c=%-3d %-16s paced at %.0f: %8.0f calls/s  gateway %s  pg %s  upstream %.0f µs/call\n",
+					n, total, rep+1, p.c, cfg, p.rate, r.rate(), cpuCell(r, r.gatewayCPU), pgCell(r), r.perCall(r.upCPU))
 			}
 		}
 	}
@@ -281,8 +281,8 @@ func pairTable(pairs []pair, paced map[key][]result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## Session and 2026-07-28 paths at one rate\n\n")
 	fmt.Fprintf(&b, "Each store's session and 2026-07-28 configurations again, both paced at one rate (%.0f %% of the lower of their closed-loop rates above), one after the other in each repetition; medians over the repetitions. In the closed loop the 2026-07-28 rows run at a lower rate when their clients cost more, and at a lower rate every process spends more CPU per call; here the two paths carry the same load. \"Δ within repetitions\" is the median over the repetitions of the 2026-07-28 run's gateway CPU per call minus its session run's, and \"no dearer\" counts the repetitions in which that difference was at most 0.\n\n", 100*pairRateShare)
-	b.WriteString("| c | store | paced calls/s | reached, session / 2026-07-28 | gateway CPU µs/call, session | gateway CPU µs/call, 2026-07-28 | Δ medians | Δ within repetitions | no dearer | PostgreSQL CPU µs/call, session / 2026-07-28 |\n")
-	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| c | store | paced calls/s | reached, session / 2026-07-28 | gateway CPU µs/call, session | gateway CPU µs/call, 2026-07-28 | Δ medians | Δ within repetitions | no dearer | gateway ÷ upstream CPU, session / 2026-07-28 | PostgreSQL CPU µs/call, session / 2026-07-28 |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, p := range pairs {
 		rs, rm := paced[key{p.c, p.session}], paced[key{p.c, p.modern}]
 		s, m := summarize(rs), summarize(rm)
@@ -291,10 +291,24 @@ func pairTable(pairs []pair, paced map[key][]result) string {
 		if !math.IsNaN(s.pg) {
 			pg = fmt.Sprintf("%.1f / %.1f", s.pg, m.pg)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %.0f | %.0f / %.0f | %.1f | %.1f | %+.1f %% | %+.1f µs (%+.1f %%) | %d of %d | %s |\n",
-			p.c, p.session, p.rate, s.rate, m.rate, s.gw, m.gw, 100*(m.gw-s.gw)/s.gw, d, 100*d/s.gw, cheaper, min(len(rs), len(rm)), pg)
+		fmt.Fprintf(&b, "| %d | %s | %.0f | %.0f / %.0f | %.1f | %.1f | %+.1f %% | %+.1f µs (%+.1f %%) | %d of %d | %.3f / %.3f | %s |\n",
+			p.c, p.session, p.rate, s.rate, m.rate, s.gw, m.gw, 100*(m.gw-s.gw)/s.gw, d, 100*d/s.gw, cheaper, min(len(rs), len(rm)),
+			upstreamShare(rs), upstreamShare(rm), pg)
 	}
+	b.WriteString("\n\"gateway ÷ upstream CPU\" is the median over the repetitions of each run's gateway CPU per call divided by its upstream's. Both paths send the upstream the same requests on the same kind of session, so the upstream's CPU per call moves only with the machine (its phase, its caches, the other tenants), and the quotient takes that out of the comparison.\n")
 	return b.String()
+}
+
+// upstreamShare is the median over rs of each run's gateway CPU per call
+// divided by its upstream's CPU per call.
+func upstreamShare(rs []result) float64 {
+	var qs []float64
+	for _, r := range rs {
+		if up := r.perCall(r.upCPU); up > 0 && r.gatewayCPU >= 0 {
+			qs = append(qs, r.perCall(r.gatewayCPU)/up)
+		}
+	}
+	return median(qs)
 }
 
 // pairedDiff is the median over the repetitions of modern's gateway CPU
