@@ -4,6 +4,10 @@ package mcpupstream
 
 import "net"
 
-// alive cannot peek at a socket on this platform: an idle connection the
-// upstream closed is found when the next request on it fails.
+// canPeek: on this platform alive cannot tell an idle connection the
+// upstream closed, so the Adapters keep net/http's Transport, whose read
+// loop notices the close (keepAliveClient).
+const canPeek = false
+
+// alive cannot peek at a socket on this platform.
 func alive(net.Conn) bool { return true }

@@ -10,6 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// canPeek: alive can tell an idle connection the upstream closed.
+const canPeek = true
+
 // alive reports whether the idle connection conn is still open: the
 // upstream has neither closed it nor sent anything on it (an HTTP server
 // may write a 408 before closing an idle connection). It peeks at the

@@ -10,11 +10,18 @@ import "net/http"
 const MaxIdleConns = 256
 
 // keepAliveClient is the HTTP client of an Adapter without
-// Options.HTTPClient; its transport is keepAlive.
-func keepAliveClient() *http.Client { return &http.Client{Transport: inline} }
+// Options.HTTPClient: its transport is inline, or keepAlive where alive
+// cannot peek at a socket (canPeek).
+func keepAliveClient() *http.Client {
+	if canPeek {
+		return &http.Client{Transport: inline}
+	}
+	return &http.Client{Transport: keepAlive}
+}
 
-// inline is the transport of keepAliveClient: keepAlive's settings, with
-// plain-http exchanges on the caller's goroutine (inlineTransport).
+// inline is the transport of keepAliveClient: plain-http exchanges on the
+// caller's goroutine (inlineTransport), everything else through
+// keepAlive, whose settings it shares.
 var inline = newInlineTransport(keepAlive, MaxIdleConns)
 
 // keepAlive is the transport the Adapters without Options.HTTPClient

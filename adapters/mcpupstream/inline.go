@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -28,9 +30,13 @@ import (
 //
 // A connection is reused only when its last response was read to its end
 // without error and neither side asked to close it; before reuse it is
-// checked for a close by the upstream (alive), so a request is never
-// written to a connection the upstream already ended while idle. A
-// connection idle for longer than idleTimeout is closed instead.
+// checked for a close by the upstream (alive), so a connection the
+// upstream ended while it sat idle is not written to (an upstream that
+// closes it in the instant between that check and the write still fails
+// that one call, as it would with net/http's Transport in the same race).
+// Connections idle for longer than idleTimeout are closed whenever the
+// pool is used. Response heads are limited to maxResponseHeadBytes, and at
+// most maxInformational 1xx responses may precede the real one.
 type inlineTransport struct {
 	fallback    http.RoundTripper
 	proxy       func(*http.Request) (*url.URL, error)
@@ -42,14 +48,49 @@ type inlineTransport struct {
 	idle map[string][]*inlineConn // by host:port, most recently used last
 }
 
+// Limits on what the upstream sends before a response's body (net/http's
+// Transport applies the same kind: MaxResponseHeaderBytes).
+const (
+	maxResponseHeadBytes = 1 << 20
+	maxInformational     = 8
+)
+
+// errTooManyInformational is the error of a reply that sends more than
+// maxInformational 1xx responses.
+var errTooManyInformational = errors.New("the upstream sent more than 8 informational (1xx) responses before its reply")
+
+// errSwitchedProtocols is the error of a 101 reply: no request here asks
+// for an upgrade, and the connection no longer speaks HTTP after it.
+var errSwitchedProtocols = errors.New("the upstream answered 101 Switching Protocols to a request that asked for no upgrade")
+
 // inlineConn is one pooled HTTP/1.1 connection.
 type inlineConn struct {
 	t     *inlineTransport
 	addr  string
 	conn  net.Conn
+	lr    *limitReader // under br: limits the response head
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	since time.Time // when it went idle
+}
+
+// limitReader reads from r while left is positive: set before a response
+// head, lifted (math.MaxInt64) for its body.
+type limitReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, fmt.Errorf("the upstream's response head is larger than %d bytes", maxResponseHeadBytes)
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
 }
 
 // newInlineTransport returns an inlineTransport that keeps up to maxIdle
@@ -99,8 +140,9 @@ func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	b := &inlineBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close && !req.Close}
+	b := &inlineBody{rc: resp.Body, c: c, ctx: ctx, stop: stop, reuse: !resp.Close && !req.Close}
 	if resp.Body == http.NoBody { // nothing to read (202, 204, Content-Length 0): release now
+		b.end(io.EOF)
 		b.finish(true)
 		return resp, nil
 	}
@@ -116,24 +158,32 @@ func (c *inlineConn) exchange(req *http.Request) (*http.Response, error) {
 	if err := c.bw.Flush(); err != nil {
 		return nil, err
 	}
-	for {
+	c.lr.left = maxResponseHeadBytes
+	defer func() { c.lr.left = math.MaxInt64 }()
+	for range maxInformational + 1 {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
 			return nil, err
 		}
-		// 1xx informational responses (103 Early Hints, say) precede the
-		// real one; 101 would switch protocols, which no request here asks.
-		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+		switch {
+		case resp.StatusCode == http.StatusSwitchingProtocols:
+			return nil, errSwitchedProtocols
+		case resp.StatusCode >= 100 && resp.StatusCode < 200:
+			// 1xx informational responses (103 Early Hints, say)
+			// precede the real one.
+			c.lr.left = maxResponseHeadBytes
 			continue
 		}
 		return resp, nil
 	}
+	return nil, errTooManyInformational
 }
 
-// get returns an idle connection to addr that is still open, or dials one.
+// get returns an idle connection to addr that is still open (the most
+// recently used first), or dials one.
 func (t *inlineTransport) get(ctx context.Context, addr string) (*inlineConn, error) {
-	now := time.Now()
 	t.mu.Lock()
+	t.expireLocked(addr, time.Now())
 	for {
 		list := t.idle[addr]
 		if len(list) == 0 {
@@ -142,10 +192,6 @@ func (t *inlineTransport) get(ctx context.Context, addr string) (*inlineConn, er
 		c := list[len(list)-1]
 		list[len(list)-1] = nil
 		t.idle[addr] = list[:len(list)-1]
-		if t.idleTimeout > 0 && now.Sub(c.since) > t.idleTimeout {
-			_ = c.conn.Close()
-			continue
-		}
 		t.mu.Unlock()
 		if alive(c.conn) {
 			return c, nil
@@ -158,13 +204,15 @@ func (t *inlineTransport) get(ctx context.Context, addr string) (*inlineConn, er
 	if err != nil {
 		return nil, err
 	}
-	return &inlineConn{t: t, addr: addr, conn: conn, br: bufio.NewReaderSize(conn, 4096), bw: bufio.NewWriterSize(conn, 4096)}, nil
+	lr := &limitReader{r: conn, left: math.MaxInt64}
+	return &inlineConn{t: t, addr: addr, conn: conn, lr: lr, br: bufio.NewReaderSize(lr, 4096), bw: bufio.NewWriterSize(conn, 4096)}, nil
 }
 
 // put returns c to the idle pool, or closes it when the pool is full.
 func (t *inlineTransport) put(c *inlineConn) {
 	c.since = time.Now()
 	t.mu.Lock()
+	t.expireLocked(c.addr, c.since)
 	if list := t.idle[c.addr]; len(list) < t.maxIdle {
 		t.idle[c.addr] = append(list, c)
 		t.mu.Unlock()
@@ -172,6 +220,23 @@ func (t *inlineTransport) put(c *inlineConn) {
 	}
 	t.mu.Unlock()
 	_ = c.conn.Close()
+}
+
+// expireLocked closes addr's connections idle for longer than
+// idleTimeout. The list is in the order the connections went idle, so
+// they are at its head; a busy pool that reuses its newest connections
+// still closes the ones a burst left behind. t.mu is held.
+func (t *inlineTransport) expireLocked(addr string, now time.Time) {
+	list := t.idle[addr]
+	n := 0
+	for n < len(list) && t.idleTimeout > 0 && now.Sub(list[n].since) > t.idleTimeout {
+		_ = list[n].conn.Close()
+		n++
+	}
+	if n > 0 {
+		t.idle[addr] = append(list[:0], list[n:]...)
+		clear(list[len(list)-n:])
+	}
 }
 
 // CloseIdleConnections closes every idle connection (http.Client's
@@ -193,29 +258,54 @@ func (t *inlineTransport) CloseIdleConnections() {
 
 // inlineBody is a response body on an inlineConn: read to its end, it
 // gives the connection back to the pool; closed before that, it closes
-// the connection (what is left of the response is never read).
+// the connection (what is left of the response is never read). After its
+// end, an error or Close, reads return what ended it (io.EOF, the error,
+// or http.ErrBodyReadAfterClose), and an error after the request's
+// context ended is the context's.
 type inlineBody struct {
 	rc    io.ReadCloser
 	c     *inlineConn
+	ctx   context.Context
 	stop  func() bool
 	reuse bool
-	done  atomic.Bool // the connection was released (Close may race a Read)
+
+	mu   sync.Mutex // guards err (Close may race a Read)
+	err  error
+	done atomic.Bool // the connection was released
 }
 
 func (b *inlineBody) Read(p []byte) (int, error) {
 	if b.done.Load() {
-		return 0, io.EOF
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return 0, b.err
 	}
 	n, err := b.rc.Read(p)
 	if err != nil {
-		b.finish(errors.Is(err, io.EOF))
+		eof := errors.Is(err, io.EOF)
+		if !eof && b.ctx.Err() != nil {
+			err = b.ctx.Err()
+		}
+		b.end(err)
+		b.finish(eof)
 	}
 	return n, err
 }
 
 func (b *inlineBody) Close() error {
+	b.end(http.ErrBodyReadAfterClose)
 	b.finish(false)
 	return nil
+}
+
+// end keeps err as what later reads return, unless something ended the
+// body before.
+func (b *inlineBody) end(err error) {
+	b.mu.Lock()
+	if b.err == nil {
+		b.err = err
+	}
+	b.mu.Unlock()
 }
 
 // finish releases the connection once: to the pool when the body ended

@@ -60,8 +60,11 @@ const (
 type Options struct {
 	// HTTPClient sends the HTTP requests; nil means a client of its own
 	// with http.DefaultTransport's settings that keeps up to MaxIdleConns
-	// idle connections to the upstream. Do not set its Timeout: per-call
-	// deadlines come from Timeout.
+	// idle connections to the upstream and, for a plain http:// upstream
+	// with no proxy, writes each request and reads its reply on the
+	// calling goroutine instead of through net/http's Transport (README,
+	// Connections and probes). Do not set its Timeout: per-call deadlines
+	// come from Timeout.
 	HTTPClient *http.Client
 	// Header is added to every request sent upstream, for example
 	// Authorization: Bearer <upstream credential>. It is copied by New.

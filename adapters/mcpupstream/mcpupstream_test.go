@@ -94,7 +94,7 @@ func (u *upstream) stop() {
 		// httptest's Close does this for http.DefaultTransport, which the
 		// adapters used before they had a transport of their own: a
 		// restarted upstream then meets no connection of the old one.
-		keepAlive.CloseIdleConnections()
+		inline.CloseIdleConnections() // and keepAlive's
 	}
 }
 
