@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -286,16 +286,12 @@ func pageAnchors(text string) map[string]bool {
 			s := slug(m[1])
 			a := s
 			for n := 1; anchors[a]; n++ {
-				a = s + "-" + strconvI(n)
+				a = s + "-" + strconv.Itoa(n)
 			}
 			anchors[a] = true
 		}
 	}
 	return anchors
-}
-
-func strconvI(n int) string {
-	return strings.TrimSpace(strings.Replace(string(rune('0'+n%10)), "", "", 0))
 }
 
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
@@ -459,8 +455,5 @@ func TestSlug(t *testing.T) {
 		if got := slug(in); got != want {
 			t.Errorf("slug(%q) = %q, want %q", in, got, want)
 		}
-	}
-	if !slices.Equal([]string{"a"}, []string{"a"}) {
-		t.Fatal()
 	}
 }
