@@ -62,11 +62,10 @@ func skipDir(path string, d fs.DirEntry) bool {
 	return err == nil
 }
 
-// goPackageDirs returns every folder of the module that holds a .go file,
-// relative to the module root, "." for the root itself.
-func goPackageDirs(t *testing.T) []string {
+// walkFiles calls fn with the path of every file of the module (the
+// folders skipDir leaves out aside); an error from fn fails the test.
+func walkFiles(t *testing.T, fn func(path string) error) {
 	t.Helper()
-	seen := map[string]bool{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -77,15 +76,25 @@ func goPackageDirs(t *testing.T) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(d.Name(), ".go") {
+		return fn(path)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// goPackageDirs returns every folder of the module that holds a .go file,
+// relative to the module root, "." for the root itself.
+func goPackageDirs(t *testing.T) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	walkFiles(t, func(path string) error {
+		if strings.HasSuffix(path, ".go") {
 			rel, _ := filepath.Rel(root, filepath.Dir(path))
 			seen[filepath.ToSlash(rel)] = true
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var dirs []string
 	for d := range seen {
 		dirs = append(dirs, d)
@@ -201,16 +210,7 @@ func TestRequirementAnchorsCitedExist(t *testing.T) {
 	if len(anchors) < 20 {
 		t.Fatalf("docs/requirements.md has only %d anchors", len(anchors))
 	}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if skipDir(path, d) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	walkFiles(t, func(path string) error {
 		switch filepath.Ext(path) {
 		case ".go", ".rego", ".md":
 		default:
@@ -232,9 +232,6 @@ func TestRequirementAnchorsCitedExist(t *testing.T) {
 		}
 		return sc.Err()
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 var (
@@ -265,18 +262,37 @@ func isLetterOrDigit(r rune) bool {
 	return strings.ContainsRune("äöüßéèàçñµ", r) || (r >= 0xC0 && r <= 0x24F)
 }
 
+// line is one line of a Markdown page; fenced says it is inside a fenced
+// code block (a fence line itself counts as fenced, with no text).
+type line struct {
+	text   string
+	fenced bool
+}
+
+// lines splits a Markdown page into its lines, marking those of fenced
+// code blocks.
+func lines(text string) []line {
+	var out []line
+	inFence := false
+	for _, l := range strings.Split(text, "\n") {
+		if fence.MatchString(l) {
+			inFence = !inFence
+			out = append(out, line{fenced: true})
+			continue
+		}
+		out = append(out, line{text: l, fenced: inFence})
+	}
+	return out
+}
+
 // pageAnchors returns the anchors of a Markdown page: its headings'
 // slugs (numbered -1, -2, ... when repeated, as GitHub does) and its
 // explicit <a id> / <a name> anchors, code blocks left out.
 func pageAnchors(text string) map[string]bool {
 	anchors := map[string]bool{}
-	inFence := false
-	for _, line := range strings.Split(text, "\n") {
-		if fence.MatchString(line) {
-			inFence = !inFence
-			continue
-		}
-		if inFence {
+	for _, l := range lines(text) {
+		line := l.text
+		if l.fenced {
 			continue
 		}
 		for _, m := range htmlAnchor.FindAllStringSubmatch(line, -1) {
@@ -300,15 +316,9 @@ var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 // that links are looked for in prose only.
 func proseOf(text string) string {
 	var b strings.Builder
-	inFence := false
-	for _, line := range strings.Split(text, "\n") {
-		if fence.MatchString(line) {
-			inFence = !inFence
-			b.WriteString("\n")
-			continue
-		}
-		if !inFence {
-			b.WriteString(codeSpan.ReplaceAllString(line, "``"))
+	for _, l := range lines(text) {
+		if !l.fenced {
+			b.WriteString(codeSpan.ReplaceAllString(l.text, "``"))
 		}
 		b.WriteString("\n")
 	}
@@ -359,17 +369,12 @@ var (
 // spans, where commands are written.
 func codeOf(text string) []string {
 	var code []string
-	inFence := false
-	for _, line := range strings.Split(text, "\n") {
-		if fence.MatchString(line) {
-			inFence = !inFence
+	for _, l := range lines(text) {
+		if l.fenced {
+			code = append(code, l.text)
 			continue
 		}
-		if inFence {
-			code = append(code, line)
-			continue
-		}
-		for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
+		for _, m := range codeSpan.FindAllStringSubmatch(l.text, -1) {
 			code = append(code, m[1])
 		}
 	}
