@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/mcpgate/mcpgate/gateway/config"
 )
@@ -238,12 +239,13 @@ var (
 	headingLine = regexp.MustCompile(`^#{1,6} +(.+?) *#*$`)
 	htmlAnchor  = regexp.MustCompile(`<a (?:id|name)="([^"]+)"`)
 	fence       = regexp.MustCompile("^ {0,3}(```|~~~)")
+	inlineLink  = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
 )
 
 // slug is GitHub's anchor for a heading: lower case, punctuation other
 // than hyphens and underscores dropped, spaces turned into hyphens.
 func slug(heading string) string {
-	heading = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`).ReplaceAllString(heading, "$1")
+	heading = inlineLink.ReplaceAllString(heading, "$1")
 	var b strings.Builder
 	for _, r := range strings.ToLower(heading) {
 		switch {
@@ -251,15 +253,11 @@ func slug(heading string) string {
 			b.WriteRune('-')
 		case r == '-' || r == '_':
 			b.WriteRune(r)
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r > 127 && isLetterOrDigit(r):
+		case unicode.IsLetter(r), unicode.IsDigit(r):
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
-}
-
-func isLetterOrDigit(r rune) bool {
-	return strings.ContainsRune("äöüßéèàçñµ", r) || (r >= 0xC0 && r <= 0x24F)
 }
 
 // line is one line of a Markdown page; fenced says it is inside a fenced
