@@ -102,6 +102,7 @@ type Adapter struct {
 	version    string // protocol version offered at initialize
 	clientInfo []byte // the initialize params' clientInfo object
 	ids        atomic.Int64
+	limits     replyLimits // what one upstream reply may make the gateway hold
 
 	// sessionOnly is set once the upstream refused a stateless 2026-07-28
 	// call: every later call goes on the session.
@@ -142,6 +143,7 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 		timeout:    opts.Timeout,
 		version:    opts.ProtocolVersion,
 		clientInfo: info,
+		limits:     defaultReplyLimits,
 	}
 	if a.timeout <= 0 {
 		a.timeout = DefaultTimeout

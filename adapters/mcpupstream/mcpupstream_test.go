@@ -234,7 +234,7 @@ func TestCallToolMapsRequestAndResult(t *testing.T) {
 				t.Fatalf("error code = %q (%v), want %q", got, err, tc.wantErr)
 			}
 			if err != nil {
-				if !strings.Contains(gateway.ErrorMessageOf(err), u.url()) {
+				if !strings.Contains(gateway.ErrorMessageOf(err), DisplayURL(u.url())) {
 					t.Errorf("message %q does not name the upstream", gateway.ErrorMessageOf(err))
 				}
 				// A protocol error is raised before any tool runs.
@@ -329,7 +329,7 @@ func TestNewRefusesBadURLAndDeadUpstream(t *testing.T) {
 		{name: "relative URL", url: "/mcp", want: gateway.EInvalid, wantMsg: "not an absolute http(s) URL"},
 		{name: "wrong scheme", url: "ftp://example.com/mcp", want: gateway.EInvalid, wantMsg: "MCPGATE_UPSTREAM_URL"},
 		{name: "nothing listening", url: "http://" + dead + "/mcp", want: gateway.EUnavailable,
-			wantMsg: "upstream MCP server http://" + dead + "/mcp unreachable"},
+			wantMsg: "upstream MCP server http://" + dead + " unreachable"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -365,7 +365,7 @@ func TestUpstreamDownIsUnavailable(t *testing.T) {
 	if gateway.ErrorCodeOf(err) != gateway.EUnavailable {
 		t.Fatalf("error = %v, want EUnavailable", err)
 	}
-	if want := "upstream MCP server " + u.url() + " unreachable"; !strings.Contains(gateway.ErrorMessageOf(err), want) {
+	if want := "upstream MCP server " + DisplayURL(u.url()) + " unreachable"; !strings.Contains(gateway.ErrorMessageOf(err), want) {
 		t.Errorf("message %q lacks %q", gateway.ErrorMessageOf(err), want)
 	}
 	if !errors.Is(err, gateway.ErrNotDispatched) {
