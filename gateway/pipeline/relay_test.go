@@ -61,14 +61,7 @@ func TestPolicyRelayRefusesSecretForms(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client := &bothModesClient{}
 			r := newPolicyRelay(client, allKinds)
-			_, err := r.Request(context.Background(), "elicitation/create", json.RawMessage(tc.params))
-			var rpc *gateway.RPCError
-			if refused := errors.As(err, &rpc) && rpc.Code == gateway.RPCInvalidParams; refused != tc.refused {
-				t.Fatalf("refused = %v (%v), want %v", refused, err, tc.refused)
-			}
-			if tc.refused == (len(client.requests) > 0) {
-				t.Errorf("the client was sent %v", client.requests)
-			}
+			wantElicitRefused(t, r, &client.clientRelay, tc.params, tc.refused)
 			want := "relay.elicitation"
 			if tc.refused {
 				want = relaySecretRefused
@@ -211,6 +204,21 @@ type bothModesClient struct{ clientRelay }
 
 func (*bothModesClient) ElicitationModes() (form, url bool) { return true, true }
 
+// wantElicitRefused sends params as elicitation/create through r and
+// checks that it was refused with -32602 and never reached client, or
+// reached it, as refused says.
+func wantElicitRefused(t *testing.T, r *policyRelay, client *clientRelay, params string, refused bool) {
+	t.Helper()
+	_, err := r.Request(context.Background(), "elicitation/create", json.RawMessage(params))
+	var rpc *gateway.RPCError
+	if got := errors.As(err, &rpc) && rpc.Code == gateway.RPCInvalidParams; got != refused {
+		t.Fatalf("refused = %v (%v), want %v", got, err, refused)
+	}
+	if refused == (len(client.requests) > 0) {
+		t.Errorf("the client was sent %v", client.requests)
+	}
+}
+
 // formOnlyClient is a session client that declared elicitation in form
 // mode only (2025-11-25 "elicitation": {"form": {}}, or the empty object).
 type formOnlyClient struct{ clientRelay }
@@ -253,14 +261,7 @@ func TestElicitationSecretFilter(t *testing.T) {
 			client := &formOnlyClient{}
 			// The policy names only "password": the rest is the gateway's own vocabulary.
 			r := newPolicyRelay(client, &gateway.RelayPolicy{Kinds: allKinds.Kinds, SecretWords: []string{"password"}})
-			_, err := r.Request(context.Background(), "elicitation/create", json.RawMessage(tc.params))
-			var rpc *gateway.RPCError
-			if refused := errors.As(err, &rpc) && rpc.Code == gateway.RPCInvalidParams; refused != tc.refused {
-				t.Fatalf("refused = %v (%v), want %v", refused, err, tc.refused)
-			}
-			if tc.refused == (len(client.requests) > 0) {
-				t.Errorf("the client was sent %v", client.requests)
-			}
+			wantElicitRefused(t, r, &client.clientRelay, tc.params, tc.refused)
 		})
 	}
 }
