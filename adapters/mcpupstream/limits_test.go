@@ -54,16 +54,20 @@ func result(w http.ResponseWriter, id json.RawMessage) {
 	fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\n\n", id)
 }
 
-// wantLimitError checks that a call past a bound failed with an error
-// that names the upstream and the limit.
-func wantLimitError(t *testing.T, url string, err error, limit string) {
+// wantLimitError checks that a call past a bound ended with a tool
+// execution error (an isError result) that names the upstream and the
+// limit.
+func wantLimitError(t *testing.T, url string, res *gateway.ToolResult, err error, limit string) {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("the call past the bound succeeded; want it to fail naming the limit %s", limit)
+	if err != nil {
+		t.Fatalf("the call past the bound failed with %v; want a tool execution error", err)
 	}
-	msg := gateway.ErrorMessageOf(err)
+	if res == nil || !res.IsError || len(res.Content) != 1 {
+		t.Fatalf("the call past the bound answered %+v; want a tool execution error naming the limit %s", res, limit)
+	}
+	msg, _ := res.Content[0]["text"].(string)
 	if !strings.Contains(msg, DisplayURL(url)) || !strings.Contains(msg, limit) {
-		t.Errorf("error %q does not name the upstream %s and the limit %s", msg, DisplayURL(url), limit)
+		t.Errorf("tool error %q does not name the upstream %s and the limit %s", msg, DisplayURL(url), limit)
 	}
 }
 
@@ -116,8 +120,8 @@ func TestUpstreamSSEEventBounded(t *testing.T) {
 				tc.set(a)
 			}
 			ctx := gateway.WithRelay(context.Background(), &fakeRelay{answer: func(string, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }})
-			_, err := a.CallTool(ctx, gateway.ToolCall{WorkspaceID: "ws-a", Tool: "big"})
-			wantLimitError(t, url, err, tc.limit)
+			res, err := a.CallTool(ctx, gateway.ToolCall{WorkspaceID: "ws-a", Tool: "big"})
+			wantLimitError(t, url, res, err, tc.limit)
 		})
 	}
 }
@@ -139,8 +143,8 @@ func TestUpstreamElicitationsPerCallBounded(t *testing.T) {
 		asked.Add(1)
 		return json.RawMessage(`{"action":"decline"}`), nil
 	}}
-	_, err := a.CallTool(gateway.WithRelay(context.Background(), relay), gateway.ToolCall{WorkspaceID: "ws-a", Tool: "ask"})
-	wantLimitError(t, url, err, fmt.Sprintf("%d requests", maxRelayedRequests))
+	res, err := a.CallTool(gateway.WithRelay(context.Background(), relay), gateway.ToolCall{WorkspaceID: "ws-a", Tool: "ask"})
+	wantLimitError(t, url, res, err, fmt.Sprintf("%d requests", maxRelayedRequests))
 	if n := asked.Load(); n > maxRelayedRequests {
 		t.Errorf("the client was asked %d times; the bound is %d", n, maxRelayedRequests)
 	}

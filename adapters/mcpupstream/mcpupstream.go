@@ -273,6 +273,11 @@ func (a *Adapter) URL() string { return a.display }
 // failure is not retried, because tools/call may have side effects; errors
 // that prove the tool never ran are marked gateway.ErrNotDispatched.
 //
+// A reply past one of the bounds of what one reply may make the gateway
+// hold (16 MiB per message, 64 MiB and 10,000 messages per event stream,
+// 32 relayed requests per call) stops being read and becomes a tool
+// execution error (IsError) naming the upstream and the limit.
+//
 // Errors (*gateway.Error): EUnavailable "upstream MCP server <url>
 // unreachable: ..." for transport failures and timeouts; EInvalid when the
 // upstream rejects the arguments (JSON-RPC -32602); EUnavailable for any
@@ -309,6 +314,13 @@ func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 		})
 	}
 	if err != nil {
+		var big *errReplyLimit
+		if errors.As(err, &big) {
+			// The tool may have run; its reply was too much to hold: the
+			// caller (a model, in the end) reads a tool execution error
+			// that says which upstream and which limit.
+			return &gateway.ToolResult{IsError: true, Content: []map[string]any{{"type": "text", "text": gateway.ErrorMessageOf(err)}}}, nil
+		}
 		return nil, err
 	}
 	res, err := decodeResult(raw)
