@@ -131,3 +131,29 @@ type InputRequired struct {
 	// echoes it unchanged, and the upstream that minted it verifies it.
 	State json.RawMessage
 }
+
+// ElicitationModes is implemented by a Relay that knows which elicitation
+// modes (MCP 2025-11-25 client/elicitation: form, url) its client
+// declared; an elicitation of a mode the client did not declare is not
+// relayed to it. A Relay without it counts as a form-only client.
+type ElicitationModes interface {
+	ElicitationModes() (form, url bool)
+}
+
+// ElicitationModesOf reads the elicitation modes a client capabilities
+// object declares: "elicitation": {} is form only (the 2025-06-18 form),
+// {"form": {}} form, {"url": {}} url; capabilities that do not parse, or
+// without elicitation, declare none.
+func ElicitationModesOf(caps json.RawMessage) (form, url bool) {
+	var in struct {
+		Elicitation *struct {
+			Form *json.RawMessage `json:"form"`
+			URL  *json.RawMessage `json:"url"`
+		} `json:"elicitation"`
+	}
+	if json.Unmarshal(caps, &in) != nil || in.Elicitation == nil {
+		return false, false
+	}
+	e := in.Elicitation
+	return e.Form != nil || e.URL == nil, e.URL != nil
+}

@@ -95,13 +95,14 @@ type UpstreamTool struct {
 // concurrent use; create it with New and release it with Close.
 type Adapter struct {
 	url        string
-	display    string            // url without password or query values, for messages
+	display    string            // DisplayURL(url): scheme, host and port, for messages
 	secrets    *strings.Replacer // secretReplacer(url), for the errors of the HTTP client
 	http       *http.Client
 	timeout    time.Duration
 	version    string // protocol version offered at initialize
 	clientInfo []byte // the initialize params' clientInfo object
 	ids        atomic.Int64
+	limits     replyLimits // what one upstream reply may make the gateway hold
 
 	// sessionOnly is set once the upstream refused a stateless 2026-07-28
 	// call: every later call goes on the session.
@@ -142,6 +143,7 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 		timeout:    opts.Timeout,
 		version:    opts.ProtocolVersion,
 		clientInfo: info,
+		limits:     defaultReplyLimits,
 	}
 	if a.timeout <= 0 {
 		a.timeout = DefaultTimeout
@@ -157,49 +159,47 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 	return a, nil
 }
 
-// DisplayURL is rawURL fit for error messages, logs and banners, which
-// reach clients and the idempotency store: the password and every query
-// value (which may carry an API key) replaced by "xxxxx", a query key
-// without a value (which may be the key itself) too, and the fragment
-// left out (seed 001, Security properties: no secret exposure). A URL that
-// does not parse is "(unparsable URL)".
+// DisplayURL is rawURL fit for error messages, logs, banners, probes and
+// metrics, which reach clients and the idempotency store: its scheme, host
+// and port only ("https://tools.internal:8443"). The user, password, path,
+// query and fragment are left out, since any of them may carry a key
+// (https://host/mcp/SECRET-TOKEN; seed 001, Security properties: no secret
+// exposure). Every place that names the upstream uses it, so there is one
+// rule to keep. A URL that does not parse, or has no host, is
+// "(unparsable URL)".
 func DisplayURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil {
+	if err != nil || u.Host == "" {
 		return "(unparsable URL)"
 	}
-	if u.RawQuery != "" {
-		q := url.Values{}
-		for k, vs := range u.Query() {
-			for _, v := range vs {
-				if v == "" {
-					q.Add(redacted, redacted) // a bare key may be the secret itself
-				} else {
-					q.Add(k, redacted)
-				}
-			}
-		}
-		u.RawQuery = q.Encode()
-	}
-	u.Fragment = ""
-	return u.Redacted()
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }
 
-// redacted stands for a secret in DisplayURL (the same as url.URL.Redacted).
+// redacted stands for a secret of the URL in error texts (the same as
+// url.URL.Redacted).
 const redacted = "xxxxx"
 
 // secretReplacer replaces, in any text, the parts of rawURL that may be
-// secrets: the whole URL by DisplayURL, and its raw query, each query
-// value (as sent and as decoded) and the password by "xxxxx". Errors of
-// the HTTP client and of the MCP SDK quote the request URL; they pass
-// through it before they are wrapped (scrub).
+// secrets: the whole URL by DisplayURL, and its path, raw query, each
+// query value (as sent and as decoded), user and password by "xxxxx".
+// Errors of the HTTP client and of the MCP SDK quote the request URL; they
+// pass through it before they are wrapped (scrub).
 func secretReplacer(rawURL string) *strings.Replacer {
 	pairs := []string{rawURL, DisplayURL(rawURL)}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return strings.NewReplacer(pairs...)
 	}
-	secrets := []string{u.RawQuery}
+	if _, ok := u.User.Password(); ok {
+		// net/http quotes the URL with the password as "***" (and
+		// url.URL.Redacted as "xxxxx"): those whole forms are the upstream too.
+		for _, mask := range []string{"***", redacted} {
+			v := *u
+			v.User = url.UserPassword(u.User.Username(), mask)
+			pairs = append(pairs, v.String(), DisplayURL(rawURL))
+		}
+	}
+	secrets := []string{u.RawQuery, u.EscapedPath(), u.Path, u.User.String()}
 	for _, vs := range u.Query() {
 		for _, v := range vs {
 			secrets = append(secrets, v, url.QueryEscape(v))
@@ -209,7 +209,8 @@ func secretReplacer(rawURL string) *strings.Replacer {
 		secrets = append(secrets, pw, url.QueryEscape(pw), url.PathEscape(pw))
 	}
 	// Longest first, so that a secret inside another is not half replaced;
-	// very short values (a flag such as "1") are not worth garbling text.
+	// very short values (a flag such as "1", the path "/") are not worth
+	// garbling text.
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, s := range secrets {
 		if len(s) >= 3 {
@@ -272,6 +273,11 @@ func (a *Adapter) URL() string { return a.display }
 // failure is not retried, because tools/call may have side effects; errors
 // that prove the tool never ran are marked gateway.ErrNotDispatched.
 //
+// A reply past one of the bounds of what one reply may make the gateway
+// hold (16 MiB per message, 64 MiB and 10,000 messages per event stream,
+// 32 relayed requests per call) stops being read and becomes a tool
+// execution error (IsError) naming the upstream and the limit.
+//
 // Errors (*gateway.Error): EUnavailable "upstream MCP server <url>
 // unreachable: ..." for transport failures and timeouts; EInvalid when the
 // upstream rejects the arguments (JSON-RPC -32602); EUnavailable for any
@@ -308,6 +314,13 @@ func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 		})
 	}
 	if err != nil {
+		var big *errReplyLimit
+		if errors.As(err, &big) {
+			// The tool may have run; its reply was too much to hold: the
+			// caller (a model, in the end) reads a tool execution error
+			// that says which upstream and which limit.
+			return &gateway.ToolResult{IsError: true, Content: []map[string]any{{"type": "text", "text": gateway.ErrorMessageOf(err)}}}, nil
+		}
 		return nil, err
 	}
 	res, err := decodeResult(raw)

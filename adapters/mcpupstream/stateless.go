@@ -59,6 +59,9 @@ func (a *Adapter) callStateless(ctx context.Context, call gateway.ToolCall, args
 		}
 		return nil, a.rpcError("tools/call "+call.Tool, rpc, err)
 	}
+	if lerr := a.limitError("tools/call "+call.Tool, err); lerr != nil {
+		return nil, lerr
+	}
 	if ctx.Err() != nil {
 		return nil, a.timedOut(ctx, "tools/call "+call.Tool, err)
 	}

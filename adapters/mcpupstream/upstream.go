@@ -37,9 +37,75 @@ const (
 	codeInternal       = -32603
 )
 
-// maxMessageBytes bounds one JSON-RPC message (a line of SSE data, or a
-// JSON body) read from the upstream.
-const maxMessageBytes = 16 << 20
+// Bounds of what one upstream reply can make the gateway hold (issue 22:
+// one event of many data lines took the gateway from 59 MB to 1.47 GB,
+// and 3,000 elicitation requests in one reply delayed its result 30 s).
+// Past any of them the call fails with an errReplyLimit.
+const (
+	// maxMessageBytes bounds one JSON-RPC message: one SSE event (all its
+	// data lines), or a JSON body.
+	maxMessageBytes = 16 << 20
+	// maxReplyBytes bounds all the bytes of one reply's event stream.
+	maxReplyBytes = 64 << 20
+	// maxReplyEvents bounds the messages (events with data) of one reply.
+	maxReplyEvents = 10_000
+	// maxRelayedRequests bounds the requests (elicitation, sampling,
+	// roots) the upstream sends the client during one call.
+	maxRelayedRequests = 32
+)
+
+// replyLimits are the bounds of one reply; an Adapter's are
+// defaultReplyLimits (tests lower them).
+type replyLimits struct {
+	messageBytes, replyBytes int
+	events, requests         int
+}
+
+var defaultReplyLimits = replyLimits{maxMessageBytes, maxReplyBytes, maxReplyEvents, maxRelayedRequests}
+
+// errReplyLimit is a reply that went past one of replyLimits: what went
+// past it, and the limit as people read it ("16 MiB", "32 requests").
+type errReplyLimit struct {
+	what  string
+	limit string
+}
+
+func (e *errReplyLimit) Error() string {
+	return fmt.Sprintf("%s past the gateway's limit of %s", e.what, e.limit)
+}
+
+// sizeText writes a byte limit for people: "16 MiB", else bytes.
+func sizeText(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return strconv.Itoa(n>>20) + " MiB"
+	}
+	return strconv.Itoa(n) + " bytes"
+}
+
+// boundedReader fails a read past n bytes with an errReplyLimit.
+type boundedReader struct {
+	r io.Reader
+	n int // bytes still allowed
+	e *errReplyLimit
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		// One byte more tells a reply that ends exactly at the bound
+		// from one that goes on.
+		var one [1]byte
+		if k, err := b.r.Read(one[:]); k == 0 {
+			return 0, err
+		}
+		return 0, b.e
+	}
+	if len(p) > b.n {
+		p = p[:b.n]
+	}
+	k, err := b.r.Read(p)
+	b.n -= k
+	return k, err
+}
 
 // errSessionLost is the upstream's 404 for the session id sent: the
 // upstream no longer knows the session and ran nothing of the request.
@@ -140,6 +206,10 @@ func (a *Adapter) roundTrip(ctx context.Context, what string, safeToRepeat bool,
 		if errors.As(err, &rpc) {
 			return nil, a.rpcError(what, rpc, err)
 		}
+		if lerr := a.limitError(what, err); lerr != nil {
+			a.cancelUpstream(s, id, err) // the reply is no longer read: the upstream may stop
+			return nil, lerr
+		}
 		never := neverDelivered(err)
 		if ctx.Err() != nil {
 			if !never {
@@ -172,8 +242,12 @@ func (a *Adapter) drop(s *upSession) {
 // gave up request id (MCP basic/utilities/cancellation).
 func (a *Adapter) cancelUpstream(s *upSession, id int64, cause error) {
 	reason := "the gateway's caller cancelled the request"
-	if errors.Is(cause, context.DeadlineExceeded) {
+	var big *errReplyLimit
+	switch {
+	case errors.Is(cause, context.DeadlineExceeded):
 		reason = "the gateway's deadline for the request passed"
+	case errors.As(cause, &big):
+		reason = "the reply went past the gateway's limit: " + big.Error()
 	}
 	params := fmt.Appendf(nil, `{"requestId":%d,"reason":%q}`, id, reason)
 	go func() {
@@ -282,7 +356,8 @@ func (a *Adapter) exchange(ctx context.Context, s *upSession, id int64, body []b
 	sid := resp.Header.Get("Mcp-Session-Id")
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt != "text/event-stream" {
-		msg, err := io.ReadAll(io.LimitReader(resp.Body, maxMessageBytes))
+		lim := a.limits.messageBytes
+		msg, err := io.ReadAll(&boundedReader{r: resp.Body, n: lim, e: &errReplyLimit{"a JSON reply body", sizeText(lim)}})
 		if err != nil {
 			return nil, "", err
 		}
@@ -331,8 +406,10 @@ type call struct {
 	id    int64
 	relay gateway.Relay
 
-	answers sync.WaitGroup // relayed requests still being answered
-	stop    context.CancelFunc
+	answers  sync.WaitGroup // relayed requests still being answered
+	stop     context.CancelFunc
+	events   int // messages read so far (limits.events)
+	requests int // requests relayed so far (limits.requests)
 }
 
 // wait ends the relayed requests still waiting for the client (the
@@ -349,8 +426,10 @@ func (c *call) wait() {
 func (c *call) readStream(ctx context.Context, body io.Reader) (json.RawMessage, error) {
 	rctx, stop := context.WithCancel(ctx)
 	c.stop = stop
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 0, 4096), maxMessageBytes)
+	lim := c.a.limits
+	tooBig := &errReplyLimit{"one event of the reply", sizeText(lim.messageBytes)}
+	sc := bufio.NewScanner(&boundedReader{r: body, n: lim.replyBytes, e: &errReplyLimit{"the reply's event stream", sizeText(lim.replyBytes)}})
+	sc.Buffer(make([]byte, 0, 4096), lim.messageBytes+len("data: \n"))
 	var data []byte
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -359,6 +438,9 @@ func (c *call) readStream(ctx context.Context, body io.Reader) (json.RawMessage,
 			if len(data) == 0 {
 				continue
 			}
+			if c.events++; c.events > lim.events {
+				return nil, &errReplyLimit{"the reply's messages", strconv.Itoa(lim.events) + " messages"}
+			}
 			res, done, err := c.handle(rctx, data)
 			if done {
 				return res, err
@@ -366,13 +448,19 @@ func (c *call) readStream(ctx context.Context, body io.Reader) (json.RawMessage,
 			data = data[:0]
 		case bytes.HasPrefix(line, []byte("data:")):
 			v := bytes.TrimPrefix(line[5:], []byte(" "))
+			if len(data)+1+len(v) > lim.messageBytes {
+				return nil, tooBig
+			}
 			if len(data) > 0 {
 				data = append(data, '\n')
 			}
 			data = append(data, v...)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return nil, tooBig
+	case err != nil:
 		return nil, err
 	}
 	return nil, io.ErrUnexpectedEOF
@@ -400,6 +488,9 @@ func (c *call) handle(ctx context.Context, data []byte) (res json.RawMessage, do
 	}
 	if c.s.tool != "" {
 		return nil, false, nil // a stateless call has no channel for an answer; 2026-07-28 servers send no requests
+	}
+	if c.requests++; c.requests > c.a.limits.requests {
+		return nil, true, &errReplyLimit{"the upstream's requests to the client during the call (" + m.Method + ")", strconv.Itoa(c.a.limits.requests) + " requests"}
 	}
 	c.answers.Add(1)
 	go func() {
@@ -523,6 +614,18 @@ func (a *Adapter) rpcError(what string, rpc *gateway.RPCError, err error) error 
 	}
 	return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
 		"upstream MCP server %s answered %s with JSON-RPC error %d: %s", a.display, what, rpc.Code, rpc.Message))
+}
+
+// limitError is the error of a call whose reply went past one of the
+// reply's bounds (errReplyLimit), naming the upstream and the limit; nil
+// when err is another failure.
+func (a *Adapter) limitError(what string, err error) error {
+	var big *errReplyLimit
+	if !errors.As(err, &big) {
+		return nil
+	}
+	return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
+		"upstream MCP server %s: %s went past the gateway's limit of %s, so the gateway stopped reading it and %s failed; make the upstream send less in one reply", a.display, big.what, big.limit, what))
 }
 
 func (a *Adapter) timedOut(ctx context.Context, what string, err error) error {

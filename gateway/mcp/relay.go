@@ -56,6 +56,13 @@ func (t *Transport) withCallRelay(ctx context.Context, s *session, call *CallToo
 
 func (r *callRelay) ProgressToken() json.RawMessage { return r.token }
 
+// ElicitationModes is what the client declared at initialize: form mode
+// (capsOf), and never URL mode, which the gateway does not declare to its
+// upstream either, so an upstream that asks in URL mode is refused.
+func (r *callRelay) ElicitationModes() (form, url bool) { return r.s.elicitForm.Load(), false }
+
+var _ gateway.ElicitationModes = (*callRelay)(nil)
+
 // progressToken is the progressToken of a request's _meta as the client
 // wrote it, nil when absent or null.
 func progressToken(meta json.RawMessage) json.RawMessage {

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
 
+	"github.com/mtibben/confusables"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -77,7 +79,7 @@ func (s kindSet) has(k gateway.RelayKind) bool { b := kindBit(k); return b != 0 
 // secrets returns the secret words normalised, computed on first use.
 func (r *policyRelay) secrets() []string {
 	r.secretOnce.Do(func() {
-		for _, w := range r.words {
+		for _, w := range slices.Concat(builtinSecretWords, r.words) {
 			r.secretWords = append(r.secretWords, normalWord(w))
 		}
 	})
@@ -92,7 +94,8 @@ const (
 	relayRefusedSuffix  = ".refused"
 	relaySecretRefused  = "relay.elicitation.secret_refused"
 	errRelayNotRelayed  = "the gateway's policy does not relay "
-	errRelayAsksSecrets = "the gateway never relays a form elicitation that asks for a secret; property "
+	errRelayAsksSecrets = "the gateway never relays an elicitation that asks for a secret; "
+	errRelayMode        = "the gateway does not relay this elicitation: "
 )
 
 // errRelayRefused: a notification the policy does not relay.
@@ -153,9 +156,13 @@ func (r *policyRelay) Request(ctx context.Context, method string, params json.Ra
 		return nil, &gateway.RPCError{Code: gateway.RPCMethodNotFound, Message: errRelayNotRelayed + method + " to this caller"}
 	}
 	if kind == gateway.RelayElicitation {
-		if prop := r.secretProperty(params); prop != "" {
+		if prop := r.secretText(params); prop != "" {
 			r.note(relaySecretRefused)
 			return nil, &gateway.RPCError{Code: gateway.RPCInvalidParams, Message: errRelayAsksSecrets + strconvQuote(prop) + " looks like one; ask for it out of band (URL elicitation) instead"}
+		}
+		if why := r.modeRefused(params); why != "" {
+			r.note(relayCodePrefix + string(kind) + relayRefusedSuffix)
+			return nil, &gateway.RPCError{Code: gateway.RPCInvalidParams, Message: errRelayMode + why}
 		}
 	}
 	res, err := r.next.Request(ctx, method, params)
@@ -163,60 +170,73 @@ func (r *policyRelay) Request(ctx context.Context, method string, params json.Ra
 	return res, err
 }
 
-// secretProperty returns the first property of a form elicitation's
-// requestedSchema whose name, title, description or format contains a
-// secret word (normalWord), "" when none does. It reads the params as the
-// strictest and the most lenient client would: every member whose name is
-// "requestedSchema", "properties", "title", "description" or "format" in
-// any letter case is checked (a case-insensitive decoder such as Go's
-// encoding/json reads the last of them, a JavaScript client only the exact
-// one), the schema is checked whatever "mode" says (a client that predates
-// URL elicitation renders the form of a "url" request), and params that
-// are not one JSON object with unique member names fail closed.
-func (r *policyRelay) secretProperty(params json.RawMessage) string {
+// secretText returns where an elicitation's params ask for what looks like
+// a secret: the path of the first text (member name or string value, in
+// name order, at any depth: the message, property names, titles,
+// descriptions, formats, enum values and names, oneOf/anyOf titles) that
+// holds a secret word (hasSecretWord), "" when none does. Only the
+// top-level url and elicitationId of a URL-mode request are not read: a
+// URL is where a secret may be asked for. The schema is read whatever
+// "mode" says (a client that predates URL elicitation renders the form of
+// a "url" request), every letter case of a member is read (a
+// case-insensitive decoder reads the last of them, a JavaScript client
+// the exact one), and params that are not one JSON object with unique
+// member names fail closed.
+func (r *policyRelay) secretText(params json.RawMessage) string {
 	v, err := canon.Decode(params)
 	in, ok := v.(map[string]any)
 	if err != nil || !ok {
-		return unreadableSchema
+		return unreadableParams
 	}
 	for _, schema := range membersFold(in, "requestedSchema") {
-		sm, ok := schema.(map[string]any)
-		if !ok {
-			return unreadableSchema
+		if _, ok := schema.(map[string]any); !ok {
+			return unreadableParams // a schema nobody can read as one
 		}
-		for _, props := range membersFold(sm, "properties") {
-			pm, ok := props.(map[string]any)
-			if !ok {
-				return unreadableSchema
+	}
+	return r.secretIn(in, "", true)
+}
+
+// secretIn is secretText's walk of v at path; top marks the params object.
+func (r *policyRelay) secretIn(v any, path string, top bool) string {
+	switch v := v.(type) {
+	case string:
+		if r.hasSecretWord(v) {
+			return path
+		}
+	case []any:
+		for i, e := range v {
+			if p := r.secretIn(e, path+"["+strconv.Itoa(i)+"]", false); p != "" {
+				return p
 			}
-			names := make([]string, 0, len(pm))
-			for name := range pm {
-				names = append(names, name)
+		}
+	case map[string]any:
+		names := make([]string, 0, len(v))
+		for name := range v {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			if top && (strings.EqualFold(name, "url") || strings.EqualFold(name, "elicitationId")) {
+				continue
 			}
-			slices.Sort(names)
-			for _, name := range names {
-				texts := []string{name}
-				if p, ok := pm[name].(map[string]any); ok {
-					for _, k := range []string{"title", "description", "format"} {
-						for _, t := range membersFold(p, k) {
-							if s, ok := t.(string); ok {
-								texts = append(texts, s)
-							}
-						}
-					}
-				}
-				if r.hasSecretWord(texts) {
-					return name
-				}
+			p := name
+			if path != "" {
+				p = path + "." + name
+			}
+			if r.hasSecretWord(name) {
+				return p
+			}
+			if found := r.secretIn(v[name], p, false); found != "" {
+				return found
 			}
 		}
 	}
 	return ""
 }
 
-// unreadableSchema names what secretProperty refuses when the params
-// cannot be checked: a form nobody can check is refused.
-const unreadableSchema = "(unreadable requestedSchema)"
+// unreadableParams names what secretText refuses when the params cannot
+// be checked: a request nobody can check is refused.
+const unreadableParams = "(unreadable params)"
 
 // membersFold returns the values of m's members whose name is key in any
 // letter case, in name order.
@@ -235,30 +255,137 @@ func membersFold(m map[string]any, key string) []any {
 	return out
 }
 
-func (r *policyRelay) hasSecretWord(texts []string) bool {
-	for _, text := range texts {
-		t := normalWord(text)
-		for _, w := range r.secrets() {
-			if w != "" && strings.Contains(t, w) {
+// builtinSecretWords are words the gateway refuses in an elicitation
+// whatever the policy's secret words are (they add to these): what asks
+// a person for a credential, a second factor, a card's code or a wallet's
+// recovery words (issue 22).
+var builtinSecretWords = []string{
+	"password", "passwd", "passphrase", "passcode", "secret", "token", "apikey", "accesskey",
+	"privatekey", "credential", "otp", "totp", "pin", "pincode", "2fa", "mfa", "cvv", "cvc",
+	"cvv2", "securitycode", "verificationcode", "recoveryphrase", "recoverycode", "backupcode",
+	"seedphrase", "mnemonic",
+}
+
+// shortWord is the length (in bytes of the folded word) under which a
+// secret word must be a whole word of the text: "pin" in "Card PIN" or
+// "pinCode", not in "shipping"; longer words match anywhere in the text's
+// letters, so "pass/word" and "apiKey" are caught.
+const shortWord = 5
+
+func (r *policyRelay) hasSecretWord(text string) bool {
+	tokens, joined := textWords(text)
+	for _, w := range r.secrets() {
+		switch {
+		case w == "":
+		case len(w) >= shortWord:
+			if strings.Contains(joined, w) {
 				return true
+			}
+		default:
+			for _, t := range tokens {
+				if t == w || t == w+"s" {
+					return true
+				}
 			}
 		}
 	}
 	return false
 }
 
-// normalWord folds s to its letters and digits, lowercased after Unicode
-// compatibility normalisation (NFKC): "API Key", "api_key", "apiKey",
-// "pass/word", "Pass\u200bword" and full-width letters all compare as the
-// plain ASCII word. Look-alike letters of other scripts (a Cyrillic "а")
-// are not folded.
+// textWords splits s into its words (at every character that is neither a
+// letter nor a digit, and where a lower-case letter meets an upper-case
+// one: "pinCode" is "pin" and "code"), each folded (normalWord), and
+// returns them with their concatenation.
+func textWords(s string) (tokens []string, joined string) {
+	s = norm.NFKC.String(s)
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			if t := normalWord(string(cur)); t != "" {
+				tokens = append(tokens, t)
+			}
+			cur = cur[:0]
+		}
+	}
+	prevLower := false
+	for _, c := range s {
+		if !unicode.IsLetter(c) && !unicode.IsDigit(c) {
+			if !unicode.Is(unicode.Cf, c) { // a zero-width character hides nothing
+				flush()
+			}
+			prevLower = false
+			continue
+		}
+		if prevLower && unicode.IsUpper(c) {
+			flush()
+		}
+		cur = append(cur, c)
+		prevLower = unicode.IsLower(c)
+	}
+	flush()
+	return tokens, strings.Join(tokens, "")
+}
+
+// normalWord folds s to its letters and digits, lowercased, after Unicode
+// compatibility normalisation (NFKC) and with look-alike letters of other
+// scripts folded to the letters they imitate (the UTS #39 skeleton, so a
+// Cyrillic "а" is an "a"): "API Key", "api_key", "apiKey", "pass/word",
+// full-width letters and "pаssword" all compare as the plain ASCII word.
 func normalWord(s string) string {
+	s = confusables.Skeleton(strings.ToLower(norm.NFKC.String(s)))
 	return strings.Map(func(r rune) rune {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			return r
 		}
 		return -1
-	}, strings.ToLower(norm.NFKC.String(s)))
+	}, strings.ToLower(norm.NFC.String(s)))
+}
+
+// elicitModes are the elicitation modes the caller's client declared:
+// what a session client declared at initialize (gateway.ElicitationModes),
+// else the capabilities of a 2026-07-28 round, else form only.
+func (r *policyRelay) elicitModes() (form, url bool) {
+	if m, ok := r.next.(gateway.ElicitationModes); ok {
+		return m.ElicitationModes()
+	}
+	if in, ok := r.next.(gateway.InputRelay); ok {
+		if round := in.Round(); round != nil {
+			return gateway.ElicitationModesOf(round.Capabilities)
+		}
+	}
+	return true, false
+}
+
+// modeRefused says why an elicitation's mode may not reach the client, ""
+// when it may: every "mode" member (any letter case) is read, absent means
+// form, and a mode the client did not declare is refused, so a URL a
+// form-only client would not know how to treat never reaches it.
+func (r *policyRelay) modeRefused(params json.RawMessage) string {
+	form, url := r.elicitModes()
+	v, err := canon.Decode(params)
+	in, ok := v.(map[string]any)
+	if err != nil || !ok {
+		return "its params are not one JSON object"
+	}
+	modes := membersFold(in, "mode")
+	if len(modes) == 0 {
+		modes = []any{"form"}
+	}
+	for _, m := range modes {
+		switch m {
+		case "form":
+			if !form {
+				return "the client did not declare form-mode elicitation"
+			}
+		case "url":
+			if !url {
+				return "the client did not declare URL-mode elicitation"
+			}
+		default:
+			return "its mode is neither form nor url"
+		}
+	}
+	return ""
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -357,10 +484,16 @@ func (r *policyRelay) InputRequired(_ context.Context, requests json.RawMessage)
 			return &gateway.Error{Code: gateway.EForbidden, Message: msg, Reasons: []gateway.Reason{{Code: code, Message: msg}}}
 		}
 		if kind == gateway.RelayElicitation {
-			if prop := r.secretProperty(req.Params); prop != "" {
+			if prop := r.secretText(req.Params); prop != "" {
 				r.note(relaySecretRefused)
 				msg := errRelayAsksSecrets + strconvQuote(prop) + " (input request " + strconvQuote(k) + ") looks like one; ask for it out of band (URL elicitation) instead"
 				return &gateway.Error{Code: gateway.EForbidden, Message: msg, Reasons: []gateway.Reason{{Code: relaySecretRefused, Message: msg}}}
+			}
+			if why := r.modeRefused(req.Params); why != "" {
+				code := relayCodePrefix + string(kind) + relayRefusedSuffix
+				r.note(code)
+				msg := errRelayMode + why + " (input request " + strconvQuote(k) + ")"
+				return &gateway.Error{Code: gateway.EForbidden, Message: msg, Reasons: []gateway.Reason{{Code: code, Message: msg}}}
 			}
 		}
 	}

@@ -59,16 +59,9 @@ func TestPolicyRelayRefusesSecretForms(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			client := &clientRelay{}
+			client := &bothModesClient{}
 			r := newPolicyRelay(client, allKinds)
-			_, err := r.Request(context.Background(), "elicitation/create", json.RawMessage(tc.params))
-			var rpc *gateway.RPCError
-			if refused := errors.As(err, &rpc) && rpc.Code == gateway.RPCInvalidParams; refused != tc.refused {
-				t.Fatalf("refused = %v (%v), want %v", refused, err, tc.refused)
-			}
-			if tc.refused == (len(client.requests) > 0) {
-				t.Errorf("the client was sent %v", client.requests)
-			}
+			wantElicitRefused(t, r, &client.clientRelay, tc.params, tc.refused)
 			want := "relay.elicitation"
 			if tc.refused {
 				want = relaySecretRefused
@@ -142,7 +135,8 @@ func TestPolicyRelayInputRequired(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newPolicyRelay(&statelessRelay{}, tc.policy)
+			// A client that declared form elicitation, as a 2026-07-28 client asked for one would have.
+			r := newPolicyRelay(&statelessRelay{round: gateway.InputRound{Capabilities: json.RawMessage(`{"elicitation":{}}`)}}, tc.policy)
 			err := r.InputRequired(context.Background(), json.RawMessage(tc.requests))
 			var ge *gateway.Error
 			switch {
@@ -201,5 +195,96 @@ func TestPolicyRelayRoundCapabilities(t *testing.T) {
 				t.Errorf("capabilities %s are not JSON", round.Capabilities)
 			}
 		})
+	}
+}
+
+// bothModesClient is a session client that declared form and URL
+// elicitation.
+type bothModesClient struct{ clientRelay }
+
+func (*bothModesClient) ElicitationModes() (form, url bool) { return true, true }
+
+// wantElicitRefused sends params as elicitation/create through r and
+// checks that it was refused with -32602 and never reached client, or
+// reached it, as refused says.
+func wantElicitRefused(t *testing.T, r *policyRelay, client *clientRelay, params string, refused bool) {
+	t.Helper()
+	_, err := r.Request(context.Background(), "elicitation/create", json.RawMessage(params))
+	var rpc *gateway.RPCError
+	if got := errors.As(err, &rpc) && rpc.Code == gateway.RPCInvalidParams; got != refused {
+		t.Fatalf("refused = %v (%v), want %v", got, err, refused)
+	}
+	if refused == (len(client.requests) > 0) {
+		t.Errorf("the client was sent %v", client.requests)
+	}
+}
+
+// formOnlyClient is a session client that declared elicitation in form
+// mode only (2025-11-25 "elicitation": {"form": {}}, or the empty object).
+type formOnlyClient struct{ clientRelay }
+
+func (*formOnlyClient) ElicitationModes() (form, url bool) { return true, false }
+
+// Issue 22, item 4: the filter read only property names and titles. It
+// now reads every text of the request (the message, names, titles,
+// descriptions, enum and oneOf titles, nested), folds look-alike letters
+// (UTS #39 skeleton) and knows a wider vocabulary whatever the policy's
+// list says.
+func TestElicitationSecretFilter(t *testing.T) {
+	schema := func(props string) string {
+		return `{"message":"Please fill in the form","requestedSchema":{"type":"object","properties":` + props + `}}`
+	}
+	tests := []struct {
+		name, params string
+		refused      bool
+	}{
+		{"message text", `{"message":"Enter your bank password to continue","requestedSchema":{"type":"object","properties":{"answer":{"type":"string"}}}}`, true},
+		{"Cyrillic a in the name", schema(`{"p\u0430ssword":{"type":"string"}}`), true},
+		{"Cyrillic letters in the message", `{"message":"Your \u0455\u0435cret, \u0440lease","requestedSchema":{"type":"object","properties":{"v":{"type":"string"}}}}`, true},
+		{"Greek omicron in a title", schema(`{"v":{"type":"string","title":"Passw\u03bfrd"}}`), true},
+		{"passcode", schema(`{"code":{"type":"string","title":"Device passcode"}}`), true},
+		{"PIN", schema(`{"v":{"type":"string","title":"Card PIN"}}`), true},
+		{"pinCode camel case", schema(`{"pinCode":{"type":"string"}}`), true},
+		{"2FA", schema(`{"v":{"type":"string","description":"the 2FA code from your app"}}`), true},
+		{"CVV", schema(`{"cvv":{"type":"string"}}`), true},
+		{"recovery phrase", schema(`{"words":{"type":"string","title":"Recovery phrase"}}`), true},
+		{"seed phrase", schema(`{"v":{"type":"string","description":"your wallet seed phrase"}}`), true},
+		{"oneOf title", schema(`{"choice":{"type":"string","oneOf":[{"const":"a","title":"Name"},{"const":"b","title":"My password is hunter2"}]}}`), true},
+		{"enumNames", schema(`{"choice":{"type":"string","enum":["a","b"],"enumNames":["Alpha","Secret key"]}}`), true},
+		{"enum value", schema(`{"choice":{"type":"string","enum":["apikey","other"]}}`), true},
+		{"nested anyOf item title", schema(`{"list":{"type":"array","items":{"anyOf":[{"const":"x","title":"Access token"}]}}}`), true},
+		{"shipping is not a PIN", schema(`{"shipping":{"type":"string","title":"Shipping option"},"spinner":{"type":"boolean"}}`), false},
+		{"innocent message and choices", `{"message":"Which colour?","requestedSchema":{"type":"object","properties":{"colour":{"type":"string","oneOf":[{"const":"r","title":"Red"},{"const":"b","title":"Blue"}]}}}}`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := &formOnlyClient{}
+			// The policy names only "password": the rest is the gateway's own vocabulary.
+			r := newPolicyRelay(client, &gateway.RelayPolicy{Kinds: allKinds.Kinds, SecretWords: []string{"password"}})
+			wantElicitRefused(t, r, &client.clientRelay, tc.params, tc.refused)
+		})
+	}
+}
+
+// Issue 22, item 4: a URL-mode elicitation reached a client that declared
+// only form mode. Neither a session client that declared form only nor a
+// 2026-07-28 client whose capabilities say "elicitation": {} (form only)
+// gets one; a 2026-07-28 client that declared url does.
+func TestURLElicitationNotRelayedToFormOnlyClient(t *testing.T) {
+	const urlMode = `{"mode":"url","url":"https://auth.example/connect","elicitationId":"e1","message":"Sign in"}`
+	client := &formOnlyClient{}
+	r := newPolicyRelay(client, allKinds)
+	_, err := r.Request(context.Background(), "elicitation/create", json.RawMessage(urlMode))
+	var rpc *gateway.RPCError
+	if !errors.As(err, &rpc) || len(client.requests) > 0 {
+		t.Errorf("URL mode to a form-only session client: %v, sent %v; want refused, nothing sent", err, client.requests)
+	}
+	for caps, relayed := range map[string]bool{`{"elicitation":{}}`: false, `{"elicitation":{"form":{}}}`: false, `{}`: false, `{"elicitation":{"url":{}}}`: true} {
+		up := &statelessRelay{round: gateway.InputRound{Capabilities: json.RawMessage(caps)}}
+		r := newPolicyRelay(up, allKinds)
+		err := r.InputRequired(context.Background(), json.RawMessage(`{"a":{"method":"elicitation/create","params":`+urlMode+`}}`))
+		if (err == nil) != relayed {
+			t.Errorf("URL mode to a 2026-07-28 client with capabilities %s: %v; want relayed %v", caps, err, relayed)
+		}
 	}
 }
