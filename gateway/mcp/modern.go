@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -250,6 +251,10 @@ func checkModern(r *http.Request, m *message) error {
 	if decodeErr == nil {
 		decodeErr = checkMetaObject(in.Meta)
 	}
+	var repeated repeatedMember
+	if errors.As(decodeErr, &repeated) { // which name the headers should match is unknown
+		return errMetaInvalid("params: %s", repeated.Error())
+	}
 	if m.method == "tools/call" {
 		name, _ := stringValue(in.Name)
 		if err := checkNameHeader(r, name); err != nil {
@@ -300,7 +305,7 @@ func checkModern(r *http.Request, m *message) error {
 }
 
 // modernParams are the members of a 2026-07-28 request's params that the
-// transport reads, raw (the last of repeated ones; nil when absent):
+// transport reads, raw (nil when absent; a repeated one is refused):
 // name and _meta for every request, arguments for tools/call (which
 // callTool then reads without another pass), inputResponses and
 // requestState for the retry of a tools/call round (MCP 2026-07-28,
@@ -313,6 +318,9 @@ type modernParams struct {
 	RequestState   json.RawMessage `json:"requestState"`
 }
 
+// modernMembers are modernParams' member names, in the order of its fields.
+var modernMembers = []string{"name", "arguments", "_meta", "inputResponses", "requestState"}
+
 // modernFields reads modernParams from params as decodeParams does, with
 // its error for params that are not an object, in one pass and without
 // reflection.
@@ -320,21 +328,15 @@ func modernFields(params json.RawMessage) (in modernParams, err error) {
 	if len(params) == 0 || string(params) == "null" {
 		return in, nil
 	}
-	if params[0] == '{' && canon.Members(params, func(n, value []byte) {
-		switch string(n) {
-		case "name":
-			in.Name = value
-		case "arguments":
-			in.Arguments = value
-		case "_meta":
-			in.Meta = value
-		case "inputResponses":
-			in.InputResponses = value
-		case "requestState":
-			in.RequestState = value
+	if params[0] == '{' {
+		var v [5][]byte // modernMembers' values, on the stack
+		ok, repeated := readMembers(params, modernMembers, v[:])
+		if repeated != "" {
+			return in, repeatedMember(repeated)
 		}
-	}) {
-		return in, nil
+		if ok {
+			return modernParams{Name: v[0], Arguments: v[1], Meta: v[2], InputResponses: v[3], RequestState: v[4]}, nil
+		}
 	}
 	var slow modernParams // a variable of its own: &slow escapes, in does not
 	err = decodeParams(params, &slow)
