@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -251,8 +250,7 @@ func checkModern(r *http.Request, m *message) error {
 	if decodeErr == nil {
 		decodeErr = checkMetaObject(in.Meta)
 	}
-	var repeated repeatedMember
-	if errors.As(decodeErr, &repeated) { // which name the headers should match is unknown
+	if repeated, ok := decodeErr.(repeatedMember); ok { // which name the headers should match is unknown (not errors.As: its target would be allocated on every request)
 		return errMetaInvalid("params: %s", repeated.Error())
 	}
 	if m.method == "tools/call" {
