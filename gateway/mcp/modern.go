@@ -561,14 +561,22 @@ func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, p *gatew
 		}
 		defer t.removeListener(s)
 	}
+	hold, ok := t.holdStream(s.owner)
+	if !ok {
+		t.replyError(w, r, m.id, errClosed)
+		return
+	}
+	defer t.releaseStream(hold)
 	rc := http.NewResponseController(w)
 	t.writeDeadline(rc)
 	startSSE(w)
 	if writeEvent(w, rc, "message", ack) != nil {
 		return
 	}
-	// Close ends the subscription gracefully, with its closing result.
-	t.pump(w, r, rc, s, ch, func() []byte {
+	// Close, or a newer stream of the same credential past
+	// MaxStreamsPerPrincipal, ends the subscription gracefully, with its
+	// closing result.
+	t.pump(w, r, rc, s, ch, hold.stop, func() []byte {
 		res, _ := json.Marshal(map[string]any{"resultType": "complete", "_meta": meta})
 		end, _ := json.Marshal(response{JSONRPC: "2.0", ID: subID, Result: json.RawMessage(res)})
 		return end
