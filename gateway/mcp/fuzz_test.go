@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -167,6 +168,9 @@ func checkMessage(t *testing.T, raw json.RawMessage, m *message) {
 	if !isObject {
 		t.Fatalf("message %q is not a JSON object but was classified %d", raw, m.kind)
 	}
+	if rep := referenceRepeated(raw, envelopeMembers); rep != "" {
+		t.Fatalf("accepted %q, whose member %q appears twice", raw, rep)
+	}
 	if v, ok := jsonString(obj["jsonrpc"]); !ok || v != "2.0" {
 		t.Fatalf("accepted %q whose jsonrpc member is %q", raw, obj["jsonrpc"])
 	}
@@ -250,7 +254,7 @@ func FuzzCallToolParams(f *testing.F) {
 		`{"name":"x","arguments":null,"_meta":null}`,
 		`{"name":"x","arguments":[1,2]}`, `{"name":"x","arguments":"{}"}`, `{"name":"x","arguments":{"a":1,"a":2}}`,
 		`{"name":"","arguments":{}}`, `{"name":7}`, `{"arguments":{}}`, `{"name":"x","_meta":[]}`,
-		`{"name":"x","NAME":"y"}`, `[]`, `"x"`, `null`, ``, `{"name":"x","arguments":{"a":1e999}}`,
+		`{"name":"x","NAME":"y"}`, `{"name":"x","name":"y"}`, `{"name":"x","_meta":{},"_meta":[]}`, `[]`, `"x"`, `null`, ``, `{"name":"x","arguments":{"a":1e999}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -277,8 +281,17 @@ func FuzzCallToolParams(f *testing.F) {
 		}
 		// The audit row of a malformed call names the tool only when the
 		// params do.
+		if referenceRepeated(params, []string{"name"}) != "" {
+			name, nameOK = "", false // which one is unknown
+		}
 		if got := readableName(params); got != name {
 			t.Fatalf("readableName(%q) = %q, want %q", params, got, name)
+		}
+		if rep := referenceRepeated(params, []string{"name", "arguments", "_meta"}); rep != "" {
+			if err == nil || !strings.Contains(err.Error(), "more than once") {
+				t.Fatalf("params %q with %q twice: %v, want refused", params, rep, err)
+			}
+			return
 		}
 		if err != nil {
 			if gateway.ErrorCodeOf(err) != gateway.EInvalid || call != nil {

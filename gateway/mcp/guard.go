@@ -64,6 +64,30 @@ func (hs hostSet) allows(hostHeader string) bool {
 	return hs.names[strings.Trim(h, "[]")]
 }
 
+// ProbeHosts returns the Host check of the gateway's probes and metrics
+// (/healthz, /readyz, /metrics and the profiles beside them): it reports
+// whether a request's Host header may reach them. It allows what the MCP
+// endpoints allow with entries (Options.AllowedHosts; none allows any
+// Host), and also, on any port, the loopback name localhost and any IP
+// address (127.0.0.1, [::1], a pod's 10.1.2.3): Prometheus and kubelet
+// probes send the address they connect to, and an IP address cannot be a
+// rebound DNS name, so only names the operator did not configure are
+// refused (DNS rebinding protection, as in guard).
+func ProbeHosts(entries []string) func(host string) bool {
+	hs := newHostSet(entries)
+	return func(host string) bool {
+		if hs.allows(host) {
+			return true
+		}
+		name := host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			name = h
+		}
+		name = strings.Trim(name, "[]")
+		return strings.EqualFold(name, "localhost") || net.ParseIP(name) != nil
+	}
+}
+
 // guard runs the checks that come before authentication, so that a browser
 // or a rebound DNS name never reaches the authenticator: the Host header
 // (DNS rebinding, MCP 2025-11-25 basic/security_best_practices, "Local MCP

@@ -154,28 +154,27 @@ func notJSON(err error) string {
 	return "request body is not valid JSON"
 }
 
+// envelopeMembers are the members of a JSON-RPC message that parseMessage
+// reads, in the order of wireMessage's fields.
+var envelopeMembers = []string{"jsonrpc", "id", "method", "params", "result", "error"}
+
 // parseMessage classifies one JSON value. It returns a non-nil error only
 // when raw is not JSON at all; every other defect is a kindInvalid message.
 // Member names are matched exactly, as JSON-RPC defines them: decoding
-// into a struct would also take "Method" or "ID" for method and id.
+// into a struct would also take "Method" or "ID" for method and id. A
+// member it reads that appears more than once is an invalid request
+// (readMembers).
 func parseMessage(raw json.RawMessage) (message, error) {
-	var w wireMessage
-	if canon.Members(raw, func(name, value []byte) {
-		switch string(name) { // the last of repeated members wins
-		case "jsonrpc":
-			w.JSONRPC = value
-		case "id":
-			w.ID = value
-		case "method":
-			w.Method = value
-		case "params":
-			w.Params = value
-		case "result":
-			w.Result = value
-		case "error":
-			w.Error = value
+	var v [6][]byte // envelopeMembers' values, on the stack
+	if ok, repeated := readMembers(raw, envelopeMembers, v[:]); ok {
+		w := wireMessage{JSONRPC: v[0], ID: v[1], Method: v[2], Params: v[3], Result: v[4], Error: v[5]}
+		if repeated != "" {
+			id, _ := parseID(w.ID)
+			if repeated == "id" {
+				id = nil // which one the client meant is unknown: null, as for an unreadable id
+			}
+			return invalid(id, "%s", repeatedMember(repeated).Error()), nil
 		}
-	}) {
 		return classify(&w), nil
 	}
 	var obj map[string]json.RawMessage // not an object: encoding/json says why
@@ -186,9 +185,45 @@ func parseMessage(raw json.RawMessage) (message, error) {
 		}
 		return invalid(nil, "a JSON-RPC message must be a JSON object"), nil
 	}
-	w = wireMessage{JSONRPC: obj["jsonrpc"], ID: obj["id"], Method: obj["method"],
+	w := wireMessage{JSONRPC: obj["jsonrpc"], ID: obj["id"], Method: obj["method"],
 		Params: obj["params"], Result: obj["result"], Error: obj["error"]}
 	return classify(&w), nil
+}
+
+// readMembers is the one reader of the members the transport takes from a
+// JSON object: the JSON-RPC envelope (parseMessage) and the params of
+// every method (decodeParams, modernFields). It sets values[i] to the raw
+// value of the member named exactly names[i] (names "" are skipped; values
+// must be nil and as long as names), and reports whether raw is one JSON
+// object and the first of names that appears more than once ("" when
+// none). A repeated member is refused by every caller rather than read as
+// "the last wins": another reader of the same bytes (a client library, an
+// upstream, a log) may take the first, and the gateway would decide on a
+// message other than the one they see (docs/http.md). Only the names read
+// are checked, with one comparison per member that the match already
+// makes, so the check costs nothing measurable on the hot path.
+func readMembers(raw []byte, names []string, values [][]byte) (object bool, repeated string) {
+	object = canon.Members(raw, func(name, value []byte) {
+		for i, n := range names {
+			if n != string(name) || n == "" {
+				continue
+			}
+			if values[i] != nil && repeated == "" { // a present value is never empty
+				repeated = n
+			}
+			values[i] = value
+			return
+		}
+	})
+	return object, repeated
+}
+
+// repeatedMember is the error for a member named more than once in an
+// object readMembers reads; it holds the member's name.
+type repeatedMember string
+
+func (r repeatedMember) Error() string {
+	return fmt.Sprintf("member %q appears more than once; send each member once", string(r))
 }
 
 // classify applies JSON-RPC 2.0 §4 to a decoded envelope.

@@ -82,7 +82,13 @@ func (l *legacyHandler) serveStream(w http.ResponseWriter, r *http.Request, p *g
 	}
 	defer t.endSession(s, "SSE stream closed")
 	ch, _ := s.openStream() // a new session has no stream yet
-	t.stream(w, r, s, ch, l.messagePath+"?sessionId="+url.QueryEscape(s.id))
+	hold, ok := t.holdStream(s.owner)
+	if !ok {
+		t.replyError(w, r, nil, errClosed)
+		return
+	}
+	defer t.releaseStream(hold)
+	t.stream(w, r, s, ch, hold.stop, l.messagePath+"?sessionId="+url.QueryEscape(s.id))
 }
 
 // serveMessage accepts one POST body for a legacy session: 202 once it is

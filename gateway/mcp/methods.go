@@ -315,12 +315,12 @@ func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, m *messa
 	return normalizeResult(res)
 }
 
-// readableName returns params.name when params is an object with a string
-// name, else "" (for the audit row of a malformed tools/call).
+// readableName returns params.name when params is an object with one
+// string name, else "" (for the audit row of a malformed tools/call).
 func readableName(params json.RawMessage) string {
-	var in map[string]json.RawMessage // exact member names, as in decodeParams
+	var v [1][]byte
 	var name string
-	if json.Unmarshal(params, &in) != nil || json.Unmarshal(in["name"], &name) != nil {
+	if ok, repeated := readMembers(params, []string{"name"}, v[:]); !ok || repeated != "" || json.Unmarshal(v[0], &name) != nil {
 		return ""
 	}
 	return name
@@ -449,7 +449,7 @@ func metaMember(meta json.RawMessage, key string) json.RawMessage {
 // fields are tagged with their member names; absent or null params leave v
 // at its zero value. Member names are matched exactly, as MCP defines them
 // (json.Unmarshal into the struct would also fill "name" from "NAME"), and
-// the last of duplicate members wins.
+// a member named more than once is refused (repeatedMember).
 func decodeParams(params json.RawMessage, v any) error {
 	if len(params) == 0 || string(params) == "null" {
 		return nil
@@ -466,13 +466,11 @@ func decodeParams(params json.RawMessage, v any) error {
 	} else {
 		values = make([][]byte, len(names))
 	}
-	if !canon.Members(params, func(name, value []byte) {
-		for i, n := range names {
-			if n != "" && n == string(name) {
-				values[i] = value // the last of repeated members wins
-			}
-		}
-	}) {
+	ok, repeated := readMembers(params, names, values)
+	if repeated != "" {
+		return repeatedMember(repeated)
+	}
+	if !ok {
 		// Not one JSON object: encoding/json says why (or, should it take
 		// what Members did not, reads the members).
 		var obj map[string]json.RawMessage
@@ -581,6 +579,10 @@ func typeProblem(err error) string {
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) {
 		return fmt.Sprintf(": %s at byte %d", syn.Error(), syn.Offset)
+	}
+	var rep repeatedMember
+	if errors.As(err, &rep) {
+		return ": " + rep.Error()
 	}
 	var kind notObject
 	if errors.As(err, &kind) {

@@ -250,6 +250,9 @@ func checkModern(r *http.Request, m *message) error {
 	if decodeErr == nil {
 		decodeErr = checkMetaObject(in.Meta)
 	}
+	if repeated, ok := decodeErr.(repeatedMember); ok { // which name the headers should match is unknown (not errors.As: its target would be allocated on every request)
+		return errMetaInvalid("params: %s", repeated.Error())
+	}
 	if m.method == "tools/call" {
 		name, _ := stringValue(in.Name)
 		if err := checkNameHeader(r, name); err != nil {
@@ -300,7 +303,7 @@ func checkModern(r *http.Request, m *message) error {
 }
 
 // modernParams are the members of a 2026-07-28 request's params that the
-// transport reads, raw (the last of repeated ones; nil when absent):
+// transport reads, raw (nil when absent; a repeated one is refused):
 // name and _meta for every request, arguments for tools/call (which
 // callTool then reads without another pass), inputResponses and
 // requestState for the retry of a tools/call round (MCP 2026-07-28,
@@ -313,6 +316,9 @@ type modernParams struct {
 	RequestState   json.RawMessage `json:"requestState"`
 }
 
+// modernMembers are modernParams' member names, in the order of its fields.
+var modernMembers = []string{"name", "arguments", "_meta", "inputResponses", "requestState"}
+
 // modernFields reads modernParams from params as decodeParams does, with
 // its error for params that are not an object, in one pass and without
 // reflection.
@@ -320,21 +326,15 @@ func modernFields(params json.RawMessage) (in modernParams, err error) {
 	if len(params) == 0 || string(params) == "null" {
 		return in, nil
 	}
-	if params[0] == '{' && canon.Members(params, func(n, value []byte) {
-		switch string(n) {
-		case "name":
-			in.Name = value
-		case "arguments":
-			in.Arguments = value
-		case "_meta":
-			in.Meta = value
-		case "inputResponses":
-			in.InputResponses = value
-		case "requestState":
-			in.RequestState = value
+	if params[0] == '{' {
+		var v [5][]byte // modernMembers' values, on the stack
+		ok, repeated := readMembers(params, modernMembers, v[:])
+		if repeated != "" {
+			return in, repeatedMember(repeated)
 		}
-	}) {
-		return in, nil
+		if ok {
+			return modernParams{Name: v[0], Arguments: v[1], Meta: v[2], InputResponses: v[3], RequestState: v[4]}, nil
+		}
 	}
 	var slow modernParams // a variable of its own: &slow escapes, in does not
 	err = decodeParams(params, &slow)
@@ -561,14 +561,22 @@ func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, p *gatew
 		}
 		defer t.removeListener(s)
 	}
+	hold, ok := t.holdStream(s.owner)
+	if !ok {
+		t.replyError(w, r, m.id, errClosed)
+		return
+	}
+	defer t.releaseStream(hold)
 	rc := http.NewResponseController(w)
 	t.writeDeadline(rc)
 	startSSE(w)
 	if writeEvent(w, rc, "message", ack) != nil {
 		return
 	}
-	// Close ends the subscription gracefully, with its closing result.
-	t.pump(w, r, rc, s, ch, func() []byte {
+	// Close, or a newer stream of the same credential past
+	// MaxStreamsPerPrincipal, ends the subscription gracefully, with its
+	// closing result.
+	t.pump(w, r, rc, s, ch, hold.stop, func() []byte {
 		res, _ := json.Marshal(map[string]any{"resultType": "complete", "_meta": meta})
 		end, _ := json.Marshal(response{JSONRPC: "2.0", ID: subID, Result: json.RawMessage(res)})
 		return end

@@ -17,7 +17,38 @@ import (
 // The envelope and params are read in one pass over the bytes
 // (canon.Members). These references are how they were read before, with
 // encoding/json maps; FuzzParseUnchanged holds the two readings equal,
-// errors included, so no reply changes by a byte.
+// errors included, so no reply changes by a byte. The one change since:
+// a member read that appears more than once is refused (issue 22, item
+// 14), which referenceRepeated finds with encoding/json's tokenizer.
+
+// referenceRepeated returns the first of names that the JSON object raw
+// holds more than once ("" when none, or when raw is not an object).
+func referenceRepeated(raw []byte, names []string) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	first := ""
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		name, _ := tok.(string)
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return ""
+		}
+		for _, n := range names {
+			if n == name && n != "" && seen[n] && first == "" {
+				first = n
+			}
+		}
+		seen[name] = true
+	}
+	return first
+}
 
 func referenceParseMessage(raw json.RawMessage) (message, error) {
 	var obj map[string]json.RawMessage
@@ -27,6 +58,13 @@ func referenceParseMessage(raw json.RawMessage) (message, error) {
 			return message{}, err
 		}
 		return invalid(nil, "a JSON-RPC message must be a JSON object"), nil
+	}
+	if rep := referenceRepeated(raw, []string{"jsonrpc", "id", "method", "params", "result", "error"}); rep != "" {
+		id, _ := parseID(obj["id"])
+		if rep == "id" {
+			id = nil
+		}
+		return invalid(id, "member %q appears more than once; send each member once", rep), nil
 	}
 	w := wireMessage{JSONRPC: obj["jsonrpc"], ID: obj["id"], Method: obj["method"],
 		Params: obj["params"], Result: obj["result"], Error: obj["error"]}
@@ -45,6 +83,16 @@ func referenceDecodeParams(params json.RawMessage, v any) error {
 		return err
 	}
 	rv := reflect.ValueOf(v).Elem()
+	var names []string
+	for i := range rv.NumField() {
+		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
+		if name != "-" {
+			names = append(names, name)
+		}
+	}
+	if rep := referenceRepeated(params, names); rep != "" {
+		return repeatedMember(rep)
+	}
 	for i := range rv.NumField() {
 		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
 		raw, ok := obj[name]
@@ -88,7 +136,8 @@ func FuzzParseUnchanged(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"ping"`, `[]`, `null`, `"x"`, ``, `{"jsonrpc":"2.0","id":7,"result":{}}`,
 		`{"name":"x","arguments":{"a":1},"_meta":{"progressToken":1}}`, `{"name":7}`, `{"name":"\u00e9","Skipped":"s","-":"d","":"e"}`,
 		`{"name":"x","arguments":[1],"_meta":[]}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"requestId":3}`,
-		"{\"name\":\"\xff\",\"method\":\"\xfe\"}",
+		"{\"name\":\"\xff\",\"method\":\"\xfe\"}", `{"name":"a","n\u0061me":"b","arguments":{}}`, `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{},"params":{}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -205,7 +205,8 @@ type Transport struct {
 
 	mu        sync.RWMutex
 	sessions  map[string]*session
-	listeners map[*session]struct{} // open subscriptions/listen streams (2026-07-28) wanting tool list changes
+	listeners map[*session]struct{}      // open subscriptions/listen streams (2026-07-28) wanting tool list changes
+	streams   map[identity][]*streamHold // open long-lived streams by owner, oldest first (holdStream)
 	closed    bool
 
 	pending sync.Map // session id + "\x00" + request id → chan message: relayed requests awaiting the client (callRelay)
@@ -231,6 +232,7 @@ func NewHandler(opts Options) (*Transport, error) {
 		origins:   map[string]bool{},
 		sessions:  map[string]*session{},
 		listeners: map[*session]struct{}{},
+		streams:   map[identity][]*streamHold{},
 		stop:      make(chan struct{}),
 		bodies:    semaphore.NewWeighted(opts.MaxHeldBodyBytes),
 	}
@@ -718,13 +720,19 @@ func (t *Transport) serveGET(w http.ResponseWriter, r *http.Request, p *gateway.
 		return
 	}
 	defer s.closeStream()
-	t.stream(w, r, s, ch, "")
+	hold, ok := t.holdStream(s.owner)
+	if !ok {
+		t.replyError(w, r, nil, errClosed)
+		return
+	}
+	defer t.releaseStream(hold)
+	t.stream(w, r, s, ch, hold.stop, "")
 }
 
 // stream writes events to an open GET stream until it ends. A non-empty
 // endpoint is sent first as the "endpoint" event of the 2024-11-05
 // transport.
-func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, ch <-chan []byte, endpoint string) {
+func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, ch <-chan []byte, stop <-chan struct{}, endpoint string) {
 	rc := http.NewResponseController(w)
 	t.writeDeadline(rc)
 	startSSE(w)
@@ -735,14 +743,15 @@ func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, c
 	} else if rc.Flush() != nil {
 		return
 	}
-	t.pump(w, r, rc, s, ch, nil)
+	t.pump(w, r, rc, s, ch, stop, nil)
 }
 
 // pump writes each message of ch as an SSE "message" event, and a
 // keep-alive comment every KeepAlive, each write with its own deadline,
-// until the client goes, a write fails or the session ends; then, when
-// last is set, it writes last's event (a subscription's closing result).
-func (t *Transport) pump(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, s *session, ch <-chan []byte, last func() []byte) {
+// until the client goes, a write fails, the session ends or stop closes
+// (MaxStreamsPerPrincipal); then, when last is set, it writes last's event
+// (a subscription's closing result).
+func (t *Transport) pump(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, s *session, ch <-chan []byte, stop <-chan struct{}, last func() []byte) {
 	tick := time.NewTicker(t.opts.KeepAlive)
 	defer tick.Stop()
 	for {
@@ -751,6 +760,12 @@ func (t *Transport) pump(w http.ResponseWriter, r *http.Request, rc *http.Respon
 		case <-r.Context().Done():
 			return
 		case <-s.done:
+			if last != nil {
+				t.writeDeadline(rc)
+				_ = writeEvent(w, rc, "message", last())
+			}
+			return
+		case <-stop:
 			if last != nil {
 				t.writeDeadline(rc)
 				_ = writeEvent(w, rc, "message", last())
@@ -835,6 +850,7 @@ func (t *Transport) Close() {
 		for s := range listening {
 			s.end() // each stream sends its graceful-closure result
 		}
+		t.endStreams() // the listen streams not in listeners too
 		t.cancel()
 		close(t.stop)
 		t.wg.Wait()

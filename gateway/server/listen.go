@@ -18,7 +18,10 @@ import (
 // Listeners are the open listeners of one gateway process. Each holds at
 // most a fixed number of connections at once (config.Conn.MaxConnections,
 // config.MetricsMaxConnections); a client above the cap waits in the
-// kernel's accept queue until a connection closes.
+// kernel's accept queue until a connection closes. The probes never wait
+// behind client connections: on a listener of their own, or, when Main
+// serves them, on a reserve of probeReserve connections beyond Main's cap
+// (reserveListener).
 type Listeners struct {
 	// Main serves the MCP endpoints, the admin API and the OAuth metadata
 	// (MCPGATE_LISTEN), and the probes unless Metrics is open.
@@ -51,8 +54,9 @@ func (a *App) Listen() (*Listeners, error) {
 	if err != nil {
 		return nil, listenError("MCPGATE_LISTEN", cfg.Listen, err)
 	}
-	ls := &Listeners{Main: netutil.LimitListener(ln, cfg.MaxConnections)}
+	ls := &Listeners{Main: newReserveListener(ln, cfg.MaxConnections, probeReserve)}
 	if cfg.MetricsListen != "" {
+		ls.Main = netutil.LimitListener(ln, cfg.MaxConnections) // the probes are served apart
 		ml, err := net.Listen("tcp", cfg.MetricsListen)
 		if err != nil {
 			_ = ln.Close()
@@ -85,7 +89,9 @@ func listenError(name, addr string, err error) error {
 // drainTimeout. It closes the listeners. Every connection is answered or
 // closed in bounded time: see newHTTPServer.
 func (a *App) Serve(ctx context.Context, ls *Listeners, log *zap.Logger) error {
-	servers := []*http.Server{newHTTPServer(a.Server, a.Config.Conn, log)}
+	main := newHTTPServer(onlyProbesOnReserve(a.Server), a.Config.Conn, log)
+	main.ConnContext = markReserve
+	servers := []*http.Server{main}
 	serving := []net.Listener{ls.Main}
 	if ls.Metrics != nil {
 		servers = append(servers, newHTTPServer(a.Server.Probes(), a.Config.Conn, log))

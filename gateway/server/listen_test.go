@@ -394,3 +394,50 @@ func TestAddressInUseSaysWhatToDo(t *testing.T) {
 		})
 	}
 }
+
+// With the probes on the main listener (no MCPGATE_METRICS_LISTEN), a
+// listener full of client connections (long-lived streams, say) still
+// answers /healthz, /readyz and /metrics at once, on a small reserve of
+// connections beyond the cap; a client request on a reserve connection is
+// answered 503 with Retry-After and its connection closed, and once a
+// connection closes clients are served again (issue 22, item 1: 125 listen
+// streams of one token left /healthz hanging).
+func TestListenStreamsPerCredentialLeaveProbesAnswering(t *testing.T) {
+	s := serve(t, map[string]string{"MCPGATE_HTTP_MAX_CONNECTIONS": "2"})
+	var held []net.Conn
+	for range 2 {
+		c := dial(t, s.ls.Main)
+		if _, err := get(t, c, bufio.NewReader(c), "/nowhere", guard); err != nil {
+			t.Fatalf("connection %d within the cap: %v", len(held)+1, err)
+		}
+		held = append(held, c)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		probe := dial(t, s.ls.Main)
+		if code, err := get(t, probe, bufio.NewReader(probe), path, guard); err != nil || code != http.StatusOK {
+			t.Fatalf("%s with the main listener full: status %d, err %v; want 200", path, code, err)
+		}
+		if got := readToClose(t, probe); got != "" {
+			t.Fatalf("%s: the reserve connection carried more: %q", path, got)
+		}
+	}
+	client := dial(t, s.ls.Main)
+	_, _ = fmt.Fprintf(client, "GET /nowhere HTTP/1.1\r\nHost: %s\r\n\r\n", client.RemoteAddr())
+	if got := readToClose(t, client); !strings.HasPrefix(got, "HTTP/1.1 503") || !strings.Contains(got, "Retry-After:") || !strings.Contains(got, "MCPGATE_HTTP_MAX_CONNECTIONS") {
+		t.Fatalf("a client request above the cap got %q; want 503 with Retry-After, saying why", got)
+	}
+	_ = held[0].Close()
+	deadline := time.Now().Add(guard)
+	for {
+		c := dial(t, s.ls.Main)
+		code, err := get(t, c, bufio.NewReader(c), "/nowhere", guard)
+		_ = c.Close()
+		if err == nil && code == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a client after a connection closed: status %d, err %v; want it served (404)", code, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

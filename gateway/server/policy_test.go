@@ -67,6 +67,7 @@ func openPolicyApp(t *testing.T, dir string) *server.App {
 func request(t *testing.T, app *server.App, method, path string) (int, string) {
 	t.Helper()
 	r := httptest.NewRequest(method, path, nil)
+	r.Host = "localhost" // a name of the gateway: the probes check Host (httptest's example.com is not one)
 	r.Header.Set("Authorization", "Bearer policy-admin-token")
 	w := httptest.NewRecorder()
 	app.Server.ServeHTTP(w, r)

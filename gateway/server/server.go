@@ -253,10 +253,15 @@ func New(d Deps) (*Server, error) {
 		probes.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		probes.PathPrefix("/debug/pprof/").HandlerFunc(pprof.Index) // the index and the named profiles (heap, goroutine, …)
 	}
+	// The probes, the metrics and the profiles answer only the gateway's
+	// names, as the MCP endpoints do (mcp.ProbeHosts).
+	checked := checkHost(probes, mcp.ProbeHosts(d.HTTP.AllowedHosts))
 	if !d.ProbesApart {
-		s.mountProbes(r, metrics)
+		for _, path := range probePaths {
+			r.Handle(path, checked)
+		}
 	}
-	s.handler, s.probes = r, probes
+	s.handler, s.probes = r, checked
 	return s, nil
 }
 
@@ -292,6 +297,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // handler of the metrics listener.
 func (s *Server) Probes() http.Handler { return s.probes }
 
+// probePaths are the routes mountProbes serves.
+var probePaths = []string{"/healthz", "/readyz", "/metrics"}
+
 // mountProbes serves /healthz, /readyz and /metrics on r.
 func (s *Server) mountProbes(r *mux.Router, metrics http.Handler) {
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -299,6 +307,19 @@ func (s *Server) mountProbes(r *mux.Router, metrics http.Handler) {
 	})
 	r.HandleFunc("/readyz", s.ready)
 	r.Handle("/metrics", metrics)
+}
+
+// checkHost answers 403 to a request whose Host hostOK refuses
+// (mcp.ProbeHosts: DNS rebinding protection), else serves it with h.
+func checkHost(h http.Handler, hostOK func(string) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hostOK(r.Host) {
+			writeJSON(w, http.StatusForbidden, map[string]string{"status": "forbidden",
+				"error": fmt.Sprintf("Host %q is not a name of this gateway (DNS rebinding protection); use an allowed host name, localhost or an IP address, or an operator can add it to MCPGATE_ALLOWED_HOSTS", r.Host)})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Close ends all MCP sessions and streams and the degraded refresh of
