@@ -7,6 +7,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"hash/fnv"
 	"net/url"
@@ -145,11 +146,23 @@ func (s *Store) Close() error {
 func (s *Store) DB() *sqlx.DB { return s.db }
 
 // Ping reports whether PostgreSQL answers (for /readyz) within ctx's
-// deadline and at most pingTimeout (2 s); EUnavailable if not.
+// deadline and at most pingTimeout (2 s); EUnavailable if not. A pooled
+// connection that PostgreSQL ended meanwhile (a restart) answers
+// driver.ErrBadConn and leaves the pool; database/sql retries that only
+// while it picks a connection, not when the ping itself fails, so an
+// idle pool would fail one probe per dead connection. Ping tries again
+// until a connection answers or the pool has no connection left that it
+// did not try (then a new one is opened): the first probe after the
+// server is back is ready, and the dead connections are gone before the
+// calls need one.
 func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	return translate(s.db.PingContext(ctx), msgs{})
+	err := s.db.PingContext(ctx)
+	for tries := s.db.Stats().OpenConnections + 1; errors.Is(err, driver.ErrBadConn) && tries > 0 && ctx.Err() == nil; tries-- {
+		err = s.db.PingContext(ctx)
+	}
+	return translate(err, msgs{})
 }
 
 // Migrate applies the pending migrations of migrations.Postgres with goose.
