@@ -62,6 +62,8 @@ type Store struct {
 	dsn    string // for the listening connection (Listen)
 	rate   *rateStatements
 	finish prepared // finishAudits
+	// opTimeout is Options.OperationTimeout (commitDeadline).
+	opTimeout time.Duration
 }
 
 // Open is OpenWith with the default Options.
@@ -103,7 +105,7 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, openError(err, url)
 	}
-	s := &Store{db: db, dsn: url, rate: newRateStatements(), finish: prepared{Query: finishAudits}}
+	s := &Store{db: db, dsn: url, rate: newRateStatements(), finish: prepared{Query: finishAudits}, opTimeout: o.OperationTimeout}
 	s.Core = sqlcore.New(db, db, sqlcore.Dialect{
 		Bind: sqlx.DOLLAR,
 		Time: func(t time.Time) any { return t.UTC() },
