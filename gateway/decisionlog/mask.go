@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,6 +129,60 @@ func applyMask(ev *Event, ops []maskOp) {
 			ev.Erased = append(ev.Erased, op.path)
 		}
 	}
+	eraseDerived(ev)
+}
+
+// derivedFromArguments are the input fields that copy a call argument's
+// value: the gateway takes input.resource.id from the argument the
+// tool's catalog entry names (pipeline.resolveResource; a cc_server
+// ticket_id, say). A mask lists arguments by name, so it cannot see the
+// copy: whatever the bundle's mask says, a copy is logged only when a
+// top-level argument with the same value is logged as well.
+var derivedFromArguments = [][]string{{"resource", "id"}}
+
+// eraseDerived erases each derivedFromArguments field of ev's input whose
+// value no argument left in the masked input holds (the argument was
+// erased, masked, or never in the input because the policy does not read
+// it), and records it in ev.Erased.
+func eraseDerived(ev *Event) {
+	in, ok := ev.Input.(map[string]any)
+	if !ok {
+		return
+	}
+	args, _ := in["arguments"].(map[string]any)
+	for _, path := range derivedFromArguments {
+		v, ok := lookup(in, path)
+		if !ok {
+			continue
+		}
+		kept := false
+		for _, a := range args {
+			if reflect.DeepEqual(a, v) {
+				kept = true
+				break
+			}
+		}
+		if kept {
+			continue
+		}
+		if _, err := removeAt(in, path); err == nil {
+			ev.Erased = append(ev.Erased, "/input/"+strings.Join(path, "/"))
+		}
+	}
+}
+
+// lookup returns the value at path below the object v.
+func lookup(v any, path []string) (any, bool) {
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[p]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 var errNoPath = errors.New("mask path does not exist")

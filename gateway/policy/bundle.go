@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -68,7 +69,8 @@ const testTimeout = time.Minute
 // runBundleTests runs the Rego tests (*_test.rego) of the bundle in fsys
 // in-process with OPA's tester, as `opa test` does, and returns how many
 // passed. A failing or erroring test is an error naming each one with
-// OPA's message; a bundle without tests passes with 0. The tests run one
+// OPA's message; so is a bundle without a test that passes (a bundle
+// that tests nothing proves nothing). The tests run one
 // at a time, so that a reload leaves the other cores to the calls.
 func runBundleTests(ctx context.Context, fsys fs.FS) (int, error) {
 	res, err := loader.NewFileLoader().WithFS(fsys).WithRegoVersion(ast.RegoV1).All([]string{"."})
@@ -79,7 +81,11 @@ func runBundleTests(ctx context.Context, fsys fs.FS) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("policy: data documents: %w", err)
 	}
+	if err := refuseBuiltins(res.ParsedModules()); err != nil {
+		return 0, err
+	}
 	ch, err := tester.NewRunner().
+		SetCompiler(newCompiler()).
 		SetStore(store).
 		SetModules(res.ParsedModules()).
 		SetDefaultRegoVersion(ast.RegoV1).
@@ -119,6 +125,9 @@ func runBundleTests(ctx context.Context, fsys fs.FS) (int, error) {
 		}
 		return passed, fmt.Errorf("policy: %d of the bundle's own tests fail (%d pass): %s%s; run `mcpgate policy test` on the folder to see them",
 			n, passed, strings.Join(failed, "; "), more)
+	}
+	if passed == 0 {
+		return 0, errors.New("policy: the bundle has no tests of its own that pass (no test_ rule in a *_test.rego file, or every one skipped); a candidate must prove itself before it decides calls: add tests beside its rules (see the built-in bundle's) and run `mcpgate policy test` on the folder")
 	}
 	return passed, nil
 }

@@ -140,9 +140,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if len(res.Modules) == 0 {
 		return nil, errors.New("policy: the bundle has no .rego modules")
 	}
-	compiler, err := res.Compiler()
-	if err != nil {
-		return nil, fmt.Errorf("policy: compile bundle: %w", err)
+	if err := refuseBuiltins(res.ParsedModules()); err != nil {
+		return nil, err
+	}
+	compiler := newCompiler()
+	if compiler.Compile(res.ParsedModules()); compiler.Failed() {
+		return nil, fmt.Errorf("policy: compile bundle: %w", compiler.Errors)
 	}
 	store, err := res.Store()
 	if err != nil {

@@ -111,6 +111,12 @@ type LiveOptions struct {
 	// TestBudget bounds the whole run of a candidate's own tests (each
 	// test is also bounded on its own); 0 means DefaultTestBudget.
 	TestBudget time.Duration
+	// RequireMask refuses every bundle from a folder that does not
+	// define the decision log mask (MaskQuery), at start and on every
+	// reload: set it while a decision log is on, whose events are never
+	// written unmasked, so a candidate without the mask would drop them
+	// all once live.
+	RequireMask bool
 	// Tested remembers the bundles whose tests passed in this process;
 	// give the Lives of one gateway (its surfaces) the same one, so that
 	// a folder's tests run once for all of them. nil gives this Live one
@@ -256,6 +262,9 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, 
 			return nil, err
 		}
 		e.content = at.Content
+		if l.opts.RequireMask && !e.HasMask() {
+			return nil, fmt.Errorf("policy: the bundle defines no %s, and a decision log is on (MCPGATE_DECISION_LOG_FILE or MCPGATE_DECISION_LOG_URL) whose events are never written unmasked; keep the system/log folder of the built-in bundle (policies/system/log) in the folder", MaskQuery)
+		}
 		if vouch != nil && vouch.Content == at.Content {
 			at.Tests, at.TestsFrom = vouch.Tests, gateway.PolicyTestsReplica
 			e.tests, e.testsFrom = at.Tests, at.TestsFrom

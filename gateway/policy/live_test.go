@@ -384,7 +384,8 @@ func TestShadowFlipsAreCountedNeverEnforced(t *testing.T) {
 
 	erring := tinyBundle("rev-erring", false, false)
 	erring["supacloud/decision.rego"] = "package supacloud\n\ndecision := {\"allow\": to_number(\"x\") == 1, \"visible\": true}\n\nvisible_tools := []\n"
-	delete(erring, "supacloud/decision_test.rego")
+	// a test that passes: a candidate without one is refused (issue 22)
+	erring["supacloud/decision_test.rego"] = "package supacloud_test\n\nimport data.supacloud\n\ntest_no_visible_tools if count(supacloud.visible_tools) == 0\n"
 	writeBundle(t, shadowDir, erring)
 	if _, err := l.Reload(context.Background(), policy.TriggerAdmin); err != nil {
 		t.Fatal(err)

@@ -56,6 +56,8 @@ func translate(err error, m msgs) error {
 // translatePQ maps a server error by SQLSTATE; nil means "no specific class".
 func translatePQ(pe *pq.Error, m msgs) error {
 	switch {
+	case pe.Code == lateCode:
+		return gateway.Wrap(gateway.EUnavailable, pe, "PostgreSQL answered after the call's deadline; nothing was written, retry shortly")
 	case pe.Code == pqerror.UniqueViolation:
 		return gateway.Wrap(gateway.EConflict, pe, or(m.conflict, "a record with this key already exists"))
 	case pe.Code == pqerror.ForeignKeyViolation:

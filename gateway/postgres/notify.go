@@ -92,6 +92,9 @@ type Listener struct {
 	schema   string
 	o        ListenOptions
 	received atomic.Uint64
+	// unreadable counts the payloads of this listener's channels that
+	// are not JSON of the expected shape (Unreadable).
+	unreadable atomic.Uint64
 
 	mu sync.Mutex // serializes the handler's calls and guards up
 	up bool
@@ -247,7 +250,11 @@ func (l *Listener) receive() {
 			l.relay(n.Extra)
 			continue
 		}
-		c, ok := parseChange(n.Extra, l.schema)
+		c, ok, readable := parseChange(n.Extra, l.schema)
+		if !readable {
+			l.unreadablePayload(n.Channel)
+			continue
+		}
 		if !ok {
 			continue
 		}
@@ -270,7 +277,11 @@ func (l *Listener) policy(extra string) {
 		Tests    int    `json:"n"`
 		Seal     string `json:"m"`
 	}
-	if err := json.Unmarshal([]byte(extra), &p); err != nil || p.Schema != l.schema {
+	if err := json.Unmarshal([]byte(extra), &p); err != nil {
+		l.unreadablePayload(PolicyChannel)
+		return
+	}
+	if p.Schema != l.schema {
 		return
 	}
 	ph, ok := l.h.(PolicyHandler)
@@ -290,7 +301,11 @@ func (l *Listener) relay(extra string) {
 		Schema string `json:"s"`
 		Key    string `json:"k"`
 	}
-	if err := json.Unmarshal([]byte(extra), &p); err != nil || p.Schema != l.schema {
+	if err := json.Unmarshal([]byte(extra), &p); err != nil {
+		l.unreadablePayload(RelayChannel)
+		return
+	}
+	if p.Schema != l.schema {
 		return
 	}
 	if ah, ok := l.h.(AnswerHandler); ok {
@@ -339,24 +354,56 @@ type payload struct {
 	Token     string  `json:"k"`
 }
 
-// parseChange decodes a trigger's payload; false for another schema's. A
-// payload it cannot read is a change of every workspace.
-func parseChange(extra, schema string) (gateway.Change, bool) {
+// UnreadableHandler is implemented by a ChangeHandler that wants to hear
+// of payloads that are not JSON of the expected shape. Only the change
+// triggers and the replicas announce on the store's channels, and they
+// always send JSON: anything else was sent by someone else who may
+// connect to the database, so it is ignored, never read as "everything
+// changed" (which would have every replica rebuild every open stream's
+// tool list per payload). Unreadable is called for the first such
+// payload of a Listener only (the count is Listener.Unreadable), so a
+// flood logs one line.
+type UnreadableHandler interface {
+	Unreadable(channel string)
+}
+
+// Unreadable counts the payloads received that were not JSON of the
+// expected shape, of any schema (they cannot tell theirs); they were
+// ignored.
+func (l *Listener) Unreadable() uint64 { return l.unreadable.Load() }
+
+// unreadablePayload counts one unreadable payload on channel and tells
+// the handler of the first.
+func (l *Listener) unreadablePayload(channel string) {
+	if l.unreadable.Add(1) != 1 {
+		return
+	}
+	if uh, ok := l.h.(UnreadableHandler); ok {
+		l.mu.Lock()
+		uh.Unreadable(channel)
+		l.mu.Unlock()
+	}
+}
+
+// parseChange decodes a trigger's payload: ok is false for another
+// schema's, readable false for a payload that is not JSON of the
+// triggers' shape (ignored: see UnreadableHandler).
+func parseChange(extra, schema string) (c gateway.Change, ok, readable bool) {
 	var p payload
 	if err := json.Unmarshal([]byte(extra), &p); err != nil {
-		return gateway.Change{Table: "?"}, true
+		return gateway.Change{}, false, false
 	}
 	if p.Schema != schema {
-		return gateway.Change{}, false
+		return gateway.Change{}, false, true
 	}
-	c := gateway.Change{Table: p.Table, TokenFingerprint: p.Token}
+	c = gateway.Change{Table: p.Table, TokenFingerprint: p.Token}
 	if p.Table == EndedSessionsTable {
 		c.TokenFingerprint, c.SessionID = "", p.Token
 	}
 	if p.Workspace != nil {
 		c.WorkspaceID = *p.Workspace
 	}
-	return c, true
+	return c, true, true
 }
 
 // listenDialer opens the listening connection: connect within

@@ -62,7 +62,7 @@ WITH r AS MATERIALIZED (
     SELECT mcpgate_take_slots($23::text[], $24::timestamptz[], $25::timestamptz[], $26::bigint[], $27::text[], $28::text[]) AS taken
 )
 INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
-SELECT ` + auditInsertValues + ` FROM r
+SELECT ` + auditInsertValues + ` FROM r WHERE mcpgate_before($29::timestamptz)
 RETURNING id`
 
 // reserveOneAndAudit is reserveAndAudit for a call of one slot, in plain
@@ -89,7 +89,7 @@ WITH s AS (
     RETURNING 1
 )
 INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
-SELECT ` + auditInsertValues + ` FROM s
+SELECT ` + auditInsertValues + ` FROM s WHERE mcpgate_before($29::timestamptz)
 RETURNING id`
 
 // reserveBatch takes several calls' reservations in one statement, in
@@ -105,10 +105,32 @@ SELECT audit_id, full_slot, used FROM mcpgate_reserve_batch($1::timestamptz[], $
     $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
     $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[],
     $19::text[], $20::text[], $21::text[], $22::text[],
-    $23::integer[], $24::text[], $25::timestamptz[], $26::timestamptz[], $27::bigint[], $28::text[], $29::text[])`
+    $23::integer[], $24::text[], $25::timestamptz[], $26::timestamptz[], $27::bigint[], $28::text[], $29::text[])
+WHERE mcpgate_before($30::timestamptz)`
 
 // auditColumnCount is the number of audit columns (sqlcore.AuditArgs).
 const auditColumnCount = 22
+
+// lateCode is the SQLSTATE mcpgate_before raises (migration 00018): the
+// reservation reached PostgreSQL past its deadline and wrote nothing
+// (translate: EUnavailable).
+const lateCode = "MGDL1"
+
+// commitMargin is how long before the context's deadline a reservation
+// must have run in PostgreSQL (mcpgate_before): the reply's way back, so
+// that one that ran in time is not refused by the client meanwhile. The
+// clocks of the gateway and PostgreSQL are compared: keep them in sync.
+const commitMargin = 50 * time.Millisecond
+
+// commitDeadline is the time past which a reservation of ctx must not
+// commit (mcpgate_before): ctx's deadline less commitMargin, or, without
+// one, the operation timeout after which the connection gives up.
+func (s *Store) commitDeadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d.Add(-commitMargin).UTC()
+	}
+	return time.Now().Add(s.opTimeout - commitMargin).UTC()
+}
 
 // fullSlotCode is the SQLSTATE mcpgate_take_slots raises at a full
 // counter; its DETAIL is "<1-based index> <count before this call>".
@@ -145,7 +167,7 @@ func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots [
 		stmt = tx.StmtContext(ctx, stmt)
 	}
 	var res gateway.ReservationResult
-	args := append(audit[:len(audit):len(audit)], slotArgs(slots)...)
+	args := append(append(audit[:len(audit):len(audit)], slotArgs(slots)...), s.commitDeadline(ctx))
 	err = stmt.QueryRowContext(ctx, args...).Scan(&res.AuditID)
 	// In autocommit the statement is all its transaction: one aborted to
 	// break a deadlock wrote nothing and runs again (maxDeadlockAttempts).
@@ -155,6 +177,7 @@ func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots [
 	if pe := pq.As(err); pe != nil && pe.Code == fullSlotCode {
 		return fullSlot(pe, len(slots))
 	}
+
 	if err != nil {
 		return gateway.ReservationResult{}, translate(err, msgs{})
 	}
@@ -174,7 +197,7 @@ func (s *Store) takeOneSlot(ctx context.Context, tx *sqlx.Tx, audit []any, q gat
 	if q.TaskID != "" {
 		ws, task = q.WorkspaceID, q.TaskID
 	}
-	args := append(audit[:len(audit):len(audit)], q.Key, q.Window.UTC(), expires, q.Limit, ws, task)
+	args := append(audit[:len(audit):len(audit)], q.Key, q.Window.UTC(), expires, q.Limit, ws, task, s.commitDeadline(ctx))
 	var res gateway.ReservationResult
 	if tx != nil {
 		stmt, err := s.rate.reserveOne.Get(ctx, s.db, driverError)
@@ -230,7 +253,7 @@ func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gate
 		counts[i] = int64(len(sl))
 		all = append(all, sl...)
 	}
-	args = append(append(args, pq.Array(counts)), slotArgs(all)...)
+	args = append(append(append(args, pq.Array(counts)), slotArgs(all)...), s.commitDeadline(ctx))
 	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, translate(err, msgs{})

@@ -7,6 +7,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"hash/fnv"
 	"net/url"
@@ -61,6 +62,8 @@ type Store struct {
 	dsn    string // for the listening connection (Listen)
 	rate   *rateStatements
 	finish prepared // finishAudits
+	// opTimeout is Options.OperationTimeout (commitDeadline).
+	opTimeout time.Duration
 }
 
 // Open is OpenWith with the default Options.
@@ -102,7 +105,7 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, openError(err, url)
 	}
-	s := &Store{db: db, dsn: url, rate: newRateStatements(), finish: prepared{Query: finishAudits}}
+	s := &Store{db: db, dsn: url, rate: newRateStatements(), finish: prepared{Query: finishAudits}, opTimeout: o.OperationTimeout}
 	s.Core = sqlcore.New(db, db, sqlcore.Dialect{
 		Bind: sqlx.DOLLAR,
 		Time: func(t time.Time) any { return t.UTC() },
@@ -145,11 +148,23 @@ func (s *Store) Close() error {
 func (s *Store) DB() *sqlx.DB { return s.db }
 
 // Ping reports whether PostgreSQL answers (for /readyz) within ctx's
-// deadline and at most pingTimeout (2 s); EUnavailable if not.
+// deadline and at most pingTimeout (2 s); EUnavailable if not. A pooled
+// connection that PostgreSQL ended meanwhile (a restart) answers
+// driver.ErrBadConn and leaves the pool; database/sql retries that only
+// while it picks a connection, not when the ping itself fails, so an
+// idle pool would fail one probe per dead connection. Ping tries again
+// until a connection answers or the pool has no connection left that it
+// did not try (then a new one is opened): the first probe after the
+// server is back is ready, and the dead connections are gone before the
+// calls need one.
 func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	return translate(s.db.PingContext(ctx), msgs{})
+	err := s.db.PingContext(ctx)
+	for tries := s.db.Stats().OpenConnections + 1; errors.Is(err, driver.ErrBadConn) && tries > 0 && ctx.Err() == nil; tries-- {
+		err = s.db.PingContext(ctx)
+	}
+	return translate(err, msgs{})
 }
 
 // Migrate applies the pending migrations of migrations.Postgres with goose.

@@ -470,6 +470,8 @@ func NewPolicy(ctx context.Context, cfg *config.Config, cat *tools.Catalog, opts
 	e := engineOptions(cfg, cat)
 	opts.Engine.Edition, opts.Engine.Tools, opts.Engine.KeepInput = e.Edition, e.Tools, e.KeepInput
 	opts.Dir, opts.Embedded, opts.ShadowDir, opts.Revision = cfg.PolicyDir, policies.FS, cfg.ShadowPolicyDir, policies.Revision
+	// A candidate without the mask would drop every event once live.
+	opts.RequireMask = cfg.DecisionLog.On()
 	l, err := policy.NewLive(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("policy bundle refused, the gateway does not start: %w%s", err, policyDirHint(cfg))

@@ -57,12 +57,86 @@ type changes struct {
 	// answered is told the keys of relayed answers recorded by any
 	// replica (storeAnswers.answered); nil: ignored.
 	answered func(key string)
+
+	// full coalesces the full refreshes (every cached caller dropped,
+	// every open stream's tool list recomputed) that announcements ask
+	// for: at most one runs, on a goroutine of its own, and at most one
+	// more waits, whatever the number of announcements meanwhile.
+	full coalescer
+	// refreshAllHook, when set, replaces one full refresh (tests).
+	refreshAllHook func()
+}
+
+// coalescer runs a function on a goroutine of its own, at most once at
+// a time: a request while it runs leaves one run pending, and every
+// further request joins that pending run.
+type coalescer struct {
+	mu      sync.Mutex
+	running bool
+	pending bool
+}
+
+// request runs fn on wg (now, or after the running one when one runs).
+func (co *coalescer) request(wg *sync.WaitGroup, fn func()) {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if co.running {
+		co.pending = true
+		return
+	}
+	co.running = true
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			fn()
+			co.mu.Lock()
+			if !co.pending {
+				co.running = false
+				co.mu.Unlock()
+				return
+			}
+			co.pending = false
+			co.mu.Unlock()
+		}
+	}()
+}
+
+// refreshAll asks for one full refresh (coalesced, in the background):
+// announcements of every workspace, the degraded loop and Resync come
+// through here, so a flood of them costs at most two rebuilds in a row.
+func (c *changes) refreshAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.full.request(&c.wg, c.refreshAllNow)
+}
+
+// refreshAllNow is one full refresh; tests replace it through
+// refreshAllHook.
+func (c *changes) refreshAllNow() {
+	if c.refreshAllHook != nil {
+		c.refreshAllHook()
+		return
+	}
+	c.s.WorkspaceChanged("")
+}
+
+// Unreadable implements postgres.UnreadableHandler: the first payload of
+// the store's channels that is not JSON is logged (they are all counted
+// and ignored).
+func (c *changes) Unreadable(channel string) {
+	c.log.Warn("ignored a notification that is not JSON of the expected shape on a channel of the store; only mcpgate's triggers and replicas should send there, so check who may connect to the database (further ones are ignored without a log line)",
+		zap.String("channel", channel))
 }
 
 var (
-	_ postgres.ChangeHandler = (*changes)(nil)
-	_ postgres.PolicyHandler = (*changes)(nil)
-	_ postgres.AnswerHandler = (*changes)(nil)
+	_ postgres.ChangeHandler     = (*changes)(nil)
+	_ postgres.UnreadableHandler = (*changes)(nil)
+	_ postgres.PolicyHandler     = (*changes)(nil)
+	_ postgres.AnswerHandler     = (*changes)(nil)
 )
 
 // RelayAnswered implements postgres.AnswerHandler.
@@ -109,6 +183,10 @@ func (c *changes) Changed(ch gateway.Change) {
 		c.s.TokenRevoked(ch.TokenFingerprint)
 		return
 	}
+	if ch.WorkspaceID == "" {
+		c.refreshAll()
+		return
+	}
 	c.s.WorkspaceChanged(ch.WorkspaceID)
 }
 
@@ -138,7 +216,7 @@ func (c *changes) Lost() {
 			case <-stop:
 				return
 			case <-tick.C:
-				c.s.WorkspaceChanged("")
+				c.refreshAll()
 			}
 		}
 	}()
@@ -161,7 +239,7 @@ func (c *changes) Resync() {
 	if c.s.ends != nil {
 		c.s.ends.SetLive(true)
 	}
-	c.s.WorkspaceChanged("")
+	c.refreshAll()
 	if gap {
 		c.PolicyRequested(gateway.PolicyRequest{})
 	}
