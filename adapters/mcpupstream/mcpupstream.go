@@ -161,7 +161,7 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 // reach clients and the idempotency store: the password and every query
 // value (which may carry an API key) replaced by "xxxxx", a query key
 // without a value (which may be the key itself) too, and the fragment
-// left out (seed 001, Security properties: no secret exposure). A URL that
+// left out (docs/requirements.md#no-secrets). A URL that
 // does not parse is "(unparsable URL)".
 func DisplayURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
