@@ -86,7 +86,7 @@ test-interop: build fixture node-deps
 bench: pg
 	$(GO) test -run '^$$' -bench . -benchmem ./gateway/... ./tools/...
 
-## bench-ratelimit: rate-limit reservation + audit write on PostgreSQL, closed and open loop (README.md, "Rate limits")
+## bench-ratelimit: rate-limit reservation + audit write on PostgreSQL, closed and open loop (docs/rate-limits.md)
 # Closed loop at 1, 16 and 64 callers, then open loop: 64 callers offered 2,000 calls/s.
 .PHONY: bench-ratelimit test-ratelimit-full
 bench-ratelimit: pg
@@ -98,7 +98,7 @@ bench-ratelimit: pg
 bench-e2e: pg build
 	MCPGATE_E2E_LOAD=1000 $(GO) test -count=1 -run TestEndToEndLoad -v ./test/ratelimit/
 
-## bench-compare: what the gateway adds to a call: direct, through SQLite and through PostgreSQL, session and 2026-07-28 clients (README.md, "Benchmarks")
+## bench-compare: what the gateway adds to a call: direct, through SQLite and through PostgreSQL, session and 2026-07-28 clients (docs/benchmarks.md)
 # echo on test/benchupstream called directly, through the gateway on SQLite and on PostgreSQL, by clients of
 # 2025-11-25 (sessions) and of 2026-07-28 (stateless, the -modern rows); closed loop, interleaved, fresh processes per run. BENCH_DURATION (10s), BENCH_REPS (3), BENCH_CONCURRENCY (1,16),
 # BENCH_WARMUP (1s), BENCH_CONFIGS, BENCH_RATE (calls/s over all sessions; unset: closed loop); BASELINE=path/to/an/older/mcpgate runs it beside bin/mcpgate, interleaved.

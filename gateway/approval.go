@@ -14,7 +14,7 @@ const (
 )
 
 // Approval is one approvals row: a person's approval of one exact tools/call
-// before it runs (seed 003, "Tools mit Freigabepflicht": a tool declaring
+// before it runs (docs/requirements.md#cc-approval: a tool declaring
 // requiresApproval, or an action-class tool whose guard answered prompt).
 // It is bound to the call by the principal (PrincipalKind, Subject,
 // WorkspaceID), the tool, the canonical argument hash (the audit row's

@@ -14,8 +14,8 @@ const (
 	ConsoleReader ConsoleKind = "reader"
 	// ConsoleWorkspaceAdmin signed in with a console sign-in JWT of a
 	// workspace member; the admin API lets it create, list and revoke its
-	// workspace's API tokens while its role is owner or admin (seed 002,
-	// "Owner oder Admin").
+	// workspace's API tokens while its role is owner or admin
+	// (docs/requirements.md#api-tokens).
 	ConsoleWorkspaceAdmin ConsoleKind = "workspace_admin"
 )
 

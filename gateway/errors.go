@@ -128,7 +128,7 @@ func (c ErrorCode) RPCCode() int {
 }
 
 // Class is the error class named in JSON-RPC error data: rate limits are
-// reported as class "Forbidden" (seed 001, Rate limits: AppError::Forbidden).
+// reported as class "Forbidden" (docs/requirements.md#limit-messages).
 func (c ErrorCode) Class() string {
 	switch c {
 	case ERateLimited:
@@ -167,8 +167,8 @@ func (c ErrorCode) HTTPStatus() int {
 // (NotDispatched); any adapter error without it leaves the outcome unknown
 // (a timeout after the request was sent, a lost connection, a reply that
 // cannot be read). The pipeline lets a deploy's idempotency key be used
-// again only after a call that was not dispatched (seed 001, Deploy
-// confirmation protocol: no stale retries).
+// again only after a call that was not dispatched (docs/requirements.md#idempotency-keys:
+// no stale retries).
 var ErrNotDispatched = errors.New("the call did not reach the tool")
 
 // NotDispatched returns cause marked with ErrNotDispatched (errors.Is finds

@@ -15,10 +15,10 @@ import (
 
 // Tier is the capability tier a tool belongs to; it decides which allowlist
 // entry unlocks the tool and which rate-limit bucket it consumes
-// (seed 001, "SupaCloud MCP tool surface", Tiers and allowlist entries).
+// (docs/requirements.md#tiers).
 type Tier string
 
-// The five tiers of seed 001. script.run is an ops-tier tool with its own
+// The five tiers of docs/requirements.md#tiers. script.run is an ops-tier tool with its own
 // carve-out grant; it is marked by Tool.CarveOut, not by a tier of its own.
 const (
 	TierBaseline Tier = "baseline"
@@ -29,7 +29,7 @@ const (
 )
 
 // Edition is the deployment edition, a process-global, fail-closed property
-// (seed 000, "Die zwei Schranken", Schranke 1).
+// (docs/requirements.md#edition).
 type Edition string
 
 // The two editions SUPACLOUD_EDITION accepts.
@@ -43,7 +43,7 @@ type PrincipalKind string
 
 // Principal kinds: an in-app agent task session (JWT on /mcp) or an external
 // coordinator holding an scmt_ API token (on /api/mcp). On the cc_server
-// surface (seed 003) a caller is a PrincipalUser (a person's client: the
+// surface (docs/requirements.md#cc-registry) a caller is a PrincipalUser (a person's client: the
 // desktop, the web build, an external MCP client) or a PrincipalAgent (the
 // built-in agent runtime).
 const (
@@ -78,7 +78,7 @@ type Principal struct {
 	// ExpiresAt is the credential's expiry; zero when it does not expire.
 	ExpiresAt time.Time
 	// Mode is a cc_server conversation mode (JWT claim "mode": chat, plan,
-	// review, orchestrate; seed 003, "Tools nach Modus begrenzen"), ""
+	// review, orchestrate; docs/requirements.md#cc-modes), ""
 	// elsewhere. The credential's value is kept as sent: the policy
 	// refuses every tool for one it does not know.
 	Mode string
@@ -98,7 +98,7 @@ type Workspace struct {
 }
 
 // Member roles of a workspace. Deploy-tier tools need RoleOwner or RoleAdmin
-// (seed 001, Deploy tier).
+// (docs/requirements.md#deploy-role).
 const (
 	RoleOwner  = "owner"
 	RoleAdmin  = "admin"
@@ -131,7 +131,7 @@ type Profile struct {
 type Permissions map[string]bool
 
 // SeatType is a named seat with permission grants; EnterpriseOnly seat types
-// do nothing on a community instance (seed 000, Schranke 1).
+// do nothing on a community instance (docs/requirements.md#edition).
 type SeatType struct {
 	Name           string      `json:"name"`
 	EnterpriseOnly bool        `json:"enterprise_only"`
@@ -161,7 +161,7 @@ type Task struct {
 }
 
 // APIToken is the stored form of an scmt_ token: never the value, only its
-// SHA-256 hash and the fingerprint shown to people (seed 002, step 1).
+// SHA-256 hash and the fingerprint shown to people (docs/requirements.md#api-tokens).
 type APIToken struct {
 	Fingerprint string     `json:"fingerprint"`
 	WorkspaceID string     `json:"workspace_id"`
@@ -174,7 +174,7 @@ type APIToken struct {
 }
 
 // ExternalLimits are a workspace's per-token hourly limits for the external
-// gateway; nil keeps the default (seed 002, step 4: 50 reads per tool, 30 ops).
+// gateway; nil keeps the default (docs/requirements.md#external-limits: 50 reads per tool, 30 ops).
 type ExternalLimits struct {
 	ReadsPerToolHourly *int `json:"reads_per_tool_hourly"`
 	OpsPerTokenHourly  *int `json:"ops_per_token_hourly"`
@@ -225,14 +225,14 @@ type Obligations struct {
 	// Redact lists top-level result fields to remove (e.g. "budget_remaining").
 	Redact []string `json:"redact,omitempty"`
 	// ConfirmationRequired marks a deploy-tier call that needs the two-step
-	// confirmation (seed 001, Deploy confirmation protocol).
+	// confirmation (docs/requirements.md#deploy-confirmation).
 	ConfirmationRequired bool `json:"confirmation_required,omitempty"`
 	// Relay says which messages an upstream sends during the call reach
 	// the caller (policy data relay_rules); nil relays none.
 	Relay *RelayPolicy `json:"relay,omitempty"`
 	// ApprovalRequired marks a cc_server call that must wait for a
-	// person's approval before it runs (seed 003, "Tools mit
-	// Freigabepflicht": a requiresApproval tool, or an action guard that
+	// person's approval before it runs (docs/requirements.md#cc-approval:
+	// a requiresApproval tool, or an action guard that
 	// answered prompt).
 	ApprovalRequired bool `json:"approval_required,omitempty"`
 	// ApprovalBecause names why ApprovalRequired is set, as the policy's
@@ -435,7 +435,7 @@ func (r ToolResult) MarshalJSON() ([]byte, error) {
 }
 
 // IdempotencyRecord is one mcp_idempotency_keys row: the idempotency_key of
-// a confirmed deploy-tier call, scoped to TaskID + Tool + Key (seed 001),
+// a confirmed deploy-tier call, scoped to TaskID + Tool + Key (docs/requirements.md#idempotency-keys),
 // with the InputHash of the arguments it was first used with and the
 // result of that call. Result is nil while the call is being dispatched
 // (the key is claimed but no result is stored yet). The stores and the
@@ -498,8 +498,8 @@ type ReservationResult struct {
 	Used    int64
 }
 
-// RateLimits are the rate-limit caps of seed 001 ("SupaCloud MCP tool
-// surface", Rate limits), in calls per task, per workspace and UTC day, or
+// RateLimits are the rate-limit caps of docs/requirements.md#rate-limits
+// and docs/requirements.md#workspace-profile-caps, in calls per task, per workspace and UTC day, or
 // per agent profile and UTC hour; the configuration overrides each from
 // the environment variable named beside it, and the rate-limit rules plan
 // a call's slots from them.
@@ -529,7 +529,7 @@ type RateLimits struct {
 // second on average, far above an agent's pace, low enough to stop a loop.
 const DefaultCCServerCallsPerMinute = 120
 
-// DefaultRateLimits returns the defaults of seed 001, Rate limits.
+// DefaultRateLimits returns the defaults of docs/requirements.md#rate-limits.
 func DefaultRateLimits() RateLimits {
 	return RateLimits{
 		ToolPerTask: 50, OpsPerTask: 10, ScaffoldPerTask: 10, DeployPerTask: 5,

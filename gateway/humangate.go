@@ -27,13 +27,13 @@ const (
 )
 
 // GateClassQuestion is the class of a task gate that asks a question: the
-// only class a machine may answer (seed 001, approval.decide), and the one
+// only class a machine may answer (docs/requirements.md#human-gates), and the one
 // whose approval needs an Answer.
 const GateClassQuestion = "question"
 
 // Gate is one human gate of the backend: a point where an agent task or a
-// workflow run waits for a person (seed 001, approvals.list and
-// approval.decide; seed 002, step 3). It is the backend's record, not the
+// workflow run waits for a person (docs/requirements.md#human-gates and
+// approval.decide; docs/requirements.md#external-human-gates). It is the backend's record, not the
 // gateway's own approvals (Approval), which hold one exact tools/call.
 type Gate struct {
 	// ID is the backend's gate id (the demo's "apr-…").

@@ -22,7 +22,7 @@ import (
 // *_test.rego files (package supacloud_test); the query for one tools/call
 // is data.supacloud.decision and for tools/list data.supacloud.visible_tools
 // (contract in supacloud/README.md). Under "ccserver/": the cc_server
-// surface (seed 003; package ccserver, modes.rego holding the mode policy as
+// surface (docs/requirements.md#cc-registry; package ccserver, modes.rego holding the mode policy as
 // data), queried at data.ccserver.decision and data.ccserver.visible_tools
 // (contract in ccserver/README.md). Under "system/log" it holds the
 // decision log mask (package system.log, data.system.log.mask), which the

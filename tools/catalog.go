@@ -2,9 +2,9 @@
 // description, input JSON Schema and policy flags, and the loader that
 // compiles every schema once so arguments can be checked on the hot path.
 //
-// The SupaCloud catalog (seed 001, "MCP Tool Surface") is embedded from
-// supacloud/catalog.json and the cc_server catalog (seed 003, 110 tools in
-// the seed's groups) from ccserver/catalog.json; other catalogs (an
+// The SupaCloud catalog (docs/requirements.md#tiers) is embedded from
+// supacloud/catalog.json and the cc_server catalog (docs/requirements.md#cc-registry, 110 tools in
+// their groups) from ccserver/catalog.json; other catalogs (an
 // upstream server's extra tools, test fixtures) go through Parse and can be
 // combined with Merge.
 package tools
@@ -29,7 +29,7 @@ var supacloudCatalog []byte
 //go:embed ccserver/catalog.json
 var ccserverCatalog []byte
 
-// The action classes a cc_server tool may declare (seed 003, "Kapsel-Tools"):
+// The action classes a cc_server tool may declare (docs/requirements.md#cc-action-classes):
 // the rig use-tools and rig_close control an enclosure; the use-tools also
 // reach the network and spawn processes; mobile_use and ios_use also
 // install packages. A tool declaring any of them is refused in read-only
@@ -42,7 +42,7 @@ const (
 )
 
 // Limit kinds split the scaffold tier into its two rate-limit buckets
-// (seed 001, "Workspace and profile caps": scaffold proposals and scaffold
+// (docs/requirements.md#workspace-profile-caps: scaffold proposals and scaffold
 // task-spawns have separate workspace/day and profile/hour limits).
 const (
 	LimitKindProposal  = "proposal"
@@ -55,20 +55,20 @@ type Tool struct {
 	// Name is the MCP tool name, copied exactly from the seed (e.g. "run.events").
 	Name string
 	// Tier decides the allowlist entry that unlocks the tool and the rate-limit
-	// bucket it consumes (seed 001, "Tiers and allowlist entries"). Empty for
+	// bucket it consumes (docs/requirements.md#tiers). Empty for
 	// a tool of a grouped catalog (cc_server).
 	Tier gateway.Tier
-	// Group is the tool's group in a grouped catalog (cc_server, seed 003:
+	// Group is the tool's group in a grouped catalog (cc_server, docs/requirements.md#cc-registry:
 	// "tickets", "memory", "rigs", …); empty for a tiered one (SupaCloud).
 	// A catalog is either tiered or grouped, never both.
 	Group string
 	// RequiresApproval marks a cc_server tool that declares requiresApproval
-	// (seed 003, "Tools mit Freigabepflicht"): a person approves each call
+	// (docs/requirements.md#cc-approval): a person approves each call
 	// before it runs.
 	RequiresApproval bool
 	// ActionClasses are the action classes a cc_server tool declares
 	// (ActionEnclosureControl, …), sorted; nil for none. A non-empty set
-	// puts the tool under the action guard (seed 003, "Kapsel-Tools").
+	// puts the tool under the action guard (docs/requirements.md#cc-action-classes).
 	ActionClasses []string
 	// Description is one line for tools/list.
 	Description string
@@ -77,14 +77,14 @@ type Tool struct {
 	InputSchema json.RawMessage
 	// CarveOut marks script.run: ops tier, but granted only by
 	// supacloud.script.run, supacloud.full or its exact name, never by
-	// supacloud.ops.* (seed 001, "script.run carve-out").
+	// supacloud.ops.* (docs/requirements.md#script-run-carve-out).
 	CarveOut bool
 	// Confirmation marks the deploy tools that need the two-step confirmation
-	// (seed 001, "Deploy confirmation protocol": app.deploy, app.migration.apply).
+	// (docs/requirements.md#deploy-confirmation: app.deploy, app.migration.apply).
 	Confirmation bool
 	// External marks tools an external coordinator may reach on /api/mcp with
 	// an mcp:read (read and baseline tiers) or mcp:ops (ops tier) token
-	// (seed 002, steps 1 and 3). Deploy tools are never external.
+	// (docs/requirements.md#api-tokens). Deploy tools are never external.
 	External bool
 	// ReadOnly is the MCP readOnlyHint annotation: true for the baseline
 	// reads and the whole read tier, and for the cc_server tools that only
@@ -97,7 +97,7 @@ type Tool struct {
 	// the gateway looks its attributes up through the adapter before the
 	// decision (the policy reads them as input.resource), so that the
 	// policy decides on what the record is, never on what the caller says
-	// it is (approval.decide: the gate's class; seed 002, step 3).
+	// it is (approval.decide: the gate's class; docs/requirements.md#external-human-gates).
 	Resource *ResourceRef
 }
 
@@ -155,7 +155,7 @@ var groupName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 // toolName is the shape MCP clients accept for tool names.
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
-// Load returns the embedded SupaCloud catalog (seed 001: 71 tools) with
+// Load returns the embedded SupaCloud catalog (docs/requirements.md#tiers: 71 tools) with
 // every input schema compiled. Each call compiles afresh (about 14 ms), so
 // call it once at start and share the result. An error names the tool whose
 // entry is bad; it means the binary was built from a broken catalog file.
@@ -163,12 +163,12 @@ func Load() (*Catalog, error) {
 	return Parse(supacloudCatalog)
 }
 
-// LoadCCServer returns the embedded cc_server catalog (seed 003: 110 tools,
+// LoadCCServer returns the embedded cc_server catalog (docs/requirements.md#cc-registry: 110 tools,
 // each with its group, requiresApproval and action classes) with every
 // input schema compiled; call it once at start. Its workspace-scoped tools
 // require workspace_id, list_workspaces and the six newsfeed tools take
-// none, search_tool_bm25 and list_my_tools take it optionally (seed 003,
-// "Gemeinsame Parameter"). An error means a broken catalog file.
+// none, search_tool_bm25 and list_my_tools take it optionally
+// (docs/requirements.md#cc-workspace-id). An error means a broken catalog file.
 func LoadCCServer() (*Catalog, error) {
 	return Parse(ccserverCatalog)
 }
@@ -256,7 +256,7 @@ func buildEntry(ft fileTool) (*entry, error) {
 }
 
 // checkFlags enforces the seed rules that tie flags to tiers, so a catalog
-// cannot, say, mark a deploy tool external (seed 002: never reachable).
+// cannot, say, mark a deploy tool external (docs/requirements.md#external-no-deploy).
 func checkFlags(ft fileTool) error {
 	switch {
 	case !toolName.MatchString(ft.Name):
@@ -347,7 +347,7 @@ type schemaShape struct {
 // workspace (docs/architecture.md, Invariants: workspace isolation), so the
 // schema must not refuse it first. In a grouped (cc_server) catalog the
 // workspace_id is the caller's choice of workspace, which the policy checks
-// (seed 003, "Gemeinsame Parameter"): the schema may require it or, on a
+// (docs/requirements.md#cc-workspace-id): the schema may require it or, on a
 // global tool, leave it out. Either way a declared workspace_id is a
 // string. It returns the sorted property names.
 func checkSchemaShape(raw []byte, grouped bool) ([]string, error) {

@@ -11,7 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// seedTools lists every tool of seed 001 ("MCP Tool Surface") by group, in
+// seedTools lists every tool of docs/requirements.md#tiers by group, in
 // the seed's order, typed from the seed so a typo in catalog.json fails.
 var seedTools = []struct {
 	group string
@@ -50,7 +50,7 @@ var seedTools = []struct {
 	{"deploy", []string{"app.deploy", "app.undeploy", "app.pause", "app.resume", "app.migration.apply"}},
 }
 
-// externalTools are the tools seed 002 lets a coordinator reach with
+// externalTools are the tools docs/requirements.md#external-tools-list lets a coordinator reach with
 // mcp:read (runs, tasks, backlog, approvals, memories, docs) or mcp:ops.
 var externalTools = []string{
 	"run.list", "run.get", "run.events", "tasks.list_active", "tasks.get",
@@ -121,7 +121,7 @@ func TestLoadNamesAndOrderMatchSeed(t *testing.T) {
 	}
 	for _, tool := range tools {
 		if !slices.Contains(want, tool.Name) {
-			t.Errorf("catalog tool %q is not in seed 001", tool.Name)
+			t.Errorf("catalog tool %q is not in docs/requirements.md#tiers", tool.Name)
 		}
 	}
 }

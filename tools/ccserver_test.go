@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// ccSeedGroups lists every tool of seed 003 by group, in the seed's order,
+// ccSeedGroups lists every tool of docs/requirements.md#cc-registry by group, in its order,
 // typed from the seed so that a typo in ccserver/catalog.json fails.
 var ccSeedGroups = []struct {
 	group string
@@ -32,14 +32,14 @@ var ccSeedGroups = []struct {
 	{"rigs", []string{"computer_use", "browser_use", "mobile_use", "ios_use", "rig_list", "rig_close"}},
 }
 
-// ccApproval are the tools seed 003 says declare requiresApproval.
+// ccApproval are the tools docs/requirements.md#cc-approval says declare requiresApproval.
 var ccApproval = []string{
 	"create_ticket", "update_ticket", "assign_ticket", "reassign_ticket", "close_ticket", "ticket_relation",
 	"create_goal", "update_goal_progress", "create_approval", "decide_approval", "comment_approval",
 	"create_work_product", "save_work_product_revision", "create_runtime_profile", "install_skill", "update_skill",
 }
 
-// ccActionClasses are the action classes seed 003 declares ("Kapsel-Tools").
+// ccActionClasses are the action classes docs/requirements.md#cc-action-classes declares.
 var ccActionClasses = map[string][]string{
 	"computer_use": {ActionEnclosureControl, ActionNetworkEgress, ActionProcessSpawn},
 	"browser_use":  {ActionEnclosureControl, ActionNetworkEgress, ActionProcessSpawn},
@@ -48,8 +48,8 @@ var ccActionClasses = map[string][]string{
 	"rig_close":    {ActionEnclosureControl},
 }
 
-// ccGlobal take no workspace_id; ccOptional take it optionally (seed 003,
-// "Gemeinsame Parameter").
+// ccGlobal take no workspace_id; ccOptional take it optionally
+// (docs/requirements.md#cc-workspace-id).
 var (
 	ccGlobal   = []string{"list_workspaces", "list_feeds", "list_articles", "get_article", "set_article_read", "set_article_saved", "refresh_feeds"}
 	ccOptional = []string{"search_tool_bm25", "list_my_tools"}
@@ -67,7 +67,7 @@ func mustLoadCC(t testing.TB) *Catalog {
 func TestCCServerNamesGroupsAndOrderMatchSeed(t *testing.T) {
 	c := mustLoadCC(t)
 	if c.Len() != 110 {
-		t.Fatalf("cc_server catalog has %d tools, seed 003 registers 110", c.Len())
+		t.Fatalf("cc_server catalog has %d tools, docs/requirements.md#cc-registry registers 110", c.Len())
 	}
 	tools := c.Tools()
 	i := 0
@@ -146,19 +146,19 @@ func TestCCServerWorkspaceID(t *testing.T) {
 	}
 }
 
-// TestCCServerNamesWithoutTool: the capabilities seed 003 says have no
+// TestCCServerNamesWithoutTool: the capabilities docs/requirements.md#cc-unknown-tools says have no
 // tool are not in the catalog, under these or similar names.
 func TestCCServerNamesWithoutTool(t *testing.T) {
 	c := mustLoadCC(t)
 	for _, n := range []string{"hire_agent", "fire_agent", "update_agent", "doctor", "workspace.upsert", "ask_user", "search_tools", "meeting_summary"} {
 		if _, ok := c.Lookup(n); ok {
-			t.Errorf("%s is in the catalog; seed 003 says it has no tool", n)
+			t.Errorf("%s is in the catalog; docs/requirements.md#cc-unknown-tools says it has no tool", n)
 		}
 	}
 	for _, tool := range c.Tools() {
 		for _, word := range []string{"project", "calendar", "meeting"} {
 			if strings.Contains(tool.Name, word) {
-				t.Errorf("%s looks like a %s tool; seed 003 says there are none", tool.Name, word)
+				t.Errorf("%s looks like a %s tool; docs/requirements.md#cc-unknown-tools says there are none", tool.Name, word)
 			}
 		}
 	}

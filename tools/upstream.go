@@ -35,8 +35,8 @@ type Dropped struct {
 // MCPGATE_UPSTREAM_TIER), so policy grants it like any tool of that tier: by
 // the tier wildcard, by its exact name or as supacloud.<name>. ReadOnly
 // follows the tier (baseline and read); External is false, because which
-// tools a coordinator token reaches on /api/mcp is decided per tool (seed
-// 002), not by an upstream listing. A missing description becomes
+// tools a coordinator token reaches on /api/mcp is decided per tool
+// (docs/requirements.md#external-tools-list), not by an upstream listing. A missing description becomes
 // "Upstream tool <name>." so tools/list stays valid MCP.
 //
 // Upstream tools are validated like catalog tools, with two rules relaxed:

@@ -1,4 +1,4 @@
-// Package ccdemo is an in-memory cc_server (seed 003) that answers every
+// Package ccdemo is an in-memory cc_server (docs/requirements.md#cc-registry) that answers every
 // tool of its MCP registry over realistic, per-workspace data, so the
 // gateway's cc_server surface can be run, demonstrated and tested without
 // a real cc_server.
@@ -10,7 +10,7 @@
 // on first use. Every entity id embeds a tag of its workspace, so one
 // workspace's ids never resolve in another, and every lookup is scoped by
 // the call's workspace. The newsfeed is per user (the call's actor), not
-// per workspace, as seed 003 says of the six newsfeed tools.
+// per workspace, as docs/requirements.md#cc-workspace-id says of the six newsfeed tools.
 //
 // The tools are answered by compact handlers per kind of entity (list,
 // get, create, update, act on one) from one dispatch table (toolTable).
@@ -216,7 +216,7 @@ func callWorkspace(call gateway.ToolCall) (string, error) {
 
 // ResolveResource tells the workspace of the entity kind/id wherever it
 // lives (attribute "workspace_id"), so the policy can refuse a call that
-// names one workspace and targets an entity of another (seed 003: a
+// names one workspace and targets an entity of another (docs/requirements.md#cc-workspace-id: a
 // mismatching workspace_id is refused, not ignored). workspaceID (the
 // caller's pinned workspace, "" for none) does not narrow the search: the
 // point is to find the entity's own workspace. found is false when no

@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// globalTools need no workspace; optionalTools take one optionally (seed
-// 003, "Gemeinsame Parameter").
+// globalTools need no workspace; optionalTools take one optionally
+// (docs/requirements.md#cc-workspace-id).
 var (
 	globalTools   = map[string]bool{"list_workspaces": true, "list_feeds": true, "list_articles": true, "get_article": true, "set_article_read": true, "set_article_saved": true, "refresh_feeds": true}
 	optionalTools = map[string]bool{"search_tool_bm25": true, "list_my_tools": true}
@@ -253,7 +253,7 @@ func setArticle(field string) handler {
 	}
 }
 
-// toolTable maps every cc_server tool (seed 003) to its handler.
+// toolTable maps every cc_server tool (docs/requirements.md#cc-registry) to its handler.
 func toolTable() map[string]handler {
 	return map[string]handler{
 		// Tool search: the gateway answers these from its catalog and policy;

@@ -87,7 +87,7 @@ func approvalTools() map[string]tool {
 }
 
 // approvalsList lists waiting gates. Task gates are listed with the prompt
-// redacted (seed 001, approvals.list); filter "tool" keeps task gates,
+// redacted (docs/requirements.md#human-gates); filter "tool" keeps task gates,
 // "workflow" workflow human gates.
 func approvalsList(w *workspace, r *request) (any, error) {
 	want := map[string]string{"tool": "task", "workflow": "workflow"}[r.str("filter")]
@@ -110,8 +110,8 @@ func approvalsList(w *workspace, r *request) (any, error) {
 
 // approvalDecide answers question-class task gates only. Tool, visual and
 // tier_change gates and every workflow human gate exist to put a person in
-// the loop, so a machine's decision is refused as an isError result (seed
-// 001 approval.decide, the #858 invariant; seed 002 step 3); a person
+// the loop, so a machine's decision is refused as an isError result
+// (docs/requirements.md#human-gates, the #858 invariant; docs/requirements.md#external-human-gates); a person
 // decides them through HumanGates (DecideGate), on the same decide path.
 func approvalDecide(w *workspace, r *request) (any, error) {
 	id := r.str("approval_id")
@@ -240,7 +240,7 @@ const ResourceKindApproval = "approval"
 // workspaceID, its gate class ("gate_class": question, tool, visual,
 // tier_change or workflow_human_gate), whether it is a task or a workflow
 // gate ("gate") and its status, so that the policy decides whether a
-// machine may answer it (seed 002, step 3) on what the gate is, not on
+// machine may answer it (docs/requirements.md#external-human-gates) on what the gate is, not on
 // what the caller says. found is false for an id the workspace does not
 // have, or a kind the demo does not know.
 func (b *Backend) ResolveResource(ctx context.Context, workspaceID, kind, id string) (map[string]string, bool, error) {

@@ -5,7 +5,7 @@ import (
 )
 
 // TestApprovalDecideRules: only question-class task gates may be decided by
-// a machine (seed 001 approval.decide; seed 002 step 3 for workflow human
+// a machine (docs/requirements.md#human-gates; docs/requirements.md#external-human-gates for workflow human
 // gates). Refusals are isError results and change nothing.
 func TestApprovalDecideRules(t *testing.T) {
 	tests := []struct {

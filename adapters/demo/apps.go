@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// maxFileBody is the cap on app.files.get bodies (seed 001: 64 KiB).
+// maxFileBody is the cap on app.files.get bodies (docs/requirements.md#read-caps).
 const maxFileBody = 64 << 10
 
 type app struct {
@@ -202,7 +202,7 @@ func appFilesList(w *workspace, r *request) (any, error) {
 }
 
 // appFilesGet returns one file; bodies over 64 KiB are cut at the cap and
-// marked truncated (seed 001, app.files.get).
+// marked truncated (app.files.get, docs/requirements.md#read-caps).
 func appFilesGet(w *workspace, r *request) (any, error) {
 	a, err := w.appArg(r)
 	if err != nil {

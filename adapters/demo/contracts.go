@@ -6,7 +6,7 @@ import (
 )
 
 // contracts returns the four committed machine contracts spec.get serves
-// (seed 001: openapi_public, workflow_schema, mcp_catalog, command_catalog),
+// (docs/requirements.md#read-caps: openapi_public, workflow_schema, mcp_catalog, command_catalog),
 // decoded into plain JSON values so pointers can walk them. The management
 // spec is deliberately absent. They are built per call: cheap, and no
 // caller can alter another's copy.

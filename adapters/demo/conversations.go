@@ -6,7 +6,7 @@ import (
 )
 
 // conversation is a support conversation of a Chatwoot or Intercom
-// resource (seed 001, Conversation reads, #596).
+// resource (docs/requirements.md#conversation-grant, #596).
 type conversation struct {
 	ID         string            `json:"id"`
 	Resource   string            `json:"resource"`

@@ -1,5 +1,5 @@
 // Package demo is an in-memory SupaCloud that answers every tool of the
-// SupaCloud MCP surface (seed 001, 71 tools) over realistic, per-workspace
+// SupaCloud MCP surface (docs/requirements.md#tiers, 71 tools) over realistic, per-workspace
 // data, so the gateway can be run, demonstrated and tested end to end
 // without the real platform.
 //
@@ -9,7 +9,7 @@
 // moment of generation). Record ids embed a hash of the workspace id, so one
 // workspace's ids never resolve in another. Writes change only the calling
 // workspace. Resources carry kind, name and status only: the demo holds no
-// connection strings or secrets at all (seed 001, Security properties).
+// connection strings or secrets at all (docs/requirements.md#no-secrets).
 package demo
 
 import (

@@ -8,7 +8,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// The deploy tier (seed 001, Deploy tier). The gateway runs the two-step
+// The deploy tier (docs/requirements.md#deploy-role). The gateway runs the two-step
 // confirmation and the owner/admin check before a call gets here, so these
 // handlers only act; confirmation_token and idempotency_key are the
 // gateway's business and are ignored.
@@ -111,7 +111,7 @@ func (w *workspace) appRun(a *app, trigger string, at time.Time) *run {
 }
 
 // ChangesSummary describes what a deploy-tier call would change, for the
-// gateway's confirmation step (seed 001, Deploy confirmation protocol, step
+// gateway's confirmation step (docs/requirements.md#deploy-confirmation, step
 // 1: changes_summary). It reads the workspace without changing it.
 //
 // Errors: *gateway.Error EInvalid for a tool without a summary or an

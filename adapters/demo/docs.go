@@ -10,7 +10,7 @@ import (
 )
 
 // The documentation and contract reads serve an instance-wide corpus, not
-// tenant data (seed 001, Documentation and contract reads): every workspace
+// tenant data (docs/requirements.md#read-caps): every workspace
 // sees the same pages.
 
 // maxDocBody caps docs.get bodies and rendered spec.get nodes (64 KiB).
@@ -82,7 +82,7 @@ type docHit struct {
 }
 
 // docsSearch requires every term in a page's path, title or body and ranks
-// by term frequency (seed 001, docs.search).
+// by term frequency (docs.search, docs/requirements.md#read-caps).
 func docsSearch(_ *workspace, r *request) (any, error) {
 	l, err := lang(r)
 	if err != nil {
@@ -143,7 +143,7 @@ func lookupDoc(path, l string) (*docPage, string) {
 
 // specGet serves one contract, narrowed by an RFC 6901 pointer. A node
 // whose rendering exceeds 64 KiB is cut and its child keys are listed so
-// the caller can navigate down (seed 001, spec.get).
+// the caller can navigate down (spec.get, docs/requirements.md#read-caps).
 func specGet(_ *workspace, r *request) (any, error) {
 	name := r.str("name")
 	doc, ok := contracts(r.catalog)[name]

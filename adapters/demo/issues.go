@@ -120,7 +120,7 @@ func issueGet(w *workspace, r *request) (any, error) {
 	return map[string]any{"issue": is}, nil
 }
 
-// issueList lists the open issues of the task's project (seed 001).
+// issueList lists the open issues of the task's project (docs/requirements.md#issue-source).
 func issueList(w *workspace, r *request) (any, error) {
 	p := w.projectFor(r.TaskID)
 	open := filter(w.issues, r.limit(30, 100), func(i *issue) bool { return i.ProjectID == p.ID && i.open() })

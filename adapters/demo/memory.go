@@ -18,7 +18,7 @@ type memory struct {
 }
 
 // memoryReview is a proposal waiting for a person; it never changes a
-// memory by itself (seed 001, memory.propose_review).
+// memory by itself (memory.propose_review, docs/requirements.md#baseline).
 type memoryReview struct {
 	ID         string    `json:"id"`
 	Action     string    `json:"action"`

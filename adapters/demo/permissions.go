@@ -2,7 +2,7 @@ package demo
 
 import "time"
 
-// permission is a scoped tool grant (seed 001, permission.grant, #581-A).
+// permission is a scoped tool grant (permission.grant, docs/requirements.md#tiers, #581-A).
 type permission struct {
 	ID             string     `json:"id"`
 	Tool           string     `json:"tool"`

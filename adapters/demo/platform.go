@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// wsInfo is what workspace.info shows (seed 001: slug, name, member count,
+// wsInfo is what workspace.info shows (docs/requirements.md#tiers: slug, name, member count,
 // budget remaining, plan tier). budget_remaining is a top-level field so
 // the gateway's redaction obligation can remove it.
 type wsInfo struct {
@@ -31,7 +31,7 @@ type project struct {
 	Repository    string `json:"repository"`
 	DefaultBranch string `json:"default_branch"`
 	// IssueTracker is set when issues live outside the git provider
-	// (seed 001: issues resolve from issue_tracker ?? git_provider).
+	// (docs/requirements.md#issue-source: issues resolve from issue_tracker ?? git_provider).
 	IssueTracker *string    `json:"issue_tracker"`
 	LastSync     *repoSync  `json:"last_sync"`
 	PullRequests []*pullReq `json:"pull_requests,omitempty"`
@@ -67,7 +67,7 @@ type runner struct {
 	LastHeartbeatAt time.Time `json:"last_heartbeat_at"`
 }
 
-// resource has exactly the three fields seed 001 allows resources.list to
+// resource has exactly the three fields docs/requirements.md#no-secrets allows resources.list to
 // show. The demo stores nothing else, so no secret can leak by mistake.
 type resource struct {
 	Kind   string `json:"kind"`
@@ -240,8 +240,8 @@ func runnersStatus(w *workspace, r *request) (any, error) {
 	}, nil
 }
 
-// resourcesList answers kind, name and status only (seed 001, Security
-// properties: never connection strings, passwords or tokens).
+// resourcesList answers kind, name and status only (docs/requirements.md#no-secrets:
+// never connection strings, passwords or tokens).
 func resourcesList(w *workspace, r *request) (any, error) {
 	kind := strings.ToLower(r.str("kind"))
 	return list("resources", filter(w.resources, 0, func(res *resource) bool { return kind == "" || res.Kind == kind })), nil

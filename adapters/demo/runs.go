@@ -114,7 +114,7 @@ func runTools() map[string]tool {
 	}
 }
 
-// runList lists top-level runs newest first (seed 001, Run observation).
+// runList lists top-level runs newest first (docs/requirements.md#workspace-isolation).
 func runList(w *workspace, r *request) (any, error) {
 	match := func(arg, v string) bool { a := r.str(arg); return a == "" || a == v }
 	top := filter(w.runs, 0, func(rn *run) bool {

@@ -13,7 +13,7 @@ func sequences(t *testing.T, out map[string]any) []int {
 	return seqs
 }
 
-// TestRunEventsPagination pages through a run's log (seed 001 run.events:
+// TestRunEventsPagination pages through a run's log (run.events, docs/requirements.md#tiers:
 // after_sequence / limit / tail).
 func TestRunEventsPagination(t *testing.T) {
 	b := newTestBackend()

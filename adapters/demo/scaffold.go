@@ -8,7 +8,7 @@ import (
 )
 
 // proposal is a pending scaffold proposal: a row for human review that
-// changes nothing until accepted (seed 001, Scaffold tier).
+// changes nothing until accepted (docs/requirements.md#tiers).
 type proposal struct {
 	ID         string         `json:"id"`
 	Kind       string         `json:"kind"` // script, app, app_file_upsert, workflow

@@ -124,7 +124,7 @@ func scriptGet(w *workspace, r *request) (any, error) {
 }
 
 // scriptRun executes a script (the gateway enforces the script.run grant
-// and the profile's script_allowlist, seed 001). Required inputs must be
+// and the profile's script_allowlist, docs/requirements.md#script-allowlist). Required inputs must be
 // present.
 func scriptRun(w *workspace, r *request) (any, error) {
 	s := w.scriptBySlug(r.str("slug"))

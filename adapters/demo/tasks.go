@@ -37,7 +37,7 @@ type lastEvent struct {
 }
 
 // intervention is a coordinator message delivered into a running task with
-// a SYSTEM origin and a [coordinator] prefix (seed 001, task.intervene).
+// a SYSTEM origin and a [coordinator] prefix (task.intervene, docs/requirements.md#tiers).
 type intervention struct {
 	ID      string    `json:"id"`
 	Origin  string    `json:"origin"`
@@ -310,7 +310,7 @@ func (w *workspace) cancelTask(r *request, t *task, reason string) error {
 }
 
 // taskIntervene delivers a coordinator message into a running task, with a
-// SYSTEM origin and a [coordinator] prefix (seed 001, task.intervene).
+// SYSTEM origin and a [coordinator] prefix (task.intervene, docs/requirements.md#tiers).
 func taskIntervene(w *workspace, r *request) (any, error) {
 	t := w.taskByID(r.str("task_id"))
 	if t == nil {

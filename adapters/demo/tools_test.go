@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// seedTools are the 71 tools of seed 001 (SupaCloud MCP tool surface), by
+// seedTools are the 71 tools of the SupaCloud MCP tool surface (docs/requirements.md#tiers), by
 // tier: 8 baseline, 31 read, 20 ops, script.run, 6 scaffold, 5 deploy.
 var seedTools = map[string][]string{
 	"baseline": {"delegate_subtask", "get_subtask_result", "cancel_subtask", "memory.search", "memory.get",
@@ -42,7 +42,7 @@ func TestImplementsExactlyTheSeedTools(t *testing.T) {
 	tiers := map[string]int{"baseline": 8, "read": 31, "ops": 20, "script.run": 1, "scaffold": 6, "deploy": 5}
 	for tier, n := range tiers {
 		if got := len(seedTools[tier]); got != n {
-			t.Errorf("tier %s lists %d tools, seed 001 has %d", tier, got, n)
+			t.Errorf("tier %s lists %d tools, docs/requirements.md#tiers has %d", tier, got, n)
 		}
 	}
 	if got := New().Tools(); !slices.Equal(got, want) {

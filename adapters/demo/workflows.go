@@ -17,7 +17,7 @@ type workflow struct {
 }
 
 // step is one workflow node with its outgoing edges, the flattened form of
-// workflow_nodes + workflow_edges (seed 001, workflow.get). Loop frames run
+// workflow_nodes + workflow_edges (workflow.get, docs/requirements.md#tiers). Loop frames run
 // their Body nodes once per item; body nodes are not top-level.
 type step struct {
 	NodeID    string   `json:"node_id"`
@@ -283,7 +283,7 @@ func (w *workspace) stopNode(rn *run, wf *workflow, s step, outcome string, at t
 }
 
 // runRerunNode re-executes one failed or cancelled top-level node of a
-// workflow run, superseding the failed child run (seed 001, run.rerun_node:
+// workflow run, superseding the failed child run (run.rerun_node, docs/requirements.md#tiers:
 // stop-policy nodes only, never a loop frame). The run continues on its own
 // once the node succeeds.
 func runRerunNode(w *workspace, r *request) (any, error) {

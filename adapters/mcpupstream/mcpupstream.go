@@ -163,9 +163,8 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 // metrics, which reach clients and the idempotency store: its scheme, host
 // and port only ("https://tools.internal:8443"). The user, password, path,
 // query and fragment are left out, since any of them may carry a key
-// (https://host/mcp/SECRET-TOKEN; seed 001, Security properties: no secret
-// exposure). Every place that names the upstream uses it, so there is one
-// rule to keep. A URL that does not parse, or has no host, is
+// (https://host/mcp/SECRET-TOKEN; docs/requirements.md#no-secrets). Every
+// place that names the upstream uses it, so there is one rule to keep. A URL that does not parse, or has no host, is
 // "(unparsable URL)".
 func DisplayURL(rawURL string) string {
 	u, err := url.Parse(rawURL)

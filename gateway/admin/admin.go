@@ -24,8 +24,8 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// EnvAdminToken is the variable holding the admin bearer token (README.md,
-// Configuration); it is named in the "admin API is off" reply.
+// EnvAdminToken is the variable holding the admin bearer token (docs/configuration.md);
+// it is named in the "admin API is off" reply.
 const EnvAdminToken = "MCPGATE_ADMIN_TOKEN"
 
 // DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes is 0.
@@ -63,8 +63,8 @@ type Options struct {
 	// returns the token's workspace and user and ok=true when r carries a
 	// valid one. Such a caller reaches only the routes of WorkspaceAdminRoutes,
 	// only in its own workspace, and only while its member role there is
-	// owner or admin, checked on every request (seed 002: "Owner oder
-	// Admin"). Nil: no such callers.
+	// owner or admin, checked on every request
+	// (docs/requirements.md#api-tokens). Nil: no such callers.
 	WorkspaceAdmin func(r *http.Request) (workspaceID, userID string, ok bool)
 	// Logger receives internal errors and one line per change; nil is a no-op.
 	Logger *zap.Logger
@@ -135,7 +135,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.router.ServeHTTP(w, r)
 }
 
-// routes lists every route (README.md, "Admin API"; openapi.yaml
+// routes lists every route (docs/admin.md; openapi.yaml
 // describes the same). Each method of a path is a route of its own, so
 // router.Walk sees paths and methods; a path's last route answers its
 // other methods with 405 and Allow.

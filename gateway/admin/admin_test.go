@@ -125,6 +125,7 @@ func TestAuthAndRouting(t *testing.T) {
 		{name: "lower-case scheme accepted", path: wsPath, body: ok, header: hdr("bearer " + adminToken), wantStatus: 200,
 			wantCalls: []string{"PutWorkspace"}, wantChange: []string{"ws-1"}},
 		{name: "unknown route", path: "/admin/v1/nothing", wantStatus: 404, wantBody: "no admin API route PUT"},
+		{name: "unknown route points to the OpenAPI document", path: "/admin/v1/nothing", wantStatus: 404, wantBody: "see the routes in /admin/v1/openapi.yaml"},
 		{name: "wrong method", method: http.MethodPost, path: wsPath, body: ok, wantStatus: 405, wantBody: "use GET, PUT",
 			check: func(t *testing.T, _ *fakeStore, rec *httptest.ResponseRecorder) {
 				if rec.Header().Get("Allow") != "GET, PUT" {

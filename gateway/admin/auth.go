@@ -72,14 +72,14 @@ func checkReader(ctx context.Context, workspaceID string) error {
 }
 
 // WorkspaceAdminRoutes are the routes, with their methods, a workspace
-// owner or admin signed in with a console sign-in JWT may use (seed 002,
-// step 1: "Einstellungen → Anmeldedaten → API-Tokens (Owner oder
+// owner or admin signed in with a console sign-in JWT may use (docs/requirements.md#api-tokens:
+// "Einstellungen → Anmeldedaten → API-Tokens (Owner oder
 // Admin)"): create, list and revoke its workspace's API tokens, read the
 // workspace and its members, read and set its external limits (step
 // 4: "Derselbe Einstellungs-Tab trägt die externen Limits des Workspace";
 // the workspace-wide daily cap stays the operator's), and list and decide
-// the backend's human gates of its workspace, the decisions seed 001 and
-// seed 002 leave to a person in SupaCloud. Every other route
+// the backend's human gates of its workspace, the decisions
+// docs/requirements.md#human-gates leaves to a person in SupaCloud. Every other route
 // answers such a caller 403. Revoking checks that the token belongs to the
 // caller's workspace.
 var WorkspaceAdminRoutes = map[string][]string{
@@ -93,7 +93,7 @@ var WorkspaceAdminRoutes = map[string][]string{
 	Prefix + OpenAPIPath:                           {http.MethodGet},
 }
 
-// The member roles that may manage API tokens (seed 002: "Owner oder Admin").
+// The member roles that may manage API tokens (docs/requirements.md#api-tokens).
 const (
 	roleOwner = "owner"
 	roleAdmin = "admin"

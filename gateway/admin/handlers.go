@@ -74,9 +74,9 @@ func (h *handler) putMember(w http.ResponseWriter, r *http.Request) error {
 
 // putProfile: PUT /workspaces/{ws}/profiles/{profile}
 // {"name","allowlist":[…],"script_allowlist":[…]|null}. allowlist is
-// required ([] grants only the baseline, seed 000 "Baseline ist immer
-// aktiv"); script_allowlist absent or null means no restriction on
-// script.run, [] means no script (seed 001, script.run carve-out). The
+// required ([] grants only the baseline,
+// docs/requirements.md#baseline); script_allowlist absent or null means no restriction on
+// script.run, [] means no script (docs/requirements.md#script-run-carve-out). The
 // reply is the stored profile with its is_workspace_default flag, which
 // only default-profile changes.
 func (h *handler) putProfile(w http.ResponseWriter, r *http.Request) error {
@@ -125,7 +125,7 @@ func (h *handler) profileFrom(ids []string, name string, allow, scripts *[]strin
 }
 
 // putDefaultProfile: PUT /workspaces/{ws}/default-profile
-// {"profile_id":"…"|null}; null clears the default (seed 000: at most one
+// {"profile_id":"…"|null}; null clears the default (docs/requirements.md#workspace-default-profile: at most one
 // per workspace, setting one clears the previous).
 func (h *handler) putDefaultProfile(w http.ResponseWriter, r *http.Request) error {
 	ids, err := pathIDs(r, "ws")
@@ -285,7 +285,7 @@ func (h *handler) putTask(w http.ResponseWriter, r *http.Request) error {
 
 // putExternalLimits: PUT /workspaces/{ws}/external-limits
 // {"reads_per_tool_hourly":N|null,"ops_per_token_hourly":N|null}; null or
-// absent keeps the default (seed 002, step 4: 50 and 30); the reply also
+// absent keeps the default (docs/requirements.md#external-limits: 50 and 30); the reply also
 // shows the limits in effect.
 func (h *handler) putExternalLimits(w http.ResponseWriter, r *http.Request) error {
 	ids, err := pathIDs(r, "ws")

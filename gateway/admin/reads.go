@@ -26,7 +26,7 @@ const (
 )
 
 // The external-gateway limits that apply where a workspace stores null
-// (seed 002, step 4).
+// (docs/requirements.md#external-limits).
 const (
 	// DefaultReadsPerToolHourly is the default of reads_per_tool_hourly.
 	DefaultReadsPerToolHourly = 50

@@ -59,7 +59,7 @@ func methodNotAllowed(allow string) http.Handler {
 }
 
 func (h *handler) noRoute(w http.ResponseWriter, r *http.Request) {
-	h.writeError(w, r, notFound("no admin API route %s %q; see the routes in the Admin API section of README.md", r.Method, clip(r.URL.Path)))
+	h.writeError(w, r, notFound("no admin API route %s %q; see the routes in /admin/v1/openapi.yaml", r.Method, clip(r.URL.Path)))
 }
 
 // errorBody is the JSON shape of every error reply.

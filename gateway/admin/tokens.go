@@ -15,18 +15,18 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// TokenPrefix starts every external-gateway API token value (seed 002,
-// step 1: "Der Token-Wert (scmt_…)").
+// TokenPrefix starts every external-gateway API token value
+// (docs/requirements.md#api-tokens).
 const TokenPrefix = "scmt_"
 
-// The scopes an API token may carry (seed 002, step 1).
+// The scopes an API token may carry (docs/requirements.md#api-tokens).
 const (
 	ScopeMCPRead        = "mcp:read"
 	ScopeMCPOps         = "mcp:ops"
 	ScopeManagementRead = "management:read"
 )
 
-// Scopes lists every valid scope, in the order seed 002 presents them.
+// Scopes lists every valid scope, in the order docs/requirements.md#api-tokens presents them.
 var Scopes = []string{ScopeMCPRead, ScopeMCPOps, ScopeManagementRead}
 
 // Token statuses stored in gateway.APIToken.Status.
@@ -44,7 +44,7 @@ func HashToken(token string) string {
 }
 
 // Fingerprint returns the first 16 hex characters of HashToken(token): the
-// public handle shown in listings and used to revoke (seed 002, step 1).
+// public handle shown in listings and used to revoke (docs/requirements.md#api-tokens).
 func Fingerprint(token string) string {
 	return HashToken(token)[:16]
 }
@@ -142,7 +142,7 @@ func (h *handler) listTokens(w http.ResponseWriter, r *http.Request) error {
 }
 
 // revokeToken: DELETE /api-tokens/{fingerprint} → 204; the token stops
-// working at once (seed 002, step 1).
+// working at once (docs/requirements.md#api-tokens).
 func (h *handler) revokeToken(w http.ResponseWriter, r *http.Request) error {
 	fp := mux.Vars(r)["fingerprint"]
 	if !fingerprintPattern.MatchString(fp) {

@@ -11,8 +11,8 @@ import (
 
 // TestWorkspaceAdminHook: a console sign-in JWT of a workspace member
 // reaches exactly the token routes (and the settings reads) of its own
-// workspace, and only while its role is owner or admin (seed 002, "Owner
-// oder Admin"); the role is read on every request.
+// workspace, and only while its role is owner or admin
+// (docs/requirements.md#api-tokens); the role is read on every request.
 func TestWorkspaceAdminHook(t *testing.T) {
 	// "Bearer jwt-<user>" stands for a verified console JWT of <user> in ws-1.
 	hook := func(o *Options) {

@@ -1,5 +1,5 @@
 // Package approvals holds the approvals a person decides before a tool call
-// runs (seed 003, "Tools mit Freigabepflicht": a tool that declares
+// runs (docs/requirements.md#cc-approval: a tool that declares
 // requiresApproval, or an action-class tool whose guard answered prompt).
 //
 // An approval is bound to one exact call: the principal (kind, subject,

@@ -16,7 +16,7 @@ import (
 )
 
 // ScopeManagementRead is the scmt_ token scope that reads the management
-// (admin) API of the token's own workspace (seed 002, step 1); the admin
+// (admin) API of the token's own workspace (docs/requirements.md#api-tokens); the admin
 // API's token listing names the same scope.
 const ScopeManagementRead = "management:read"
 
@@ -46,7 +46,7 @@ const tokenLookupTimeout = 5 * time.Second
 
 // ManagementReader returns the admin API's TokenReader hook: scmt_ tokens
 // with management:read may make GET requests of the admin API for their own
-// workspace (seed 002, step 1: management:read is read access to the
+// workspace (docs/requirements.md#api-tokens: management:read is read access to the
 // management API next to MCP). For a request whose bearer credential is an
 // active scmt_ token whose scopes include management:read it returns the
 // token's workspace and true, and updates the token's last_used_at. A
@@ -84,7 +84,7 @@ func ManagementReader(s APITokenStore, log *zap.Logger, now func() time.Time) fu
 
 // apiTokenBodyLen is the length of an scmt_ value after its prefix: the
 // base64url (unpadded) encoding of the 32 random bytes a token is minted
-// from (256 bits; seed 002, step 1).
+// from (256 bits; docs/requirements.md#api-tokens).
 const apiTokenBodyLen = 43
 
 // touchEvery is how stale a token's last_used_at may get before a use
@@ -93,7 +93,7 @@ const apiTokenBodyLen = 43
 const touchEvery = time.Minute
 
 // APITokens authenticates the scmt_ API tokens of external coordinators on
-// /api/mcp (seed 002, steps 1 and 2). Every request looks its token up in
+// /api/mcp (docs/requirements.md#external-gateway). Every request looks its token up in
 // the store, so a revocation through any replica takes effect on the next
 // request everywhere (no cache). It implements the MCP transport's
 // Authenticator.

@@ -23,7 +23,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Environment variables that configure agent session JWTs (README.md, Configuration).
+// Environment variables that configure agent session JWTs (docs/configuration.md).
 // They are named in configuration errors so operators know what to fix.
 const (
 	EnvSecret        = "MCPGATE_JWT_SECRET"
@@ -35,12 +35,12 @@ const (
 // Defaults and bounds of JWTConfig.
 const (
 	// DefaultAudience is the aud a token must carry when JWTConfig.Audience
-	// is empty (README.md, Configuration, MCPGATE_JWT_AUDIENCE).
+	// is empty (docs/configuration.md, MCPGATE_JWT_AUDIENCE).
 	DefaultAudience = "mcpgate"
 	// DefaultLeeway is the clock skew tolerated on exp, nbf and iat when
 	// JWTConfig.Leeway is zero.
 	DefaultLeeway = 30 * time.Second
-	// MinSecretBytes is the shortest HS256 secret accepted (README.md, Configuration).
+	// MinSecretBytes is the shortest HS256 secret accepted (docs/configuration.md).
 	MinSecretBytes = 32
 	// minRSABits is the smallest RSA modulus accepted; shorter keys are
 	// forgeable in practice.

@@ -12,7 +12,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// APITokenPrefix starts every external-gateway API token (seed 002, step 1).
+// APITokenPrefix starts every external-gateway API token (docs/requirements.md#api-tokens).
 const APITokenPrefix = "scmt_"
 
 // maxTokenBytes bounds the work spent on one credential; real session

@@ -11,7 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// The cc_server surface (seed 003) takes JWTs signed with the agent
+// The cc_server surface (docs/requirements.md#cc-registry) takes JWTs signed with the agent
 // session key (MCPGATE_JWT_SECRET or MCPGATE_JWT_PUBLIC_KEY_FILE, the same
 // MCPGATE_JWT_ISSUER) but with an audience of its own
 // (MCPGATE_CCSERVER_JWT_AUDIENCE, default "mcpgate-ccserver"), so that a

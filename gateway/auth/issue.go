@@ -18,8 +18,8 @@ import (
 
 // AgentClaims names the task session a token is issued for. Subject,
 // WorkspaceID and TaskID are required; ProfileID is optional (absent ⇒
-// workspace default profile, else the read-only fallback; seed 000, "Tasks
-// ohne Profil und Workspace-Standardprofile").
+// workspace default profile, else the read-only fallback;
+// docs/requirements.md#profile-less-tasks).
 type AgentClaims struct {
 	Subject     string
 	WorkspaceID string

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// CCServer configures the cc_server surface (seed 003): its own listener,
+// CCServer configures the cc_server surface (docs/requirements.md#cc-registry): its own listener,
 // the audience of its JWTs, its backend and its per-principal limit.
 type CCServer struct {
 	// Listen is the address of the cc_server listener
@@ -37,7 +37,7 @@ const (
 	// MCPGATE_CCSERVER_JWT_AUDIENCE is unset.
 	DefaultCCServerAudience = "mcpgate-ccserver"
 	// DevCCServerListen is MCPGATE_CCSERVER_LISTEN under `serve --dev`:
-	// seed 003's default port.
+	// default port of docs/requirements.md#cc-registry.
 	DevCCServerListen = "127.0.0.1:9030"
 )
 

@@ -1,5 +1,5 @@
 // Package config reads, defaults and validates mcpgate's configuration from
-// the environment in one place (README.md, Configuration), before anything starts.
+// the environment in one place (docs/configuration.md), before anything starts.
 package config
 
 import (
@@ -49,8 +49,8 @@ type Config struct {
 	// tools the upstream lists that the SupaCloud catalog does not know, so
 	// that policy grants them like any tool of that tier (its wildcard, the
 	// exact name, or supacloud.<name>). One of baseline, read, ops or deploy:
-	// scaffold tools need a proposal/task-spawn limit kind (seed 001, Rate
-	// limits) that an upstream cannot declare. baseline makes the tools
+	// scaffold tools need a proposal/task-spawn limit kind (docs/requirements.md#workspace-profile-caps)
+	// that an upstream cannot declare. baseline makes the tools
 	// always on for every session.
 	UpstreamTier gateway.Tier
 	// PolicyDir (MCPGATE_POLICY_DIR) loads policies from a folder instead of
@@ -117,7 +117,7 @@ type Config struct {
 	Pprof bool
 	// DecisionLog configures the decision log sinks (decisionlog.go).
 	DecisionLog DecisionLog
-	// Limits are the rate limits of seed 001, Rate limits, and the
+	// Limits are the rate limits of docs/requirements.md#rate-limits, and the
 	// cc_server per-principal cap (CCServer.CallsPerMinute).
 	Limits Limits
 	// CCServer configures the cc_server surface (ccserver.go).
@@ -144,11 +144,11 @@ const DefaultApprovalTTL = 10 * time.Minute
 // client's request) waits that long at most.
 const MaxApprovalTTL = 24 * time.Hour
 
-// Limits holds the rate-limit caps of seed 001, each overridable by its
+// Limits holds the rate-limit caps of docs/requirements.md#rate-limits, each overridable by its
 // environment variable (gateway.RateLimits).
 type Limits = gateway.RateLimits
 
-// DefaultLimits returns the defaults of seed 001.
+// DefaultLimits returns the defaults of docs/requirements.md#rate-limits.
 func DefaultLimits() Limits { return gateway.DefaultRateLimits() }
 
 // DefaultCallerCacheTTL is CallerCacheTTL when MCPGATE_CALLER_CACHE_TTL

@@ -21,7 +21,7 @@ func TestLoadDefaults(t *testing.T) {
 		t.Errorf("defaults: %+v", c)
 	}
 	if c.Limits != DefaultLimits() {
-		t.Errorf("limits %+v, want seed 001 defaults", c.Limits)
+		t.Errorf("limits %+v, want the defaults of docs/requirements.md#rate-limits", c.Limits)
 	}
 	if c.MaxBodyBytes != 1<<20 || c.MaxBatchMessages != 100 || c.MaxBatchReplyBytes != 4<<20 || c.MaxHeldBodyBytes != 256<<20 || c.AdminToken != "" || c.AuditArguments {
 		t.Errorf("defaults: %+v", c)

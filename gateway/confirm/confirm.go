@@ -1,6 +1,6 @@
 // Package confirm signs and verifies the confirmation tokens of the
-// deploy-tier two-step confirmation (seed 001, "Deploy confirmation
-// protocol"; seed 000, "Bestätigung auf der Deploy-Stufe").
+// deploy-tier two-step confirmation
+// (docs/requirements.md#deploy-confirmation).
 //
 // A token is stateless: it carries the workspace, task, tool, the hash of
 // the call's arguments and an expiry, signed with HMAC-SHA256 under the
@@ -24,10 +24,10 @@ import (
 )
 
 // TTL is how long a confirmation token is valid after it is issued
-// (seed 001, Deploy confirmation protocol: "a 5-minute expiry").
+// (docs/requirements.md#deploy-confirmation: "a 5-minute expiry").
 const TTL = 5 * time.Minute
 
-// MinSecretBytes is the shortest secret Signer accepts (seed 001:
+// MinSecretBytes is the shortest secret Signer accepts (docs/requirements.md#confirmation-secret:
 // SUPACLOUD_MCP_CONFIRMATION_SECRET, "minimum 32 bytes").
 const MinSecretBytes = 32
 

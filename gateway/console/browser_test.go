@@ -510,7 +510,7 @@ func TestBrowser(t *testing.T) {
 	)
 	ownerForms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post][action$='/external-limits']").length`))
 	if err != nil || ownerForms != 1 {
-		t.Errorf("the owner's tokens page has %d limits forms (%v); want one (seed 002: the external limits are in the same tab)", ownerForms, err)
+		t.Errorf("the owner's tokens page has %d limits forms (%v); want one (docs/requirements.md#external-limits: the external limits are in the same tab)", ownerForms, err)
 	}
 
 	// The owner decides her workspace's human gates: a question approved

@@ -11,7 +11,7 @@
 // console sign-in JWT (aud mcpgate-console, signed with the agent session
 // key) of a workspace member, who may create, list and revoke that
 // workspace's API tokens and read its settings while the admin API finds
-// the member's role owner or admin (seed 002, "Owner oder Admin").
+// the member's role owner or admin (docs/requirements.md#api-tokens).
 //
 // Sessions live in a SessionStore: the audit store when the gateway
 // passes one (so any replica serves a signed-in visitor, and a restart
@@ -311,7 +311,7 @@ func (c *Console) change(f pageFunc) http.HandlerFunc {
 
 // tokenAction reports whether r is a POST creating or revoking an API
 // token of workspace ws, setting its external limits (the API tokens tab
-// of seed 002), or deciding one of its human gates (the decisions seed 001
+// of docs/requirements.md#api-tokens), or deciding one of its human gates (the decisions docs/requirements.md#human-gates
 // leaves to a person in SupaCloud): what a workspace admin session may
 // change.
 func tokenAction(r *http.Request, ws string) bool {

@@ -12,7 +12,7 @@ import (
 )
 
 // Tiers are the allowlist entries the profile form offers as checkboxes,
-// in seed 000's order ("MCP-Tool-Stufen"): each grants one tier,
+// in the order of docs/requirements.md#tiers: each grants one tier,
 // supacloud.script.run the script.run carve-out, supacloud.full all five.
 // Every other entry (an exact tool name) goes in the form's text box.
 var Tiers = []Tier{
@@ -30,7 +30,7 @@ type Tier struct {
 	Label string
 }
 
-// Scopes are the API token scopes of seed 002, step 1, in its order, with
+// Scopes are the API token scopes of docs/requirements.md#api-tokens, in its order, with
 // what each reaches.
 var Scopes = []Tier{
 	{"mcp:read", "mcp:read — the read level (runs, tasks, backlog, approvals, memories)"},
@@ -342,7 +342,7 @@ func (c *Console) saveProfile(w http.ResponseWriter, r *http.Request, sess *sess
 }
 
 // setDefaultProfile sends PUT …/default-profile: the form's profile_id, or
-// null to clear (seed 000: at most one per workspace; setting one clears
+// null to clear (docs/requirements.md#workspace-default-profile: at most one per workspace; setting one clears
 // the previous).
 func (c *Console) setDefaultProfile(w http.ResponseWriter, r *http.Request, sess *session) {
 	ws := r.PathValue("ws")
@@ -379,7 +379,7 @@ type limits struct {
 	} `json:"effective"`
 }
 
-// tokensView is the data of tokens.html, the API tokens tab of seed 002.
+// tokensView is the data of tokens.html, the API tokens tab (docs/requirements.md#api-tokens).
 type tokensView struct {
 	WS      string
 	Created *createdToken // shown on this page only
@@ -469,7 +469,7 @@ func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request, sess *sess
 var numberPattern = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
 
 // limitValue is what a limits field sends: null when empty (the default
-// stays, seed 002 step 4), the number typed, or else the text as a string,
+// stays, docs/requirements.md#external-limits), the number typed, or else the text as a string,
 // which the admin API refuses with its own message.
 func limitValue(s string) any {
 	s = strings.TrimSpace(s)

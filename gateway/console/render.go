@@ -29,7 +29,7 @@ type view struct {
 	// the admin token): pages then show no change forms.
 	Reader string
 	// TokenAdmin is set for a workspace owner or admin session: the API
-	// tokens page shows its create and revoke forms (seed 002).
+	// tokens page shows its create and revoke forms (docs/requirements.md#external-gateway).
 	TokenAdmin bool
 	Data       any
 }

@@ -25,7 +25,7 @@ const (
 	KindReader = "reader"
 	// KindWorkspaceAdmin signed in with a console sign-in JWT of a
 	// workspace member: it manages that workspace's API tokens while the
-	// admin API finds its role owner or admin (seed 002).
+	// admin API finds its role owner or admin (docs/requirements.md#external-gateway).
 	KindWorkspaceAdmin = "workspace_admin"
 )
 
@@ -103,7 +103,7 @@ type session struct {
 func (sess *session) tokenAdmin() bool { return sess.kind == KindWorkspaceAdmin }
 
 // createdToken is a freshly minted API token on its way to the one page
-// that shows it (seed 002, step 1: shown exactly once).
+// that shows it (docs/requirements.md#api-tokens: shown exactly once).
 type createdToken struct {
 	Workspace   string
 	Label       string

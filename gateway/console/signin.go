@@ -14,7 +14,7 @@ import (
 // form may be served by one replica and submitted to another.
 const FormCookieName = "mcpgate_console_form"
 
-// apiTokenPrefix starts every scmt_ API token (seed 002, step 1).
+// apiTokenPrefix starts every scmt_ API token (docs/requirements.md#api-tokens).
 const apiTokenPrefix = "scmt_"
 
 // loginView is the sign-in page's data. It never carries the token the

@@ -63,7 +63,7 @@ func TestWorkspaceAdminSession(t *testing.T) {
 	page := v.get("/console/workspaces/ws-1/tokens")
 	if page.status != http.StatusOK || !strings.Contains(page.raw, `action="/console/workspaces/ws-1/tokens"`) ||
 		!strings.Contains(page.raw, `action="/console/workspaces/ws-1/external-limits"`) {
-		t.Fatalf("owner's tokens page: %d; want the create form and the limits form (seed 002: the same tab)\n%s", page.status, page.text)
+		t.Fatalf("owner's tokens page: %d; want the create form and the limits form (docs/requirements.md#external-limits: the same tab)\n%s", page.status, page.text)
 	}
 	csrf := v.csrf("/console/workspaces/ws-1/tokens")
 	if p := v.post("/console/workspaces/ws-1/tokens", url.Values{"csrf": {csrf}, "label": {"ci"}, "scope": {"mcp:read"}}); p.status != http.StatusSeeOther {

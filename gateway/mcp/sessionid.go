@@ -20,7 +20,7 @@ import (
 // Session ids of the Streamable HTTP protocol versions 2025-03-26 to
 // 2025-11-25 are signed and self-contained, so that any replica holding the
 // same SessionSecret serves any request of any session, including one it
-// has never seen (no sticky sessions; README.md, "Sessions across replicas"):
+// has never seen (no sticky sessions; docs/operations.md#replicas):
 //
 //	"s2." base64url( version-len(1) | version | caps(1) | created(8, unix milliseconds, big endian) | nonce(16) | mac(32) )
 //	mac = HMAC-SHA256(SessionSecret, "mcpgate/session/v2" | version-len | version | caps | created | nonce | digest)

@@ -41,7 +41,7 @@ const (
 //     audit status;
 //   - mcpgate_tool_call_duration_seconds{tier,status}: time to the reply;
 //   - mcpgate_rate_limit_refusals_total{bucket}: calls refused by a full
-//     bucket (seed 001, Rate limits), e.g. bucket="workspace_day.ops", to
+//     bucket (docs/requirements.md#rate-limits), e.g. bucket="workspace_day.ops", to
 //     see which cap to raise;
 //   - mcpgate_reservation_duration_seconds{outcome}: the audit store's
 //     reservation transaction (slots + audit row) by outcome ok,

@@ -9,8 +9,8 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
-// Approver gets a person's approval of a call (seed 003, "Tools mit
-// Freigabepflicht"); *approvals.Service implements it. Approve returns
+// Approver gets a person's approval of a call
+// (docs/requirements.md#cc-approval); *approvals.Service implements it. Approve returns
 // once the call may run, with its approval used, or refuses it (see
 // approvals.Service.Approve); a returned approval is named in the audit
 // row either way.
@@ -69,7 +69,7 @@ func (pl *Pipeline) awaitApproval(ctx context.Context, c *Call) error {
 // behind it, nil otherwise. An agent's client (PrincipalAgent: an agent
 // the server started, or an in-app agent) is the agent itself: asked, it
 // would approve its own call, so only an approver on the admin approvals
-// stream decides its calls (seed 003: a prompt with no responsible person
+// stream decides its calls (docs/requirements.md#cc-approval: a prompt with no responsible person
 // connected is refused).
 func personElicitor(ctx context.Context, p *gateway.Principal) gateway.Elicitor {
 	if p.Kind == gateway.PrincipalAgent {

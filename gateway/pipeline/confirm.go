@@ -21,7 +21,7 @@ import (
 // ChangesSummarizer is implemented by adapters that can say what a
 // deploy-tier call would change without running it (adapters/demo does).
 // The pipeline asks it for the changes_summary of the confirmation step
-// (seed 001, Deploy confirmation protocol, step 1); for other adapters it
+// (docs/requirements.md#deploy-confirmation, step 1); for other adapters it
 // writes a generic summary of the tool and its arguments. Errors are
 // returned to the caller as they are (an EInvalid for an unknown app, say).
 type ChangesSummarizer interface {
@@ -50,12 +50,12 @@ func needsConfirmation(c *Call) bool {
 	return c.Decision.Obligations.ConfirmationRequired || c.Tool.Confirmation
 }
 
-// confirm runs the two-step confirmation of seed 001 for an allowed call:
+// confirm runs the two-step confirmation (docs/requirements.md#deploy-confirmation) for an allowed call:
 // without confirmation_token it answers with a summary and a token
 // (requestConfirmation) and dispatches nothing; with one it verifies the
 // token and reserves the call with its idempotency key claimed
 // (reserveOnce), so that dispatch runs at most once per key. Without a
-// confirmation secret it refuses (fail closed; seed 000 and 001).
+// confirmation secret it refuses (fail closed; docs/requirements.md#confirmation-secret).
 func (pl *Pipeline) confirm(ctx context.Context, c *Call) error {
 	tool, p, args := c.Tool, c.Principal, c.Params.Arguments
 	if pl.Confirmer == nil {
@@ -201,7 +201,7 @@ func invisible(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf) }
 // (gateway.ErrNotDispatched) releases the key, so a retry with it runs the
 // call. Any other failure may have deployed: the key keeps an error result
 // saying so, a retry with it answers that result instead of deploying a
-// second time (seed 001: the protocol exists to prevent "stale retries"),
+// second time (docs/requirements.md#deploy-confirmation: the protocol exists to prevent "stale retries"),
 // and the returned error tells the caller the same.
 func (pl *Pipeline) settleFailedKey(ctx context.Context, rec *gateway.IdempotencyRecord, err error) error {
 	if errors.Is(err, gateway.ErrNotDispatched) {

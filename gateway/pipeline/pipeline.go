@@ -56,7 +56,7 @@ type Adapter interface {
 // attributes of the record a call addresses, for tools whose catalog entry
 // declares a resource (tools.ResourceRef), before the decision; the policy
 // reads them as input.resource. The demo backend resolves approvals (their
-// gate class, seed 002, step 3). An adapter without it resolves nothing,
+// gate class, docs/requirements.md#external-human-gates). An adapter without it resolves nothing,
 // and the policy then refuses what depends on the record (fail closed).
 type ResourceResolver interface {
 	// ResolveResource returns the attributes of record id of kind in
@@ -127,8 +127,8 @@ type Pipeline struct {
 	// Now is the clock of audit times, latencies, rate-limit windows and
 	// the refusal limiter; nil means time.Now.
 	Now Clock
-	// RateLimits plans the rate-limit slots of an allowed call (seed 001,
-	// Rate limits), at Now, which the store takes in the transaction that
+	// RateLimits plans the rate-limit slots of an allowed call (docs/requirements.md#rate-limits),
+	// at Now, which the store takes in the transaction that
 	// records its audit row; nil turns rate limiting off (the wiring
 	// always sets it). A *ratelimit.Rules; the cc_server wiring gives one
 	// that follows the live policy's limits.
@@ -142,8 +142,8 @@ type Pipeline struct {
 	// (MCPGATE_DECISION_LOG_FILE, MCPGATE_DECISION_LOG_URL); the engine
 	// must then keep inputs (policy.Options.KeepInput). nil logs none.
 	DecisionLog DecisionLog
-	// Confirmer signs and verifies the deploy confirmation tokens (seed
-	// 001, Deploy confirmation protocol) with
+	// Confirmer signs and verifies the deploy confirmation tokens
+	// (docs/requirements.md#deploy-confirmation) with
 	// SUPACLOUD_MCP_CONFIRMATION_SECRET; nil (the secret unset) makes
 	// every call that needs the confirmation fail closed with -32603.
 	Confirmer *confirm.Signer
@@ -154,19 +154,19 @@ type Pipeline struct {
 	// gateway.SurfaceSupaCloud).
 	Surface string
 	// ListEveryTool makes tools/list offer the whole catalog whatever the
-	// decision (cc_server, seed 003: "Die volle Registrierung wird in
+	// decision (cc_server, docs/requirements.md#cc-registry: "Die volle Registrierung wird in
 	// tools/list ohne Suchfilter angeboten"); what is callable now is
 	// then told by the surface's search tools. Off, tools/list shows
 	// exactly the tools the decision makes visible (SupaCloud).
 	ListEveryTool bool
 	// WorkspaceFromPolicy leaves a client-supplied workspace_id to the
 	// policy, which checks it against the credential and the caller's
-	// memberships (cc_server, seed 003, "Gemeinsame Parameter"); the
+	// memberships (cc_server, docs/requirements.md#cc-workspace-id); the
 	// audit row then names the decision's workspace. Off, a
 	// workspace_id must be the credential's own (SupaCloud).
 	WorkspaceFromPolicy bool
 	// Approvals gets a person's approval of a call whose decision asks
-	// for one (seed 003, requiresApproval tools and guard prompts); nil
+	// for one (docs/requirements.md#cc-approval: requiresApproval tools and guard prompts); nil
 	// refuses every such call (fail closed).
 	Approvals Approver
 }

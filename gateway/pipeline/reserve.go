@@ -23,12 +23,12 @@ const reasonAbandoned = "dispatch.abandoned"
 // reserve is the step between an allow decision and dispatch: it records
 // the audit row with status "allowed" and, in the same store transaction,
 // reserves the call's rate-limit slots (per task, then workspace/day, then
-// profile/hour; seed 001, Rate limits) and claims c.Claim when set (a
+// profile/hour; docs/requirements.md#rate-limits) and claims c.Claim when set (a
 // confirmed deploy-tier call), so that the key, the row and the slots
 // commit or roll back together. Calls denied by policy or refused as
 // invalid never get here, so they consume no slot.
 //
-// It returns the ERateLimited refusal of seed 001 for a full bucket
+// It returns the ERateLimited refusal of docs/requirements.md#limit-messages for a full bucket
 // (nothing recorded: finish inserts the rate_limited row); the earlier
 // record and errKeySeen when the key was claimed before (nothing recorded,
 // no slot taken); and an EUnavailable/EInternal error (-32603) when the
@@ -84,8 +84,8 @@ func (pl *Pipeline) reserve(ctx context.Context, c *Call) (*gateway.IdempotencyR
 }
 
 // ExternalLimitsStore is an optional interface of the Store: the
-// workspace's per-token hourly limits of external coordinators (seed 002,
-// step 4), read on every coordinator call so that a change made through
+// workspace's per-token hourly limits of external coordinators (docs/requirements.md#external-limits),
+// read on every coordinator call so that a change made through
 // any replica applies to the next call everywhere. Both stores implement
 // it; a Store without it leaves the defaults.
 type ExternalLimitsStore interface {

@@ -36,7 +36,7 @@ func (pl *Pipeline) resolveTool(_ context.Context, c *Call) error {
 
 // hidesUnlisted reports whether p's endpoint answers every tool p cannot
 // call exactly as a name that does not exist, so that hidden tools cannot
-// be enumerated: external coordinators (seed 002, step 2: everything
+// be enumerated: external coordinators (docs/requirements.md#external-tools-list: everything
 // outside the token's scopes "antwortet mit einem JSON-RPC-method-not-found",
 // the deploy level included).
 func hidesUnlisted(p *gateway.Principal) bool { return p.Kind == gateway.PrincipalCoordinator }
@@ -65,7 +65,7 @@ func unknownTool(name string, cause ...error) error {
 // (ResourceResolver). The policy reads them as input.resource: kind and id
 // always, the adapter's attributes when it found the record. Nothing of it
 // comes from the caller but the id, so the caller cannot claim, say, a
-// gate class (seed 002, step 3). An adapter that fails refuses the call.
+// gate class (docs/requirements.md#external-human-gates). An adapter that fails refuses the call.
 func (pl *Pipeline) resolveResource(ctx context.Context, c *Call) error {
 	ref := c.Tool.Resource
 	if ref == nil {

@@ -40,7 +40,7 @@ type Store interface {
 	// gateway.ReservationResult): committed, with the audit row's id; the
 	// key was claimed before; or a slot was full, with its count. In the
 	// last two cases nothing was written: no row, no claim, and no slot
-	// (the refund of seed 001, "Rate limits"). Concurrent reservations of
+	// (the refund of docs/requirements.md#rate-limits). Concurrent reservations of
 	// one counter or key are serialised across processes (row locks on
 	// PostgreSQL, the single write connection on SQLite), so a bucket of n
 	// admits exactly n calls and a key has one owner. An error means
@@ -50,12 +50,12 @@ type Store interface {
 	// when r.Event.Arguments is not JSON.
 	Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error)
 	// IdempotencyStore keeps the idempotency keys of confirmed deploy-tier
-	// calls (seed 001, Deploy confirmation protocol).
+	// calls (docs/requirements.md#deploy-confirmation).
 	IdempotencyStore
 }
 
-// IdempotencyStore is the mcp_idempotency_keys table (seed 001, Deploy
-// confirmation protocol: keys "scoped to task_id + tool_name + key and
+// IdempotencyStore is the mcp_idempotency_keys table (docs/requirements.md#idempotency-keys:
+// keys "scoped to task_id + tool_name + key and
 // cleaned up 24 hours after the parent task reaches a terminal state").
 // A key is claimed by Store.Reserve (gateway.Reservation.Claim), in the
 // transaction of the call's audit row and rate-limit slots. Keys are per

@@ -11,7 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// The cc_server surface (seed 003) is decided by the same engine with the
+// The cc_server surface (docs/requirements.md#cc-registry) is decided by the same engine with the
 // input policies/ccserver/README.md defines, written to the same
 // inputWriter stream as SupaCloud's (so the decision cache keys on it the
 // same way):
@@ -89,7 +89,7 @@ func ccToolsTerm(tools []ToolRef) *ast.Term {
 // VisibleIn is Visible for a cc_server search tool (list_my_tools,
 // search_tool_bm25) called with workspaceID ("" when it was given none):
 // the names of the catalog tools a call of which, with valid arguments,
-// the policy would allow now for p in that workspace (seed 003: both
+// the policy would allow now for p in that workspace (docs/requirements.md#cc-tool-search: both
 // search tools "fragen die Modus-Sperre"). The map is shared with the
 // cache and must not be modified. Errors are EInternal: no callability
 // can then be told.

@@ -410,7 +410,7 @@ func asSlice(v any) []any {
 
 // Grants lists the allowlist entries the bundle's data defines that are not
 // tool names: the tier wildcards, the full grant and the group wildcards of
-// data.supacloud.grants (seed 001, Tiers and allowlist entries), and the
+// data.supacloud.grants (docs/requirements.md#tiers), and the
 // prefix (data.supacloud.grants.tool_prefix, "supacloud.") under which any
 // tool may also be named. The admin API uses them to refuse allowlist
 // entries that grant nothing; the bundle stays the one place they are defined.

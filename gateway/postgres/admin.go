@@ -63,7 +63,7 @@ RETURNING is_workspace_default`
 
 // SetDefaultProfile makes profileID the default profile of workspaceID,
 // clearing the previous default, or clears the default when profileID is
-// nil (seed 000: at most one per workspace, setting one clears the previous).
+// nil (docs/requirements.md#workspace-default-profile: at most one per workspace, setting one clears the previous).
 // Errors: ENotFound for an unknown workspace or a profile that is not in
 // this workspace; on error the previous default stays.
 func (s *Store) SetDefaultProfile(ctx context.Context, workspaceID string, profileID *string) error {
@@ -87,7 +87,7 @@ WHERE workspace_id = $1 AND is_workspace_default`
 }
 
 // PutWorkspaceOverrides replaces the permission overrides of workspaceID
-// (third in seed 000's precedence chain) with perms; an empty map removes
+// (third in the precedence chain, docs/requirements.md#precedence) with perms; an empty map removes
 // them all. Errors: ENotFound for an unknown workspace.
 func (s *Store) PutWorkspaceOverrides(ctx context.Context, workspaceID string, perms gateway.Permissions) error {
 	return s.inTx(ctx, func(tx *sqlx.Tx) error {
@@ -106,7 +106,7 @@ SELECT $1, e.key, e.value::boolean FROM jsonb_each($2::jsonb) e`
 }
 
 // PutMemberOverrides replaces the permission overrides of member userID of
-// workspaceID (first in seed 000's precedence chain) with perms; an empty
+// workspaceID (first in the precedence chain, docs/requirements.md#precedence) with perms; an empty
 // map removes them all. Errors: ENotFound when the member does not exist.
 func (s *Store) PutMemberOverrides(ctx context.Context, workspaceID, userID string, perms gateway.Permissions) error {
 	return s.inTx(ctx, func(tx *sqlx.Tx) error {
@@ -160,7 +160,7 @@ RETURNING updated_at`
 }
 
 // PutExternalLimits creates or replaces the external-gateway limits of
-// workspaceID; a nil field keeps seed 002's default. Errors: ENotFound for
+// workspaceID; a nil field keeps the default of docs/requirements.md#external-limits. Errors: ENotFound for
 // an unknown workspace, EInvalid for a negative limit.
 func (s *Store) PutExternalLimits(ctx context.Context, workspaceID string, l gateway.ExternalLimits) error {
 	const q = `

@@ -43,7 +43,7 @@ func (r tokenRow) token(withHash bool) (gateway.APIToken, error) {
 }
 
 // CreateAPIToken stores t, whose Fingerprint and Hash (SHA-256 of the scmt_
-// value, never the value itself; seed 002, step 1) the caller has set. An
+// value, never the value itself; docs/requirements.md#api-tokens) the caller has set. An
 // empty Status becomes "active"; a zero CreatedAt becomes now; both are
 // written back into t. Errors: ENotFound for an unknown workspace,
 // EConflict when the fingerprint or hash is already stored.
@@ -93,7 +93,7 @@ func (s *Store) ListAPITokens(ctx context.Context, workspaceID string) ([]gatewa
 	return out, nil
 }
 
-// RevokeAPIToken marks the token revoked at once (seed 002: revocation);
+// RevokeAPIToken marks the token revoked at once (docs/requirements.md#api-tokens);
 // revoking a revoked token succeeds and keeps the first revocation time.
 // Errors: ENotFound for an unknown fingerprint.
 func (s *Store) RevokeAPIToken(ctx context.Context, fingerprint string) error {

@@ -9,7 +9,7 @@ import (
 )
 
 // An ops call of a task with an agent profile reserves three slots, in this
-// order (seed 001, Rate limits), each in the window of its rate at the
+// order (docs/requirements.md#rate-limits), each in the window of its rate at the
 // plan's instant.
 func ExampleRules_Plan() {
 	rules := ratelimit.NewRules(ratelimit.DefaultLimits())

@@ -1,5 +1,5 @@
-// Package ratelimit enforces the tiered rate limits of seed 001 ("SupaCloud
-// MCP tool surface", Rate limits; seed 000, "Ratenlimits"): per-task caps,
+// Package ratelimit enforces the tiered rate limits
+// (docs/requirements.md#rate-limits): per-task caps,
 // workspace/day caps and profile/hour caps, reserved in that order.
 //
 // Rules.Plan turns a call into its slots, as plain values: bucket, counter
@@ -8,7 +8,7 @@
 // that inserts the call's audit row (gateway.Reservation), so counters and
 // audit rows commit together (they survive restarts and are shared by
 // every replica), and a full bucket gives back what the call took — the
-// per-task slot refund of seed 001. Plan.Refusal words the store's answer
+// per-task slot refund (docs/requirements.md#limit-order). Plan.Refusal words the store's answer
 // as the seed's refusal.
 //
 // ulule/limiter/v3 gives the rates (limiter.Rate) and the store contract:
@@ -30,11 +30,11 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// Limits are the caps of seed 001 in calls (gateway.RateLimits, the one
+// Limits are the caps (docs/requirements.md#rate-limits) in calls (gateway.RateLimits, the one
 // definition the configuration fills from the environment).
 type Limits = gateway.RateLimits
 
-// DefaultLimits returns the defaults of seed 001.
+// DefaultLimits returns the defaults of docs/requirements.md#rate-limits.
 func DefaultLimits() Limits { return gateway.DefaultRateLimits() }
 
 // The two limit kinds of scaffold tools (Subject.LimitKind), spelled as
@@ -49,8 +49,8 @@ const (
 // an agent profile and UTC hour.
 type Scope string
 
-// The three scopes of seed 001, in the order a call reserves them, and the
-// per-token hour of external coordinators (seed 002, step 4), which takes
+// The three scopes (docs/requirements.md#limit-order), in the order a call reserves them, and the
+// per-token hour of external coordinators (docs/requirements.md#external-limits), which takes
 // the place of the per-task scope.
 const (
 	ScopeTask         Scope = "task"
@@ -62,8 +62,8 @@ const (
 	ScopePrincipalMinute Scope = "principal_minute"
 )
 
-// The per-token hourly defaults of external coordinators (seed 002, step
-// 4: "Lesezugriffe pro Tool und Stunde (Vorgabe 50) und Ops-Aufrufe pro
+// The per-token hourly defaults of external coordinators (docs/requirements.md#external-limits:
+// "Lesezugriffe pro Tool und Stunde (Vorgabe 50) und Ops-Aufrufe pro
 // Token und Stunde (Vorgabe 30)"); a workspace changes them through its
 // external limits (gateway.ExternalLimits, null keeps these).
 const (
@@ -79,7 +79,7 @@ const (
 
 // Cap classes of the workspace/day and profile/hour buckets: the ops tier
 // (script.run included), the deploy tier, and the two halves of the
-// scaffold tier (seed 001, "Workspace and profile caps").
+// scaffold tier (docs/requirements.md#workspace-profile-caps).
 const (
 	classOps       = "ops"
 	classDeploy    = "deploy"
@@ -87,8 +87,8 @@ const (
 	classTaskSpawn = LimitKindTaskSpawn
 )
 
-// Bucket names. Baseline and read share one per-task bucket (seed 001,
-// "Per-task caps": "Baseline + Read 50 / task").
+// Bucket names. Baseline and read share one per-task bucket (docs/requirements.md#rate-limits:
+// "Baseline + Read 50 / task").
 const (
 	bucketTaskRead        = "task.read"
 	bucketTaskOps         = "task.ops"
@@ -101,16 +101,16 @@ const (
 	bucketPrincipalCalls  = "principal_minute.calls"
 )
 
-// The refusal messages, exactly as seed 001 ("Rate limits") words them.
+// The refusal messages, exactly as docs/requirements.md#limit-messages words them.
 const (
 	taskMessage      = "Rate limit exceeded for tool '%s'"
 	workspaceMessage = "Workspace daily limit reached for this MCP tool tier (%d/%d)"
 	profileMessage   = "Profile hourly limit reached for this MCP tool tier (%d/%d)"
-	// Seed 002 (step 4) names the per-token limits but words no refusal;
-	// these follow seed 001's: which limit, and <used>/<limit>.
+	// docs/requirements.md#external-limits names the per-token limits but words no refusal;
+	// these follow docs/requirements.md#limit-messages: which limit, and <used>/<limit>.
 	tokenReadMessage = "Token hourly limit reached for MCP tool '%s' (%d/%d)"
 	tokenOpsMessage  = "Token hourly limit reached for this MCP tool tier (%d/%d)"
-	// Seed 003 names no limit; the cc_server refusal follows the same
+	// The cc_server rules (docs/requirements.md#cc-registry) name no limit; its refusal follows the same
 	// shape.
 	principalMessage = "Rate limit reached: at most %[2]d cc_server tool calls per minute for this caller (%[1]d/%[2]d); wait for the next minute"
 )
@@ -178,7 +178,7 @@ type Rules struct {
 	profile   map[string]Bucket
 }
 
-// NewRules builds the buckets of seed 001 from l (each cap as the
+// NewRules builds the buckets of docs/requirements.md#rate-limits from l (each cap as the
 // configuration read it from its environment variable, or the seed's
 // default; DefaultLimits): baseline and read share one per-task bucket
 // (AGENT_MCP_TOOL_RATE_LIMIT, 50); ops including script.run 10, scaffold
@@ -228,9 +228,9 @@ type Plan struct {
 }
 
 // Plan returns the slots a call of s must reserve at now, in the order of
-// seed 001: the per-task bucket first (when s has a task; for a
-// coordinator's token its per-token hourly bucket instead, seed 002, step
-// 4), then the
+// docs/requirements.md#limit-order: the per-task bucket first (when s has a task; for a
+// coordinator's token its per-token hourly bucket instead, docs/requirements.md#external-limits),
+// then the
 // workspace/day bucket, then the profile/hour bucket (when s has a
 // profile). Baseline and read tools have only the per-task bucket. It
 // fails with EInternal for a tier it does not know or a scaffold tool
@@ -318,7 +318,7 @@ func (p Plan) Counters() []gateway.Slot {
 	return out
 }
 
-// Refusal returns the refusal of seed 001 for a reservation of p's
+// Refusal returns the refusal of docs/requirements.md#limit-messages for a reservation of p's
 // Counters that the store answered with res: nil when res names no full
 // slot, else an ERateLimited *gateway.Error whose Message is the seed's
 // text (with res.Used for the workspace and profile caps) and whose Bucket
@@ -368,7 +368,7 @@ func key(scope, bucket string, ids ...string) string {
 	return string(k)
 }
 
-// refusal is the error of seed 001 for a full slot: used is the count in
+// refusal is the error of docs/requirements.md#limit-messages for a full slot: used is the count in
 // the slot's window before this call.
 func refusal(s Subject, slot Slot, used int64) *gateway.Error {
 	var msg string

@@ -208,7 +208,7 @@ func TestWindowContext(t *testing.T) {
 	}
 }
 
-// Coordinators (seed 002, step 4): per token, reads per tool per hour and
+// Coordinators (docs/requirements.md#external-limits): per token, reads per tool per hour and
 // ops per hour, then the workspace-wide ops/day cap shared with agents; no
 // per-task or profile bucket.
 func TestPlanCoordinator(t *testing.T) {

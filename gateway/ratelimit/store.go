@@ -38,8 +38,8 @@ type Counters interface {
 }
 
 // TaskCounterRetention is how long a task's per-task counters are kept after
-// the task reached a terminal state: the 24 hours seed 001 gives the task's
-// idempotency keys ("Deploy confirmation protocol"), so that a late retry
+// the task reached a terminal state: the 24 hours the task's
+// idempotency keys live (docs/requirements.md#idempotency-keys), so that a late retry
 // of an ended task still meets its spent budget.
 const TaskCounterRetention = 24 * time.Hour
 

@@ -299,7 +299,7 @@ func NewExplainer(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (
 	return x, nil
 }
 
-// rateLimits builds the rate-limit rules of seed 001 from cfg.Limits, and
+// rateLimits builds the rate-limit rules (docs/requirements.md#rate-limits) from cfg.Limits, and
 // sweeps the audit store's ended counters every sweepInterval until the
 // App closes.
 func (a *App) rateLimits(log *zap.Logger) *ratelimit.Rules {
@@ -317,7 +317,7 @@ func RateLimits(l config.Limits) ratelimit.Limits { return ratelimit.Limits(l) }
 
 // confirmer returns the signer of deploy confirmation tokens, or nil with a
 // warning when SUPACLOUD_MCP_CONFIRMATION_SECRET is unset: the deploy
-// tools then fail closed (seed 001, Deploy confirmation protocol).
+// tools then fail closed (docs/requirements.md#deploy-confirmation).
 func confirmer(cfg *config.Config, log *zap.Logger) (*confirm.Signer, error) {
 	if len(cfg.ConfirmationSecret) == 0 {
 		log.Warn("SUPACLOUD_MCP_CONFIRMATION_SECRET is unset: app.deploy and app.migration.apply are refused (fail closed) until it is set")
@@ -328,7 +328,7 @@ func confirmer(cfg *config.Config, log *zap.Logger) (*confirm.Signer, error) {
 
 // sweepIdempotencyKeys deletes, every sweepInterval until the App closes,
 // the idempotency keys of tasks that reached a terminal state more than
-// confirm.IdempotencyTTL ago (seed 001, Deploy confirmation protocol),
+// confirm.IdempotencyTTL ago (docs/requirements.md#deploy-confirmation),
 // the records of ended MCP sessions whose ids no longer verify, expired
 // console sessions, and on PostgreSQL the expired records of relayed
 // requests (of replicas that stopped during a call).

@@ -26,7 +26,7 @@ import (
 	"github.com/mcpgate/mcpgate/tools/search"
 )
 
-// CCServer is the cc_server surface (seed 003) of a gateway: a second
+// CCServer is the cc_server surface (docs/requirements.md#cc-registry) of a gateway: a second
 // pipeline.Pipeline value over the same store, metrics and transport code,
 // with the cc_server catalog, its Rego package (data.ccserver), its
 // callers (memberships) and its adapter. Handler serves POST /mcp
@@ -196,8 +196,8 @@ func (m memberships) LoadCaller(ctx context.Context, p *gateway.Principal) (*gat
 	return m.s.LoadMemberships(ctx, p)
 }
 
-// The tools the gateway answers itself on the cc_server surface (seed 003,
-// "Tool-Suche": both come from cc_mcp_client and ask the mode lock).
+// The tools the gateway answers itself on the cc_server surface (docs/requirements.md#cc-tool-search:
+// both come from cc_mcp_client and ask the mode lock).
 const (
 	toolListMine = "list_my_tools"
 	toolSearch   = "search_tool_bm25"

@@ -254,7 +254,7 @@ func TestConsoleWorkspaceAdminSignIn(t *testing.T) {
 	if tokens, _ := s.ListAPITokens(ctx, "ws-a"); tokens[0].Status != "revoked" {
 		t.Errorf("token after revoke: %+v", tokens[0])
 	}
-	// The external limits are in the same tab (seed 002); other changes
+	// The external limits are in the same tab (docs/requirements.md#external-gateway); other changes
 	// and other workspaces are refused.
 	if p := v.do(http.MethodPost, base, "/console/workspaces/ws-a/external-limits", url.Values{"csrf": {csrf}, "reads_per_tool_hourly": {"5"}}); p.status != http.StatusSeeOther {
 		t.Errorf("workspace admin saves limits: %d, want 303", p.status)

@@ -11,7 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/tools"
 )
 
-// Every cap follows its environment variable (seed 001 names them; the
+// Every cap follows its environment variable (docs/requirements.md#rate-limits names them; the
 // per-task ops, scaffold and deploy caps have none), through the
 // configuration and the wiring's RateLimits into the rules.
 func TestRateLimitsFollowEnvironment(t *testing.T) {

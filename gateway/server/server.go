@@ -154,7 +154,7 @@ type Deps struct {
 	Policy admin.Policy
 }
 
-// apiMCPPath is the external MCP gateway of seed 002 (external
+// apiMCPPath is the external MCP gateway (docs/requirements.md#external-gateway; external
 // coordinators with scmt_ API tokens).
 const apiMCPPath = "/api/mcp"
 
@@ -190,7 +190,7 @@ func New(d Deps) (*Server, error) {
 	var api *mcp.Transport
 	if d.APIAuth != nil {
 		// The same transport code, protocol versions and pipeline as /mcp;
-		// only the credential differs (seed 002, step 2).
+		// only the credential differs (docs/requirements.md#external-tools-list).
 		if api, err = newTransport(d, d.APIAuth, metaURL,
 			"SupaCloud's external MCP gateway, authorized by mcpgate. tools/list shows exactly the tools your API token's scopes reach; every other name is answered as unknown."); err != nil {
 			t.Close()

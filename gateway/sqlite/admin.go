@@ -68,7 +68,7 @@ RETURNING is_workspace_default`
 
 // SetDefaultProfile makes profileID the default profile of workspaceID,
 // clearing the previous default, or clears the default when profileID is
-// nil (seed 000: at most one per workspace, setting one clears the previous).
+// nil (docs/requirements.md#workspace-default-profile: at most one per workspace, setting one clears the previous).
 // Errors: ENotFound for an unknown workspace or a profile that is not in
 // this workspace; on error the previous default stays.
 func (s *Store) SetDefaultProfile(ctx context.Context, workspaceID string, profileID *string) error {
@@ -91,7 +91,7 @@ WHERE workspace_id = ? AND is_workspace_default = 1`
 }
 
 // PutWorkspaceOverrides replaces the permission overrides of workspaceID
-// (third in seed 000's precedence chain) with perms; an empty map removes
+// (third in the precedence chain, docs/requirements.md#precedence) with perms; an empty map removes
 // them all. Errors: ENotFound for an unknown workspace.
 func (s *Store) PutWorkspaceOverrides(ctx context.Context, workspaceID string, perms gateway.Permissions) error {
 	return s.inTx(ctx, func(tx *sqlx.Tx) error {
@@ -111,7 +111,7 @@ SELECT ?, e.key, e.value FROM json_each(?) e`
 }
 
 // PutMemberOverrides replaces the permission overrides of member userID of
-// workspaceID (first in seed 000's precedence chain) with perms; an empty
+// workspaceID (first in the precedence chain, docs/requirements.md#precedence) with perms; an empty
 // map removes them all. Errors: ENotFound when the member does not exist.
 func (s *Store) PutMemberOverrides(ctx context.Context, workspaceID, userID string, perms gateway.Permissions) error {
 	return s.inTx(ctx, func(tx *sqlx.Tx) error {
@@ -168,7 +168,7 @@ ON CONFLICT (workspace_id, id) DO UPDATE SET status = excluded.status, updated_a
 }
 
 // PutExternalLimits creates or replaces the external-gateway limits of
-// workspaceID; a nil field keeps seed 002's default. Errors: ENotFound for
+// workspaceID; a nil field keeps the default of docs/requirements.md#external-limits. Errors: ENotFound for
 // an unknown workspace, EInvalid for a negative limit.
 func (s *Store) PutExternalLimits(ctx context.Context, workspaceID string, l gateway.ExternalLimits) error {
 	const q = `

@@ -40,8 +40,8 @@ func jsonEq(t *testing.T, a, b json.RawMessage) bool {
 	return string(ja) == string(jb)
 }
 
-// idempotencyTests cover mcp_idempotency_keys (seed 001, Deploy
-// confirmation protocol): claim, replay, scope, release, transactions,
+// idempotencyTests cover mcp_idempotency_keys (docs/requirements.md#idempotency-keys):
+// claim, replay, scope, release, transactions,
 // concurrency and the 24-hour cleanup.
 var idempotencyTests = []test{
 	{"ClaimThenReplay", func(t *testing.T, s Store) {

@@ -18,8 +18,8 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
-// RunRateLimits runs the rate-limit part of the suite (seed 001, Rate
-// limits, kept in the audit store) as parallel subtests of t: ulule/limiter's own
+// RunRateLimits runs the rate-limit part of the suite (docs/requirements.md#rate-limits,
+// kept in the audit store) as parallel subtests of t: ulule/limiter's own
 // store conformance test over ratelimit.Store, the counters, the
 // reservation (Store.Reserve), exact limits under concurrency, refunds and
 // calendar windows. newStore must return an empty, migrated store of its
@@ -350,7 +350,7 @@ func testReserveWithClaim(t *testing.T, s Store) {
 	wantCode(t, err, gateway.ENotFound, "claim in an unknown workspace")
 }
 
-// testRefunds walks the order rule of seed 001: per task first, then
+// testRefunds walks the order rule of docs/requirements.md#limit-order: per task first, then
 // workspace/day, then profile/hour; a refusal refunds what the call took.
 func testRefunds(t *testing.T, s Store) {
 	limits := ratelimit.DefaultLimits()

@@ -49,7 +49,7 @@ CREATE TABLE agent_profiles (
     name                 text    NOT NULL DEFAULT '',
     allowlist            jsonb   NOT NULL DEFAULT '[]'
         CONSTRAINT agent_profiles_allowlist_check CHECK (jsonb_typeof(allowlist) = 'array'),
-    -- NULL means no restriction on script.run; [] allows no script (seed 001, script.run).
+    -- NULL means no restriction on script.run; [] allows no script (docs/requirements.md#script-run-carve-out).
     script_allowlist     jsonb
         CONSTRAINT agent_profiles_script_allowlist_check
         CHECK (script_allowlist IS NULL OR jsonb_typeof(script_allowlist) = 'array'),
@@ -57,8 +57,8 @@ CREATE TABLE agent_profiles (
     updated_at           timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (workspace_id, id)
 );
--- At most one default profile per workspace (seed 000, "Tasks ohne Profil und
--- Workspace-Standardprofile").
+-- At most one default profile per workspace
+-- (docs/requirements.md#workspace-default-profile).
 CREATE UNIQUE INDEX agent_profiles_one_default ON agent_profiles (workspace_id)
     WHERE is_workspace_default;
 
@@ -89,7 +89,7 @@ CREATE TABLE tasks (
     PRIMARY KEY (workspace_id, id)
 );
 
--- scmt_ tokens: only the SHA-256 hash is stored, never the value (seed 002, step 1).
+-- scmt_ tokens: only the SHA-256 hash is stored, never the value (docs/requirements.md#api-tokens).
 CREATE TABLE api_tokens (
     fingerprint  text        PRIMARY KEY
         CONSTRAINT api_tokens_fingerprint_check CHECK (fingerprint <> ''),
@@ -108,7 +108,7 @@ CREATE TABLE api_tokens (
 CREATE INDEX api_tokens_workspace ON api_tokens (workspace_id, created_at);
 
 -- Per-token hourly limits of the external gateway; NULL keeps the default
--- (seed 002, step 4: 50 reads per tool, 30 ops).
+-- (docs/requirements.md#external-limits: 50 reads per tool, 30 ops).
 CREATE TABLE external_limits (
     workspace_id          text    PRIMARY KEY REFERENCES workspaces (id) ON DELETE CASCADE,
     reads_per_tool_hourly integer
@@ -145,9 +145,9 @@ CREATE TABLE audit_events (
 );
 -- Listing by workspace, newest first; workspace-day rate-limit windows.
 CREATE INDEX audit_events_workspace_time ON audit_events (workspace_id, time);
--- Per-task caps count a task's calls (seed 001, Per-task caps).
+-- Per-task caps count a task's calls (docs/requirements.md#rate-limits).
 CREATE INDEX audit_events_task_tool ON audit_events (task_id, tool);
--- Workspace-day caps count one tier in a time window (seed 001, Workspace and profile caps).
+-- Workspace-day caps count one tier in a time window (docs/requirements.md#workspace-profile-caps).
 CREATE INDEX audit_events_workspace_tier_time ON audit_events (workspace_id, tier, time);
 -- Profile-hour caps count one profile's tier in a time window.
 CREATE INDEX audit_events_profile_tier_time ON audit_events (profile_id, tier, time);
@@ -156,7 +156,7 @@ CREATE INDEX audit_events_time ON audit_events (time);
 
 -- Idempotency keys of confirmed deploy-tier calls, scoped to task_id +
 -- tool_name + key and cleaned up 24 hours after the parent task reaches a
--- terminal state (seed 001, Deploy confirmation protocol).
+-- terminal state (docs/requirements.md#deploy-confirmation).
 CREATE TABLE mcp_idempotency_keys (
     workspace_id text        NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
     task_id      text        NOT NULL,

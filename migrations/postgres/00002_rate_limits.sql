@@ -1,4 +1,4 @@
--- Rate-limit counters (seed 001, "Rate limits"; docs/architecture.md, Data). One row per
+-- Rate-limit counters (docs/requirements.md#rate-limits; docs/architecture.md, Data). One row per
 -- bucket key and window. The gateway changes a counter only inside the
 -- transaction that inserts the call's audit_events row, so the two commit
 -- together: counts survive restarts and every replica sees the same ones.

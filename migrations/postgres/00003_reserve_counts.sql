@@ -1,10 +1,10 @@
--- One statement reserves all the rate-limit slots of a call (seed 001,
--- "Rate limits"; issue #3): the gateway used to send one upsert per bucket
+-- One statement reserves all the rate-limit slots of a call
+-- (docs/requirements.md#rate-limits; issue #3): the gateway used to send one upsert per bucket
 -- inside the reservation transaction, so an ops call cost six round trips
 -- (BEGIN, audit row, three counters, COMMIT). mcpgate_reserve_counts takes
 -- the call's counters in order (per task, workspace/day, profile/hour) and
 -- is all or nothing: at the first counter that would pass its limit it
--- gives back the slots it took — the per-task refund of seed 001 — and
+-- gives back the slots it took — the per-task refund of docs/requirements.md#limit-order — and
 -- reports which one was full. The upserts lock their rows until the
 -- transaction ends, so concurrent calls of one bucket queue on it, in this
 -- gateway and every other replica, and none sees a slot about to be
@@ -12,8 +12,8 @@
 --
 -- Per-task counters have no window to expire with: task_workspace_id and
 -- task_id name their task, and the sweep deletes them 24 hours after the
--- task reached a terminal state (the retention seed 001 gives idempotency
--- keys).
+-- task reached a terminal state (the retention of idempotency keys,
+-- docs/requirements.md#idempotency-keys).
 --
 -- Arguments are parallel arrays, one element per counter: bucket_key,
 -- window_start, expires_at (NULL: no window end), the limit, and the

@@ -1,7 +1,7 @@
 -- Idempotency keys belong to a workspace: task ids are unique per
 -- workspace only (tasks' primary key is workspace_id + id), so a key of
 -- one workspace must never stand in the way of the same task id and key in
--- another (docs/architecture.md, Invariants: workspace isolation). Seed 001 scopes keys to
+-- another (docs/architecture.md, Invariants: workspace isolation). docs/requirements.md#idempotency-keys scopes keys to
 -- task_id + tool_name + key; the workspace is the task's.
 
 -- +goose Up

@@ -1,6 +1,6 @@
 -- Every audit row names the surface (tool registry) its call was made on,
 -- the cc_server conversation mode, and the approval a cc_server call waited
--- for (seed 003; the approvals themselves live in a table of their own).
+-- for (docs/requirements.md#cc-approval; the approvals themselves live in a table of their own).
 -- Rows written before this migration are SupaCloud's.
 
 -- +goose Up

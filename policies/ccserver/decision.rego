@@ -1,7 +1,7 @@
 # The decision document the gateway evaluates for cc_server:
 # data.ccserver.decision for one tools/call (input.tool) and
 # data.ccserver.visible_tools for the tools callable now (input.tools; what
-# list_my_tools and search_tool_bm25 report, seed 003: both ask the mode
+# list_my_tools and search_tool_bm25 report, docs/requirements.md#cc-tool-search: both ask the mode
 # lock). Both use tool_visible, so a tool is reported callable iff a call
 # with valid arguments would be allowed.
 package ccserver

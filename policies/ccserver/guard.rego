@@ -1,5 +1,5 @@
-# The action guard (seed 003, "Kapsel-Tools" and "Tools mit
-# Freigabepflicht"): a tool that declares a non-empty set of action classes
+# The action guard (docs/requirements.md#cc-action-classes and
+# docs/requirements.md#cc-approval): a tool that declares a non-empty set of action classes
 # (the four rig use-tools and rig_close) is refused in every read-only mode,
 # and in chat it runs only on the guard's verdict. input.guard.decision is
 # that verdict for this call: allow runs it, prompt needs a person's

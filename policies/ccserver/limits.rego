@@ -3,7 +3,7 @@
 # tools/call of one principal (its subject, and its pinned workspace if any)
 # per UTC minute; MCPGATE_CCSERVER_CALLS_PER_MINUTE overrides it. 120 is two
 # calls a second on average: far above an agent's pace, low enough to stop
-# a runaway loop. Seed 003 names no limit of its own.
+# a runaway loop. docs/requirements.md#cc-registry names no limit of its own.
 package ccserver
 
 limits := {"calls_per_minute": 120}

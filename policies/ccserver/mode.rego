@@ -1,4 +1,4 @@
-# The mode policy (seed 003, "Tools nach Modus begrenzen"): chat reaches
+# The mode policy (docs/requirements.md#cc-modes): chat reaches
 # every registered tool, the other modes their curated allowlist
 # (modes.rego), and every mode the three always-allowed sets. A blocked
 # call returns the reason.

@@ -1,7 +1,7 @@
-# The cc_server mode policy (ModeToolPolicy, seed 003, "Tools nach Modus
-# begrenzen") and the other data the rules read, as Rego so that it lands
+# The cc_server mode policy (ModeToolPolicy,
+# docs/requirements.md#cc-modes) and the other data the rules read, as Rego so that it lands
 # at data.ccserver whichever folder OPA loads (policies/ or
-# policies/ccserver). README.md quotes the seed sentence behind each list.
+# policies/ccserver). docs/requirements.md#cc-modes states the rule behind each list.
 package ccserver
 
 # modes are the conversation modes a credential may carry (JWT claim mode);
@@ -20,7 +20,7 @@ read_only_modes := {"plan", "review", "orchestrate"}
 # ("agent"); the pinned workspace comes from the workspace_id claim, not the kind.
 principal_kinds := {"user", "agent"}
 
-# always_allowed are the three sets seed 003 allows in every mode,
+# always_allowed are the three sets docs/requirements.md#cc-always-allowed allows in every mode,
 # regardless of the mode's allowlist.
 always_allowed := {
 	"memory_and_artifacts": {
@@ -96,8 +96,8 @@ mode_tool_policy := {
 	},
 }
 
-# workspace holds the workspace_id rules' data (seed 003, "Gemeinsame
-# Parameter"): the truly global tools take none, the search tools take it
+# workspace holds the workspace_id rules' data
+# (docs/requirements.md#cc-workspace-id): the truly global tools take none, the search tools take it
 # optionally, every other tool requires it; a valid id matches id_pattern
 # (the catalog's workspace_id schema uses the same pattern).
 workspace := {

@@ -1,4 +1,4 @@
-# The workspace_id rules (seed 003, "Gemeinsame Parameter"): required on
+# The workspace_id rules (docs/requirements.md#cc-workspace-id): required on
 # every workspace-scoped tool; missing or invalid is an explicit error; a
 # value that does not match the target entity's workspace is refused, not
 # ignored; the global tools take none and the search tools take it

@@ -1,5 +1,5 @@
-# Gate 2, the MCP capability allowlist (seed 000, "Die zwei Schranken",
-# Schranke 2; seed 001, Tiers and allowlist entries). Every rule here takes
+# Gate 2, the MCP capability allowlist
+# (docs/requirements.md#two-gates, docs/requirements.md#tiers). Every rule here takes
 # the tool object {"name", "tier", "carve_out"} so tools/call (decision) and
 # tools/list (visible_tools) share one definition. Each check is a set or
 # object lookup: tools/list runs them for all 71 tools.

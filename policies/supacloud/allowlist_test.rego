@@ -2,7 +2,7 @@ package supacloud_test
 
 import data.supacloud
 
-# Allowlist entries (seed 001, Tiers and allowlist entries): each case is an
+# Allowlist entries (docs/requirements.md#tiers): each case is an
 # allowlist, a tool and whether the call is allowed. The actor is an owner,
 # so deploy tools depend only on the grant here (deploy_test.rego covers roles).
 grant_cases := {

@@ -1,5 +1,5 @@
-# The script.run carve-out (seed 001, "script.run carve-out"; seed 000,
-# Ops-Stufe): scripts bind to workspace resources and secrets at runtime, so
+# The script.run carve-out
+# (docs/requirements.md#script-run-carve-out): scripts bind to workspace resources and secrets at runtime, so
 # supacloud.ops.* does not grant them. Only supacloud.full, the exact name
 # or supacloud.<tool-name> do (tool_granted in allowlist.rego skips the tier,
 # always-on and group grants for carve-outs). A non-null script_allowlist on the

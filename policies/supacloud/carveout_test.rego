@@ -2,7 +2,7 @@ package supacloud_test
 
 import data.supacloud
 
-# script.run carve-out (seed 001): which entries grant it, and how the
+# script.run carve-out (docs/requirements.md#script-run-carve-out): which entries grant it, and how the
 # profile's script_allowlist restricts the slug. "visible" is what
 # tools/list shows, "allow" what the call with that slug gets.
 carve_out_cases := {

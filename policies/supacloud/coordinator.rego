@@ -1,9 +1,9 @@
-# External coordinators (seed 002): a principal of kind "coordinator" holds a
+# External coordinators (docs/requirements.md#external-gateway): a principal of kind "coordinator" holds a
 # workspace-bound scmt_ API token on /api/mcp. It has no task, no member and
 # no agent profile, so the agent's membership, task and profile gates do not
 # apply; what it reaches is the reach of its token's scopes
 # (data.supacloud.grants.coordinator.scopes), never a tool of an excluded
-# tier (the deploy level is never reachable externally, seed 002, step 2).
+# tier (the deploy level is never reachable externally, docs/requirements.md#external-tools-list).
 # The gateway answers a tool a coordinator does not reach exactly as an
 # unknown name, so the reason below only reaches the audit trail.
 package supacloud

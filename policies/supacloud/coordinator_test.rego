@@ -15,7 +15,7 @@ ops_level := {
 	"schedule.create", "schedule.update", "schedule.pause", "schedule.resume",
 }
 
-# The scope matrix (seed 002, step 2): tools/list shows exactly the tools the
+# The scope matrix (docs/requirements.md#external-tools-list): tools/list shows exactly the tools the
 # scopes reach, and each of them is callable; every other tool is neither.
 scope_matrix := {
 	"read": {"scopes": ["mcp:read"], "tools": read_level},

@@ -76,7 +76,7 @@ reasons := notice_list if {
 # Obligations only bind allowed calls: redact (precedence.rego) lists the
 # result fields to remove; confirmation_required is true for a tool in
 # data.supacloud.grants.confirmation_tools (app.deploy, app.migration.apply;
-# seed 001, Deploy confirmation protocol); relay (relay.rego) says which
+# docs/requirements.md#deploy-confirmation); relay (relay.rego) says which
 # upstream-initiated messages reach the caller during the call. A denied
 # call carries none of them.
 # The allowed branch comes first and skips the denial rules.

@@ -1,4 +1,4 @@
-# The deploy role check (seed 000, Deploy-Stufe; seed 001, Deploy tier):
+# The deploy role check (docs/requirements.md#deploy-role; docs/requirements.md#deploy-role):
 # deploy-tier tools need the allowlist grant AND the acting user must be an
 # owner or admin of the workspace (data.supacloud.grants.tiers.deploy.roles),
 # the same check the Deployment service applies to HTTP requests. Both must

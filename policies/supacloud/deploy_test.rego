@@ -6,7 +6,7 @@ with_member(base, member) := object.union(object.remove(base, ["member"]), {"mem
 
 non_member(base) := object.remove(base, ["member"])
 
-# Deploy tier (seed 001): grant AND role owner/admin; both must pass.
+# Deploy tier (docs/requirements.md#deploy-role): grant AND role owner/admin; both must pass.
 deploy_role_cases := {
 	"owner with grant": {"role": "owner", "grant": true, "codes": []},
 	"admin with grant": {"role": "admin", "grant": true, "codes": []},
@@ -69,7 +69,7 @@ test_member_role_hides_deploy_from_list if {
 	}
 }
 
-# Confirmation obligation (seed 001, Deploy confirmation protocol): only
+# Confirmation obligation (docs/requirements.md#deploy-confirmation): only
 # app.deploy and app.migration.apply, and only when the call is allowed.
 confirmation_cases := {
 	"app.deploy allowed": {"tool": "app.deploy", "role": "owner", "expected": true},

@@ -1,4 +1,4 @@
-# Gate 1, the deployment edition (seed 000, "Die zwei Schranken", Schranke 1):
+# Gate 1, the deployment edition (docs/requirements.md#edition):
 # a process-global, fail-closed property. Any value other than the editions
 # listed in data.supacloud.grants.editions denies every tool.
 package supacloud

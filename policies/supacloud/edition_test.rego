@@ -2,7 +2,7 @@ package supacloud_test
 
 import data.supacloud
 
-# Schranke 1: only community and enterprise run; anything else denies every
+# Gate 1 (docs/requirements.md#edition): only community and enterprise run; anything else denies every
 # tool, the baseline included, with the single reason edition.invalid.
 edition_cases := {
 	"community": {"edition": "community", "valid": true},

@@ -1,8 +1,8 @@
-# Shared fixtures for the supacloud tests: the 71-tool catalog of seed 001
+# Shared fixtures for the supacloud tests: the 71-tool catalog of docs/requirements.md#tiers
 # and input builders. Tests override only the fields they are about.
 package supacloud_test
 
-# catalog is the SupaCloud MCP tool surface of seed 001: 8 baseline, 31 read,
+# catalog is the SupaCloud MCP tool surface of docs/requirements.md#tiers: 8 baseline, 31 read,
 # 20 ops, script.run (ops, carve-out), 6 scaffold and 5 deploy tools.
 catalog := array.concat(
 	array.concat(
@@ -118,7 +118,7 @@ bench_list_read := listing(object.union(
 ))
 
 # coordinator is an external coordinator of workspace ws-1 holding an scmt_
-# token with scopes (seed 002); it has no task, member or profile.
+# token with scopes (docs/requirements.md#external-gateway); it has no task, member or profile.
 coordinator(scopes) := {
 	"edition": "community",
 	"principal": {"kind": "coordinator", "sub": "token:0123456789abcdef", "workspace_id": "ws-1", "task_id": "", "scopes": scopes},

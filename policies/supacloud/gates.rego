@@ -1,4 +1,4 @@
-# Human gates (seed 001, approval.decide; seed 002, step 3): a tool that
+# Human gates (docs/requirements.md#human-gates; docs/requirements.md#external-human-gates): a tool that
 # decides a waiting gate (data.supacloud.grants.human_gates.tools) may only
 # decide question-class task gates. Tool, visual and tier_change gates, and
 # every workflow human gate, exist to put a person in the loop, so a machine

@@ -3,7 +3,7 @@ package supacloud_test
 import data.supacloud
 
 # approval.decide decides only question gates, for agents and coordinators
-# alike (seed 001, approval.decide; seed 002, step 3).
+# alike (docs/requirements.md#human-gates; docs/requirements.md#external-human-gates).
 gate_principals := {
 	"coordinator": coordinator(["mcp:ops"]),
 	"agent": with_profile(["supacloud.ops.*"], null),

@@ -11,21 +11,21 @@ package supacloud
 # grants: the editions, principal kinds and task status the gates accept, the
 # reach of external coordinators' API token scopes (coordinator), the gates a
 # machine may decide (human_gates), the
-# five tiers (wildcard, always on, member roles required; seed 001, Tiers and
-# allowlist entries), the full grant, the tool prefix for
+# five tiers (wildcard, always on, member roles required;
+# docs/requirements.md#tiers), the full grant, the tool prefix for
 # supacloud.<tool-name>, the group wildcards, the carve-out tools, the
-# read-only fallback profile (seed 000) and the tools whose call needs a
-# confirmation (seed 001, Deploy confirmation protocol).
+# read-only fallback profile (docs/requirements.md#profile-less-tasks) and the tools whose call needs a
+# confirmation (docs/requirements.md#deploy-confirmation).
 grants := {
 	"editions": ["community", "enterprise"],
 	"principal_kinds": ["agent", "coordinator"],
 	"running_status": "running",
-	# External coordinators (seed 002, steps 1 and 3): each scmt_ token scope
+	# External coordinators (docs/requirements.md#api-tokens): each scmt_ token scope
 	# reaches exactly these tools; a tool of an excluded tier is never
-	# reachable, whatever the scope lists (seed 002, step 2: the deploy level
+	# reachable, whatever the scope lists (docs/requirements.md#external-tools-list: the deploy level
 	# is never reachable externally). docs.search, docs.get and spec.get
-	# carry no tenant data and are read with mcp:read (seed 001,
-	# Documentation and contract reads). management:read reaches no tool: it
+	# carry no tenant data and are read with mcp:read
+	# (docs/requirements.md#external-tools-list). management:read reaches no tool: it
 	# reads the admin API.
 	"coordinator": {
 		"scopes": {
@@ -43,8 +43,8 @@ grants := {
 		},
 		"excluded_tiers": ["deploy"],
 	},
-	# Gates a machine may decide (seed 001, approval.decide; seed 002, step
-	# 3): the tools that decide a gate, and the gate classes they may decide.
+	# Gates a machine may decide (docs/requirements.md#human-gates,
+	# docs/requirements.md#external-human-gates): the tools that decide a gate, and the gate classes they may decide.
 	# Every other class (tool, visual, tier_change, workflow human gates) and
 	# a gate whose class is unknown waits for a person. The class comes from
 	# input.resource.gate_class, which the gateway resolves through the

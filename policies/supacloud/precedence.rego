@@ -1,7 +1,7 @@
-# Permission precedence (seed 000, "Berechtigungspriorität"): for a key, the
+# Permission precedence (docs/requirements.md#precedence): for a key, the
 # first link that defines it wins:
 #   user override -> seat type -> workspace override -> org plan -> default
-# capped by the edition (seed 000, Schranke 1): an enterprise-only key is
+# capped by the edition (docs/requirements.md#edition): an enterprise-only key is
 # false on any instance that is not enterprise, and an enterprise-only seat
 # type is skipped there entirely, so a seat never unlocks an edition-locked
 # feature. A key undefined everywhere is false. Non-boolean values count as

@@ -17,7 +17,7 @@ seat(enterprise_only, permissions) := {"name": "s", "enterprise_only": enterpris
 
 plan(permissions) := {"name": "team", "permissions": permissions}
 
-# Precedence (seed 000, "Berechtigungspriorität"): user override -> seat type
+# Precedence (docs/requirements.md#precedence): user override -> seat type
 # -> workspace override -> org plan -> default, first defined wins, capped by
 # the edition. Each case resolves one key.
 precedence_cases := {

@@ -1,5 +1,5 @@
-# Profile resolution (seed 000, "Tasks ohne Profil und Workspace-
-# Standardprofile"; seed 001, Tiers and allowlist entries): the JWT's
+# Profile resolution
+# (docs/requirements.md#profile-less-tasks, docs/requirements.md#workspace-default-profile): the JWT's
 # agent_profile_id names the profile; without one the workspace default
 # profile applies; without that the read-only fallback
 # (data.supacloud.grants.fallback_profile: supacloud.read.* plus the

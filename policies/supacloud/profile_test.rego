@@ -6,8 +6,8 @@ no_profile := object.union(object.remove(session, ["profile"]), {"profile_reques
 
 with_default(allowlist) := object.union(no_profile, {"default_profile": profile("p-def", allowlist, null)})
 
-# Profile resolution (seed 000, "Tasks ohne Profil und Workspace-
-# Standardprofile"): which profile governs, and what it lets through.
+# Profile resolution
+# (docs/requirements.md#profile-less-tasks): which profile governs, and what it lets through.
 profile_cases := {
 	"requested profile governs": {
 		"input": session,

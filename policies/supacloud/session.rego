@@ -16,8 +16,8 @@ principal_agent if input.principal.kind == "agent"
 
 # actor_member holds when the acting user (JWT "sub") is a member of the
 # credential's workspace: the gateway sends input.member only then.
-# Permissions are resolved per workspace user (seed 000,
-# Berechtigungspriorität: user override, then the member's seat type), so a
+# Permissions are resolved per workspace user (docs/requirements.md#precedence:
+# user override, then the member's seat type), so a
 # user outside the workspace has no standing in it and gets no tool, the
 # always-on baseline included. The gate comes before the task gates, so a
 # non-member learns nothing about the workspace's tasks or profiles.

@@ -38,7 +38,7 @@ test_principal_missing_is_unsupported if {
 	codes(d) == ["principal.unsupported"]
 }
 
-# Membership gate (seed 000, Berechtigungspriorität: permissions are
+# Membership gate (docs/requirements.md#precedence: permissions are
 # resolved per workspace user): a JWT whose sub is not a member of its
 # workspace gets no tool, the always-on baseline included.
 test_non_member_is_refused_every_tool[name] if {

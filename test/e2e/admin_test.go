@@ -56,7 +56,7 @@ func adminDo(t *testing.T, g *gatewayUnderTest, method, path, token, body string
 }
 
 // TestManagementReadTokens: an scmt_ token with management:read reads its
-// own workspace through the admin API (docs/http.md; seed 002, step 1),
+// own workspace through the admin API (docs/http.md; docs/requirements.md#api-tokens),
 // on both stores; every other use of it, and every other token, is refused.
 func TestManagementReadTokens(t *testing.T) {
 	for kind, dbURL := range storeKinds(t) {
@@ -110,7 +110,7 @@ func TestManagementReadTokens(t *testing.T) {
 	}
 }
 
-// Without MCPGATE_ADMIN_TOKEN the admin API is off (README.md, Configuration), for
+// Without MCPGATE_ADMIN_TOKEN the admin API is off (docs/configuration.md), for
 // management-read tokens too.
 func TestAdminOffIgnoresManagementTokens(t *testing.T) {
 	g := startGateway(t, "sqlite:"+t.TempDir()+"/off.db", map[string]string{"MCPGATE_ADMIN_TOKEN": ""})

@@ -199,7 +199,7 @@ func TestCCServerModesAgree(t *testing.T) {
 // TestCCServerWorkspaceAndUnknownTools: workspace_id missing, invalid,
 // foreign (not a member; another workspace than a pinned agent's), the
 // global tools without one, a pinned agent in its own workspace, and the
-// names seed 003 says have no tool.
+// names docs/requirements.md#cc-unknown-tools says have no tool.
 func TestCCServerWorkspaceAndUnknownTools(t *testing.T) {
 	g := startCCGateway(t, "sqlite:"+t.TempDir()+"/cc.db")
 	user := g.ccConnect(t, g.ccToken(t, auth.CCClaims{Subject: "ada"}), false)

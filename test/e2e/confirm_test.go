@@ -44,8 +44,8 @@ func call(cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToo
 	return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
 }
 
-// TestDeployConfirmation walks the two-step confirmation of seed 001 ("Deploy
-// confirmation protocol") through the real wiring with the Go SDK client.
+// TestDeployConfirmation walks the two-step confirmation
+// (docs/requirements.md#deploy-confirmation) through the real wiring with the Go SDK client.
 func TestDeployConfirmation(t *testing.T) {
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
@@ -117,8 +117,8 @@ func TestDeployConfirmation(t *testing.T) {
 }
 
 // TestDeployConfirmationFailsClosedWithoutSecret: no
-// SUPACLOUD_MCP_CONFIRMATION_SECRET, no deploy (seed 000, "Bestätigung auf
-// der Deploy-Stufe": "fehlt das Secret, schlagen die Tools fail-closed").
+// SUPACLOUD_MCP_CONFIRMATION_SECRET, no deploy
+// (docs/requirements.md#confirmation-secret: without the secret the tools fail closed).
 func TestDeployConfirmationFailsClosedWithoutSecret(t *testing.T) {
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {

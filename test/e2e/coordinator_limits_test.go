@@ -30,7 +30,7 @@ func putExternalLimits(t *testing.T, g *gatewayUnderTest, ws, body string) {
 	}
 }
 
-// The per-token limits of seed 002, step 4: reads per tool per hour and ops
+// The per-token limits of docs/requirements.md#external-limits: reads per tool per hour and ops
 // per token per hour, each token its own quota, settable per workspace.
 func TestCoordinatorTokenLimits(t *testing.T) {
 	for kind, dbURL := range storeKinds(t) {
@@ -78,7 +78,7 @@ func TestCoordinatorTokenLimits(t *testing.T) {
 
 // The workspace-wide ops/day cap (AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT) is
 // shared by in-app agents and coordinators, and a token's higher hourly
-// value does not raise it (seed 002, step 4).
+// value does not raise it (docs/requirements.md#external-limits).
 func TestCoordinatorSharedDailyCap(t *testing.T) {
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {

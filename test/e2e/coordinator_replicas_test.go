@@ -28,7 +28,7 @@ func (g *gatewayUnderTest) stop(t *testing.T) {
 	must(t, g.app.Close())
 }
 
-// The workspace ops/day cap of seed 002, step 4, shared by in-app agents and
+// The workspace ops/day cap of docs/requirements.md#external-limits, shared by in-app agents and
 // coordinators, held by the store: half of it used by an agent and half by
 // a coordinator, each on a replica of its own, refuses both on both
 // replicas; a token's hourly ops quota used up on one replica is used up on
@@ -94,7 +94,7 @@ func TestCoordinatorLimitsAcrossReplicas(t *testing.T) {
 
 // Revoking a token ends it at once for an open session of a real MCP client:
 // on the replica that revoked it and on another one sharing the database
-// (seed 002: within 1 s on every replica; token lookups are not cached).
+// (docs/requirements.md#api-tokens: within 1 s on every replica; token lookups are not cached).
 func TestCoordinatorRevokeAcrossReplicas(t *testing.T) {
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {

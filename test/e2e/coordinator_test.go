@@ -17,14 +17,13 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/auth"
 )
 
-// The external MCP gateway of seed 002 (/api/mcp, scmt_ API tokens) through
+// The external MCP gateway (docs/requirements.md#external-gateway: /api/mcp, scmt_ API tokens) through
 // the real wiring, with the official Go SDK client, on both stores.
 
 const apiPath = "/api/mcp"
 
-// readLevel and opsLevel are the tools mcp:read and mcp:ops reach (seed 002,
-// steps 1 and 3; docs.* and spec.get: seed 001, Documentation and contract
-// reads).
+// readLevel and opsLevel are the tools mcp:read and mcp:ops reach
+// (docs/requirements.md#api-tokens; docs.* and spec.get: docs/requirements.md#external-tools-list).
 var (
 	readLevel = []string{
 		"run.list", "run.get", "run.events", "tasks.list_active", "tasks.get",

@@ -221,8 +221,8 @@ func textOf(res *mcp.CallToolResult) string {
 // TestEditionGate: the same member with an enterprise-only seat type sees
 // member_count on a community instance (the seat does nothing there) and
 // loses it on an enterprise instance, where the seat's
-// workspace.members.view=false applies (seed 000, Schranke 1 and
-// Berechtigungspriorität).
+// workspace.members.view=false applies (docs/requirements.md#edition and
+// docs/requirements.md#precedence).
 func TestEditionGate(t *testing.T) {
 	for _, c := range []struct {
 		edition string

@@ -16,11 +16,11 @@ import (
 	"github.com/mcpgate/mcpgate/policies"
 )
 
-// walkthroughEdit is the candidate of the README's walkthrough ("Changing
-// policy while the gateway runs", step 2): the scaffold tier needs the
+// walkthroughEdit is the candidate of the walkthrough of
+// docs/policy.md#walkthrough-changing-policy-while-the-gateway-runs (step 2): the scaffold tier needs the
 // workspace role owner or admin, and the three tests that pinned the old
 // grant follow. Each edit must match exactly once, so a change to the
-// files that breaks the README's sed lines fails here.
+// files that breaks the walkthrough's sed lines fails here.
 var walkthroughEdit = map[string][][2]string{
 	"supacloud/grants.rego": {{
 		`"scaffold": {"wildcard": "supacloud.scaffold.*", "always_on": false, "roles": null}`,
@@ -51,7 +51,7 @@ func editFile(t *testing.T, path string, edits ...[2]string) {
 	must(t, os.WriteFile(path, []byte(s), 0o644))
 }
 
-// TestPolicyWalkthrough runs the README's walkthrough in-process: a
+// TestPolicyWalkthrough runs the docs/policy.md walkthrough in-process: a
 // watched copy of the policies with the decision log on and the candidate
 // as shadow; a member's scaffold call flips (counted in /metrics, one
 // decision log event with custom.shadow and both revisions) while the

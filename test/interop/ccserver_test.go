@@ -205,7 +205,7 @@ func TestTypeScriptSDKCCServerModes(t *testing.T) {
 // client over both transports: workspace_id missing, invalid and foreign
 // (alice is no member of ws-globex) refused with their codes; the global
 // tools without one; a pinned agent refused outside its workspace and
-// served in it; the names seed 003 says have no tool answer "unknown tool".
+// served in it; the names docs/requirements.md#cc-unknown-tools says have no tool answer "unknown tool".
 func TestTypeScriptSDKCCServerWorkspaceAndUnknownTools(t *testing.T) {
 	s := setup(t)
 	c := s.ccServer(t)

@@ -172,7 +172,7 @@ func TestConformance(t *testing.T) {
 }
 
 // apiResults is what every scenario that runs on /mcp does on /api/mcp,
-// the coordinators' endpoint of seed 002 (same transport code, same
+// the coordinators' endpoint (docs/requirements.md#external-gateway; same transport code, same
 // protocol versions): run at the listed versions and pass, or be skipped
 // for the reason given. A scenario skipped on /mcp is skipped on /api/mcp
 // for the same reason (apiScenarios). README.md shows this table too.

@@ -13,7 +13,7 @@ import (
 )
 
 // coordinatorGateway is the second gateway of the stack, for the external
-// coordinators of seed 002 on /api/mcp: `mcpgate serve --dev` with the demo
+// coordinators (docs/requirements.md#external-gateway) on /api/mcp: `mcpgate serve --dev` with the demo
 // backend instead of the fixture upstream. The tools an API token's scopes
 // reach (the read and control levels) are SupaCloud tools, which the
 // fixture does not implement (it replaces the demo backend when
@@ -28,7 +28,7 @@ type coordinatorGateway struct {
 	tokens atomic.Int64
 }
 
-// apiPath is the coordinators' MCP endpoint (seed 002).
+// apiPath is the coordinators' MCP endpoint (docs/requirements.md#external-gateway).
 const apiPath = "/api/mcp"
 
 // coordinatorURL returns the /api/mcp endpoint of the coordinator gateway,
@@ -49,7 +49,7 @@ func (s *stack) coordinatorURL(t *testing.T) string {
 // apiToken creates an scmt_ token of the dev workspace with scopes through
 // the admin API of the coordinator gateway (as an owner would) and returns
 // its value. Every client and scenario run gets a token of its own, so each
-// has the per-token hourly limits of seed 002 to itself.
+// has the per-token hourly limits of docs/requirements.md#external-limits to itself.
 func (s *stack) apiToken(t *testing.T, scopes ...string) string {
 	t.Helper()
 	s.coordinatorURL(t)
@@ -61,8 +61,8 @@ func (s *stack) apiToken(t *testing.T, scopes ...string) string {
 	return out.Token
 }
 
-// The tools mcp:read and mcp:ops reach (seed 002, steps 1 and 3; docs.* and
-// spec.get are the documentation and contract reads of seed 001).
+// The tools mcp:read and mcp:ops reach (docs/requirements.md#api-tokens; docs.* and
+// spec.get are the documentation and contract reads of docs/requirements.md#external-tools-list).
 var (
 	readLevel = []string{
 		"run.list", "run.get", "run.events", "tasks.list_active", "tasks.get",

@@ -176,12 +176,12 @@ func (s *stack) gatewayEnv(db string) []string {
 		"MCPGATE_JWT_SECRET=" + jwtSecret,
 		"MCPGATE_LOG_FORMAT=json",
 		"MCPGATE_ADMIN_TOKEN=" + adminToken,
-		// Seed 001 allows 30 ops calls per profile and hour and 100 per
+		// docs/requirements.md#workspace-profile-caps allows 30 ops calls per profile and hour and 100 per
 		// workspace and day; the suite and the clients make about 20 in a
 		// minute, so room to add tests comes from here. The per-task limit
 		// (10 ops calls) stays: every client and scenario run gets its own
 		// task (taskToken), and every coordinator run its own API token
-		// (apiToken), which keeps the per-token limits of seed 002.
+		// (apiToken), which keeps the per-token limits of docs/requirements.md#external-limits.
 		"AGENT_MCP_PROFILE_OPS_HOURLY_LIMIT=1000",
 		"AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT=1000",
 		// No MCPGATE_ALLOWED_ORIGINS: the DNS-rebinding scenario's
@@ -230,7 +230,7 @@ func (s *stack) newTokenIssuer() error {
 // taskToken creates a running task of the dev workspace through the admin
 // API and returns an agent token for it with the given profile, so that
 // each client or scenario run has its own per-task rate-limit budget
-// (seed 001: 10 ops-tier calls per task).
+// (docs/requirements.md#rate-limits: 10 ops-tier calls per task).
 func (s *stack) taskToken(t *testing.T, profile string) string {
 	t.Helper()
 	task := fmt.Sprintf("interop-%d", s.tasks.Add(1))

@@ -563,7 +563,7 @@ func listStatus(t *testing.T, endpoint, token string) int {
 	return resp.StatusCode
 }
 
-// bucket: 300 concurrent calls of one task (seed 001: 10 ops-tier calls
+// bucket: 300 concurrent calls of one task (docs/requirements.md#rate-limits: 10 ops-tier calls
 // per task) through the proxy, so about 100 on each replica: exactly 10
 // reach the upstream, the other 290 are refused with the seed's message,
 // and the audit trail has 10 allowed and 290 rate-limited rows.

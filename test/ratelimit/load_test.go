@@ -27,7 +27,7 @@ const readTool = "projects.list"
 // decision, the per-task rate-limit slot and the audit row in one
 // reservation, dispatch and FinishAudit — open loop at MCPGATE_E2E_LOAD
 // calls/s for 10 s. (An ops call would meet its per-task cap of 10, which
-// seed 001 gives no variable to lift.) It logs the achieved rate and
+// docs/requirements.md#rate-limits gives no variable to lift.) It logs the achieved rate and
 // p50/p99/max from each call's scheduled start, and the p99 of the
 // gateway's own latency (audit_events.latency_us: receipt to reply, without
 // HTTP and the client). The generator, the gateway and PostgreSQL share

@@ -1,5 +1,5 @@
 // Package search ranks a tool catalog for a keyword query with Okapi BM25
-// (seed 003: search_tool_bm25 "sucht den Tool-Katalog nach Schlüsselwort").
+// (docs/requirements.md#cc-tool-search: search_tool_bm25 searches the tool catalog by keyword).
 // A tool's document is its name, its description and the names and
 // descriptions of the properties of its input schema, each field weighted
 // (a name word counts NameWeight times, a property name PropertyWeight

@@ -9,7 +9,7 @@ import (
 // UserWorkspaces returns the ids of the workspaces user is a member of
 // (the members table), sorted; none is an empty list, not an error. The
 // cc_server surface reads it for a caller not pinned to one workspace
-// (seed 003: without a workspace_id of its own the caller may use the
+// (docs/requirements.md#cc-workspace-id: without a workspace_id of its own the caller may use the
 // workspaces its user is a member of). Errors: EUnavailable when the
 // database cannot be reached or read.
 func (c *Core) UserWorkspaces(ctx context.Context, user string) ([]string, error) {

@@ -68,7 +68,7 @@ scrub_value(path, value) := scrub(value) if not secret_key(path[count(path) - 1]
 
 # The credentials the gateway knows by their form: agent session JWTs
 # (a base64url JSON header, so "eyJ"), API tokens of the external gateway
-# (seed 002: scmt_…, up to the next space, quote, comma or semicolon) and
+# (docs/requirements.md#api-tokens: scmt_…, up to the next space, quote, comma or semicolon) and
 # deploy confirmation tokens (mcpc1.<claims>.<mac>), matched first because
 # their claims are base64url JSON too.
 credential_patterns := [
