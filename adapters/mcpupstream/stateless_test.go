@@ -85,8 +85,8 @@ func TestCallToolStatelessRoundTrip(t *testing.T) {
 
 // A session-only upstream refuses the stateless attempt, which ran
 // nothing: the call goes on a session declaring the client's capabilities
-// (elicitation), where the Go SDK asks with an
-// elicitation request during the call) and later calls skip the attempt.
+// (elicitation), where the Go SDK asks with an elicitation request during
+// the call, and later calls skip the attempt.
 func TestCallToolStatelessFallsBackToSession(t *testing.T) {
 	a, err := New(context.Background(), mrtrServer(t, false), Options{})
 	if err != nil {
