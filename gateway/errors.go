@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,7 +26,11 @@ const (
 	EMethodNotFound  ErrorCode = "MethodNotFound"  // unknown or unreachable method/tool: -32601
 	EConflict        ErrorCode = "Conflict"        // unique violation: 409 on admin
 	EUnavailable     ErrorCode = "Unavailable"     // dependency down: -32603
-	EInternal        ErrorCode = "Internal"        // bug or policy/store failure: -32603
+	// EMissingCapability: the call needs a client capability the client did
+	// not declare (MCP 2026-07-28, SEP-2575): -32021, HTTP 400, with
+	// Error.RequiredCapabilities as data.requiredCapabilities.
+	EMissingCapability ErrorCode = "MissingCapability"
+	EInternal          ErrorCode = "Internal" // bug or policy/store failure: -32603
 )
 
 // Error is the one error type of mcpgate. Message is shown to the caller and
@@ -46,7 +51,11 @@ type Error struct {
 	// 2025-11-25 on answers as a tool execution error so that the model
 	// can correct its call (older protocols: -32602).
 	ToolInput bool
-	Err       error
+	// RequiredCapabilities is, for EMissingCapability, the ClientCapabilities
+	// object (JSON, e.g. {"sampling":{}}) the call needs and the client did
+	// not declare; nil otherwise.
+	RequiredCapabilities json.RawMessage
+	Err                  error
 }
 
 // Error returns the message, followed by the cause for internal errors.
@@ -104,6 +113,10 @@ const (
 	RPCMethodNotFound = -32601
 	RPCInvalidParams  = -32602
 	RPCInternalError  = -32603
+	// RPCMissingClientCapability is MissingRequiredClientCapabilityError of
+	// MCP 2026-07-28 (SEP-2575): the spec's own code, not one the gateway
+	// chose.
+	RPCMissingClientCapability = -32021
 )
 
 // RPCCode maps an error code to its JSON-RPC error code, for the errors
@@ -120,6 +133,8 @@ func (c ErrorCode) RPCCode() int {
 		return RPCInvalidParams
 	case EMethodNotFound:
 		return RPCMethodNotFound
+	case EMissingCapability:
+		return RPCMissingClientCapability
 	case EForbidden, ERateLimited, EUnauthenticated:
 		return RPCInvalidRequest
 	default:
@@ -143,7 +158,7 @@ func (c ErrorCode) Class() string {
 // HTTPStatus is the status for the admin API and for error data "status".
 func (c ErrorCode) HTTPStatus() int {
 	switch c {
-	case EInvalid:
+	case EInvalid, EMissingCapability:
 		return http.StatusBadRequest
 	case EUnauthenticated:
 		return http.StatusUnauthorized

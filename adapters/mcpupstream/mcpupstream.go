@@ -112,7 +112,7 @@ type Adapter struct {
 	annotations atomic.Pointer[map[string][]gateway.ParamHeader]
 
 	mu       sync.Mutex
-	session  *upSession // nil when no live session
+	sessions [sessionKinds]*upSession // by kind; nil when no live session
 	closed   bool
 	excluded map[string]string // Excluded
 }
@@ -153,7 +153,7 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	if _, err := a.currentSession(ctx); err != nil {
+	if _, err := a.currentSession(ctx, relaying); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -308,7 +308,11 @@ func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 		}
 	}
 	if round == nil {
-		raw, err = a.roundTrip(ctx, "tools/call "+call.Tool, false, relay, func(id int64) []byte {
+		k := relaying
+		if input != nil && input.Round() != nil {
+			k = kindOf(input.Round().Capabilities) // a stateless client on a session-only upstream
+		}
+		raw, err = a.roundTripOn(ctx, k, "tools/call "+call.Tool, false, relay, func(id int64) []byte {
 			return callBody(id, call, args, progress, nil)
 		})
 	}
@@ -506,21 +510,23 @@ func (a *Adapter) listAll(ctx context.Context) ([]UpstreamTool, error) {
 	}
 }
 
-// Close ends the upstream session (HTTP DELETE). The Adapter must not be
+// Close ends the upstream sessions (HTTP DELETE). The Adapter must not be
 // used afterwards.
 func (a *Adapter) Close() error {
 	a.mu.Lock()
-	s := a.session
-	a.session, a.closed = nil, true
+	sessions := a.sessions
+	a.sessions, a.closed = [sessionKinds]*upSession{}, true
 	a.mu.Unlock()
-	if s == nil || s.id == "" {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
-	if err := a.deleteSession(ctx, s); err != nil {
-		return gateway.Wrap(gateway.EUnavailable, a.scrub(err), fmt.Sprintf(
-			"closing the session with upstream MCP server %s failed; the upstream will expire it", a.display))
+	for _, s := range sessions {
+		if s == nil || s.id == "" {
+			continue
+		}
+		if err := a.deleteSession(ctx, s); err != nil {
+			return gateway.Wrap(gateway.EUnavailable, a.scrub(err), fmt.Sprintf(
+				"closing the session with upstream MCP server %s failed; the upstream will expire it", a.display))
+		}
 	}
 	return nil
 }

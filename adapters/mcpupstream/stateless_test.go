@@ -3,6 +3,8 @@ package mcpupstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -81,15 +84,16 @@ func TestCallToolStatelessRoundTrip(t *testing.T) {
 }
 
 // A session-only upstream refuses the stateless attempt, which ran
-// nothing: the call goes on the session (where the Go SDK asks with an
-// elicitation request during the call) and later calls skip the attempt.
+// nothing: the call goes on a session declaring the client's capabilities
+// (elicitation), where the Go SDK asks with an elicitation request during
+// the call, and later calls skip the attempt.
 func TestCallToolStatelessFallsBackToSession(t *testing.T) {
 	a, err := New(context.Background(), mrtrServer(t, false), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	r := &roundRelay{round: &gateway.InputRound{Capabilities: json.RawMessage(`{}`)}}
+	r := &roundRelay{round: &gateway.InputRound{Capabilities: json.RawMessage(`{"elicitation":{"form":{}}}`)}}
 	r.answer = func(string, json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage(`{"action":"accept","content":{"name":"Bo"}}`), nil
 	}
@@ -102,5 +106,62 @@ func TestCallToolStatelessFallsBackToSession(t *testing.T) {
 	}
 	if res.Input != nil || len(r.messages()) != 1 || !strings.HasPrefix(r.messages()[0], "elicitation/create") {
 		t.Fatalf("result %+v, relayed %v; want the session's elicitation request relayed", res, r.messages())
+	}
+}
+
+// Item 3 of issue 30 (SEP-2575): a stateless upstream that refuses a call
+// because the client did not declare a capability the tool needs (-32021,
+// HTTP 400) ran nothing; the adapter passes the refusal on as
+// EMissingCapability with the upstream's requiredCapabilities, and does not
+// fall back to its session (which declares every capability it relays, so
+// the tool would run there).
+func TestUndeclaredCapabilityRefused(t *testing.T) {
+	for _, stateless := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) { undeclaredCapabilityRefused(t, stateless) })
+	}
+}
+
+// undeclaredCapabilityRefused is TestUndeclaredCapabilityRefused against a
+// stateless or a session-only upstream: on the latter, a stateless client's
+// call goes on a session that declares no capability (the client takes no
+// requests during a call), so the upstream refuses it the same way.
+func undeclaredCapabilityRefused(t *testing.T, stateless bool) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "needs-sampling", Version: "1"}, nil)
+	ran := false
+	mcp.AddTool(s, &mcp.Tool{Name: "needs_sampling", InputSchema: objectSchema}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		if caps := req.ClientCapabilities(); caps != nil && caps.Sampling != nil {
+			ran = true
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran"}}}, nil, nil
+		}
+		data, _ := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}})
+		return nil, nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "sampling capability required", Data: data}
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless}))
+	t.Cleanup(srv.Close)
+	a, err := New(context.Background(), srv.URL, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	r := &roundRelay{round: &gateway.InputRound{Capabilities: json.RawMessage(`{}`)}}
+	_, err = a.CallTool(gateway.WithRelay(context.Background(), r), gateway.ToolCall{Tool: "needs_sampling", RawArguments: json.RawMessage(`{}`)})
+	var ge *gateway.Error
+	if !errors.As(err, &ge) || ge.Code != gateway.EMissingCapability {
+		t.Fatalf("err = %v, want EMissingCapability", err)
+	}
+	var required map[string]json.RawMessage
+	if json.Unmarshal(ge.RequiredCapabilities, &required) != nil || required["sampling"] == nil {
+		t.Errorf("RequiredCapabilities = %s, want an object naming sampling", ge.RequiredCapabilities)
+	}
+	if !errors.Is(err, gateway.ErrNotDispatched) {
+		t.Error("the refusal is not marked not dispatched")
+	}
+	if ran || a.sessionOnly.Load() == stateless {
+		t.Errorf("ran = %v, sessionOnly = %v: the tool ran on capabilities the client did not declare", ran, a.sessionOnly.Load())
+	}
+	// A client with a session (no round) still gets the relaying session.
+	res, err := a.CallTool(gateway.WithRelay(context.Background(), &fakeRelay{}), gateway.ToolCall{Tool: "needs_sampling", RawArguments: json.RawMessage(`{}`)})
+	if !stateless && (err != nil || !ran || len(res.Content) != 1) {
+		t.Errorf("session client: %+v, %v; want the tool run on the relaying session", res, err)
 	}
 }

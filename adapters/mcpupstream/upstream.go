@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,39 +123,93 @@ func (e *errHTTPStatus) Error() string {
 	return fmt.Sprintf("HTTP %d %s: %s", e.status, http.StatusText(e.status), e.body)
 }
 
-// currentSession returns the live session or initializes a new one.
-// Holding the lock while initializing makes concurrent callers share one.
-func (a *Adapter) currentSession(ctx context.Context) (*upSession, error) {
+// sessionKind says which of the adapter's sessions with the upstream a
+// request goes on: the set of client capabilities (capSampling,
+// capElicitation, capRoots) the gateway declares at its initialize.
+type sessionKind int
+
+const (
+	capSampling sessionKind = 1 << iota
+	capElicitation
+	capRoots
+	// relaying declares every capability the gateway can relay: the
+	// session of clients that take the upstream's requests during a call
+	// (protocols with sessions), and of tools/list.
+	relaying     = capSampling | capElicitation | capRoots
+	sessionKinds = relaying + 1
+)
+
+// capParts are the members of the capabilities object each bit declares.
+var capParts = [...]struct {
+	bit  sessionKind
+	name string
+	decl string
+}{{capSampling, "sampling", `"sampling":{}`}, {capElicitation, "elicitation", `"elicitation":{"form":{}}`}, {capRoots, "roots", `"roots":{}`}}
+
+// declared is the capabilities object the session of kind k declares.
+func declared(k sessionKind) string {
+	var parts []string
+	for _, c := range capParts {
+		if k&c.bit != 0 {
+			parts = append(parts, c.decl)
+		}
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// kindOf is the session of a stateless 2026-07-28 client whose call goes
+// to an upstream that serves sessions only: it declares what the client
+// declared (caps, its _meta clientCapabilities as the policy left them)
+// and nothing more, so that the upstream relies on no capability the
+// client lacks and refuses a tool that needs one before running it
+// (-32021, SEP-2575) instead of running it on capabilities nobody honours.
+func kindOf(caps json.RawMessage) sessionKind {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(caps, &m)
+	var k sessionKind
+	for _, c := range capParts {
+		if v, ok := m[c.name]; ok && isJSONObject(v) {
+			k |= c.bit
+		}
+	}
+	return k
+}
+
+// currentSession returns the live session of kind k or initializes a new
+// one. Holding the lock while initializing makes concurrent callers share
+// one.
+func (a *Adapter) currentSession(ctx context.Context, k sessionKind) (*upSession, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return nil, notDispatched(gateway.Errorf(gateway.EUnavailable,
 			"upstream MCP adapter for %s is closed; restart the gateway", a.display))
 	}
-	if a.session != nil {
-		return a.session, nil
+	if a.sessions[k] != nil {
+		return a.sessions[k], nil
 	}
-	s, err := a.initialize(ctx)
+	s, err := a.initialize(ctx, declared(k))
 	if err != nil {
 		return nil, notDispatched(a.unavailable(a.scrub(err)))
 	}
-	a.session = s
+	a.sessions[k] = s
 	return s, nil
 }
 
-// clientCapabilities are what the gateway declares to the upstream: it
-// can relay the upstream's requests for sampling, form elicitation and
-// roots to its clients (whether it does for a call is the policy's).
-const clientCapabilities = `{"sampling":{},"elicitation":{"form":{}},"roots":{}}`
+// clientCapabilities are what the gateway declares to the upstream on
+// its relaying session ({"sampling":{},"elicitation":{"form":{}},"roots":{}}): it can relay the upstream's requests for
+// sampling, form elicitation and roots to its clients (whether it does
+// for a call is the policy's).
+var clientCapabilities = declared(relaying)
 
 // initialize runs the MCP handshake: initialize, then
 // notifications/initialized, then, when the upstream offers logging,
 // logging/setLevel debug, so that every log message reaches the relay,
 // which filters by what each client asked for.
-func (a *Adapter) initialize(ctx context.Context) (*upSession, error) {
+func (a *Adapter) initialize(ctx context.Context, capabilities string) (*upSession, error) {
 	id := a.ids.Add(1)
 	body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":%q,"capabilities":%s,"clientInfo":%s}}`,
-		id, a.version, clientCapabilities, a.clientInfo)
+		id, a.version, capabilities, a.clientInfo)
 	pending := &upSession{version: a.version}
 	raw, sid, err := a.exchange(ctx, pending, id, body, nil)
 	if err != nil {
@@ -189,10 +244,15 @@ func (a *Adapter) initialize(ctx context.Context) (*upSession, error) {
 // is sent once more on a fresh one. relay, when not nil, receives what the
 // upstream sends during the request.
 func (a *Adapter) roundTrip(ctx context.Context, what string, safeToRepeat bool, relay gateway.Relay, body func(id int64) []byte) (json.RawMessage, error) {
+	return a.roundTripOn(ctx, relaying, what, safeToRepeat, relay, body)
+}
+
+// roundTripOn is roundTrip on the session of kind k.
+func (a *Adapter) roundTripOn(ctx context.Context, k sessionKind, what string, safeToRepeat bool, relay gateway.Relay, body func(id int64) []byte) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		s, err := a.currentSession(ctx)
+		s, err := a.currentSession(ctx, k)
 		if err != nil {
 			return nil, err
 		}
@@ -232,8 +292,10 @@ func (a *Adapter) roundTrip(ctx context.Context, what string, safeToRepeat bool,
 // initializes a new one. The upstream expires what it kept of s.
 func (a *Adapter) drop(s *upSession) {
 	a.mu.Lock()
-	if a.session == s {
-		a.session = nil
+	for k := range a.sessions {
+		if a.sessions[k] == s {
+			a.sessions[k] = nil
+		}
 	}
 	a.mu.Unlock()
 }
@@ -608,6 +670,20 @@ func (a *Adapter) rpcError(what string, rpc *gateway.RPCError, err error) error 
 	case codeInvalidParams:
 		return notDispatched(gateway.Wrap(gateway.EInvalid, err, fmt.Sprintf(
 			"upstream MCP server %s rejected %s as invalid: %s; check the tool name and arguments against the upstream's tools/list", a.display, what, rpc.Message)))
+	case gateway.RPCMissingClientCapability:
+		// SEP-2575: the upstream refused before running the tool because
+		// the client (whose capabilities the stateless call carries) did
+		// not declare one the tool needs; the client gets the same error.
+		var data struct {
+			Required json.RawMessage `json:"requiredCapabilities"`
+		}
+		_ = json.Unmarshal(rpc.Data, &data)
+		e := gateway.Wrap(gateway.EMissingCapability, err, fmt.Sprintf(
+			"upstream MCP server %s needs a client capability to run %s that the client did not declare or the policy does not relay (%s); declare it in _meta %q, or use a client that supports it", a.display, what, rpc.Message, metaClientCapabilities))
+		if isJSONObject(data.Required) {
+			e.RequiredCapabilities = data.Required
+		}
+		return notDispatched(e)
 	case codeMethodNotFound:
 		return notDispatched(gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
 			"upstream MCP server %s does not know %s (JSON-RPC %d: %s); check that MCPGATE_UPSTREAM_URL points at the server that implements it", a.display, what, rpc.Code, rpc.Message)))
@@ -664,4 +740,10 @@ func shortCause(err error) string {
 func notDispatched(e *gateway.Error) *gateway.Error {
 	e.Err = gateway.NotDispatched(e.Err)
 	return e
+}
+
+// isJSONObject reports whether raw is a JSON object.
+func isJSONObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{' && json.Valid(raw)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"golang.org/x/term"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -109,15 +111,28 @@ func serve(ctx context.Context, dev bool, out io.Writer, getenv func(string) str
 	return nil
 }
 
-// newLogger returns a zap logger: JSON for production, console for make run.
-// Tokens and secrets are never passed to it.
+// newLogger returns a zap logger: JSON for production, console for make run,
+// coloured only when its output (stderr) is a terminal, so that a log file
+// or a pipe gets no ANSI escape codes. Tokens and secrets are never passed
+// to it.
 func newLogger(format string) (*zap.Logger, error) {
 	if format == "console" {
 		cfg := zap.NewDevelopmentConfig()
-		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		cfg.EncoderConfig = consoleEncoderConfig(term.IsTerminal(int(os.Stderr.Fd())))
 		return cfg.Build()
 	}
 	return zap.NewProduction()
+}
+
+// consoleEncoderConfig is the console encoding of make run's log: levels
+// in capitals, coloured when colour.
+func consoleEncoderConfig(colour bool) zapcore.EncoderConfig {
+	c := zap.NewDevelopmentEncoderConfig()
+	c.EncodeLevel = zapcore.CapitalLevelEncoder
+	if colour {
+		c.EncodeLevel = zapcore.CapitalColorLevelEncoder
+	}
+	return c
 }
 
 func randomHex(n int) string {

@@ -226,7 +226,7 @@ func (c *Config) validate(r *reader) {
 	case len(c.JWTSecret) == 0 && len(c.JWTPublicKeyPEM) == 0:
 		r.fail("MCPGATE_JWT_SECRET (HS256, ≥ 32 bytes, e.g. $(openssl rand -hex 32)) or MCPGATE_JWT_PUBLIC_KEY_FILE (PEM) is required to verify agent session tokens; for a local trial, mcpgate serve --dev (make run) generates the keys")
 	case len(c.JWTSecret) > 0 && len(c.JWTSecret) < 32:
-		r.fail("MCPGATE_JWT_SECRET is %d bytes; it must be at least 32", len(c.JWTSecret))
+		r.fail("MCPGATE_JWT_SECRET is %d bytes; it must be at least 32 (e.g. openssl rand -hex 32)", len(c.JWTSecret))
 	}
 	if c.ApprovalTTL < time.Second || c.ApprovalTTL > MaxApprovalTTL {
 		r.fail("MCPGATE_APPROVAL_TTL=%s: want a duration from 1s to %s (default %s)", c.ApprovalTTL, MaxApprovalTTL, DefaultApprovalTTL)

@@ -213,3 +213,12 @@ func TestPolicyRetestOnReplicas(t *testing.T) {
 		t.Errorf("a value that is no boolean: %v, want an error naming the variable", err)
 	}
 }
+
+// Item 5 of issue 30: the JWT secret's length message says how to make
+// one, as the session secret's does.
+func TestJWTSecretLengthSuggestsHowToMakeOne(t *testing.T) {
+	_, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": "short"}))
+	if err == nil || !strings.Contains(err.Error(), "at least 32") || !strings.Contains(err.Error(), "openssl rand -hex 32") {
+		t.Fatalf("err = %v, want the length and how to make a secret (openssl rand -hex 32)", err)
+	}
+}

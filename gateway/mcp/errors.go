@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -72,6 +73,10 @@ type errorData struct {
 	// 2026-07-28): the versions served and the one the request asked for.
 	Supported []string `json:"supported,omitempty"`
 	Requested string   `json:"requested,omitempty"`
+	// RequiredCapabilities is MissingRequiredClientCapabilityError's data
+	// (MCP 2026-07-28, SEP-2575): the ClientCapabilities object the call
+	// needs, e.g. {"sampling":{}}.
+	RequiredCapabilities json.RawMessage `json:"requiredCapabilities,omitempty"`
 }
 
 // wireError is the one place that turns an error into its JSON-RPC error
@@ -92,6 +97,7 @@ func (t *Transport) wireError(ctx context.Context, err error) (*rpcError, int) {
 	var ge *gateway.Error
 	if errors.As(err, &ge) {
 		e.Data.DecisionID, e.Data.Reasons, e.Data.Bucket = ge.DecisionID, ge.Reasons, ge.Bucket
+		e.Data.RequiredCapabilities = ge.RequiredCapabilities
 	}
 	if code.Class() == string(gateway.EInternal) {
 		t.log.Error("mcp: internal error", zap.String("request_id", gateway.RequestIDFrom(ctx)), zap.Error(err))

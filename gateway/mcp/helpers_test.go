@@ -182,6 +182,9 @@ func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *
 			Message: "invalid arguments for tool schema: /project_id: missing required property"}
 	case "unknown":
 		return nil, gateway.Errorf(gateway.EMethodNotFound, "unknown tool %q", call.Name)
+	case "needs_sampling": // refused as an upstream refuses a client without sampling (SEP-2575)
+		return nil, &gateway.Error{Code: gateway.EMissingCapability, Message: "tool needs_sampling needs the client's sampling capability",
+			RequiredCapabilities: json.RawMessage(`{"sampling":{}}`)}
 	case "boom":
 		return nil, fmt.Errorf("adapter: %w", errBoom)
 	case "internal":

@@ -196,9 +196,11 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 		body, err = t.modernResult(res, hints, id)
 	}
 	switch {
-	case err != nil && isProtocolError(err) && reply.fail(func() { t.replyError(w, r, m.id, err) }):
+	case err != nil && (isProtocolError(err) || gateway.ErrorCodeOf(err) == gateway.EMissingCapability) && reply.fail(func() { t.replyError(w, r, m.id, err) }):
 		// A refusal of the transport that the handler passed on (an
-		// Mcp-Param-* header, CheckParamHeaders): its own HTTP status.
+		// Mcp-Param-* header, CheckParamHeaders), or a capability the
+		// client did not declare (SEP-2575: "For HTTP, the response
+		// status code MUST be 400"): its own HTTP status.
 		return
 	case err != nil: // an error that is not a tool execution error: a JSON-RPC error in a 200 reply, as in a session
 		resp.Error, _ = t.wireError(ctx, err)

@@ -245,3 +245,19 @@ func TestModernCallRelay(t *testing.T) {
 		t.Errorf("session tools/call relay: %s", r.Result)
 	}
 }
+
+// Item 3 of issue 30 (SEP-2575): a tools/call refused because the client
+// did not declare a capability the tool needs is a
+// MissingRequiredClientCapabilityError: -32021 at HTTP 400, with
+// data.requiredCapabilities a ClientCapabilities object naming it.
+func TestUndeclaredCapabilityWireError(t *testing.T) {
+	e := newEnv(t, nil)
+	resp, r := e.modernPost("tools/call", `{"name":"needs_sampling","arguments":{},`+modernMeta+`}`, map[string]string{headerName: "needs_sampling"})
+	if resp.StatusCode != http.StatusBadRequest || r.Error == nil || r.Error.Code != -32021 || string(r.ID) != "9" {
+		t.Fatalf("HTTP %d, id %s, error %+v; want 400 with -32021", resp.StatusCode, r.ID, r.Error)
+	}
+	var required map[string]json.RawMessage
+	if json.Unmarshal(r.Error.Data.RequiredCapabilities, &required) != nil || string(required["sampling"]) != "{}" {
+		t.Errorf("data.requiredCapabilities = %s, want {\"sampling\":{}}", r.Error.Data.RequiredCapabilities)
+	}
+}

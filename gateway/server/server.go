@@ -174,8 +174,12 @@ func New(d Deps) (*Server, error) {
 	if d.SessionEnds == nil {
 		d.SessionEnds = mcp.NewMemorySessionEnds()
 	}
+	// The 401 names the resource metadata only when it names an
+	// authorization server (MCP basic/authorization, RFC 9728 §5.1): a
+	// client that follows resource_metadata starts an OAuth flow, which
+	// cannot work without one; it then sees a plain Bearer challenge.
 	metaURL := ""
-	if d.HTTP.PublicURL != "" {
+	if d.HTTP.PublicURL != "" && len(d.HTTP.AuthorizationServers) > 0 {
 		u, err := mcp.MetadataURL(d.HTTP.PublicURL)
 		if err != nil {
 			return nil, fmt.Errorf("MCPGATE_PUBLIC_URL: %w", err)

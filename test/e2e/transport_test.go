@@ -307,3 +307,33 @@ func jsonEqual(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
 }
+
+// Item 2 of issue 30: a gateway with no OAuth authorization server
+// configured does not point clients at its resource metadata in a 401
+// (whose document would name no authorization server, sending clients such
+// as the MCP Inspector into an OAuth flow that cannot work): the challenge
+// is a plain Bearer challenge, with invalid_token for an expired token.
+func TestChallengeWithoutAuthorizationServer(t *testing.T) {
+	g := startGateway(t, "sqlite:"+t.TempDir()+"/noas.db", nil)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
+	for _, auth := range []string{"", "Bearer expired.or.bad"} {
+		req, _ := http.NewRequest("POST", g.srv.URL+"/mcp", strings.NewReader(init))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		got := resp.Header.Get("WWW-Authenticate")
+		if resp.StatusCode != 401 || !strings.HasPrefix(got, `Bearer realm="mcpgate"`) || strings.Contains(got, "resource_metadata") {
+			t.Errorf("Authorization %q: HTTP %d, WWW-Authenticate %q; want 401 without resource_metadata", auth, resp.StatusCode, got)
+		}
+		if auth != "" && !strings.Contains(got, `error="invalid_token"`) {
+			t.Errorf("bad token: WWW-Authenticate %q lacks invalid_token", got)
+		}
+	}
+}

@@ -68,8 +68,6 @@ var scenarios = []scenario{
 	{name: "server-initialize", versions: dated2},
 	{name: "server-session-lifecycle", versions: dated3},
 	{name: "server-stateless", versions: stateless, notApplicable: map[string]string{
-		"sep-2575-server-rejects-undeclared-capability":            "the fixture's test_missing_capability needs the client's sampling capability upstream; the gateway does not pass the client's capabilities to the upstream: its own session with the upstream declares sampling, elicitation and roots (for relaying), so the upstream runs the tool, and a client without the capability answers the relayed request with its own error",
-		"sep-2575-missing-capability-http-400":                     "follows from the check above: no -32021 to give HTTP 400",
 		"sep-2575-server-sends-tools-list-changed-on-subscription": "SHOULD: the suite changes the upstream's tool list with test_trigger_tool_change; the gateway's catalog is the upstream's list at start, so the gateway's tools/list does not change and nothing is announced (its own changes, through the admin API, are: gateway/mcp TestModernListen, TestInteropGoSDK)",
 	}},
 	{name: "logging-set-level", versions: dated2},
