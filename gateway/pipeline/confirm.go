@@ -65,7 +65,7 @@ func (pl *Pipeline) confirm(ctx context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	claims := confirm.Claims{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Tool: tool.Name, InputHash: hash}
+	claims := confirm.Claims{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Principal: confirm.PrincipalID(p), Tool: tool.Name, InputHash: hash}
 	token, _ := args[confirm.ArgToken].(string)
 	if token == "" {
 		return pl.requestConfirmation(ctx, c, claims)

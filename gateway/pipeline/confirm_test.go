@@ -211,3 +211,30 @@ func TestConfirmationTokenNeedsItsAuditRow(t *testing.T) {
 		t.Errorf("message %q does not say that no token was issued", gateway.ErrorMessageOf(err))
 	}
 }
+
+// TestConfirmationTokenBoundToPrincipal: a token issued to one user of a
+// task does not confirm the same call for another user of that task
+// (issue 22, item 17): the token's MAC covers the principal.
+func TestConfirmationTokenBoundToPrincipal(t *testing.T) {
+	f := newConfirmFixture(t, true)
+	app1 := map[string]any{"app_id": "app-1"}
+	tok := f.token(t, app1)
+	if tok == "" {
+		t.Fatal("step 1 issued no token")
+	}
+	other := *f.p
+	other.Subject = "u2"
+	args := with(app1, "confirmation_token", tok, "idempotency_key", "k1")
+	raw, _ := json.Marshal(args)
+	_, err := f.pl.CallTool(context.Background(), &other, &mcp.CallToolParams{Name: "app.deploy", Arguments: args, RawArguments: raw})
+	if gateway.ErrorCodeOf(err) != gateway.EInvalid || !strings.Contains(gateway.ErrorMessageOf(err), "another user") {
+		t.Fatalf("u2 with u1's token: %v, want EInvalid naming another user", err)
+	}
+	if n := f.up.calls.Load(); n != 0 {
+		t.Fatalf("dispatched %d times with another user's token", n)
+	}
+	// The user it was issued to can still use it.
+	if _, err := f.deploy(t, args); err != nil {
+		t.Fatalf("u1 with its own token: %v", err)
+	}
+}
