@@ -129,7 +129,17 @@ func withReasons(ev *gateway.AuditEvent, err error) error {
 // nothing is dispatched and no rate-limit slot is taken. finish writes the
 // audit row (status confirmation_required) and hands the token out only
 // once the row is written.
+//
+// Since step 1 takes no slot, its audit row and token are bounded like a
+// refused call's: each takes a token of the principal's refusal bucket
+// (refusalAudited) first, and past it the call is answered as rate limited
+// (bucket principal.refusals) with no row, no summary and no token.
 func (pl *Pipeline) requestConfirmation(ctx context.Context, c *Call, claims confirm.Claims) error {
+	if !pl.refusalAudited(c) {
+		c.overRefusals = true
+		return gateway.Errorf(gateway.ERateLimited,
+			"%s was called without confirmation_token (step 1 of the deploy confirmation), which writes an audit row and issues a token without a rate-limit slot, so it counts against the refused-call budget; wait a second and call again", c.Tool.Name)
+	}
 	summary, err := pl.changesSummary(ctx, c.Principal, c.Tool, confirm.WithoutProtocolArgs(c.Params.Arguments))
 	if err != nil {
 		return err

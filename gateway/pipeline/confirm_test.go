@@ -3,12 +3,16 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
@@ -236,5 +240,43 @@ func TestConfirmationTokenBoundToPrincipal(t *testing.T) {
 	// The user it was issued to can still use it.
 	if _, err := f.deploy(t, args); err != nil {
 		t.Fatalf("u1 with its own token: %v", err)
+	}
+}
+
+// TestDeployStepOneBudget: step 1 of the deploy confirmation (no token)
+// writes an audit row and issues a token without taking a rate-limit slot,
+// so it counts against the principal's refused-call budget (issue 22, item
+// 16): past the burst it is answered as rate limited in bucket
+// principal.refusals, with no row and no token.
+func TestDeployStepOneBudget(t *testing.T) {
+	f := newConfirmFixture(t, true)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	f.pl.Now = func() time.Time { return now }
+	f.pl.Refusals = pipeline.NewRefusalLimiter(2) // 2 a second, burst 8
+	tokens, limited := 0, 0
+	for i := range 50 {
+		res, err := f.deploy(t, map[string]any{"app_id": fmt.Sprintf("app-%d", i)})
+		var ge *gateway.Error
+		switch {
+		case errors.As(err, &ge) && ge.Code == gateway.ERateLimited && ge.Bucket == pipeline.RefusalBucket:
+			limited++
+		case err != nil:
+			t.Fatalf("step 1: %v", err)
+		case res.StructuredContent["confirmation_token"] != nil:
+			tokens++
+		}
+	}
+	evs, err := f.store.ListAuditEvents(context.Background(), gateway.AuditFilter{WorkspaceID: "ws-a", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tokens != 8 || limited != 42 || len(evs) != 8 {
+		t.Fatalf("50 step-1 calls at once: %d tokens, %d limited, %d audit rows; want 8 (the burst), 42 and 8", tokens, limited, len(evs))
+	}
+	// Step 2 takes a rate-limit slot and is not limited by it.
+	now = now.Add(time.Second)
+	tok := f.token(t, map[string]any{"app_id": "app-x"})
+	if _, err := f.deploy(t, map[string]any{"app_id": "app-x", "confirmation_token": tok, "idempotency_key": "k1"}); err != nil {
+		t.Fatalf("step 2 after the budget refilled: %v", err)
 	}
 }

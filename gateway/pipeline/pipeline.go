@@ -210,6 +210,9 @@ type Call struct {
 	// Answered, and the remaining steps are skipped.
 	Result   *gateway.ToolResult
 	Answered bool
+	// overRefusals: a step already found the principal's refusal bucket
+	// empty (refusalAudited); finish writes no row.
+	overRefusals bool
 
 	start time.Time
 	// storeDeadline bounds the store work before dispatch (loading the
