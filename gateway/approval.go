@@ -87,6 +87,6 @@ type ApprovalFilter struct {
 	// set, or both empty).
 	PrincipalKind PrincipalKind
 	Subject       string
-	Now         time.Time
-	Limit       int
+	Now           time.Time
+	Limit         int
 }
