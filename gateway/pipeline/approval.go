@@ -52,11 +52,17 @@ func (pl *Pipeline) awaitApproval(ctx context.Context, c *Call) error {
 	if len(because) == 0 {
 		because = []string{"tool.requires_approval"} // the catalog's flag alone
 	}
+	// What the person is shown is what the audit row's hash covers: the
+	// arguments without the confirmation token, canonical, whole.
+	args, err := approvals.CanonicalArguments(withoutToken(c.Arguments))
+	if err != nil {
+		return gateway.Wrap(gateway.EInvalid, err, c.Tool.Name+": the arguments have no canonical JSON form to show for approval: "+err.Error())
+	}
 	a, err := pl.Approvals.Approve(ctx, approvals.Call{
 		Principal: c.Principal, WorkspaceID: c.Event.WorkspaceID, Tool: c.Tool.Name, ArgumentsHash: c.Event.ArgumentsHash,
 		PolicyRevision: c.Event.PolicyRevision, // the revision that decided, as the audit row names it
 		Because:        because,
-		Summary:        fmt.Sprintf("Tool: %s\nArguments: %s", c.Tool.Name, clip(string(c.RawArguments), maxSummaryArgs)),
+		Arguments:      args,
 	}, personElicitor(ctx, c.Principal))
 	if a != nil {
 		c.Event.ApprovalID = a.ID
@@ -77,6 +83,3 @@ func personElicitor(ctx context.Context, p *gateway.Principal) gateway.Elicitor 
 	}
 	return gateway.ElicitorFrom(ctx)
 }
-
-// maxSummaryArgs bounds the argument text an approval request shows.
-const maxSummaryArgs = 2000
