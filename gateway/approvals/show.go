@@ -47,10 +47,20 @@ func Pretty(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "(not recorded)"
 	}
+	// Decoded and written again rather than indented as is: JSON that
+	// passed through an encoder that escapes HTML (\u003c for <) shows
+	// the characters themselves; numbers keep every digit (UseNumber).
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if dec.Decode(&v) != nil || enc.Encode(v) != nil {
 		return string(raw)
 	}
+	buf.Truncate(buf.Len() - 1) // Encode's newline
 	var out strings.Builder
 	for _, r := range buf.String() {
 		if unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {

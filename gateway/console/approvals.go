@@ -3,30 +3,41 @@ package console
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
 // approval is one approval as GET /admin/v1/approvals lists it.
 type approval struct {
-	ID             string     `json:"id"`
-	PrincipalKind  string     `json:"principal_kind"`
-	Subject        string     `json:"subject"`
-	WorkspaceID    string     `json:"workspace_id"`
-	TaskID         string     `json:"task_id"`
-	Tool           string     `json:"tool"`
-	ArgumentsHash  string     `json:"arguments_hash"`
-	PolicyRevision string     `json:"policy_revision"`
-	Because        []string   `json:"because"`
-	Status         string     `json:"status"`
-	CreatedAt      time.Time  `json:"created_at"`
-	ExpiresAt      time.Time  `json:"expires_at"`
-	DecidedBy      string     `json:"decided_by"`
-	DecidedAt      *time.Time `json:"decided_at"`
-	Reason         string     `json:"reason"`
+	ID            string `json:"id"`
+	PrincipalKind string `json:"principal_kind"`
+	Subject       string `json:"subject"`
+	WorkspaceID   string `json:"workspace_id"`
+	TaskID        string `json:"task_id"`
+	Tool          string `json:"tool"`
+	ArgumentsHash string `json:"arguments_hash"`
+	// Arguments are the call's canonical arguments, whole (null for an
+	// approval stored before they were kept).
+	Arguments      json.RawMessage `json:"arguments"`
+	PolicyRevision string          `json:"policy_revision"`
+	Because        []string        `json:"because"`
+	Status         string          `json:"status"`
+	CreatedAt      time.Time       `json:"created_at"`
+	ExpiresAt      time.Time       `json:"expires_at"`
+	DecidedBy      string          `json:"decided_by"`
+	DecidedAt      *time.Time      `json:"decided_at"`
+	Reason         string          `json:"reason"`
 }
+
+// ArgumentsText is what the page shows of the arguments: all of them,
+// pretty-printed with invisible characters escaped (approvals.Pretty);
+// the template escapes it as HTML.
+func (a approval) ArgumentsText() string { return approvals.Pretty(a.Arguments) }
 
 // pendingApproval is a pending approval with its decision form, refilled
 // after a refusal.

@@ -48,6 +48,15 @@ func (pl *Pipeline) awaitApproval(ctx context.Context, c *Call) error {
 		return withDecision(&gateway.Error{Code: gateway.EForbidden, Message: msg,
 			Reasons: []gateway.Reason{{Code: reasonApprovalsOff, Message: msg}}}, c.Decision)
 	}
+	// An approval request writes rows (the approval, the audit row) and
+	// holds a waiting call without a rate-limit slot, so it counts against
+	// the principal's refused-call budget, as a refusal does.
+	if !pl.refusalAudited(c) {
+		c.overRefusals = true
+		return gateway.Errorf(gateway.ERateLimited,
+			"%s needs a person's approval, and asking for one counts against the refused-call budget; wait a second and call again", c.Tool.Name)
+	}
+	c.refusalTaken = true
 	because := slices.Clone(c.Decision.Obligations.ApprovalBecause)
 	if len(because) == 0 {
 		because = []string{"tool.requires_approval"} // the catalog's flag alone

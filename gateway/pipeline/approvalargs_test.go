@@ -3,6 +3,8 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 )
 
@@ -95,5 +98,77 @@ func TestApprovalPrettyEscapesInvisibleCharacters(t *testing.T) {
 	}
 	if !json.Valid([]byte(got)) {
 		t.Errorf("Pretty = %s is not JSON", got)
+	}
+}
+
+// TestPendingApprovalsBoundedPerPrincipal: one token once made 300 pending
+// approvals in 6 s (issue 22, item 11). A principal has at most
+// approvals.MaxPendingPerPrincipal pending; the next call is refused as
+// rate limited, and approval requests count against the principal's
+// refused-call budget.
+func TestPendingApprovalsBoundedPerPrincipal(t *testing.T) {
+	f, svc, ch, rec := approvalFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, approvals.MaxPendingPerPrincipal+1)
+	defer func() {
+		cancel()
+		for range approvals.MaxPendingPerPrincipal {
+			<-done
+		}
+	}()
+	call := func(i int) {
+		args := map[string]any{"schedule_id": fmt.Sprintf("sch_%d", i)}
+		raw, _ := json.Marshal(args)
+		_, err := f.pl.CallTool(ctx, f.p, &mcp.CallToolParams{Name: "schedule.pause", Arguments: args, RawArguments: raw})
+		done <- err
+	}
+	for i := range approvals.MaxPendingPerPrincipal {
+		go call(i)
+		pendingOf(t, ch)
+	}
+	go call(approvals.MaxPendingPerPrincipal)
+	err := errOf(t, done)
+	if gateway.ErrorCodeOf(err) != gateway.ERateLimited || !hasReason(err, approvals.ReasonTooMany) {
+		t.Fatalf("call past %d pending approvals: %v; want rate limited, %s", approvals.MaxPendingPerPrincipal, err, approvals.ReasonTooMany)
+	}
+	list, err := svc.List(context.Background(), gateway.ApprovalFilter{Status: gateway.ApprovalPending})
+	if err != nil || len(list) != approvals.MaxPendingPerPrincipal || len(rec.calls) != 0 {
+		t.Fatalf("pending %d (%v), ran %d; want %d and 0", len(list), err, len(rec.calls), approvals.MaxPendingPerPrincipal)
+	}
+	// Another principal has its own bound.
+	other := *f.p
+	other.Subject = "u2"
+	octx, ocancel := context.WithCancel(context.Background())
+	odone := make(chan error, 1)
+	go func() {
+		_, err := f.pl.CallTool(octx, &other, &mcp.CallToolParams{Name: "schedule.pause", Arguments: map[string]any{"schedule_id": "sch_0"}})
+		odone <- err
+	}()
+	pendingOf(t, ch)
+	ocancel()
+	<-odone
+}
+
+// TestApprovalRequestsCountAgainstRefusalBudget: each approval request
+// takes a token of the principal's refused-call budget; past it the call
+// is answered as rate limited (bucket principal.refusals) and asks no one.
+func TestApprovalRequestsCountAgainstRefusalBudget(t *testing.T) {
+	f, _, _, _ := approvalFixture(t)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	f.pl.Now = func() time.Time { return now }
+	f.pl.Refusals = pipeline.NewRefusalLimiter(1) // burst 4
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // each call gives up at once: nothing waits
+	limited := 0
+	for i := range 10 {
+		args := map[string]any{"schedule_id": fmt.Sprintf("sch_%d", i)}
+		_, err := f.pl.CallTool(ctx, f.p, &mcp.CallToolParams{Name: "schedule.pause", Arguments: args})
+		var ge *gateway.Error
+		if errors.As(err, &ge) && ge.Code == gateway.ERateLimited && ge.Bucket == pipeline.RefusalBucket {
+			limited++
+		}
+	}
+	if limited != 6 {
+		t.Fatalf("10 approval requests at once: %d limited; want 6 (past the burst of 4)", limited)
 	}
 }

@@ -140,6 +140,7 @@ func (pl *Pipeline) requestConfirmation(ctx context.Context, c *Call, claims con
 		return gateway.Errorf(gateway.ERateLimited,
 			"%s was called without confirmation_token (step 1 of the deploy confirmation), which writes an audit row and issues a token without a rate-limit slot, so it counts against the refused-call budget; wait a second and call again", c.Tool.Name)
 	}
+	c.refusalTaken = true
 	summary, err := pl.changesSummary(ctx, c.Principal, c.Tool, confirm.WithoutProtocolArgs(c.Params.Arguments))
 	if err != nil {
 		return err
