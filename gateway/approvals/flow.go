@@ -166,6 +166,9 @@ func (s *Service) await(ctx context.Context, a *gateway.Approval) (*gateway.Appr
 		changed := s.wait()
 		cur, err := s.store.Approval(ctx, a.ID)
 		if err != nil {
+			if ctx.Err() != nil { // the read failed because the request ended
+				return a, requestEnded(ctx, a)
+			}
 			return a, err
 		}
 		if cur.Status == gateway.ApprovalPending && !s.now().Before(cur.ExpiresAt) {
@@ -191,15 +194,22 @@ func (s *Service) await(ctx context.Context, a *gateway.Approval) (*gateway.Appr
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return cur, &gateway.Error{Code: gateway.EUnavailable, Err: gateway.NotDispatched(ctx.Err()),
-				Message: fmt.Sprintf("%s was not run: the request ended while approval %s was pending; calling again with the same arguments waits for the same approval until %s", cur.Tool, cur.ID, cur.ExpiresAt.Format(time.RFC3339)),
-				Reasons: []gateway.Reason{{Code: ReasonPending, Message: "the request ended while the approval was pending"}}}
+			return cur, requestEnded(ctx, cur)
 		case <-changed:
 		case <-tick.C:
 		case <-timer.C:
 		}
 		timer.Stop()
 	}
+}
+
+// requestEnded is the refusal of a call whose request ended while its
+// approval a was pending: the approval stays pending and decidable, the
+// call does not run.
+func requestEnded(ctx context.Context, a *gateway.Approval) error {
+	return &gateway.Error{Code: gateway.EUnavailable, Err: gateway.NotDispatched(ctx.Err()),
+		Message: fmt.Sprintf("%s was not run: the request ended while approval %s was pending; calling again with the same arguments waits for the same approval until %s", a.Tool, a.ID, a.ExpiresAt.Format(time.RFC3339)),
+		Reasons: []gateway.Reason{{Code: ReasonPending, Message: "the request ended while the approval was pending"}}}
 }
 
 // use marks the approved a used for call; the call may then run.

@@ -67,6 +67,16 @@ func (pl *Pipeline) awaitApproval(ctx context.Context, c *Call) error {
 	if err != nil {
 		return gateway.Wrap(gateway.EInvalid, err, c.Tool.Name+": the arguments have no canonical JSON form to show for approval: "+err.Error())
 	}
+	// The wait ends when the request that carries the call is gone (the
+	// client disconnected), though the call's own context is detached from
+	// it: the approval stays pending and decidable, the call does not run,
+	// and its audit row says the request ended (approval.pending).
+	if carrier := gateway.CarrierFrom(ctx); carrier != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(carrier, cancel)()
+	}
 	a, err := pl.Approvals.Approve(ctx, approvals.Call{
 		Principal: c.Principal, WorkspaceID: c.Event.WorkspaceID, Tool: c.Tool.Name, ArgumentsHash: c.Event.ArgumentsHash,
 		PolicyRevision: c.Event.PolicyRevision, // the revision that decided, as the audit row names it

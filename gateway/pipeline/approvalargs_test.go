@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +171,39 @@ func TestApprovalRequestsCountAgainstRefusalBudget(t *testing.T) {
 	}
 	if limited != 6 {
 		t.Fatalf("10 approval requests at once: %d limited; want 6 (past the burst of 4)", limited)
+	}
+}
+
+// TestApprovalWaitEndsWithRequest: the transports run a call on a context
+// detached from its HTTP request, so a call waiting for approval outlived
+// its disconnected client and ran once approved (issue 22, item 12). The
+// wait now ends with the carrying request: the call is refused, does not
+// run when the approval is decided later, the approval stays decidable,
+// and the audit row says the request ended while it was pending.
+func TestApprovalWaitEndsWithRequest(t *testing.T) {
+	f, svc, ch, rec := approvalFixture(t)
+	carrier, gone := context.WithCancel(context.Background())
+	ctx := gateway.WithCarrier(context.WithoutCancel(carrier), carrier) // as the transport builds it
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.pl.CallTool(ctx, f.p, &mcp.CallToolParams{Name: "schedule.pause", Arguments: map[string]any{"schedule_id": "sch_1"}})
+		done <- err
+	}()
+	a := pendingOf(t, ch)
+	gone() // the client disconnected
+	err := errOf(t, done)
+	if gateway.ErrorCodeOf(err) != gateway.EUnavailable || !hasReason(err, approvals.ReasonPending) {
+		t.Fatalf("call whose request ended: %v; want EUnavailable with %s", err, approvals.ReasonPending)
+	}
+	if _, err := svc.Decide(context.Background(), a.ID, gateway.ApprovalApproved, "alice", ""); err != nil {
+		t.Fatalf("the approval is no longer decidable: %v", err)
+	}
+	time.Sleep(50 * time.Millisecond) // five poll intervals: a waiter still there would run now
+	if len(rec.calls) != 0 {
+		t.Fatalf("the call ran %d times after its request ended", len(rec.calls))
+	}
+	ev := lastAudit(t, f)
+	if ev.ApprovalID != a.ID || !slices.Contains(ev.ReasonCodes, approvals.ReasonPending) || ev.Status == gateway.AuditAllowed {
+		t.Errorf("audit row %+v; want it to name %s with reason %s, not allowed", ev, a.ID, approvals.ReasonPending)
 	}
 }
