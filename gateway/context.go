@@ -4,10 +4,11 @@ import "context"
 
 type ctxKey int
 
-const (
-	requestIDKey ctxKey = iota
-	carrierKey
-)
+const requestIDKey ctxKey = iota
+
+// carrierKey has a type of its own: the ctxKey values are spread over
+// several files (relay.go, elicit.go), and one of them is requestIDKey + 1.
+type carrierKey struct{}
 
 // WithRequestID returns ctx carrying the request id the transport assigned
 // to one JSON-RPC request; the audit row records it.
@@ -28,12 +29,12 @@ func RequestIDFrom(ctx context.Context) string {
 // only waits for the client — a person's approval — ends its wait with
 // the carrier instead (CarrierFrom).
 func WithCarrier(ctx, carrier context.Context) context.Context {
-	return context.WithValue(ctx, carrierKey, carrier)
+	return context.WithValue(ctx, carrierKey{}, carrier)
 }
 
 // CarrierFrom returns the carrying request's context recorded by
 // WithCarrier, or nil when none was (a call built in Go).
 func CarrierFrom(ctx context.Context) context.Context {
-	c, _ := ctx.Value(carrierKey).(context.Context)
+	c, _ := ctx.Value(carrierKey{}).(context.Context)
 	return c
 }
