@@ -1,15 +1,17 @@
 package console
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"unicode"
+	"unicode/utf16"
 )
 
 // approval is one approval as GET /admin/v1/approvals lists it.
@@ -35,9 +37,36 @@ type approval struct {
 }
 
 // ArgumentsText is what the page shows of the arguments: all of them,
-// pretty-printed with invisible characters escaped (approvals.Pretty);
-// the template escapes it as HTML.
-func (a approval) ArgumentsText() string { return approvals.Pretty(a.Arguments) }
+// pretty-printed, every number with its digits, invisible format
+// characters (bidi overrides, zero-width spaces) as \u escapes, as the
+// elicitation shows them (gateway/approvals' Pretty; the console imports
+// no package of ours). The template escapes it as HTML.
+func (a approval) ArgumentsText() string {
+	if len(a.Arguments) == 0 || string(a.Arguments) == "null" {
+		return "(not recorded)"
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(a.Arguments))
+	dec.UseNumber()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if dec.Decode(&v) != nil || enc.Encode(v) != nil {
+		return string(a.Arguments)
+	}
+	var out strings.Builder
+	for _, r := range strings.TrimSuffix(buf.String(), "\n") {
+		if unicode.Is(unicode.Cf, r) {
+			for _, u := range utf16.Encode([]rune{r}) {
+				fmt.Fprintf(&out, `\u%04x`, u)
+			}
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return out.String()
+}
 
 // pendingApproval is a pending approval with its decision form, refilled
 // after a refusal.
