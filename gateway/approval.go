@@ -1,6 +1,9 @@
 package gateway
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Approval statuses. An approval is created pending; a person approves or
 // rejects it (Approved, Rejected), or its TTL passes first (Expired); an
@@ -30,6 +33,10 @@ type Approval struct {
 	TaskID        string        `json:"task_id,omitempty"`
 	Tool          string        `json:"tool"`
 	ArgumentsHash string        `json:"arguments_hash"`
+	// Arguments is the canonical JSON (RFC 8785) of the call's arguments,
+	// what ArgumentsHash hashes, so the person who decides sees exactly
+	// what runs; nil for an approval stored before it was kept.
+	Arguments json.RawMessage `json:"arguments"`
 	// PolicyRevision is the revision of the bundle whose decision asked
 	// for the approval; "" while decisions do not name one.
 	PolicyRevision string `json:"policy_revision"`
@@ -76,6 +83,10 @@ func (a *Approval) KeyOf() ApprovalKey {
 type ApprovalFilter struct {
 	Status      string
 	WorkspaceID string
-	Now         time.Time
-	Limit       int
+	// PrincipalKind and Subject select one principal's approvals (both
+	// set, or both empty).
+	PrincipalKind PrincipalKind
+	Subject       string
+	Now           time.Time
+	Limit         int
 }

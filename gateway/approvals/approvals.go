@@ -70,6 +70,17 @@ const (
 	DefaultPresenceTTL = 15 * time.Second
 )
 
+// MaxArgumentsBytes bounds the canonical arguments an approval stores and
+// shows (64 KiB): a call whose arguments are longer is refused, never
+// shown cut, since a person must see all of what they approve.
+const MaxArgumentsBytes = 64 << 10
+
+// MaxPendingPerPrincipal bounds the approvals one principal (kind,
+// subject, workspace) has pending at once: each holds a waiting call and
+// a row, and asks a person's attention. A call that would need one more is
+// refused as rate limited until some are decided or expire.
+const MaxPendingPerPrincipal = 16
+
 // Options tune a Service; zero values take the defaults.
 type Options struct {
 	TTL, PollInterval, StreamPoll, WatcherTTL, PresenceTTL time.Duration
@@ -82,6 +93,8 @@ type Options struct {
 type Service struct {
 	store Store
 	o     Options
+
+	createMu sync.Mutex // one pending count and insert at a time (create)
 
 	mu      sync.Mutex
 	changed chan struct{} // closed, and replaced, on every change made here

@@ -38,7 +38,7 @@ var agent = &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", Work
 
 func call(hash string) approvals.Call {
 	return approvals.Call{Principal: agent, Tool: "create_ticket", ArgumentsHash: hash,
-		Because: []string{"tool.requires_approval"}, Summary: `Tool: create_ticket`}
+		Because: []string{"tool.requires_approval"}, Arguments: []byte(`{"title":"x"}`)}
 }
 
 // watch opens an admin approvals stream for the rest of the test.

@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -16,6 +17,12 @@ const (
 	ReasonExpired  = "approval.expired"
 	ReasonUsed     = "approval.used"
 	ReasonPending  = "approval.pending"
+	// ReasonTooLarge: the arguments do not fit MaxArgumentsBytes, so no
+	// one could be shown them whole.
+	ReasonTooLarge = "approval.arguments_too_large"
+	// ReasonTooMany: the principal has MaxPendingPerPrincipal approvals
+	// pending already.
+	ReasonTooMany = "approval.too_many_pending"
 )
 
 // Call is the call an approval is asked for.
@@ -35,9 +42,11 @@ type Call struct {
 	// Because says why the call needs an approval (the decision's
 	// obligations.approval_because).
 	Because []string
-	// Summary describes the call for the person asked (tool and
-	// arguments), shown in the elicitation.
-	Summary string
+	// Arguments is the canonical JSON (RFC 8785, CanonicalArguments) of
+	// the arguments ArgumentsHash hashes: stored with the approval and
+	// shown whole, pretty-printed (Pretty), to whoever decides it. At most
+	// MaxArgumentsBytes; Approve refuses a call with more.
+	Arguments json.RawMessage
 }
 
 // workspace is the workspace the approval of c is bound to.
@@ -70,7 +79,17 @@ func (c Call) key() gateway.ApprovalKey {
 // ends while the approval is pending returns an EUnavailable error: the
 // approval stays pending, and a retry of the same call waits for it.
 // Store failures are returned as they are (the call is not run).
+//
+// A call whose Arguments exceed MaxArgumentsBytes is refused at once
+// (EInvalid, ReasonTooLarge): a person must see all of what they approve.
+// A call that needs a new approval while its principal has
+// MaxPendingPerPrincipal pending is refused (ERateLimited,
+// ReasonTooMany); a retry of a call whose approval is open is not.
 func (s *Service) Approve(ctx context.Context, call Call, el gateway.Elicitor) (*gateway.Approval, error) {
+	if n := len(call.Arguments); n > MaxArgumentsBytes {
+		msg := fmt.Sprintf("%s needs a person's approval, and its arguments are %d bytes of canonical JSON, more than the %d an approval shows whole; nothing ran; call it with shorter arguments", call.Tool, n, MaxArgumentsBytes)
+		return nil, &gateway.Error{Code: gateway.EInvalid, Message: msg, Reasons: []gateway.Reason{{Code: ReasonTooLarge, Message: msg}}}
+	}
 	a, err := s.store.OpenApproval(ctx, call.key(), s.now())
 	switch {
 	case err == nil && a.Status == gateway.ApprovalApproved:
@@ -90,15 +109,9 @@ func (s *Service) Approve(ctx context.Context, call Call, el gateway.Elicitor) (
 		}
 	}
 	if a == nil {
-		now := s.now()
-		p := call.Principal
-		a = &gateway.Approval{ID: newID(), PrincipalKind: p.Kind, Subject: p.Subject, WorkspaceID: call.workspace(),
-			TaskID: p.TaskID, Tool: call.Tool, ArgumentsHash: call.ArgumentsHash, PolicyRevision: call.PolicyRevision,
-			Because: call.Because, Status: gateway.ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(s.o.TTL)}
-		if err := s.store.CreateApproval(ctx, a); err != nil {
+		if a, err = s.create(ctx, call); err != nil {
 			return nil, err
 		}
-		s.notify()
 	}
 	if el != nil {
 		ectx, cancel := context.WithDeadline(ctx, a.ExpiresAt)
@@ -112,6 +125,37 @@ func (s *Service) Approve(ctx context.Context, call Call, el gateway.Elicitor) (
 	return s.use(ctx, a, call)
 }
 
+// create stores a new pending approval of call, unless its principal has
+// MaxPendingPerPrincipal pending already. createMu makes the count and
+// the insert one step on this replica, so concurrent calls of one
+// principal cannot all pass the count; across replicas the bound holds
+// per replica.
+func (s *Service) create(ctx context.Context, call Call) (*gateway.Approval, error) {
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	now := s.now()
+	p := call.Principal
+	pending, err := s.store.ListApprovals(ctx, gateway.ApprovalFilter{Status: gateway.ApprovalPending, Now: now,
+		WorkspaceID: call.workspace(), PrincipalKind: p.Kind, Subject: p.Subject, Limit: MaxPendingPerPrincipal})
+	if err != nil {
+		return nil, err
+	}
+	if len(pending) >= MaxPendingPerPrincipal {
+		msg := fmt.Sprintf("%s needs a person's approval, and %d approvals of yours are already pending (at most %d at once); nothing ran; wait until they are decided or expire, then call again",
+			call.Tool, len(pending), MaxPendingPerPrincipal)
+		return nil, &gateway.Error{Code: gateway.ERateLimited, Message: msg, Reasons: []gateway.Reason{{Code: ReasonTooMany, Message: msg}}}
+	}
+	a := &gateway.Approval{ID: newID(), PrincipalKind: p.Kind, Subject: p.Subject, WorkspaceID: call.workspace(),
+		TaskID: p.TaskID, Tool: call.Tool, ArgumentsHash: call.ArgumentsHash, Arguments: call.Arguments,
+		PolicyRevision: call.PolicyRevision, Because: call.Because, Status: gateway.ApprovalPending,
+		CreatedAt: now, ExpiresAt: now.Add(s.o.TTL)}
+	if err := s.store.CreateApproval(ctx, a); err != nil {
+		return nil, err
+	}
+	s.notify()
+	return a, nil
+}
+
 // await waits until a is no longer pending: it reads a from the store at
 // every PollInterval and at every change made through this Service, and
 // marks it expired once its expiry has passed.
@@ -122,6 +166,9 @@ func (s *Service) await(ctx context.Context, a *gateway.Approval) (*gateway.Appr
 		changed := s.wait()
 		cur, err := s.store.Approval(ctx, a.ID)
 		if err != nil {
+			if ctx.Err() != nil { // the read failed because the request ended
+				return a, requestEnded(ctx, a)
+			}
 			return a, err
 		}
 		if cur.Status == gateway.ApprovalPending && !s.now().Before(cur.ExpiresAt) {
@@ -147,15 +194,22 @@ func (s *Service) await(ctx context.Context, a *gateway.Approval) (*gateway.Appr
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return cur, &gateway.Error{Code: gateway.EUnavailable, Err: gateway.NotDispatched(ctx.Err()),
-				Message: fmt.Sprintf("%s was not run: the request ended while approval %s was pending; calling again with the same arguments waits for the same approval until %s", cur.Tool, cur.ID, cur.ExpiresAt.Format(time.RFC3339)),
-				Reasons: []gateway.Reason{{Code: ReasonPending, Message: "the request ended while the approval was pending"}}}
+			return cur, requestEnded(ctx, cur)
 		case <-changed:
 		case <-tick.C:
 		case <-timer.C:
 		}
 		timer.Stop()
 	}
+}
+
+// requestEnded is the refusal of a call whose request ended while its
+// approval a was pending: the approval stays pending and decidable, the
+// call does not run.
+func requestEnded(ctx context.Context, a *gateway.Approval) error {
+	return &gateway.Error{Code: gateway.EUnavailable, Err: gateway.NotDispatched(ctx.Err()),
+		Message: fmt.Sprintf("%s was not run: the request ended while approval %s was pending; calling again with the same arguments waits for the same approval until %s", a.Tool, a.ID, a.ExpiresAt.Format(time.RFC3339)),
+		Reasons: []gateway.Reason{{Code: ReasonPending, Message: "the request ended while the approval was pending"}}}
 }
 
 // use marks the approved a used for call; the call may then run.
@@ -192,8 +246,8 @@ var approvalSchema = map[string]any{
 // approver wins (the store refuses the second), and an elicitation that
 // fails or ends with ctx decides nothing.
 func (s *Service) elicit(ctx context.Context, el gateway.Elicitor, a *gateway.Approval, call Call) {
-	msg := fmt.Sprintf("The agent wants to run %s, which needs your approval before it runs (approval %s, expires %s).\n\n%s\n\nApprove runs it once with exactly these arguments; reject refuses it.",
-		call.Tool, a.ID, a.ExpiresAt.Format(time.RFC3339), call.Summary)
+	msg := fmt.Sprintf("The agent wants to run %s, which needs your approval before it runs (approval %s, expires %s).\n\nTool: %s\nArguments (all of them):\n%s\n\nApprove runs it once with exactly these arguments; reject refuses it.",
+		call.Tool, a.ID, a.ExpiresAt.Format(time.RFC3339), call.Tool, Pretty(call.Arguments))
 	res, err := el.Elicit(ctx, gateway.ElicitRequest{Message: msg, RequestedSchema: approvalSchema})
 	if err != nil {
 		return

@@ -2,8 +2,8 @@
 // deploy-tier two-step confirmation
 // (docs/requirements.md#deploy-confirmation).
 //
-// A token is stateless: it carries the workspace, task, tool, the hash of
-// the call's arguments and an expiry, signed with HMAC-SHA256 under the
+// A token is stateless: it carries the workspace, task, principal, tool,
+// the hash of the call's arguments and an expiry, signed with HMAC-SHA256 under the
 // server-side secret SUPACLOUD_MCP_CONFIRMATION_SECRET. The key is that
 // secret alone; it is never derived from task, user, workspace or profile
 // credentials.
@@ -49,14 +49,18 @@ var (
 	ErrSignature = errors.New("confirmation token signature does not verify")
 	ErrExpired   = errors.New("confirmation token has expired")
 	ErrScope     = errors.New("confirmation token was issued for another workspace, task or tool")
+	ErrPrincipal = errors.New("confirmation token was issued to another user")
 	ErrArguments = errors.New("confirmation token was issued for other arguments")
 )
 
-// Claims are what a token vouches for. InputHash is InputHash of the call's
+// Claims are what a token vouches for. Principal identifies who the token
+// was issued to (PrincipalID): two users of one task get tokens that do
+// not confirm each other's calls. InputHash is InputHash of the call's
 // arguments; ExpiresAt is set by Issue (whole seconds, UTC).
 type Claims struct {
 	WorkspaceID string    `json:"ws"`
 	TaskID      string    `json:"task"`
+	Principal   string    `json:"prn"`
 	Tool        string    `json:"tool"`
 	InputHash   string    `json:"ih"`
 	ExpiresAt   time.Time `json:"-"`
@@ -93,7 +97,7 @@ func NewSigner(secret []byte, now func() time.Time) (*Signer, error) {
 // c.ExpiresAt is ignored. Errors: EInternal if c cannot be encoded.
 func (s *Signer) Issue(c Claims) (token string, expiresAt time.Time, err error) {
 	expiresAt = s.now().Add(TTL).UTC().Truncate(time.Second)
-	payload, err := json.Marshal(wireClaims{Claims: Claims{WorkspaceID: c.WorkspaceID, TaskID: c.TaskID, Tool: c.Tool, InputHash: c.InputHash}, Exp: expiresAt.Unix()})
+	payload, err := json.Marshal(wireClaims{Claims: Claims{WorkspaceID: c.WorkspaceID, TaskID: c.TaskID, Principal: c.Principal, Tool: c.Tool, InputHash: c.InputHash}, Exp: expiresAt.Unix()})
 	if err != nil {
 		return "", time.Time{}, gateway.Wrap(gateway.EInternal, err, "could not encode a confirmation token")
 	}
@@ -101,13 +105,13 @@ func (s *Signer) Issue(c Claims) (token string, expiresAt time.Time, err error) 
 	return body + "." + base64.RawURLEncoding.EncodeToString(s.mac(body)), expiresAt, nil
 }
 
-// Verify checks token against want (workspace, task, tool and input hash of
-// the current call): first the signature (constant time), then the scope,
-// the arguments and the expiry. It returns nil or an EInvalid
-// *gateway.Error wrapping ErrMalformed, ErrSignature, ErrScope,
-// ErrArguments or ErrExpired, with one Reason whose code is
-// "confirmation.malformed", ".bad_signature", ".other_scope",
-// ".other_arguments" or ".expired".
+// Verify checks token against want (workspace, task, principal, tool and
+// input hash of the current call): first the signature (constant time),
+// then the scope, the principal, the arguments and the expiry. It returns
+// nil or an EInvalid *gateway.Error wrapping ErrMalformed, ErrSignature,
+// ErrScope, ErrPrincipal, ErrArguments or ErrExpired, with one Reason
+// whose code is "confirmation.malformed", ".bad_signature",
+// ".other_scope", ".other_principal", ".other_arguments" or ".expired".
 func (s *Signer) Verify(token string, want Claims) error {
 	body, sig, ok := cutLast(token)
 	if !ok || !strings.HasPrefix(body, tokenPrefix+".") {
@@ -128,6 +132,8 @@ func (s *Signer) Verify(token string, want Claims) error {
 	switch {
 	case got.WorkspaceID != want.WorkspaceID || got.TaskID != want.TaskID || got.Tool != want.Tool:
 		return refusal(ErrScope, "other_scope", want.Tool)
+	case got.Principal != want.Principal:
+		return refusal(ErrPrincipal, "other_principal", want.Tool)
 	case got.InputHash != want.InputHash:
 		return refusal(ErrArguments, "other_arguments", want.Tool)
 	case !s.now().Before(time.Unix(got.Exp, 0)):
@@ -156,6 +162,7 @@ var advice = map[error]string{
 	ErrMalformed: "it is not a token this gateway issued",
 	ErrSignature: "it was not signed by this gateway (or was altered)",
 	ErrScope:     "it was issued for another workspace, task or tool",
+	ErrPrincipal: "it was issued to another user; each user confirms with a token issued to them",
 	ErrArguments: "it was issued for other arguments; the arguments must be exactly those of the first call",
 	ErrExpired:   fmt.Sprintf("it has expired (tokens are valid for %s)", TTL),
 }
@@ -168,6 +175,13 @@ func refusal(cause error, code, tool string) error {
 		Reasons: []gateway.Reason{{Code: "confirmation." + code, Message: cause.Error()}},
 		Err:     cause,
 	}
+}
+
+// PrincipalID is the identity a token is bound to: the principal's kind,
+// subject and token fingerprint (a coordinator's scmt_ token), joined by
+// NUL so that no two different triples give the same text.
+func PrincipalID(p *gateway.Principal) string {
+	return string(p.Kind) + "\x00" + p.Subject + "\x00" + p.TokenFingerprint
 }
 
 // InputHash returns the hash a token and an idempotency key are bound to:

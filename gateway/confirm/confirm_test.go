@@ -47,6 +47,7 @@ func TestVerify(t *testing.T) {
 			err: confirm.ErrArguments, reason: "confirmation.other_arguments"},
 		{note: "other tool", want: other(func(c *confirm.Claims) { c.Tool = "app.migration.apply" }), err: confirm.ErrScope, reason: "confirmation.other_scope"},
 		{note: "other task", want: other(func(c *confirm.Claims) { c.TaskID = "t2" }), err: confirm.ErrScope, reason: "confirmation.other_scope"},
+		{note: "other principal", want: other(func(c *confirm.Claims) { c.Principal = "agent\x00u2\x00" }), err: confirm.ErrPrincipal, reason: "confirmation.other_principal"},
 		{note: "other workspace", want: other(func(c *confirm.Claims) { c.WorkspaceID = "ws-b" }), err: confirm.ErrScope, reason: "confirmation.other_scope"},
 		{note: "payload changed", want: claims, err: confirm.ErrSignature, reason: "confirmation.bad_signature",
 			tamper: func(tok string) string {

@@ -607,11 +607,13 @@ func (t *Transport) notified(s *session, m *message) {
 // call runs one request and returns its encoded response. The context keeps
 // the HTTP request's values but not its cancellation: per MCP
 // basic/transports a disconnect is not a cancellation. The call is cancelled
-// by notifications/cancelled, by the end of the session, or by Close.
+// by notifications/cancelled, by the end of the session, or by Close. The
+// request's own context rides along (gateway.WithCarrier): a step that
+// only waits for the client, such as a person's approval, ends with it.
 // stream, when not nil, sends a message to the client before the response
 // on the request's own stream (a tools/call's relayed messages).
 func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, m *message, stream func([]byte) bool) []byte {
-	ctx = gateway.WithRequestID(context.WithoutCancel(ctx), newRequestID())
+	ctx = gateway.WithRequestID(gateway.WithCarrier(context.WithoutCancel(ctx), ctx), newRequestID())
 	ctx, done := s.track(ctx, string(m.id))
 	defer done()
 	resp := response{JSONRPC: "2.0", ID: m.id}

@@ -48,15 +48,40 @@ func (pl *Pipeline) awaitApproval(ctx context.Context, c *Call) error {
 		return withDecision(&gateway.Error{Code: gateway.EForbidden, Message: msg,
 			Reasons: []gateway.Reason{{Code: reasonApprovalsOff, Message: msg}}}, c.Decision)
 	}
+	// An approval request writes rows (the approval, the audit row) and
+	// holds a waiting call without a rate-limit slot, so it counts against
+	// the principal's refused-call budget, as a refusal does.
+	if !pl.refusalAudited(c) {
+		c.overRefusals = true
+		return gateway.Errorf(gateway.ERateLimited,
+			"%s needs a person's approval, and asking for one counts against the refused-call budget; wait a second and call again", c.Tool.Name)
+	}
+	c.refusalTaken = true
 	because := slices.Clone(c.Decision.Obligations.ApprovalBecause)
 	if len(because) == 0 {
 		because = []string{"tool.requires_approval"} // the catalog's flag alone
+	}
+	// What the person is shown is what the audit row's hash covers: the
+	// arguments without the confirmation token, canonical, whole.
+	args, err := approvals.CanonicalArguments(withoutToken(c.Arguments))
+	if err != nil {
+		return gateway.Wrap(gateway.EInvalid, err, c.Tool.Name+": the arguments have no canonical JSON form to show for approval: "+err.Error())
+	}
+	// The wait ends when the request that carries the call is gone (the
+	// client disconnected), though the call's own context is detached from
+	// it: the approval stays pending and decidable, the call does not run,
+	// and its audit row says the request ended (approval.pending).
+	if carrier := gateway.CarrierFrom(ctx); carrier != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(carrier, cancel)()
 	}
 	a, err := pl.Approvals.Approve(ctx, approvals.Call{
 		Principal: c.Principal, WorkspaceID: c.Event.WorkspaceID, Tool: c.Tool.Name, ArgumentsHash: c.Event.ArgumentsHash,
 		PolicyRevision: c.Event.PolicyRevision, // the revision that decided, as the audit row names it
 		Because:        because,
-		Summary:        fmt.Sprintf("Tool: %s\nArguments: %s", c.Tool.Name, clip(string(c.RawArguments), maxSummaryArgs)),
+		Arguments:      args,
 	}, personElicitor(ctx, c.Principal))
 	if a != nil {
 		c.Event.ApprovalID = a.ID
@@ -77,6 +102,3 @@ func personElicitor(ctx context.Context, p *gateway.Principal) gateway.Elicitor 
 	}
 	return gateway.ElicitorFrom(ctx)
 }
-
-// maxSummaryArgs bounds the argument text an approval request shows.
-const maxSummaryArgs = 2000

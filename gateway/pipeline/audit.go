@@ -33,7 +33,7 @@ import (
 // only handed out once its row is written (fail closed).
 func (pl *Pipeline) finish(ctx context.Context, c *Call, err error) (*gateway.ToolResult, error) {
 	ev := c.Event
-	if err != nil && ev.ID == 0 && !pl.refusalAudited(c) {
+	if c.overRefusals || err != nil && ev.ID == 0 && !c.refusalTaken && !pl.refusalAudited(c) {
 		return nil, refusalLimited(err)
 	}
 	ev.LatencyMicros = pl.now().Sub(c.start).Microseconds()

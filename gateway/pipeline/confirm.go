@@ -65,7 +65,7 @@ func (pl *Pipeline) confirm(ctx context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	claims := confirm.Claims{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Tool: tool.Name, InputHash: hash}
+	claims := confirm.Claims{WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Principal: confirm.PrincipalID(p), Tool: tool.Name, InputHash: hash}
 	token, _ := args[confirm.ArgToken].(string)
 	if token == "" {
 		return pl.requestConfirmation(ctx, c, claims)
@@ -129,7 +129,18 @@ func withReasons(ev *gateway.AuditEvent, err error) error {
 // nothing is dispatched and no rate-limit slot is taken. finish writes the
 // audit row (status confirmation_required) and hands the token out only
 // once the row is written.
+//
+// Since step 1 takes no slot, its audit row and token are bounded like a
+// refused call's: each takes a token of the principal's refusal bucket
+// (refusalAudited) first, and past it the call is answered as rate limited
+// (bucket principal.refusals) with no row, no summary and no token.
 func (pl *Pipeline) requestConfirmation(ctx context.Context, c *Call, claims confirm.Claims) error {
+	if !pl.refusalAudited(c) {
+		c.overRefusals = true
+		return gateway.Errorf(gateway.ERateLimited,
+			"%s was called without confirmation_token (step 1 of the deploy confirmation), which writes an audit row and issues a token without a rate-limit slot, so it counts against the refused-call budget; wait a second and call again", c.Tool.Name)
+	}
+	c.refusalTaken = true
 	summary, err := pl.changesSummary(ctx, c.Principal, c.Tool, confirm.WithoutProtocolArgs(c.Params.Arguments))
 	if err != nil {
 		return err

@@ -3,12 +3,16 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
@@ -209,5 +213,70 @@ func TestConfirmationTokenNeedsItsAuditRow(t *testing.T) {
 	}
 	if !strings.Contains(gateway.ErrorMessageOf(err), "no confirmation token was issued") {
 		t.Errorf("message %q does not say that no token was issued", gateway.ErrorMessageOf(err))
+	}
+}
+
+// TestConfirmationTokenBoundToPrincipal: a token issued to one user of a
+// task does not confirm the same call for another user of that task
+// (issue 22, item 17): the token's MAC covers the principal.
+func TestConfirmationTokenBoundToPrincipal(t *testing.T) {
+	f := newConfirmFixture(t, true)
+	app1 := map[string]any{"app_id": "app-1"}
+	tok := f.token(t, app1)
+	if tok == "" {
+		t.Fatal("step 1 issued no token")
+	}
+	other := *f.p
+	other.Subject = "u2"
+	args := with(app1, "confirmation_token", tok, "idempotency_key", "k1")
+	raw, _ := json.Marshal(args)
+	_, err := f.pl.CallTool(context.Background(), &other, &mcp.CallToolParams{Name: "app.deploy", Arguments: args, RawArguments: raw})
+	if gateway.ErrorCodeOf(err) != gateway.EInvalid || !strings.Contains(gateway.ErrorMessageOf(err), "another user") {
+		t.Fatalf("u2 with u1's token: %v, want EInvalid naming another user", err)
+	}
+	if n := f.up.calls.Load(); n != 0 {
+		t.Fatalf("dispatched %d times with another user's token", n)
+	}
+	// The user it was issued to can still use it.
+	if _, err := f.deploy(t, args); err != nil {
+		t.Fatalf("u1 with its own token: %v", err)
+	}
+}
+
+// TestDeployStepOneBudget: step 1 of the deploy confirmation (no token)
+// writes an audit row and issues a token without taking a rate-limit slot,
+// so it counts against the principal's refused-call budget (issue 22, item
+// 16): past the burst it is answered as rate limited in bucket
+// principal.refusals, with no row and no token.
+func TestDeployStepOneBudget(t *testing.T) {
+	f := newConfirmFixture(t, true)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	f.pl.Now = func() time.Time { return now }
+	f.pl.Refusals = pipeline.NewRefusalLimiter(2) // 2 a second, burst 8
+	tokens, limited := 0, 0
+	for i := range 50 {
+		res, err := f.deploy(t, map[string]any{"app_id": fmt.Sprintf("app-%d", i)})
+		var ge *gateway.Error
+		switch {
+		case errors.As(err, &ge) && ge.Code == gateway.ERateLimited && ge.Bucket == pipeline.RefusalBucket:
+			limited++
+		case err != nil:
+			t.Fatalf("step 1: %v", err)
+		case res.StructuredContent["confirmation_token"] != nil:
+			tokens++
+		}
+	}
+	evs, err := f.store.ListAuditEvents(context.Background(), gateway.AuditFilter{WorkspaceID: "ws-a", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tokens != 8 || limited != 42 || len(evs) != 8 {
+		t.Fatalf("50 step-1 calls at once: %d tokens, %d limited, %d audit rows; want 8 (the burst), 42 and 8", tokens, limited, len(evs))
+	}
+	// Step 2 takes a rate-limit slot and is not limited by it.
+	now = now.Add(time.Second)
+	tok := f.token(t, map[string]any{"app_id": "app-x"})
+	if _, err := f.deploy(t, map[string]any{"app_id": "app-x", "confirmation_token": tok, "idempotency_key": "k1"}); err != nil {
+		t.Fatalf("step 2 after the budget refilled: %v", err)
 	}
 }

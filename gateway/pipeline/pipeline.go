@@ -210,6 +210,13 @@ type Call struct {
 	// Answered, and the remaining steps are skipped.
 	Result   *gateway.ToolResult
 	Answered bool
+	// overRefusals: a step already found the principal's refusal bucket
+	// empty (refusalAudited); finish writes no row.
+	overRefusals bool
+	// refusalTaken: a step already took this call's token of the refusal
+	// bucket (an approval request, a deploy step 1); a refusal after it
+	// does not take a second.
+	refusalTaken bool
 
 	start time.Time
 	// storeDeadline bounds the store work before dispatch (loading the

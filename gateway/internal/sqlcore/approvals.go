@@ -12,7 +12,7 @@ import (
 
 // approvalColumns are read into approvalRow.
 const approvalColumns = `id, workspace_id, principal_kind, subject, task_id, tool, arguments_hash, policy_revision,
-because, status, created_at, expires_at, decided_by, decided_at, reason, used_at`
+because, status, created_at, expires_at, decided_by, decided_at, reason, used_at, arguments`
 
 // approvalRow is an approvals row as either driver returns it.
 type approvalRow struct {
@@ -32,6 +32,7 @@ type approvalRow struct {
 	DecidedAt      NullTime `db:"decided_at"`
 	Reason         string   `db:"reason"`
 	UsedAt         NullTime `db:"used_at"`
+	Arguments      string   `db:"arguments"`
 }
 
 func (r approvalRow) approval() (*gateway.Approval, error) {
@@ -39,6 +40,9 @@ func (r approvalRow) approval() (*gateway.Approval, error) {
 		Subject: r.Subject, TaskID: r.TaskID, Tool: r.Tool, ArgumentsHash: r.ArgumentsHash, PolicyRevision: r.PolicyRevision,
 		Status: r.Status, CreatedAt: r.CreatedAt.Time, ExpiresAt: r.ExpiresAt.Time, DecidedBy: r.DecidedBy, Reason: r.Reason,
 		Because: []string{}}
+	if r.Arguments != "" {
+		a.Arguments = json.RawMessage(r.Arguments)
+	}
 	if r.DecidedAt.Valid {
 		a.DecidedAt = &r.DecidedAt.Time.Time
 	}
@@ -56,15 +60,15 @@ func approvalNotFound(id string) string {
 	return fmt.Sprintf("approval %q not found; GET /admin/v1/approvals lists the approvals", id)
 }
 
-// CreateApproval inserts a, pending, with its times as given (UTC, to the
-// microsecond). ENotFound when its workspace does not exist, EConflict
+// CreateApproval inserts a, pending, with its times and canonical
+// arguments as given (UTC, to the microsecond). ENotFound when its workspace does not exist, EConflict
 // when its id is taken.
 func (c *Core) CreateApproval(ctx context.Context, a *gateway.Approval) error {
 	const q = `INSERT INTO approvals (id, workspace_id, principal_kind, subject, task_id, tool, arguments_hash,
-policy_revision, because, status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+policy_revision, because, status, created_at, expires_at, arguments) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	_, err := c.W.ExecContext(ctx, c.Q(q), a.ID, a.WorkspaceID, string(a.PrincipalKind), a.Subject, a.TaskID, a.Tool,
 		a.ArgumentsHash, a.PolicyRevision, JSONList(a.Because), gateway.ApprovalPending,
-		c.D.Time(a.CreatedAt), c.D.Time(a.ExpiresAt))
+		c.D.Time(a.CreatedAt), c.D.Time(a.ExpiresAt), string(a.Arguments))
 	return c.Translate(err, Msgs{NotFound: WorkspaceNotFound(a.WorkspaceID),
 		Conflict: fmt.Sprintf("approval id %q is taken", a.ID)})
 }
@@ -107,6 +111,9 @@ func (c *Core) ListApprovals(ctx context.Context, f gateway.ApprovalFilter) ([]g
 	}
 	if f.WorkspaceID != "" {
 		where, args = append(where, "workspace_id = ?"), append(args, f.WorkspaceID)
+	}
+	if f.Subject != "" || f.PrincipalKind != "" {
+		where, args = append(where, "principal_kind = ? AND subject = ?"), append(args, string(f.PrincipalKind), f.Subject)
 	}
 	if f.Status == gateway.ApprovalPending && !f.Now.IsZero() {
 		where, args = append(where, "expires_at > ?"), append(args, c.D.Time(f.Now))
