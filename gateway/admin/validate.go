@@ -78,7 +78,11 @@ func checkID(what, v string) error {
 	return nil
 }
 
-// checkText requires a non-blank, printable string of at most maxTextRunes.
+// checkText requires a non-blank, printable string of at most maxTextRunes,
+// without Unicode format characters (category Cf: the bidi controls such
+// as U+202E and U+2066, zero-width characters such as U+200B, tag
+// characters U+E0000–U+E007F): they are invisible or reorder what is
+// shown, so a name could read as another in the console and the audit.
 func checkText(field, v string) error {
 	switch {
 	case strings.TrimSpace(v) == "":
@@ -88,8 +92,17 @@ func checkText(field, v string) error {
 	case strings.ContainsFunc(v, unicode.IsControl):
 		return invalid("field %q contains control characters; send plain text", field)
 	}
+	if i := strings.IndexFunc(v, isFormatRune); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(v[i:])
+		return invalid("field %q contains the invisible format or bidirectional control character U+%04X at byte %d; names must show what they say — remove it and send plain text", field, r, i)
+	}
 	return nil
 }
+
+// isFormatRune reports a Unicode format character (Cf), which includes
+// every bidi control (U+061C, U+200E–U+200F, U+202A–U+202E,
+// U+2066–U+2069) and the tag block.
+func isFormatRune(r rune) bool { return unicode.Is(unicode.Cf, r) }
 
 func checkEnum(field, v string, allowed []string) error {
 	if !slices.Contains(allowed, v) {

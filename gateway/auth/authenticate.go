@@ -52,7 +52,7 @@ func (j *JWT) Authenticate(r *http.Request) (*gateway.Principal, error) {
 		return p, nil
 	}
 	var c sessionClaims
-	tok, err := j.parser.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return j.key, nil })
+	tok, err := j.parseStrict(j.parser, raw, &c, sessionClaimNames)
 	if err != nil {
 		return nil, j.explain(err, tok, &c)
 	}
@@ -106,6 +106,10 @@ func (c *sessionClaims) requireIdentity() error {
 // the causes in the order a token is processed: shape, algorithm,
 // signature, then claims.
 func (j *JWT) explain(err error, tok *jwt.Token, c *sessionClaims) error {
+	var ge *gateway.Error
+	if errors.As(err, &ge) {
+		return ge // parseStrict's refusal says what is wrong already
+	}
 	if tok == nil || errors.Is(err, jwt.ErrTokenMalformed) {
 		return malformed(err)
 	}

@@ -65,7 +65,7 @@ func (a CCServer) Authenticate(r *http.Request) (*gateway.Principal, error) {
 		return nil, unauthenticated("bearer token is longer than %d bytes; send the cc_server JWT", maxTokenBytes)
 	}
 	var c ccClaims
-	tok, err := j.parser.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return j.key, nil })
+	tok, err := j.parseStrict(j.parser, raw, &c, ccClaimNames)
 	if err != nil {
 		var sc sessionClaims
 		sc.RegisteredClaims = c.RegisteredClaims

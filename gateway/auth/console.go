@@ -39,7 +39,7 @@ func (j *JWT) ConsoleUser(raw string) (workspaceID, userID string, expires time.
 		return "", "", time.Time{}, unauthenticated("console sign-in token is longer than %d bytes", maxTokenBytes)
 	}
 	var c consoleClaims
-	tok, err := j.console.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return j.key, nil })
+	tok, err := j.parseStrict(j.console, raw, &c, consoleClaimNames)
 	if errors.Is(err, jwt.ErrTokenInvalidAudience) {
 		return "", "", time.Time{}, unauthenticated("console sign-in token audience does not include %q; mint it for the console, not as an agent session token", ConsoleAudience)
 	}

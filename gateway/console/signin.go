@@ -90,10 +90,11 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, code, "login.html", form, v)
 	}
 	addr := clientAddress(r)
-	if d := c.limits.begin(r.Context(), addr); d > 0 {
+	d, global := c.limits.begin(r.Context(), addr)
+	if d > 0 {
 		c.limits.signins.WithLabelValues(outcomeLimited).Inc()
 		w.Header().Set("Retry-After", retryAfter(d))
-		refuse(http.StatusTooManyRequests, "token", "Too many failed sign-ins from your address or to this gateway. Wait "+retryAfter(d)+" seconds, then sign in again; the token was not checked.")
+		refuse(http.StatusTooManyRequests, "token", "Too many failed sign-ins from your address. Wait "+retryAfter(d)+" seconds, then sign in again; the token was not checked.")
 		return
 	}
 	failure := false
@@ -104,6 +105,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	failed := func(code int, field, msg string) {
 		failure = true
+		if global > 0 {
+			// Past the global limit a wrong credential is answered as
+			// limited; a correct one still signs in (SignInLimits). It
+			// was checked, so it counts as refused (end), not limited.
+			w.Header().Set("Retry-After", retryAfter(global))
+			code, msg = http.StatusTooManyRequests, "Too many failed sign-ins to this gateway. Check the token, wait "+retryAfter(global)+" seconds, then sign in again."
+		}
 		refuse(code, field, msg)
 	}
 	now := c.opts.Now()

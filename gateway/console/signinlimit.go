@@ -17,11 +17,16 @@ import (
 // SignInLimits bounds failed sign-ins, so the admin token and API tokens
 // cannot be guessed through the sign-in form. While a limit is reached
 // every sign-in from the address (per-address limit) or from everyone
-// (global limit) is answered 429 with Retry-After, a correct token too:
-// the reply says nothing about the token. A sign-in whose credential is
+// (global limit) is answered 429 with Retry-After. The per-address limit
+// refuses every sign-in from the address unchecked, a correct token too
+// (the reply says nothing about the token). The global limit never
+// refuses a correct token: failures from many addresses must not lock
+// every operator out, so past it the credential is still checked (each
+// address stays under its own limit), a correct one signs in and a wrong
+// one is answered 429 instead of 401. A sign-in whose credential is
 // being checked counts as failed until it ends, so parallel sign-ins get
-// no more checks than the limit. Signed-in sessions are not affected. The counts are kept in this process (each replica counts its
-// own).
+// no more checks than the limit. Signed-in sessions are not affected.
+// The counts are kept in this process (each replica counts its own).
 type SignInLimits struct {
 	// PerAddress is the number of failed sign-ins one client address
 	// (the connection's remote address) may make per Period.
@@ -76,7 +81,7 @@ func newSignInLimiter(l SignInLimits, reg prometheus.Registerer) *signInLimiter 
 		global:   limiter.Rate{Period: l.Period, Limit: int64(l.Global)},
 		signins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_console_signins_total",
-			Help: "Console sign-in attempts by outcome: signed_in, refused (a wrong credential or workspace), limited (answered 429 by the failed sign-in limits).",
+			Help: "Console sign-in attempts by outcome: signed_in, refused (a wrong credential or workspace, checked), limited (answered 429 unchecked by the per-address failed sign-in limit, or because the limiter failed).",
 		}, []string{"outcome"}),
 	}
 	for _, o := range []string{outcomeSignedIn, outcomeRefused, outcomeLimited} {
@@ -95,28 +100,41 @@ func newSignInLimiter(l SignInLimits, reg prometheus.Registerer) *signInLimiter 
 	return s
 }
 
-// begin returns how long a sign-in from addr must wait, 0 when it may go
-// ahead: then its credential is checked, and it counts against both
-// limits until end. A limiter failure waits a whole period (fail closed).
-func (s *signInLimiter) begin(ctx context.Context, addr string) time.Duration {
+// begin decides whether a sign-in from addr may have its credential
+// checked. wait > 0 refuses it unchecked: the address has used its
+// failed sign-ins (or the limiter failed: a whole period, fail closed).
+// globalWait > 0 says the global limit is reached: the credential is
+// still checked, so that a correct one signs in however many others
+// failed (the global count only says how many failures there were, it
+// cannot tell an operator from a guesser), and a wrong one is answered
+// as limited (429 with Retry-After globalWait). A sign-in that goes ahead
+// counts against both limits until end.
+func (s *signInLimiter) begin(ctx context.Context, addr string) (wait, globalWait time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var longest time.Duration
-	for _, k := range s.keys(addr) {
+	keys := s.keys(addr)
+	for i, k := range keys {
 		lc, err := s.store.Peek(ctx, k.key, k.rate)
 		if err != nil {
-			return k.rate.Period
+			return k.rate.Period, 0
 		}
-		if lc.Remaining-int64(s.inflight[k.key]) <= 0 {
-			longest = max(longest, max(time.Until(time.Unix(lc.Reset, 0)), time.Second))
+		if lc.Remaining-int64(s.inflight[k.key]) > 0 {
+			continue
+		}
+		d := max(time.Until(time.Unix(lc.Reset, 0)), time.Second)
+		if i == 0 {
+			wait = d
+		} else {
+			globalWait = d
 		}
 	}
-	if longest == 0 {
-		for _, k := range s.keys(addr) {
-			s.inflight[k.key]++
-		}
+	if wait > 0 {
+		return wait, 0
 	}
-	return longest
+	for _, k := range keys {
+		s.inflight[k.key]++
+	}
+	return 0, globalWait
 }
 
 // end ends a sign-in that begin let go ahead, counting it as a failed one

@@ -18,8 +18,10 @@ import (
 )
 
 // TestSignInLimits: failed sign-ins are limited per client address and
-// overall; once a limit is reached even the right token waits (429 with
-// Retry-After, the token unchecked), and every outcome is counted.
+// overall; once an address's limit is reached even the right token waits
+// (429 with Retry-After, the token unchecked); past the global limit a
+// wrong token is answered 429 and the right one signs in; every outcome is
+// counted.
 func TestSignInLimits(t *testing.T) {
 	g := newGateway(t)
 	reg := prometheus.NewRegistry()
@@ -60,12 +62,18 @@ func TestSignInLimits(t *testing.T) {
 	if rec := signIn("10.0.0.2", adminToken); rec.Code != http.StatusSeeOther {
 		t.Fatalf("the right token from another address: %d, want 303\n%s", rec.Code, rec.Body)
 	}
-	// Two more failures elsewhere reach the global five: everyone waits.
+	// Two more failures elsewhere reach the global five: a wrong token is
+	// answered 429, the right one still signs in (issue 22, item 10).
 	signIn("10.0.0.2", "wrong-a")
 	signIn("10.0.0.3", "wrong-b")
-	limited(signIn("10.0.0.4", adminToken), "the right token after the global limit")
+	if rec := signIn("10.0.0.4", "wrong-c"); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("a wrong token after the global limit: %d, want 429 with Retry-After\n%s", rec.Code, rec.Body)
+	}
+	if rec := signIn("10.0.0.4", adminToken); rec.Code != http.StatusSeeOther {
+		t.Fatalf("the right token after the global limit: %d, want 303\n%s", rec.Code, rec.Body)
+	}
 
-	want := map[string]float64{"signed_in": 1, "refused": 5, "limited": 2}
+	want := map[string]float64{"signed_in": 2, "refused": 6, "limited": 1}
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -153,5 +161,43 @@ func TestSignInLimitsConcurrent(t *testing.T) {
 	if checked > perAddress || got[http.StatusUnauthorized] > perAddress || got[http.StatusTooManyRequests] != burst-got[http.StatusUnauthorized] {
 		t.Fatalf("%d parallel guesses from one address: %d credentials checked, replies %v; want at most %d checked (401), the rest 429",
 			burst, checked, got, perAddress)
+	}
+}
+
+// TestConsoleSignInGlobalLimitNeverRefusesCorrectToken: 100 bad sign-ins
+// from 10 addresses (the default limits) locked every operator out for 15
+// minutes, the right token included. The global limit never refuses a
+// correct token; each address keeps its own limit, and a wrong token past
+// the global limit is still answered 429.
+func TestConsoleSignInGlobalLimitNeverRefusesCorrectToken(t *testing.T) {
+	g := newGateway(t)
+	c := console.New(console.Options{Admin: g.admin, AdminPrefix: admin.Prefix, Now: g.clock.now, Registerer: prometheus.NewRegistry()})
+	form := strings.Repeat("f", 43)
+	signIn := func(addr, token string) *httptest.ResponseRecorder {
+		t.Helper()
+		body := url.Values{"csrf": {form}, "token": {token}}.Encode()
+		req := httptest.NewRequest(http.MethodPost, "/console/login", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(&http.Cookie{Name: console.FormCookieName, Value: form})
+		req.RemoteAddr = addr + ":40000"
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, req)
+		return rec
+	}
+	for a := range 10 {
+		for i := range 10 {
+			if rec := signIn("10.1.0."+strconv.Itoa(a), "wrong-"+strconv.Itoa(i)); rec.Code != http.StatusUnauthorized {
+				t.Fatalf("attacker %d, guess %d: %d, want 401", a, i, rec.Code)
+			}
+		}
+	}
+	if rec := signIn("10.2.0.1", "wrong"); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("a wrong token past the global limit: %d, want 429 with Retry-After\n%s", rec.Code, rec.Body)
+	}
+	if rec := signIn("10.2.0.1", adminToken); rec.Code != http.StatusSeeOther || rec.Header().Get("Set-Cookie") == "" {
+		t.Fatalf("the operator's right token past the global limit: %d, want 303 with a session\n%s", rec.Code, rec.Body)
+	}
+	if rec := signIn("10.1.0.3", adminToken); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("the right token from an address past its own limit: %d, want 429 (unchecked)", rec.Code)
 	}
 }

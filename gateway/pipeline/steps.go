@@ -195,7 +195,7 @@ func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	if !d.Allow {
 		return denial(t.Name, d)
 	}
-	return nil
+	return checkActionMode(c)
 }
 
 // denial turns a deny decision into the EForbidden error, which the

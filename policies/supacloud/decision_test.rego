@@ -108,7 +108,7 @@ test_matrix_lists_something_and_nothing if {
 	counts["community owner full"] == 71
 	counts["enterprise admin full, one script"] == 71
 	counts["member full"] == 66
-	counts["viewer read and ops"] == 59
+	counts["viewer read and ops"] == 39
 	counts["non-member full"] == 0
 	counts["read-only fallback"] == 39
 	counts["default profile conversation"] == 16

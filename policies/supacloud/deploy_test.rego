@@ -40,8 +40,46 @@ test_deploy_role[note] if {
 
 test_role_ignored_below_deploy[note] if {
 	some note, tool in {"read": "project.get", "ops": "workflow.trigger", "scaffold": "scaffold.app.propose", "baseline": "memory.get"}
-	base := with_member(with_profile(["supacloud.full"], null), {"role": "viewer"})
+	base := with_member(with_profile(["supacloud.full"], null), {"role": "member"})
 	supacloud.decision.allow with input as call(base, tool, {})
+}
+
+# A viewer never calls a write tier (ops, the script.run carve-out,
+# scaffold, deploy), whatever its profile grants; tools/list hides them too
+# (listed <=> callable), and the reads and the baseline stay.
+viewer_tool_cases := {
+	"ops": {"tool": "workflow.trigger", "args": {}, "codes": ["role.viewer_read_only"]},
+	"ops pause": {"tool": "schedule.pause", "args": {}, "codes": ["role.viewer_read_only"]},
+	"script.run": {"tool": "script.run", "args": {"script": "nightly"}, "codes": ["role.viewer_read_only"]},
+	"scaffold": {"tool": "scaffold.app.propose", "args": {}, "codes": ["role.viewer_read_only"]},
+	"deploy": {"tool": "app.deploy", "args": {}, "codes": ["deploy.role_required"]},
+	"read": {"tool": "project.get", "args": {}, "codes": []},
+	"baseline": {"tool": "memory.get", "args": {}, "codes": []},
+}
+
+test_viewer_never_calls_write_tiers[note] if {
+	some note, tc in viewer_tool_cases
+	base := with_member(with_profile(["supacloud.full"], null), {"role": "viewer"})
+	d := supacloud.decision with input as call(base, tc.tool, tc.args)
+	codes(d) == tc.codes
+	expected_allow := count(tc.codes) == 0
+	d.allow == expected_allow
+	d.visible == d.allow
+	listed := supacloud.visible_tools with input as listing(base)
+	is_listed := tc.tool in listed
+	is_listed == d.allow
+}
+
+test_viewer_write_message_names_the_role if {
+	base := with_member(with_profile(["supacloud.ops.*"], null), {"role": "viewer"})
+	d := supacloud.decision with input as call(base, "workflow.trigger", {})
+	startswith(d.reasons[0].message, "tool workflow.trigger is a ops-tier tool, which writes, and a viewer never calls write tools")
+	contains(d.reasons[0].message, `has role "viewer"`)
+}
+
+test_viewer_lists_reads_and_baseline_only if {
+	base := with_member(with_profile(["supacloud.full"], null), {"role": "viewer"})
+	count(supacloud.visible_tools) == 39 with input as listing(base)
 }
 
 test_role_message_names_user_workspace_role if {

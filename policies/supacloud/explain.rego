@@ -86,7 +86,7 @@ explain_gate_catalog := {
 	"profile": {"rule": "data.supacloud.active_profile", "denies_with": "profile.not_in_workspace"},
 	"workspace": {"rule": "data.supacloud.coordinator_session_ok", "denies_with": "coordinator.no_workspace"},
 	"tool": {"rule": "data.supacloud.tool_valid", "denies_with": "input.invalid"},
-	"role": {"rule": "data.supacloud.tier_role_ok", "denies_with": "deploy.role_required"},
+	"role": {"rule": "data.supacloud.tier_role_ok", "denies_with": "deploy.role_required or role.viewer_read_only"},
 	"grant": {"rule": "data.supacloud.tool_granted", "denies_with": "allowlist.missing_grant or script.not_granted"},
 	"scope": {"rule": "data.supacloud.coordinator_reaches", "denies_with": "scope.missing"},
 	"script": {"rule": "data.supacloud.arguments_ok", "denies_with": "script.slug_not_allowed"},
