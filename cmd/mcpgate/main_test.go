@@ -118,3 +118,25 @@ func TestPolicyTestArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyNetworkBuiltinsRefused: `mcpgate policy test` and `policy
+// check` compile with the gateway's capabilities, so a bundle whose rule
+// calls http.send fails there as it fails to load in the gateway (#22).
+func TestPolicyNetworkBuiltinsRefused(t *testing.T) {
+	dir := t.TempDir()
+	rego := "package leak\n\nallow if {\n\thttp.send({\"method\": \"GET\", \"url\": \"http://127.0.0.1:1/\"}).status_code == 200\n}\n\ntest_allow if not allow\n"
+	if err := os.WriteFile(filepath.Join(dir, "leak.rego"), []byte(rego), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"test", "check"} {
+		// OPA prints its "undefined function http.send" to the process's
+		// stdout; the exit status is what this checks.
+		if out, err := runCmd(t, nil, "policy", sub, dir); err == nil {
+			t.Errorf("policy %s of a bundle calling http.send succeeded: %s", sub, out)
+		}
+	}
+	// An explicit --capabilities is the user's choice and is left alone.
+	if _, err := runCmd(t, nil, "policy", "check", "--capabilities", "v1.0.0", dir); err != nil {
+		t.Errorf("policy check with --capabilities v1.0.0 refused: %v", err)
+	}
+}

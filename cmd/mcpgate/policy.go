@@ -1,13 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	opacmd "github.com/open-policy-agent/opa/cmd"
 	"github.com/spf13/cobra"
+
+	"github.com/mcpgate/mcpgate/gateway/policy"
 )
 
 // policySubcommands are the OPA commands `mcpgate policy` passes through,
@@ -54,6 +59,14 @@ and suggest the smallest allowlist for what a profile actually called.`,
 				if sub.name == "test" && !wantsHelp(args) {
 					args = testArgs(args)
 				}
+				if compiles(sub.name) && !wantsHelp(args) {
+					var cleanup func()
+					var err error
+					if args, cleanup, err = withCapabilities(args); err != nil {
+						return err
+					}
+					defer cleanup()
+				}
 				return runOPA(out, append([]string{sub.name}, args...))
 			},
 		}
@@ -97,6 +110,39 @@ func testArgs(args []string) []string {
 		}
 	}
 	return append([]string{"--timeout", testTimeout}, out...)
+}
+
+// compiles reports whether the OPA command name compiles policies and so
+// takes --capabilities.
+func compiles(name string) bool {
+	return name == "test" || name == "eval" || name == "check" || name == "bench"
+}
+
+// withCapabilities adds --capabilities with the gateway's own capabilities
+// (policy.Capabilities: OPA's without the network builtins) to args, unless
+// args set --capabilities, so a bundle that calls http.send fails here as
+// it would fail to load in the gateway. The capabilities go to a temporary
+// file that cleanup removes.
+func withCapabilities(args []string) ([]string, func(), error) {
+	for _, a := range args {
+		if a == "--capabilities" || strings.HasPrefix(a, "--capabilities=") {
+			return args, func() {}, nil
+		}
+	}
+	dir, err := os.MkdirTemp("", "mcpgate-capabilities-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("policy: write the gateway's OPA capabilities: %w", err)
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	b, err := json.Marshal(policy.Capabilities())
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "capabilities.json"), b, 0o600)
+	}
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("policy: write the gateway's OPA capabilities: %w", err)
+	}
+	return append([]string{"--capabilities", filepath.Join(dir, "capabilities.json")}, args...), cleanup, nil
 }
 
 // hasPath reports whether args name a file or folder (an argument that is
