@@ -184,6 +184,10 @@ func (c *changes) Changed(ch gateway.Change) {
 		return
 	}
 	if ch.WorkspaceID == "" {
+		// The callers go now, so the next call sees the change (an admin
+		// change of this process returns only after this); only the
+		// streams' tool lists are rebuilt in the background, coalesced.
+		c.s.dropCallers("")
 		c.refreshAll()
 		return
 	}

@@ -20,7 +20,7 @@ func TestNotifyGarbageIgnoredAndCoalesced(t *testing.T) {
 	var runs atomic.Int32
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
-	c := &changes{log: zap.NewNop()}
+	c := &changes{s: &Server{}, log: zap.NewNop()}
 	c.refreshAllHook = func() {
 		runs.Add(1)
 		select {

@@ -391,14 +391,21 @@ func readyPolicy(p admin.Policy) map[string]any {
 // and the change feed (Changes) for changes made through other replicas,
 // so this replica behaves as if the change had been made here.
 func (s *Server) WorkspaceChanged(workspaceID string) {
-	if s.callers != nil {
-		if workspaceID == "" {
-			s.callers.InvalidateAll()
-		} else {
-			s.callers.InvalidateWorkspace(workspaceID)
-		}
-	}
+	s.dropCallers(workspaceID)
 	s.refreshTools(func(p *gateway.Principal) bool { return workspaceID == "" || p.WorkspaceID == workspaceID })
+}
+
+// dropCallers drops the cached callers of workspace workspaceID (of
+// every workspace for ""); calls that start after it returns read the
+// store.
+func (s *Server) dropCallers(workspaceID string) {
+	switch {
+	case s.callers == nil:
+	case workspaceID == "":
+		s.callers.InvalidateAll()
+	default:
+		s.callers.InvalidateWorkspace(workspaceID)
+	}
 }
 
 // PolicyChanged is called after a new policy revision went live: every
