@@ -4,33 +4,34 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 )
 
-// ErrorCode classifies an Error. One writer maps it to a JSON-RPC code and an
-// HTTP status (docs/http.md, Errors); packages never pick wire codes themselves.
+// ErrorCode classifies an Error. One writer (gateway/mcp/wire) maps it to a
+// JSON-RPC code and an HTTP status (docs/http.md, Errors); packages never
+// pick wire codes themselves.
 type ErrorCode string
 
-// The error classes of docs/architecture.md (Conventions), with the wire
-// shapes of docs/http.md (Errors). A tools/call refused as EForbidden or
+// The error classes of docs/architecture.md (Conventions); their wire
+// shapes (JSON-RPC code, HTTP status) are gateway/mcp/wire's, documented in
+// docs/http.md (Errors). A tools/call refused as EForbidden or
 // ERateLimited, and one whose arguments fail the tool's input schema
 // (Error.ToolInput) from protocol 2025-11-25 on, is answered with a tool
 // execution error (a result with isError), not a JSON-RPC error: the MCP
 // transport (gateway/mcp) makes that choice, in one place.
 const (
-	EInvalid         ErrorCode = "Invalid"         // bad arguments: -32602, HTTP 400 on admin
-	EUnauthenticated ErrorCode = "Unauthenticated" // bad credential: HTTP 401
-	EForbidden       ErrorCode = "Forbidden"       // denied by policy: tool execution error, 403
-	ERateLimited     ErrorCode = "RateLimited"     // limit reached: tool execution error, class Forbidden, 403
-	ENotFound        ErrorCode = "NotFound"        // unknown record: 404 on admin
-	EMethodNotFound  ErrorCode = "MethodNotFound"  // unknown or unreachable method/tool: -32601
-	EConflict        ErrorCode = "Conflict"        // unique violation: 409 on admin
-	EUnavailable     ErrorCode = "Unavailable"     // dependency down: -32603
+	EInvalid         ErrorCode = "Invalid"         // bad arguments or request
+	EUnauthenticated ErrorCode = "Unauthenticated" // bad credential
+	EForbidden       ErrorCode = "Forbidden"       // denied by policy
+	ERateLimited     ErrorCode = "RateLimited"     // limit reached (class Forbidden)
+	ENotFound        ErrorCode = "NotFound"        // unknown record
+	EMethodNotFound  ErrorCode = "MethodNotFound"  // unknown or unreachable method/tool
+	EConflict        ErrorCode = "Conflict"        // unique violation
+	EUnavailable     ErrorCode = "Unavailable"     // dependency down (class Internal)
 	// EMissingCapability: the call needs a client capability the client did
-	// not declare (MCP 2026-07-28, SEP-2575): -32021, HTTP 400, with
-	// Error.RequiredCapabilities as data.requiredCapabilities.
+	// not declare (MCP 2026-07-28, SEP-2575), Error.RequiredCapabilities
+	// names it.
 	EMissingCapability ErrorCode = "MissingCapability"
-	EInternal          ErrorCode = "Internal" // bug or policy/store failure: -32603
+	EInternal          ErrorCode = "Internal" // bug or policy/store failure
 )
 
 // Error is the one error type of mcpgate. Message is shown to the caller and
@@ -103,47 +104,22 @@ func ErrorMessageOf(err error) string {
 	return "internal error; the gateway logged the cause"
 }
 
-// JSON-RPC 2.0 error codes used on the wire (docs/http.md, Errors). No
-// implementation-defined code (-32000 to -32099) is used for refusals: the
-// SDKs and newer protocol versions give those codes meanings of their own
-// (the Go SDK's -32003 is "client is closing").
+// JSON-RPC 2.0 error codes (JSON-RPC 2.0 §5.1), in which the relay
+// contract speaks: a relayed request that the client, the transport or the
+// policy refuses ends with an *RPCError of one of them, which the adapter
+// answers the upstream with. The mapping of an ErrorCode to its JSON-RPC
+// code and HTTP status is the wire's (gateway/mcp/wire), not the domain's.
 const (
 	RPCParseError     = -32700
 	RPCInvalidRequest = -32600
 	RPCMethodNotFound = -32601
 	RPCInvalidParams  = -32602
 	RPCInternalError  = -32603
-	// RPCMissingClientCapability is MissingRequiredClientCapabilityError of
-	// MCP 2026-07-28 (SEP-2575): the spec's own code, not one the gateway
-	// chose.
-	RPCMissingClientCapability = -32021
 )
 
-// RPCCode maps an error code to its JSON-RPC error code, for the errors
-// that travel as JSON-RPC errors. A refusal (EForbidden, ERateLimited) of
-// a tools/call travels as a tool execution error instead; where a refusal
-// or a bad credential has to be a JSON-RPC error (the body of an HTTP 401
-// or 403, a refusal outside tools/call) it is -32600, the code the
-// transport gives every request it refuses with an HTTP status of its own.
-func (c ErrorCode) RPCCode() int {
-	switch c {
-	case EInvalid, EConflict:
-		// A conflict on the MCP path is a client's reuse of an idempotency
-		// key with other arguments: something the caller fixes, not -32603.
-		return RPCInvalidParams
-	case EMethodNotFound:
-		return RPCMethodNotFound
-	case EMissingCapability:
-		return RPCMissingClientCapability
-	case EForbidden, ERateLimited, EUnauthenticated:
-		return RPCInvalidRequest
-	default:
-		return RPCInternalError
-	}
-}
-
-// Class is the error class named in JSON-RPC error data: rate limits are
-// reported as class "Forbidden" (docs/requirements.md#limit-messages).
+// Class is the error class named in JSON-RPC error data and in the audit
+// row: rate limits are reported as class "Forbidden"
+// (docs/requirements.md#limit-messages).
 func (c ErrorCode) Class() string {
 	switch c {
 	case ERateLimited:
@@ -152,26 +128,6 @@ func (c ErrorCode) Class() string {
 		return string(EInternal)
 	default:
 		return string(c)
-	}
-}
-
-// HTTPStatus is the status for the admin API and for error data "status".
-func (c ErrorCode) HTTPStatus() int {
-	switch c {
-	case EInvalid, EMissingCapability:
-		return http.StatusBadRequest
-	case EUnauthenticated:
-		return http.StatusUnauthorized
-	case EForbidden, ERateLimited:
-		return http.StatusForbidden
-	case ENotFound, EMethodNotFound:
-		return http.StatusNotFound
-	case EConflict:
-		return http.StatusConflict
-	case EUnavailable:
-		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
 	}
 }
 

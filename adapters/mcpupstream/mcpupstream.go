@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // Keys of the request _meta object that carry the credential's identity to
@@ -109,7 +110,7 @@ type Adapter struct {
 	sessionOnly atomic.Bool
 	// annotations are the x-mcp-header annotations of the tools the last
 	// ListTools returned, by tool name (tools without any left out).
-	annotations atomic.Pointer[map[string][]gateway.ParamHeader]
+	annotations atomic.Pointer[map[string][]wire.ParamHeader]
 
 	mu       sync.Mutex
 	sessions [sessionKinds]*upSession // by kind; nil when no live session
@@ -437,7 +438,7 @@ func progressToken(id int64) []byte {
 // failure.
 //
 // A tool whose x-mcp-header annotations break the rules of MCP 2026-07-28
-// (gateway.ParamHeaders) is left out, as the specification requires of a
+// (wire.ParamHeaders) is left out, as the specification requires of a
 // Streamable HTTP client (server/tools, "x-mcp-header"); Excluded tells
 // which and why. The annotations of the others are kept for the
 // Mcp-Param-* headers of stateless calls.
@@ -447,10 +448,10 @@ func (a *Adapter) ListTools(ctx context.Context) ([]UpstreamTool, error) {
 		return nil, err
 	}
 	tools := listed[:0]
-	known := map[string][]gateway.ParamHeader{}
+	known := map[string][]wire.ParamHeader{}
 	excluded := map[string]string{}
 	for _, t := range listed {
-		hs, err := gateway.ParamHeaders(t.InputSchema)
+		hs, err := wire.ParamHeaders(t.InputSchema)
 		if err != nil {
 			excluded[t.Name] = err.Error()
 			continue

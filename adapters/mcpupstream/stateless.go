@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // The stateless protocol of MCP 2026-07-28 as the adapter speaks it to an
@@ -105,7 +106,7 @@ func (a *Adapter) paramHeaders(call gateway.ToolCall, args json.RawMessage) [][2
 		if !ok {
 			continue
 		}
-		if enc, ok := gateway.EncodeParamValue(v); ok {
+		if enc, ok := wire.EncodeParamValue(v); ok {
 			out = append(out, [2]string{h.Header(), enc})
 		}
 	}

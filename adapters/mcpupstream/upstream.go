@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // upSession is the adapter's session with the upstream.
@@ -670,7 +671,7 @@ func (a *Adapter) rpcError(what string, rpc *gateway.RPCError, err error) error 
 	case codeInvalidParams:
 		return notDispatched(gateway.Wrap(gateway.EInvalid, err, fmt.Sprintf(
 			"upstream MCP server %s rejected %s as invalid: %s; check the tool name and arguments against the upstream's tools/list", a.display, what, rpc.Message)))
-	case gateway.RPCMissingClientCapability:
+	case wire.RPCMissingClientCapability:
 		// SEP-2575: the upstream refused before running the tool because
 		// the client (whose capabilities the stateless call carries) did
 		// not declare one the tool needs; the client gets the same error.

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // apiFunc is a route handler that returns its error to the one writer.
@@ -71,7 +72,7 @@ type errorBody struct {
 }
 
 // writeError is the one writer of errors: the status comes from
-// gateway.ErrorCode.HTTPStatus (501 for a route the backend cannot
+// wire.HTTPStatus (501 for a route the backend cannot
 // answer, notImplemented); server-side failures are logged with their
 // cause and answered with a generic message.
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -81,7 +82,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		return
 	}
 	code := gateway.ErrorCodeOf(err)
-	status := code.HTTPStatus()
+	status := wire.HTTPStatus(code)
 	msg := gateway.ErrorMessageOf(err)
 	if status >= http.StatusInternalServerError {
 		h.log.Error("admin request failed", zap.String("method", r.Method),

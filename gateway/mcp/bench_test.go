@@ -17,8 +17,10 @@ type noopHandler struct{}
 
 var noopResult = &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": "ok"}}}
 
-func (noopHandler) ListTools(context.Context, *gateway.Principal) ([]Tool, error) { return nil, nil }
-func (noopHandler) CallTool(context.Context, *gateway.Principal, *CallToolParams) (*gateway.ToolResult, error) {
+func (noopHandler) ListTools(context.Context, *gateway.Principal) ([]gateway.ListedTool, error) {
+	return nil, nil
+}
+func (noopHandler) CallTool(context.Context, *gateway.Principal, *gateway.CallRequest) (*gateway.ToolResult, error) {
 	return noopResult, nil
 }
 

@@ -21,7 +21,7 @@ type carrierHandler struct {
 	ended   chan error // the call's ctx.Err() once the carrier ended; nil: still live
 }
 
-func (h carrierHandler) CallTool(ctx context.Context, _ *gateway.Principal, _ *CallToolParams) (*gateway.ToolResult, error) {
+func (h carrierHandler) CallTool(ctx context.Context, _ *gateway.Principal, _ *gateway.CallRequest) (*gateway.ToolResult, error) {
 	carrier := gateway.CarrierFrom(ctx)
 	if carrier == nil {
 		h.ended <- errNoCarrier // the test fails below

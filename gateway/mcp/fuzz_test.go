@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // The fuzz targets of this file check properties of the JSON-RPC parser,
@@ -135,20 +136,20 @@ func FuzzParseBody(f *testing.F) {
 // isBatchTooLarge reports the refusal of a batch over the member limit:
 // HTTP 413, -32600.
 func isBatchTooLarge(err error) bool {
-	var pe *protocolError
-	return errors.As(err, &pe) && pe.status == 413 && pe.code == gateway.RPCInvalidRequest
+	var pe *wire.ProtocolError
+	return errors.As(err, &pe) && pe.Status == 413 && pe.Code == gateway.RPCInvalidRequest
 }
 
 func isParseError(err error) bool {
-	var pe *protocolError
-	return errors.As(err, &pe) && pe.code == gateway.RPCParseError
+	var pe *wire.ProtocolError
+	return errors.As(err, &pe) && pe.Code == gateway.RPCParseError
 }
 
 func checkProtocolError(t *testing.T, err error) {
 	t.Helper()
-	var pe *protocolError
-	if !errors.As(err, &pe) || pe.status != 400 || pe.class != gateway.EInvalid ||
-		(pe.code != gateway.RPCParseError && pe.code != gateway.RPCInvalidRequest) {
+	var pe *wire.ProtocolError
+	if !errors.As(err, &pe) || pe.Status != 400 || pe.Class != gateway.EInvalid ||
+		(pe.Code != gateway.RPCParseError && pe.Code != gateway.RPCInvalidRequest) {
 		t.Fatalf("refusal is %#v, want a 400 parse error or invalid request", err)
 	}
 }

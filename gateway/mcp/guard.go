@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // CORS header values. Allowed request headers are the ones MCP clients send
@@ -96,7 +97,7 @@ func ProbeHosts(entries []string) func(host string) bool {
 // whether the request goes on; when false the reply is written.
 func (t *Transport) guard(w http.ResponseWriter, r *http.Request, methods string) bool {
 	if !t.hosts.allows(r.Host) {
-		t.replyError(w, r, nil, errStatus(http.StatusForbidden, gateway.EForbidden,
+		t.replyError(w, r, nil, wire.ErrStatus(http.StatusForbidden, gateway.EForbidden,
 			"Host %q is not a name of this MCP server (DNS rebinding protection); connect with an allowed host name, or an operator can add it to MCPGATE_ALLOWED_HOSTS", r.Host))
 		return false
 	}
@@ -108,7 +109,7 @@ func (t *Transport) guard(w http.ResponseWriter, r *http.Request, methods string
 		return true // a page served under this server's own checked name: no CORS needed
 	}
 	if !t.anyOrigin && !t.origins[normalizeOrigin(origin)] {
-		t.replyError(w, r, nil, errStatus(http.StatusForbidden, gateway.EForbidden,
+		t.replyError(w, r, nil, wire.ErrStatus(http.StatusForbidden, gateway.EForbidden,
 			"origin %q is not allowed to call this MCP endpoint; an operator can add it to MCPGATE_ALLOWED_ORIGINS", origin))
 		return false
 	}

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // Test credentials: the bearer token selects a principal.
@@ -65,7 +66,7 @@ type fakeHandler struct {
 	listErr error // ListTools fails with it when set
 
 	mu         sync.Mutex
-	calls      []*CallToolParams
+	calls      []*gateway.CallRequest
 	requestIDs []string
 	ctxErr     error
 	started    chan struct{}   // closed-over signal for the "slow" tool
@@ -102,7 +103,7 @@ func (h *fakeHandler) release(name string) {
 
 func toolName(i int) string { return fmt.Sprintf("tool.%03d", i) }
 
-func (h *fakeHandler) ListTools(ctx context.Context, p *gateway.Principal) ([]Tool, error) {
+func (h *fakeHandler) ListTools(ctx context.Context, p *gateway.Principal) ([]gateway.ListedTool, error) {
 	h.record(ctx, nil)
 	h.mu.Lock()
 	n, failing := h.nTools, h.listErr
@@ -110,9 +111,9 @@ func (h *fakeHandler) ListTools(ctx context.Context, p *gateway.Principal) ([]To
 	if failing != nil {
 		return nil, failing
 	}
-	tools := make([]Tool, n)
+	tools := make([]gateway.ListedTool, n)
 	for i := range tools {
-		tools[i] = Tool{Name: toolName(i), Description: "fake tool", InputSchema: json.RawMessage(`{"type":"object"}`)}
+		tools[i] = gateway.ListedTool{Name: toolName(i), Description: "fake tool", InputSchema: json.RawMessage(`{"type":"object"}`)}
 	}
 	return tools, nil
 }
@@ -131,7 +132,7 @@ func (h *fakeHandler) listCalls() int {
 	return len(h.requestIDs) - len(h.calls)
 }
 
-func (h *fakeHandler) record(ctx context.Context, call *CallToolParams) {
+func (h *fakeHandler) record(ctx context.Context, call *gateway.CallRequest) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.requestIDs = append(h.requestIDs, gateway.RequestIDFrom(ctx))
@@ -140,7 +141,7 @@ func (h *fakeHandler) record(ctx context.Context, call *CallToolParams) {
 	}
 }
 
-func (h *fakeHandler) lastCall() *CallToolParams {
+func (h *fakeHandler) lastCall() *gateway.CallRequest {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.calls) == 0 {
@@ -160,14 +161,14 @@ var regionSchema = json.RawMessage(`{"type":"object","properties":{
 
 var errBoom = errors.New("pq: connection refused to 10.0.0.7")
 
-func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *CallToolParams) (*gateway.ToolResult, error) {
+func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *gateway.CallRequest) (*gateway.ToolResult, error) {
 	h.record(ctx, call)
 	if call.ArgumentsErr != nil {
 		return nil, call.ArgumentsErr
 	}
 	switch call.Name {
 	case "region": // a tool whose schema mirrors arguments into headers
-		if err := call.CheckParamHeaders(regionSchema); err != nil {
+		if err := wire.CheckParamHeaders(call, regionSchema); err != nil {
 			return nil, err
 		}
 	case "deny":
@@ -323,9 +324,9 @@ type wireResp struct {
 	ID      json.RawMessage `json:"id"`
 	Result  json.RawMessage `json:"result"`
 	Error   *struct {
-		Code    int       `json:"code"`
-		Message string    `json:"message"`
-		Data    errorData `json:"data"`
+		Code    int            `json:"code"`
+		Message string         `json:"message"`
+		Data    wire.ErrorData `json:"data"`
 	} `json:"error"`
 }
 

@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // bearer adds an Authorization header to every request of the SDK client.
@@ -137,7 +138,7 @@ func interopCall(ctx context.Context, t *testing.T, cs *sdk.ClientSession, state
 	if !errors.As(err, &werr) || werr.Code != gateway.RPCInvalidParams {
 		t.Fatalf("invalid call: err = %v, want JSON-RPC error %d", err, gateway.RPCInvalidParams)
 	}
-	var data errorData
+	var data wire.ErrorData
 	if json.Unmarshal(werr.Data, &data) != nil || data.Class != "Invalid" || data.Status != 400 {
 		t.Fatalf("error data = %s", werr.Data)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // kind classifies one JSON-RPC message of a POST body.
@@ -66,10 +67,10 @@ type wireMessage struct {
 // response is one JSON-RPC response. ID nil encodes as null, which is how
 // JSON-RPC answers a request whose id could not be read.
 type response struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Result  any             `json:"result,omitempty"`
-	Error   *rpcError       `json:"error,omitempty"`
+	JSONRPC string            `json:"jsonrpc"`
+	ID      json.RawMessage   `json:"id"`
+	Result  any               `json:"result,omitempty"`
+	Error   *wire.ErrorObject `json:"error,omitempty"`
 }
 
 // notification is a server-to-client JSON-RPC notification.
@@ -89,15 +90,15 @@ func parseBody(body []byte, maxBatch int) (msgs []message, batch bool, err error
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
 		if batchOver(body, maxBatch) {
-			return nil, true, errStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
+			return nil, true, wire.ErrStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
 				"JSON-RPC batch has more than %d messages, the most this gateway accepts in one batch (an operator can raise MCPGATE_MAX_BATCH_MESSAGES); send at most %d per batch", maxBatch, maxBatch)
 		}
 		var raws []json.RawMessage
 		if err := json.Unmarshal(body, &raws); err != nil {
-			return nil, true, errParse("%s", notJSON(err))
+			return nil, true, wire.ErrParse("%s", notJSON(err))
 		}
 		if len(raws) == 0 {
-			return nil, true, errInvalidRequest("empty JSON-RPC batch; send at least one message")
+			return nil, true, wire.ErrInvalidRequest("empty JSON-RPC batch; send at least one message")
 		}
 		msgs = make([]message, len(raws))
 		for i, raw := range raws {
@@ -107,7 +108,7 @@ func parseBody(body []byte, maxBatch int) (msgs []message, batch bool, err error
 	}
 	m, syntaxErr := parseMessage(body)
 	if syntaxErr != nil {
-		return nil, false, errParse("%s; send one JSON-RPC message", notJSON(syntaxErr))
+		return nil, false, wire.ErrParse("%s; send one JSON-RPC message", notJSON(syntaxErr))
 	}
 	if m.kind == kindInvalid {
 		return []message{m}, false, m.err
@@ -265,5 +266,5 @@ func parseID(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 func invalid(id json.RawMessage, format string, args ...any) message {
-	return message{kind: kindInvalid, id: id, err: errInvalidRequest(format, args...)}
+	return message{kind: kindInvalid, id: id, err: wire.ErrInvalidRequest(format, args...)}
 }

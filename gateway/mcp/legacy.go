@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // legacyAllow is the Allow value of the HTTP+SSE transport's 405 replies.
@@ -65,7 +66,7 @@ func (l *legacyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.serveMessage(w, r, p)
 	default:
 		w.Header().Set("Allow", legacyAllow)
-		t.replyError(w, r, nil, errStatus(http.StatusMethodNotAllowed, gateway.EInvalid,
+		t.replyError(w, r, nil, wire.ErrStatus(http.StatusMethodNotAllowed, gateway.EInvalid,
 			"method %s is not served; the SSE transport takes GET (the event stream) and POST (messages)", r.Method))
 	}
 }
@@ -99,12 +100,12 @@ func (l *legacyHandler) serveMessage(w http.ResponseWriter, r *http.Request, p *
 	t := l.t
 	id := r.URL.Query().Get("sessionId")
 	if id == "" {
-		t.replyError(w, r, nil, errInvalidRequest("missing sessionId query parameter; POST to the URL named by the endpoint event of GET %s", l.messagePath))
+		t.replyError(w, r, nil, wire.ErrInvalidRequest("missing sessionId query parameter; POST to the URL named by the endpoint event of GET %s", l.messagePath))
 		return
 	}
 	s, err := t.lookupLegacy(id, p)
 	if err != nil {
-		t.replyError(w, r, nil, errStatus(http.StatusNotFound, gateway.ENotFound,
+		t.replyError(w, r, nil, wire.ErrStatus(http.StatusNotFound, gateway.ENotFound,
 			"SSE session not found or ended; open a new event stream with GET and use its endpoint"))
 		return
 	}
@@ -114,7 +115,7 @@ func (l *legacyHandler) serveMessage(w http.ResponseWriter, r *http.Request, p *
 	select {
 	case s.slots <- struct{}{}:
 	case <-s.done:
-		t.replyError(w, r, nil, errStatus(http.StatusNotFound, gateway.ENotFound, "SSE session ended; open a new event stream with GET"))
+		t.replyError(w, r, nil, wire.ErrStatus(http.StatusNotFound, gateway.ENotFound, "SSE session ended; open a new event stream with GET"))
 		return
 	case <-r.Context().Done():
 		return // the client gave up waiting
@@ -171,9 +172,9 @@ func (l *legacyHandler) initialize(ctx context.Context, s *session, m *message, 
 	var err error
 	switch {
 	case batch:
-		err = errInvalidRequest("initialize must not be part of a JSON-RPC batch; send it alone")
+		err = wire.ErrInvalidRequest("initialize must not be part of a JSON-RPC batch; send it alone")
 	case s.initialized.Swap(true):
-		err = errInvalidRequest("this SSE session is already initialized; open a new event stream to start another")
+		err = wire.ErrInvalidRequest("this SSE session is already initialized; open a new event stream to start another")
 	default:
 		var res *initializeResult
 		var caps clientCaps

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // Protocol versions this transport speaks, newest first (MCP 2025-11-25,
@@ -58,8 +58,9 @@ func negotiate(requested string, supported []string) string {
 }
 
 // Tool is one tool as tools/list shows it (MCP Tool: name, title,
-// description, inputSchema, annotations). An empty InputSchema is sent as
-// {"type":"object"} because the field is required.
+// description, inputSchema, annotations): a gateway.ListedTool in its wire
+// shape (the same fields, so one converts to the other). An empty
+// InputSchema is sent as {"type":"object"} because the field is required.
 type Tool struct {
 	Name        string          `json:"name"`
 	Title       string          `json:"title,omitempty"`
@@ -75,32 +76,6 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
 	return json.Marshal(plain(t))
-}
-
-// CallToolParams are the parsed params of one tools/call, parsed once by the
-// transport and read by every later step, never parsed again. Arguments is never
-// nil: absent or null arguments become an empty map and RawArguments "{}".
-// Numbers in Arguments are json.Number with the client's digits (no
-// float64 round trip), and no object in them repeats a member name
-// (canon.Decode); RawArguments keeps the exact bytes the client sent, which
-// an adapter that forwards the call passes on.
-// Meta is the request's "_meta" object as the client sent it (a JSON
-// object, not decoded: the transport reads only its progressToken and, at
-// 2026-07-28, its log level), nil when absent or null.
-type CallToolParams struct {
-	Name         string
-	Arguments    map[string]any
-	RawArguments json.RawMessage
-	Meta         json.RawMessage
-	// ArgumentsErr is an EInvalid error when the params were malformed
-	// (not an object, no string name, "arguments" not an object, bad
-	// "_meta"); Arguments is then empty and Name is whatever could be read.
-	// The handler must refuse the call with it (after auditing it).
-	ArgumentsErr error
-
-	// header is the request's HTTP header at protocol 2026-07-28 (nil at
-	// the session-based versions), read by CheckParamHeaders.
-	header http.Header
 }
 
 // initializeResult is the InitializeResult of MCP basic/lifecycle.
@@ -132,14 +107,14 @@ func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Princip
 	case "tools/list":
 		return t.listTools(ctx, s, p, m.params)
 	case "tools/call":
-		var relay func(context.Context, *CallToolParams) context.Context
+		var relay func(context.Context, *gateway.CallRequest) context.Context
 		switch {
 		case s != nil:
-			relay = func(ctx context.Context, call *CallToolParams) context.Context {
+			relay = func(ctx context.Context, call *gateway.CallRequest) context.Context {
 				return t.withCallRelay(ctx, s, call, stream)
 			}
 		case m.version != "": // a stateless (2026-07-28) call
-			relay = func(ctx context.Context, _ *CallToolParams) context.Context {
+			relay = func(ctx context.Context, _ *gateway.CallRequest) context.Context {
 				return gateway.WithRelay(ctx, newModernRelay(m, stream))
 			}
 		}
@@ -147,7 +122,7 @@ func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Princip
 	case "logging/setLevel":
 		return t.setLogLevel(s, m.params)
 	case "initialize":
-		return nil, errInvalidRequest("initialize may only be sent alone, without Mcp-Session-Id, to start a session")
+		return nil, wire.ErrInvalidRequest("initialize may only be sent alone, without Mcp-Session-Id, to start a session")
 	default:
 		return nil, gateway.Errorf(gateway.EMethodNotFound,
 			"method %q is not served by this MCP endpoint; it serves %s", m.method, methods)
@@ -222,9 +197,9 @@ func (t *Transport) listTools(ctx context.Context, s *session, p *gateway.Princi
 		return nil, errBadCursor
 	}
 	end := min(start+t.opts.PageSize, len(tools))
-	res := &listToolsResult{Tools: tools[start:end]}
-	if res.Tools == nil {
-		res.Tools = []Tool{}
+	res := &listToolsResult{Tools: make([]Tool, 0, end-start)}
+	for _, tool := range tools[start:end] {
+		res.Tools = append(res.Tools, Tool(tool))
 	}
 	if end < len(tools) {
 		res.NextCursor = encodeCursor(end)
@@ -280,21 +255,21 @@ func requestVersion(s *session, m *message) string {
 // returned, to be answered as a JSON-RPC error. relay, when not nil, puts
 // the call's server-to-client paths (gateway.Relay, gateway.Elicitor) in
 // its context.
-func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, m *message, version string, relay func(context.Context, *CallToolParams) context.Context) (any, error) {
+func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, m *message, version string, relay func(context.Context, *gateway.CallRequest) context.Context) (any, error) {
 	params := m.params
-	var call *CallToolParams
+	var call *gateway.CallRequest
 	var err error
 	if m.hasSplit { // a 2026-07-28 request, whose members checkModern has found
 		call, err = buildCallParams(callParamsFrom(m.split.Name, m.split.Arguments, m.split.Meta))
 		if err == nil {
-			call.header = m.header
+			call.Header = m.header
 		}
 	} else {
 		call, err = parseCallParams(params)
 	}
 	if err != nil {
 		// Still a tools/call: the handler audits it, then refuses it with err.
-		call = &CallToolParams{Name: readableName(params), Arguments: map[string]any{},
+		call = &gateway.CallRequest{Name: readableName(params), Arguments: map[string]any{},
 			RawArguments: json.RawMessage(`{}`), ArgumentsErr: err}
 	} else if relay != nil {
 		ctx = relay(ctx, call)
@@ -328,7 +303,7 @@ func readableName(params json.RawMessage) string {
 
 // parseCallParams reads {"name", "arguments", "_meta"}; anything malformed
 // is -32602 naming the problem.
-func parseCallParams(params json.RawMessage) (*CallToolParams, error) {
+func parseCallParams(params json.RawMessage) (*gateway.CallRequest, error) {
 	var in callParams
 	return buildCallParams(in, decodeParams(params, &in))
 }
@@ -366,7 +341,7 @@ func callParamsFrom(name, arguments, meta json.RawMessage) (in callParams, err e
 
 // buildCallParams is parseCallParams after the members are read (err:
 // decodeParams' error).
-func buildCallParams(in callParams, err error) (*CallToolParams, error) {
+func buildCallParams(in callParams, err error) (*gateway.CallRequest, error) {
 	if err == nil {
 		err = checkMetaObject(in.Meta)
 	}
@@ -377,7 +352,7 @@ func buildCallParams(in callParams, err error) (*CallToolParams, error) {
 	if in.Name == "" {
 		return nil, gateway.Errorf(gateway.EInvalid, `tools/call needs "name": the tool to call (see tools/list)`)
 	}
-	call := &CallToolParams{Name: in.Name}
+	call := &gateway.CallRequest{Name: in.Name}
 	if string(in.Meta) != "null" {
 		call.Meta = in.Meta
 	}
@@ -429,7 +404,7 @@ func checkMetaObject(raw json.RawMessage) error {
 }
 
 // metaMember returns the value of member key of meta, a JSON object such
-// as CallToolParams.Meta (the last of repeated members, as encoding/json
+// as gateway.CallRequest.Meta (the last of repeated members, as encoding/json
 // reads them), nil when meta has no such member or is not an object. The
 // value shares meta's memory.
 func metaMember(meta json.RawMessage, key string) json.RawMessage {

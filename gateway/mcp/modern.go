@@ -3,7 +3,6 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -11,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // The stateless protocol 2026-07-28 (MCP 2026-07-28: basic/transports/
@@ -45,8 +44,8 @@ const (
 	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 
 	// JSON-RPC codes of MCP 2026-07-28 (basic/index, "Error Codes").
-	rpcHeaderMismatch      = -32020
-	rpcUnsupportedProtocol = -32022
+	rpcHeaderMismatch      = wire.RPCHeaderMismatch
+	rpcUnsupportedProtocol = wire.RPCUnsupportedProtocol
 
 	// listTTLMillis is the ttlMs of tools/list results: 0, immediately
 	// stale, because the list follows the caller's profile, which an
@@ -100,18 +99,11 @@ func metaVersionOf(params json.RawMessage) string {
 	return v
 }
 
-// errHeaderMismatch is HTTP 400 with HeaderMismatch (-32020).
-func errHeaderMismatch(format string, args ...any) error {
-	e := errInvalidRequest(format, args...).(*protocolError)
-	e.code = rpcHeaderMismatch
-	return e
-}
-
 // errMetaInvalid is HTTP 400 with -32602: a required _meta field is missing
 // or malformed (MCP 2026-07-28, basic/index, "Per-request protocol fields").
 func errMetaInvalid(format string, args ...any) error {
-	e := errInvalidRequest(format, args...).(*protocolError)
-	e.code = gateway.RPCInvalidParams
+	e := wire.ErrInvalidRequest(format, args...)
+	e.Code = gateway.RPCInvalidParams
 	return e
 }
 
@@ -122,25 +114,23 @@ func errUnsupportedVersion(requested string) error {
 	if slices.Contains(supportedVersions, requested) {
 		msg = "protocol version %q is served with initialize and a session (Mcp-Session-Id), not with per-request _meta; this server speaks %v"
 	}
-	e := errInvalidRequest(msg, requested, discoverVersions).(*protocolError)
-	e.code = rpcUnsupportedProtocol
-	e.supported, e.requested = discoverVersions, requested
+	e := wire.ErrInvalidRequest(msg, requested, discoverVersions)
+	e.Code = rpcUnsupportedProtocol
+	e.Supported, e.Requested = discoverVersions, requested
 	return e
 }
 
 // errModernMethodNotFound is HTTP 404 with -32601 (MCP 2026-07-28,
 // streamable-http, "Protocol Version Header").
 func errModernMethodNotFound(method string) error {
-	return &protocolError{status: http.StatusNotFound, code: gateway.RPCMethodNotFound, class: gateway.EMethodNotFound,
-		msg: "method " + quote(method) + " is not served by this MCP endpoint at protocol 2026-07-28; it serves " + modernMethods}
+	return &wire.ProtocolError{Status: http.StatusNotFound, Code: gateway.RPCMethodNotFound, Class: gateway.EMethodNotFound,
+		Msg: "method " + wire.Quote(method) + " is not served by this MCP endpoint at protocol 2026-07-28; it serves " + modernMethods}
 }
-
-func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // serveModern answers one stateless POST.
 func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gateway.Principal, msgs []message, batch bool, f format) {
 	if batch {
-		t.replyError(w, r, nil, errInvalidRequest("protocol 2026-07-28 takes one JSON-RPC message per POST; JSON-RPC batches are not part of it"))
+		t.replyError(w, r, nil, wire.ErrInvalidRequest("protocol 2026-07-28 takes one JSON-RPC message per POST; JSON-RPC batches are not part of it"))
 		return
 	}
 	m := &msgs[0]
@@ -149,7 +139,7 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case kindResponse:
-		t.replyError(w, r, nil, errInvalidRequest("protocol 2026-07-28 clients send no JSON-RPC responses: this server sends no requests"))
+		t.replyError(w, r, nil, wire.ErrInvalidRequest("protocol 2026-07-28 clients send no JSON-RPC responses: this server sends no requests"))
 		return
 	}
 	if err := checkModern(r, m); err != nil {
@@ -196,7 +186,7 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 		body, err = t.modernResult(res, hints, id)
 	}
 	switch {
-	case err != nil && (isProtocolError(err) || gateway.ErrorCodeOf(err) == gateway.EMissingCapability) && reply.fail(func() { t.replyError(w, r, m.id, err) }):
+	case err != nil && (wire.IsProtocolError(err) || gateway.ErrorCodeOf(err) == gateway.EMissingCapability) && reply.fail(func() { t.replyError(w, r, m.id, err) }):
 		// A refusal of the transport that the handler passed on (an
 		// Mcp-Param-* header, CheckParamHeaders), or a capability the
 		// client did not declare (SEP-2575: "For HTTP, the response
@@ -229,19 +219,19 @@ func (t *Transport) safeCall(ctx context.Context, p *gateway.Principal, m *messa
 func checkModern(r *http.Request, m *message) error {
 	headerVersion, ok := headerValue(r, headerProtocolVersion)
 	if !ok {
-		return errHeaderMismatch("header MCP-Protocol-Version has invalid characters; send the protocol version of params._meta[%q]", metaProtocolVersion)
+		return wire.ErrHeaderMismatch("header MCP-Protocol-Version has invalid characters; send the protocol version of params._meta[%q]", metaProtocolVersion)
 	}
 	if headerVersion == "" {
-		return errHeaderMismatch("missing MCP-Protocol-Version header; protocol 2026-07-28 requires it on every POST, equal to params._meta[%q]", metaProtocolVersion)
+		return wire.ErrHeaderMismatch("missing MCP-Protocol-Version header; protocol 2026-07-28 requires it on every POST, equal to params._meta[%q]", metaProtocolVersion)
 	}
 	method, ok := headerValue(r, headerMethod)
 	switch {
 	case !ok:
-		return errHeaderMismatch("header Mcp-Method has invalid characters; send the request's method")
+		return wire.ErrHeaderMismatch("header Mcp-Method has invalid characters; send the request's method")
 	case method == "":
-		return errHeaderMismatch("missing Mcp-Method header; protocol 2026-07-28 requires it on every request, equal to the body's method %q", m.method)
+		return wire.ErrHeaderMismatch("missing Mcp-Method header; protocol 2026-07-28 requires it on every request, equal to the body's method %q", m.method)
 	case method != m.method:
-		return errHeaderMismatch("header mismatch: Mcp-Method header value %q does not match body method %q", method, m.method)
+		return wire.ErrHeaderMismatch("header mismatch: Mcp-Method header value %q does not match body method %q", method, m.method)
 	}
 	// One pass over params serves the Mcp-Name check and the _meta checks,
 	// and one over _meta finds the members the transport reads (also the
@@ -290,7 +280,7 @@ func checkModern(r *http.Request, m *message) error {
 		return errMetaInvalid("params._meta[%q] is required (an object, {} when the client declares none) on every 2026-07-28 request", metaClientCapabilities)
 	}
 	if headerVersion != version {
-		return errHeaderMismatch("header mismatch: MCP-Protocol-Version header value %q does not match params._meta[%q] %q", headerVersion, metaProtocolVersion, version)
+		return wire.ErrHeaderMismatch("header mismatch: MCP-Protocol-Version header value %q does not match params._meta[%q] %q", headerVersion, metaProtocolVersion, version)
 	}
 	if !slices.Contains(modernVersions, version) {
 		return errUnsupportedVersion(version)
@@ -299,7 +289,7 @@ func checkModern(r *http.Request, m *message) error {
 	m.capabilities = caps
 	if m.method == "tools/call" {
 		m.split, m.hasSplit = in, true
-		m.header = r.Header // for the Mcp-Param-* headers (CallToolParams.CheckParamHeaders)
+		m.header = r.Header // for the Mcp-Param-* headers (gateway.CallRequest.CheckParamHeaders)
 	}
 	return nil
 }
@@ -350,20 +340,20 @@ func modernFields(params json.RawMessage) (in modernParams, err error) {
 func checkNameHeader(r *http.Request, bodyName string) error {
 	header, ok := headerValue(r, headerName)
 	if !ok {
-		return errHeaderMismatch("header Mcp-Name has invalid characters; send the tool name, Base64-encoded as =?base64?…?= when it is not plain ASCII")
+		return wire.ErrHeaderMismatch("header Mcp-Name has invalid characters; send the tool name, Base64-encoded as =?base64?…?= when it is not plain ASCII")
 	}
 	if header == "" {
 		if bodyName == "" {
 			return nil
 		}
-		return errHeaderMismatch("missing Mcp-Name header; tools/call at protocol 2026-07-28 requires it, equal to params.name %q", bodyName)
+		return wire.ErrHeaderMismatch("missing Mcp-Name header; tools/call at protocol 2026-07-28 requires it, equal to params.name %q", bodyName)
 	}
-	name, ok := decodeSentinel(header)
+	name, ok := wire.DecodeSentinel(header)
 	if !ok {
-		return errHeaderMismatch("header Mcp-Name %q is not valid Base64 (=?base64?…?=) of UTF-8 text", header)
+		return wire.ErrHeaderMismatch("header Mcp-Name %q is not valid Base64 (=?base64?…?=) of UTF-8 text", header)
 	}
 	if name != bodyName {
-		return errHeaderMismatch("header mismatch: Mcp-Name header value %q does not match body params.name %q", name, bodyName)
+		return wire.ErrHeaderMismatch("header mismatch: Mcp-Name header value %q does not match body params.name %q", name, bodyName)
 	}
 	return nil
 }
@@ -376,25 +366,7 @@ func headerValue(r *http.Request, name string) (string, bool) {
 	if len(vals) == 0 {
 		return "", true
 	}
-	return trimmedValue(vals)
-}
-
-// decodeSentinel decodes "=?base64?<Base64>?=" (MCP 2026-07-28,
-// streamable-http, "Value Encoding"); any other value is itself.
-func decodeSentinel(v string) (string, bool) {
-	inner, ok := strings.CutPrefix(v, "=?base64?")
-	if !ok {
-		return v, true
-	}
-	inner, ok = strings.CutSuffix(inner, "?=")
-	if !ok {
-		return v, true
-	}
-	b, err := base64.StdEncoding.DecodeString(inner)
-	if err != nil || !utf8.Valid(b) {
-		return "", false
-	}
-	return string(b), true
+	return wire.TrimmedValue(vals)
 }
 
 // discoverResult is DiscoverResult without the fields modernResult adds.
@@ -422,10 +394,10 @@ type cacheHints struct {
 func newCacheHints(ttlMillis int, scope string) *cacheHints {
 	h := &cacheHints{fields: map[string]json.RawMessage{
 		"ttlMs":      json.RawMessage(strconv.Itoa(ttlMillis)),
-		"cacheScope": json.RawMessage(quote(scope)),
+		"cacheScope": json.RawMessage(wire.Quote(scope)),
 	}}
 	for _, k := range slices.Sorted(maps.Keys(h.fields)) {
-		h.suffix += "," + quote(k) + ":" + string(h.fields[k])
+		h.suffix += "," + wire.Quote(k) + ":" + string(h.fields[k])
 	}
 	return h
 }
@@ -538,7 +510,7 @@ func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, p *gatew
 		return
 	}
 	if _, sseOK := acceptable(r.Header.Values("Accept")); !sseOK {
-		t.replyError(w, r, m.id, errStatus(http.StatusNotAcceptable, gateway.EInvalid,
+		t.replyError(w, r, m.id, wire.ErrStatus(http.StatusNotAcceptable, gateway.EInvalid,
 			"subscriptions/listen answers with an event stream; send Accept: application/json, text/event-stream"))
 		return
 	}

@@ -17,7 +17,7 @@ type toolSet struct {
 	sum   [sha256.Size]byte
 }
 
-func toolSetHash(tools []Tool) toolSet {
+func toolSetHash(tools []gateway.ListedTool) toolSet {
 	h := sha256.New()
 	for _, t := range tools {
 		h.Write([]byte(t.Name))

@@ -36,7 +36,7 @@ var _ gateway.Relay = (*callRelay)(nil)
 
 // newCallRelay is the relay of call on session s; stream is the call's
 // response stream, nil when it has none (a batch member, HTTP+SSE).
-func (t *Transport) newCallRelay(s *session, call *CallToolParams, stream func([]byte) bool) *callRelay {
+func (t *Transport) newCallRelay(s *session, call *gateway.CallRequest, stream func([]byte) bool) *callRelay {
 	r := &callRelay{t: t, s: s, stream: stream}
 	r.token = progressToken(call.Meta)
 	return r
@@ -45,7 +45,7 @@ func (t *Transport) newCallRelay(s *session, call *CallToolParams, stream func([
 // withCallRelay returns ctx carrying the relay of call on session s and,
 // when s's client declared elicitation in form mode, its Elicitor: the
 // gateway's own elicitation/create requests go the relay's way.
-func (t *Transport) withCallRelay(ctx context.Context, s *session, call *CallToolParams, stream func([]byte) bool) context.Context {
+func (t *Transport) withCallRelay(ctx context.Context, s *session, call *gateway.CallRequest, stream func([]byte) bool) context.Context {
 	r := t.newCallRelay(s, call, stream)
 	ctx = gateway.WithRelay(ctx, r)
 	if s.elicitForm.Load() {

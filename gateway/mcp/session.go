@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // Header names of the Streamable HTTP transport (MCP 2025-11-25,
@@ -307,7 +308,7 @@ var errClosed = gateway.Errorf(gateway.EUnavailable, "the MCP endpoint is shutti
 func (t *Transport) session(r *http.Request, p *gateway.Principal) (*session, error) {
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
-		return nil, errInvalidRequest("missing Mcp-Session-Id header; send initialize first and repeat the session id it returns on every request")
+		return nil, wire.ErrInvalidRequest("missing Mcp-Session-Id header; send initialize first and repeat the session id it returns on every request")
 	}
 	s, err := t.lookupStreamable(r.Context(), id, p)
 	if err != nil {
@@ -324,7 +325,7 @@ var errNoSession = errors.New("no such session")
 
 // errSessionNotFound answers a Streamable HTTP request whose session id
 // does not verify for its credential, is too old, or was ended.
-var errSessionNotFound = errStatus(http.StatusNotFound, gateway.ENotFound,
+var errSessionNotFound = wire.ErrStatus(http.StatusNotFound, gateway.ENotFound,
 	"session not found or ended; send initialize again without Mcp-Session-Id")
 
 // sessionCheckTimeout bounds the store lookup of a session's end on every
@@ -449,10 +450,10 @@ func checkVersionHeader(r *http.Request, negotiated string) error {
 	case v == "" || v == negotiated:
 		return nil
 	case !slices.Contains(supportedVersions, v):
-		return errInvalidRequest("unsupported MCP-Protocol-Version %q; this server supports %v and this session negotiated %s",
+		return wire.ErrInvalidRequest("unsupported MCP-Protocol-Version %q; this server supports %v and this session negotiated %s",
 			v, supportedVersions, negotiated)
 	default:
-		return errInvalidRequest("MCP-Protocol-Version %q differs from the version %s negotiated by initialize for this session",
+		return wire.ErrInvalidRequest("MCP-Protocol-Version %q differs from the version %s negotiated by initialize for this session",
 			v, negotiated)
 	}
 }

@@ -18,7 +18,7 @@ type slowCalls struct {
 	delay time.Duration
 }
 
-func (h slowCalls) CallTool(ctx context.Context, p *gateway.Principal, call *CallToolParams) (*gateway.ToolResult, error) {
+func (h slowCalls) CallTool(ctx context.Context, p *gateway.Principal, call *gateway.CallRequest) (*gateway.ToolResult, error) {
 	time.Sleep(h.delay)
 	return h.fakeHandler.CallTool(ctx, p, call)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // DenialMetaKey is the member of a tool execution error's _meta that holds
@@ -83,7 +84,7 @@ func ToolError(err error, version string) *ToolErrorResult {
 		Content: []TextBlock{{Type: "text", Text: ge.Message}},
 		IsError: true,
 		Meta: map[string]*Denial{DenialMetaKey: {
-			Class: ge.Code.Class(), Status: ge.Code.HTTPStatus(), Code: reasons[0].Code,
+			Class: ge.Code.Class(), Status: wire.HTTPStatus(ge.Code), Code: reasons[0].Code,
 			DecisionID: ge.DecisionID, Reasons: reasons, Bucket: ge.Bucket,
 		}},
 	}

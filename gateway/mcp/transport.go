@@ -26,7 +26,7 @@
 // stateless 2026-07-28 path (no progress there, and the input-required
 // results that replace server-to-client requests are not relayed). The
 // 2026-07-28 Mcp-Param-* headers are checked by the handler through
-// CallToolParams.CheckParamHeaders, once the policy allowed the tool.
+// gateway.CallRequest.CheckParamHeaders, once the policy allowed the tool.
 package mcp
 
 import (
@@ -48,6 +48,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // Authenticator authenticates one HTTP request. On failure it returns a
@@ -62,10 +63,10 @@ type Authenticator interface {
 type Handler interface {
 	// ListTools returns every tool p may see, in order; the transport
 	// paginates.
-	ListTools(ctx context.Context, p *gateway.Principal) ([]Tool, error)
+	ListTools(ctx context.Context, p *gateway.Principal) ([]gateway.ListedTool, error)
 	// CallTool runs one tools/call. The result is sent as the MCP
 	// CallToolResult.
-	CallTool(ctx context.Context, p *gateway.Principal, call *CallToolParams) (*gateway.ToolResult, error)
+	CallTool(ctx context.Context, p *gateway.Principal, call *gateway.CallRequest) (*gateway.ToolResult, error)
 }
 
 // Options configure a Transport. Authenticator and Handler are required;
@@ -333,7 +334,7 @@ func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.serveDELETE(w, r, p)
 	default:
 		w.Header().Set("Allow", allowHeader)
-		t.replyError(w, r, nil, errStatus(http.StatusMethodNotAllowed, gateway.EInvalid,
+		t.replyError(w, r, nil, wire.ErrStatus(http.StatusMethodNotAllowed, gateway.EInvalid,
 			"method %s is not served; the MCP endpoint takes POST, GET and DELETE", r.Method))
 	}
 }
@@ -380,7 +381,7 @@ func (t *Transport) replyError(w http.ResponseWriter, r *http.Request, id json.R
 func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
 	f, ok := replyFormat(r)
 	if !ok {
-		t.replyError(w, r, nil, errStatus(http.StatusNotAcceptable, gateway.EInvalid,
+		t.replyError(w, r, nil, wire.ErrStatus(http.StatusNotAcceptable, gateway.EInvalid,
 			"Accept must allow application/json or text/event-stream"))
 		return
 	}
@@ -446,7 +447,7 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) (body []byt
 	}
 	if !t.bodies.TryAcquire(charge) {
 		w.Header().Set("Retry-After", "1")
-		return nil, nil, errStatus(http.StatusServiceUnavailable, gateway.EUnavailable,
+		return nil, nil, wire.ErrStatus(http.StatusServiceUnavailable, gateway.EUnavailable,
 			"the gateway already holds %d bytes of unanswered request bodies, its limit (MCPGATE_MAX_HELD_BODY_BYTES); retry in a moment", t.opts.MaxHeldBodyBytes)
 	}
 	body, err = readBodyBytes(http.MaxBytesReader(w, r.Body, t.opts.MaxBodyBytes), r.ContentLength, t.opts.MaxBodyBytes)
@@ -454,13 +455,13 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) (body []byt
 	var nerr net.Error
 	switch {
 	case errors.As(err, &tooBig):
-		err = errStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
+		err = wire.ErrStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
 			"request body exceeds %d bytes; send smaller messages", t.opts.MaxBodyBytes)
 	case errors.As(err, &nerr) && nerr.Timeout():
-		err = errStatus(http.StatusRequestTimeout, gateway.EInvalid,
+		err = wire.ErrStatus(http.StatusRequestTimeout, gateway.EInvalid,
 			"the request body did not arrive in time; send the whole body right after the headers")
 	case err != nil:
-		err = errInvalidRequest("could not read the request body: %v", err)
+		err = wire.ErrInvalidRequest("could not read the request body: %v", err)
 	}
 	if err != nil {
 		t.bodies.Release(charge)
@@ -501,7 +502,7 @@ func (t *Transport) checkPOST(r *http.Request, p *gateway.Principal, msgs []mess
 	if batch {
 		for i := range msgs {
 			if msgs[i].kind == kindRequest && msgs[i].method == "initialize" {
-				return nil, errInvalidRequest("initialize must not be part of a JSON-RPC batch; send it alone")
+				return nil, wire.ErrInvalidRequest("initialize must not be part of a JSON-RPC batch; send it alone")
 			}
 		}
 	}
@@ -510,7 +511,7 @@ func (t *Transport) checkPOST(r *http.Request, p *gateway.Principal, msgs []mess
 		return nil, err
 	}
 	if batch && s.version != Version20250326 {
-		return nil, errInvalidRequest("JSON-RPC batching was removed in MCP 2025-06-18 and this session negotiated %s; send one message per POST", s.version)
+		return nil, wire.ErrInvalidRequest("JSON-RPC batching was removed in MCP 2025-06-18 and this session negotiated %s; send one message per POST", s.version)
 	}
 	return s, nil
 }
@@ -519,7 +520,7 @@ func (t *Transport) checkPOST(r *http.Request, p *gateway.Principal, msgs []mess
 // id is sent in the Mcp-Session-Id header.
 func (t *Transport) serveInitialize(w http.ResponseWriter, r *http.Request, p *gateway.Principal, m *message, f format) {
 	if r.Header.Get(headerSessionID) != "" {
-		t.replyError(w, r, m.id, errInvalidRequest("initialize starts a new session; send it without Mcp-Session-Id"))
+		t.replyError(w, r, m.id, wire.ErrInvalidRequest("initialize starts a new session; send it without Mcp-Session-Id"))
 		return
 	}
 	ctx := gateway.WithRequestID(r.Context(), newRequestID())
@@ -585,7 +586,7 @@ func (t *Transport) handleMessages(ctx context.Context, s *session, msgs []messa
 // errReplyBudget answers the requests of a batch after its responses have
 // reached MaxBatchReplyBytes.
 func errReplyBudget(budget int64) error {
-	return errStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
+	return wire.ErrStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
 		"not run: the responses to this POST already reached %d bytes, the most one POST may produce (an operator can raise MCPGATE_MAX_BATCH_REPLY_BYTES); send this request again in a new POST", budget)
 }
 
@@ -706,7 +707,7 @@ func newRequestID() string {
 func (t *Transport) serveGET(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
 	if _, sseOK := acceptable(r.Header.Values("Accept")); !sseOK || len(r.Header.Values("Accept")) == 0 {
 		w.Header().Set("Allow", allowHeader)
-		t.replyError(w, r, nil, errStatus(http.StatusMethodNotAllowed, gateway.EInvalid,
+		t.replyError(w, r, nil, wire.ErrStatus(http.StatusMethodNotAllowed, gateway.EInvalid,
 			"GET opens the server-to-client event stream; send Accept: text/event-stream"))
 		return
 	}
@@ -717,7 +718,7 @@ func (t *Transport) serveGET(w http.ResponseWriter, r *http.Request, p *gateway.
 	}
 	ch, ok := s.openStream()
 	if !ok {
-		t.replyError(w, r, nil, errStatus(http.StatusConflict, gateway.EConflict,
+		t.replyError(w, r, nil, wire.ErrStatus(http.StatusConflict, gateway.EConflict,
 			"this session already has an open GET stream; close it before opening another"))
 		return
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
 )
 
@@ -57,7 +56,7 @@ func TestCallOfAGoneClientIsNotDispatched(t *testing.T) {
 			}
 			f.pl.Store = late
 			raw, _ := json.Marshal(pause)
-			_, err := f.pl.CallTool(ctx, f.p, &mcp.CallToolParams{Name: "schedule.pause", Arguments: pause, RawArguments: raw})
+			_, err := f.pl.CallTool(ctx, f.p, &gateway.CallRequest{Name: "schedule.pause", Arguments: pause, RawArguments: raw})
 			if n := f.up.calls.Load(); n != 0 {
 				t.Fatalf("the adapter ran %d times for a call whose request had ended", n)
 			}

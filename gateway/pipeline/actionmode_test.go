@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/tools"
 )
 
@@ -27,7 +26,7 @@ func TestActionClassFallbackFailsClosed(t *testing.T) {
 		p.Mode = mode
 		var args map[string]any
 		_ = json.Unmarshal([]byte(raw), &args)
-		_, err := f.pl.CallTool(context.Background(), &p, &mcp.CallToolParams{Name: tool, Arguments: args, RawArguments: json.RawMessage(raw)})
+		_, err := f.pl.CallTool(context.Background(), &p, &gateway.CallRequest{Name: tool, Arguments: args, RawArguments: json.RawMessage(raw)})
 		return err
 	}
 	for _, mode := range []string{"plan", "review", "orchestrate", "Chat", "weird"} {

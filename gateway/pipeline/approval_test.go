@@ -9,7 +9,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 )
@@ -49,7 +48,7 @@ func callAsync(f *fixture, raw string) <-chan error {
 	go func() {
 		var args map[string]any
 		_ = json.Unmarshal([]byte(raw), &args)
-		_, err := f.pl.CallTool(context.Background(), f.p, &mcp.CallToolParams{Name: "schedule.pause", Arguments: args, RawArguments: json.RawMessage(raw)})
+		_, err := f.pl.CallTool(context.Background(), f.p, &gateway.CallRequest{Name: "schedule.pause", Arguments: args, RawArguments: json.RawMessage(raw)})
 		done <- err
 	}()
 	return done
@@ -202,7 +201,7 @@ func TestApprovalNotElicitedFromAnAgent(t *testing.T) {
 			el := approvingElicitor{asked: make(chan struct{}, 1)}
 			ctx := gateway.WithElicitor(context.Background(), el)
 			raw := `{"schedule_id":"sch_1"}`
-			_, err := f.pl.CallTool(ctx, &p, &mcp.CallToolParams{Name: "schedule.pause",
+			_, err := f.pl.CallTool(ctx, &p, &gateway.CallRequest{Name: "schedule.pause",
 				Arguments: map[string]any{"schedule_id": "sch_1"}, RawArguments: json.RawMessage(raw)})
 			asked := len(el.asked) > 0
 			if ran := err == nil && len(rec.calls) == 1; ran != wantRun || asked != wantRun {

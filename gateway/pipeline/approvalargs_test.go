@@ -12,7 +12,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 )
@@ -55,7 +54,7 @@ func TestApprovalShowsCanonicalArguments(t *testing.T) {
 		if err := json.Unmarshal([]byte(raw), &args); err != nil {
 			t.Fatal(err)
 		}
-		_, err := f.pl.CallTool(ctx, &p, &mcp.CallToolParams{Name: "issue.comment", Arguments: args, RawArguments: json.RawMessage(raw)})
+		_, err := f.pl.CallTool(ctx, &p, &gateway.CallRequest{Name: "issue.comment", Arguments: args, RawArguments: json.RawMessage(raw)})
 		return err
 	}
 
@@ -120,7 +119,7 @@ func TestPendingApprovalsBoundedPerPrincipal(t *testing.T) {
 	call := func(i int) {
 		args := map[string]any{"schedule_id": fmt.Sprintf("sch_%d", i)}
 		raw, _ := json.Marshal(args)
-		_, err := f.pl.CallTool(ctx, f.p, &mcp.CallToolParams{Name: "schedule.pause", Arguments: args, RawArguments: raw})
+		_, err := f.pl.CallTool(ctx, f.p, &gateway.CallRequest{Name: "schedule.pause", Arguments: args, RawArguments: raw})
 		done <- err
 	}
 	for i := range approvals.MaxPendingPerPrincipal {
@@ -142,7 +141,7 @@ func TestPendingApprovalsBoundedPerPrincipal(t *testing.T) {
 	octx, ocancel := context.WithCancel(context.Background())
 	odone := make(chan error, 1)
 	go func() {
-		_, err := f.pl.CallTool(octx, &other, &mcp.CallToolParams{Name: "schedule.pause", Arguments: map[string]any{"schedule_id": "sch_0"}})
+		_, err := f.pl.CallTool(octx, &other, &gateway.CallRequest{Name: "schedule.pause", Arguments: map[string]any{"schedule_id": "sch_0"}})
 		odone <- err
 	}()
 	pendingOf(t, ch)
@@ -163,7 +162,7 @@ func TestApprovalRequestsCountAgainstRefusalBudget(t *testing.T) {
 	limited := 0
 	for i := range 10 {
 		args := map[string]any{"schedule_id": fmt.Sprintf("sch_%d", i)}
-		_, err := f.pl.CallTool(ctx, f.p, &mcp.CallToolParams{Name: "schedule.pause", Arguments: args})
+		_, err := f.pl.CallTool(ctx, f.p, &gateway.CallRequest{Name: "schedule.pause", Arguments: args})
 		var ge *gateway.Error
 		if errors.As(err, &ge) && ge.Code == gateway.ERateLimited && ge.Bucket == pipeline.RefusalBucket {
 			limited++
@@ -186,7 +185,7 @@ func TestApprovalWaitEndsWithRequest(t *testing.T) {
 	ctx := gateway.WithCarrier(context.WithoutCancel(carrier), carrier) // as the transport builds it
 	done := make(chan error, 1)
 	go func() {
-		_, err := f.pl.CallTool(ctx, f.p, &mcp.CallToolParams{Name: "schedule.pause", Arguments: map[string]any{"schedule_id": "sch_1"}})
+		_, err := f.pl.CallTool(ctx, f.p, &gateway.CallRequest{Name: "schedule.pause", Arguments: map[string]any{"schedule_id": "sch_1"}})
 		done <- err
 	}()
 	a := pendingOf(t, ch)

@@ -18,7 +18,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 )
 
 // finish settles the call's audit row, the only write of it besides the
@@ -150,7 +149,7 @@ func reasonCodes(rs []gateway.Reason) []string {
 // (confirm.InputHash, which also leaves out idempotency_key). Arguments
 // that could not be decoded (call.ArgumentsErr) have no canonical form;
 // the row of such a call, always refused, hashes the bytes as sent.
-func argumentsHash(call *mcp.CallToolParams) string {
+func argumentsHash(call *gateway.CallRequest) string {
 	if call.ArgumentsErr == nil {
 		if h, err := canon.Hash(withoutToken(call.Arguments)); err == nil {
 			return h

@@ -7,8 +7,8 @@ import (
 	"testing/fstest"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/canon"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -87,7 +87,7 @@ func benchPipeline(b *testing.B, bundle fstest.MapFS, adapter pipeline.Adapter) 
 		Profile:          &gateway.Profile{WorkspaceID: "ws-a", ID: "p-1", Name: "ci-bot", Allowlist: []string{"supacloud.read.*", "supacloud.ops.*"}},
 	}
 	pl := &pipeline.Pipeline{Store: &memoryStore{}, Callers: fixedCaller{caller}, Decider: engine, Catalog: cat,
-		Adapter: adapter, RateLimits: &rules}
+		Adapter: adapter, RateLimits: &rules, CheckParamHeaders: wire.CheckParamHeaders}
 	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "olivia", WorkspaceID: "ws-a", TaskID: "t-1", ProfileID: "p-1"}
 	return pl, p
 }
@@ -107,7 +107,7 @@ func BenchmarkCallTool(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := pl.CallTool(ctx, p, &mcp.CallToolParams{Name: "workflow.trigger", Arguments: args.(map[string]any), RawArguments: raw})
+		res, err := pl.CallTool(ctx, p, &gateway.CallRequest{Name: "workflow.trigger", Arguments: args.(map[string]any), RawArguments: raw})
 		if err != nil {
 			b.Fatal(err)
 		}

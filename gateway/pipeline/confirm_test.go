@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
@@ -26,7 +25,7 @@ func (summarizer) ChangesSummary(_ context.Context, c gateway.ToolCall) (string,
 func (f *fixture) deploy(t *testing.T, args map[string]any) (*gateway.ToolResult, error) {
 	t.Helper()
 	raw, _ := json.Marshal(args)
-	return f.pl.CallTool(context.Background(), f.p, &mcp.CallToolParams{Name: "app.deploy", Arguments: args, RawArguments: raw})
+	return f.pl.CallTool(context.Background(), f.p, &gateway.CallRequest{Name: "app.deploy", Arguments: args, RawArguments: raw})
 }
 
 // deploySlots returns the task.deploy slots t1 used.
@@ -230,7 +229,7 @@ func TestConfirmationTokenBoundToPrincipal(t *testing.T) {
 	other.Subject = "u2"
 	args := with(app1, "confirmation_token", tok, "idempotency_key", "k1")
 	raw, _ := json.Marshal(args)
-	_, err := f.pl.CallTool(context.Background(), &other, &mcp.CallToolParams{Name: "app.deploy", Arguments: args, RawArguments: raw})
+	_, err := f.pl.CallTool(context.Background(), &other, &gateway.CallRequest{Name: "app.deploy", Arguments: args, RawArguments: raw})
 	if gateway.ErrorCodeOf(err) != gateway.EInvalid || !strings.Contains(gateway.ErrorMessageOf(err), "another user") {
 		t.Fatalf("u2 with u1's token: %v, want EInvalid naming another user", err)
 	}

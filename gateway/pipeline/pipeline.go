@@ -21,7 +21,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 	"github.com/mcpgate/mcpgate/tools"
@@ -105,7 +104,7 @@ type RatePlanner interface {
 
 // Pipeline is the request path behind the MCP transport: resolve the
 // caller, decide, audit, dispatch, apply obligations. It implements
-// mcp.Handler. Store, Decider, Catalog and Adapter are required.
+// the transport's Handler (gateway/mcp; the wiring asserts it). Store, Decider, Catalog and Adapter are required.
 type Pipeline struct {
 	Store Store
 	// Callers, when set, loads each call's caller instead of
@@ -169,9 +168,14 @@ type Pipeline struct {
 	// for one (docs/requirements.md#cc-approval: requiresApproval tools and guard prompts); nil
 	// refuses every such call (fail closed).
 	Approvals Approver
+	// CheckParamHeaders checks a 2026-07-28 call's Mcp-Param-* headers
+	// (CallRequest.Header) against its arguments under the x-mcp-header
+	// annotations of inputSchema, the called tool's, once the policy
+	// allowed the tool: the wiring sets wire.CheckParamHeaders, so that
+	// the pipeline imports no transport package. nil refuses every call
+	// that carries headers to check (fail closed).
+	CheckParamHeaders func(call *gateway.CallRequest, inputSchema json.RawMessage) error
 }
-
-var _ mcp.Handler = (*Pipeline)(nil)
 
 // Call is the state of one tools/call. Each step reads what the steps
 // before it set and adds its own part; nothing else holds call state.
@@ -179,7 +183,7 @@ type Call struct {
 	// Principal and Params are the authenticated caller and the parsed
 	// tools/call params, as the transport hands them over.
 	Principal *gateway.Principal
-	Params    *mcp.CallToolParams
+	Params    *gateway.CallRequest
 	// Tool is the catalog entry of Params.Name (resolveTool).
 	Tool *tools.Tool
 	// Caller is what the store knows of Principal (loadCaller); shared
@@ -270,7 +274,7 @@ var callSteps = []step{
 
 // CallTool runs one tools/call through callSteps and writes exactly one
 // audit row for it, whatever the outcome, before it returns.
-func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, params *mcp.CallToolParams) (*gateway.ToolResult, error) {
+func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, params *gateway.CallRequest) (*gateway.ToolResult, error) {
 	c := pl.newCall(ctx, p, params)
 	defer func() {
 		if c.storeCancel != nil {
@@ -288,7 +292,7 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, params *
 
 // newCall starts the state of a call: its audit row as far as the
 // principal and the params tell, and its store deadline.
-func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *mcp.CallToolParams) *Call {
+func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *gateway.CallRequest) *Call {
 	start := pl.now()
 	ev := &gateway.AuditEvent{
 		Time:          start.UTC(),
@@ -318,9 +322,9 @@ func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *m
 // visible, in catalog order: the same Decider, on the same caller, as
 // tools/call. A principal whose workspace the store does not know sees no
 // tool (every call would be refused); tools/call says why.
-func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]mcp.Tool, error) {
+func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]gateway.ListedTool, error) {
 	if pl.ListEveryTool {
-		out := make([]mcp.Tool, 0, pl.Catalog.Len())
+		out := make([]gateway.ListedTool, 0, pl.Catalog.Len())
 		for _, t := range pl.Catalog.Tools() {
 			out = append(out, mcpTool(t))
 		}
@@ -330,7 +334,7 @@ func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]mcp.
 	defer cancel()
 	caller, err := pl.caller(ctx, p)
 	if gateway.ErrorCodeOf(err) == gateway.EForbidden {
-		return []mcp.Tool{}, nil
+		return []gateway.ListedTool{}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -339,7 +343,7 @@ func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]mcp.
 	if err != nil {
 		return nil, err
 	}
-	out := make([]mcp.Tool, 0, len(visible))
+	out := make([]gateway.ListedTool, 0, len(visible))
 	for _, t := range pl.Catalog.Tools() {
 		if visible[t.Name] {
 			out = append(out, mcpTool(t))
@@ -348,12 +352,12 @@ func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]mcp.
 	return out, nil
 }
 
-func mcpTool(t tools.Tool) mcp.Tool {
+func mcpTool(t tools.Tool) gateway.ListedTool {
 	ann := map[string]any{"readOnlyHint": t.ReadOnly}
 	if t.Tier == gateway.TierDeploy {
 		ann["destructiveHint"] = true
 	}
-	return mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Annotations: ann}
+	return gateway.ListedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Annotations: ann}
 }
 
 // decider is the policy in force now: a Snapshot of a Snapshotter

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -91,7 +92,7 @@ func newFixture(t *testing.T) *fixture {
 	up := &adapter{}
 	return &fixture{
 		pl: &pipeline.Pipeline{Store: s, Decider: decider{deny: map[string]bool{"app.pause": true}}, Catalog: cat, Adapter: up,
-			Logger: zap.NewNop(), RateLimits: &rules},
+			Logger: zap.NewNop(), RateLimits: &rules, CheckParamHeaders: wire.CheckParamHeaders},
 		store: s, up: up,
 		p: &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t1", ProfileID: "p1"},
 	}
@@ -101,7 +102,7 @@ func (f *fixture) call(task, tool string, args map[string]any) error {
 	raw, _ := json.Marshal(args)
 	p := *f.p
 	p.TaskID = task
-	_, err := f.pl.CallTool(context.Background(), &p, &mcp.CallToolParams{Name: tool, Arguments: args, RawArguments: raw})
+	_, err := f.pl.CallTool(context.Background(), &p, &gateway.CallRequest{Name: tool, Arguments: args, RawArguments: raw})
 	return err
 }
 
@@ -197,8 +198,8 @@ func TestReservationStep(t *testing.T) {
 			if tc.want.msg != "" && gateway.ErrorMessageOf(err) != tc.want.msg {
 				t.Errorf("message %q, want %q", gateway.ErrorMessageOf(err), tc.want.msg)
 			}
-			if err != nil && tc.want.code.RPCCode() != gateway.ErrorCodeOf(err).RPCCode() {
-				t.Errorf("JSON-RPC code %d", gateway.ErrorCodeOf(err).RPCCode())
+			if err != nil && wire.RPCCode(tc.want.code) != wire.RPCCode(gateway.ErrorCodeOf(err)) {
+				t.Errorf("JSON-RPC code %d", wire.RPCCode(gateway.ErrorCodeOf(err)))
 			}
 			var ge *gateway.Error
 			if errors.As(err, &ge) && ge.Bucket != tc.want.bucket {
@@ -241,8 +242,8 @@ func TestStoreFailureIsInternalOnTheWire(t *testing.T) {
 	f := newFixture(t)
 	f.pl.Store = brokenReservations{f.store}
 	err := f.call("t1", "projects.list", nil)
-	if code := gateway.ErrorCodeOf(err); code.RPCCode() != gateway.RPCInternalError || code.Class() != "Internal" {
-		t.Fatalf("error %v maps to %d/%s, want -32603/Internal", err, code.RPCCode(), code.Class())
+	if code := gateway.ErrorCodeOf(err); wire.RPCCode(code) != gateway.RPCInternalError || code.Class() != "Internal" {
+		t.Fatalf("error %v maps to %d/%s, want -32603/Internal", err, wire.RPCCode(code), code.Class())
 	}
 	if f.up.calls.Load() != 0 {
 		t.Error("a call was dispatched although its slot could not be reserved")

@@ -211,12 +211,18 @@ func denial(tool string, d *gateway.Decision) error {
 
 // checkParamHeaders checks a 2026-07-28 call's Mcp-Param-* headers against
 // its arguments under the x-mcp-header annotations of the tool's schema
-// (mcp.CallToolParams.CheckParamHeaders), once the policy allowed the
+// (gateway.CallRequest.CheckParamHeaders), once the policy allowed the
 // tool, as validateArguments does, and before it: a header that does not
 // match the body is the transport's refusal (HTTP 400, HeaderMismatch),
 // whatever the arguments are.
 func (pl *Pipeline) checkParamHeaders(_ context.Context, c *Call) error {
-	return withDecision(c.Params.CheckParamHeaders(c.Tool.InputSchema), c.Decision)
+	if c.Params.Header == nil || c.Params.ArgumentsErr != nil {
+		return nil // the session-based versions have no such headers; malformed params are refused by resolveTool
+	}
+	if pl.CheckParamHeaders == nil {
+		return withDecision(gateway.Errorf(gateway.EInternal, "the gateway cannot check the Mcp-Param-* headers of this call (no check configured); the operator must wire one"), c.Decision)
+	}
+	return withDecision(pl.CheckParamHeaders(c.Params, c.Tool.InputSchema), c.Decision)
 }
 
 // validateArguments checks the arguments against the tool's schema, once

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
 )
@@ -78,7 +79,7 @@ func TestTaskRegistrationStoreDown(t *testing.T) {
 	s := &countingTasks{Store: f.store, down: true}
 	f.pl.Store = s
 	err := f.call("t-new", "projects.list", nil)
-	if gateway.ErrorCodeOf(err).RPCCode() != gateway.RPCInternalError || f.up.calls.Load() != 0 {
+	if wire.RPCCode(gateway.ErrorCodeOf(err)) != gateway.RPCInternalError || f.up.calls.Load() != 0 {
 		t.Fatalf("call = %v (dispatched %d), want -32603 and nothing dispatched", err, f.up.calls.Load())
 	}
 }

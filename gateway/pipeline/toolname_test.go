@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
 )
 
@@ -37,7 +36,7 @@ func TestToolNameControlCharactersAreEscaped(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	f.pl.Logger = zap.New(core)
 	f.pl.Store = failingAudit{f.store}
-	_, _ = f.pl.CallTool(context.Background(), f.p, &mcp.CallToolParams{Name: name})
+	_, _ = f.pl.CallTool(context.Background(), f.p, &gateway.CallRequest{Name: name})
 	entries := logs.FilterField(zap.String("tool", want)).All()
 	if len(entries) == 0 {
 		t.Fatalf("no log line with the escaped tool name; logged: %+v", logs.All())

@@ -20,7 +20,7 @@ func TestUnknownWorkspace(t *testing.T) {
 	if err != nil || len(list) != 0 {
 		t.Fatalf("tools/list = %v, %v; want no tools and no error", list, err)
 	}
-	_, err = f.pl.CallTool(context.Background(), &p, &mcp.CallToolParams{Name: "projects.list", Arguments: map[string]any{}, RawArguments: []byte(`{}`)})
+	_, err = f.pl.CallTool(context.Background(), &p, &gateway.CallRequest{Name: "projects.list", Arguments: map[string]any{}, RawArguments: []byte(`{}`)})
 	var ge *gateway.Error
 	if !errors.As(err, &ge) || ge.Code != gateway.EForbidden || len(ge.Reasons) == 0 || ge.Reasons[0].Code != "workspace.unknown" {
 		t.Fatalf("tools/call = %v, want EForbidden with reason workspace.unknown", err)

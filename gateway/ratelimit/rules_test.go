@@ -9,6 +9,7 @@ import (
 	"github.com/ulule/limiter/v3"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // slotView is a slot as the tests compare it.
@@ -178,8 +179,8 @@ func TestRefusalMessages(t *testing.T) {
 			// error code stands for: Forbidden, 403, never a JSON-RPC
 			// error code (the transport's reply: pipeline's
 			// TestReservationStep, gateway/mcp's TestToolCallRefusals).
-			if err.Code.Class() != "Forbidden" || err.Code.HTTPStatus() != 403 {
-				t.Errorf("wire shape %s/%d, want Forbidden/403 (docs/http.md)", err.Code.Class(), err.Code.HTTPStatus())
+			if err.Code.Class() != "Forbidden" || wire.HTTPStatus(err.Code) != 403 {
+				t.Errorf("wire shape %s/%d, want Forbidden/403 (docs/http.md)", err.Code.Class(), wire.HTTPStatus(err.Code))
 			}
 		})
 	}

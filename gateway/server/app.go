@@ -23,6 +23,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
 	"github.com/mcpgate/mcpgate/gateway/decisionlog"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/metrics"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
@@ -146,6 +147,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		Store: store, Callers: a.Callers, Decider: a.Policy, Catalog: a.Catalog, Adapter: adapter,
 		Logger: log, Metrics: obs, AuditArguments: cfg.AuditArguments,
 		RateLimits: a.rateLimits(log), Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
+		CheckParamHeaders: wire.CheckParamHeaders,
 	}
 	if a.DecisionLog != nil {
 		a.Pipeline.DecisionLog = a.DecisionLog

@@ -18,7 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/callercache"
 	"github.com/mcpgate/mcpgate/gateway/config"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 	"github.com/mcpgate/mcpgate/gateway/server"
@@ -113,7 +113,7 @@ func newCachedGatewayOn(t testing.TB, fs server.FullStore, ttl time.Duration, li
 	cache := callercache.New(s, callercache.Options{TTL: ttl})
 	up := &infoAdapter{}
 	pl := &pipeline.Pipeline{Store: s, Callers: cache, Decider: engine, Catalog: cat, Adapter: up,
-		Logger: zap.NewNop(), RateLimits: &rules}
+		Logger: zap.NewNop(), RateLimits: &rules, CheckParamHeaders: wire.CheckParamHeaders}
 	srv, err := server.New(server.Deps{Store: s, Pipeline: pl, Auth: jwt, AdminToken: "admin-token",
 		ValidateGrant: server.GrantValidator(engine, cat), Logger: zap.NewNop(), Registry: prometheus.NewRegistry(),
 		Callers: cache})
@@ -146,7 +146,7 @@ func (g *cachedGateway) call(t testing.TB, tool string) (*gateway.ToolResult, er
 		args["schedule_id"] = "s1"
 	}
 	raw, _ := json.Marshal(args)
-	return g.pl.CallTool(context.Background(), g.p, &mcp.CallToolParams{Name: tool, Arguments: args, RawArguments: raw})
+	return g.pl.CallTool(context.Background(), g.p, &gateway.CallRequest{Name: tool, Arguments: args, RawArguments: raw})
 }
 
 func (g *cachedGateway) allowed(t testing.TB, tool string) bool {

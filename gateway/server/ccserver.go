@@ -18,6 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/callercache"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -122,7 +123,7 @@ func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string,
 		Logger:  log, Metrics: a.Pipeline.Metrics, AuditArguments: cfg.AuditArguments,
 		RateLimits: cc.rules, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 		Surface: gateway.SurfaceCCServer, ListEveryTool: true, WorkspaceFromPolicy: true,
-		Approvals: a.Pipeline.Approvals,
+		Approvals: a.Pipeline.Approvals, CheckParamHeaders: wire.CheckParamHeaders,
 	}
 	if a.DecisionLog != nil {
 		cc.Pipeline.DecisionLog = a.DecisionLog.ForSurface(gateway.SurfaceCCServer)

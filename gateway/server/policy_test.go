@@ -18,7 +18,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/config"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/server"
 )
 
@@ -99,7 +98,7 @@ func TestReloadUnderConcurrentCallsAuditsOneRevision(t *testing.T) {
 					return
 				default:
 				}
-				_, _ = app.Pipeline.CallTool(context.Background(), p, &mcp.CallToolParams{Name: "workspace.info", Arguments: map[string]any{}})
+				_, _ = app.Pipeline.CallTool(context.Background(), p, &gateway.CallRequest{Name: "workspace.info", Arguments: map[string]any{}})
 			}
 		})
 	}

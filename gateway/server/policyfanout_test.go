@@ -16,7 +16,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/config"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 	"github.com/mcpgate/mcpgate/gateway/server"
@@ -132,7 +131,7 @@ func TestPolicyReloadReachesEveryReplica(t *testing.T) {
 		t.Errorf("C (MCPGATE_POLICY_RETEST_ON_REPLICAS=true): %q, last attempt %+v; want rev-deny with its own tests run", st.Revision, at)
 	}
 	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t-fanout"}
-	_, _ = b.app.Pipeline.CallTool(context.Background(), p, &mcp.CallToolParams{Name: "workspace.info", Arguments: map[string]any{}}) // denied: the audit row tells
+	_, _ = b.app.Pipeline.CallTool(context.Background(), p, &gateway.CallRequest{Name: "workspace.info", Arguments: map[string]any{}}) // denied: the audit row tells
 	evs, err := b.app.Store.ListAuditEvents(context.Background(), gateway.AuditFilter{WorkspaceID: "ws-a", Limit: 1})
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("audit rows: %v %v", evs, err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 )
 
 // shipped copies the repository's policies/ tree to a new folder name
@@ -83,7 +82,7 @@ func TestShippedPolicyReachesEveryReplicaWithinASecond(t *testing.T) {
 		t.Errorf("B's attempt %+v: want the bytes A tested (%s), on A's %d tests", at, want.LastAttempt.Content, want.LastAttempt.Tests)
 	}
 	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t-shipped"}
-	_, _ = b.app.Pipeline.CallTool(context.Background(), p, &mcp.CallToolParams{Name: "workspace.info", Arguments: map[string]any{}})
+	_, _ = b.app.Pipeline.CallTool(context.Background(), p, &gateway.CallRequest{Name: "workspace.info", Arguments: map[string]any{}})
 	evs, err := b.app.Store.ListAuditEvents(context.Background(), gateway.AuditFilter{WorkspaceID: "ws-a", Limit: 1})
 	if err != nil || len(evs) != 1 || evs[0].PolicyRevision != want.Revision {
 		t.Fatalf("B's call: audit rows %+v %v, want one naming %s", evs, err, want.Revision)

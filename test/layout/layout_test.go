@@ -39,10 +39,14 @@ var (
 	stores = []string{"gateway", "gateway/internal/...", "migrations"}
 	anyPkg = []string{"..."}
 	// pipelineUses are the siblings the tools/call pipeline composes: a
-	// composing package, but not the wiring.
-	pipelineUses = []string{"gateway", "gateway/approvals", "gateway/canon", "gateway/confirm", "gateway/mcp", "gateway/policy", "gateway/ratelimit", "tools"}
-	noSDKs       = []string{"github.com/open-policy-agent/...", "github.com/modelcontextprotocol/...", "github.com/santhosh-tekuri/jsonschema/..."}
-	rules        = []rule{
+	// composing package, but not the wiring, and no transport package
+	// (gateway/mcp/...): the transport hands it a gateway.CallRequest.
+	pipelineUses = []string{"gateway", "gateway/approvals", "gateway/canon", "gateway/confirm", "gateway/policy", "gateway/ratelimit", "tools"}
+	// wireUses: a package that speaks MCP to someone may also import the
+	// sanctioned wire package (error mapping, Mcp-Param-* headers).
+	wireUses = []string{"gateway", "gateway/canon", "gateway/mcp/wire"}
+	noSDKs   = []string{"github.com/open-policy-agent/...", "github.com/modelcontextprotocol/...", "github.com/santhosh-tekuri/jsonschema/..."}
+	rules    = []rule{
 		{pkg: "gateway", why: "domain types: the standard library only",
 			allow: nil, forbid: []string{"*"}},
 		{pkg: "gateway/canon", test: []string{"gateway/canon"}, forbid: noSDKs,
@@ -53,17 +57,19 @@ var (
 		{pkg: "gateway/postgres/pgtest", allow: []string{"gateway", "gateway/postgres"}, forbid: noSDKs, why: "the PostgreSQL store's test helpers"},
 		{pkg: "gateway/sqlite", allow: stores, test: []string{"gateway/sqlite", "gateway/storetest"}, forbid: noSDKs,
 			why: "a store wraps its database and imports no sibling"},
-		{pkg: "gateway/ratelimit", allow: bottom, test: []string{"gateway/ratelimit"}, forbid: noSDKs,
+		{pkg: "gateway/ratelimit", allow: bottom, test: []string{"gateway/ratelimit", "gateway/mcp/wire"}, forbid: noSDKs,
 			why: "wraps ulule/limiter; takes limits as plain values, not from config or the catalog"},
 		{pkg: "gateway/storetest", allow: []string{"gateway", "gateway/ratelimit"}, forbid: noSDKs,
 			why: "the shared store suite tests through an interface of its own, so the SQL tests link only the stores"},
 		{pkg: "gateway/policy", allow: bottom, test: []string{"gateway/policy", "policies", "tools"}, why: "wraps OPA"},
 		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},
-		{pkg: "gateway/mcp", allow: bottom, test: []string{"gateway/mcp"}, why: "wraps the MCP transport"},
+		{pkg: "gateway/mcp/wire", allow: []string{"gateway"}, test: []string{"gateway/mcp/wire"}, forbid: noSDKs,
+			why: "what MCP puts on the wire around the domain (error mapping, Mcp-Param-* headers): the domain and the standard library only"},
+		{pkg: "gateway/mcp/...", allow: []string{"gateway", "gateway/canon", "gateway/mcp/..."}, test: []string{"gateway/mcp/..."}, why: "wraps the MCP transport"},
 		{pkg: "gateway/approvals", allow: bottom, test: []string{"gateway/approvals", "gateway/sqlite"}, forbid: noSDKs,
 			why: "approvals a person decides: declares the store it consumes, imports no sibling"},
 		{pkg: "gateway/confirm", allow: bottom, test: []string{"gateway/confirm"}, why: "confirmation tokens"},
-		{pkg: "gateway/admin", allow: bottom, test: []string{"gateway/admin"}, why: "the admin API"},
+		{pkg: "gateway/admin", allow: wireUses, test: []string{"gateway/admin"}, why: "the admin API (its HTTP statuses are the wire's mapping)"},
 		{pkg: "gateway/console", allow: nil, test: []string{"gateway", "gateway/admin", "gateway/sqlite"}, forbid: noSDKs,
 			why: "the web console: html/template and net/http over the admin API's http.Handler; imports no package of ours"},
 		{pkg: "gateway/config", allow: bottom, test: []string{"gateway/config"}, why: "configuration"},
@@ -71,11 +77,11 @@ var (
 		{pkg: "gateway/decisionlog", allow: bottom, test: []string{"gateway/decisionlog"},
 			why: "the decision log (OPA's event format, its file and HTTP sinks): it declares the Masker and Stats it consumes and imports no sibling"},
 		{pkg: "gateway/metrics", allow: bottom, test: []string{"gateway/metrics"}, forbid: noSDKs, why: "wraps Prometheus: the pipeline's observer"},
-		{pkg: "gateway/pipeline", allow: pipelineUses, test: []string{"gateway/sqlite", "gateway/metrics"},
+		{pkg: "gateway/pipeline", allow: pipelineUses, test: []string{"gateway/sqlite", "gateway/metrics", "gateway/mcp", "gateway/mcp/wire"},
 			why: "the tools/call steps compose the decision, limits, confirmation, catalog and transport types, and declare the store, policy, adapter and metrics they consume; never a store, the admin API, auth, config or the wiring"},
 		{pkg: "tools", allow: bottom, test: []string{"tools"}, why: "the tool catalogs"},
 		{pkg: "tools/search", allow: []string{"gateway", "tools"}, test: []string{"tools/search", "tools"}, forbid: noSDKs, why: "BM25 over a tool catalog: reads the catalog, wraps nothing else"},
-		{pkg: "adapters/...", allow: bottom, test: anyPkg, why: "where allowed calls go"},
+		{pkg: "adapters/...", allow: wireUses, test: anyPkg, why: "where allowed calls go: the domain, and of the transport only its wire package"},
 		{pkg: "policies", why: "the Rego bundles, embedded"},
 		{pkg: "migrations", test: []string{"migrations"}, why: "the SQL migrations, embedded"},
 		{pkg: "gateway/server/...", allow: anyPkg, test: anyPkg, why: "composes the request path"},
@@ -236,6 +242,14 @@ func TestViolationsAreReported(t *testing.T) {
 			"gateway/pipeline imports gateway/server"},
 		{"the pipeline imports the metrics", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/metrics"}},
 			"gateway/pipeline imports gateway/metrics"},
+		{"the pipeline imports the transport", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/mcp"}},
+			"gateway/pipeline imports gateway/mcp"},
+		{"the pipeline imports the wire package", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/mcp/wire"}},
+			"gateway/pipeline imports gateway/mcp/wire"},
+		{"an adapter imports the transport", pkgInfo{ImportPath: module + "/adapters/mcpupstream", Imports: []string{module + "/gateway/mcp"}},
+			"adapters/mcpupstream imports gateway/mcp"},
+		{"the wire package imports the transport", pkgInfo{ImportPath: module + "/gateway/mcp/wire", Imports: []string{module + "/gateway/mcp"}},
+			"gateway/mcp/wire imports gateway/mcp"},
 	} {
 		t.Run(tc.note, func(t *testing.T) {
 			got := violations([]pkgInfo{tc.pkg}, std)

@@ -1,4 +1,4 @@
-package gateway
+package wire
 
 import (
 	"encoding/json"
