@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,42 +19,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/canon"
 	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
-
-// Protocol versions this transport speaks, newest first (MCP 2025-11-25,
-// basic/lifecycle, "Version Negotiation").
-const (
-	Version20251125 = "2025-11-25"
-	Version20250618 = "2025-06-18"
-	Version20250326 = "2025-03-26"
-	// LatestVersion is offered to clients that ask for a version not listed.
-	LatestVersion = Version20251125
-)
-
-var supportedVersions = []string{Version20251125, Version20250618, Version20250326}
-
-// SupportedVersions returns the protocol versions initialize accepts,
-// newest first.
-func SupportedVersions() []string { return slices.Clone(supportedVersions) }
-
-// Version20241105 is the protocol version of the HTTP+SSE transport, spoken
-// only there (see Transport.LegacyHandler).
-const Version20241105 = "2024-11-05"
-
-// legacyVersions are the versions initialize accepts on the HTTP+SSE
-// transport: the 2024-11-05 version it was made for, and the newer ones
-// that clients such as the Go SDK still negotiate over it.
-var legacyVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}
-
-// negotiate answers a client's requested version: the same version when
-// it is among supported, otherwise the latest (MCP basic/lifecycle:
-// "Otherwise, the server MUST respond with another protocol version it
-// supports. This SHOULD be the latest version supported by the server.").
-func negotiate(requested string, supported []string) string {
-	if slices.Contains(supported, requested) {
-		return requested
-	}
-	return LatestVersion
-}
 
 // Tool is one tool as tools/list shows it (MCP Tool: name, title,
 // description, inputSchema, annotations): a gateway.ListedTool in its wire

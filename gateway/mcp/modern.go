@@ -32,9 +32,6 @@ import (
 // rate limit and a schema violation); what 2026-07-28 adds around
 // tools/call is transport only.
 const (
-	// Version20260728 is the stateless protocol version.
-	Version20260728 = "2026-07-28"
-
 	headerMethod = "Mcp-Method"
 	headerName   = "Mcp-Name"
 
@@ -57,14 +54,6 @@ const (
 	discoverTTLMillis = 5 * 60 * 1000
 )
 
-// modernVersions are the stateless versions this transport serves.
-var modernVersions = []string{Version20260728}
-
-// discoverVersions is DiscoverResult.supportedVersions and the "supported"
-// list of UnsupportedProtocolVersion: the stateless versions, then the
-// session-based ones a client reaches with initialize (a dual-era server).
-var discoverVersions = append(slices.Clone(modernVersions), supportedVersions...)
-
 // modernMethods lists what a stateless request may call, for the -32601
 // message.
 const modernMethods = "server/discover, tools/list, tools/call and subscriptions/listen"
@@ -79,7 +68,7 @@ func modernRequest(r *http.Request, msgs []message, batch bool) bool {
 		return false
 	}
 	if v := strings.TrimSpace(r.Header.Get(headerProtocolVersion)); v != "" {
-		return !slices.Contains(legacyVersions, v)
+		return !versionOf(v).LegacySSE // a session-based version of either transport
 	}
 	if batch || msgs[0].kind != kindRequest || msgs[0].method == "initialize" {
 		return false
@@ -111,7 +100,7 @@ func errMetaInvalid(format string, args ...any) error {
 // (-32022), listing the versions served and echoing the one requested.
 func errUnsupportedVersion(requested string) error {
 	msg := "unsupported protocol version %q; this server speaks %v (2026-07-28 statelessly; the others after initialize, with a session)"
-	if slices.Contains(supportedVersions, requested) {
+	if versionOf(requested).Streamable {
 		msg = "protocol version %q is served with initialize and a session (Mcp-Session-Id), not with per-request _meta; this server speaks %v"
 	}
 	e := wire.ErrInvalidRequest(msg, requested, discoverVersions)
@@ -282,7 +271,7 @@ func checkModern(r *http.Request, m *message) error {
 	if headerVersion != version {
 		return wire.ErrHeaderMismatch("header mismatch: MCP-Protocol-Version header value %q does not match params._meta[%q] %q", headerVersion, metaProtocolVersion, version)
 	}
-	if !slices.Contains(modernVersions, version) {
+	if !versionOf(version).Stateless {
 		return errUnsupportedVersion(version)
 	}
 	m.version = version

@@ -145,7 +145,7 @@ func (e callElicitor) Elicit(ctx context.Context, req gateway.ElicitRequest) (ga
 		gateway.ElicitRequest
 	}
 	params.ElicitRequest = req
-	if e.r.s.version == Version20251125 {
+	if versionOf(e.r.s.version).ElicitationModes {
 		params.Mode = "form"
 	}
 	raw, err := json.Marshal(params)

@@ -449,7 +449,7 @@ func checkVersionHeader(r *http.Request, negotiated string) error {
 	switch {
 	case v == "" || v == negotiated:
 		return nil
-	case !slices.Contains(supportedVersions, v):
+	case !versionOf(v).Streamable:
 		return wire.ErrInvalidRequest("unsupported MCP-Protocol-Version %q; this server supports %v and this session negotiated %s",
 			v, supportedVersions, negotiated)
 	default:

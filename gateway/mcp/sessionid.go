@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -235,7 +234,7 @@ func (s *sessionSigner) verify(id string, p *gateway.Principal, now time.Time) (
 	if capsLen == 1 {
 		c.caps = clientCaps(body[1+n])
 	}
-	if !slices.Contains(supportedVersions, c.version) || now.Sub(c.created) > s.maxAge || c.created.After(now.Add(time.Minute)) {
+	if !versionOf(c.version).Streamable || now.Sub(c.created) > s.maxAge || c.created.After(now.Add(time.Minute)) {
 		return sessionClaims{}, errBadSessionID
 	}
 	return c, nil

@@ -71,7 +71,7 @@ func ToolError(err error, version string) *ToolErrorResult {
 	case ge.Code == gateway.EForbidden:
 	case ge.Code == gateway.ERateLimited:
 		fallback = reasonRateLimited
-	case ge.Code == gateway.EInvalid && ge.ToolInput && inputErrorsAreResults(version):
+	case ge.Code == gateway.EInvalid && ge.ToolInput && versionOf(version).InputErrorsAsResults:
 		fallback = reasonInvalidInput
 	default:
 		return nil
@@ -89,8 +89,3 @@ func ToolError(err error, version string) *ToolErrorResult {
 		}},
 	}
 }
-
-// inputErrorsAreResults reports whether protocol version answers input
-// validation errors with a tool execution error: 2025-11-25 and later
-// (the versions are dates, so they compare as strings).
-func inputErrorsAreResults(version string) bool { return version >= Version20251125 }

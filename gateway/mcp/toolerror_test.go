@@ -97,8 +97,8 @@ func TestInputErrorsAreResults(t *testing.T) {
 		Version20241105: false, Version20250326: false, Version20250618: false,
 		Version20251125: true, Version20260728: true, "": false,
 	} {
-		if got := inputErrorsAreResults(v); got != want {
-			t.Errorf("inputErrorsAreResults(%q) = %v, want %v", v, got, want)
+		if got := versionOf(v).InputErrorsAsResults; got != want {
+			t.Errorf("versionOf(%q).InputErrorsAsResults = %v, want %v", v, got, want)
 		}
 	}
 }

@@ -510,7 +510,7 @@ func (t *Transport) checkPOST(r *http.Request, p *gateway.Principal, msgs []mess
 	if err != nil {
 		return nil, err
 	}
-	if batch && s.version != Version20250326 {
+	if batch && !versionOf(s.version).Batching {
 		return nil, wire.ErrInvalidRequest("JSON-RPC batching was removed in MCP 2025-06-18 and this session negotiated %s; send one message per POST", s.version)
 	}
 	return s, nil
