@@ -32,22 +32,6 @@ type message struct {
 	method string
 	params json.RawMessage
 	err    error // for kindInvalid
-	// version is the per-request protocol version of a 2026-07-28
-	// request, set once checkModern has validated it ("" otherwise).
-	version string
-	// capabilities is the _meta clientCapabilities object of a 2026-07-28
-	// request, set with version; progress and logLevel are its _meta
-	// progressToken and log level as sent (nil when absent), found by the
-	// same pass over _meta.
-	capabilities, progress, logLevel json.RawMessage
-	// split is the members of a 2026-07-28 tools/call's params as
-	// checkModern found them (when hasSplit), so that neither callTool
-	// nor the call's relay reads the params again.
-	split    modernParams
-	hasSplit bool
-	// header is the HTTP request's header of a 2026-07-28 tools/call, for
-	// its Mcp-Param-* headers; nil otherwise.
-	header http.Header
 	// result and rpcErr are a kindResponse's members (one is set): the
 	// client's answer to a request the gateway relayed (callRelay).
 	result, rpcErr json.RawMessage

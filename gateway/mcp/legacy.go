@@ -151,7 +151,7 @@ func (l *legacyHandler) serveMessage(w http.ResponseWriter, r *http.Request, p *
 // budget of handleMessages applies.
 func (l *legacyHandler) run(ctx context.Context, s *session, p *gateway.Principal, msgs []message, batch bool) {
 	answer := func(ctx context.Context, m *message) []byte {
-		if m.method == "initialize" {
+		if startsSession(m) {
 			return l.initialize(ctx, s, m, batch)
 		}
 		return l.t.call(ctx, s, p, m, nil) // relayed messages go on the session's stream

@@ -17,7 +17,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
-	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // Tool is one tool as tools/list shows it (MCP Tool: name, title,
@@ -57,39 +56,6 @@ type implementation struct {
 type listToolsResult struct {
 	Tools      []Tool `json:"tools"`
 	NextCursor string `json:"nextCursor,omitempty"`
-}
-
-// methods lists what this endpoint serves, for the -32601 message.
-const methods = "initialize, ping, tools/list and tools/call"
-
-// dispatch runs one request of an established session.
-func (t *Transport) dispatch(ctx context.Context, s *session, p *gateway.Principal, m *message, stream func([]byte) bool) (any, error) {
-	switch m.method {
-	case "ping":
-		return struct{}{}, nil
-	case "tools/list":
-		return t.listTools(ctx, s, p, m.params)
-	case "tools/call":
-		var relay func(context.Context, *gateway.CallRequest) context.Context
-		switch {
-		case s != nil:
-			relay = func(ctx context.Context, call *gateway.CallRequest) context.Context {
-				return t.withCallRelay(ctx, s, call, stream)
-			}
-		case m.version != "": // a stateless (2026-07-28) call
-			relay = func(ctx context.Context, _ *gateway.CallRequest) context.Context {
-				return gateway.WithRelay(ctx, newModernRelay(m, stream))
-			}
-		}
-		return t.callTool(ctx, p, m, requestVersion(s, m), relay)
-	case "logging/setLevel":
-		return t.setLogLevel(s, m.params)
-	case "initialize":
-		return nil, wire.ErrInvalidRequest("initialize may only be sent alone, without Mcp-Session-Id, to start a session")
-	default:
-		return nil, gateway.Errorf(gateway.EMethodNotFound,
-			"method %q is not served by this MCP endpoint; it serves %s", m.method, methods)
-	}
 }
 
 // initialize validates the params of an initialize request and returns the
@@ -199,47 +165,37 @@ func decodeCursor(c string) (int, error) {
 	return off, nil
 }
 
-// requestVersion is the protocol version of request m: its session's, or
-// for a stateless request (no session) the one in its _meta, which
-// checkModern has validated.
-func requestVersion(s *session, m *message) string {
-	if s != nil {
-		return s.version
-	}
-	if m.version != "" {
-		return m.version
-	}
-	return metaVersionOf(m.params)
-}
-
-// callTool parses tools/call params once and hands them to the handler. A
-// refusal of the handler that the model should read becomes a tool
-// execution error at protocol version (ToolError); any other error is
-// returned, to be answered as a JSON-RPC error. relay, when not nil, puts
-// the call's server-to-client paths (gateway.Relay, gateway.Elicitor) in
-// its context.
-func (t *Transport) callTool(ctx context.Context, p *gateway.Principal, m *message, version string, relay func(context.Context, *gateway.CallRequest) context.Context) (any, error) {
-	params := m.params
+// callTool parses tools/call params once and hands them to the handler,
+// with the call's server-to-client paths (gateway.Relay, gateway.Elicitor)
+// in its context: on a session its callRelay, on a stateless request its
+// modernRelay. A refusal of the handler that the model should read
+// becomes a tool execution error at the request's version (ToolError); any
+// other error is returned, to be answered as a JSON-RPC error.
+func (t *Transport) callTool(ctx context.Context, rq *request) (any, error) {
+	params := rq.m.params
 	var call *gateway.CallRequest
 	var err error
-	if m.hasSplit { // a 2026-07-28 request, whose members checkModern has found
-		call, err = buildCallParams(callParamsFrom(m.split.Name, m.split.Arguments, m.split.Meta))
+	if mr := rq.modern; mr != nil && mr.hasSplit { // a 2026-07-28 request, whose members checkModern has found
+		call, err = buildCallParams(callParamsFrom(mr.split.Name, mr.split.Arguments, mr.split.Meta))
 		if err == nil {
-			call.Header = m.header
+			call.Header = mr.header
 		}
 	} else {
 		call, err = parseCallParams(params)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		// Still a tools/call: the handler audits it, then refuses it with err.
 		call = &gateway.CallRequest{Name: readableName(params), Arguments: map[string]any{},
 			RawArguments: json.RawMessage(`{}`), ArgumentsErr: err}
-	} else if relay != nil {
-		ctx = relay(ctx, call)
+	case rq.s != nil:
+		ctx = t.withCallRelay(ctx, rq.s, call, rq.stream)
+	case rq.modern != nil:
+		ctx = gateway.WithRelay(ctx, newModernRelay(rq.modern, rq.stream))
 	}
-	res, err := t.opts.Handler.CallTool(ctx, p, call)
+	res, err := t.opts.Handler.CallTool(ctx, rq.p, call)
 	if err != nil {
-		if te := ToolError(err, version); te != nil {
+		if te := ToolError(err, rq.version()); te != nil {
 			t.log.Debug("mcp: tools/call refused", zap.String("request_id", gateway.RequestIDFrom(ctx)),
 				zap.String("class", te.Meta[DenialMetaKey].Class), zap.String("code", te.Meta[DenialMetaKey].Code),
 				zap.String("message", te.Content[0].Text))

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -54,10 +53,6 @@ const (
 	discoverTTLMillis = 5 * 60 * 1000
 )
 
-// modernMethods lists what a stateless request may call, for the -32601
-// message.
-const modernMethods = "server/discover, tools/list, tools/call and subscriptions/listen"
-
 // modernRequest reports whether a POST without Mcp-Session-Id is a
 // 2026-07-28 request: its MCP-Protocol-Version header names a version that
 // is not session-based (so also an unknown one, answered with
@@ -70,7 +65,7 @@ func modernRequest(r *http.Request, msgs []message, batch bool) bool {
 	if v := strings.TrimSpace(r.Header.Get(headerProtocolVersion)); v != "" {
 		return !versionOf(v).LegacySSE // a session-based version of either transport
 	}
-	if batch || msgs[0].kind != kindRequest || msgs[0].method == "initialize" {
+	if batch || msgs[0].kind != kindRequest || startsSession(&msgs[0]) {
 		return false
 	}
 	return msgs[0].method == "server/discover" || metaVersionOf(msgs[0].params) != ""
@@ -131,39 +126,33 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 		t.replyError(w, r, nil, wire.ErrInvalidRequest("protocol 2026-07-28 clients send no JSON-RPC responses: this server sends no requests"))
 		return
 	}
-	if err := checkModern(r, m); err != nil {
+	mr := new(modernReq)
+	if err := checkModern(r, m, mr); err != nil {
 		t.replyError(w, r, m.id, err)
 		return
 	}
-	ctx := gateway.WithRequestID(r.Context(), newRequestID())
-	var (
-		res   any
-		err   error
-		hints *cacheHints
-	)
-	reply := newReplyWriter(w, f, false, t.writeDeadline)
-	switch m.method {
-	case "server/discover":
-		res, hints = t.discover(), discoverHints
-	case "tools/list":
-		res, err = t.listTools(ctx, nil, p, m.params)
-		hints = listHints // the list is the caller's
-	case "tools/call":
-		// Closing the response stream cancels the call (MCP 2026-07-28,
-		// streamable-http, "Cancellation"): ctx keeps r's cancellation.
-		// Progress and log messages of the call go on its response stream
-		// before the result, when the client accepts one (streamable-http,
-		// "Sending Messages to the Server": the stream carries messages
-		// related to the request).
-		_, reply.canSSE = acceptable(r.Header.Values("Accept"))
-		res, err = t.safeCall(ctx, p, m, reply.stream)
-	case "subscriptions/listen":
-		t.serveListen(w, r, p, m)
+	rq := &request{p: p, m: m, modern: mr}
+	mi := methodTable[m.method]
+	switch {
+	case mi != nil && mi.stream != nil:
+		mi.stream(t, w, r, rq)
 		return
-	default:
+	case mi == nil || mi.stateless == nil:
 		t.replyError(w, r, m.id, errModernMethodNotFound(m.method))
 		return
 	}
+	// Closing the response stream cancels the request (MCP 2026-07-28,
+	// streamable-http, "Cancellation"): ctx keeps r's cancellation.
+	// Progress and log messages of a tools/call go on its response stream
+	// before the result, when the client accepts one (streamable-http,
+	// "Sending Messages to the Server": the stream carries messages
+	// related to the request).
+	ctx := gateway.WithRequestID(r.Context(), newRequestID())
+	reply := newReplyWriter(w, f, false, t.writeDeadline)
+	_, reply.canSSE = acceptable(r.Header.Values("Accept"))
+	rq.stream = reply.stream
+	res, err := t.safely(ctx, rq, mi.stateless)
+	hints := mi.hints
 	resp := response{JSONRPC: "2.0", ID: m.id}
 	var body json.RawMessage
 	enveloped := err == nil && isToolResult(res) && m.id != nil && plainID(m.id)
@@ -195,17 +184,12 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 	reply.finish()
 }
 
-// safeCall runs tools/call, turning a handler panic into an internal error;
-// stream carries the call's messages before its result (nil: none).
-func (t *Transport) safeCall(ctx context.Context, p *gateway.Principal, m *message, stream func([]byte) bool) (any, error) {
-	return t.safeDispatch(ctx, nil, p, m, stream)
-}
-
 // checkModern validates a stateless request: the standard headers against
 // the body (HeaderMismatch), the per-request _meta (-32602), and the
 // version (UnsupportedProtocolVersion). On success it records the version
-// in m.version, so that later steps need not decode params again.
-func checkModern(r *http.Request, m *message) error {
+// in mr, with what else it read of the request, so that later steps need
+// not decode params again.
+func checkModern(r *http.Request, m *message, mr *modernReq) error {
 	headerVersion, ok := headerValue(r, headerProtocolVersion)
 	if !ok {
 		return wire.ErrHeaderMismatch("header MCP-Protocol-Version has invalid characters; send the protocol version of params._meta[%q]", metaProtocolVersion)
@@ -252,9 +236,9 @@ func checkModern(r *http.Request, m *message) error {
 			case metaClientCapabilities:
 				caps = value
 			case "progressToken":
-				m.progress = value
+				mr.progress = value
 			case metaLogLevel:
-				m.logLevel = value
+				mr.logLevel = value
 			}
 		})
 	}
@@ -274,13 +258,33 @@ func checkModern(r *http.Request, m *message) error {
 	if !versionOf(version).Stateless {
 		return errUnsupportedVersion(version)
 	}
-	m.version = version
-	m.capabilities = caps
+	mr.version = version
+	mr.capabilities = caps
 	if m.method == "tools/call" {
-		m.split, m.hasSplit = in, true
-		m.header = r.Header // for the Mcp-Param-* headers (gateway.CallRequest.CheckParamHeaders)
+		mr.split, mr.hasSplit = in, true
+		if versionOf(version).ParamHeaders {
+			mr.header = r.Header // for the Mcp-Param-* headers (wire.CheckParamHeaders, in the pipeline)
+		}
 	}
 	return nil
+}
+
+// modernReq is what checkModern read of a stateless (2026-07-28) request.
+type modernReq struct {
+	// version is the request's protocol version.
+	version string
+	// capabilities is the _meta clientCapabilities object; progress and
+	// logLevel are its _meta progressToken and log level as sent (nil when
+	// absent), found by the same pass over _meta.
+	capabilities, progress, logLevel json.RawMessage
+	// split is the members of a tools/call's params as checkModern found
+	// them (when hasSplit), so that neither callTool nor the call's relay
+	// reads the params again.
+	split    modernParams
+	hasSplit bool
+	// header is the HTTP request's header of a tools/call at a version
+	// with Mcp-Param-* headers; nil otherwise.
+	header http.Header
 }
 
 // modernParams are the members of a 2026-07-28 request's params that the
@@ -490,7 +494,8 @@ type subscriptionFilter struct {
 // the subscription (Close), the graceful-closure result. Every message
 // carries the request id as io.modelcontextprotocol/subscriptionId. The
 // stream is served by this replica until the client closes it.
-func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, p *gateway.Principal, m *message) {
+func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, rq *request) {
+	p, m := rq.p, rq.m
 	var in struct {
 		Notifications *subscriptionFilter `json:"notifications"`
 	}

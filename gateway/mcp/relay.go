@@ -347,10 +347,10 @@ type modernRelay struct {
 
 var _ gateway.InputRelay = (*modernRelay)(nil)
 
-// newModernRelay is the relay of the tools/call of the stateless request
-// m, whose _meta checkModern has read; stream writes on its response
+// newModernRelay is the relay of the tools/call of a stateless request,
+// whose _meta checkModern has read into m; stream writes on its response
 // stream (nil: none).
-func newModernRelay(m *message, stream func([]byte) bool) *modernRelay {
+func newModernRelay(m *modernReq, stream func([]byte) bool) *modernRelay {
 	r := &modernRelay{stream: stream, round: gateway.InputRound{Capabilities: m.capabilities}}
 	if string(m.progress) != "null" {
 		r.token = m.progress

@@ -35,11 +35,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -400,7 +398,7 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 		t.serveModern(w, r, p, msgs, batch, f)
 		return
 	}
-	if !batch && msgs[0].kind == kindRequest && msgs[0].method == "initialize" {
+	if !batch && startsSession(&msgs[0]) {
 		t.serveInitialize(w, r, p, &msgs[0], f)
 		return
 	}
@@ -501,7 +499,7 @@ func readBodyBytes(r io.Reader, length, limit int64) ([]byte, error) {
 func (t *Transport) checkPOST(r *http.Request, p *gateway.Principal, msgs []message, batch bool) (*session, error) {
 	if batch {
 		for i := range msgs {
-			if msgs[i].kind == kindRequest && msgs[i].method == "initialize" {
+			if startsSession(&msgs[i]) {
 				return nil, wire.ErrInvalidRequest("initialize must not be part of a JSON-RPC batch; send it alone")
 			}
 		}
@@ -543,100 +541,6 @@ func (t *Transport) serveInitialize(w http.ResponseWriter, r *http.Request, p *g
 	reply := newReplyWriter(w, f, false, t.writeDeadline)
 	reply.write(t.encode(ctx, resp))
 	reply.finish()
-}
-
-// handleMessages runs the messages of one POST in order and hands each
-// response to emit as soon as it is ready, so the responses of a batch are
-// never held together. answer serves one request. Once the responses
-// emitted reach MaxBatchReplyBytes, later requests are not answered but
-// refused with errReplyBudget; notifications still take effect. It stops
-// early when emit reports false (nobody will ever read the rest). ctx
-// carries the HTTP request's values.
-func (t *Transport) handleMessages(ctx context.Context, s *session, msgs []message,
-	answer func(context.Context, *message) []byte, emit func([]byte) bool) {
-	var spent int64
-	for i := range msgs {
-		m := &msgs[i]
-		var out []byte
-		switch m.kind {
-		case kindInvalid:
-			e, _ := t.wireError(ctx, m.err)
-			out = t.encode(ctx, response{JSONRPC: "2.0", ID: m.id, Error: e})
-		case kindRequest:
-			if spent < t.opts.MaxBatchReplyBytes {
-				out = answer(ctx, m)
-				break
-			}
-			e, _ := t.wireError(ctx, errReplyBudget(t.opts.MaxBatchReplyBytes))
-			out = t.encode(ctx, response{JSONRPC: "2.0", ID: m.id, Error: e})
-		case kindNotification:
-			t.notified(s, m)
-			continue
-		default:
-			t.answered(ctx, s, m) // a response to a request relayed from an upstream
-			continue
-		}
-		spent += int64(len(out))
-		if !emit(out) {
-			return
-		}
-	}
-}
-
-// errReplyBudget answers the requests of a batch after its responses have
-// reached MaxBatchReplyBytes.
-func errReplyBudget(budget int64) error {
-	return wire.ErrStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
-		"not run: the responses to this POST already reached %d bytes, the most one POST may produce (an operator can raise MCPGATE_MAX_BATCH_REPLY_BYTES); send this request again in a new POST", budget)
-}
-
-// notified handles a client notification. notifications/cancelled cancels
-// the named request; everything else (initialized, roots changes, ...)
-// needs nothing from a tools-only server.
-func (t *Transport) notified(s *session, m *message) {
-	if m.method != "notifications/cancelled" {
-		return
-	}
-	var in struct {
-		RequestID json.RawMessage `json:"requestId"`
-	}
-	if decodeParams(m.params, &in) == nil && in.RequestID != nil {
-		s.cancel(string(in.RequestID))
-	}
-}
-
-// call runs one request and returns its encoded response. The context keeps
-// the HTTP request's values but not its cancellation: per MCP
-// basic/transports a disconnect is not a cancellation. The call is cancelled
-// by notifications/cancelled, by the end of the session, or by Close. The
-// request's own context rides along (gateway.WithCarrier): a step that
-// only waits for the client, such as a person's approval, ends with it.
-// stream, when not nil, sends a message to the client before the response
-// on the request's own stream (a tools/call's relayed messages).
-func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, m *message, stream func([]byte) bool) []byte {
-	ctx = gateway.WithRequestID(gateway.WithCarrier(context.WithoutCancel(ctx), ctx), newRequestID())
-	ctx, done := s.track(ctx, string(m.id))
-	defer done()
-	resp := response{JSONRPC: "2.0", ID: m.id}
-	res, err := t.safeDispatch(ctx, s, p, m, stream)
-	if err != nil {
-		resp.Error, _ = t.wireError(ctx, err)
-	} else {
-		resp.Result = res
-	}
-	return t.encode(ctx, resp)
-}
-
-// safeDispatch turns a handler panic into an internal error for this one
-// request instead of a dropped connection.
-func (t *Transport) safeDispatch(ctx context.Context, s *session, p *gateway.Principal, m *message, stream func([]byte) bool) (res any, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = gateway.Wrap(gateway.EInternal, fmt.Errorf("panic in %s: %v\n%s", m.method, v, debug.Stack()),
-				"internal error; the gateway logged the cause")
-		}
-	}()
-	return t.dispatch(ctx, s, p, m, stream)
 }
 
 // encode marshals a response; a result that cannot be encoded (e.g. NaN in
