@@ -80,7 +80,7 @@ var methodTable = map[string]*methodInfo{
 	}},
 	"server/discover": {stateless: func(t *Transport, _ context.Context, _ *request) (any, error) { return t.discover(), nil },
 		hints: discoverHints},
-	"subscriptions/listen": {stream: (*Transport).serveListen},
+	"subscriptions/listen":    {stream: (*Transport).serveListen},
 	"notifications/cancelled": {notify: (*Transport).cancelled},
 }
 
@@ -163,7 +163,6 @@ func (t *Transport) safely(ctx context.Context, rq *request, serve func(*Transpo
 	return serve(t, ctx, rq)
 }
 
-
 // handleMessages runs the messages of one POST in order and hands each
 // response to emit as soon as it is ready, so the responses of a batch are
 // never held together. answer serves one request. Once the responses
@@ -208,7 +207,6 @@ func errReplyBudget(budget int64) error {
 	return wire.ErrStatus(http.StatusRequestEntityTooLarge, gateway.EInvalid,
 		"not run: the responses to this POST already reached %d bytes, the most one POST may produce (an operator can raise MCPGATE_MAX_BATCH_REPLY_BYTES); send this request again in a new POST", budget)
 }
-
 
 // startsSession reports whether m is a request that starts a session
 // (initialize).
