@@ -142,3 +142,8 @@ func (t *Transport) sameOrigin(origin, host string) bool {
 	}
 	return strings.EqualFold(u.Host, host)
 }
+
+// normalizeOrigin compares origins case-insensitively, without a trailing slash.
+func normalizeOrigin(o string) string {
+	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(o), "/"))
+}

@@ -1,8 +1,11 @@
 package mcp
 
 import (
+	"io"
+	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -76,6 +79,63 @@ func (t *Transport) endStreams() {
 	for _, held := range all {
 		for _, h := range held {
 			h.end()
+		}
+	}
+}
+
+// stream writes events to an open GET stream until it ends. A non-empty
+// endpoint is sent first as the "endpoint" event of the 2024-11-05
+// transport.
+func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, ch <-chan []byte, stop <-chan struct{}, endpoint string) {
+	rc := http.NewResponseController(w)
+	t.writeDeadline(rc)
+	startSSE(w)
+	if endpoint != "" {
+		if writeEvent(w, rc, "endpoint", []byte(endpoint)) != nil {
+			return
+		}
+	} else if rc.Flush() != nil {
+		return
+	}
+	t.pump(w, r, rc, s, ch, stop, nil)
+}
+
+// pump writes each message of ch as an SSE "message" event, and a
+// keep-alive comment every KeepAlive, each write with its own deadline,
+// until the client goes, a write fails, the session ends or stop closes
+// (MaxStreamsPerPrincipal); then, when last is set, it writes last's event
+// (a subscription's closing result).
+func (t *Transport) pump(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, s *session, ch <-chan []byte, stop <-chan struct{}, last func() []byte) {
+	tick := time.NewTicker(t.opts.KeepAlive)
+	defer tick.Stop()
+	for {
+		var err error
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			if last != nil {
+				t.writeDeadline(rc)
+				_ = writeEvent(w, rc, "message", last())
+			}
+			return
+		case <-stop:
+			if last != nil {
+				t.writeDeadline(rc)
+				_ = writeEvent(w, rc, "message", last())
+			}
+			return
+		case msg := <-ch:
+			t.writeDeadline(rc)
+			err = writeEvent(w, rc, "message", msg)
+		case <-tick.C:
+			t.writeDeadline(rc)
+			if _, err = io.WriteString(w, ": keep-alive\n\n"); err == nil {
+				err = rc.Flush()
+			}
+		}
+		if err != nil {
+			return
 		}
 	}
 }
