@@ -6,7 +6,7 @@ set -uo pipefail
 fuzztime=${1:-1m}
 go=${GO:-go}
 targets=(
-	./gateway/mcp/:FuzzParseBody ./gateway/mcp/:FuzzCallToolParams ./gateway/mcp/:FuzzToolsListCursor
+	./gateway/mcp/jsonrpc/:FuzzParseBody ./gateway/mcp/:FuzzCallToolParams ./gateway/mcp/:FuzzToolsListCursor
 	./gateway/auth/:FuzzBearerToken ./gateway/auth/:FuzzJWTMutation ./gateway/auth/:FuzzJWTClaims
 	./gateway/confirm/:FuzzConfirmToken ./gateway/confirm/:FuzzInputHash
 	./gateway/admin/:FuzzAuditCursor

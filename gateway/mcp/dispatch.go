@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
@@ -19,7 +20,7 @@ import (
 type request struct {
 	s      *session
 	p      *gateway.Principal
-	m      *message
+	m      *jsonrpc.Message
 	modern *modernReq
 	stream func([]byte) bool
 }
@@ -34,7 +35,7 @@ func (rq *request) version() string {
 	case rq.modern != nil:
 		return rq.modern.version
 	}
-	return metaVersionOf(rq.m.params)
+	return metaVersionOf(rq.m.Params)
 }
 
 // handler serves one request: its result, or an error answered as a
@@ -63,7 +64,7 @@ type methodInfo struct {
 	// a POST without Mcp-Session-Id, never in a batch.
 	startsSession bool
 	// notify handles the notification of this name on a session.
-	notify func(t *Transport, s *session, m *message)
+	notify func(t *Transport, s *session, m *jsonrpc.Message)
 }
 
 // methodTable is every method the endpoint knows, by name.
@@ -76,7 +77,7 @@ var methodTable = map[string]*methodInfo{
 		hints: listHints}, // the list is the caller's
 	"tools/call": {session: callToolHandler, stateless: callToolHandler},
 	"logging/setLevel": {session: func(t *Transport, _ context.Context, rq *request) (any, error) {
-		return t.setLogLevel(rq.s, rq.m.params)
+		return t.setLogLevel(rq.s, rq.m.Params)
 	}},
 	"server/discover": {stateless: func(t *Transport, _ context.Context, _ *request) (any, error) { return t.discover(), nil },
 		hints: discoverHints},
@@ -92,7 +93,7 @@ const (
 )
 
 func listToolsHandler(t *Transport, ctx context.Context, rq *request) (any, error) {
-	return t.listTools(ctx, rq.s, rq.p, rq.m.params)
+	return t.listTools(ctx, rq.s, rq.p, rq.m.Params)
 }
 
 func callToolHandler(t *Transport, ctx context.Context, rq *request) (any, error) {
@@ -101,30 +102,30 @@ func callToolHandler(t *Transport, ctx context.Context, rq *request) (any, error
 
 // dispatch runs one request of a session by the method table.
 func (t *Transport) dispatch(ctx context.Context, rq *request) (any, error) {
-	if mi := methodTable[rq.m.method]; mi != nil && mi.session != nil {
+	if mi := methodTable[rq.m.Method]; mi != nil && mi.session != nil {
 		return mi.session(t, ctx, rq)
 	}
 	return nil, gateway.Errorf(gateway.EMethodNotFound,
-		"method %q is not served by this MCP endpoint; it serves %s", rq.m.method, sessionMethods)
+		"method %q is not served by this MCP endpoint; it serves %s", rq.m.Method, sessionMethods)
 }
 
 // notified handles a client notification on session s by the method
 // table: notifications/cancelled cancels the named request; everything
 // else (initialized, roots changes, ...) needs nothing from a tools-only
 // server.
-func (t *Transport) notified(s *session, m *message) {
-	if mi := methodTable[m.method]; mi != nil && mi.notify != nil {
+func (t *Transport) notified(s *session, m *jsonrpc.Message) {
+	if mi := methodTable[m.Method]; mi != nil && mi.notify != nil {
 		mi.notify(t, s, m)
 	}
 }
 
 // cancelled serves notifications/cancelled: the named request of s is
 // cancelled.
-func (t *Transport) cancelled(s *session, m *message) {
+func (t *Transport) cancelled(s *session, m *jsonrpc.Message) {
 	var in struct {
 		RequestID json.RawMessage `json:"requestId"`
 	}
-	if decodeParams(m.params, &in) == nil && in.RequestID != nil {
+	if decodeParams(m.Params, &in) == nil && in.RequestID != nil {
 		s.cancel(string(in.RequestID))
 	}
 }
@@ -137,11 +138,11 @@ func (t *Transport) cancelled(s *session, m *message) {
 // step that only waits for the client, such as a person's approval, ends
 // with it. stream, when not nil, sends a message to the client before the
 // response on the request's own stream (a tools/call's relayed messages).
-func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, m *message, stream func([]byte) bool) []byte {
+func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, m *jsonrpc.Message, stream func([]byte) bool) []byte {
 	ctx = gateway.WithRequestID(gateway.WithCarrier(context.WithoutCancel(ctx), ctx), newRequestID())
-	ctx, done := s.track(ctx, string(m.id))
+	ctx, done := s.track(ctx, string(m.ID))
 	defer done()
-	resp := response{JSONRPC: "2.0", ID: m.id}
+	resp := jsonrpc.Response{JSONRPC: "2.0", ID: m.ID}
 	res, err := t.safely(ctx, &request{s: s, p: p, m: m, stream: stream}, (*Transport).dispatch)
 	if err != nil {
 		resp.Error, _ = t.wireError(ctx, err)
@@ -156,7 +157,7 @@ func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, 
 func (t *Transport) safely(ctx context.Context, rq *request, serve func(*Transport, context.Context, *request) (any, error)) (res any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = gateway.Wrap(gateway.EInternal, fmt.Errorf("panic in %s: %v\n%s", rq.m.method, v, debug.Stack()),
+			err = gateway.Wrap(gateway.EInternal, fmt.Errorf("panic in %s: %v\n%s", rq.m.Method, v, debug.Stack()),
 				"internal error; the gateway logged the cause")
 		}
 	}()
@@ -170,24 +171,24 @@ func (t *Transport) safely(ctx context.Context, rq *request, serve func(*Transpo
 // refused with errReplyBudget; notifications still take effect. It stops
 // early when emit reports false (nobody will ever read the rest). ctx
 // carries the HTTP request's values.
-func (t *Transport) handleMessages(ctx context.Context, s *session, msgs []message,
-	answer func(context.Context, *message) []byte, emit func([]byte) bool) {
+func (t *Transport) handleMessages(ctx context.Context, s *session, msgs []jsonrpc.Message,
+	answer func(context.Context, *jsonrpc.Message) []byte, emit func([]byte) bool) {
 	var spent int64
 	for i := range msgs {
 		m := &msgs[i]
 		var out []byte
-		switch m.kind {
-		case kindInvalid:
-			e, _ := t.wireError(ctx, m.err)
-			out = t.encode(ctx, response{JSONRPC: "2.0", ID: m.id, Error: e})
-		case kindRequest:
+		switch m.Kind {
+		case jsonrpc.KindInvalid:
+			e, _ := t.wireError(ctx, m.Err)
+			out = t.encode(ctx, jsonrpc.Response{JSONRPC: "2.0", ID: m.ID, Error: e})
+		case jsonrpc.KindRequest:
 			if spent < t.opts.MaxBatchReplyBytes {
 				out = answer(ctx, m)
 				break
 			}
 			e, _ := t.wireError(ctx, errReplyBudget(t.opts.MaxBatchReplyBytes))
-			out = t.encode(ctx, response{JSONRPC: "2.0", ID: m.id, Error: e})
-		case kindNotification:
+			out = t.encode(ctx, jsonrpc.Response{JSONRPC: "2.0", ID: m.ID, Error: e})
+		case jsonrpc.KindNotification:
 			t.notified(s, m)
 			continue
 		default:
@@ -210,7 +211,7 @@ func errReplyBudget(budget int64) error {
 
 // startsSession reports whether m is a request that starts a session
 // (initialize).
-func startsSession(m *message) bool {
-	mi := methodTable[m.method]
-	return m.kind == kindRequest && mi != nil && mi.startsSession
+func startsSession(m *jsonrpc.Message) bool {
+	mi := methodTable[m.Method]
+	return m.Kind == jsonrpc.KindRequest && mi != nil && mi.startsSession
 }

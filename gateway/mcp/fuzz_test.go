@@ -14,7 +14,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
-	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // The fuzz targets of this file check properties of the JSON-RPC parser,
@@ -23,228 +22,6 @@ import (
 // (JSON-RPC and MCP names are case-sensitive), never through the structs
 // the code under test uses. `go test` runs their seeds; `make fuzz` runs
 // the engine.
-
-// members decodes raw as a JSON object with exact member names (the last
-// of duplicate names wins, as in encoding/json). ok is false when raw is
-// not an object.
-func members(raw []byte) (map[string]json.RawMessage, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, false
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return nil, false
-	}
-	return obj, true
-}
-
-// jsonString decodes raw as a JSON string.
-func jsonString(raw json.RawMessage) (string, bool) {
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	var s string
-	return s, json.Unmarshal(raw, &s) == nil
-}
-
-func compactJSON(t *testing.T, raw []byte) string {
-	t.Helper()
-	// Decode and encode again, numbers kept as written: two spellings of
-	// one value (escapes such as \u0026 for &, key order) compare equal.
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("not JSON: %q: %v", raw, err)
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("does not re-encode: %q: %v", raw, err)
-	}
-	return string(out)
-}
-
-func FuzzParseBody(f *testing.F) {
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`,
-		`{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"workspace.info","arguments":{}}}`,
-		`{"jsonrpc":"2.0","id":-3.5e2,"method":"tools/list","params":{"cursor":"dG9vbHM6MTAw"}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":7,"result":{}}`,
-		`{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}`,
-		` [{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}},{"id":null}] `,
-		`[]`, `[1,"x",null]`, `null`, `{}`, `"2.0"`, `{"jsonrpc":"2.0","id":null,"method":"ping"}`,
-		`{"jsonrpc":"2.0","id":{},"method":"ping"}`, `{"jsonrpc":"1.0","id":1,"method":"ping"}`,
-		`{"jsonrpc":"2.0","id":1,"method":""}`, `{"jsonrpc":"2.0","id":1,"method":7}`,
-		`{"jsonrpc":"2.0","id":1,"method":"ping","Method":"tools/call"}`,
-		`{"jsonrpc":"2.0","id":1,"method":"ping"`, ``,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		msgs, batch, err := parseBody(body, DefaultMaxBatchMessages)
-		trimmed := bytes.TrimSpace(body)
-		isArray := len(trimmed) > 0 && trimmed[0] == '['
-		if isArray != batch {
-			t.Fatalf("batch = %v for a body that starts with %q", batch, trimmed[:min(1, len(trimmed))])
-		}
-		if err != nil && batch && isBatchTooLarge(err) {
-			// Counted before parsing: the members past the limit are never
-			// read, so the body need not be JSON.
-			if len(msgs) != 0 {
-				t.Fatalf("refused oversized batch returned %d messages", len(msgs))
-			}
-			return
-		}
-		if err != nil {
-			checkProtocolError(t, err)
-			if !json.Valid(trimmed) && !isParseError(err) {
-				t.Fatalf("body that is not JSON refused with %v, want a parse error", err)
-			}
-			if batch && len(msgs) != 0 {
-				t.Fatalf("refused batch returned %d messages", len(msgs))
-			}
-			if !batch && (len(msgs) > 1 || len(msgs) == 1 && msgs[0].kind != kindInvalid) {
-				t.Fatalf("refused single message returned %+v", msgs)
-			}
-			return
-		}
-		if !json.Valid(trimmed) {
-			t.Fatalf("accepted a body that is not JSON: %q", body)
-		}
-		var raws []json.RawMessage
-		if batch {
-			if e := json.Unmarshal(trimmed, &raws); e != nil {
-				t.Fatalf("accepted batch does not decode as an array: %v", e)
-			}
-		} else {
-			raws = []json.RawMessage{trimmed}
-		}
-		if len(raws) == 0 || len(msgs) != len(raws) {
-			t.Fatalf("%d messages for %d array members", len(msgs), len(raws))
-		}
-		if !batch && msgs[0].kind == kindInvalid {
-			t.Fatalf("single invalid message accepted without an error: %+v", msgs[0])
-		}
-		for i := range msgs {
-			checkMessage(t, raws[i], &msgs[i])
-		}
-	})
-}
-
-// isBatchTooLarge reports the refusal of a batch over the member limit:
-// HTTP 413, -32600.
-func isBatchTooLarge(err error) bool {
-	var pe *wire.ProtocolError
-	return errors.As(err, &pe) && pe.Status == 413 && pe.Code == gateway.RPCInvalidRequest
-}
-
-func isParseError(err error) bool {
-	var pe *wire.ProtocolError
-	return errors.As(err, &pe) && pe.Code == gateway.RPCParseError
-}
-
-func checkProtocolError(t *testing.T, err error) {
-	t.Helper()
-	var pe *wire.ProtocolError
-	if !errors.As(err, &pe) || pe.Status != 400 || pe.Class != gateway.EInvalid ||
-		(pe.Code != gateway.RPCParseError && pe.Code != gateway.RPCInvalidRequest) {
-		t.Fatalf("refusal is %#v, want a 400 parse error or invalid request", err)
-	}
-}
-
-// checkMessage checks m against an independent, case-sensitive reading of
-// raw, and that re-encoding m reads back as the same message.
-func checkMessage(t *testing.T, raw json.RawMessage, m *message) {
-	t.Helper()
-	obj, isObject := members(raw)
-	if m.kind == kindInvalid {
-		if m.err == nil {
-			t.Fatalf("invalid message without an error: %q", raw)
-		}
-		checkProtocolError(t, m.err)
-		return
-	}
-	if !isObject {
-		t.Fatalf("message %q is not a JSON object but was classified %d", raw, m.kind)
-	}
-	if rep := referenceRepeated(raw, envelopeMembers); rep != "" {
-		t.Fatalf("accepted %q, whose member %q appears twice", raw, rep)
-	}
-	if v, ok := jsonString(obj["jsonrpc"]); !ok || v != "2.0" {
-		t.Fatalf("accepted %q whose jsonrpc member is %q", raw, obj["jsonrpc"])
-	}
-	id, hasID := obj["id"]
-	if hasID && m.id != nil && !bytes.Equal(id, m.id) {
-		t.Fatalf("id %q echoed as %q", id, m.id)
-	}
-	switch m.kind {
-	case kindRequest, kindNotification:
-		method, ok := jsonString(obj["method"])
-		if !ok || method == "" || method != m.method {
-			t.Fatalf("accepted %q as method %q; its method member is %q", raw, m.method, obj["method"])
-		}
-		if !bytes.Equal(m.params, obj["params"]) {
-			t.Fatalf("params %q, want the member %q", m.params, obj["params"])
-		}
-		if (m.kind == kindRequest) != hasID {
-			t.Fatalf("kind %d for a message with id member %v", m.kind, hasID)
-		}
-		if m.kind == kindRequest && (len(m.id) == 0 || !validID(m.id)) {
-			t.Fatalf("request %q accepted with id %q; ids are strings or numbers", raw, m.id)
-		}
-	case kindResponse:
-		if _, ok := obj["method"]; ok || !hasID {
-			t.Fatalf("response %q has a method or no id", raw)
-		}
-		if obj["result"] == nil && obj["error"] == nil {
-			t.Fatalf("response %q has neither result nor error", raw)
-		}
-		return
-	}
-	// Re-encoding the message reads back as the same message.
-	out := map[string]any{"jsonrpc": "2.0", "method": m.method}
-	if m.kind == kindRequest {
-		out["id"] = m.id
-	}
-	if m.params != nil {
-		out["params"] = m.params
-	}
-	enc, err := json.Marshal(out)
-	if err != nil {
-		t.Fatalf("accepted message does not re-encode: %v", err)
-	}
-	again, err := parseMessage(enc)
-	if err != nil || again.kind != m.kind || again.method != m.method ||
-		(m.kind == kindRequest && compactJSON(t, again.id) != compactJSON(t, m.id)) ||
-		(m.params != nil && compactJSON(t, again.params) != compactJSON(t, m.params)) {
-		t.Fatalf("re-encoded %q reads back as %+v (err %v), want %+v", enc, again, err, *m)
-	}
-	if m.kind == kindRequest {
-		// The reply echoes the id unchanged.
-		reply, err := json.Marshal(response{JSONRPC: "2.0", ID: m.id, Result: struct{}{}})
-		if err != nil {
-			t.Fatalf("reply to id %q does not encode: %v", m.id, err)
-		}
-		back, err := parseMessage(reply)
-		if err != nil || back.kind != kindResponse || compactJSON(t, back.id) != compactJSON(t, m.id) {
-			t.Fatalf("reply %q reads back as %+v (err %v)", reply, back, err)
-		}
-	}
-}
-
-// validID reports whether raw is one JSON string or number.
-func validID(raw json.RawMessage) bool {
-	if !json.Valid(raw) {
-		return false
-	}
-	if _, ok := jsonString(raw); ok {
-		return true
-	}
-	var n json.Number
-	return json.Unmarshal(raw, &n) == nil && raw[0] != '"'
-}
 
 func FuzzCallToolParams(f *testing.F) {
 	for _, s := range []string{
@@ -434,4 +211,61 @@ func FuzzToolsListCursor(f *testing.F) {
 			next = end
 		}
 	})
+}
+
+// members decodes raw as a JSON object with exact member names (the last
+// of duplicate names wins, as in encoding/json). ok is false when raw is
+// not an object.
+func members(raw []byte) (map[string]json.RawMessage, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil, false
+	}
+	return obj, true
+}
+
+// jsonString decodes raw as a JSON string.
+func jsonString(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// referenceRepeated returns the first of names that the JSON object raw
+// holds more than once ("" when none, or when raw is not an object).
+func referenceRepeated(raw []byte, names []string) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	first := ""
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		name, _ := tok.(string)
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return ""
+		}
+		for _, n := range names {
+			if n == name && n != "" && seen[n] && first == "" {
+				first = n
+			}
+		}
+		seen[name] = true
+	}
+	return first
+}
+
+func sameError(a, b error) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Error() == b.Error() && reflect.TypeOf(a) == reflect.TypeOf(b))
 }

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
@@ -126,7 +127,7 @@ func (l *legacyHandler) serveMessage(w http.ResponseWriter, r *http.Request, p *
 		t.replyError(w, r, nil, err)
 		return
 	}
-	msgs, batch, err := parseBody(body, t.opts.MaxBatchMessages)
+	msgs, batch, err := jsonrpc.ParseBody(body, t.opts.MaxBatchMessages)
 	if err != nil {
 		release()
 		<-s.slots
@@ -149,8 +150,8 @@ func (l *legacyHandler) serveMessage(w http.ResponseWriter, r *http.Request, p *
 // message per event, and a batch held for one array event would keep
 // every response in memory until its slowest member finished. The reply
 // budget of handleMessages applies.
-func (l *legacyHandler) run(ctx context.Context, s *session, p *gateway.Principal, msgs []message, batch bool) {
-	answer := func(ctx context.Context, m *message) []byte {
+func (l *legacyHandler) run(ctx context.Context, s *session, p *gateway.Principal, msgs []jsonrpc.Message, batch bool) {
+	answer := func(ctx context.Context, m *jsonrpc.Message) []byte {
 		if startsSession(m) {
 			return l.initialize(ctx, s, m, batch)
 		}
@@ -166,9 +167,9 @@ func (l *legacyHandler) run(ctx context.Context, s *session, p *gateway.Principa
 }
 
 // initialize answers the one initialize of a legacy session.
-func (l *legacyHandler) initialize(ctx context.Context, s *session, m *message, batch bool) []byte {
+func (l *legacyHandler) initialize(ctx context.Context, s *session, m *jsonrpc.Message, batch bool) []byte {
 	t := l.t
-	resp := response{JSONRPC: "2.0", ID: m.id}
+	resp := jsonrpc.Response{JSONRPC: "2.0", ID: m.ID}
 	var err error
 	switch {
 	case batch:
@@ -178,7 +179,7 @@ func (l *legacyHandler) initialize(ctx context.Context, s *session, m *message, 
 	default:
 		var res *initializeResult
 		var caps clientCaps
-		if res, caps, err = t.initialize(m.params, legacyVersions); err == nil {
+		if res, caps, err = t.initialize(m.Params, legacyVersions); err == nil {
 			s.elicitForm.Store(caps&capElicitForm != 0)
 			resp.Result = res
 			t.log.Debug("mcp: SSE session initialized", zap.String("session", s.id), zap.String("version", res.ProtocolVersion))

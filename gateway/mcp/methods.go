@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
+	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 )
 
 // Tool is one tool as tools/list shows it (MCP Tool: name, title,
@@ -172,7 +173,7 @@ func decodeCursor(c string) (int, error) {
 // becomes a tool execution error at the request's version (ToolError); any
 // other error is returned, to be answered as a JSON-RPC error.
 func (t *Transport) callTool(ctx context.Context, rq *request) (any, error) {
-	params := rq.m.params
+	params := rq.m.Params
 	var call *gateway.CallRequest
 	var err error
 	if mr := rq.modern; mr != nil && mr.hasSplit { // a 2026-07-28 request, whose members checkModern has found
@@ -214,7 +215,7 @@ func (t *Transport) callTool(ctx context.Context, rq *request) (any, error) {
 func readableName(params json.RawMessage) string {
 	var v [1][]byte
 	var name string
-	if ok, repeated := readMembers(params, []string{"name"}, v[:]); !ok || repeated != "" || json.Unmarshal(v[0], &name) != nil {
+	if ok, repeated := jsonrpc.ReadMembers(params, []string{"name"}, v[:]); !ok || repeated != "" || json.Unmarshal(v[0], &name) != nil {
 		return ""
 	}
 	return name
@@ -244,7 +245,7 @@ func callParamsFrom(name, arguments, meta json.RawMessage) (in callParams, err e
 		return in, nil
 	}
 	var ok bool
-	if in.Name, ok = plainString(name); ok { // decodeMember's fast path
+	if in.Name, ok = jsonrpc.PlainString(name); ok { // decodeMember's fast path
 		return in, nil
 	}
 	var slow string // a variable of its own: &slow escapes, in does not
@@ -343,7 +344,7 @@ func metaMember(meta json.RawMessage, key string) json.RawMessage {
 // fields are tagged with their member names; absent or null params leave v
 // at its zero value. Member names are matched exactly, as MCP defines them
 // (json.Unmarshal into the struct would also fill "name" from "NAME"), and
-// a member named more than once is refused (repeatedMember).
+// a member named more than once is refused (jsonrpc.RepeatedMember).
 func decodeParams(params json.RawMessage, v any) error {
 	if len(params) == 0 || string(params) == "null" {
 		return nil
@@ -360,9 +361,9 @@ func decodeParams(params json.RawMessage, v any) error {
 	} else {
 		values = make([][]byte, len(names))
 	}
-	ok, repeated := readMembers(params, names, values)
+	ok, repeated := jsonrpc.ReadMembers(params, names, values)
 	if repeated != "" {
-		return repeatedMember(repeated)
+		return jsonrpc.RepeatedMember(repeated)
 	}
 	if !ok {
 		// Not one JSON object: encoding/json says why (or, should it take
@@ -422,7 +423,7 @@ func decodeMember(raw []byte, field reflect.Value) error {
 		*p = raw
 		return nil
 	case *string:
-		if s, ok := plainString(raw); ok {
+		if s, ok := jsonrpc.PlainString(raw); ok {
 			*p = s
 			return nil
 		}
@@ -430,10 +431,10 @@ func decodeMember(raw []byte, field reflect.Value) error {
 	return json.Unmarshal(raw, field.Addr().Interface())
 }
 
-// stringValue returns the value of raw when it is a JSON string (plainString
+// stringValue returns the value of raw when it is a JSON string (jsonrpc.PlainString
 // without decoding when it can); ok is false for any other value.
 func stringValue(raw []byte) (string, bool) {
-	if s, ok := plainString(raw); ok {
+	if s, ok := jsonrpc.PlainString(raw); ok {
 		return s, true
 	}
 	var s string
@@ -441,22 +442,6 @@ func stringValue(raw []byte) (string, bool) {
 		return "", false
 	}
 	return s, true
-}
-
-// plainString returns the value of raw, a valid JSON value, when it is a
-// string without escapes whose bytes are ASCII text (so its value is its
-// bytes); ok is false for any other value.
-func plainString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	inner := raw[1 : len(raw)-1]
-	for _, c := range inner {
-		if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
-			return "", false
-		}
-	}
-	return string(inner), true
 }
 
 // typeProblem says, for a JSON decoding error, which field had which JSON
@@ -474,7 +459,7 @@ func typeProblem(err error) string {
 	if errors.As(err, &syn) {
 		return fmt.Sprintf(": %s at byte %d", syn.Error(), syn.Offset)
 	}
-	var rep repeatedMember
+	var rep jsonrpc.RepeatedMember
 	if errors.As(err, &rep) {
 		return ": " + rep.Error()
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
+	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
@@ -58,17 +59,17 @@ const (
 // is not session-based (so also an unknown one, answered with
 // UnsupportedProtocolVersion), or, without such a header, it is
 // server/discover or carries the per-request protocol version in _meta.
-func modernRequest(r *http.Request, msgs []message, batch bool) bool {
+func modernRequest(r *http.Request, msgs []jsonrpc.Message, batch bool) bool {
 	if r.Header.Get(headerSessionID) != "" {
 		return false
 	}
 	if v := strings.TrimSpace(r.Header.Get(headerProtocolVersion)); v != "" {
 		return !versionOf(v).LegacySSE // a session-based version of either transport
 	}
-	if batch || msgs[0].kind != kindRequest || startsSession(&msgs[0]) {
+	if batch || msgs[0].Kind != jsonrpc.KindRequest || startsSession(&msgs[0]) {
 		return false
 	}
-	return msgs[0].method == "server/discover" || metaVersionOf(msgs[0].params) != ""
+	return msgs[0].Method == "server/discover" || metaVersionOf(msgs[0].Params) != ""
 }
 
 // metaVersionOf returns params._meta's protocol version, "" when absent.
@@ -112,33 +113,33 @@ func errModernMethodNotFound(method string) error {
 }
 
 // serveModern answers one stateless POST.
-func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gateway.Principal, msgs []message, batch bool, f format) {
+func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gateway.Principal, msgs []jsonrpc.Message, batch bool, f format) {
 	if batch {
 		t.replyError(w, r, nil, wire.ErrInvalidRequest("protocol 2026-07-28 takes one JSON-RPC message per POST; JSON-RPC batches are not part of it"))
 		return
 	}
 	m := &msgs[0]
-	switch m.kind {
-	case kindNotification: // none is defined on Streamable HTTP; accepted and ignored
+	switch m.Kind {
+	case jsonrpc.KindNotification: // none is defined on Streamable HTTP; accepted and ignored
 		w.WriteHeader(http.StatusAccepted)
 		return
-	case kindResponse:
+	case jsonrpc.KindResponse:
 		t.replyError(w, r, nil, wire.ErrInvalidRequest("protocol 2026-07-28 clients send no JSON-RPC responses: this server sends no requests"))
 		return
 	}
 	mr := new(modernReq)
 	if err := checkModern(r, m, mr); err != nil {
-		t.replyError(w, r, m.id, err)
+		t.replyError(w, r, m.ID, err)
 		return
 	}
 	rq := &request{p: p, m: m, modern: mr}
-	mi := methodTable[m.method]
+	mi := methodTable[m.Method]
 	switch {
 	case mi != nil && mi.stream != nil:
 		mi.stream(t, w, r, rq)
 		return
 	case mi == nil || mi.stateless == nil:
-		t.replyError(w, r, m.id, errModernMethodNotFound(m.method))
+		t.replyError(w, r, m.ID, errModernMethodNotFound(m.Method))
 		return
 	}
 	// Closing the response stream cancels the request (MCP 2026-07-28,
@@ -153,18 +154,18 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 	rq.stream = reply.stream
 	res, err := t.safely(ctx, rq, mi.stateless)
 	hints := mi.hints
-	resp := response{JSONRPC: "2.0", ID: m.id}
+	resp := jsonrpc.Response{JSONRPC: "2.0", ID: m.ID}
 	var body json.RawMessage
-	enveloped := err == nil && isToolResult(res) && m.id != nil && plainID(m.id)
+	enveloped := err == nil && isToolResult(res) && m.ID != nil && jsonrpc.PlainID(m.ID)
 	if err == nil {
 		var id json.RawMessage
 		if enveloped {
-			id = m.id
+			id = m.ID
 		}
 		body, err = t.modernResult(res, hints, id)
 	}
 	switch {
-	case err != nil && (wire.IsProtocolError(err) || gateway.ErrorCodeOf(err) == gateway.EMissingCapability) && reply.fail(func() { t.replyError(w, r, m.id, err) }):
+	case err != nil && (wire.IsProtocolError(err) || gateway.ErrorCodeOf(err) == gateway.EMissingCapability) && reply.fail(func() { t.replyError(w, r, m.ID, err) }):
 		// A refusal of the transport that the handler passed on (an
 		// Mcp-Param-* header, CheckParamHeaders), or a capability the
 		// client did not declare (SEP-2575: "For HTTP, the response
@@ -189,7 +190,7 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 // version (UnsupportedProtocolVersion). On success it records the version
 // in mr, with what else it read of the request, so that later steps need
 // not decode params again.
-func checkModern(r *http.Request, m *message, mr *modernReq) error {
+func checkModern(r *http.Request, m *jsonrpc.Message, mr *modernReq) error {
 	headerVersion, ok := headerValue(r, headerProtocolVersion)
 	if !ok {
 		return wire.ErrHeaderMismatch("header MCP-Protocol-Version has invalid characters; send the protocol version of params._meta[%q]", metaProtocolVersion)
@@ -202,23 +203,23 @@ func checkModern(r *http.Request, m *message, mr *modernReq) error {
 	case !ok:
 		return wire.ErrHeaderMismatch("header Mcp-Method has invalid characters; send the request's method")
 	case method == "":
-		return wire.ErrHeaderMismatch("missing Mcp-Method header; protocol 2026-07-28 requires it on every request, equal to the body's method %q", m.method)
-	case method != m.method:
-		return wire.ErrHeaderMismatch("header mismatch: Mcp-Method header value %q does not match body method %q", method, m.method)
+		return wire.ErrHeaderMismatch("missing Mcp-Method header; protocol 2026-07-28 requires it on every request, equal to the body's method %q", m.Method)
+	case method != m.Method:
+		return wire.ErrHeaderMismatch("header mismatch: Mcp-Method header value %q does not match body method %q", method, m.Method)
 	}
 	// One pass over params serves the Mcp-Name check and the _meta checks,
 	// and one over _meta finds the members the transport reads (also the
 	// progress token and log level of the call's relay); name stays raw so
 	// that a name of the wrong type is the handler's to refuse, as a
 	// malformed body is. Nothing is decoded that is not checked.
-	in, decodeErr := modernFields(m.params)
+	in, decodeErr := modernFields(m.Params)
 	if decodeErr == nil {
 		decodeErr = checkMetaObject(in.Meta)
 	}
-	if repeated, ok := decodeErr.(repeatedMember); ok { // which name the headers should match is unknown (not errors.As: its target would be allocated on every request)
+	if repeated, ok := decodeErr.(jsonrpc.RepeatedMember); ok { // which name the headers should match is unknown (not errors.As: its target would be allocated on every request)
 		return errMetaInvalid("params: %s", repeated.Error())
 	}
-	if m.method == "tools/call" {
+	if m.Method == "tools/call" {
 		name, _ := stringValue(in.Name)
 		if err := checkNameHeader(r, name); err != nil {
 			return err
@@ -260,7 +261,7 @@ func checkModern(r *http.Request, m *message, mr *modernReq) error {
 	}
 	mr.version = version
 	mr.capabilities = caps
-	if m.method == "tools/call" {
+	if m.Method == "tools/call" {
 		mr.split, mr.hasSplit = in, true
 		if versionOf(version).ParamHeaders {
 			mr.header = r.Header // for the Mcp-Param-* headers (wire.CheckParamHeaders, in the pipeline)
@@ -313,9 +314,9 @@ func modernFields(params json.RawMessage) (in modernParams, err error) {
 	}
 	if params[0] == '{' {
 		var v [5][]byte // modernMembers' values, on the stack
-		ok, repeated := readMembers(params, modernMembers, v[:])
+		ok, repeated := jsonrpc.ReadMembers(params, modernMembers, v[:])
 		if repeated != "" {
-			return in, repeatedMember(repeated)
+			return in, jsonrpc.RepeatedMember(repeated)
 		}
 		if ok {
 			return modernParams{Name: v[0], Arguments: v[1], Meta: v[2], InputResponses: v[3], RequestState: v[4]}, nil
@@ -403,19 +404,16 @@ var (
 // modernResult adds what every 2026-07-28 result carries to res:
 // resultType "complete", the server's identity in _meta (beside any _meta
 // of res), and hints (the caching fields of cacheable results; nil for
-// others). With id not nil (a plainID) it returns the whole response
-// instead, resultEnvelope(id, result), written in the result's own buffer
+// others). With id not nil (a jsonrpc.PlainID) it returns the whole response
+// instead, jsonrpc.ResultEnvelope(id, result), written in the result's own buffer
 // in the common case.
 func (t *Transport) modernResult(res any, hints *cacheHints, id json.RawMessage) (json.RawMessage, error) {
 	out, enveloped, err := t.modernBody(res, hints, id)
 	if err != nil || id == nil || enveloped {
 		return out, err
 	}
-	return resultEnvelope(id, out), nil
+	return jsonrpc.ResultEnvelope(id, out), nil
 }
-
-// Around a result, the response to a request (resultEnvelope).
-const envelopeOpen, envelopeMid = `{"jsonrpc":"2.0","id":`, `,"result":`
 
 // modernBody is modernResult's result. In the common case, a result
 // without _meta, it is written in one buffer, in its envelope when id is
@@ -442,11 +440,11 @@ func (t *Transport) modernBody(res any, hints *cacheHints, id json.RawMessage) (
 			size += len(hints.suffix)
 		}
 		if id != nil {
-			size += len(envelopeOpen) + len(id) + len(envelopeMid) + 1
+			size += len(jsonrpc.EnvelopeOpen) + len(id) + len(jsonrpc.EnvelopeMid) + 1
 		}
 		out := make([]byte, 0, size)
 		if id != nil {
-			out = append(append(append(out, envelopeOpen...), id...), envelopeMid...)
+			out = append(append(append(out, jsonrpc.EnvelopeOpen...), id...), jsonrpc.EnvelopeMid...)
 		}
 		out = append(out, raw[:len(raw)-1]...)
 		if len(raw) > 2 {
@@ -499,16 +497,16 @@ func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, rq *requ
 	var in struct {
 		Notifications *subscriptionFilter `json:"notifications"`
 	}
-	if err := decodeParams(m.params, &in); err != nil || in.Notifications == nil {
-		t.replyError(w, r, m.id, errMetaInvalid(`subscriptions/listen needs params.notifications, an object such as {"toolsListChanged": true}`))
+	if err := decodeParams(m.Params, &in); err != nil || in.Notifications == nil {
+		t.replyError(w, r, m.ID, errMetaInvalid(`subscriptions/listen needs params.notifications, an object such as {"toolsListChanged": true}`))
 		return
 	}
 	if _, sseOK := acceptable(r.Header.Values("Accept")); !sseOK {
-		t.replyError(w, r, m.id, wire.ErrStatus(http.StatusNotAcceptable, gateway.EInvalid,
+		t.replyError(w, r, m.ID, wire.ErrStatus(http.StatusNotAcceptable, gateway.EInvalid,
 			"subscriptions/listen answers with an event stream; send Accept: application/json, text/event-stream"))
 		return
 	}
-	subID := m.id
+	subID := m.ID
 	meta := map[string]json.RawMessage{metaSubscriptionID: subID}
 	ack, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
 		"params": map[string]any{"_meta": meta, "notifications": in.Notifications}})
@@ -524,14 +522,14 @@ func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, rq *requ
 			s.sawTools(toolSetHash(tools))
 		}
 		if !t.addListener(s) {
-			t.replyError(w, r, m.id, errClosed)
+			t.replyError(w, r, m.ID, errClosed)
 			return
 		}
 		defer t.removeListener(s)
 	}
 	hold, ok := t.holdStream(s.owner)
 	if !ok {
-		t.replyError(w, r, m.id, errClosed)
+		t.replyError(w, r, m.ID, errClosed)
 		return
 	}
 	defer t.releaseStream(hold)
@@ -546,7 +544,7 @@ func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, rq *requ
 	// closing result.
 	t.pump(w, r, rc, s, ch, hold.stop, func() []byte {
 		res, _ := json.Marshal(map[string]any{"resultType": "complete", "_meta": meta})
-		end, _ := json.Marshal(response{JSONRPC: "2.0", ID: subID, Result: json.RawMessage(res)})
+		end, _ := json.Marshal(jsonrpc.Response{JSONRPC: "2.0", ID: subID, Result: json.RawMessage(res)})
 		return end
 	})
 }

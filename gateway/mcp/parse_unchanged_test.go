@@ -12,6 +12,7 @@ import (
 	"testing/iotest"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 )
 
 // The envelope and params are read in one pass over the bytes
@@ -20,56 +21,6 @@ import (
 // errors included, so no reply changes by a byte. The one change since:
 // a member read that appears more than once is refused (issue 22, item
 // 14), which referenceRepeated finds with encoding/json's tokenizer.
-
-// referenceRepeated returns the first of names that the JSON object raw
-// holds more than once ("" when none, or when raw is not an object).
-func referenceRepeated(raw []byte, names []string) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return ""
-	}
-	seen := map[string]bool{}
-	first := ""
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		name, _ := tok.(string)
-		var v json.RawMessage
-		if dec.Decode(&v) != nil {
-			return ""
-		}
-		for _, n := range names {
-			if n == name && n != "" && seen[n] && first == "" {
-				first = n
-			}
-		}
-		seen[name] = true
-	}
-	return first
-}
-
-func referenceParseMessage(raw json.RawMessage) (message, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) || len(raw) == 0 {
-			return message{}, err
-		}
-		return invalid(nil, "a JSON-RPC message must be a JSON object"), nil
-	}
-	if rep := referenceRepeated(raw, []string{"jsonrpc", "id", "method", "params", "result", "error"}); rep != "" {
-		id, _ := parseID(obj["id"])
-		if rep == "id" {
-			id = nil
-		}
-		return invalid(id, "member %q appears more than once; send each member once", rep), nil
-	}
-	w := wireMessage{JSONRPC: obj["jsonrpc"], ID: obj["id"], Method: obj["method"],
-		Params: obj["params"], Result: obj["result"], Error: obj["error"]}
-	return classify(&w), nil
-}
 
 func referenceDecodeParams(params json.RawMessage, v any) error {
 	if len(params) == 0 || string(params) == "null" {
@@ -91,7 +42,7 @@ func referenceDecodeParams(params json.RawMessage, v any) error {
 		}
 	}
 	if rep := referenceRepeated(params, names); rep != "" {
-		return repeatedMember(rep)
+		return jsonrpc.RepeatedMember(rep)
 	}
 	for i := range rv.NumField() {
 		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
@@ -125,10 +76,8 @@ type metaShape struct {
 	ID   json.RawMessage            `json:"requestId"`
 }
 
-func sameError(a, b error) bool {
-	return (a == nil) == (b == nil) && (a == nil || a.Error() == b.Error() && reflect.TypeOf(a) == reflect.TypeOf(b))
-}
-
+// FuzzParseUnchanged holds decodeParams to its reference reading
+// (jsonrpc's FuzzParseUnchanged does the envelope, on the same seeds).
 func FuzzParseUnchanged(f *testing.F) {
 	for _, s := range []string{
 		benchCall, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}`,
@@ -142,15 +91,6 @@ func FuzzParseUnchanged(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, err := parseMessage(raw)
-		want, werr := referenceParseMessage(raw)
-		if !sameError(err, werr) || !sameError(got.err, want.err) {
-			t.Fatalf("parseMessage(%q) error %v / %v, want %v / %v", raw, err, got.err, werr, want.err)
-		}
-		got.err, want.err = nil, nil
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("parseMessage(%q) = %+v, want %+v", raw, got, want)
-		}
 		var gc, wc callParamsShape
 		if err, werr := decodeParams(raw, &gc), referenceDecodeParams(raw, &wc); !sameError(err, werr) || !reflect.DeepEqual(gc, wc) {
 			t.Fatalf("decodeParams(%q) = %+v, %v; want %+v, %v", raw, gc, err, wc, werr)
@@ -171,12 +111,12 @@ func FuzzEncodeUnchanged(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id []byte, text string, isError bool) {
 		if len(id) == 0 {
 			id = nil // no id: null
-		} else if _, err := parseID(id); err != nil || !json.Valid(id) {
+		} else if _, err := jsonrpc.ParseID(id); err != nil || !json.Valid(id) {
 			return // not an id a request could carry
 		}
 		res := &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": text}}, IsError: isError,
 			StructuredContent: map[string]any{"text": text, "n": json.Number("9007199254740993")}}
-		resp := response{JSONRPC: "2.0", ID: id, Result: res}
+		resp := jsonrpc.Response{JSONRPC: "2.0", ID: id, Result: res}
 		want, err := json.Marshal(resp)
 		if err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 )
 
 // callRelay is the gateway.Relay of one tools/call on a session: what the
@@ -102,7 +103,7 @@ func (r *callRelay) Request(ctx context.Context, method string, params json.RawM
 	_, _ = rand.Read(b[:])
 	id := json.RawMessage(strconv.Quote("mcpgate-" + hex.EncodeToString(b[:])))
 	key := r.s.id + "\x00" + string(id)
-	ch := make(chan message, 1)
+	ch := make(chan jsonrpc.Message, 1)
 	r.t.pending.Store(key, ch)
 	defer r.t.pending.Delete(key)
 	remote := r.t.expectAnswer(ctx, r.s, id, ch)
@@ -112,14 +113,14 @@ func (r *callRelay) Request(ctx context.Context, method string, params json.RawM
 	}
 	select {
 	case m := <-ch:
-		if m.rpcErr != nil {
+		if m.Error != nil {
 			var e gateway.RPCError
-			if json.Unmarshal(m.rpcErr, &e) != nil {
+			if json.Unmarshal(m.Error, &e) != nil {
 				return nil, &gateway.RPCError{Code: gateway.RPCInternalError, Message: "the client answered " + method + " with a malformed error"}
 			}
 			return nil, &e
 		}
-		return m.result, nil
+		return m.Result, nil
 	case <-r.s.done:
 		return nil, &gateway.RPCError{Code: gateway.RPCInternalError, Message: "the client's session ended before it answered " + method}
 	case <-ctx.Done():
@@ -170,14 +171,14 @@ func (e callElicitor) Elicit(ctx context.Context, req gateway.ElicitRequest) (ga
 // for it on session s: on this replica, else through Options.Answers to
 // the replica holding it. A response nobody waits for (an unknown or
 // expired id, another credential's) is dropped.
-func (t *Transport) answered(ctx context.Context, s *session, m *message) {
-	v, ok := t.pending.Load(s.id + "\x00" + string(m.id))
+func (t *Transport) answered(ctx context.Context, s *session, m *jsonrpc.Message) {
+	v, ok := t.pending.Load(s.id + "\x00" + string(m.ID))
 	if !ok {
 		t.deliverAnswer(ctx, s, m)
 		return
 	}
 	select {
-	case v.(chan message) <- *m:
+	case v.(chan jsonrpc.Message) <- *m:
 	default: // answered twice: the first counts
 	}
 }
@@ -223,7 +224,7 @@ const answerTimeout = 2 * time.Second
 // recorded by another replica, to ch; it returns the function that stops
 // waiting. Without Answers, or when the record cannot be made (logged),
 // only answers POSTed to this replica arrive.
-func (t *Transport) expectAnswer(ctx context.Context, s *session, id json.RawMessage, ch chan message) func() {
+func (t *Transport) expectAnswer(ctx context.Context, s *session, id json.RawMessage, ch chan jsonrpc.Message) func() {
 	if t.opts.Answers == nil || s.legacy {
 		return func() {}
 	}
@@ -239,7 +240,7 @@ func (t *Transport) expectAnswer(ctx context.Context, s *session, id json.RawMes
 			return
 		}
 		select {
-		case ch <- message{kind: kindResponse, id: id, result: a.Result, rpcErr: a.Error}:
+		case ch <- jsonrpc.Message{Kind: jsonrpc.KindResponse, ID: id, Result: a.Result, Error: a.Error}:
 		default: // answered already
 		}
 	})
@@ -253,17 +254,17 @@ func (t *Transport) expectAnswer(ctx context.Context, s *session, id json.RawMes
 
 // deliverAnswer hands m, a response to no request of this replica, to
 // the replica that waits for it, if any.
-func (t *Transport) deliverAnswer(ctx context.Context, s *session, m *message) {
+func (t *Transport) deliverAnswer(ctx context.Context, s *session, m *jsonrpc.Message) {
 	if t.opts.Answers == nil || s.legacy {
 		return
 	}
 	answer, _ := json.Marshal(struct {
 		Result json.RawMessage `json:"result,omitempty"`
 		Error  json.RawMessage `json:"error,omitempty"`
-	}{m.result, m.rpcErr})
+	}{m.Result, m.Error})
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerTimeout)
 	defer cancel()
-	ok, err := t.opts.Answers.Deliver(dctx, answerKey(s, m.id), answerOwner(s), answer)
+	ok, err := t.opts.Answers.Deliver(dctx, answerKey(s, m.ID), answerOwner(s), answer)
 	if err != nil || !ok {
 		t.log.Debug("mcp: a response to no waiting request was dropped", zap.String("session", s.id), zap.Bool("recorded", ok), zap.Error(err))
 	}

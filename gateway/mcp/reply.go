@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 )
 
 // format is how a POST's JSON-RPC responses are sent back.
@@ -237,12 +238,12 @@ func (t *Transport) replyError(w http.ResponseWriter, r *http.Request, id json.R
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", t.challenge(r, err))
 	}
-	writeJSON(w, status, response{JSONRPC: "2.0", ID: id, Error: e})
+	writeJSON(w, status, jsonrpc.Response{JSONRPC: "2.0", ID: id, Error: e})
 }
 
 // encode marshals a response; a result that cannot be encoded (e.g. NaN in
 // structured content) becomes an internal error for that request.
-func (t *Transport) encode(ctx context.Context, resp response) []byte {
+func (t *Transport) encode(ctx context.Context, resp jsonrpc.Response) []byte {
 	if data, ok := encodeToolResult(resp); ok {
 		return data
 	}
@@ -251,16 +252,16 @@ func (t *Transport) encode(ctx context.Context, resp response) []byte {
 		return data
 	}
 	e, _ := t.wireError(ctx, gateway.Wrap(gateway.EInternal, err, "the result could not be encoded as JSON; the gateway logged the cause"))
-	data, _ = json.Marshal(response{JSONRPC: "2.0", ID: resp.ID, Error: e})
+	data, _ = json.Marshal(jsonrpc.Response{JSONRPC: "2.0", ID: resp.ID, Error: e})
 	return data
 }
 
 // encodeToolResult is json.Marshal(resp) for the usual reply, a tool
 // result under an id that encoding/json copies as it is, without
 // reflection; ok is false for any other response.
-func encodeToolResult(resp response) ([]byte, bool) {
+func encodeToolResult(resp jsonrpc.Response) ([]byte, bool) {
 	res, isResult := resp.Result.(*gateway.ToolResult)
-	if !isResult || res == nil || resp.Error != nil || resp.JSONRPC != "2.0" || !plainID(resp.ID) {
+	if !isResult || res == nil || resp.Error != nil || resp.JSONRPC != "2.0" || !jsonrpc.PlainID(resp.ID) {
 		return nil, false
 	}
 	// MarshalJSON writes compact JSON with HTML characters escaped: what
@@ -269,30 +270,7 @@ func encodeToolResult(resp response) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return resultEnvelope(resp.ID, body), true
-}
-
-// resultEnvelope is the response with id (plainID) and result body, a
-// compact JSON object as encoding/json writes it.
-func resultEnvelope(id, body json.RawMessage) []byte {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	out := make([]byte, 0, len(envelopeOpen)+len(id)+len(envelopeMid)+len(body)+1)
-	out = append(append(append(append(out, envelopeOpen...), id...), envelopeMid...), body...)
-	return append(out, '}')
-}
-
-// plainID reports whether id, a valid JSON id, is one encoding/json
-// writes unchanged: printable ASCII without HTML characters, and no space
-// outside a string.
-func plainID(id json.RawMessage) bool {
-	for _, c := range id {
-		if c < 0x20 || c > 0x7e || c == '<' || c == '>' || c == '&' || c == ' ' && id[0] != '"' {
-			return false
-		}
-	}
-	return true
+	return jsonrpc.ResultEnvelope(resp.ID, body), true
 }
 
 // writeDeadline gives the next write WriteTimeout from now, in place of

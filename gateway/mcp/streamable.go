@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
@@ -60,7 +61,7 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 		return
 	}
 	defer release()
-	msgs, batch, err := parseBody(body, t.opts.MaxBatchMessages)
+	msgs, batch, err := jsonrpc.ParseBody(body, t.opts.MaxBatchMessages)
 	if err != nil {
 		t.replyError(w, r, failedID(msgs), err)
 		return
@@ -80,14 +81,14 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 	}
 	reply := newReplyWriter(w, f, batch, t.writeDeadline)
 	_, reply.canSSE = acceptable(r.Header.Values("Accept"))
-	t.handleMessages(r.Context(), s, msgs, func(ctx context.Context, m *message) []byte {
+	t.handleMessages(r.Context(), s, msgs, func(ctx context.Context, m *jsonrpc.Message) []byte {
 		return t.call(ctx, s, p, m, reply.stream)
 	}, reply.write)
 	reply.finish() // 202 when there were only notifications and responses
 }
 
 // checkPOST applies the session and batch rules to a non-initialize POST.
-func (t *Transport) checkPOST(r *http.Request, p *gateway.Principal, msgs []message, batch bool) (*session, error) {
+func (t *Transport) checkPOST(r *http.Request, p *gateway.Principal, msgs []jsonrpc.Message, batch bool) (*session, error) {
 	if batch {
 		for i := range msgs {
 			if startsSession(&msgs[i]) {
@@ -107,14 +108,14 @@ func (t *Transport) checkPOST(r *http.Request, p *gateway.Principal, msgs []mess
 
 // serveInitialize answers initialize and, on success, starts a session whose
 // id is sent in the Mcp-Session-Id header.
-func (t *Transport) serveInitialize(w http.ResponseWriter, r *http.Request, p *gateway.Principal, m *message, f format) {
+func (t *Transport) serveInitialize(w http.ResponseWriter, r *http.Request, p *gateway.Principal, m *jsonrpc.Message, f format) {
 	if r.Header.Get(headerSessionID) != "" {
-		t.replyError(w, r, m.id, wire.ErrInvalidRequest("initialize starts a new session; send it without Mcp-Session-Id"))
+		t.replyError(w, r, m.ID, wire.ErrInvalidRequest("initialize starts a new session; send it without Mcp-Session-Id"))
 		return
 	}
 	ctx := gateway.WithRequestID(r.Context(), newRequestID())
-	resp := response{JSONRPC: "2.0", ID: m.id}
-	res, caps, err := t.initialize(m.params, supportedVersions)
+	resp := jsonrpc.Response{JSONRPC: "2.0", ID: m.ID}
+	res, caps, err := t.initialize(m.Params, supportedVersions)
 	if err == nil {
 		var s *session
 		if s, err = t.createSession(p, res.ProtocolVersion, caps, false); err == nil {
@@ -124,7 +125,7 @@ func (t *Transport) serveInitialize(w http.ResponseWriter, r *http.Request, p *g
 	}
 	if err != nil {
 		if gateway.ErrorCodeOf(err) == gateway.EUnavailable {
-			t.replyError(w, r, m.id, err)
+			t.replyError(w, r, m.ID, err)
 			return
 		}
 		resp.Error, _ = t.wireError(ctx, err)
@@ -134,20 +135,20 @@ func (t *Transport) serveInitialize(w http.ResponseWriter, r *http.Request, p *g
 	reply.finish()
 }
 
-// failedID is the id to echo when parseBody fails: that of the one message,
+// failedID is the id to echo when jsonrpc.ParseBody fails: that of the one message,
 // when it could be read.
-func failedID(msgs []message) json.RawMessage {
+func failedID(msgs []jsonrpc.Message) json.RawMessage {
 	if len(msgs) == 1 {
-		return msgs[0].id
+		return msgs[0].ID
 	}
 	return nil
 }
 
-func singleID(msgs []message, batch bool) json.RawMessage {
+func singleID(msgs []jsonrpc.Message, batch bool) json.RawMessage {
 	if batch {
 		return nil
 	}
-	return msgs[0].id
+	return msgs[0].ID
 }
 
 // serveGET opens the server-to-client SSE stream of a session (one per

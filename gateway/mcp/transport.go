@@ -43,6 +43,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 )
 
 // Authenticator authenticates one HTTP request. On failure it returns a
@@ -204,7 +205,7 @@ type Transport struct {
 	streams   map[identity][]*streamHold // open long-lived streams by owner, oldest first (holdStream)
 	closed    bool
 
-	pending sync.Map // session id + "\x00" + request id → chan message: relayed requests awaiting the client (callRelay)
+	pending sync.Map // session id + "\x00" + request id → chan jsonrpc.Message: relayed requests awaiting the client (callRelay)
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -333,7 +334,7 @@ func newRequestID() string {
 }
 
 // toolsChanged is the notification NotifyToolsChanged sends.
-var toolsChanged, _ = json.Marshal(notification{JSONRPC: "2.0", Method: "notifications/tools/list_changed"})
+var toolsChanged, _ = json.Marshal(jsonrpc.Notification{JSONRPC: "2.0", Method: "notifications/tools/list_changed"})
 
 // NotifyToolsChanged sends notifications/tools/list_changed on the open GET
 // stream of every session whose principal (as authenticated at initialize)

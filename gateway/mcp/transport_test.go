@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 )
 
 func TestNewHandlerValidatesOptions(t *testing.T) {
@@ -973,7 +974,7 @@ func TestErrorMessagesNameTheProblem(t *testing.T) {
 	e := newEnv(t, nil)
 	sid := e.initialize(tokAlice, Version20251125)
 	h := hdr{token: tokAlice, session: sid}
-	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
+	deep := strings.Repeat("[", jsonrpc.MaxJSONDepth+1) + strings.Repeat("]", jsonrpc.MaxJSONDepth+1)
 	for _, tc := range []struct {
 		name, body string
 		code       int

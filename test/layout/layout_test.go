@@ -65,6 +65,8 @@ var (
 		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},
 		{pkg: "gateway/mcp/wire", allow: []string{"gateway"}, test: []string{"gateway/mcp/wire"}, forbid: noSDKs,
 			why: "what MCP puts on the wire around the domain (error mapping, Mcp-Param-* headers): the domain and the standard library only"},
+		{pkg: "gateway/mcp/jsonrpc", allow: []string{"gateway", "gateway/canon", "gateway/mcp/wire"}, test: []string{"gateway/mcp/jsonrpc"}, forbid: noSDKs,
+			why: "JSON-RPC framing: parses and frames messages, knows no session and no method"},
 		{pkg: "gateway/mcp/...", allow: []string{"gateway", "gateway/canon", "gateway/mcp/..."}, test: []string{"gateway/mcp/..."}, why: "wraps the MCP transport"},
 		{pkg: "gateway/approvals", allow: bottom, test: []string{"gateway/approvals", "gateway/sqlite"}, forbid: noSDKs,
 			why: "approvals a person decides: declares the store it consumes, imports no sibling"},

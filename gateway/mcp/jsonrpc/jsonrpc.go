@@ -1,4 +1,11 @@
-package mcp
+// Package jsonrpc is the JSON-RPC 2.0 framing of the MCP transport: a POST
+// body split into messages (single or batch, with a batch limit counted
+// before parsing), each Message classified once (request, notification,
+// response, invalid) with its members matched exactly and a repeated
+// member refused, and the envelope of a result reply written without
+// reflection. Refusals are wire.ProtocolError values (parse error,
+// invalid request).
+package jsonrpc
 
 import (
 	"bytes"
@@ -7,34 +14,35 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
 	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
-// kind classifies one JSON-RPC message of a POST body.
-type kind int
+// Kind classifies one JSON-RPC message of a POST body.
+type Kind int
 
 const (
-	kindInvalid      kind = iota // not a JSON-RPC message; err says why
-	kindRequest                  // method and id: answered
-	kindNotification             // method, no id: never answered
-	kindResponse                 // id and result/error: a reply to a server request
+	KindInvalid      Kind = iota // not a JSON-RPC message; err says why
+	KindRequest                  // method and id: answered
+	KindNotification             // method, no id: never answered
+	KindResponse                 // id and result/error: a reply to a server request
 )
 
-// message is one JSON-RPC message, parsed once (docs/architecture.md, Conventions: "Parse once").
-// id holds the raw id bytes (a JSON string or number) to echo back
-// unchanged; nil when absent or unusable.
-type message struct {
-	kind   kind
-	id     json.RawMessage
-	method string
-	params json.RawMessage
-	err    error // for kindInvalid
-	// result and rpcErr are a kindResponse's members (one is set): the
-	// client's answer to a request the gateway relayed (callRelay).
-	result, rpcErr json.RawMessage
+// Message is one JSON-RPC message, parsed once (docs/architecture.md,
+// Conventions: "Parse once"). ID holds the raw id bytes (a JSON string or
+// number) to echo back unchanged; nil when absent or unusable.
+type Message struct {
+	Kind   Kind
+	ID     json.RawMessage
+	Method string
+	Params json.RawMessage
+	Err    error // for KindInvalid: a *wire.ProtocolError
+	// Result and Error are a KindResponse's members (one is set): the
+	// client's answer to a request the gateway relayed.
+	Result, Error json.RawMessage
 }
 
 // wireMessage is the envelope as decoded; every member stays raw so that a
@@ -48,29 +56,29 @@ type wireMessage struct {
 	Error   json.RawMessage
 }
 
-// response is one JSON-RPC response. ID nil encodes as null, which is how
+// Response is one JSON-RPC response. ID nil encodes as null, which is how
 // JSON-RPC answers a request whose id could not be read.
-type response struct {
+type Response struct {
 	JSONRPC string            `json:"jsonrpc"`
 	ID      json.RawMessage   `json:"id"`
 	Result  any               `json:"result,omitempty"`
 	Error   *wire.ErrorObject `json:"error,omitempty"`
 }
 
-// notification is a server-to-client JSON-RPC notification.
-type notification struct {
+// Notification is a server-to-client JSON-RPC notification.
+type Notification struct {
 	JSONRPC string `json:"jsonrpc"`
 	Method  string `json:"method"`
 }
 
-// parseBody splits a POST body into messages. batch reports a JSON array.
+// ParseBody splits a POST body into messages. batch reports a JSON array.
 // A body that is not JSON is errParse; an empty array, or a single value
-// that is not a usable JSON-RPC message, is errInvalidRequest (the single
+// that is not a usable JSON-RPC Message, is errInvalidRequest (the single
 // message's id, when readable, is returned so the reply can echo it).
-// Invalid members of a batch are returned as kindInvalid and answered one
+// Invalid members of a batch are returned as KindInvalid and answered one
 // by one, as JSON-RPC 2.0 §6 asks. A batch of more than maxBatch members
 // is refused whole (HTTP 413), before its members are parsed.
-func parseBody(body []byte, maxBatch int) (msgs []message, batch bool, err error) {
+func ParseBody(body []byte, maxBatch int) (msgs []Message, batch bool, err error) {
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
 		if batchOver(body, maxBatch) {
@@ -84,20 +92,20 @@ func parseBody(body []byte, maxBatch int) (msgs []message, batch bool, err error
 		if len(raws) == 0 {
 			return nil, true, wire.ErrInvalidRequest("empty JSON-RPC batch; send at least one message")
 		}
-		msgs = make([]message, len(raws))
+		msgs = make([]Message, len(raws))
 		for i, raw := range raws {
-			msgs[i], _ = parseMessage(raw) // members of a valid array are valid JSON
+			msgs[i], _ = ParseMessage(raw) // members of a valid array are valid JSON
 		}
 		return msgs, true, nil
 	}
-	m, syntaxErr := parseMessage(body)
+	m, syntaxErr := ParseMessage(body)
 	if syntaxErr != nil {
 		return nil, false, wire.ErrParse("%s; send one JSON-RPC message", notJSON(syntaxErr))
 	}
-	if m.kind == kindInvalid {
-		return []message{m}, false, m.err
+	if m.Kind == KindInvalid {
+		return []Message{m}, false, m.Err
 	}
-	return []message{m}, false, nil
+	return []Message{m}, false, nil
 }
 
 // batchOver reports whether the JSON array body has more than limit
@@ -121,9 +129,9 @@ func batchOver(body []byte, limit int) bool {
 	return false
 }
 
-// maxJSONDepth is encoding/json's nesting limit: deeper input is refused
+// MaxJSONDepth is encoding/json's nesting limit: deeper input is refused
 // as a syntax error that names no offset.
-const maxJSONDepth = 10000
+const MaxJSONDepth = 10000
 
 // notJSON explains why a body could not be read as JSON: its syntax error
 // and offset, or the nesting limit, which valid but absurdly deep JSON
@@ -132,33 +140,33 @@ func notJSON(err error) string {
 	var syn *json.SyntaxError
 	switch {
 	case errors.As(err, &syn) && strings.Contains(syn.Error(), "exceeded max depth"):
-		return fmt.Sprintf("request body nests JSON deeper than %d levels, which the gateway does not read", maxJSONDepth)
+		return fmt.Sprintf("request body nests JSON deeper than %d levels, which the gateway does not read", MaxJSONDepth)
 	case errors.As(err, &syn):
 		return fmt.Sprintf("request body is not valid JSON: %s at byte %d", syn.Error(), syn.Offset)
 	}
 	return "request body is not valid JSON"
 }
 
-// envelopeMembers are the members of a JSON-RPC message that parseMessage
+// EnvelopeMembers are the members of a JSON-RPC Message that ParseMessage
 // reads, in the order of wireMessage's fields.
-var envelopeMembers = []string{"jsonrpc", "id", "method", "params", "result", "error"}
+var EnvelopeMembers = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 
-// parseMessage classifies one JSON value. It returns a non-nil error only
-// when raw is not JSON at all; every other defect is a kindInvalid message.
+// ParseMessage classifies one JSON value. It returns a non-nil error only
+// when raw is not JSON at all; every other defect is a KindInvalid message.
 // Member names are matched exactly, as JSON-RPC defines them: decoding
 // into a struct would also take "Method" or "ID" for method and id. A
 // member it reads that appears more than once is an invalid request
-// (readMembers).
-func parseMessage(raw json.RawMessage) (message, error) {
-	var v [6][]byte // envelopeMembers' values, on the stack
-	if ok, repeated := readMembers(raw, envelopeMembers, v[:]); ok {
+// (ReadMembers).
+func ParseMessage(raw json.RawMessage) (Message, error) {
+	var v [6][]byte // EnvelopeMembers' values, on the stack
+	if ok, repeated := ReadMembers(raw, EnvelopeMembers, v[:]); ok {
 		w := wireMessage{JSONRPC: v[0], ID: v[1], Method: v[2], Params: v[3], Result: v[4], Error: v[5]}
 		if repeated != "" {
-			id, _ := parseID(w.ID)
+			id, _ := ParseID(w.ID)
 			if repeated == "id" {
 				id = nil // which one the client meant is unknown: null, as for an unreadable id
 			}
-			return invalid(id, "%s", repeatedMember(repeated).Error()), nil
+			return invalid(id, "%s", RepeatedMember(repeated).Error()), nil
 		}
 		return classify(&w), nil
 	}
@@ -166,7 +174,7 @@ func parseMessage(raw json.RawMessage) (message, error) {
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) || len(raw) == 0 {
-			return message{}, err
+			return Message{}, err
 		}
 		return invalid(nil, "a JSON-RPC message must be a JSON object"), nil
 	}
@@ -175,8 +183,8 @@ func parseMessage(raw json.RawMessage) (message, error) {
 	return classify(&w), nil
 }
 
-// readMembers is the one reader of the members the transport takes from a
-// JSON object: the JSON-RPC envelope (parseMessage) and the params of
+// ReadMembers is the one reader of the members the transport takes from a
+// JSON object: the JSON-RPC envelope (ParseMessage) and the params of
 // every method (decodeParams, modernFields). It sets values[i] to the raw
 // value of the member named exactly names[i] (names "" are skipped; values
 // must be nil and as long as names), and reports whether raw is one JSON
@@ -184,10 +192,10 @@ func parseMessage(raw json.RawMessage) (message, error) {
 // none). A repeated member is refused by every caller rather than read as
 // "the last wins": another reader of the same bytes (a client library, an
 // upstream, a log) may take the first, and the gateway would decide on a
-// message other than the one they see (docs/http.md). Only the names read
+// Message other than the one they see (docs/http.md). Only the names read
 // are checked, with one comparison per member that the match already
 // makes, so the check costs nothing measurable on the hot path.
-func readMembers(raw []byte, names []string, values [][]byte) (object bool, repeated string) {
+func ReadMembers(raw []byte, names []string, values [][]byte) (object bool, repeated string) {
 	object = canon.Members(raw, func(name, value []byte) {
 		for i, n := range names {
 			if n != string(name) || n == "" {
@@ -203,42 +211,42 @@ func readMembers(raw []byte, names []string, values [][]byte) (object bool, repe
 	return object, repeated
 }
 
-// repeatedMember is the error for a member named more than once in an
-// object readMembers reads; it holds the member's name.
-type repeatedMember string
+// RepeatedMember is the error for a member named more than once in an
+// object ReadMembers reads; it holds the member's name.
+type RepeatedMember string
 
-func (r repeatedMember) Error() string {
+func (r RepeatedMember) Error() string {
 	return fmt.Sprintf("member %q appears more than once; send each member once", string(r))
 }
 
 // classify applies JSON-RPC 2.0 §4 to a decoded envelope.
-func classify(w *wireMessage) message {
-	id, idErr := parseID(w.ID)
+func classify(w *wireMessage) Message {
+	id, idErr := ParseID(w.ID)
 	if string(w.JSONRPC) != `"2.0"` {
 		return invalid(id, `"jsonrpc" must be "2.0"`)
 	}
 	if w.Method == nil {
 		if w.ID != nil && (w.Result != nil || w.Error != nil) {
-			return message{kind: kindResponse, id: id, result: w.Result, rpcErr: w.Error}
+			return Message{Kind: KindResponse, ID: id, Result: w.Result, Error: w.Error}
 		}
 		return invalid(id, `missing "method"; a JSON-RPC request names the method to call`)
 	}
-	method, ok := plainString(w.Method)
+	method, ok := PlainString(w.Method)
 	if !ok && json.Unmarshal(w.Method, &method) != nil || method == "" {
 		return invalid(id, `"method" must be a non-empty string`)
 	}
 	if w.ID == nil {
-		return message{kind: kindNotification, method: method, params: w.Params}
+		return Message{Kind: KindNotification, Method: method, Params: w.Params}
 	}
 	if idErr != nil {
 		return invalid(nil, "%s", idErr.Error())
 	}
-	return message{kind: kindRequest, id: id, method: method, params: w.Params}
+	return Message{Kind: KindRequest, ID: id, Method: method, Params: w.Params}
 }
 
-// parseID accepts the id types MCP allows: a string or a number (never
+// ParseID accepts the id types MCP allows: a string or a number (never
 // null). It returns the raw bytes to echo back.
-func parseID(raw json.RawMessage) (json.RawMessage, error) {
+func ParseID(raw json.RawMessage) (json.RawMessage, error) {
 	if raw == nil {
 		return nil, nil
 	}
@@ -249,6 +257,48 @@ func parseID(raw json.RawMessage) (json.RawMessage, error) {
 	return nil, errors.New(`"id" must be a string or a number (MCP forbids null ids)`)
 }
 
-func invalid(id json.RawMessage, format string, args ...any) message {
-	return message{kind: kindInvalid, id: id, err: wire.ErrInvalidRequest(format, args...)}
+func invalid(id json.RawMessage, format string, args ...any) Message {
+	return Message{Kind: KindInvalid, ID: id, Err: wire.ErrInvalidRequest(format, args...)}
 }
+
+// PlainString returns the value of raw, a valid JSON value, when it is a
+// string without escapes whose bytes are ASCII text (so its value is its
+// bytes); ok is false for any other value.
+func PlainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	return string(inner), true
+}
+
+// ResultEnvelope is the Response with id (PlainID) and result body, a
+// compact JSON object as encoding/json writes it.
+func ResultEnvelope(id, body json.RawMessage) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	out := make([]byte, 0, len(EnvelopeOpen)+len(id)+len(EnvelopeMid)+len(body)+1)
+	out = append(append(append(append(out, EnvelopeOpen...), id...), EnvelopeMid...), body...)
+	return append(out, '}')
+}
+
+// PlainID reports whether id, a valid JSON id, is one encoding/json
+// writes unchanged: printable ASCII without HTML characters, and no space
+// outside a string.
+func PlainID(id json.RawMessage) bool {
+	for _, c := range id {
+		if c < 0x20 || c > 0x7e || c == '<' || c == '>' || c == '&' || c == ' ' && id[0] != '"' {
+			return false
+		}
+	}
+	return true
+}
+
+// Around a result, the Response to a request (ResultEnvelope).
+const EnvelopeOpen, EnvelopeMid = `{"jsonrpc":"2.0","id":`, `,"result":`
