@@ -13,6 +13,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp/sessionid"
 )
 
 // elicitClient connects the Go SDK client to url over the Streamable HTTP
@@ -137,16 +139,16 @@ func TestSessionIDV1StillVerifies(t *testing.T) {
 	body := []byte{byte(len(Version20250618))}
 	body = append(body, Version20250618...)
 	body = binary.BigEndian.AppendUint64(body, uint64(time.Now().UnixMilli()))
-	nonce := make([]byte, sessionNonceLen)
+	nonce := make([]byte, sessionid.NonceLen)
 	_, _ = rand.Read(nonce)
 	body = append(body, nonce...)
-	mac := e.tr.signer.mac(sessionMACLabelV1, body, &p)
+	mac := e.tr.signer.MAC(sessionid.LabelV1, body, &p)
 	enc := base64.RawURLEncoding.EncodeToString(append(body, mac[:]...))
-	v1 := sessionIDPrefixV1 + enc
+	v1 := sessionid.PrefixV1 + enc
 	if code, r := e.rpc(hdr{token: tokAlice, session: v1}, "tools/call", `{"name":"elicit"}`); code != 200 || !strings.Contains(string(r.Result), "no elicitor") {
 		t.Fatalf("s1 id: %d %s %+v, want the call served without an elicitor", code, r.Result, r.Error)
 	}
-	if code, _ := e.rpc(hdr{token: tokAlice, session: sessionIDPrefix + enc}, "ping", ""); code != 404 {
+	if code, _ := e.rpc(hdr{token: tokAlice, session: sessionid.Prefix + enc}, "ping", ""); code != 404 {
 		t.Fatalf("s1 body under the s2 prefix: %d, want 404", code)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
+	"github.com/mcpgate/mcpgate/gateway/mcp/sessionid"
 	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
@@ -178,9 +179,9 @@ func (l *legacyHandler) initialize(ctx context.Context, s *session, m *jsonrpc.M
 		err = wire.ErrInvalidRequest("this SSE session is already initialized; open a new event stream to start another")
 	default:
 		var res *initializeResult
-		var caps clientCaps
+		var caps sessionid.Caps
 		if res, caps, err = t.initialize(m.Params, legacyVersions); err == nil {
-			s.elicitForm.Store(caps&capElicitForm != 0)
+			s.elicitForm.Store(caps&sessionid.CapElicitForm != 0)
 			resp.Result = res
 			t.log.Debug("mcp: SSE session initialized", zap.String("session", s.id), zap.String("version", res.ProtocolVersion))
 		} else {

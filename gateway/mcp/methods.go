@@ -18,6 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
 	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
+	"github.com/mcpgate/mcpgate/gateway/mcp/sessionid"
 )
 
 // Tool is one tool as tools/list shows it (MCP Tool: name, title,
@@ -62,7 +63,7 @@ type listToolsResult struct {
 // initialize validates the params of an initialize request and returns the
 // result with the version negotiated among supported, and the client
 // capabilities the gateway acts on.
-func (t *Transport) initialize(params json.RawMessage, supported []string) (*initializeResult, clientCaps, error) {
+func (t *Transport) initialize(params json.RawMessage, supported []string) (*initializeResult, sessionid.Caps, error) {
 	var in struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
@@ -83,7 +84,7 @@ func (t *Transport) initialize(params json.RawMessage, supported []string) (*ini
 // initialize request's capabilities object. Capabilities it cannot read
 // count as not declared: they never fail initialize, which they did not
 // before the gateway used any.
-func capsOf(raw json.RawMessage) clientCaps {
+func capsOf(raw json.RawMessage) sessionid.Caps {
 	var in struct {
 		Elicitation *struct {
 			Form *json.RawMessage `json:"form"`
@@ -93,11 +94,11 @@ func capsOf(raw json.RawMessage) clientCaps {
 	if json.Unmarshal(raw, &in) != nil {
 		return 0
 	}
-	var caps clientCaps
+	var caps sessionid.Caps
 	// MCP 2025-11-25 client/elicitation: an empty elicitation object means
 	// form mode (the 2025-06-18 form); one naming only url does not.
 	if e := in.Elicitation; e != nil && (e.Form != nil || e.URL == nil) {
-		caps |= capElicitForm
+		caps |= sessionid.CapElicitForm
 	}
 	return caps
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp/sessionid"
 )
 
 var testSessionSecret = []byte("0123456789abcdef0123456789abcdef-replicas")
@@ -75,7 +77,7 @@ func TestSessionIDForgedOrForeign(t *testing.T) {
 	a, _ := replicas(t)
 	other := newEnv(t, func(o *Options) { o.SessionSecret = []byte(strings.Repeat("k", 32)) })
 	sid := a.initialize(tokAlice, Version20251125)
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(sid, sessionIDPrefix))
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(sid, sessionid.Prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func TestSessionIDForgedOrForeign(t *testing.T) {
 	for i := range raw {
 		c := append([]byte(nil), raw...)
 		c[i] ^= 0x01
-		bad = append(bad, sessionIDPrefix+base64.RawURLEncoding.EncodeToString(c))
+		bad = append(bad, sessionid.Prefix+base64.RawURLEncoding.EncodeToString(c))
 	}
 	bad = append(bad,
 		other.initialize(tokAlice, Version20251125), // another key

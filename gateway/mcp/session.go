@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/sessionid"
 	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
@@ -23,37 +23,6 @@ const (
 	headerSessionID       = "Mcp-Session-Id"
 	headerProtocolVersion = "Mcp-Protocol-Version"
 )
-
-// identity is what binds a session to its owner: the whole identity of the
-// credential that opened it, every field of gateway.Principal except the
-// expiry (a renewed token keeps its sessions). A session id presented with
-// a credential that differs in any of them (another user, workspace, task,
-// agent profile, kind, token, scope set, cc_server mode or ticket) is
-// treated as unknown (404): it
-// cannot use, stream, cancel calls of, post to or end the session, so a
-// leaked session id is useless without the credential that opened it (MCP
-// 2025-11-25, basic/security_best_practices, "Session Hijacking").
-type identity struct {
-	kind      gateway.PrincipalKind
-	subject   string
-	workspace string
-	task      string
-	profile   string
-	tokenFP   string
-	scopes    string // sorted and quoted: ["mcp:ops" "mcp:read"]
-	mode      string // cc_server conversation mode
-	ticket    string // cc_server run's ticket
-}
-
-func identityOf(p *gateway.Principal) identity {
-	scopes := slices.Clone(p.Scopes)
-	slices.Sort(scopes)
-	return identity{
-		kind: p.Kind, subject: p.Subject, workspace: p.WorkspaceID, task: p.TaskID,
-		profile: p.ProfileID, tokenFP: p.TokenFingerprint, scopes: fmt.Sprintf("%q", scopes),
-		mode: p.Mode, ticket: p.TicketID,
-	}
-}
 
 // session is what this replica holds of one MCP session. A Streamable HTTP
 // session is created by initialize (on any replica) and ended by DELETE (on
@@ -67,7 +36,7 @@ func identityOf(p *gateway.Principal) identity {
 type session struct {
 	id        string
 	until     time.Time // when the id stops verifying; zero for legacy sessions
-	owner     identity
+	owner     sessionid.Identity
 	principal gateway.Principal // snapshot at initialize, for NotifyToolsChanged
 	version   string            // negotiated protocol version; legacy sessions keep 2024-11-05 (the transport's version: it picks the reply to a refused tools/call)
 	legacy    bool
@@ -96,7 +65,7 @@ type session struct {
 func newSession(id string, p *gateway.Principal, version string, legacy bool, now time.Time) *session {
 	s := &session{
 		id:        id,
-		owner:     identityOf(p),
+		owner:     sessionid.IdentityOf(p),
 		principal: *p,
 		version:   version,
 		legacy:    legacy,
@@ -234,14 +203,14 @@ const streamBuffer = 16
 // a legacy session ends, a Streamable HTTP one is rebuilt from its id on
 // its next request), and the transport refuses new local state beyond
 // MaxSessions.
-func (t *Transport) createSession(p *gateway.Principal, version string, caps clientCaps, legacy bool) (*session, error) {
+func (t *Transport) createSession(p *gateway.Principal, version string, caps sessionid.Caps, legacy bool) (*session, error) {
 	now := time.Now()
 	id := rand.Text() // legacy: 128 bits, base32, visible ASCII as the spec requires
 	if !legacy {
-		id = t.signer.mint(p, version, caps, now)
+		id = t.signer.Mint(p, version, caps, now)
 	}
 	s := newSession(id, p, version, legacy, now)
-	s.elicitForm.Store(caps&capElicitForm != 0)
+	s.elicitForm.Store(caps&sessionid.CapElicitForm != 0)
 	if !legacy {
 		s.until = now.Add(t.opts.SessionMaxAge)
 	}
@@ -282,7 +251,7 @@ var errTooManySessions = gateway.Errorf(gateway.EUnavailable, "this MCP endpoint
 
 // oldestOverLimit returns owner's least recently used session when owner
 // already holds MaxSessionsPerPrincipal, else nil. t.mu must be held.
-func (t *Transport) oldestOverLimit(owner identity) *session {
+func (t *Transport) oldestOverLimit(owner sessionid.Identity) *session {
 	var oldest *session
 	n := 0
 	for _, s := range t.sessions {
@@ -341,7 +310,7 @@ const sessionCheckTimeout = 2 * time.Second
 // SessionEnds. It marks the session active.
 func (t *Transport) lookupStreamable(ctx context.Context, id string, p *gateway.Principal) (*session, error) {
 	now := time.Now()
-	claims, err := t.signer.verify(id, p, now)
+	claims, err := t.signer.Verify(id, p, now)
 	if err != nil {
 		return nil, errSessionNotFound
 	}
@@ -362,13 +331,13 @@ func (t *Transport) lookupStreamable(ctx context.Context, id string, p *gateway.
 		s.lastSeen.Store(now.UnixNano())
 		return s, nil
 	}
-	s = newSession(id, p, claims.version, false, now)
-	s.elicitForm.Store(claims.caps&capElicitForm != 0)
-	s.until = claims.created.Add(t.opts.SessionMaxAge)
+	s = newSession(id, p, claims.Version, false, now)
+	s.elicitForm.Store(claims.Caps&sessionid.CapElicitForm != 0)
+	s.until = claims.Created.Add(t.opts.SessionMaxAge)
 	if err := t.admit(s); err != nil {
 		return nil, err
 	}
-	t.log.Debug("mcp: session state built from its id", zap.String("session", id), zap.String("version", claims.version))
+	t.log.Debug("mcp: session state built from its id", zap.String("session", id), zap.String("version", claims.Version))
 	return s, nil
 }
 
@@ -380,7 +349,7 @@ func (t *Transport) lookupLegacy(id string, p *gateway.Principal) (*session, err
 	t.mu.RLock()
 	s := t.sessions[id]
 	t.mu.RUnlock()
-	if s == nil || !s.legacy || s.ended() || t.expired(s, now) || s.owner != identityOf(p) {
+	if s == nil || !s.legacy || s.ended() || t.expired(s, now) || s.owner != sessionid.IdentityOf(p) {
 		return nil, errNoSession
 	}
 	s.lastSeen.Store(now.UnixNano())

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mcpgate/mcpgate/gateway/mcp/sessionid"
 )
 
 // MaxStreamsPerPrincipal bounds the long-lived streams one credential
@@ -24,7 +26,7 @@ const MaxStreamsPerPrincipal = 64
 // streamHold is one open long-lived stream counted against its owner's
 // MaxStreamsPerPrincipal.
 type streamHold struct {
-	owner identity
+	owner sessionid.Identity
 	stop  chan struct{} // closed when the stream must end (a newer one took its place, or Close)
 	once  sync.Once
 }
@@ -35,7 +37,7 @@ func (h *streamHold) end() { h.once.Do(func() { close(h.stop) }) }
 // stream when owner already holds MaxStreamsPerPrincipal. It reports false
 // once Close has begun. The caller releases the hold when its stream ends
 // and ends the stream when hold.stop closes.
-func (t *Transport) holdStream(owner identity) (*streamHold, bool) {
+func (t *Transport) holdStream(owner sessionid.Identity) (*streamHold, bool) {
 	h := &streamHold{owner: owner, stop: make(chan struct{})}
 	t.mu.Lock()
 	if t.closed {
@@ -74,7 +76,7 @@ func (t *Transport) releaseStream(h *streamHold) {
 func (t *Transport) endStreams() {
 	t.mu.Lock()
 	all := t.streams
-	t.streams = map[identity][]*streamHold{}
+	t.streams = map[sessionid.Identity][]*streamHold{}
 	t.mu.Unlock()
 	for _, held := range all {
 		for _, h := range held {

@@ -44,6 +44,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
+	"github.com/mcpgate/mcpgate/gateway/mcp/sessionid"
 )
 
 // Authenticator authenticates one HTTP request. On failure it returns a
@@ -194,15 +195,15 @@ type Transport struct {
 	anyOrigin bool
 	hosts     hostSet
 	bodies    *semaphore.Weighted // bytes of request bodies held (Options.MaxHeldBodyBytes)
-	signer    sessionSigner
+	signer    *sessionid.Signer
 	// serverInfo is the encoded Implementation of ServerName and
 	// ServerVersion, which every 2026-07-28 result carries in _meta.
 	serverInfo json.RawMessage
 
 	mu        sync.RWMutex
 	sessions  map[string]*session
-	listeners map[*session]struct{}      // open subscriptions/listen streams (2026-07-28) wanting tool list changes
-	streams   map[identity][]*streamHold // open long-lived streams by owner, oldest first (holdStream)
+	listeners map[*session]struct{}                // open subscriptions/listen streams (2026-07-28) wanting tool list changes
+	streams   map[sessionid.Identity][]*streamHold // open long-lived streams by owner, oldest first (holdStream)
 	closed    bool
 
 	pending sync.Map // session id + "\x00" + request id → chan jsonrpc.Message: relayed requests awaiting the client (callRelay)
@@ -228,7 +229,7 @@ func NewHandler(opts Options) (*Transport, error) {
 		origins:   map[string]bool{},
 		sessions:  map[string]*session{},
 		listeners: map[*session]struct{}{},
-		streams:   map[identity][]*streamHold{},
+		streams:   map[sessionid.Identity][]*streamHold{},
 		stop:      make(chan struct{}),
 		bodies:    semaphore.NewWeighted(opts.MaxHeldBodyBytes),
 	}
@@ -238,7 +239,7 @@ func NewHandler(opts Options) (*Transport, error) {
 	}
 	t.hosts = newHostSet(opts.AllowedHosts)
 	t.serverInfo, _ = json.Marshal(implementation{Name: opts.ServerName, Version: opts.ServerVersion})
-	t.signer = newSessionSigner(opts.SessionSecret, opts.SessionMaxAge)
+	t.signer = sessionid.NewSigner(opts.SessionSecret, opts.SessionMaxAge, func(v string) bool { return versionOf(v).Streamable })
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.wg.Add(1)
 	go t.janitor()

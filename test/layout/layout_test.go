@@ -67,6 +67,8 @@ var (
 			why: "what MCP puts on the wire around the domain (error mapping, Mcp-Param-* headers): the domain and the standard library only"},
 		{pkg: "gateway/mcp/jsonrpc", allow: []string{"gateway", "gateway/canon", "gateway/mcp/wire"}, test: []string{"gateway/mcp/jsonrpc"}, forbid: noSDKs,
 			why: "JSON-RPC framing: parses and frames messages, knows no session and no method"},
+		{pkg: "gateway/mcp/sessionid", allow: []string{"gateway"}, test: []string{"gateway/mcp/sessionid"}, forbid: noSDKs,
+			why: "signed session ids: the domain's principal and the standard library only"},
 		{pkg: "gateway/mcp/...", allow: []string{"gateway", "gateway/canon", "gateway/mcp/..."}, test: []string{"gateway/mcp/..."}, why: "wraps the MCP transport"},
 		{pkg: "gateway/approvals", allow: bottom, test: []string{"gateway/approvals", "gateway/sqlite"}, forbid: noSDKs,
 			why: "approvals a person decides: declares the store it consumes, imports no sibling"},
