@@ -29,7 +29,7 @@ const (
 // any replica) or by its age (Options.SessionMaxAge); this struct is its
 // local state, made on the first request this replica sees and dropped by
 // Transport.Close, by SessionIdle without a request here, or to make room
-// (createSession), none of which ends the session itself (sessionid.go). A
+// (createSession), none of which ends the session itself (gateway/mcp/sessionid). A
 // legacy session (the 2024-11-05 HTTP+SSE transport) is created by its GET
 // stream instead, lives exactly as long as that stream, and exists only on
 // the replica that serves the stream.

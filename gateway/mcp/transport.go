@@ -9,12 +9,19 @@
 // serves OAuth protected resource metadata (RFC 9728, MetadataHandler) and
 // announces tool set changes (RefreshTools).
 //
-// The stateless 2026-07-28 protocol is served beside the session-based
-// versions on the same endpoint (modern.go): server/discover, per-request
-// _meta, the standard headers checked against the body, and
-// subscriptions/listen. Session ids of the session-based versions are
-// signed and self-contained (sessionid.go), so any replica that shares the
-// key serves any session.
+// The transport moves messages; protocol behaviour is tables. Three thin
+// HTTP fronts read top to bottom: Streamable HTTP with sessions
+// (streamable.go), the stateless 2026-07-28 protocol on the same endpoint
+// (modern.go: server/discover, per-request _meta, the standard headers
+// checked against the body, subscriptions/listen) and the HTTP+SSE
+// transport (legacy.go). Each parses the body (gateway/mcp/jsonrpc), takes
+// the authenticated principal and serves each request by the method table
+// (dispatch.go: per method, its handler on a session and statelessly,
+// whether it starts a session, its cache hints); what differs between
+// protocol versions is the version table (versions.go). Session ids of the
+// session-based versions are signed and self-contained
+// (gateway/mcp/sessionid), so any replica that shares the key serves any
+// session.
 //
 // During a tools/call on a session, the upstream's messages are relayed
 // to the client through a gateway.Relay in the call's context (relay.go):
@@ -25,8 +32,9 @@
 // carry no ids, so clients do not send Last-Event-ID), relaying on the
 // stateless 2026-07-28 path (no progress there, and the input-required
 // results that replace server-to-client requests are not relayed). The
-// 2026-07-28 Mcp-Param-* headers are checked by the handler through
-// gateway.CallRequest.CheckParamHeaders, once the policy allowed the tool.
+// 2026-07-28 Mcp-Param-* headers are checked by the pipeline
+// (wire.CheckParamHeaders, which the wiring gives it), once the policy
+// allowed the tool.
 package mcp
 
 import (
