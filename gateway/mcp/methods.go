@@ -81,26 +81,16 @@ func (t *Transport) initialize(params json.RawMessage, supported []string) (*ini
 }
 
 // capsOf reads the client capabilities the gateway acts on from an
-// initialize request's capabilities object. Capabilities it cannot read
-// count as not declared: they never fail initialize, which they did not
-// before the gateway used any.
+// initialize request's capabilities object (gateway.ElicitationModesOf:
+// an empty elicitation object means form mode, the 2025-06-18 form; one
+// naming only url does not). Capabilities it cannot read count as not
+// declared: they never fail initialize, which they did not before the
+// gateway used any.
 func capsOf(raw json.RawMessage) sessionid.Caps {
-	var in struct {
-		Elicitation *struct {
-			Form *json.RawMessage `json:"form"`
-			URL  *json.RawMessage `json:"url"`
-		} `json:"elicitation"`
+	if form, _ := gateway.ElicitationModesOf(raw); form {
+		return sessionid.CapElicitForm
 	}
-	if json.Unmarshal(raw, &in) != nil {
-		return 0
-	}
-	var caps sessionid.Caps
-	// MCP 2025-11-25 client/elicitation: an empty elicitation object means
-	// form mode (the 2025-06-18 form); one naming only url does not.
-	if e := in.Elicitation; e != nil && (e.Form != nil || e.URL == nil) {
-		caps |= sessionid.CapElicitForm
-	}
-	return caps
+	return 0
 }
 
 // listTools serves one page of the handler's tools (MCP server/utilities/
