@@ -14,33 +14,34 @@ import (
 
 // request is one JSON-RPC request being served: who sent it, on which
 // session (nil: a stateless request), what checkModern read of a
-// stateless one (nil on a session), and the request's own response stream
+// stateless one, and the request's own response stream
 // (nil: none), on which a tools/call's relayed messages go before its
 // response.
 type request struct {
 	s      *session
 	p      *gateway.Principal
 	m      *jsonrpc.Message
-	modern *modernReq
+	modern modernReq // version "" on a session
 	stream func([]byte) bool
 }
 
 // version is the protocol version of the request: its session's, or for
 // a stateless request the one in its _meta, which checkModern has
 // validated.
-func (rq *request) version() string {
+func (rq request) version() string {
 	switch {
 	case rq.s != nil:
 		return rq.s.version
-	case rq.modern != nil:
+	case rq.modern.version != "":
 		return rq.modern.version
 	}
 	return metaVersionOf(rq.m.Params)
 }
 
 // handler serves one request: its result, or an error answered as a
-// JSON-RPC error.
-type handler func(t *Transport, ctx context.Context, rq *request) (any, error)
+// JSON-RPC error. The request comes by value: the table's calls allocate
+// nothing for it.
+type handler func(t *Transport, ctx context.Context, rq request) (any, error)
 
 // methodInfo says how the transport serves one method (as the go-sdk's
 // server method infos do): where it is served, by which handler, and what
@@ -59,7 +60,7 @@ type methodInfo struct {
 	hints *cacheHints
 	// stream answers a stateless request with an SSE stream of its own
 	// instead of one response (subscriptions/listen).
-	stream func(t *Transport, w http.ResponseWriter, r *http.Request, rq *request)
+	stream func(t *Transport, w http.ResponseWriter, r *http.Request, rq request)
 	// startsSession: the request starts a session (initialize): alone, in
 	// a POST without Mcp-Session-Id, never in a batch.
 	startsSession bool
@@ -69,17 +70,17 @@ type methodInfo struct {
 
 // methodTable is every method the endpoint knows, by name.
 var methodTable = map[string]*methodInfo{
-	"initialize": {startsSession: true, session: func(*Transport, context.Context, *request) (any, error) {
+	"initialize": {startsSession: true, session: func(*Transport, context.Context, request) (any, error) {
 		return nil, wire.ErrInvalidRequest("initialize may only be sent alone, without Mcp-Session-Id, to start a session")
 	}},
-	"ping": {session: func(*Transport, context.Context, *request) (any, error) { return struct{}{}, nil }},
+	"ping": {session: func(*Transport, context.Context, request) (any, error) { return struct{}{}, nil }},
 	"tools/list": {session: listToolsHandler, stateless: listToolsHandler,
 		hints: listHints}, // the list is the caller's
 	"tools/call": {session: callToolHandler, stateless: callToolHandler},
-	"logging/setLevel": {session: func(t *Transport, _ context.Context, rq *request) (any, error) {
+	"logging/setLevel": {session: func(t *Transport, _ context.Context, rq request) (any, error) {
 		return t.setLogLevel(rq.s, rq.m.Params)
 	}},
-	"server/discover": {stateless: func(t *Transport, _ context.Context, _ *request) (any, error) { return t.discover(), nil },
+	"server/discover": {stateless: func(t *Transport, _ context.Context, _ request) (any, error) { return t.discover(), nil },
 		hints: discoverHints},
 	"subscriptions/listen":    {stream: (*Transport).serveListen},
 	"notifications/cancelled": {notify: (*Transport).cancelled},
@@ -92,16 +93,16 @@ const (
 	modernMethods  = "server/discover, tools/list, tools/call and subscriptions/listen"
 )
 
-func listToolsHandler(t *Transport, ctx context.Context, rq *request) (any, error) {
+func listToolsHandler(t *Transport, ctx context.Context, rq request) (any, error) {
 	return t.listTools(ctx, rq.s, rq.p, rq.m.Params)
 }
 
-func callToolHandler(t *Transport, ctx context.Context, rq *request) (any, error) {
+func callToolHandler(t *Transport, ctx context.Context, rq request) (any, error) {
 	return t.callTool(ctx, rq)
 }
 
 // dispatch runs one request of a session by the method table.
-func (t *Transport) dispatch(ctx context.Context, rq *request) (any, error) {
+func (t *Transport) dispatch(ctx context.Context, rq request) (any, error) {
 	if mi := methodTable[rq.m.Method]; mi != nil && mi.session != nil {
 		return mi.session(t, ctx, rq)
 	}
@@ -143,7 +144,7 @@ func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, 
 	ctx, done := s.track(ctx, string(m.ID))
 	defer done()
 	resp := jsonrpc.Response{JSONRPC: "2.0", ID: m.ID}
-	res, err := t.safely(ctx, &request{s: s, p: p, m: m, stream: stream}, (*Transport).dispatch)
+	res, err := t.safely(ctx, request{s: s, p: p, m: m, stream: stream}, (*Transport).dispatch)
 	if err != nil {
 		resp.Error, _ = t.wireError(ctx, err)
 	} else {
@@ -154,7 +155,7 @@ func (t *Transport) call(ctx context.Context, s *session, p *gateway.Principal, 
 
 // safely runs serve, turning a handler panic into an internal error for
 // this one request instead of a dropped connection.
-func (t *Transport) safely(ctx context.Context, rq *request, serve func(*Transport, context.Context, *request) (any, error)) (res any, err error) {
+func (t *Transport) safely(ctx context.Context, rq request, serve func(*Transport, context.Context, request) (any, error)) (res any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = gateway.Wrap(gateway.EInternal, fmt.Errorf("panic in %s: %v\n%s", rq.m.Method, v, debug.Stack()),

@@ -163,11 +163,11 @@ func decodeCursor(c string) (int, error) {
 // modernRelay. A refusal of the handler that the model should read
 // becomes a tool execution error at the request's version (ToolError); any
 // other error is returned, to be answered as a JSON-RPC error.
-func (t *Transport) callTool(ctx context.Context, rq *request) (any, error) {
+func (t *Transport) callTool(ctx context.Context, rq request) (any, error) {
 	params := rq.m.Params
 	var call *gateway.CallRequest
 	var err error
-	if mr := rq.modern; mr != nil && mr.hasSplit { // a 2026-07-28 request, whose members checkModern has found
+	if mr := &rq.modern; mr.hasSplit { // a 2026-07-28 request, whose members checkModern has found
 		call, err = buildCallParams(callParamsFrom(mr.split.Name, mr.split.Arguments, mr.split.Meta))
 		if err == nil {
 			call.Header = mr.header
@@ -182,8 +182,8 @@ func (t *Transport) callTool(ctx context.Context, rq *request) (any, error) {
 			RawArguments: json.RawMessage(`{}`), ArgumentsErr: err}
 	case rq.s != nil:
 		ctx = t.withCallRelay(ctx, rq.s, call, rq.stream)
-	case rq.modern != nil:
-		ctx = gateway.WithRelay(ctx, newModernRelay(rq.modern, rq.stream))
+	case rq.modern.version != "":
+		ctx = gateway.WithRelay(ctx, newModernRelay(&rq.modern, rq.stream))
 	}
 	res, err := t.opts.Handler.CallTool(ctx, rq.p, call)
 	if err != nil {

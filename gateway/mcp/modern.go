@@ -127,12 +127,11 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 		t.replyError(w, r, nil, wire.ErrInvalidRequest("protocol 2026-07-28 clients send no JSON-RPC responses: this server sends no requests"))
 		return
 	}
-	mr := new(modernReq)
-	if err := checkModern(r, m, mr); err != nil {
+	rq := request{p: p, m: m}
+	if err := checkModern(r, m, &rq.modern); err != nil {
 		t.replyError(w, r, m.ID, err)
 		return
 	}
-	rq := &request{p: p, m: m, modern: mr}
 	mi := methodTable[m.Method]
 	switch {
 	case mi != nil && mi.stream != nil:
@@ -492,7 +491,7 @@ type subscriptionFilter struct {
 // the subscription (Close), the graceful-closure result. Every message
 // carries the request id as io.modelcontextprotocol/subscriptionId. The
 // stream is served by this replica until the client closes it.
-func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, rq *request) {
+func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, rq request) {
 	p, m := rq.p, rq.m
 	var in struct {
 		Notifications *subscriptionFilter `json:"notifications"`
