@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
+	"github.com/mcpgate/mcpgate/gateway/mcp/internal/jsontest"
 )
 
 // The fuzz targets of this file check properties of the JSON-RPC parser,
@@ -43,12 +44,12 @@ func FuzzCallToolParams(f *testing.F) {
 		// builds the same call, or refuses it with the same error.
 		if in, ferr := modernFields(params); ferr == nil {
 			call2, err2 := buildCallParams(callParamsFrom(in.Name, in.Arguments, in.Meta))
-			if !sameError(err, err2) || !reflect.DeepEqual(call, call2) {
+			if !jsontest.SameError(err, err2) || !reflect.DeepEqual(call, call2) {
 				t.Fatalf("params %q: parseCallParams = %+v, %v; from modernFields %+v, %v", params, call, err, call2, err2)
 			}
 		}
-		obj, isObject := members(params)
-		name, nameOK := jsonString(obj["name"])
+		obj, isObject := jsontest.Members(params)
+		name, nameOK := jsontest.JSONString(obj["name"])
 		// _meta is kept as the client wrote it when it is an object, and
 		// dropped when null; any other value refuses the call.
 		metaRaw := bytes.TrimSpace(obj["_meta"])
@@ -59,13 +60,13 @@ func FuzzCallToolParams(f *testing.F) {
 		}
 		// The audit row of a malformed call names the tool only when the
 		// params do.
-		if referenceRepeated(params, []string{"name"}) != "" {
+		if jsontest.RepeatedMember(params, []string{"name"}) != "" {
 			name, nameOK = "", false // which one is unknown
 		}
 		if got := readableName(params); got != name {
 			t.Fatalf("readableName(%q) = %q, want %q", params, got, name)
 		}
-		if rep := referenceRepeated(params, []string{"name", "arguments", "_meta"}); rep != "" {
+		if rep := jsontest.RepeatedMember(params, []string{"name", "arguments", "_meta"}); rep != "" {
 			if err == nil || !strings.Contains(err.Error(), "more than once") {
 				t.Fatalf("params %q with %q twice: %v, want refused", params, rep, err)
 			}
@@ -211,61 +212,4 @@ func FuzzToolsListCursor(f *testing.F) {
 			next = end
 		}
 	})
-}
-
-// members decodes raw as a JSON object with exact member names (the last
-// of duplicate names wins, as in encoding/json). ok is false when raw is
-// not an object.
-func members(raw []byte) (map[string]json.RawMessage, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, false
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return nil, false
-	}
-	return obj, true
-}
-
-// jsonString decodes raw as a JSON string.
-func jsonString(raw json.RawMessage) (string, bool) {
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	var s string
-	return s, json.Unmarshal(raw, &s) == nil
-}
-
-// referenceRepeated returns the first of names that the JSON object raw
-// holds more than once ("" when none, or when raw is not an object).
-func referenceRepeated(raw []byte, names []string) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return ""
-	}
-	seen := map[string]bool{}
-	first := ""
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		name, _ := tok.(string)
-		var v json.RawMessage
-		if dec.Decode(&v) != nil {
-			return ""
-		}
-		for _, n := range names {
-			if n == name && n != "" && seen[n] && first == "" {
-				first = n
-			}
-		}
-		seen[name] = true
-	}
-	return first
-}
-
-func sameError(a, b error) bool {
-	return (a == nil) == (b == nil) && (a == nil || a.Error() == b.Error() && reflect.TypeOf(a) == reflect.TypeOf(b))
 }

@@ -12,6 +12,7 @@ import (
 	"testing/iotest"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/internal/jsontest"
 	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 )
 
@@ -41,7 +42,7 @@ func referenceDecodeParams(params json.RawMessage, v any) error {
 			names = append(names, name)
 		}
 	}
-	if rep := referenceRepeated(params, names); rep != "" {
+	if rep := jsontest.RepeatedMember(params, names); rep != "" {
 		return jsonrpc.RepeatedMember(rep)
 	}
 	for i := range rv.NumField() {
@@ -79,24 +80,16 @@ type metaShape struct {
 // FuzzParseUnchanged holds decodeParams to its reference reading
 // (jsonrpc's FuzzParseUnchanged does the envelope, on the same seeds).
 func FuzzParseUnchanged(f *testing.F) {
-	for _, s := range []string{
-		benchCall, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}`,
-		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list","\u0069d":2}`, `{"jsonrpc":"2.0","id":null,"method":"p\u0069ng"}`,
-		`{"jsonrpc":"2.0","id":1,"method":"ping"`, `[]`, `null`, `"x"`, ``, `{"jsonrpc":"2.0","id":7,"result":{}}`,
-		`{"name":"x","arguments":{"a":1},"_meta":{"progressToken":1}}`, `{"name":7}`, `{"name":"\u00e9","Skipped":"s","-":"d","":"e"}`,
-		`{"name":"x","arguments":[1],"_meta":[]}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"requestId":3}`,
-		"{\"name\":\"\xff\",\"method\":\"\xfe\"}", `{"name":"a","n\u0061me":"b","arguments":{}}`, `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{},"params":{}}`,
-	} {
+	for _, s := range append([]string{benchCall}, jsontest.ParseSeeds[1:]...) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var gc, wc callParamsShape
-		if err, werr := decodeParams(raw, &gc), referenceDecodeParams(raw, &wc); !sameError(err, werr) || !reflect.DeepEqual(gc, wc) {
+		if err, werr := decodeParams(raw, &gc), referenceDecodeParams(raw, &wc); !jsontest.SameError(err, werr) || !reflect.DeepEqual(gc, wc) {
 			t.Fatalf("decodeParams(%q) = %+v, %v; want %+v, %v", raw, gc, err, wc, werr)
 		}
 		var gm, wm metaShape
-		if err, werr := decodeParams(raw, &gm), referenceDecodeParams(raw, &wm); !sameError(err, werr) || !reflect.DeepEqual(gm, wm) {
+		if err, werr := decodeParams(raw, &gm), referenceDecodeParams(raw, &wm); !jsontest.SameError(err, werr) || !reflect.DeepEqual(gm, wm) {
 			t.Fatalf("decodeParams(%q) = %+v, %v; want %+v, %v", raw, gm, err, wm, werr)
 		}
 	})

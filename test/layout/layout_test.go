@@ -65,7 +65,7 @@ var (
 		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},
 		{pkg: "gateway/mcp/wire", allow: []string{"gateway"}, test: []string{"gateway/mcp/wire"}, forbid: noSDKs,
 			why: "what MCP puts on the wire around the domain (error mapping, Mcp-Param-* headers): the domain and the standard library only"},
-		{pkg: "gateway/mcp/jsonrpc", allow: []string{"gateway", "gateway/canon", "gateway/mcp/wire"}, test: []string{"gateway/mcp/jsonrpc"}, forbid: noSDKs,
+		{pkg: "gateway/mcp/jsonrpc", allow: []string{"gateway", "gateway/canon", "gateway/mcp/wire"}, test: []string{"gateway/mcp/jsonrpc", "gateway/mcp/internal/jsontest"}, forbid: noSDKs,
 			why: "JSON-RPC framing: parses and frames messages, knows no session and no method"},
 		{pkg: "gateway/mcp/sessionid", allow: []string{"gateway"}, test: []string{"gateway/mcp/sessionid"}, forbid: noSDKs,
 			why: "signed session ids: the domain's principal and the standard library only"},

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/internal/jsontest"
 	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
@@ -133,7 +134,7 @@ func checkProtocolError(t *testing.T, err error) {
 // raw, and that re-encoding m reads back as the same message.
 func checkMessage(t *testing.T, raw json.RawMessage, m *Message) {
 	t.Helper()
-	obj, isObject := members(raw)
+	obj, isObject := jsontest.Members(raw)
 	if m.Kind == KindInvalid {
 		if m.Err == nil {
 			t.Fatalf("invalid message without an error: %q", raw)
@@ -144,10 +145,10 @@ func checkMessage(t *testing.T, raw json.RawMessage, m *Message) {
 	if !isObject {
 		t.Fatalf("message %q is not a JSON object but was classified %d", raw, m.Kind)
 	}
-	if rep := referenceRepeated(raw, EnvelopeMembers); rep != "" {
+	if rep := jsontest.RepeatedMember(raw, EnvelopeMembers); rep != "" {
 		t.Fatalf("accepted %q, whose member %q appears twice", raw, rep)
 	}
-	if v, ok := jsonString(obj["jsonrpc"]); !ok || v != "2.0" {
+	if v, ok := jsontest.JSONString(obj["jsonrpc"]); !ok || v != "2.0" {
 		t.Fatalf("accepted %q whose jsonrpc member is %q", raw, obj["jsonrpc"])
 	}
 	id, hasID := obj["id"]
@@ -156,7 +157,7 @@ func checkMessage(t *testing.T, raw json.RawMessage, m *Message) {
 	}
 	switch m.Kind {
 	case KindRequest, KindNotification:
-		method, ok := jsonString(obj["method"])
+		method, ok := jsontest.JSONString(obj["method"])
 		if !ok || method == "" || method != m.Method {
 			t.Fatalf("accepted %q as method %q; its method member is %q", raw, m.Method, obj["method"])
 		}
@@ -214,7 +215,7 @@ func validID(raw json.RawMessage) bool {
 	if !json.Valid(raw) {
 		return false
 	}
-	if _, ok := jsonString(raw); ok {
+	if _, ok := jsontest.JSONString(raw); ok {
 		return true
 	}
 	var n json.Number
@@ -230,7 +231,7 @@ func referenceParseMessage(raw json.RawMessage) (Message, error) {
 		}
 		return invalid(nil, "a JSON-RPC message must be a JSON object"), nil
 	}
-	if rep := referenceRepeated(raw, []string{"jsonrpc", "id", "method", "params", "result", "error"}); rep != "" {
+	if rep := jsontest.RepeatedMember(raw, []string{"jsonrpc", "id", "method", "params", "result", "error"}); rep != "" {
 		id, _ := ParseID(obj["id"])
 		if rep == "id" {
 			id = nil
@@ -242,81 +243,16 @@ func referenceParseMessage(raw json.RawMessage) (Message, error) {
 	return classify(&w), nil
 }
 
-// members decodes raw as a JSON object with exact member names (the last
-// of duplicate names wins, as in encoding/json). ok is false when raw is
-// not an object.
-func members(raw []byte) (map[string]json.RawMessage, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, false
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return nil, false
-	}
-	return obj, true
-}
-
-// jsonString decodes raw as a JSON string.
-func jsonString(raw json.RawMessage) (string, bool) {
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	var s string
-	return s, json.Unmarshal(raw, &s) == nil
-}
-
-// referenceRepeated returns the first of names that the JSON object raw
-// holds more than once ("" when none, or when raw is not an object).
-func referenceRepeated(raw []byte, names []string) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return ""
-	}
-	seen := map[string]bool{}
-	first := ""
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		name, _ := tok.(string)
-		var v json.RawMessage
-		if dec.Decode(&v) != nil {
-			return ""
-		}
-		for _, n := range names {
-			if n == name && n != "" && seen[n] && first == "" {
-				first = n
-			}
-		}
-		seen[name] = true
-	}
-	return first
-}
-
-func sameError(a, b error) bool {
-	return (a == nil) == (b == nil) && (a == nil || a.Error() == b.Error() && reflect.TypeOf(a) == reflect.TypeOf(b))
-}
-
 // FuzzParseUnchanged holds ParseMessage to its reference reading, errors
 // included, so no reply changes by a byte.
 func FuzzParseUnchanged(f *testing.F) {
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"project.get","arguments":{"project_id":"p-123","include":["env","budget"],"limit":10}}}`, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}`,
-		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list","\u0069d":2}`, `{"jsonrpc":"2.0","id":null,"method":"p\u0069ng"}`,
-		`{"jsonrpc":"2.0","id":1,"method":"ping"`, `[]`, `null`, `"x"`, ``, `{"jsonrpc":"2.0","id":7,"result":{}}`,
-		`{"name":"x","arguments":{"a":1},"_meta":{"progressToken":1}}`, `{"name":7}`, `{"name":"\u00e9","Skipped":"s","-":"d","":"e"}`,
-		`{"name":"x","arguments":[1],"_meta":[]}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"requestId":3}`,
-		"{\"name\":\"\xff\",\"method\":\"\xfe\"}", `{"name":"a","n\u0061me":"b","arguments":{}}`, `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{},"params":{}}`,
-	} {
+	for _, s := range jsontest.ParseSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		got, err := ParseMessage(raw)
 		want, werr := referenceParseMessage(raw)
-		if !sameError(err, werr) || !sameError(got.Err, want.Err) {
+		if !jsontest.SameError(err, werr) || !jsontest.SameError(got.Err, want.Err) {
 			t.Fatalf("ParseMessage(%q) error %v / %v, want %v / %v", raw, err, got.Err, werr, want.Err)
 		}
 		got.Err, want.Err = nil, nil
