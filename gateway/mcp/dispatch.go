@@ -64,6 +64,14 @@ type methodInfo struct {
 	// startsSession: the request starts a session (initialize): alone, in
 	// a POST without Mcp-Session-Id, never in a batch.
 	startsSession bool
+	// probe: a POST of it without Mcp-Session-Id is stateless even when it
+	// names no protocol version (server/discover, which a client sends
+	// before it knows the server's versions).
+	probe bool
+	// namesTool: at 2026-07-28 its params.name is repeated in the Mcp-Name
+	// header, and the members of its params that checkModern reads are kept
+	// for the handler (tools/call).
+	namesTool bool
 	// notify handles the notification of this name on a session.
 	notify func(t *Transport, s *session, m *jsonrpc.Message)
 }
@@ -76,12 +84,12 @@ var methodTable = map[string]*methodInfo{
 	"ping": {session: func(*Transport, context.Context, request) (any, error) { return struct{}{}, nil }},
 	"tools/list": {session: listToolsHandler, stateless: listToolsHandler,
 		hints: listHints}, // the list is the caller's
-	"tools/call": {session: callToolHandler, stateless: callToolHandler},
+	"tools/call": {session: callToolHandler, stateless: callToolHandler, namesTool: true},
 	"logging/setLevel": {session: func(t *Transport, _ context.Context, rq request) (any, error) {
 		return t.setLogLevel(rq.s, rq.m.Params)
 	}},
 	"server/discover": {stateless: func(t *Transport, _ context.Context, _ request) (any, error) { return t.discover(), nil },
-		hints: discoverHints},
+		hints: discoverHints, probe: true},
 	"subscriptions/listen":    {stream: (*Transport).serveListen},
 	"notifications/cancelled": {notify: (*Transport).cancelled},
 }
@@ -103,8 +111,8 @@ func callToolHandler(t *Transport, ctx context.Context, rq request) (any, error)
 
 // dispatch runs one request of a session by the method table.
 func (t *Transport) dispatch(ctx context.Context, rq request) (any, error) {
-	if mi := methodTable[rq.m.Method]; mi != nil && mi.session != nil {
-		return mi.session(t, ctx, rq)
+	if serve := info(rq.m).session; serve != nil {
+		return serve(t, ctx, rq)
 	}
 	return nil, gateway.Errorf(gateway.EMethodNotFound,
 		"method %q is not served by this MCP endpoint; it serves %s", rq.m.Method, sessionMethods)
@@ -115,8 +123,8 @@ func (t *Transport) dispatch(ctx context.Context, rq request) (any, error) {
 // else (initialized, roots changes, ...) needs nothing from a tools-only
 // server.
 func (t *Transport) notified(s *session, m *jsonrpc.Message) {
-	if mi := methodTable[m.Method]; mi != nil && mi.notify != nil {
-		mi.notify(t, s, m)
+	if notify := info(m).notify; notify != nil {
+		notify(t, s, m)
 	}
 }
 
@@ -210,9 +218,20 @@ func errReplyBudget(budget int64) error {
 		"not run: the responses to this POST already reached %d bytes, the most one POST may produce (an operator can raise MCPGATE_MAX_BATCH_REPLY_BYTES); send this request again in a new POST", budget)
 }
 
+// info returns the method table's row of m's method, the zero row for a
+// method the table does not name.
+func info(m *jsonrpc.Message) *methodInfo {
+	if mi := methodTable[m.Method]; mi != nil {
+		return mi
+	}
+	return &unknownMethod
+}
+
+// unknownMethod is the row of every method the table does not name.
+var unknownMethod methodInfo
+
 // startsSession reports whether m is a request that starts a session
 // (initialize).
 func startsSession(m *jsonrpc.Message) bool {
-	mi := methodTable[m.Method]
-	return m.Kind == jsonrpc.KindRequest && mi != nil && mi.startsSession
+	return m.Kind == jsonrpc.KindRequest && info(m).startsSession
 }

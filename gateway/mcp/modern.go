@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -69,7 +70,7 @@ func modernRequest(r *http.Request, msgs []jsonrpc.Message, batch bool) bool {
 	if batch || msgs[0].Kind != jsonrpc.KindRequest || startsSession(&msgs[0]) {
 		return false
 	}
-	return msgs[0].Method == "server/discover" || metaVersionOf(msgs[0].Params) != ""
+	return info(&msgs[0]).probe || metaVersionOf(msgs[0].Params) != ""
 }
 
 // metaVersionOf returns params._meta's protocol version, "" when absent.
@@ -132,12 +133,12 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 		t.replyError(w, r, m.ID, err)
 		return
 	}
-	mi := methodTable[m.Method]
+	mi := info(m)
 	switch {
-	case mi != nil && mi.stream != nil:
+	case mi.stream != nil:
 		mi.stream(t, w, r, rq)
 		return
-	case mi == nil || mi.stateless == nil:
+	case mi.stateless == nil:
 		t.replyError(w, r, m.ID, errModernMethodNotFound(m.Method))
 		return
 	}
@@ -152,7 +153,14 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 	_, reply.canSSE = acceptable(r.Header.Values("Accept"))
 	rq.stream = reply.stream
 	res, err := t.safely(ctx, rq, mi.stateless)
-	hints := mi.hints
+	t.replyModern(ctx, w, r, reply, m, res, err, mi.hints)
+}
+
+// replyModern answers a stateless request with its result res (the
+// fields of every 2026-07-28 result added, and hints, its caching fields),
+// or with err: a refusal of the transport or a missing capability with its
+// own HTTP status, any other error as a JSON-RPC error in a 200 reply.
+func (t *Transport) replyModern(ctx context.Context, w http.ResponseWriter, r *http.Request, reply *replyWriter, m *jsonrpc.Message, res any, err error, hints *cacheHints) {
 	resp := jsonrpc.Response{JSONRPC: "2.0", ID: m.ID}
 	var body json.RawMessage
 	enveloped := err == nil && isToolResult(res) && m.ID != nil && jsonrpc.PlainID(m.ID)
@@ -218,7 +226,8 @@ func checkModern(r *http.Request, m *jsonrpc.Message, mr *modernReq) error {
 	if repeated, ok := decodeErr.(jsonrpc.RepeatedMember); ok { // which name the headers should match is unknown (not errors.As: its target would be allocated on every request)
 		return errMetaInvalid("params: %s", repeated.Error())
 	}
-	if m.Method == "tools/call" {
+	namesTool := info(m).namesTool
+	if namesTool {
 		name, _ := stringValue(in.Name)
 		if err := checkNameHeader(r, name); err != nil {
 			return err
@@ -260,7 +269,7 @@ func checkModern(r *http.Request, m *jsonrpc.Message, mr *modernReq) error {
 	}
 	mr.version = version
 	mr.capabilities = caps
-	if m.Method == "tools/call" {
+	if namesTool {
 		mr.split, mr.hasSplit = in, true
 		if versionOf(version).ParamHeaders {
 			mr.header = r.Header // for the Mcp-Param-* headers (wire.CheckParamHeaders, in the pipeline)

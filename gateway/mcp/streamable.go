@@ -47,7 +47,12 @@ func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // servePOST handles one POST body: a single message, or a batch when the
-// session negotiated 2025-03-26. Responses are written as each is ready.
+// session's version allows batching (versions.go). It reads the body,
+// parses it (jsonrpc.ParseBody), hands a stateless request to the
+// stateless front (serveModern) and initialize to serveInitialize; any
+// other POST names its session, and each of its messages is served by the
+// method table (handleMessages, call), its response written as soon as it
+// is ready.
 func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
 	f, ok := replyFormat(r)
 	if !ok {
@@ -87,7 +92,8 @@ func (t *Transport) servePOST(w http.ResponseWriter, r *http.Request, p *gateway
 	reply.finish() // 202 when there were only notifications and responses
 }
 
-// checkPOST applies the session and batch rules to a non-initialize POST.
+// checkPOST applies the session and batch rules to a non-initialize POST
+// and returns its session.
 func (t *Transport) checkPOST(r *http.Request, p *gateway.Principal, msgs []jsonrpc.Message, batch bool) (*session, error) {
 	if batch {
 		for i := range msgs {
