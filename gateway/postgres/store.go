@@ -106,22 +106,33 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		return nil, openError(err, url)
 	}
 	s := &Store{db: db, dsn: url, rate: newRateStatements(), finish: prepared{Query: finishAudits}, opTimeout: o.OperationTimeout}
-	s.Core = sqlcore.New(db, db, sqlcore.Dialect{
-		Bind: sqlx.DOLLAR,
-		Time: func(t time.Time) any { return t.UTC() },
-		Translate: func(err error, m sqlcore.Msgs) error {
-			return translate(err, msgs{notFound: m.NotFound, conflict: m.Conflict})
-		},
-		CallerQuery:     callerQuery,
-		InsertAudit:     insertAudit,
-		PrepareReserve:  s.prepareReserve,
-		TakeSlots:       s.takeSlots,
-		AtomicTakeSlots: true,
-		ReserveBatch:    s.reserveBatch,
-		Deadlocked:      deadlocked,
-		FinishBatch:     s.finishBatch,
-	})
+	d := dialect
+	d.PrepareReserve, d.TakeSlots, d.ReserveBatch, d.FinishBatch = s.prepareReserve, s.takeSlots, s.reserveBatch, s.finishBatch
+	s.Core = sqlcore.New(db, db, d)
 	return s, nil
+}
+
+// dialect is PostgreSQL's sqlcore.Dialect; OpenWith adds the store's
+// reservation and finish statements.
+var dialect = sqlcore.Dialect{
+	Bind:        sqlx.DOLLAR,
+	Now:         "now()",
+	True:        "true",
+	False:       "false",
+	JSONEach:    "jsonb_each(?::jsonb)",
+	JSONBool:    "e.value::boolean",
+	LockRow:     " FOR NO KEY UPDATE",
+	Later:       "GREATEST(%s, ?)",
+	Classify:    classify,
+	Unreachable: unreachable,
+	Unanswered:  "audit store unavailable: PostgreSQL did not answer; retry shortly, and check the database if it persists",
+
+	CallerQuery:           callerQuery,
+	InsertAudit:           insertAudit,
+	DeleteExpiredCounts:   deleteExpiredCounts,
+	DeleteEndedTaskCounts: deleteEndedTaskCounts,
+	AtomicTakeSlots:       true,
+	Deadlocked:            deadlocked,
 }
 
 // openError explains a failed first ping without echoing the password.
@@ -130,7 +141,7 @@ func openError(err error, dsn string) error {
 	if u, perr := url.Parse(dsn); perr == nil && u.Host != "" {
 		target = u.Host + u.Path
 	}
-	if e := translate(err, msgs{}); gateway.ErrorCodeOf(e) != gateway.EUnavailable {
+	if e := driverError(err); gateway.ErrorCodeOf(e) != gateway.EUnavailable {
 		return gateway.Wrap(gateway.EUnavailable, err, "audit store unavailable: PostgreSQL at "+
 			target+" refused the connection; check MCPGATE_DATABASE_URL (user, password, database name)")
 	}
@@ -164,7 +175,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	for tries := s.db.Stats().OpenConnections + 1; errors.Is(err, driver.ErrBadConn) && tries > 0 && ctx.Err() == nil; tries-- {
 		err = s.db.PingContext(ctx)
 	}
-	return translate(err, msgs{})
+	return driverError(err)
 }
 
 // Migrate applies the pending migrations of migrations.Postgres with goose.
@@ -182,7 +193,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	var schema sql.NullString
 	if err := s.db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
-		return translate(err, msgs{})
+		return driverError(err)
 	}
 	if !schema.Valid {
 		return gateway.Errorf(gateway.EInvalid,
@@ -198,7 +209,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return gateway.Wrap(gateway.EInternal, err, "cannot read the embedded PostgreSQL migrations")
 	}
 	if _, err := p.Up(ctx); err != nil {
-		if e := translate(err, msgs{}); gateway.ErrorCodeOf(e) == gateway.EUnavailable {
+		if e := driverError(err); gateway.ErrorCodeOf(e) == gateway.EUnavailable {
 			return e
 		}
 		return gateway.Wrap(gateway.EInternal, err, "migrating the PostgreSQL schema failed; see the cause in the log")
@@ -212,20 +223,6 @@ func lockID(schema string) int64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte("mcpgate/migrate/" + schema))
 	return int64(h.Sum64() >> 1)
-}
-
-// inTx runs fn in a transaction, committing when it returns nil and rolling
-// back otherwise, so that a failed admin write changes nothing.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := s.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return translate(err, msgs{})
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return translate(tx.Commit(), msgs{})
 }
 
 // isNoRows reports whether err says a single-row query matched nothing.

@@ -30,7 +30,7 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (fou
 	var tx *sqlx.Tx
 	if len(evs) > 1 {
 		if tx, err = s.w.BeginTxx(ctx, nil); err != nil {
-			return nil, translate(err, msgs{})
+			return nil, driverError(err)
 		}
 		defer func() {
 			if err != nil {
@@ -49,17 +49,17 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (fou
 		status, class, latency, reasons, revision := sqlcore.FinishArgs(ev)
 		res, err := stmt.ExecContext(ctx, status, class, latency, reasons, revision, ev.ID)
 		if err != nil {
-			return nil, translate(err, msgs{})
+			return nil, driverError(err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return nil, translate(err, msgs{})
+			return nil, driverError(err)
 		}
 		found[i] = n > 0
 	}
 	if tx != nil {
 		if err = tx.Commit(); err != nil {
-			return nil, translate(err, msgs{})
+			return nil, driverError(err)
 		}
 	}
 	return found, nil

@@ -45,7 +45,6 @@ type Store struct {
 	r      *sqlx.DB // read-only connections; the same pool as w for ":memory:"
 	rate   *rateStatements
 	finish prepared      // finishAudit, on w
-	ended  prepared      // sessionEnded, on r
 	ckpt   *checkpointer // background WAL checkpoints; nil for ":memory:"
 }
 
@@ -90,23 +89,39 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // newStore wires the pools and the hot-path statements.
 func newStore(w, r *sqlx.DB) *Store {
-	s := &Store{w: w, r: r, rate: newRateStatements(), finish: prepared{Query: finishAudit},
-		ended: prepared{Query: sessionEnded}}
-	s.Core = sqlcore.New(w, r, sqlcore.Dialect{
-		Bind: sqlx.QUESTION,
-		Time: func(t time.Time) any { return fmtTime(t) },
-		Translate: func(err error, m sqlcore.Msgs) error {
-			return translate(err, msgs{notFound: m.NotFound, conflict: m.Conflict})
-		},
-		CheckJSON:      true,
-		CallerQuery:    callerQuery,
-		InsertAudit:    insertAudit,
-		PrepareReserve: s.prepareReserve,
-		TakeSlots:      s.takeSlots,
-		FinishBatch:    s.finishBatch,
-		GroupReserve:   true,
-	})
+	s := &Store{w: w, r: r, rate: newRateStatements(), finish: prepared{Query: finishAudit}}
+	d := dialect
+	d.PrepareReserve, d.TakeSlots, d.FinishBatch = s.prepareReserve, s.takeSlots, s.finishBatch
+	s.Core = sqlcore.New(w, r, d)
 	return s
+}
+
+// dialect is SQLite's sqlcore.Dialect; newStore adds the store's
+// reservation and finish statements. Times are text (sqlcore.TimeLayout),
+// written by the gateway: no SQL function writes that layout.
+var dialect = sqlcore.Dialect{
+	Bind:     sqlx.QUESTION,
+	TimeText: true,
+	True:     "1",
+	False:    "0",
+	// json_each yields true/false as 1/0, the column's representation.
+	JSONEach: "json_each(?)",
+	JSONBool: "e.value",
+	// Stored times sort as text, so max() on the text is the later time;
+	// coalesce because SQLite's max() of a NULL is NULL.
+	Later:      "max(coalesce(%s, ''), ?)",
+	CheckJSON:  true,
+	Classify:   classify,
+	Unanswered: "audit store unavailable: the SQLite database did not answer; retry shortly, and check the disk if it persists",
+
+	CallerQuery:         callerQuery,
+	InsertAudit:         insertAudit,
+	DeleteExpiredCounts: `DELETE FROM rate_limit_counters WHERE expires_at <= ?`,
+	DeleteEndedTaskCounts: `DELETE FROM rate_limit_counters WHERE task_id IS NOT NULL AND EXISTS (
+    SELECT 1 FROM tasks t WHERE t.workspace_id = rate_limit_counters.task_workspace_id
+      AND t.id = rate_limit_counters.task_id
+      AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= ?)`,
+	GroupReserve: true,
 }
 
 // openPool opens a pool of at most n connections that are never closed for
@@ -130,7 +145,7 @@ func openPool(ctx context.Context, path, params string, n int) (*sqlx.DB, error)
 
 // Close releases the prepared statements and closes the connections.
 func (s *Store) Close() error {
-	errs := []error{s.Core.Close(), s.rate.close(), s.finish.Close(), s.ended.Close()}
+	errs := []error{s.Core.Close(), s.rate.close(), s.finish.Close()}
 	if s.ckpt != nil {
 		errs = append(errs, s.ckpt.close())
 	}
@@ -155,9 +170,9 @@ func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := s.w.PingContext(ctx); err != nil {
-		return translate(err, msgs{})
+		return driverError(err)
 	}
-	return translate(s.r.PingContext(ctx), msgs{})
+	return driverError(s.r.PingContext(ctx))
 }
 
 // Migrate applies the pending migrations of migrations.SQLite with goose;
@@ -170,44 +185,10 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return gateway.Wrap(gateway.EInternal, err, "cannot read the embedded SQLite migrations")
 	}
 	if _, err := p.Up(ctx); err != nil {
-		if e := translate(err, msgs{}); gateway.ErrorCodeOf(e) == gateway.EUnavailable {
+		if e := driverError(err); gateway.ErrorCodeOf(e) == gateway.EUnavailable {
 			return e
 		}
 		return gateway.Wrap(gateway.EInternal, err, "migrating the SQLite schema failed; see the cause in the log")
 	}
 	return nil
-}
-
-// inTx runs fn in a write transaction (BEGIN IMMEDIATE), committing when it
-// returns nil and rolling back otherwise, so that a failed admin write
-// changes nothing.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := s.w.BeginTxx(ctx, nil)
-	if err != nil {
-		return translate(err, msgs{})
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return translate(tx.Commit(), msgs{})
-}
-
-// timeLayout is how times are stored: UTC with six fractional digits, so
-// that text order is time order (see migrations/sqlite/00001_init.sql).
-const timeLayout = "2006-01-02T15:04:05.000000Z"
-
-// fmtTime formats t for a time column.
-func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
-
-// now is the current time as stored: UTC, to the microsecond.
-func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
-
-// parseTime reads a time column.
-func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return t, gateway.Wrap(gateway.EInternal, err, "audit store returned an unreadable time")
-	}
-	return t, nil
 }

@@ -59,7 +59,7 @@ func (c *Core) AuditArgs(ev *gateway.AuditEvent) []any {
 	if len(ev.Arguments) > 0 {
 		args = string(ev.Arguments)
 	}
-	return []any{c.D.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
+	return []any{c.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
 		ev.ProfileID, ev.Actor, string(ev.PrincipalKind), ev.TokenFP, ev.Tool, string(ev.Tier), ev.Status,
 		ev.ErrorClass, JSONList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args, ev.PolicyRevision,
 		ev.Surface, ev.Mode, ev.ApprovalID}
@@ -169,7 +169,7 @@ func (c *Core) ListAuditEvents(ctx context.Context, f gateway.AuditFilter) ([]ga
 		}
 	}
 	if !f.Before.IsZero() {
-		args = append(args, c.D.Time(f.Before.Time), f.Before.ID)
+		args = append(args, c.Time(f.Before.Time), f.Before.ID)
 		where = append(where, "(time, id) < (?, ?)")
 	}
 	q := `SELECT ` + auditColumns + ` FROM audit_events`

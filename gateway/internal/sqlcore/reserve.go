@@ -300,7 +300,7 @@ WHERE workspace_id = ? AND task_id = ? AND tool_name = ? AND key = ?`
 // row claimed before, unchanged. ENotFound when rec's workspace does not
 // exist.
 func (c *Core) claimKey(ctx context.Context, tx *sqlx.Tx, rec *gateway.IdempotencyRecord) (*gateway.IdempotencyRecord, error) {
-	res, err := tx.ExecContext(ctx, c.Q(insertKey), rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key, rec.InputHash, c.D.Time(Now()))
+	res, err := tx.ExecContext(ctx, c.Q(insertKey), rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key, rec.InputHash, c.Time(Now()))
 	if err != nil {
 		return nil, c.Translate(err, Msgs{NotFound: WorkspaceNotFound(rec.WorkspaceID)})
 	}
@@ -347,5 +347,5 @@ func (c *Core) DeleteEndedIdempotencyKeys(ctx context.Context, before time.Time)
   SELECT 1 FROM tasks t
   WHERE t.workspace_id = mcp_idempotency_keys.workspace_id AND t.id = mcp_idempotency_keys.task_id
     AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= ?)`
-	return c.Delete(ctx, q, c.D.Time(before))
+	return c.Delete(ctx, q, c.Time(before))
 }
