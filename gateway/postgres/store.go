@@ -1,7 +1,7 @@
 // Package postgres is mcpgate's audit store on PostgreSQL, the system of
 // record: workspaces, members, profiles, tokens, overrides and
 // the audit_events rows every tools/call writes. It implements the
-// pipeline.Store and admin.Store interfaces and returns only *gateway.Error.
+// store contract (gateway/store) and returns only *gateway.Error.
 package postgres
 
 import (
@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
+	"github.com/mcpgate/mcpgate/gateway/store"
 	"github.com/mcpgate/mcpgate/migrations"
 )
 
@@ -65,6 +66,9 @@ type Store struct {
 	// opTimeout is Options.OperationTimeout (commitDeadline).
 	opTimeout time.Duration
 }
+
+// The store implements the whole store contract.
+var _ store.Store = (*Store)(nil)
 
 // Open is OpenWith with the default Options.
 func Open(ctx context.Context, url string) (*Store, error) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
+	"github.com/mcpgate/mcpgate/gateway/store"
 	"github.com/mcpgate/mcpgate/migrations"
 )
 
@@ -47,6 +48,9 @@ type Store struct {
 	finish prepared      // finishAudit, on w
 	ckpt   *checkpointer // background WAL checkpoints; nil for ":memory:"
 }
+
+// The store implements the whole store contract.
+var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the SQLite database at path, as in
 // MCPGATE_DATABASE_URL=sqlite:PATH; a leading "sqlite:" is removed. The
