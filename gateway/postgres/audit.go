@@ -59,7 +59,7 @@ UPDATE audit_events SET status = $2::text, error_class = $3::text, latency_us = 
 FROM o WHERE id = $1::bigint
 RETURNING id`
 
-// finishBatch is sqlcore.Dialect.FinishBatch (finishAudits; a lone row
+// finishBatch is the store's sqlcore.FinishBatch (finishAudits; a lone row
 // finishOne).
 func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]bool, error) {
 	if len(evs) == 1 {

@@ -41,7 +41,7 @@ func (r *rateStatements) close() error {
 // counter the function raises (fullSlotCode), and the whole statement
 // rolls back: no slot, no counter row, no audit row. So the statement is
 // atomic alone and runs in autocommit when there is no idempotency claim
-// (sqlcore.Dialect.AtomicTakeSlots). The CTE is materialised so the
+// (Reserve). The CTE is materialised so the
 // function runs exactly once, before the insert that depends on it.
 const reserveAndAudit = `
 WITH r AS MATERIALIZED (
@@ -122,8 +122,8 @@ func (s *Store) commitDeadline(ctx context.Context) time.Time {
 // counter; its DETAIL is "<1-based index> <count before this call>".
 const fullSlotCode = "MGRL1"
 
-// prepareReserve is sqlcore.Dialect.PrepareReserve: it prepares
-// reserveAndAudit and reserveOneAndAudit on the pool.
+// prepareReserve prepares reserveAndAudit and reserveOneAndAudit on the
+// pool, before a reservation's transaction begins (sqlcore.Core.ReserveTx).
 func (s *Store) prepareReserve(ctx context.Context) error {
 	if _, err := s.rate.reserveAudit.Get(ctx, s.db, driverError); err != nil {
 		return err
@@ -132,7 +132,7 @@ func (s *Store) prepareReserve(ctx context.Context) error {
 	return err
 }
 
-// takeSlots is sqlcore.Dialect.TakeSlots: one statement
+// takeSlots is the store's sqlcore.TakeSlots: one statement
 // (reserveAndAudit; for a call of one slot reserveOneAndAudit, and
 // reserveAndAudit only when that slot was full) takes every slot and
 // inserts the audit row. Without a claim tx is nil and the statement is
@@ -214,7 +214,11 @@ func (s *Store) takeOneSlot(ctx context.Context, tx *sqlx.Tx, audit []any, q gat
 	return res, nil
 }
 
-// reserveBatch is sqlcore.Dialect.ReserveBatch (reserveBatch): the audit
+// reserveBatch runs the reserveBatch statement for the reservations of
+// one group commit (reserveGroup): audits[i] are the AuditArgs of
+// reservation i, slots[i] its slots (at least one). Each reservation is
+// all or nothing on its own, and a later one sees the slots of the
+// earlier ones; one result per reservation, in order. The audit
 // arguments of the calls go column by column as arrays, and their slots
 // one call after another.
 func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gateway.Slot) ([]gateway.ReservationResult, error) {
@@ -277,7 +281,7 @@ func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gate
 const maxDeadlockAttempts = 3
 
 // deadlocked reports whether err is PostgreSQL aborting a transaction to
-// break a deadlock (SQLSTATE 40P01); sqlcore.Dialect.Deadlocked.
+// break a deadlock (SQLSTATE 40P01): Reserve and takeSlots run it again.
 func deadlocked(err error) bool {
 	pe := pq.As(err)
 	return pe != nil && pe.Code == pqerror.TRDeadlockDetected

@@ -63,6 +63,10 @@ type Store struct {
 	dsn    string // for the listening connection (Listen)
 	rate   *rateStatements
 	finish prepared // finishAudits
+	// res is Reserve's group commit (reserveGroup), fin FinishAudit's
+	// (finishBatch).
+	res *sqlcore.Group[*sqlcore.ReserveItem]
+	fin *sqlcore.Group[*gateway.AuditEvent]
 	// opTimeout is Options.OperationTimeout (commitDeadline).
 	opTimeout time.Duration
 }
@@ -110,14 +114,13 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		return nil, openError(err, url)
 	}
 	s := &Store{db: db, dsn: url, rate: newRateStatements(), finish: prepared{Query: finishAudits}, opTimeout: o.OperationTimeout}
-	d := dialect
-	d.PrepareReserve, d.TakeSlots, d.ReserveBatch, d.FinishBatch = s.prepareReserve, s.takeSlots, s.reserveBatch, s.finishBatch
-	s.Core = sqlcore.New(db, db, d)
+	s.Core = sqlcore.New(db, db, dialect)
+	s.res = sqlcore.NewReserver(s.reserveGroup)
+	s.fin = s.NewFinisher(s.finishBatch)
 	return s, nil
 }
 
-// dialect is PostgreSQL's sqlcore.Dialect; OpenWith adds the store's
-// reservation and finish statements.
+// dialect is PostgreSQL's sqlcore.Dialect.
 var dialect = sqlcore.Dialect{
 	Bind:        sqlx.DOLLAR,
 	Now:         "now()",
@@ -135,8 +138,6 @@ var dialect = sqlcore.Dialect{
 	InsertAudit:           insertAudit,
 	DeleteExpiredCounts:   deleteExpiredCounts,
 	DeleteEndedTaskCounts: deleteEndedTaskCounts,
-	AtomicTakeSlots:       true,
-	Deadlocked:            deadlocked,
 }
 
 // openError explains a failed first ping without echoing the password.
@@ -153,8 +154,12 @@ func openError(err error, dsn string) error {
 		target+"; check that the server runs and MCPGATE_DATABASE_URL points at it")
 }
 
-// Close releases the prepared statements and closes the connection pool.
+// Close waits for the reservations and FinishAudit calls under way to be
+// written (later ones fail with EUnavailable), then releases the prepared
+// statements and closes the connection pool.
 func (s *Store) Close() error {
+	s.res.Close()
+	s.fin.Close()
 	return errors.Join(s.Core.Close(), s.rate.close(), s.finish.Close(), s.db.Close())
 }
 

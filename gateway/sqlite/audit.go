@@ -19,7 +19,7 @@ RETURNING id`
 // connection; finishBatch runs it once per row).
 const finishAudit = `UPDATE audit_events SET status = ?, error_class = ?, latency_us = ?, reason_codes = ?, policy_revision = ? WHERE id = ?`
 
-// finishBatch is sqlcore.Dialect.FinishBatch: one finishAudit per row, in
+// finishBatch is the store's sqlcore.FinishBatch: one finishAudit per row, in
 // one transaction on the write connection when there are several (one
 // WAL commit for the batch), on its own otherwise.
 func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (found []bool, err error) {

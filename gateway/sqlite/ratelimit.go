@@ -54,8 +54,7 @@ ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = count + excluded.co
 RETURNING bucket_key, count`
 }
 
-// prepareReserve is sqlcore.Dialect.PrepareReserve: it prepares addCount (Core.Add)
-// and addCounts on the write connection before the transaction takes it
+// prepareReserve prepares addCount (Core.Add) and addCounts on the write connection before the transaction takes it
 // (once; later calls find them prepared).
 func (s *Store) prepareReserve(ctx context.Context) error {
 	if _, err := s.Add.Get(ctx, s.w, driverError); err != nil {
@@ -69,7 +68,7 @@ func (s *Store) prepareReserve(ctx context.Context) error {
 	return nil
 }
 
-// takeSlots is sqlcore.Dialect.TakeSlots: the audit row, then one
+// takeSlots is the store's sqlcore.TakeSlots: the audit row, then one
 // addCount per slot, in order, stopping at the first full one. Reserve
 // runs it in BEGIN IMMEDIATE on the single write connection (in a
 // savepoint when reservations share the transaction), so reservations

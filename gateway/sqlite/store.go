@@ -45,8 +45,12 @@ type Store struct {
 	w      *sqlx.DB // the one write connection
 	r      *sqlx.DB // read-only connections; the same pool as w for ":memory:"
 	rate   *rateStatements
-	finish prepared      // finishAudit, on w
-	ckpt   *checkpointer // background WAL checkpoints; nil for ":memory:"
+	finish prepared // finishAudit, on w
+	// res is Reserve's group commit (reserveBatch), fin FinishAudit's
+	// (finishBatch).
+	res  *sqlcore.Group[*sqlcore.ReserveItem]
+	fin  *sqlcore.Group[*gateway.AuditEvent]
+	ckpt *checkpointer // background WAL checkpoints; nil for ":memory:"
 }
 
 // The store implements the whole store contract.
@@ -94,14 +98,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // newStore wires the pools and the hot-path statements.
 func newStore(w, r *sqlx.DB) *Store {
 	s := &Store{w: w, r: r, rate: newRateStatements(), finish: prepared{Query: finishAudit}}
-	d := dialect
-	d.PrepareReserve, d.TakeSlots, d.FinishBatch = s.prepareReserve, s.takeSlots, s.finishBatch
-	s.Core = sqlcore.New(w, r, d)
+	s.Core = sqlcore.New(w, r, dialect)
+	s.res = sqlcore.NewReserver(s.reserveBatch)
+	s.fin = s.NewFinisher(s.finishBatch)
 	return s
 }
 
-// dialect is SQLite's sqlcore.Dialect; newStore adds the store's
-// reservation and finish statements. Times are text (sqlcore.TimeLayout),
+// dialect is SQLite's sqlcore.Dialect. Times are text (sqlcore.TimeLayout),
 // written by the gateway: no SQL function writes that layout.
 var dialect = sqlcore.Dialect{
 	Bind:     sqlx.QUESTION,
@@ -125,7 +128,6 @@ var dialect = sqlcore.Dialect{
     SELECT 1 FROM tasks t WHERE t.workspace_id = rate_limit_counters.task_workspace_id
       AND t.id = rate_limit_counters.task_id
       AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= ?)`,
-	GroupReserve: true,
 }
 
 // openPool opens a pool of at most n connections that are never closed for
@@ -147,8 +149,12 @@ func openPool(ctx context.Context, path, params string, n int) (*sqlx.DB, error)
 	return db, nil
 }
 
-// Close releases the prepared statements and closes the connections.
+// Close waits for the reservations and FinishAudit calls under way to be
+// written (later ones fail with EUnavailable), then releases the prepared
+// statements and closes the connections.
 func (s *Store) Close() error {
+	s.res.Close()
+	s.fin.Close()
 	errs := []error{s.Core.Close(), s.rate.close(), s.finish.Close()}
 	if s.ckpt != nil {
 		errs = append(errs, s.ckpt.close())

@@ -1,11 +1,15 @@
 // Package sqlcore is the one SQL core of the two audit stores
-// (gateway/postgres, gateway/sqlite): the audit rows, the reservation, the
-// idempotency keys and their plumbing, written once over sqlx, with what
-// differs between the databases named in a Dialect (placeholders, how a
-// time is written, error translation, the reservation statement). Each
+// (gateway/postgres, gateway/sqlite): the audit rows, the caller, the
+// admin reads and writes, API tokens, rate-limit counters, sessions,
+// approvals, idempotency keys and error translation, written once over
+// sqlx, with what differs between the databases named in a Dialect, a
+// value of data: SQL literals (placeholders, time format and now, booleans,
+// JSON functions, row locks), the classifiers of driver errors and the
+// few statements that differ. Nothing here calls back into a store. Each
 // store embeds a *Core and keeps only what is its own: opening and
-// pooling connections, migrations, driver error codes and the statements
-// whose SQL differs.
+// pooling connections, migrations, and its Reserve and FinishAudit, which
+// compose the core's helpers (ReserveTx, ReserveSavepoints, NewReserver,
+// NewFinisher) with the store's own statements.
 package sqlcore
 
 import (
@@ -36,8 +40,10 @@ type Msgs struct {
 // of pressly/goose's database/dialect): SQL literals the shared
 // statements are written with, the classifiers of the driver's errors,
 // and the few statements that really differ. Nothing in it calls back
-// into a store, except the reservation and finish statements (Reserve*,
-// TakeSlots, FinishBatch), which run the store's own prepared SQL.
+// into a store: what differs beyond statements (the reservation and the
+// batch that finishes audit rows) is each store's own Reserve and
+// FinishAudit, composed of the core's helpers (ReserveTx,
+// ReserveSavepoints, NewReserver, NewFinisher).
 type Dialect struct {
 	// Bind is the placeholder style of the driver (sqlx.DOLLAR,
 	// sqlx.QUESTION); the core writes its SQL with ? and rebinds it.
@@ -104,57 +110,6 @@ type Dialect struct {
 	// updated_at is at or before ? (Core.DeleteEndedTaskCounts). Both
 	// lock the rows they delete as the dialect's reservation does.
 	DeleteExpiredCounts, DeleteEndedTaskCounts string
-	// PrepareReserve readies, before a reservation's transaction begins,
-	// the statements TakeSlots uses: preparing takes a connection from the
-	// pool, which inside the transaction could wait for ever for the one
-	// the transaction holds.
-	PrepareReserve func(ctx context.Context) error
-	// TakeSlots is the dialect's reservation statement: in tx, take one
-	// call of each of slots in order and insert the audit row whose
-	// AuditArgs are audit, stopping at the first full slot. It returns the
-	// row's id, or the full slot (1-based) with its count before this call;
-	// the core rolls the transaction back then. With AtomicTakeSlots, tx
-	// is nil for a reservation without a claim: TakeSlots then runs alone
-	// in autocommit and must itself leave nothing written when a slot is
-	// full.
-	TakeSlots func(ctx context.Context, tx *sqlx.Tx, audit []any, slots []gateway.Slot) (gateway.ReservationResult, error)
-	// AtomicTakeSlots says that TakeSlots is one statement that is all or
-	// nothing on its own (PostgreSQL: a statement that raises rolls back
-	// entirely), so a reservation without a claim needs no BEGIN and
-	// COMMIT of its own: one round trip instead of three.
-	AtomicTakeSlots bool
-	// GroupReserve makes concurrent reservations share one transaction
-	// (group commit, Core.reserveBatch), each in a savepoint of its own:
-	// for a database with a single writer (SQLite), where reservations
-	// queue for the write connection anyway and each commit costs a WAL
-	// write.
-	GroupReserve bool
-	// ReserveBatch, when set (and GroupReserve is not), makes concurrent
-	// reservations without a claim and with slots share one statement and
-	// one commit (group commit, Core.reserveGroup): audits[i] are the
-	// AuditArgs of reservation i, slots[i] its slots (at least one). Each
-	// reservation is all or nothing on its own, as TakeSlots alone, and a
-	// later one sees the slots of the earlier ones. It returns one result
-	// per reservation, in order: the audit row's id, or the full slot
-	// (1-based) with its count before this call, and then nothing of that
-	// reservation is written. An error means none of the batch was
-	// written (or, for a commit whose outcome is unknown, that all of it
-	// may have been).
-	ReserveBatch func(ctx context.Context, audits [][]any, slots [][]gateway.Slot) ([]gateway.ReservationResult, error)
-	// Deadlocked, when set, reports whether err (as Reserve's transaction
-	// returned it) is the database aborting that transaction to break a
-	// deadlock. The aborted reservation wrote nothing; Reserve runs it
-	// again (at most maxDeadlockAttempts times in all). On PostgreSQL the
-	// store's own reservations lock their counter rows in one global order
-	// and cannot deadlock each other; this is the backstop for a
-	// transaction outside that order.
-	Deadlocked func(err error) bool
-	// FinishBatch writes the final status, error class, latency and
-	// reason codes (FinishArgs) of each of evs, at most MaxFinishBatch of
-	// them, by id, in one transaction, and reports for each whether its
-	// row exists. An error means none was written, or, for a commit whose
-	// outcome is unknown, that they may have been.
-	FinishBatch func(ctx context.Context, evs []*gateway.AuditEvent) (found []bool, err error)
 }
 
 // Core is the shared part of an audit store. W is the pool writes go
@@ -168,10 +123,8 @@ type Core struct {
 	Audit sqlstmt.Prepared
 	// Add is the prepared addCount (AddRateCount), on W.
 	Add   sqlstmt.Prepared
-	load  sqlstmt.Prepared     // Dialect.CallerQuery, on R
-	ended sqlstmt.Prepared     // selectSessionEnded, on R
-	fin   *finisher            // FinishAudit's group commit
-	res   *group[*reserveItem] // Reserve's group commit; nil without Dialect.GroupReserve or ReserveBatch
+	load  sqlstmt.Prepared // Dialect.CallerQuery, on R
+	ended sqlstmt.Prepared // selectSessionEnded, on R
 }
 
 // New returns the core over w and r with dialect d.
@@ -181,24 +134,13 @@ func New(w, r *sqlx.DB, d Dialect) *Core {
 	c.Add.Query = c.Q(addCount)
 	c.load.Query = c.Q(d.CallerQuery)
 	c.ended.Query = c.Q(selectSessionEnded)
-	c.fin = newFinisher(c.finishBatch)
-	switch {
-	case d.GroupReserve:
-		c.res = newReserver(c.reserveBatch)
-	case d.ReserveBatch != nil:
-		c.res = newReserver(c.reserveGroup)
-	}
 	return c
 }
 
-// Close waits for the FinishAudit calls under way to be written (later
-// ones fail with EUnavailable), then releases the core's prepared
-// statements (not the pools). Call it before closing the pools.
+// Close releases the core's prepared statements (not the pools). Call it
+// after closing the store's group commits (Group.Close), which wait for
+// the writes under way, and before closing the pools.
 func (c *Core) Close() error {
-	if c.res != nil {
-		c.res.close()
-	}
-	c.fin.close()
 	return errors.Join(c.Audit.Close(), c.Add.Close(), c.load.Close(), c.ended.Close())
 }
 
