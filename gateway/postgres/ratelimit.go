@@ -329,14 +329,14 @@ func slotArgs(slots []gateway.Slot) []any {
 const deleteEndedTaskCounts = `DELETE FROM rate_limit_counters c USING (
     SELECT c.bucket_key, c.window_start FROM rate_limit_counters c JOIN tasks t
         ON t.workspace_id = c.task_workspace_id AND t.id = c.task_id
-    WHERE c.task_id IS NOT NULL AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= $1
+    WHERE c.task_id IS NOT NULL AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= ?
     ` + lockedCounters + `) d
 WHERE c.bucket_key = d.bucket_key AND c.window_start = d.window_start`
 
 // deleteExpiredCounts is sqlcore.Dialect.DeleteExpiredCounts; it locks the
 // rows in the global order of migration 00016 (lockedCounters).
 const deleteExpiredCounts = `DELETE FROM rate_limit_counters c USING (
-    SELECT c.bucket_key, c.window_start FROM rate_limit_counters c WHERE c.expires_at <= $1
+    SELECT c.bucket_key, c.window_start FROM rate_limit_counters c WHERE c.expires_at <= ?
     ` + lockedCounters + `) d
 WHERE c.bucket_key = d.bucket_key AND c.window_start = d.window_start`
 

@@ -29,8 +29,9 @@ func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.Res
 		return it.Res, nil
 	}
 	if r.Claim == nil {
-		id, err := s.InsertAudit(ctx, r.Event)
-		return gateway.ReservationResult{AuditID: id}, err
+		var res gateway.ReservationResult
+		err := s.InsertAudit(ctx, r.Event, &res.AuditID)
+		return res, err
 	}
 	// Prepare before BEGIN: see sqlcore.Core.ReserveTx.
 	if err := s.prepareReserve(ctx); err != nil {

@@ -32,12 +32,7 @@ func (c *Core) RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error {
 	if err := c.CheckEvent(ev); err != nil {
 		return err
 	}
-	id, err := c.InsertAudit(ctx, ev)
-	if err != nil {
-		return err
-	}
-	ev.ID = id
-	return nil
+	return c.InsertAudit(ctx, ev, &ev.ID)
 }
 
 // CheckEvent refuses arguments that are not JSON (where the column does

@@ -20,15 +20,14 @@ import (
 type TakeSlots func(ctx context.Context, tx *sqlx.Tx, audit []any, slots []gateway.Slot) (gateway.ReservationResult, error)
 
 // InsertAudit inserts ev's row (the prepared Dialect.InsertAudit) and
-// returns its id, without setting ev.ID: the reservation without slots or
-// claim, and RecordAudit.
-func (c *Core) InsertAudit(ctx context.Context, ev *gateway.AuditEvent) (int64, error) {
+// stores its id in *id (ev.ID for RecordAudit; a reservation's result for
+// a reservation without slots or claim, which leaves ev.ID as it was).
+func (c *Core) InsertAudit(ctx context.Context, ev *gateway.AuditEvent, id *int64) error {
 	stmt, err := c.Audit.Get(ctx, c.W, c.DriverError)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	var id int64
-	return id, c.DriverError(stmt.QueryRowContext(ctx, c.AuditArgs(ev)...).Scan(&id))
+	return c.DriverError(stmt.QueryRowContext(ctx, c.AuditArgs(ev)...).Scan(id))
 }
 
 // ReserveTx carries out r in a transaction of its own on W: BEGIN, the
@@ -100,9 +99,8 @@ const savepoint = "mcpgate_reservation"
 // ReserveSavepoints writes a batch of a store's group commit of Reserve
 // (NewReserver), for a database with a single writer (SQLite), where
 // reservations queue for the write connection anyway and each commit
-// costs a WAL write: one
-// BEGIN (IMMEDIATE on SQLite) and one COMMIT for the whole batch, each
-// reservation inside a savepoint of its own, so that a full slot, a key
+// costs a WAL write: one BEGIN (IMMEDIATE on SQLite) and one COMMIT for
+// the whole batch, each reservation inside a savepoint of its own, so that a full slot, a key
 // claimed before or an error of one reservation rolls back that
 // reservation only, exactly as its own transaction would have. The
 // reservations run one after another on the one write connection, so the

@@ -123,8 +123,9 @@ type Core struct {
 	Audit sqlstmt.Prepared
 	// Add is the prepared addCount (AddRateCount), on W.
 	Add   sqlstmt.Prepared
-	load  sqlstmt.Prepared // Dialect.CallerQuery, on R
-	ended sqlstmt.Prepared // selectSessionEnded, on R
+	load  sqlstmt.Prepared  // Dialect.CallerQuery, on R
+	ended sqlstmt.Prepared  // selectSessionEnded, on R
+	lit   *strings.Replacer // the dialect's literals (sql)
 }
 
 // New returns the core over w and r with dialect d.
@@ -134,6 +135,8 @@ func New(w, r *sqlx.DB, d Dialect) *Core {
 	c.Add.Query = c.Q(addCount)
 	c.load.Query = c.Q(d.CallerQuery)
 	c.ended.Query = c.Q(selectSessionEnded)
+	c.lit = strings.NewReplacer("{true}", d.True, "{false}", d.False, "{lock}", d.LockRow,
+		"{each}", d.JSONEach, "{bool}", d.JSONBool)
 	return c
 }
 
@@ -184,8 +187,7 @@ func (c *Core) now() (string, []any) {
 // {lock} (Dialect.LockRow), {each} and {bool} (Dialect.JSONEach,
 // JSONBool), rebound to the dialect's placeholders.
 func (c *Core) sql(q string) string {
-	return c.Q(strings.NewReplacer("{true}", c.D.True, "{false}", c.D.False, "{lock}", c.D.LockRow,
-		"{each}", c.D.JSONEach, "{bool}", c.D.JSONBool).Replace(q))
+	return c.Q(c.lit.Replace(q))
 }
 
 // InTx runs fn in a write transaction on W, committing when it returns
