@@ -114,7 +114,7 @@ bench: pg
 
 ## bench-ratelimit: rate-limit reservation + audit write on PostgreSQL, closed and open loop (docs/rate-limits.md)
 # Closed loop at 1, 16 and 64 callers, then open loop: 64 callers offered 2,000 calls/s.
-.PHONY: bench-ratelimit test-ratelimit-full
+.PHONY: bench-ratelimit
 bench-ratelimit: pg
 	$(GO) test -count=1 -run '^$$' -bench Reservation -benchtime 5s ./test/ratelimit/
 	MCPGATE_RATELIMIT_LOAD=2000 $(GO) test -count=1 -run TestReservationLoad -v ./test/ratelimit/
@@ -134,10 +134,6 @@ bench-compare: pg build
 	$(GO) build -o bin/benchupstream ./test/benchupstream
 	$(GO) build -o bin/benchfloor ./test/benchfloor
 	$(GO) run ./test/benchcompare -gateway bin/mcpgate -upstream bin/benchupstream -floor bin/benchfloor $(if $(BASELINE),-baseline $(BASELINE))
-
-## test-ratelimit-full: also run ulule/limiter's concurrent store test (250,000 updates) on both stores
-test-ratelimit-full: pg
-	MCPGATE_RATELIMIT_FULL=1 $(GO) test -count=1 -timeout 20m -run RateLimits ./gateway/postgres/ ./gateway/sqlite/
 
 ## clean: remove bin/, the dev database and the dev keys (make run then starts over)
 clean:

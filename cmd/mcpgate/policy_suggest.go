@@ -18,13 +18,12 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/server"
+	"github.com/mcpgate/mcpgate/gateway/store"
 )
 
-// usageStore is what policy suggest reads of the store beyond FullStore;
-// both stores implement it (sqlcore.Core.ProfileToolUsage).
-type usageStore interface {
-	ProfileToolUsage(ctx context.Context, workspaceID, profileID string, since time.Time) ([]gateway.ToolUsage, error)
-}
+// usageStore is what policy suggest reads of the store: the contract's
+// Usage part (sqlcore.Core.ProfileToolUsage).
+type usageStore = store.Usage
 
 func newPolicySuggestCmd(out io.Writer, getenv func(string) string) *cobra.Command {
 	var ws, profile, since string

@@ -29,23 +29,13 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/store"
 )
 
-// Store is what approvals need of the audit store; the PostgreSQL and
-// embedded stores implement it (gateway/internal/sqlcore, approvals.go,
-// has each method's contract).
-type Store interface {
-	CreateApproval(ctx context.Context, a *gateway.Approval) error
-	Approval(ctx context.Context, id string) (*gateway.Approval, error)
-	OpenApproval(ctx context.Context, k gateway.ApprovalKey, now time.Time) (*gateway.Approval, error)
-	ListApprovals(ctx context.Context, f gateway.ApprovalFilter) ([]gateway.Approval, error)
-	DecideApproval(ctx context.Context, id, status, decidedBy, reason string, at time.Time) (*gateway.Approval, error)
-	ExpireApproval(ctx context.Context, id string, at time.Time) (*gateway.Approval, error)
-	UseApproval(ctx context.Context, id, argumentsHash string, at time.Time) (*gateway.Approval, error)
-	TouchApprovalWatcher(ctx context.Context, id string, until time.Time) error
-	DeleteApprovalWatcher(ctx context.Context, id string) error
-	ApprovalWatchers(ctx context.Context, now time.Time) (int, error)
-}
+// Store is what approvals need of the audit store: the contract's
+// Approvals part; the PostgreSQL and embedded stores implement it
+// (gateway/internal/sqlcore, approvals.go, has each method's contract).
+type Store = store.Approvals
 
 // Defaults of Options.
 const (

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/store"
 )
 
 // ScopeManagementRead is the scmt_ token scope that reads the management
@@ -32,14 +33,9 @@ func HashAPIToken(value string) string {
 }
 
 // APITokenStore is what the management-read token check needs from the
-// audit store (the PostgreSQL and embedded stores implement it).
-type APITokenStore interface {
-	// APITokenByHash returns the token whose SHA-256 hash (HashAPIToken)
-	// is hash, whatever its status; ENotFound when none has it.
-	APITokenByHash(ctx context.Context, hash string) (*gateway.APIToken, error)
-	// TouchAPIToken records that the token was used at at.
-	TouchAPIToken(ctx context.Context, fingerprint string, at time.Time) error
-}
+// audit store: the contract's Tokens part (the PostgreSQL and embedded
+// stores implement it).
+type APITokenStore = store.Tokens
 
 // tokenLookupTimeout bounds the token lookup of one admin request.
 const tokenLookupTimeout = 5 * time.Second

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
+	"github.com/mcpgate/mcpgate/gateway/store"
 )
 
 // storeTimeout bounds the store work of one call before its dispatch
@@ -83,16 +84,12 @@ func (pl *Pipeline) reserve(ctx context.Context, c *Call) (*gateway.IdempotencyR
 	}
 }
 
-// ExternalLimitsStore is an optional interface of the Store: the
-// workspace's per-token hourly limits of external coordinators (docs/requirements.md#external-limits),
-// read on every coordinator call so that a change made through
-// any replica applies to the next call everywhere. Both stores implement
-// it; a Store without it leaves the defaults.
-type ExternalLimitsStore interface {
-	// ExternalLimits returns the workspace's limits, nil fields for the
-	// defaults; ENotFound for an unknown workspace.
-	ExternalLimits(ctx context.Context, workspaceID string) (gateway.ExternalLimits, error)
-}
+// ExternalLimitsStore is an optional interface of the Store (the
+// contract's ExternalLimits part): the workspace's per-token hourly
+// limits of external coordinators (docs/requirements.md#external-limits),
+// read on every coordinator call. Both stores implement it; a Store
+// without it leaves the defaults.
+type ExternalLimitsStore = store.ExternalLimits
 
 // externalLimits reads the workspace's external limits, nil when the store
 // cannot tell (no ExternalLimitsStore).

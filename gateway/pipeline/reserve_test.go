@@ -123,7 +123,7 @@ func (f *fixture) usage(t *testing.T, sub ratelimit.Subject) []ratelimit.Usage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, err := ratelimit.NewStore(f.store, "", nil).Usage(context.Background(), plan)
+	us, err := ratelimit.ReadUsage(context.Background(), f.store, plan)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,16 +4,14 @@ import (
 	"context"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/store"
 )
 
 // TaskStore is what registering tasks needs of the store: the caller load
 // and the idempotent registration of a task (Store has both).
 type TaskStore interface {
 	CallerLoader
-	// EnsureTask registers task taskID of workspaceID as running unless
-	// the store has it, and returns the task as stored (an existing one
-	// unchanged). ENotFound when the workspace does not exist.
-	EnsureTask(ctx context.Context, workspaceID, taskID string) (*gateway.Task, error)
+	store.Tasks
 }
 
 // RegisterTasks returns the CallerLoader of the request path: it loads

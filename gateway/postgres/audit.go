@@ -59,7 +59,7 @@ UPDATE audit_events SET status = $2::text, error_class = $3::text, latency_us = 
 FROM o WHERE id = $1::bigint
 RETURNING id`
 
-// finishBatch is sqlcore.Dialect.FinishBatch (finishAudits; a lone row
+// finishBatch is the store's sqlcore.FinishBatch (finishAudits; a lone row
 // finishOne).
 func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]bool, error) {
 	if len(evs) == 1 {
@@ -84,7 +84,7 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]b
 	err = stmt.QueryRowContext(ctx, pq.Array(ids), pq.Array(statuses), pq.Array(classes),
 		pq.Array(latencies), pq.Array(reasons), pq.Array(revisions)).Scan(&got)
 	if err != nil {
-		return nil, translate(err, msgs{})
+		return nil, driverError(err)
 	}
 	done := make(map[int64]bool, len(got))
 	for _, id := range got {
@@ -102,5 +102,5 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]b
 func (s *Store) finishOne(ctx context.Context, ev *gateway.AuditEvent) (bool, error) {
 	status, class, latency, reasons, revision := sqlcore.FinishArgs(ev)
 	found, err := s.queryRow(ctx, finishOneAudit, []any{ev.ID, status, class, latency, reasons, revision}, make([]driver.Value, 1))
-	return found, translate(err, msgs{})
+	return found, driverError(err)
 }

@@ -1,102 +1,61 @@
 package postgres
 
 import (
-	"context"
-	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"io"
 	"net"
-	"strings"
 	"syscall"
 
 	"github.com/lib/pq"
 	"github.com/lib/pq/pqerror"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 	"github.com/mcpgate/mcpgate/migrations"
 )
 
-// msgs holds what one operation says to people when the database refuses
-// it: notFound for no rows or a missing parent (foreign key), conflict for
-// a unique violation. Empty fields fall back to generic messages.
-type msgs struct {
-	notFound string
-	conflict string
-}
-
-// translate turns a driver error into a *gateway.Error before it leaves the
-// package (one error type, translated where the driver error arises): no rows and foreign-key
-// violations → ENotFound, unique violations → EConflict, CHECK and data
-// errors → EInvalid, lost connections → EUnavailable, the rest → EInternal.
-// *gateway.Error values pass through unchanged; nil stays nil.
-func translate(err error, m msgs) error {
-	if err == nil {
-		return nil
+// classify is sqlcore.Dialect.Classify: a server error's class by its
+// SQLSTATE; "" for no specific class.
+func classify(err error) (gateway.ErrorCode, string) {
+	pe := pq.As(err)
+	if pe == nil {
+		return "", ""
 	}
-	var ge *gateway.Error
-	if errors.As(err, &ge) {
-		return err
-	}
-	if isNoRows(err) {
-		return gateway.Wrap(gateway.ENotFound, err, or(m.notFound, "record not found"))
-	}
-	if pe := pq.As(err); pe != nil {
-		if e := translatePQ(pe, m); e != nil {
-			return e
-		}
-	}
-	if isUnavailable(err) {
-		return gateway.Wrap(gateway.EUnavailable, err,
-			"audit store unavailable: PostgreSQL did not answer; retry shortly, and check the database if it persists")
-	}
-	return gateway.Wrap(gateway.EInternal, err, "audit store error; the gateway logged the cause")
-}
-
-// translatePQ maps a server error by SQLSTATE; nil means "no specific class".
-func translatePQ(pe *pq.Error, m msgs) error {
 	switch {
 	case pe.Code == lateCode:
-		return gateway.Wrap(gateway.EUnavailable, pe, "PostgreSQL answered after the call's deadline; nothing was written, retry shortly")
+		return gateway.EUnavailable, "PostgreSQL answered after the call's deadline; nothing was written, retry shortly"
 	case pe.Code == pqerror.UniqueViolation:
-		return gateway.Wrap(gateway.EConflict, pe, or(m.conflict, "a record with this key already exists"))
+		return gateway.EConflict, sqlcore.ConflictMsg
 	case pe.Code == pqerror.ForeignKeyViolation:
-		return gateway.Wrap(gateway.ENotFound, pe, or(m.notFound, "a parent record does not exist"))
+		return gateway.ENotFound, sqlcore.MissingParentMsg
 	case pe.Code == pqerror.CheckViolation:
-		msg, _ := migrations.ConstraintMessage(pe.Constraint)
-		return gateway.Wrap(gateway.EInvalid, pe, or(msg, "invalid value rejected by constraint "+pe.Constraint))
+		if msg, ok := migrations.ConstraintMessage(pe.Constraint); ok {
+			return gateway.EInvalid, msg
+		}
+		return gateway.EInvalid, "invalid value rejected by constraint " + pe.Constraint
 	case pe.Code == pqerror.NotNullViolation || pe.Code.Class() == pqerror.ClassDataException:
-		return gateway.Wrap(gateway.EInvalid, pe, "invalid value: "+pe.Message)
+		return gateway.EInvalid, "invalid value: " + pe.Message
 	case pe.Code.Class() == pqerror.ClassConnectionException,
 		pe.Code.Class() == pqerror.ClassInsufficientResources,
 		pe.Code.Class() == pqerror.ClassOperatorIntervention && pe.Code != pqerror.QueryCanceled:
-		return gateway.Wrap(gateway.EUnavailable, pe,
-			"audit store unavailable: PostgreSQL refused the request ("+string(pe.Code)+"); retry shortly")
+		return gateway.EUnavailable, "audit store unavailable: PostgreSQL refused the request (" + string(pe.Code) + "); retry shortly"
 	}
-	return nil
+	return "", ""
 }
 
-// isUnavailable reports errors that mean "the database cannot be reached
-// now" rather than "the request was wrong": broken or closed connections,
-// network errors, deadlines and cancellations.
-func isUnavailable(err error) bool {
+// unreachable is sqlcore.Dialect.Unreachable: the network errors of a
+// connection to a server that went away or never answered.
+func unreachable(err error) bool {
 	var ne net.Error
-	switch {
-	case errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
-		errors.As(err, &ne):
-		return true
-	}
-	// database/sql does not export this one.
-	return strings.Contains(err.Error(), "sql: database is closed")
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.As(err, &ne)
 }
 
-// or returns s, or def when s is empty.
-func or(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
-}
+// translate is dialect.Translate: every driver error leaves the package as
+// a *gateway.Error.
+func translate(err error, m sqlcore.Msgs) error { return dialect.Translate(err, m) }
+
+// driverError translates a driver error with no statement-specific messages
+// (a failed prepare, a failed delete).
+func driverError(err error) error { return dialect.Translate(err, sqlcore.Msgs{}) }

@@ -14,10 +14,11 @@ import (
 	"github.com/lib/pq/pqerror"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 )
 
 func TestTranslate(t *testing.T) {
-	m := msgs{notFound: "workspace ws-9 not found; create it", conflict: "slug taken; choose another"}
+	m := sqlcore.Msgs{NotFound: "workspace ws-9 not found; create it", Conflict: "slug taken; choose another"}
 	for _, tc := range []struct {
 		name    string
 		err     error

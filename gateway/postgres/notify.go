@@ -47,7 +47,7 @@ func (s *Store) AnnouncePolicy(ctx context.Context, r gateway.PolicyRequest) err
 	_, err := s.db.ExecContext(ctx, `SELECT pg_notify($1, json_build_object('s', current_schema(), 'u', $2::text, 'r', $3::text, 'o', $4::text, 't', $5::text, 'n', $6::int, 'm', $7::text)::text)`,
 		PolicyChannel, r.Surface, r.Revision, r.Origin, r.Tested, r.Tests, r.Seal)
 	if err != nil {
-		return gateway.Wrap(gateway.EUnavailable, translate(err, msgs{}), "cannot ask the other replicas to reload their policy; reload each with `mcpgate policy reload`")
+		return gateway.Wrap(gateway.EUnavailable, driverError(err), "cannot ask the other replicas to reload their policy; reload each with `mcpgate policy reload`")
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ func (s *Store) Listen(ctx context.Context, h ChangeHandler, o ListenOptions) (*
 	}
 	var schema string
 	if err := s.db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
-		return nil, translate(err, msgs{})
+		return nil, driverError(err)
 	}
 	l := &Listener{h: h, schema: schema, o: o, stop: make(chan struct{})}
 	dsn, err := withParam(s.dsn, "application_name", ListenerName(schema))

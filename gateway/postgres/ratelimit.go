@@ -14,37 +14,23 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
-	"github.com/mcpgate/mcpgate/gateway/internal/sqlstmt"
 )
 
 // rateStatements are the hot-path statements of the rate-limit counters.
 type rateStatements struct {
-	add          prepared // addCount
-	count        prepared // selectCount
 	reserveAudit prepared // reserveAndAudit
 	reserveOne   prepared // reserveOneAndAudit
 	reserveBatch prepared // reserveBatch
 }
 
 func newRateStatements() *rateStatements {
-	return &rateStatements{add: prepared{Query: addCount}, count: prepared{Query: selectCount},
-		reserveAudit: prepared{Query: reserveAndAudit}, reserveOne: prepared{Query: reserveOneAndAudit},
+	return &rateStatements{reserveAudit: prepared{Query: reserveAndAudit}, reserveOne: prepared{Query: reserveOneAndAudit},
 		reserveBatch: prepared{Query: reserveBatch}}
 }
 
 func (r *rateStatements) close() error {
-	return errors.Join(r.add.Close(), r.count.Close(), r.reserveAudit.Close(), r.reserveOne.Close(), r.reserveBatch.Close())
+	return errors.Join(r.reserveAudit.Close(), r.reserveOne.Close(), r.reserveBatch.Close())
 }
-
-// addCount creates or bumps a counter in one statement. The upsert takes
-// the row's lock, as the reservation's upserts do, so no change is lost.
-const addCount = `
-INSERT INTO rate_limit_counters (bucket_key, window_start, count, expires_at)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = rate_limit_counters.count + EXCLUDED.count
-RETURNING count`
-
-const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = $1 AND window_start = $2`
 
 // reserveAndAudit takes a call's slots, all or nothing, with the function
 // of migration 00006 (mcpgate_take_slots; since 00016 it locks the call's
@@ -55,7 +41,7 @@ const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = $1
 // counter the function raises (fullSlotCode), and the whole statement
 // rolls back: no slot, no counter row, no audit row. So the statement is
 // atomic alone and runs in autocommit when there is no idempotency claim
-// (sqlcore.Dialect.AtomicTakeSlots). The CTE is materialised so the
+// (Reserve). The CTE is materialised so the
 // function runs exactly once, before the insert that depends on it.
 const reserveAndAudit = `
 WITH r AS MATERIALIZED (
@@ -136,8 +122,8 @@ func (s *Store) commitDeadline(ctx context.Context) time.Time {
 // counter; its DETAIL is "<1-based index> <count before this call>".
 const fullSlotCode = "MGRL1"
 
-// prepareReserve is sqlcore.Dialect.PrepareReserve: it prepares
-// reserveAndAudit and reserveOneAndAudit on the pool.
+// prepareReserve prepares reserveAndAudit and reserveOneAndAudit on the
+// pool, before a reservation's transaction begins (sqlcore.Core.ReserveTx).
 func (s *Store) prepareReserve(ctx context.Context) error {
 	if _, err := s.rate.reserveAudit.Get(ctx, s.db, driverError); err != nil {
 		return err
@@ -146,7 +132,7 @@ func (s *Store) prepareReserve(ctx context.Context) error {
 	return err
 }
 
-// takeSlots is sqlcore.Dialect.TakeSlots: one statement
+// takeSlots is the store's sqlcore.TakeSlots: one statement
 // (reserveAndAudit; for a call of one slot reserveOneAndAudit, and
 // reserveAndAudit only when that slot was full) takes every slot and
 // inserts the audit row. Without a claim tx is nil and the statement is
@@ -179,7 +165,7 @@ func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots [
 	}
 
 	if err != nil {
-		return gateway.ReservationResult{}, translate(err, msgs{})
+		return gateway.ReservationResult{}, driverError(err)
 	}
 	return res, nil
 }
@@ -208,7 +194,7 @@ func (s *Store) takeOneSlot(ctx context.Context, tx *sqlx.Tx, audit []any, q gat
 		if isNoRows(err) {
 			return res, nil
 		}
-		return res, translate(err, msgs{})
+		return res, driverError(err)
 	}
 	row := make([]driver.Value, 1)
 	found, err := s.queryRow(ctx, reserveOneAndAudit, args, row)
@@ -218,7 +204,7 @@ func (s *Store) takeOneSlot(ctx context.Context, tx *sqlx.Tx, audit []any, q gat
 		found, err = s.queryRow(ctx, reserveOneAndAudit, args, row)
 	}
 	if err != nil || !found {
-		return res, translate(err, msgs{})
+		return res, driverError(err)
 	}
 	id, ok := row[0].(int64)
 	if !ok {
@@ -228,7 +214,11 @@ func (s *Store) takeOneSlot(ctx context.Context, tx *sqlx.Tx, audit []any, q gat
 	return res, nil
 }
 
-// reserveBatch is sqlcore.Dialect.ReserveBatch (reserveBatch): the audit
+// reserveBatch runs the reserveBatch statement for the reservations of
+// one group commit (reserveGroup): audits[i] are the AuditArgs of
+// reservation i, slots[i] its slots (at least one). Each reservation is
+// all or nothing on its own, and a later one sees the slots of the
+// earlier ones; one result per reservation, in order. The audit
 // arguments of the calls go column by column as arrays, and their slots
 // one call after another.
 func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gateway.Slot) ([]gateway.ReservationResult, error) {
@@ -256,7 +246,7 @@ func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gate
 	args = append(append(append(args, pq.Array(counts)), slotArgs(all)...), s.commitDeadline(ctx))
 	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
-		return nil, translate(err, msgs{})
+		return nil, driverError(err)
 	}
 	defer rows.Close()
 	out := make([]gateway.ReservationResult, 0, len(audits))
@@ -264,7 +254,7 @@ func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gate
 		var id sql.NullInt64
 		var res gateway.ReservationResult
 		if err := rows.Scan(&id, &res.Full, &res.Used); err != nil {
-			return nil, translate(err, msgs{})
+			return nil, driverError(err)
 		}
 		i := len(out)
 		if id.Valid {
@@ -276,7 +266,7 @@ func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gate
 		out = append(out, res)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, translate(err, msgs{})
+		return nil, driverError(err)
 	}
 	return out, nil
 }
@@ -291,7 +281,7 @@ func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gate
 const maxDeadlockAttempts = 3
 
 // deadlocked reports whether err is PostgreSQL aborting a transaction to
-// break a deadlock (SQLSTATE 40P01); sqlcore.Dialect.Deadlocked.
+// break a deadlock (SQLSTATE 40P01): Reserve and takeSlots run it again.
 func deadlocked(err error) bool {
 	pe := pq.As(err)
 	return pe != nil && pe.Code == pqerror.TRDeadlockDetected
@@ -333,65 +323,22 @@ func slotArgs(slots []gateway.Slot) []any {
 		pq.GenericArray{A: workspaces}, pq.GenericArray{A: tasks}}
 }
 
-// AddRateCount implements ratelimit.Counters with one upsert (addCount).
-func (s *Store) AddRateCount(ctx context.Context, key string, window, expires time.Time, delta int64) (int64, error) {
-	stmt, err := s.rate.add.Get(ctx, s.db, driverError)
-	if err != nil {
-		return 0, err
-	}
-	var exp any
-	if !expires.IsZero() {
-		exp = expires.UTC()
-	}
-	var n int64
-	err = stmt.QueryRowContext(ctx, key, window.UTC(), delta, exp).Scan(&n)
-	return n, translate(err, msgs{})
-}
-
-// RateCount implements ratelimit.Counters; a missing counter is 0.
-func (s *Store) RateCount(ctx context.Context, key string, window time.Time) (int64, error) {
-	stmt, err := s.rate.count.Get(ctx, s.db, driverError)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	err = stmt.QueryRowContext(ctx, key, window.UTC()).Scan(&n)
-	if isNoRows(err) {
-		return 0, nil
-	}
-	return n, translate(err, msgs{})
-}
-
-// DeleteRateCount implements ratelimit.Counters.
-func (s *Store) DeleteRateCount(ctx context.Context, key string, window time.Time) error {
-	const q = `DELETE FROM rate_limit_counters WHERE bucket_key = $1 AND window_start = $2`
-	_, err := s.db.ExecContext(ctx, q, key, window.UTC())
-	return translate(err, msgs{})
-}
-
-// DeleteEndedTaskCounts implements ratelimit.Counters. Like every
-// statement that locks several counter rows, it locks them in the global
-// order of migration 00016 (lockedCounters).
-func (s *Store) DeleteEndedTaskCounts(ctx context.Context, before time.Time) (int64, error) {
-	const q = `DELETE FROM rate_limit_counters c USING (
+// deleteEndedTaskCounts is sqlcore.Dialect.DeleteEndedTaskCounts. Like
+// every statement that locks several counter rows, it locks them in the
+// global order of migration 00016 (lockedCounters).
+const deleteEndedTaskCounts = `DELETE FROM rate_limit_counters c USING (
     SELECT c.bucket_key, c.window_start FROM rate_limit_counters c JOIN tasks t
         ON t.workspace_id = c.task_workspace_id AND t.id = c.task_id
-    WHERE c.task_id IS NOT NULL AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= $1
+    WHERE c.task_id IS NOT NULL AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= ?
     ` + lockedCounters + `) d
 WHERE c.bucket_key = d.bucket_key AND c.window_start = d.window_start`
-	return s.deleteRows(ctx, q, before.UTC())
-}
 
-// DeleteExpiredRateCounts implements ratelimit.Counters; per-task counters
-// (no expiry) are never deleted. It locks the rows in the global order of
-// migration 00016 (lockedCounters).
-func (s *Store) DeleteExpiredRateCounts(ctx context.Context, before time.Time) (int64, error) {
-	const q = `DELETE FROM rate_limit_counters c USING (
-    SELECT c.bucket_key, c.window_start FROM rate_limit_counters c WHERE c.expires_at <= $1
+// deleteExpiredCounts is sqlcore.Dialect.DeleteExpiredCounts; it locks the
+// rows in the global order of migration 00016 (lockedCounters).
+const deleteExpiredCounts = `DELETE FROM rate_limit_counters c USING (
+    SELECT c.bucket_key, c.window_start FROM rate_limit_counters c WHERE c.expires_at <= ?
     ` + lockedCounters + `) d
 WHERE c.bucket_key = d.bucket_key AND c.window_start = d.window_start`
-	return s.deleteRows(ctx, q, before.UTC())
-}
 
 // lockedCounters ends a SELECT of counter rows (alias c) that a DELETE
 // then removes: it locks them in the one order every transaction that
@@ -400,8 +347,3 @@ WHERE c.bucket_key = d.bucket_key AND c.window_start = d.window_start`
 // reservation that is taking rows it deletes. PostgreSQL sorts before it
 // locks (LockRows runs above the Sort).
 const lockedCounters = `ORDER BY c.bucket_key COLLATE "C", c.window_start FOR UPDATE OF c`
-
-// deleteRows runs the DELETE q and returns how many rows it removed.
-func (s *Store) deleteRows(ctx context.Context, q string, args ...any) (int64, error) {
-	return sqlstmt.Delete(ctx, s.db, driverError, q, args...)
-}

@@ -82,5 +82,5 @@ func relayErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	return gateway.Wrap(gateway.EUnavailable, translate(err, msgs{}), "the relayed answers of other replicas cannot be read or written; retry shortly")
+	return gateway.Wrap(gateway.EUnavailable, driverError(err), "the relayed answers of other replicas cannot be read or written; retry shortly")
 }

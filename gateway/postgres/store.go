@@ -1,7 +1,7 @@
 // Package postgres is mcpgate's audit store on PostgreSQL, the system of
 // record: workspaces, members, profiles, tokens, overrides and
 // the audit_events rows every tools/call writes. It implements the
-// pipeline.Store and admin.Store interfaces and returns only *gateway.Error.
+// store contract (gateway/store) and returns only *gateway.Error.
 package postgres
 
 import (
@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
+	"github.com/mcpgate/mcpgate/gateway/store"
 	"github.com/mcpgate/mcpgate/migrations"
 )
 
@@ -62,9 +63,16 @@ type Store struct {
 	dsn    string // for the listening connection (Listen)
 	rate   *rateStatements
 	finish prepared // finishAudits
+	// res is Reserve's group commit (reserveGroup), fin FinishAudit's
+	// (finishBatch).
+	res *sqlcore.Group[*sqlcore.ReserveItem]
+	fin *sqlcore.Group[*gateway.AuditEvent]
 	// opTimeout is Options.OperationTimeout (commitDeadline).
 	opTimeout time.Duration
 }
+
+// The store implements the whole store contract.
+var _ store.Store = (*Store)(nil)
 
 // Open is OpenWith with the default Options.
 func Open(ctx context.Context, url string) (*Store, error) {
@@ -106,22 +114,30 @@ func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 		return nil, openError(err, url)
 	}
 	s := &Store{db: db, dsn: url, rate: newRateStatements(), finish: prepared{Query: finishAudits}, opTimeout: o.OperationTimeout}
-	s.Core = sqlcore.New(db, db, sqlcore.Dialect{
-		Bind: sqlx.DOLLAR,
-		Time: func(t time.Time) any { return t.UTC() },
-		Translate: func(err error, m sqlcore.Msgs) error {
-			return translate(err, msgs{notFound: m.NotFound, conflict: m.Conflict})
-		},
-		CallerQuery:     callerQuery,
-		InsertAudit:     insertAudit,
-		PrepareReserve:  s.prepareReserve,
-		TakeSlots:       s.takeSlots,
-		AtomicTakeSlots: true,
-		ReserveBatch:    s.reserveBatch,
-		Deadlocked:      deadlocked,
-		FinishBatch:     s.finishBatch,
-	})
+	s.Core = sqlcore.New(db, db, dialect)
+	s.res = sqlcore.NewReserver(s.reserveGroup)
+	s.fin = s.NewFinisher(s.finishBatch)
 	return s, nil
+}
+
+// dialect is PostgreSQL's sqlcore.Dialect.
+var dialect = sqlcore.Dialect{
+	Bind:        sqlx.DOLLAR,
+	Now:         "now()",
+	True:        "true",
+	False:       "false",
+	JSONEach:    "jsonb_each(?::jsonb)",
+	JSONBool:    "e.value::boolean",
+	LockRow:     " FOR NO KEY UPDATE",
+	Later:       "GREATEST(%s, ?)",
+	Classify:    classify,
+	Unreachable: unreachable,
+	Unanswered:  "audit store unavailable: PostgreSQL did not answer; retry shortly, and check the database if it persists",
+
+	CallerQuery:           callerQuery,
+	InsertAudit:           insertAudit,
+	DeleteExpiredCounts:   deleteExpiredCounts,
+	DeleteEndedTaskCounts: deleteEndedTaskCounts,
 }
 
 // openError explains a failed first ping without echoing the password.
@@ -130,7 +146,7 @@ func openError(err error, dsn string) error {
 	if u, perr := url.Parse(dsn); perr == nil && u.Host != "" {
 		target = u.Host + u.Path
 	}
-	if e := translate(err, msgs{}); gateway.ErrorCodeOf(e) != gateway.EUnavailable {
+	if e := driverError(err); gateway.ErrorCodeOf(e) != gateway.EUnavailable {
 		return gateway.Wrap(gateway.EUnavailable, err, "audit store unavailable: PostgreSQL at "+
 			target+" refused the connection; check MCPGATE_DATABASE_URL (user, password, database name)")
 	}
@@ -138,8 +154,12 @@ func openError(err error, dsn string) error {
 		target+"; check that the server runs and MCPGATE_DATABASE_URL points at it")
 }
 
-// Close releases the prepared statements and closes the connection pool.
+// Close waits for the reservations and FinishAudit calls under way to be
+// written (later ones fail with EUnavailable), then releases the prepared
+// statements and closes the connection pool.
 func (s *Store) Close() error {
+	s.res.Close()
+	s.fin.Close()
 	return errors.Join(s.Core.Close(), s.rate.close(), s.finish.Close(), s.db.Close())
 }
 
@@ -164,7 +184,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	for tries := s.db.Stats().OpenConnections + 1; errors.Is(err, driver.ErrBadConn) && tries > 0 && ctx.Err() == nil; tries-- {
 		err = s.db.PingContext(ctx)
 	}
-	return translate(err, msgs{})
+	return driverError(err)
 }
 
 // Migrate applies the pending migrations of migrations.Postgres with goose.
@@ -182,7 +202,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	var schema sql.NullString
 	if err := s.db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
-		return translate(err, msgs{})
+		return driverError(err)
 	}
 	if !schema.Valid {
 		return gateway.Errorf(gateway.EInvalid,
@@ -198,7 +218,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return gateway.Wrap(gateway.EInternal, err, "cannot read the embedded PostgreSQL migrations")
 	}
 	if _, err := p.Up(ctx); err != nil {
-		if e := translate(err, msgs{}); gateway.ErrorCodeOf(e) == gateway.EUnavailable {
+		if e := driverError(err); gateway.ErrorCodeOf(e) == gateway.EUnavailable {
 			return e
 		}
 		return gateway.Wrap(gateway.EInternal, err, "migrating the PostgreSQL schema failed; see the cause in the log")
@@ -212,20 +232,6 @@ func lockID(schema string) int64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte("mcpgate/migrate/" + schema))
 	return int64(h.Sum64() >> 1)
-}
-
-// inTx runs fn in a transaction, committing when it returns nil and rolling
-// back otherwise, so that a failed admin write changes nothing.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := s.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return translate(err, msgs{})
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return translate(tx.Commit(), msgs{})
 }
 
 // isNoRows reports whether err says a single-row query matched nothing.

@@ -11,9 +11,8 @@
 // per-task slot refund (docs/requirements.md#limit-order). Plan.Refusal words the store's answer
 // as the seed's refusal.
 //
-// ulule/limiter/v3 gives the rates (limiter.Rate) and the store contract:
-// Store is a limiter.Store over the same counters (Counters), which passes
-// ulule's conformance test, and reads, resets and sweeps them.
+// The counters live in the audit store (gateway/store.Counters): Sweep
+// deletes the ended ones, ReadUsage reads a plan's.
 //
 // Windows are calendar windows in UTC: a workspace day runs from 00:00 to
 // 24:00 UTC, a profile hour from hh:00 to hh+1:00 UTC. Per-task caps have no
@@ -24,8 +23,6 @@ import (
 	"fmt"
 	"net/url"
 	"time"
-
-	"github.com/ulule/limiter/v3"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -123,7 +120,7 @@ const (
 type Bucket struct {
 	Name  string
 	Scope Scope
-	Rate  limiter.Rate
+	Rate  Rate
 }
 
 // Slot is one bucket a call must reserve, with the counter key it uses
@@ -216,7 +213,7 @@ func NewRules(l Limits) Rules {
 }
 
 func bucket(name string, scope Scope, limit int, period time.Duration) Bucket {
-	return Bucket{Name: name, Scope: scope, Rate: limiter.Rate{Limit: int64(limit), Period: period}}
+	return Bucket{Name: name, Scope: scope, Rate: Rate{Limit: int64(limit), Period: period}}
 }
 
 // Plan is the reservation of one call: its Subject and the Slots it must

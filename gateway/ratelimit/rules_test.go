@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ulule/limiter/v3"
-
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
@@ -169,7 +167,7 @@ func TestRefusalMessages(t *testing.T) {
 		{ScopeProfileHour, 12, "Profile hourly limit reached for this MCP tool tier (12/10)"},
 	} {
 		t.Run(string(tc.scope), func(t *testing.T) {
-			b := Bucket{Name: "b", Scope: tc.scope, Rate: limiter.Rate{Limit: map[Scope]int64{ScopeTask: 5, ScopeWorkspaceDay: 20, ScopeProfileHour: 10}[tc.scope]}}
+			b := Bucket{Name: "b", Scope: tc.scope, Rate: Rate{Limit: map[Scope]int64{ScopeTask: 5, ScopeWorkspaceDay: 20, ScopeProfileHour: 10}[tc.scope]}}
 			err := refusal(sub, Slot{Bucket: b}, tc.used)
 			if err.Code != gateway.ERateLimited || err.Message != tc.want || err.Bucket != "b" {
 				t.Errorf("refusal = %+v, want ERateLimited %q in bucket b", err, tc.want)
@@ -186,24 +184,22 @@ func TestRefusalMessages(t *testing.T) {
 	}
 }
 
-func TestWindowContext(t *testing.T) {
+// TestWindowEnds: a rate's window ends at the next calendar hour or UTC
+// day; a rate without a period has one window that never ends.
+func TestWindowEnds(t *testing.T) {
 	now := time.Date(2025, 3, 4, 23, 59, 59, 0, time.UTC)
-	s := NewStore(nil, "", func() time.Time { return now })
 	for _, tc := range []struct {
-		note  string
-		rate  limiter.Rate
-		count int64
-		want  limiter.Context
+		note string
+		rate Rate
+		want time.Time
 	}{
-		{"hour, below", limiter.Rate{Limit: 3, Period: time.Hour}, 2,
-			limiter.Context{Limit: 3, Remaining: 1, Reset: time.Date(2025, 3, 5, 0, 0, 0, 0, time.UTC).Unix()}},
-		{"day, at the limit is not reached", limiter.Rate{Limit: 3, Period: 24 * time.Hour}, 3,
-			limiter.Context{Limit: 3, Remaining: 0, Reset: time.Date(2025, 3, 5, 0, 0, 0, 0, time.UTC).Unix()}},
-		{"per task, over", limiter.Rate{Limit: 3}, 4, limiter.Context{Limit: 3, Remaining: 0, Reached: true}},
+		{"hour", Rate{Limit: 3, Period: time.Hour}, time.Date(2025, 3, 5, 0, 0, 0, 0, time.UTC)},
+		{"day", Rate{Limit: 3, Period: 24 * time.Hour}, time.Date(2025, 3, 5, 0, 0, 0, 0, time.UTC)},
+		{"per task", Rate{Limit: 3}, time.Time{}},
 	} {
 		t.Run(tc.note, func(t *testing.T) {
-			if got := s.windowOf(tc.rate).context(tc.rate, tc.count); got != tc.want {
-				t.Errorf("context = %+v, want %+v", got, tc.want)
+			if got := windowAt(tc.rate, now).end; !got.Equal(tc.want) {
+				t.Errorf("window end = %v, want %v", got, tc.want)
 			}
 		})
 	}

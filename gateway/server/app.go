@@ -146,7 +146,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	a.Pipeline = &pipeline.Pipeline{
 		Store: store, Callers: a.Callers, Decider: a.Policy, Catalog: a.Catalog, Adapter: adapter,
 		Logger: log, Metrics: obs, AuditArguments: cfg.AuditArguments,
-		RateLimits: a.rateLimits(log), Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
+		RateLimits: a.rateLimits(), Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 		CheckParamHeaders: wire.CheckParamHeaders,
 	}
 	if a.DecisionLog != nil {
@@ -160,7 +160,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		svc := approvals.New(as, approvals.Options{TTL: cfg.ApprovalTTL})
 		a.Pipeline.Approvals, approvalsAPI = svc, svc
 	}
-	a.sweepIdempotencyKeys(log)
+	a.sweep(log)
 	if len(cfg.SessionSecret) == 0 {
 		log.Warn("MCPGATE_SESSION_SECRET is unset: MCP session ids are signed with a key of this process only, so another replica answers them 404 and they end when this process does; set the same ≥ 32-byte key on every replica")
 	}
@@ -301,16 +301,11 @@ func NewExplainer(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (
 	return x, nil
 }
 
-// rateLimits builds the rate-limit rules (docs/requirements.md#rate-limits) from cfg.Limits, and
-// sweeps the audit store's ended counters every sweepInterval until the
-// App closes.
-func (a *App) rateLimits(log *zap.Logger) *ratelimit.Rules {
+// rateLimits builds the rate-limit rules (docs/requirements.md#rate-limits)
+// from cfg.Limits; the store's ended counters are swept with the other
+// expired rows (sweep).
+func (a *App) rateLimits() *ratelimit.Rules {
 	rules := ratelimit.NewRules(RateLimits(a.Config.Limits))
-	ctx, cancel := context.WithCancel(context.Background())
-	ratelimit.NewStore(a.Store, "", nil).Sweeper(ctx, sweepInterval, func(err error) {
-		log.Warn("rate-limit counter sweep failed; ended windows stay in the table until the next sweep", zap.Error(err))
-	})
-	a.closers = append(a.closers, func() error { cancel(); return nil })
 	return &rules
 }
 
@@ -328,13 +323,15 @@ func confirmer(cfg *config.Config, log *zap.Logger) (*confirm.Signer, error) {
 	return confirm.NewSigner(cfg.ConfirmationSecret, nil)
 }
 
-// sweepIdempotencyKeys deletes, every sweepInterval until the App closes,
-// the idempotency keys of tasks that reached a terminal state more than
-// confirm.IdempotencyTTL ago (docs/requirements.md#deploy-confirmation),
-// the records of ended MCP sessions whose ids no longer verify, expired
-// console sessions, and on PostgreSQL the expired records of relayed
-// requests (of replicas that stopped during a call).
-func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
+// sweep is the one sweeper of expired rows: every sweepInterval until the
+// App closes it deletes the rate-limit counters of ended windows and
+// ended tasks (ratelimit.Sweep), the idempotency keys of tasks that
+// reached a terminal state more than confirm.IdempotencyTTL ago
+// (docs/requirements.md#deploy-confirmation), the records of ended MCP
+// sessions whose ids no longer verify, expired console sessions, and on
+// PostgreSQL the expired records of relayed requests (of replicas that
+// stopped during a call).
+func (a *App) sweep(log *zap.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.closers = append(a.closers, func() error { cancel(); return nil })
 	go func() {
@@ -345,6 +342,9 @@ func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
 			case <-ctx.Done():
 				return
 			case now := <-tick.C:
+				if _, err := ratelimit.Sweep(ctx, a.Store, now); err != nil && ctx.Err() == nil {
+					log.Warn("rate-limit counter sweep failed; ended windows stay in the table until the next sweep", zap.Error(err))
+				}
 				if _, err := a.Store.DeleteEndedIdempotencyKeys(ctx, now.Add(-confirm.IdempotencyTTL)); err != nil && ctx.Err() == nil {
 					log.Warn("idempotency key sweep failed; the keys of ended tasks stay until the next sweep", zap.Error(err))
 				}
@@ -364,8 +364,8 @@ func (a *App) sweepIdempotencyKeys(log *zap.Logger) {
 	}()
 }
 
-// sweepInterval is how often ended rate-limit windows are deleted; the
-// rows are small and harmless, so once an hour is plenty.
+// sweepInterval is how often expired rows (ended rate-limit windows, …)
+// are deleted; the rows are small and harmless, so once an hour is plenty.
 const sweepInterval = time.Hour
 
 func (a *App) adapter(ctx context.Context, log *zap.Logger, version string) (pipeline.Adapter, error) {

@@ -29,25 +29,12 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/console"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
-	"github.com/mcpgate/mcpgate/gateway/ratelimit"
+	"github.com/mcpgate/mcpgate/gateway/store"
 )
 
-// FullStore is a store that serves the request path, the admin API and the
-// admin API's management-read API tokens, and keeps the rate-limit
-// counters that App sweeps; the PostgreSQL and embedded stores implement
-// it.
-type FullStore interface {
-	pipeline.Store
-	admin.Store
-	auth.APITokenStore
-	ratelimit.Counters
-	SessionEndStore
-	ConsoleSessionStore
-	// LoadMemberships loads a cc_server caller: the user's workspaces
-	// (sqlcore.Core.LoadMemberships).
-	LoadMemberships(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error)
-	Close() error
-}
+// FullStore is the whole store contract (gateway/store.Store); the
+// PostgreSQL and embedded stores implement it.
+type FullStore = store.Store
 
 // Server is a running gateway's HTTP side.
 type Server struct {

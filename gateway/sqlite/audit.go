@@ -19,7 +19,7 @@ RETURNING id`
 // connection; finishBatch runs it once per row).
 const finishAudit = `UPDATE audit_events SET status = ?, error_class = ?, latency_us = ?, reason_codes = ?, policy_revision = ? WHERE id = ?`
 
-// finishBatch is sqlcore.Dialect.FinishBatch: one finishAudit per row, in
+// finishBatch is the store's sqlcore.FinishBatch: one finishAudit per row, in
 // one transaction on the write connection when there are several (one
 // WAL commit for the batch), on its own otherwise.
 func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (found []bool, err error) {
@@ -30,7 +30,7 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (fou
 	var tx *sqlx.Tx
 	if len(evs) > 1 {
 		if tx, err = s.w.BeginTxx(ctx, nil); err != nil {
-			return nil, translate(err, msgs{})
+			return nil, driverError(err)
 		}
 		defer func() {
 			if err != nil {
@@ -49,17 +49,17 @@ func (s *Store) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) (fou
 		status, class, latency, reasons, revision := sqlcore.FinishArgs(ev)
 		res, err := stmt.ExecContext(ctx, status, class, latency, reasons, revision, ev.ID)
 		if err != nil {
-			return nil, translate(err, msgs{})
+			return nil, driverError(err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return nil, translate(err, msgs{})
+			return nil, driverError(err)
 		}
 		found[i] = n > 0
 	}
 	if tx != nil {
 		if err = tx.Commit(); err != nil {
-			return nil, translate(err, msgs{})
+			return nil, driverError(err)
 		}
 	}
 	return found, nil

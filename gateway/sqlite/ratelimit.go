@@ -5,25 +5,22 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/internal/sqlstmt"
 )
 
 // rateStatements are the hot-path statements of the rate-limit counters,
 // all on the write connection.
 type rateStatements struct {
-	add prepared // addCount
 	// addN[n-2] is addCounts(n): the n slots of one reservation in one
 	// statement, for 2 ≤ n ≤ maxSlotsAtOnce.
 	addN [maxSlotsAtOnce - 1]prepared
 }
 
 func newRateStatements() *rateStatements {
-	r := &rateStatements{add: prepared{Query: addCount}}
+	r := &rateStatements{}
 	for i := range r.addN {
 		r.addN[i].Query = addCounts(i + 2)
 	}
@@ -31,30 +28,19 @@ func newRateStatements() *rateStatements {
 }
 
 func (r *rateStatements) close() error {
-	errs := []error{r.add.Close()}
+	var errs []error
 	for i := range r.addN {
 		errs = append(errs, r.addN[i].Close())
 	}
 	return errors.Join(errs...)
 }
 
-// addCount creates or bumps a counter in one statement. Every write goes
-// through the store's single write connection, and Reserve holds it (BEGIN
-// IMMEDIATE) for the whole reservation, so reservations never interleave.
-const addCount = `
-INSERT INTO rate_limit_counters (bucket_key, window_start, count, expires_at, task_workspace_id, task_id)
-VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = count + excluded.count,
-    task_workspace_id = coalesce(task_workspace_id, excluded.task_workspace_id),
-    task_id = coalesce(task_id, excluded.task_id)
-RETURNING count`
-
 // maxSlotsAtOnce is the most slots takeSlots takes in one statement
 // (addCounts); a reservation has at most four (token, task, workspace,
 // profile), and more are taken one statement each.
 const maxSlotsAtOnce = 6
 
-// addCounts is addCount for n counters at once: one VALUES row per slot,
+// addCounts is sqlcore's addCount for n counters at once: one VALUES row per slot,
 // RETURNING each counter's key with its new count (RETURNING rows come in
 // no set order, so they are matched by key).
 func addCounts(n int) string {
@@ -68,13 +54,10 @@ ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = count + excluded.co
 RETURNING bucket_key, count`
 }
 
-const selectCount = `SELECT count FROM rate_limit_counters WHERE bucket_key = ? AND window_start = ?`
-
-// prepareReserve is sqlcore.Dialect.PrepareReserve: it prepares addCount
-// and addCounts on the write connection before the transaction takes it
+// prepareReserve prepares addCount (Core.Add) and addCounts on the write connection before the transaction takes it
 // (once; later calls find them prepared).
 func (s *Store) prepareReserve(ctx context.Context) error {
-	if _, err := s.rate.add.Get(ctx, s.w, driverError); err != nil {
+	if _, err := s.Add.Get(ctx, s.w, driverError); err != nil {
 		return err
 	}
 	for i := range s.rate.addN {
@@ -85,7 +68,7 @@ func (s *Store) prepareReserve(ctx context.Context) error {
 	return nil
 }
 
-// takeSlots is sqlcore.Dialect.TakeSlots: the audit row, then one
+// takeSlots is the store's sqlcore.TakeSlots: the audit row, then one
 // addCount per slot, in order, stopping at the first full one. Reserve
 // runs it in BEGIN IMMEDIATE on the single write connection (in a
 // savepoint when reservations share the transaction), so reservations
@@ -96,20 +79,20 @@ func (s *Store) takeSlots(ctx context.Context, tx *sqlx.Tx, audit []any, slots [
 	if err != nil {
 		return gateway.ReservationResult{}, err
 	}
-	add, err := s.rate.add.Get(ctx, s.w, driverError)
+	add, err := s.Add.Get(ctx, s.w, driverError)
 	if err != nil {
 		return gateway.ReservationResult{}, err
 	}
 	var id int64
 	if err := tx.StmtContext(ctx, ins).QueryRowContext(ctx, audit...).Scan(&id); err != nil {
-		return gateway.ReservationResult{}, translate(err, msgs{})
+		return gateway.ReservationResult{}, driverError(err)
 	}
 	if len(slots) > 1 && len(slots) <= maxSlotsAtOnce && distinctKeys(slots) {
 		return s.takeSlotsAtOnce(ctx, tx, id, slots)
 	}
 	add = tx.StmtContext(ctx, add)
 	for i, slot := range slots {
-		n, err := addSlot(ctx, add, slot, 1)
+		n, err := s.addSlot(ctx, add, slot, 1)
 		if err != nil {
 			return gateway.ReservationResult{}, err
 		}
@@ -133,11 +116,11 @@ func (s *Store) takeSlotsAtOnce(ctx context.Context, tx *sqlx.Tx, auditID int64,
 	}
 	args := make([]any, 0, 6*len(slots))
 	for _, slot := range slots {
-		args = append(args, slotArgs(slot, 1)...)
+		args = append(args, s.SlotArgs(slot, 1)...)
 	}
 	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
 	if err != nil {
-		return gateway.ReservationResult{}, translate(err, msgs{})
+		return gateway.ReservationResult{}, driverError(err)
 	}
 	defer rows.Close()
 	counts := make([]int64, len(slots))
@@ -146,7 +129,7 @@ func (s *Store) takeSlotsAtOnce(ctx context.Context, tx *sqlx.Tx, auditID int64,
 		var key string
 		var n int64
 		if err := rows.Scan(&key, &n); err != nil {
-			return gateway.ReservationResult{}, translate(err, msgs{})
+			return gateway.ReservationResult{}, driverError(err)
 		}
 		for i := range slots {
 			if slots[i].Key == key {
@@ -157,7 +140,7 @@ func (s *Store) takeSlotsAtOnce(ctx context.Context, tx *sqlx.Tx, auditID int64,
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return gateway.ReservationResult{}, translate(err, msgs{})
+		return gateway.ReservationResult{}, driverError(err)
 	}
 	if got != len(slots) {
 		return gateway.ReservationResult{}, gateway.Errorf(gateway.EInternal,
@@ -183,71 +166,10 @@ func distinctKeys(slots []gateway.Slot) bool {
 	return true
 }
 
-// slotArgs are addCount's arguments for adding delta to slot's counter.
-func slotArgs(slot gateway.Slot, delta int64) []any {
-	var exp, workspace, task any
-	if !slot.Expires.IsZero() {
-		exp = fmtTime(slot.Expires)
-	}
-	if slot.TaskID != "" {
-		workspace, task = slot.WorkspaceID, slot.TaskID
-	}
-	return []any{slot.Key, fmtTime(slot.Window), delta, exp, workspace, task}
-}
-
 // addSlot adds delta to slot's counter with the addCount statement stmt,
 // creating it (with slot's task, if any) at delta.
-func addSlot(ctx context.Context, stmt *sql.Stmt, slot gateway.Slot, delta int64) (int64, error) {
+func (s *Store) addSlot(ctx context.Context, stmt *sql.Stmt, slot gateway.Slot, delta int64) (int64, error) {
 	var n int64
-	err := stmt.QueryRowContext(ctx, slotArgs(slot, delta)...).Scan(&n)
-	return n, translate(err, msgs{})
-}
-
-// AddRateCount implements ratelimit.Counters with one upsert (addCount).
-func (s *Store) AddRateCount(ctx context.Context, key string, window, expires time.Time, delta int64) (int64, error) {
-	stmt, err := s.rate.add.Get(ctx, s.w, driverError)
-	if err != nil {
-		return 0, err
-	}
-	return addSlot(ctx, stmt, gateway.Slot{Key: key, Window: window, Expires: expires}, delta)
-}
-
-// RateCount implements ratelimit.Counters through the read pool; a missing
-// counter is 0.
-func (s *Store) RateCount(ctx context.Context, key string, window time.Time) (int64, error) {
-	var n int64
-	err := s.r.QueryRowContext(ctx, selectCount, key, fmtTime(window)).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return n, translate(err, msgs{})
-}
-
-// DeleteRateCount implements ratelimit.Counters.
-func (s *Store) DeleteRateCount(ctx context.Context, key string, window time.Time) error {
-	const q = `DELETE FROM rate_limit_counters WHERE bucket_key = ? AND window_start = ?`
-	_, err := s.w.ExecContext(ctx, q, key, fmtTime(window))
-	return translate(err, msgs{})
-}
-
-// DeleteEndedTaskCounts implements ratelimit.Counters.
-func (s *Store) DeleteEndedTaskCounts(ctx context.Context, before time.Time) (int64, error) {
-	const q = `DELETE FROM rate_limit_counters WHERE task_id IS NOT NULL AND EXISTS (
-    SELECT 1 FROM tasks t WHERE t.workspace_id = rate_limit_counters.task_workspace_id
-      AND t.id = rate_limit_counters.task_id
-      AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= ?)`
-	return s.deleteRows(ctx, q, fmtTime(before))
-}
-
-// DeleteExpiredRateCounts implements ratelimit.Counters; per-task counters
-// (no expiry) are never deleted.
-func (s *Store) DeleteExpiredRateCounts(ctx context.Context, before time.Time) (int64, error) {
-	const q = `DELETE FROM rate_limit_counters WHERE expires_at <= ?`
-	return s.deleteRows(ctx, q, fmtTime(before))
-}
-
-// deleteRows runs the DELETE q on the write connection and returns how
-// many rows it removed.
-func (s *Store) deleteRows(ctx context.Context, q string, args ...any) (int64, error) {
-	return sqlstmt.Delete(ctx, s.w, driverError, q, args...)
+	err := stmt.QueryRowContext(ctx, s.SlotArgs(slot, delta)...).Scan(&n)
+	return n, driverError(err)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
+	"github.com/mcpgate/mcpgate/gateway/store"
 	"github.com/mcpgate/mcpgate/migrations"
 )
 
@@ -44,10 +45,16 @@ type Store struct {
 	w      *sqlx.DB // the one write connection
 	r      *sqlx.DB // read-only connections; the same pool as w for ":memory:"
 	rate   *rateStatements
-	finish prepared      // finishAudit, on w
-	ended  prepared      // sessionEnded, on r
-	ckpt   *checkpointer // background WAL checkpoints; nil for ":memory:"
+	finish prepared // finishAudit, on w
+	// res is Reserve's group commit (reserveBatch), fin FinishAudit's
+	// (finishBatch).
+	res  *sqlcore.Group[*sqlcore.ReserveItem]
+	fin  *sqlcore.Group[*gateway.AuditEvent]
+	ckpt *checkpointer // background WAL checkpoints; nil for ":memory:"
 }
+
+// The store implements the whole store contract.
+var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the SQLite database at path, as in
 // MCPGATE_DATABASE_URL=sqlite:PATH; a leading "sqlite:" is removed. The
@@ -90,23 +97,37 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // newStore wires the pools and the hot-path statements.
 func newStore(w, r *sqlx.DB) *Store {
-	s := &Store{w: w, r: r, rate: newRateStatements(), finish: prepared{Query: finishAudit},
-		ended: prepared{Query: sessionEnded}}
-	s.Core = sqlcore.New(w, r, sqlcore.Dialect{
-		Bind: sqlx.QUESTION,
-		Time: func(t time.Time) any { return fmtTime(t) },
-		Translate: func(err error, m sqlcore.Msgs) error {
-			return translate(err, msgs{notFound: m.NotFound, conflict: m.Conflict})
-		},
-		CheckJSON:      true,
-		CallerQuery:    callerQuery,
-		InsertAudit:    insertAudit,
-		PrepareReserve: s.prepareReserve,
-		TakeSlots:      s.takeSlots,
-		FinishBatch:    s.finishBatch,
-		GroupReserve:   true,
-	})
+	s := &Store{w: w, r: r, rate: newRateStatements(), finish: prepared{Query: finishAudit}}
+	s.Core = sqlcore.New(w, r, dialect)
+	s.res = sqlcore.NewReserver(s.reserveBatch)
+	s.fin = s.NewFinisher(s.finishBatch)
 	return s
+}
+
+// dialect is SQLite's sqlcore.Dialect. Times are text (sqlcore.TimeLayout),
+// written by the gateway: no SQL function writes that layout.
+var dialect = sqlcore.Dialect{
+	Bind:     sqlx.QUESTION,
+	TimeText: true,
+	True:     "1",
+	False:    "0",
+	// json_each yields true/false as 1/0, the column's representation.
+	JSONEach: "json_each(?)",
+	JSONBool: "e.value",
+	// Stored times sort as text, so max() on the text is the later time;
+	// coalesce because SQLite's max() of a NULL is NULL.
+	Later:      "max(coalesce(%s, ''), ?)",
+	CheckJSON:  true,
+	Classify:   classify,
+	Unanswered: "audit store unavailable: the SQLite database did not answer; retry shortly, and check the disk if it persists",
+
+	CallerQuery:         callerQuery,
+	InsertAudit:         insertAudit,
+	DeleteExpiredCounts: `DELETE FROM rate_limit_counters WHERE expires_at <= ?`,
+	DeleteEndedTaskCounts: `DELETE FROM rate_limit_counters WHERE task_id IS NOT NULL AND EXISTS (
+    SELECT 1 FROM tasks t WHERE t.workspace_id = rate_limit_counters.task_workspace_id
+      AND t.id = rate_limit_counters.task_id
+      AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= ?)`,
 }
 
 // openPool opens a pool of at most n connections that are never closed for
@@ -128,9 +149,13 @@ func openPool(ctx context.Context, path, params string, n int) (*sqlx.DB, error)
 	return db, nil
 }
 
-// Close releases the prepared statements and closes the connections.
+// Close waits for the reservations and FinishAudit calls under way to be
+// written (later ones fail with EUnavailable), then releases the prepared
+// statements and closes the connections.
 func (s *Store) Close() error {
-	errs := []error{s.Core.Close(), s.rate.close(), s.finish.Close(), s.ended.Close()}
+	s.res.Close()
+	s.fin.Close()
+	errs := []error{s.Core.Close(), s.rate.close(), s.finish.Close()}
 	if s.ckpt != nil {
 		errs = append(errs, s.ckpt.close())
 	}
@@ -155,9 +180,9 @@ func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := s.w.PingContext(ctx); err != nil {
-		return translate(err, msgs{})
+		return driverError(err)
 	}
-	return translate(s.r.PingContext(ctx), msgs{})
+	return driverError(s.r.PingContext(ctx))
 }
 
 // Migrate applies the pending migrations of migrations.SQLite with goose;
@@ -170,44 +195,10 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return gateway.Wrap(gateway.EInternal, err, "cannot read the embedded SQLite migrations")
 	}
 	if _, err := p.Up(ctx); err != nil {
-		if e := translate(err, msgs{}); gateway.ErrorCodeOf(e) == gateway.EUnavailable {
+		if e := driverError(err); gateway.ErrorCodeOf(e) == gateway.EUnavailable {
 			return e
 		}
 		return gateway.Wrap(gateway.EInternal, err, "migrating the SQLite schema failed; see the cause in the log")
 	}
 	return nil
-}
-
-// inTx runs fn in a write transaction (BEGIN IMMEDIATE), committing when it
-// returns nil and rolling back otherwise, so that a failed admin write
-// changes nothing.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := s.w.BeginTxx(ctx, nil)
-	if err != nil {
-		return translate(err, msgs{})
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return translate(tx.Commit(), msgs{})
-}
-
-// timeLayout is how times are stored: UTC with six fractional digits, so
-// that text order is time order (see migrations/sqlite/00001_init.sql).
-const timeLayout = "2006-01-02T15:04:05.000000Z"
-
-// fmtTime formats t for a time column.
-func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
-
-// now is the current time as stored: UTC, to the microsecond.
-func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
-
-// parseTime reads a time column.
-func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return t, gateway.Wrap(gateway.EInternal, err, "audit store returned an unreadable time")
-	}
-	return t, nil
 }

@@ -5,24 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/ulule/limiter/v3"
-	limitertests "github.com/ulule/limiter/v3/drivers/store/tests"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
 // RunRateLimits runs the rate-limit part of the suite (docs/requirements.md#rate-limits,
-// kept in the audit store) as parallel subtests of t: ulule/limiter's own
-// store conformance test over ratelimit.Store, the counters, the
-// reservation (Store.Reserve), exact limits under concurrency, refunds and
-// calendar windows. newStore must return an empty, migrated store of its
+// kept in the audit store) as parallel subtests of t: the counters, the
+// reservation (Store.Reserve), exact limits under concurrency, refunds,
+// calendar windows and the sweep (ratelimit.Sweep). newStore must return an empty, migrated store of its
 // own for each call.
 func RunRateLimits(t *testing.T, newStore func(t *testing.T) Store) {
 	for _, tc := range rateTests {
@@ -32,10 +27,6 @@ func RunRateLimits(t *testing.T, newStore func(t *testing.T) Store) {
 		})
 	}
 }
-
-// EnvFullConformance, when set, makes RunRateLimits also run ulule's
-// concurrent store test (500 goroutines × 500 Gets).
-const EnvFullConformance = "MCPGATE_RATELIMIT_FULL"
 
 // Clock is a settable clock for window tests; safe for concurrent use.
 type Clock struct{ ns atomic.Int64 }
@@ -100,15 +91,17 @@ func (l *reserver) reserve(ctx context.Context, sub ratelimit.Subject) error {
 	return p.Refusal(res)
 }
 
-// store is the limiter store over l's counters and clock.
-func (l *reserver) store() *ratelimit.Store { return ratelimit.NewStore(l.s, "", l.now) }
+// sweep is ratelimit.Sweep over l's store at l's clock.
+func (l *reserver) sweep(ctx context.Context) (int64, error) {
+	return ratelimit.Sweep(ctx, l.s, l.now())
+}
 
 // usage returns the used counts of sub's buckets by bucket name.
 func usage(t *testing.T, l *reserver, sub ratelimit.Subject) map[string]int64 {
 	t.Helper()
 	p, err := l.plan(sub)
 	must(t, err, "Plan")
-	us, err := l.store().Usage(ctx(t), p)
+	us, err := ratelimit.ReadUsage(ctx(t), l.s, p)
 	must(t, err, "Usage")
 	out := map[string]int64{}
 	for _, u := range us {
@@ -139,29 +132,14 @@ func wantRefusal(t *testing.T, err error, msg, bucket string) {
 }
 
 var rateTests = []test{
-	{"LimiterStoreConformance", func(t *testing.T, s Store) {
-		// A frozen clock keeps the test inside one minute window however
-		// slowly it runs; Reset is still within 60 s of the real now.
-		limitertests.TestStoreSequentialAccess(t, ratelimit.NewStore(s, "conformance", NewClock(time.Now()).Now))
-	}},
-	{"LimiterStoreConcurrentConformance", func(t *testing.T, s Store) {
-		if os.Getenv(EnvFullConformance) == "" {
-			t.Skip("ulule's concurrent test makes 250,000 counter updates (80 s on PostgreSQL); set " +
-				EnvFullConformance + "=1 or run `make test-ratelimit-full` (ConcurrentGets below runs always)")
-		}
-		limitertests.TestStoreConcurrentAccess(t, ratelimit.NewStore(s, "concurrent", nil))
-	}},
-	{"ConcurrentGets", func(t *testing.T, s Store) {
-		// ulule's concurrent test, scaled down, and checking what it does
-		// not: that no increment is lost.
-		st := ratelimit.NewStore(s, "gets", NewClock(time.Now()).Now)
-		rate := limiter.Rate{Limit: 100000, Period: time.Minute}
-		lim := limiter.New(st, rate)
+	{"ConcurrentAdds", func(t *testing.T, s Store) {
+		// 40 goroutines add 25 each to one counter: no increment is lost.
+		w := time.Now().UTC().Truncate(time.Minute)
 		var wg sync.WaitGroup
 		for range 40 {
 			wg.Go(func() {
 				for range 25 {
-					if _, err := lim.Get(ctx(t), "foo"); err != nil {
+					if _, err := s.AddRateCount(ctx(t), "gets:foo", w, w.Add(time.Minute), 1); err != nil {
 						t.Error(err)
 						return
 					}
@@ -169,10 +147,10 @@ var rateTests = []test{
 			})
 		}
 		wg.Wait()
-		lctx, err := lim.Peek(ctx(t), "foo")
-		must(t, err, "Peek")
-		if used := rate.Limit - lctx.Remaining; used != 1000 {
-			t.Errorf("1000 concurrent Gets counted %d", used)
+		used, err := s.RateCount(ctx(t), "gets:foo", w)
+		must(t, err, "RateCount")
+		if used != 1000 {
+			t.Errorf("1000 concurrent adds counted %d", used)
 		}
 	}},
 	{"Counters", testCounters},
@@ -437,13 +415,13 @@ func testWindows(t *testing.T, s Store) {
 	wantUsage(t, l, spawn("t2", "p2"), map[string]int64{"task.scaffold": 1, "profile_hour.task_spawn": 1})
 	// Sweeping on the new day removes the ended windows, never a current
 	// one; a window that ended less than a minute ago stays a little longer.
-	n, err := l.store().Sweep(c)
+	n, err := l.sweep(c)
 	must(t, err, "Sweep at 00:00")
 	if n != 1 { // p1's hour 22:00; the day and the hour 23:00 ended just now
 		t.Errorf("swept %d counters at 00:00, want 1", n)
 	}
 	clock.Set(time.Date(2025, 3, 5, 0, 1, 0, 0, time.UTC))
-	n, err = l.store().Sweep(c)
+	n, err = l.sweep(c)
 	must(t, err, "Sweep")
 	if n != 2 { // workspace day of 03-04, p1's hour 23:00
 		t.Errorf("swept %d counters, want 3", n)
@@ -471,11 +449,11 @@ func testSweepEndedTasks(t *testing.T, s Store) {
 	must(t, s.PutTask(c, &gateway.Task{WorkspaceID: "ws-a", ID: "running", Status: gateway.TaskRunning}), "PutTask running")
 	// Tasks are read with the real clock, so step the limiter's far ahead.
 	clock.Set(time.Now().Add(ratelimit.TaskCounterRetention - time.Hour))
-	_, err = l.store().Sweep(c)
+	_, err = l.sweep(c)
 	must(t, err, "Sweep within the retention")
 	wantUsage(t, l, opsCall("done"), map[string]int64{"task.ops": 2})
 	clock.Set(time.Now().Add(ratelimit.TaskCounterRetention + time.Minute))
-	_, err = l.store().Sweep(c)
+	_, err = l.sweep(c)
 	must(t, err, "Sweep after the retention")
 	wantUsage(t, l, opsCall("done"), map[string]int64{"task.ops": 0})
 	wantUsage(t, l, opsCall("running"), map[string]int64{"task.ops": 1})

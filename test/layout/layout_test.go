@@ -35,32 +35,34 @@ type rule struct {
 // composing packages import siblings: the pipeline only those it composes,
 // the wiring (gateway/server, cmd) everything.
 var (
-	bottom = []string{"gateway", "gateway/canon"}
-	stores = []string{"gateway", "gateway/internal/...", "migrations"}
+	bottom = []string{"gateway", "gateway/canon", "gateway/store"}
+	stores = []string{"gateway", "gateway/store", "gateway/internal/...", "migrations"}
 	anyPkg = []string{"..."}
 	// pipelineUses are the siblings the tools/call pipeline composes: a
 	// composing package, but not the wiring, and no transport package
 	// (gateway/mcp/...): the transport hands it a gateway.CallRequest.
-	pipelineUses = []string{"gateway", "gateway/approvals", "gateway/canon", "gateway/confirm", "gateway/policy", "gateway/ratelimit", "tools"}
+	pipelineUses = []string{"gateway", "gateway/store", "gateway/approvals", "gateway/canon", "gateway/confirm", "gateway/policy", "gateway/ratelimit", "tools"}
 	// wireUses: a package that speaks MCP to someone may also import the
 	// sanctioned wire package (error mapping, Mcp-Param-* headers).
-	wireUses = []string{"gateway", "gateway/canon", "gateway/mcp/wire"}
+	wireUses = []string{"gateway", "gateway/canon", "gateway/store", "gateway/mcp/wire"}
 	noSDKs   = []string{"github.com/open-policy-agent/...", "github.com/modelcontextprotocol/...", "github.com/santhosh-tekuri/jsonschema/..."}
 	rules    = []rule{
 		{pkg: "gateway", why: "domain types: the standard library only",
 			allow: nil, forbid: []string{"*"}},
 		{pkg: "gateway/canon", test: []string{"gateway/canon"}, forbid: noSDKs,
 			why: "RFC 8785 canonical arguments and their hash: wraps jcs, imports no package of ours"},
+		{pkg: "gateway/store", allow: []string{"gateway"}, forbid: []string{"*"},
+			why: "the one store contract: domain types and the standard library only"},
 		{pkg: "gateway/internal/...", allow: []string{"gateway", "gateway/internal/..."}, why: "the stores' shared SQL core and helpers"},
 		{pkg: "gateway/postgres", allow: stores, test: []string{"gateway/postgres/...", "gateway/storetest"}, forbid: noSDKs,
 			why: "a store wraps its database and imports no sibling"},
 		{pkg: "gateway/postgres/pgtest", allow: []string{"gateway", "gateway/postgres"}, forbid: noSDKs, why: "the PostgreSQL store's test helpers"},
 		{pkg: "gateway/sqlite", allow: stores, test: []string{"gateway/sqlite", "gateway/storetest"}, forbid: noSDKs,
 			why: "a store wraps its database and imports no sibling"},
-		{pkg: "gateway/ratelimit", allow: bottom, test: []string{"gateway/ratelimit", "gateway/mcp/wire"}, forbid: noSDKs,
-			why: "wraps ulule/limiter; takes limits as plain values, not from config or the catalog"},
-		{pkg: "gateway/storetest", allow: []string{"gateway", "gateway/ratelimit"}, forbid: noSDKs,
-			why: "the shared store suite tests through an interface of its own, so the SQL tests link only the stores"},
+		{pkg: "gateway/ratelimit", allow: bottom, test: []string{"gateway/ratelimit", "gateway/mcp/wire"}, forbid: append([]string{"github.com/ulule/..."}, noSDKs...),
+			why: "the rate-limit buckets as plain values; takes limits as plain values, not from config or the catalog, and counts in the store (no ulule)"},
+		{pkg: "gateway/storetest", allow: []string{"gateway", "gateway/store", "gateway/ratelimit"}, forbid: noSDKs,
+			why: "the shared store suite tests the one store contract (gateway/store), so the SQL tests link only the stores"},
 		{pkg: "gateway/policy", allow: bottom, test: []string{"gateway/policy", "policies", "tools"}, why: "wraps OPA"},
 		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},
 		{pkg: "gateway/mcp/wire", allow: []string{"gateway"}, test: []string{"gateway/mcp/wire"}, forbid: noSDKs,

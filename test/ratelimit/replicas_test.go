@@ -168,7 +168,7 @@ func wantTaskSlots(t *testing.T, dbURL string, tasks []string, want int64) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	rules, counters := ratelimit.NewRules(ratelimit.DefaultLimits()), ratelimit.NewStore(s, "", nil)
+	rules := ratelimit.NewRules(ratelimit.DefaultLimits())
 	var sum int64
 	for _, task := range tasks {
 		plan, err := rules.Plan(ratelimit.Subject{WorkspaceID: workspace, TaskID: task, ProfileID: "operator",
@@ -176,7 +176,7 @@ func wantTaskSlots(t *testing.T, dbURL string, tasks []string, want int64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		us, err := counters.Usage(context.Background(), plan)
+		us, err := ratelimit.ReadUsage(context.Background(), s, plan)
 		if err != nil {
 			t.Fatal(err)
 		}

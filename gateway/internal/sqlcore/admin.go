@@ -223,7 +223,7 @@ func (c *Core) DeleteProfile(ctx context.Context, ws, id string) (wasDefault boo
 	}
 	const remember = `INSERT INTO deleted_agent_profiles (workspace_id, id, deleted_at) VALUES (?, ?, ?)
 ON CONFLICT (workspace_id, id) DO UPDATE SET deleted_at = excluded.deleted_at`
-	if _, err := tx.ExecContext(ctx, c.Q(remember), ws, id, c.D.Time(Now())); err != nil {
+	if _, err := tx.ExecContext(ctx, c.Q(remember), ws, id, c.Time(Now())); err != nil {
 		return false, nil, 0, c.DriverError(err)
 	}
 	if err := tx.Commit(); err != nil {

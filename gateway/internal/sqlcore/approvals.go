@@ -68,7 +68,7 @@ func (c *Core) CreateApproval(ctx context.Context, a *gateway.Approval) error {
 policy_revision, because, status, created_at, expires_at, arguments) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	_, err := c.W.ExecContext(ctx, c.Q(q), a.ID, a.WorkspaceID, string(a.PrincipalKind), a.Subject, a.TaskID, a.Tool,
 		a.ArgumentsHash, a.PolicyRevision, JSONList(a.Because), gateway.ApprovalPending,
-		c.D.Time(a.CreatedAt), c.D.Time(a.ExpiresAt), string(a.Arguments))
+		c.Time(a.CreatedAt), c.Time(a.ExpiresAt), string(a.Arguments))
 	return c.Translate(err, Msgs{NotFound: WorkspaceNotFound(a.WorkspaceID),
 		Conflict: fmt.Sprintf("approval id %q is taken", a.ID)})
 }
@@ -93,7 +93,7 @@ WHERE workspace_id = ? AND subject = ? AND tool = ? AND arguments_hash = ? AND p
 ORDER BY created_at DESC, id DESC LIMIT 1`
 	var r approvalRow
 	err := c.R.GetContext(ctx, &r, c.Q(q), k.WorkspaceID, k.Subject, k.Tool, k.ArgumentsHash, string(k.PrincipalKind),
-		k.PolicyRevision, c.D.Time(now))
+		k.PolicyRevision, c.Time(now))
 	if err != nil {
 		return nil, c.Translate(err, Msgs{NotFound: "no open approval for this call"})
 	}
@@ -116,7 +116,7 @@ func (c *Core) ListApprovals(ctx context.Context, f gateway.ApprovalFilter) ([]g
 		where, args = append(where, "principal_kind = ? AND subject = ?"), append(args, string(f.PrincipalKind), f.Subject)
 	}
 	if f.Status == gateway.ApprovalPending && !f.Now.IsZero() {
-		where, args = append(where, "expires_at > ?"), append(args, c.D.Time(f.Now))
+		where, args = append(where, "expires_at > ?"), append(args, c.Time(f.Now))
 	}
 	q := `SELECT ` + approvalColumns + ` FROM approvals`
 	if len(where) > 0 {
@@ -151,7 +151,7 @@ func (c *Core) DecideApproval(ctx context.Context, id, status, decidedBy, reason
 		return nil, gateway.Errorf(gateway.EInvalid, "an approval is decided as approved or rejected, not %q", status)
 	}
 	moved, a, err := c.moveApproval(ctx, id, `status = ?, decided_by = ?, decided_at = ?, reason = ?`,
-		[]any{status, decidedBy, c.D.Time(at), reason}, `status = 'pending' AND expires_at > ?`, c.D.Time(at))
+		[]any{status, decidedBy, c.Time(at), reason}, `status = 'pending' AND expires_at > ?`, c.Time(at))
 	if err != nil || moved {
 		return a, err
 	}
@@ -167,7 +167,7 @@ func (c *Core) DecideApproval(ctx context.Context, id, status, decidedBy, reason
 // its expiry is at or before at, and returns it as stored (whatever its
 // status: a decision that came first stands). ENotFound for an unknown id.
 func (c *Core) ExpireApproval(ctx context.Context, id string, at time.Time) (*gateway.Approval, error) {
-	_, a, err := c.moveApproval(ctx, id, `status = 'expired'`, nil, `status = 'pending' AND expires_at <= ?`, c.D.Time(at))
+	_, a, err := c.moveApproval(ctx, id, `status = 'expired'`, nil, `status = 'pending' AND expires_at <= ?`, c.Time(at))
 	return a, err
 }
 
@@ -178,7 +178,7 @@ func (c *Core) ExpireApproval(ctx context.Context, id string, at time.Time) (*ga
 // expired or used already) or was approved for other arguments; ENotFound
 // for an unknown id.
 func (c *Core) UseApproval(ctx context.Context, id, argumentsHash string, at time.Time) (*gateway.Approval, error) {
-	moved, a, err := c.moveApproval(ctx, id, `status = 'used', used_at = ?`, []any{c.D.Time(at)},
+	moved, a, err := c.moveApproval(ctx, id, `status = 'used', used_at = ?`, []any{c.Time(at)},
 		`status = 'approved' AND arguments_hash = ?`, argumentsHash)
 	if err != nil || moved {
 		return a, err
@@ -227,10 +227,10 @@ func approvalConflict(a *gateway.Approval, what string) error {
 // streams that were not renewed in time.
 func (c *Core) TouchApprovalWatcher(ctx context.Context, id string, until time.Time) error {
 	const q = `INSERT INTO approval_watchers (id, until) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET until = excluded.until`
-	if _, err := c.W.ExecContext(ctx, c.Q(q), id, c.D.Time(until)); err != nil {
+	if _, err := c.W.ExecContext(ctx, c.Q(q), id, c.Time(until)); err != nil {
 		return c.DriverError(err)
 	}
-	_, err := c.Delete(ctx, `DELETE FROM approval_watchers WHERE until <= ?`, c.D.Time(Now()))
+	_, err := c.Delete(ctx, `DELETE FROM approval_watchers WHERE until <= ?`, c.Time(Now()))
 	return err
 }
 
@@ -245,6 +245,6 @@ func (c *Core) DeleteApprovalWatcher(ctx context.Context, id string) error {
 // replica, are recorded open at now.
 func (c *Core) ApprovalWatchers(ctx context.Context, now time.Time) (int, error) {
 	var n int
-	err := c.R.GetContext(ctx, &n, c.Q(`SELECT count(*) FROM approval_watchers WHERE until > ?`), c.D.Time(now))
+	err := c.R.GetContext(ctx, &n, c.Q(`SELECT count(*) FROM approval_watchers WHERE until > ?`), c.Time(now))
 	return n, c.DriverError(err)
 }

@@ -29,19 +29,15 @@ const AuditInsertColumns = `time, request_id, decision_id, workspace_id, task_id
 // JSON; on error no row exists and the caller must refuse the call (fail
 // closed).
 func (c *Core) RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error {
-	if err := c.checkEvent(ev); err != nil {
+	if err := c.CheckEvent(ev); err != nil {
 		return err
 	}
-	stmt, err := c.Audit.Get(ctx, c.W, c.DriverError)
-	if err != nil {
-		return err
-	}
-	return c.DriverError(stmt.QueryRowContext(ctx, c.AuditArgs(ev)...).Scan(&ev.ID))
+	return c.InsertAudit(ctx, ev, &ev.ID)
 }
 
-// checkEvent refuses arguments that are not JSON (where the column does
+// CheckEvent refuses arguments that are not JSON (where the column does
 // not) and normalises ev's time, so that ev equals the row read back.
-func (c *Core) checkEvent(ev *gateway.AuditEvent) error {
+func (c *Core) CheckEvent(ev *gateway.AuditEvent) error {
 	if c.D.CheckJSON && len(ev.Arguments) > 0 && !json.Valid(ev.Arguments) {
 		return gateway.Errorf(gateway.EInvalid, "audit event arguments are not valid JSON")
 	}
@@ -59,46 +55,13 @@ func (c *Core) AuditArgs(ev *gateway.AuditEvent) []any {
 	if len(ev.Arguments) > 0 {
 		args = string(ev.Arguments)
 	}
-	return []any{c.D.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
+	return []any{c.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
 		ev.ProfileID, ev.Actor, string(ev.PrincipalKind), ev.TokenFP, ev.Tool, string(ev.Tier), ev.Status,
 		ev.ErrorClass, JSONList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args, ev.PolicyRevision,
 		ev.Surface, ev.Mode, ev.ApprovalID}
 }
 
-// FinishAudit completes the row ev.ID after dispatch: it sets the final
-// Status, ErrorClass, ReasonCodes, LatencyMicros and PolicyRevision of ev
-// (a call can end with a reason of its own, such as dispatch.abandoned)
-// and leaves every other column as RecordAudit wrote it. It returns once the transaction
-// that wrote them has committed: finishes that arrive while another is
-// being committed share the next commit (group commit, see finisher), and
-// a lone finish is written at once. Errors: ENotFound when no row has
-// ev.ID, EUnavailable when the database cannot be reached or written, the
-// store is closed, or ctx ended first (then the row may or may not be
-// finished).
-func (c *Core) FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error {
-	return c.fin.do(ctx, ev)
-}
-
-// finishBatch is the finisher's flush: Dialect.FinishBatch, with a
-// missing row reported to its own caller as ENotFound.
-func (c *Core) finishBatch(ctx context.Context, evs []*gateway.AuditEvent) ([]error, error) {
-	found, err := c.D.FinishBatch(ctx, evs)
-	if err != nil {
-		return nil, c.DriverError(err)
-	}
-	if len(found) != len(evs) {
-		return nil, gateway.Errorf(gateway.EInternal, "audit store finished %d of %d audit events", len(found), len(evs))
-	}
-	errs := make([]error, len(evs))
-	for i, ok := range found {
-		if !ok {
-			errs[i] = gateway.Errorf(gateway.ENotFound, "audit event %d not found; record it with RecordAudit before finishing it", evs[i].ID)
-		}
-	}
-	return errs, nil
-}
-
-// FinishArgs are the values Dialect.FinishBatch writes for ev: status,
+// FinishArgs are the values a store's FinishBatch writes for ev: status,
 // error class, latency, reason codes (JSON) and the policy revision that
 // decided the call.
 func FinishArgs(ev *gateway.AuditEvent) (status, errorClass string, latencyMicros int64, reasonCodes, policyRevision string) {
@@ -169,7 +132,7 @@ func (c *Core) ListAuditEvents(ctx context.Context, f gateway.AuditFilter) ([]ga
 		}
 	}
 	if !f.Before.IsZero() {
-		args = append(args, c.D.Time(f.Before.Time), f.Before.ID)
+		args = append(args, c.Time(f.Before.Time), f.Before.ID)
 		where = append(where, "(time, id) < (?, ?)")
 	}
 	q := `SELECT ` + auditColumns + ` FROM audit_events`

@@ -39,7 +39,7 @@ func (c *Core) CreateConsoleSession(ctx context.Context, s *gateway.ConsoleSessi
 	const q = `INSERT INTO console_sessions (id_hash, kind, workspace_id, subject, operator, csrf, sealed_token, flash,
 created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	_, err := c.W.ExecContext(ctx, c.Q(q), s.IDHash, string(s.Kind), s.WorkspaceID, s.Subject, s.Operator, s.CSRF,
-		s.SealedToken, nullBytes(s.Flash), c.D.Time(s.CreatedAt), c.D.Time(s.ExpiresAt))
+		s.SealedToken, nullBytes(s.Flash), c.Time(s.CreatedAt), c.Time(s.ExpiresAt))
 	if err != nil {
 		return c.Translate(err, Msgs{Conflict: "console session id is taken; sign in again"})
 	}
@@ -56,7 +56,7 @@ ORDER BY created_at DESC, id_hash DESC LIMIT ?)`
 func (c *Core) ConsoleSession(ctx context.Context, idHash string, now time.Time) (*gateway.ConsoleSession, error) {
 	var r consoleRow
 	err := c.W.GetContext(ctx, &r, c.Q(`SELECT `+consoleColumns+` FROM console_sessions WHERE id_hash = ? AND expires_at > ?`),
-		idHash, c.D.Time(now))
+		idHash, c.Time(now))
 	if err != nil {
 		return nil, c.Translate(err, Msgs{NotFound: consoleSessionGone})
 	}
@@ -109,7 +109,7 @@ func (c *Core) DeleteConsoleSession(ctx context.Context, idHash string) error {
 // DeleteExpiredConsoleSessions deletes the sessions whose expiry is at or
 // before before and returns how many it deleted.
 func (c *Core) DeleteExpiredConsoleSessions(ctx context.Context, before time.Time) (int64, error) {
-	return c.Delete(ctx, `DELETE FROM console_sessions WHERE expires_at <= ?`, c.D.Time(before))
+	return c.Delete(ctx, `DELETE FROM console_sessions WHERE expires_at <= ?`, c.Time(before))
 }
 
 // nullBytes stores nil as NULL.

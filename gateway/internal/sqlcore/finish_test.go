@@ -65,7 +65,7 @@ func queued(t *testing.T, fin *finisher, n int) {
 func TestFinisherLoneFinishGoesAtOnce(t *testing.T) {
 	f := newFake()
 	fin := newFinisher(f.flush)
-	if err := fin.do(context.Background(), &gateway.AuditEvent{ID: 1}); err != nil {
+	if err := fin.Do(context.Background(), &gateway.AuditEvent{ID: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.got(); !slices.EqualFunc(got, [][]int64{{1}}, slices.Equal) {
@@ -80,10 +80,10 @@ func TestFinisherGroupsWhileAFlushRuns(t *testing.T) {
 	f.release = make(chan struct{})
 	fin := newFinisher(f.flush)
 	results := make(chan error, 10)
-	go func() { results <- fin.do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
+	go func() { results <- fin.Do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
 	<-f.started
 	for i := 2; i <= 6; i++ {
-		go func() { results <- fin.do(context.Background(), &gateway.AuditEvent{ID: int64(i)}) }()
+		go func() { results <- fin.Do(context.Background(), &gateway.AuditEvent{ID: int64(i)}) }()
 	}
 	queued(t, fin, 5)
 	select {
@@ -122,11 +122,11 @@ func TestFinisherBatchIsBounded(t *testing.T) {
 	f.release = make(chan struct{})
 	fin := newFinisher(f.flush)
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = fin.do(context.Background(), &gateway.AuditEvent{ID: 1}) })
+	wg.Go(func() { _ = fin.Do(context.Background(), &gateway.AuditEvent{ID: 1}) })
 	<-f.started
 	n := MaxFinishBatch + 10
 	for i := range n {
-		wg.Go(func() { _ = fin.do(context.Background(), &gateway.AuditEvent{ID: int64(i + 2)}) })
+		wg.Go(func() { _ = fin.Do(context.Background(), &gateway.AuditEvent{ID: int64(i + 2)}) })
 	}
 	queued(t, fin, n)
 	close(f.release)
@@ -182,7 +182,7 @@ func TestFinisherErrors(t *testing.T) {
 			got := map[int64]gateway.ErrorCode{}
 			var wg sync.WaitGroup
 			run := func(id int64) {
-				err := fin.do(context.Background(), &gateway.AuditEvent{ID: id})
+				err := fin.Do(context.Background(), &gateway.AuditEvent{ID: id})
 				mu.Lock()
 				got[id] = gateway.ErrorCodeOf(err)
 				mu.Unlock()
@@ -211,11 +211,11 @@ func TestFinisherDeadlineWhileQueued(t *testing.T) {
 	f.release = make(chan struct{})
 	fin := newFinisher(f.flush)
 	first := make(chan error, 1)
-	go func() { first <- fin.do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
+	go func() { first <- fin.Do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
 	<-f.started
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	err := fin.do(ctx, &gateway.AuditEvent{ID: 2})
+	err := fin.Do(ctx, &gateway.AuditEvent{ID: 2})
 	if gateway.ErrorCodeOf(err) != gateway.EUnavailable {
 		t.Fatalf("finish past its deadline: %v, want EUnavailable", err)
 	}
@@ -223,7 +223,7 @@ func TestFinisherDeadlineWhileQueued(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	fin.close()
+	fin.Close()
 	if got := f.got(); len(got) != 1 {
 		t.Fatalf("batches %v: the abandoned row must not be written", got)
 	}
@@ -236,14 +236,14 @@ func TestFinisherCloseDrains(t *testing.T) {
 	f.release = make(chan struct{})
 	fin := newFinisher(f.flush)
 	results := make(chan error, 4)
-	go func() { results <- fin.do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
+	go func() { results <- fin.Do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
 	<-f.started
 	for id := int64(2); id <= 4; id++ {
-		go func() { results <- fin.do(context.Background(), &gateway.AuditEvent{ID: id}) }()
+		go func() { results <- fin.Do(context.Background(), &gateway.AuditEvent{ID: id}) }()
 	}
 	queued(t, fin, 3)
 	closed := make(chan struct{})
-	go func() { fin.close(); close(closed) }()
+	go func() { fin.Close(); close(closed) }()
 	select {
 	case <-closed:
 		t.Fatal("close returned while a batch was being written")
@@ -259,7 +259,7 @@ func TestFinisherCloseDrains(t *testing.T) {
 	if got := f.got(); len(got) != 2 || len(got[1]) != 3 {
 		t.Fatalf("batches %v, want the queued three written before close returned", got)
 	}
-	if err := fin.do(context.Background(), &gateway.AuditEvent{ID: 5}); gateway.ErrorCodeOf(err) != gateway.EUnavailable {
+	if err := fin.Do(context.Background(), &gateway.AuditEvent{ID: 5}); gateway.ErrorCodeOf(err) != gateway.EUnavailable {
 		t.Fatalf("finish after close: %v, want EUnavailable", err)
 	}
 }
@@ -275,13 +275,13 @@ func TestGroupWaitTaken(t *testing.T) {
 		g := newFinisher(f.flush)
 		g.waitTaken = wait
 		first := make(chan error, 1)
-		go func() { first <- g.do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
+		go func() { first <- g.Do(context.Background(), &gateway.AuditEvent{ID: 1}) }()
 		<-f.started
 		// The caller's context ends only once its batch is being written:
 		// a timer could expire before it is queued on a loaded machine.
 		ctx, cancel := context.WithCancel(context.Background())
 		second := make(chan error, 1)
-		go func() { second <- g.do(ctx, &gateway.AuditEvent{ID: 2}) }()
+		go func() { second <- g.Do(ctx, &gateway.AuditEvent{ID: 2}) }()
 		queued(t, g, 1)
 		f.release <- struct{}{} // batch [1] commits; [2] is taken next
 		<-f.started
@@ -307,6 +307,6 @@ func TestGroupWaitTaken(t *testing.T) {
 		if err := <-first; err != nil {
 			t.Fatal(err)
 		}
-		g.close()
+		g.Close()
 	}
 }

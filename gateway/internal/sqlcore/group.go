@@ -25,15 +25,15 @@ type groupMsgs struct {
 	inFlight string // the deadline passed during the commit; it may be written
 }
 
-// group is a group commit: a caller queues its item; when no flush is
+// Group is a group commit: a caller queues its item; when no flush is
 // running it becomes the flusher and applies the queue at once (a lone
 // item waits for nothing), otherwise its item goes in the next batch,
 // which is flushed as soon as the running one has committed. Each caller
 // returns when the transaction holding its item has committed (or
 // failed); the items that arrive while a commit is under way share the
-// next commit instead of taking one each. FinishAudit (finisher) and, on
-// a store with a single writer, Reserve (Dialect.GroupReserve) use it.
-type group[T any] struct {
+// next commit instead of taking one each. The stores' FinishAudit
+// (NewFinisher) and Reserve (NewReserver) use it.
+type Group[T any] struct {
 	// flush applies items in one transaction and returns each one's own
 	// error, or the error of the whole batch.
 	flush func(ctx context.Context, items []T) ([]error, error)
@@ -55,17 +55,17 @@ type group[T any] struct {
 	idle    *sync.Cond // signalled when running becomes false
 }
 
-func newGroup[T any](max int, flush func(ctx context.Context, items []T) ([]error, error), what func(T) string, msgs groupMsgs) *group[T] {
-	g := &group[T]{flush: flush, what: what, msgs: msgs, max: max}
+func newGroup[T any](max int, flush func(ctx context.Context, items []T) ([]error, error), what func(T) string, msgs groupMsgs) *Group[T] {
+	g := &Group[T]{flush: flush, what: what, msgs: msgs, max: max}
 	g.idle = sync.NewCond(&g.mu)
 	return g
 }
 
-// do queues item and returns the outcome of the transaction that wrote
+// Do queues item and returns the outcome of the transaction that wrote
 // it. When ctx ends first it returns EUnavailable: before the item was
 // taken into a batch, nothing was written; after, the batch may still
 // commit it (unless waitTaken).
-func (g *group[T]) do(ctx context.Context, item T) error {
+func (g *Group[T]) Do(ctx context.Context, item T) error {
 	req := &groupReq[T]{item: item, done: make(chan struct{})}
 	req.deadline, _ = ctx.Deadline()
 	g.mu.Lock()
@@ -111,13 +111,13 @@ func (g *group[T]) do(ctx context.Context, item T) error {
 	return gateway.Wrap(gateway.EUnavailable, ctx.Err(), g.msgf(g.msgs.inFlight, item))
 }
 
-func (g *group[T]) msgf(format string, item T) string { return fmt.Sprintf(format, g.what(item)) }
+func (g *Group[T]) msgf(format string, item T) string { return fmt.Sprintf(format, g.what(item)) }
 
 // flushNext takes up to max queued items, applies them in one
 // transaction and tells each caller its outcome. It reports whether items
 // are queued still; when none are, the flusher's role ends (running is
 // cleared) under the same lock, so a caller queuing after that leads.
-func (g *group[T]) flushNext() bool {
+func (g *Group[T]) flushNext() bool {
 	g.mu.Lock()
 	n := min(len(g.queue), g.max)
 	batch := make([]*groupReq[T], n)
@@ -143,7 +143,7 @@ func (g *group[T]) flushNext() bool {
 // When the batch fails for a reason other than an unreachable database,
 // each item is tried again on its own, so that one item's error reaches
 // its own caller only.
-func (g *group[T]) apply(batch []*groupReq[T]) {
+func (g *Group[T]) apply(batch []*groupReq[T]) {
 	errs, err := g.write(batch)
 	if err != nil && len(batch) > 1 && gateway.ErrorCodeOf(err) != gateway.EUnavailable {
 		for _, r := range batch {
@@ -169,7 +169,7 @@ func (g *group[T]) apply(batch []*groupReq[T]) {
 // that no caller's item fails for another's shorter deadline (each
 // caller still stops waiting at its own); a caller without a deadline
 // leaves the bound to the store.
-func (g *group[T]) write(batch []*groupReq[T]) ([]error, error) {
+func (g *Group[T]) write(batch []*groupReq[T]) ([]error, error) {
 	items := make([]T, len(batch))
 	var deadline time.Time
 	bounded := true
@@ -193,9 +193,9 @@ func (g *group[T]) write(batch []*groupReq[T]) ([]error, error) {
 	return errs, err
 }
 
-// close refuses new items and waits until the queued ones have been
+// Close refuses new items and waits until the queued ones have been
 // flushed.
-func (g *group[T]) close() {
+func (g *Group[T]) Close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.closed = true

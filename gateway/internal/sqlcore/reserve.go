@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -12,68 +11,45 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// Reserve carries out r (pipeline.Store.Reserve). With
-// Dialect.GroupReserve, concurrent reservations share one transaction
-// (reserveBatch), each in a savepoint; with Dialect.ReserveBatch,
-// concurrent reservations with slots and without a claim share one
-// statement (reserveGroup). Otherwise: without slots or claim,
-// RecordAudit's one INSERT; without a claim on a dialect whose
-// reservation statement is atomic alone (Dialect.AtomicTakeSlots), that
-// statement in autocommit; else BEGIN (on W), the claim when r.Claim is
-// set, the dialect's reservation statement (Dialect.TakeSlots) or,
-// without slots, the audit INSERT alone, and COMMIT. A key claimed before
-// or a full slot rolls the reservation back, so nothing of it is written.
-// A commit whose outcome is unknown (connection lost during COMMIT) is
-// reported as EUnavailable: the call is refused, and the slots may stay
-// taken — the limiter errs on the side of fewer calls.
-func (c *Core) Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
-	var res gateway.ReservationResult
-	if err := c.checkEvent(r.Event); err != nil {
-		return res, err
-	}
-	if c.res != nil && (c.D.GroupReserve || (r.Claim == nil && len(r.Slots) > 0)) {
-		it := &reserveItem{ctx: ctx, r: r}
-		if err := c.res.do(ctx, it); err != nil {
-			return res, err
-		}
-		return it.res, nil
-	}
-	audit, err := c.Audit.Get(ctx, c.W, c.DriverError)
+// TakeSlots is a store's own reservation statement: in tx, take one call
+// of each of slots in order and insert the audit row whose AuditArgs are
+// audit, stopping at the first full slot. It returns the row's id, or the
+// full slot (1-based) with its count before this call; ReserveTx and
+// ReserveSavepoints roll the reservation back then. A store passes it to
+// the core's reservation helpers from its own Reserve.
+type TakeSlots func(ctx context.Context, tx *sqlx.Tx, audit []any, slots []gateway.Slot) (gateway.ReservationResult, error)
+
+// InsertAudit inserts ev's row (the prepared Dialect.InsertAudit) and
+// stores its id in *id (ev.ID for RecordAudit; a reservation's result for
+// a reservation without slots or claim, which leaves ev.ID as it was).
+func (c *Core) InsertAudit(ctx context.Context, ev *gateway.AuditEvent, id *int64) error {
+	stmt, err := c.Audit.Get(ctx, c.W, c.DriverError)
 	if err != nil {
-		return res, err
+		return err
 	}
-	if len(r.Slots) == 0 && r.Claim == nil {
-		err = audit.QueryRowContext(ctx, c.AuditArgs(r.Event)...).Scan(&res.AuditID)
-		return res, c.DriverError(err)
-	}
-	// Prepare before BEGIN: see Dialect.PrepareReserve.
-	if err := c.D.PrepareReserve(ctx); err != nil {
-		return res, err
-	}
-	if r.Claim == nil && c.D.AtomicTakeSlots {
-		return c.D.TakeSlots(ctx, nil, c.AuditArgs(r.Event), r.Slots)
-	}
-	for attempt := 1; ; attempt++ {
-		res, err = c.reserveTx(ctx, r, audit)
-		if attempt == maxDeadlockAttempts || c.D.Deadlocked == nil || !c.D.Deadlocked(err) {
-			return res, err
-		}
-	}
+	return c.DriverError(stmt.QueryRowContext(ctx, c.AuditArgs(ev)...).Scan(id))
 }
 
-// maxDeadlockAttempts is how many times a reservation runs when the
-// database breaks a deadlock by aborting it (Dialect.Deadlocked): a
-// reservation aborted that way wrote nothing, so it runs again.
-const maxDeadlockAttempts = 3
-
-// reserveTx is Reserve in a transaction of its own: BEGIN, reserveIn,
-// COMMIT (or ROLLBACK when nothing is to be written).
-func (c *Core) reserveTx(ctx context.Context, r gateway.Reservation, audit *sql.Stmt) (gateway.ReservationResult, error) {
+// ReserveTx carries out r in a transaction of its own on W: BEGIN, the
+// claim when r.Claim is set, take (the store's reservation statement) or,
+// without slots, the audit INSERT alone, and COMMIT; a key claimed before
+// or a full slot rolls it back, so nothing of it is written. The store
+// prepares take's statements before (preparing takes a connection from
+// the pool, which inside the transaction could wait for ever for the one
+// the transaction holds); ReserveTx prepares the audit INSERT. A commit
+// whose outcome is unknown (connection lost during COMMIT) is reported
+// as EUnavailable: the call is refused, and the slots may stay taken —
+// the limiter errs on the side of fewer calls.
+func (c *Core) ReserveTx(ctx context.Context, r gateway.Reservation, take TakeSlots) (gateway.ReservationResult, error) {
+	audit, err := c.Audit.Get(ctx, c.W, c.DriverError)
+	if err != nil {
+		return gateway.ReservationResult{}, err
+	}
 	tx, err := c.W.BeginTxx(ctx, nil)
 	if err != nil {
 		return gateway.ReservationResult{}, c.DriverError(err)
 	}
-	res, err := c.reserveIn(ctx, tx, r, audit)
+	res, err := c.reserveIn(ctx, tx, r, audit, take)
 	if err != nil || res.AuditID == 0 {
 		_ = tx.Rollback()
 		return res, err
@@ -84,22 +60,26 @@ func (c *Core) reserveTx(ctx context.Context, r gateway.Reservation, audit *sql.
 	return res, nil
 }
 
-// MaxReserveBatch is the most reservations one group commit of Reserve
-// holds (Dialect.GroupReserve).
+// MaxReserveBatch is the most reservations one group commit of a
+// store's Reserve holds (NewReserver).
 const MaxReserveBatch = 64
 
-// reserveItem is one Reserve call in a group commit: the caller's ctx (a
+// ReserveItem is one Reserve call in a group commit: the caller's Ctx (a
 // call whose request ended before its turn is not written), its
-// reservation and, once its batch has committed, its result.
-type reserveItem struct {
-	ctx context.Context
-	r   gateway.Reservation
-	res gateway.ReservationResult
+// reservation R and, once its batch has committed, its result Res.
+type ReserveItem struct {
+	Ctx context.Context
+	R   gateway.Reservation
+	Res gateway.ReservationResult
 }
 
-func newReserver(flush func(ctx context.Context, items []*reserveItem) ([]error, error)) *group[*reserveItem] {
+// NewReserver returns the group commit of a store's Reserve: flush
+// writes a batch of at most MaxReserveBatch reservations
+// (ReserveSavepoints, or a statement of the store's own) and returns each
+// one's error, or the error of the whole batch.
+func NewReserver(flush func(ctx context.Context, items []*ReserveItem) ([]error, error)) *Group[*ReserveItem] {
 	g := newGroup(MaxReserveBatch, flush,
-		func(it *reserveItem) string { return it.r.Event.Tool },
+		func(it *ReserveItem) string { return it.R.Event.Tool },
 		groupMsgs{
 			closed:   "audit store closed; the call to %s was neither recorded nor counted",
 			queued:   "audit store busy: the call to %s was not recorded before the deadline",
@@ -113,12 +93,14 @@ func newReserver(flush func(ctx context.Context, items []*reserveItem) ([]error,
 }
 
 // savepoint is the name of the savepoint that holds one reservation of a
-// group commit (reserveBatch).
+// group commit (ReserveSavepoints).
 const savepoint = "mcpgate_reservation"
 
-// reserveBatch is the group commit of Reserve (Dialect.GroupReserve): one
-// BEGIN (IMMEDIATE on SQLite) and one COMMIT for the whole batch, each
-// reservation inside a savepoint of its own, so that a full slot, a key
+// ReserveSavepoints writes a batch of a store's group commit of Reserve
+// (NewReserver), for a database with a single writer (SQLite), where
+// reservations queue for the write connection anyway and each commit
+// costs a WAL write: one BEGIN (IMMEDIATE on SQLite) and one COMMIT for
+// the whole batch, each reservation inside a savepoint of its own, so that a full slot, a key
 // claimed before or an error of one reservation rolls back that
 // reservation only, exactly as its own transaction would have. The
 // reservations run one after another on the one write connection, so the
@@ -129,13 +111,10 @@ const savepoint = "mcpgate_reservation"
 // caller; nothing of the batch is written then, or, for a COMMIT whose
 // outcome is unknown, all of it may be (the slots may stay taken, as with
 // Reserve's own transactions).
-func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error, error) {
+func (c *Core) ReserveSavepoints(ctx context.Context, items []*ReserveItem, take TakeSlots) ([]error, error) {
+	// Prepare before BEGIN: see ReserveTx.
 	audit, err := c.Audit.Get(ctx, c.W, c.DriverError)
 	if err != nil {
-		return nil, err
-	}
-	// Prepare before BEGIN: see Dialect.PrepareReserve.
-	if err := c.D.PrepareReserve(ctx); err != nil {
 		return nil, err
 	}
 	tx, err := c.W.BeginTxx(ctx, nil)
@@ -157,9 +136,9 @@ func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error,
 			_ = tx.Rollback()
 			return nil, c.DriverError(err)
 		}
-		it.res = gateway.ReservationResult{}
-		if err := it.ctx.Err(); err != nil {
-			errs[i] = endedBeforeTurn(err, it)
+		it.Res = gateway.ReservationResult{}
+		if err := it.Ctx.Err(); err != nil {
+			errs[i] = EndedBeforeTurn(err, it)
 			continue
 		}
 		if !lone {
@@ -168,8 +147,8 @@ func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error,
 				return nil, c.DriverError(err)
 			}
 		}
-		res, err := c.reserveIn(sctx, tx, it.r, audit)
-		it.res, errs[i] = res, err
+		res, err := c.reserveIn(sctx, tx, it.R, audit, take)
+		it.Res, errs[i] = res, err
 		end := "RELEASE " + savepoint
 		if err != nil || res.AuditID == 0 {
 			end = "ROLLBACK TO " + savepoint + "; RELEASE " + savepoint
@@ -194,80 +173,16 @@ func (c *Core) reserveBatch(ctx context.Context, items []*reserveItem) ([]error,
 	return errs, nil
 }
 
-// endedBeforeTurn is the error of a reservation of a group commit whose
+// EndedBeforeTurn is the error of a reservation of a group commit whose
 // request ended (err) before its turn: it is not written.
-func endedBeforeTurn(err error, it *reserveItem) error {
+func EndedBeforeTurn(err error, it *ReserveItem) error {
 	return gateway.Wrap(gateway.EUnavailable, err,
-		"the request ended before the audit store reached its reservation; the call to "+it.r.Event.Tool+" was neither recorded nor counted")
+		"the request ended before the audit store reached its reservation; the call to "+it.R.Event.Tool+" was neither recorded nor counted")
 }
 
-// reserveGroup is the group commit of Reserve with Dialect.ReserveBatch:
-// the reservations (each with slots, none with a claim) whose requests
-// are still live go to the database in one statement, one commit. A lone
-// one takes the dialect's own statement (Dialect.TakeSlots in
-// autocommit), so a call that waits for no other costs nothing more. A
-// reservation whose request has ended when its turn comes is not written
-// (EUnavailable); the batch stops when no caller waits for it any more.
-// When the batch statement fails, nothing of it is written, and the group
-// tries each reservation again on its own (group.apply) unless the
-// database is unreachable.
-func (c *Core) reserveGroup(ctx context.Context, items []*reserveItem) ([]error, error) {
-	errs := make([]error, len(items))
-	live := make([]int, 0, len(items))
-	for i, it := range items {
-		it.res = gateway.ReservationResult{}
-		if err := it.ctx.Err(); err != nil {
-			errs[i] = endedBeforeTurn(err, it)
-			continue
-		}
-		live = append(live, i)
-	}
-	if len(live) == 0 {
-		return errs, nil
-	}
-	// The batch stops once no caller waits for it any more (each was
-	// cancelled or passed its deadline), as a reservation of its own would.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var waiting atomic.Int32
-	waiting.Store(int32(len(live)))
-	for _, i := range live {
-		stop := context.AfterFunc(items[i].ctx, func() {
-			if waiting.Add(-1) == 0 {
-				cancel()
-			}
-		})
-		defer stop()
-	}
-	if err := c.D.PrepareReserve(ctx); err != nil {
-		return nil, err
-	}
-	if len(live) == 1 {
-		it := items[live[0]]
-		it.res, errs[live[0]] = c.D.TakeSlots(ctx, nil, c.AuditArgs(it.r.Event), it.r.Slots)
-		return errs, nil
-	}
-	audits := make([][]any, len(live))
-	slots := make([][]gateway.Slot, len(live))
-	for j, i := range live {
-		audits[j], slots[j] = c.AuditArgs(items[i].r.Event), items[i].r.Slots
-	}
-	res, err := c.D.ReserveBatch(ctx, audits, slots)
-	if err != nil {
-		return nil, err
-	}
-	if len(res) != len(live) {
-		return nil, gateway.Errorf(gateway.EInternal, "audit store answered %d of a batch of %d reservations", len(res), len(live))
-	}
-	for j, i := range live {
-		items[i].res = res[j]
-	}
-	return errs, nil
-}
-
-// reserveIn is Reserve's work inside tx; audit is the prepared audit
-// INSERT.
-func (c *Core) reserveIn(ctx context.Context, tx *sqlx.Tx, r gateway.Reservation, audit *sql.Stmt) (gateway.ReservationResult, error) {
+// reserveIn is a reservation's work inside tx; audit is the prepared
+// audit INSERT, take the store's reservation statement.
+func (c *Core) reserveIn(ctx context.Context, tx *sqlx.Tx, r gateway.Reservation, audit *sql.Stmt, take TakeSlots) (gateway.ReservationResult, error) {
 	if r.Claim != nil {
 		prior, err := c.claimKey(ctx, tx, r.Claim)
 		if err != nil || prior != nil {
@@ -279,7 +194,7 @@ func (c *Core) reserveIn(ctx context.Context, tx *sqlx.Tx, r gateway.Reservation
 		err := tx.StmtContext(ctx, audit).QueryRowContext(ctx, c.AuditArgs(r.Event)...).Scan(&res.AuditID)
 		return res, c.DriverError(err)
 	}
-	return c.D.TakeSlots(ctx, tx, c.AuditArgs(r.Event), r.Slots)
+	return take(ctx, tx, c.AuditArgs(r.Event), r.Slots)
 }
 
 // insertKey inserts a key unless its workspace + task + tool + key exists.
@@ -300,7 +215,7 @@ WHERE workspace_id = ? AND task_id = ? AND tool_name = ? AND key = ?`
 // row claimed before, unchanged. ENotFound when rec's workspace does not
 // exist.
 func (c *Core) claimKey(ctx context.Context, tx *sqlx.Tx, rec *gateway.IdempotencyRecord) (*gateway.IdempotencyRecord, error) {
-	res, err := tx.ExecContext(ctx, c.Q(insertKey), rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key, rec.InputHash, c.D.Time(Now()))
+	res, err := tx.ExecContext(ctx, c.Q(insertKey), rec.WorkspaceID, rec.TaskID, rec.Tool, rec.Key, rec.InputHash, c.Time(Now()))
 	if err != nil {
 		return nil, c.Translate(err, Msgs{NotFound: WorkspaceNotFound(rec.WorkspaceID)})
 	}
@@ -347,5 +262,5 @@ func (c *Core) DeleteEndedIdempotencyKeys(ctx context.Context, before time.Time)
   SELECT 1 FROM tasks t
   WHERE t.workspace_id = mcp_idempotency_keys.workspace_id AND t.id = mcp_idempotency_keys.task_id
     AND t.status IN ('completed', 'failed', 'cancelled') AND t.updated_at <= ?)`
-	return c.Delete(ctx, q, c.D.Time(before))
+	return c.Delete(ctx, q, c.Time(before))
 }

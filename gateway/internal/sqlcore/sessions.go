@@ -12,7 +12,7 @@ import (
 func (c *Core) EndSession(ctx context.Context, id string, until time.Time) error {
 	const q = `INSERT INTO mcp_ended_sessions (id, until) VALUES (?, ?)
 ON CONFLICT (id) DO UPDATE SET until = CASE WHEN excluded.until > mcp_ended_sessions.until THEN excluded.until ELSE mcp_ended_sessions.until END`
-	_, err := c.W.ExecContext(ctx, c.Q(q), id, c.D.Time(until))
+	_, err := c.W.ExecContext(ctx, c.Q(q), id, c.Time(until))
 	return c.DriverError(err)
 }
 
@@ -30,7 +30,7 @@ func (c *Core) SessionEnded(ctx context.Context, id string, now time.Time) (bool
 		return false, err
 	}
 	var n int
-	err = stmt.QueryRowContext(ctx, id, c.D.Time(now)).Scan(&n)
+	err = stmt.QueryRowContext(ctx, id, c.Time(now)).Scan(&n)
 	return n > 0, c.DriverError(err)
 }
 
@@ -38,5 +38,5 @@ func (c *Core) SessionEnded(ctx context.Context, id string, now time.Time) (bool
 // before, and returns how many it deleted: those ids no longer verify, so
 // the record is no longer needed.
 func (c *Core) DeleteEndedSessions(ctx context.Context, before time.Time) (int64, error) {
-	return c.Delete(ctx, `DELETE FROM mcp_ended_sessions WHERE until <= ?`, c.D.Time(before))
+	return c.Delete(ctx, `DELETE FROM mcp_ended_sessions WHERE until <= ?`, c.Time(before))
 }

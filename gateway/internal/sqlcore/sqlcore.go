@@ -1,11 +1,15 @@
 // Package sqlcore is the one SQL core of the two audit stores
-// (gateway/postgres, gateway/sqlite): the audit rows, the reservation, the
-// idempotency keys and their plumbing, written once over sqlx, with what
-// differs between the databases named in a Dialect (placeholders, how a
-// time is written, error translation, the reservation statement). Each
+// (gateway/postgres, gateway/sqlite): the audit rows, the caller, the
+// admin reads and writes, API tokens, rate-limit counters, sessions,
+// approvals, idempotency keys and error translation, written once over
+// sqlx, with what differs between the databases named in a Dialect, a
+// value of data: SQL literals (placeholders, time format and now, booleans,
+// JSON functions, row locks), the classifiers of driver errors and the
+// few statements that differ. Nothing here calls back into a store. Each
 // store embeds a *Core and keeps only what is its own: opening and
-// pooling connections, migrations, driver error codes and the statements
-// whose SQL differs.
+// pooling connections, migrations, and its Reserve and FinishAudit, which
+// compose the core's helpers (ReserveTx, ReserveSavepoints, NewReserver,
+// NewFinisher) with the store's own statements.
 package sqlcore
 
 import (
@@ -14,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -31,22 +36,63 @@ type Msgs struct {
 	Conflict string
 }
 
-// Dialect is what differs between the databases, as data and small hooks
-// (in the manner of pressly/goose's database/dialect).
+// Dialect is what differs between the databases, as data (in the manner
+// of pressly/goose's database/dialect): SQL literals the shared
+// statements are written with, the classifiers of the driver's errors,
+// and the few statements that really differ. Nothing in it calls back
+// into a store: what differs beyond statements (the reservation and the
+// batch that finishes audit rows) is each store's own Reserve and
+// FinishAudit, composed of the core's helpers (ReserveTx,
+// ReserveSavepoints, NewReserver, NewFinisher).
 type Dialect struct {
 	// Bind is the placeholder style of the driver (sqlx.DOLLAR,
 	// sqlx.QUESTION); the core writes its SQL with ? and rebinds it.
 	Bind int
-	// Time encodes a time for a time column (UTC, to the microsecond).
-	Time func(t time.Time) any
-	// Translate turns a driver error into a *gateway.Error (unique
-	// violation → EConflict, no rows and foreign keys → ENotFound, an
-	// unreachable database → EUnavailable, …); *gateway.Error values pass
-	// through, nil stays nil.
-	Translate func(err error, m Msgs) error
+	// TimeText says that time columns are text in TimeLayout (SQLite:
+	// text order is time order); otherwise times go to the driver as
+	// time.Time in UTC.
+	TimeText bool
+	// Now is the SQL of the current time in a write (PostgreSQL's now(),
+	// the transaction's start on the server), or "" to pass the gateway's
+	// time (Now) as a parameter instead: SQLite has no function that
+	// writes TimeLayout.
+	Now string
+	// True and False are the boolean literals (true/false, 1/0).
+	True, False string
+	// JSONEach is a table (alias e, columns key and value) of the members
+	// of the JSON object given as one ? parameter; JSONBool reads e.value
+	// as the column's boolean.
+	JSONEach, JSONBool string
+	// LockRow ends a SELECT of one row inside a write transaction so that
+	// the row stays as read until the commit (PostgreSQL: FOR NO KEY
+	// UPDATE, which does not block inserts of children); "" where the
+	// transaction holds the database's only write lock (SQLite's BEGIN
+	// IMMEDIATE).
+	LockRow string
+	// Later is the later of a nullable time column, %s, and a ? parameter
+	// (a NULL column gives the parameter): TouchAPIToken never moves
+	// last_used_at backwards.
+	Later string
 	// CheckJSON makes the core check audit arguments itself, for a
 	// database whose column does not refuse text that is not JSON.
 	CheckJSON bool
+
+	// Classify names the class of a driver error that the core does not
+	// know itself (no rows, the *gateway.Error values, lost connections):
+	// its code (EConflict for a unique violation, ENotFound for a foreign
+	// key, EInvalid for a CHECK, NOT NULL or data error, EUnavailable for a
+	// busy or refusing server) and its message for people; "" when the
+	// error has no class of the dialect's. An operation's Msgs replace the
+	// messages of EConflict and ENotFound.
+	Classify func(err error) (gateway.ErrorCode, string)
+	// Unreachable reports the driver's own ways of saying that the
+	// database cannot be reached now (network errors), besides the ones
+	// of database/sql and the context the core knows; nil for none.
+	Unreachable func(err error) bool
+	// Unanswered is the message of EUnavailable for a database that did
+	// not answer (a lost connection, a deadline).
+	Unanswered string
+
 	// CallerQuery loads a caller in one row (Core.LoadCaller): its
 	// parameters are the workspace, the acting user, the requested profile
 	// and the task; its columns the workspace's id, name, slug, org plan
@@ -58,57 +104,12 @@ type Dialect struct {
 	// InsertAudit inserts one audit_events row from AuditArgs (22 ?
 	// placeholders in their order) and returns its id.
 	InsertAudit string
-	// PrepareReserve readies, before a reservation's transaction begins,
-	// the statements TakeSlots uses: preparing takes a connection from the
-	// pool, which inside the transaction could wait for ever for the one
-	// the transaction holds.
-	PrepareReserve func(ctx context.Context) error
-	// TakeSlots is the dialect's reservation statement: in tx, take one
-	// call of each of slots in order and insert the audit row whose
-	// AuditArgs are audit, stopping at the first full slot. It returns the
-	// row's id, or the full slot (1-based) with its count before this call;
-	// the core rolls the transaction back then. With AtomicTakeSlots, tx
-	// is nil for a reservation without a claim: TakeSlots then runs alone
-	// in autocommit and must itself leave nothing written when a slot is
-	// full.
-	TakeSlots func(ctx context.Context, tx *sqlx.Tx, audit []any, slots []gateway.Slot) (gateway.ReservationResult, error)
-	// AtomicTakeSlots says that TakeSlots is one statement that is all or
-	// nothing on its own (PostgreSQL: a statement that raises rolls back
-	// entirely), so a reservation without a claim needs no BEGIN and
-	// COMMIT of its own: one round trip instead of three.
-	AtomicTakeSlots bool
-	// GroupReserve makes concurrent reservations share one transaction
-	// (group commit, Core.reserveBatch), each in a savepoint of its own:
-	// for a database with a single writer (SQLite), where reservations
-	// queue for the write connection anyway and each commit costs a WAL
-	// write.
-	GroupReserve bool
-	// ReserveBatch, when set (and GroupReserve is not), makes concurrent
-	// reservations without a claim and with slots share one statement and
-	// one commit (group commit, Core.reserveGroup): audits[i] are the
-	// AuditArgs of reservation i, slots[i] its slots (at least one). Each
-	// reservation is all or nothing on its own, as TakeSlots alone, and a
-	// later one sees the slots of the earlier ones. It returns one result
-	// per reservation, in order: the audit row's id, or the full slot
-	// (1-based) with its count before this call, and then nothing of that
-	// reservation is written. An error means none of the batch was
-	// written (or, for a commit whose outcome is unknown, that all of it
-	// may have been).
-	ReserveBatch func(ctx context.Context, audits [][]any, slots [][]gateway.Slot) ([]gateway.ReservationResult, error)
-	// Deadlocked, when set, reports whether err (as Reserve's transaction
-	// returned it) is the database aborting that transaction to break a
-	// deadlock. The aborted reservation wrote nothing; Reserve runs it
-	// again (at most maxDeadlockAttempts times in all). On PostgreSQL the
-	// store's own reservations lock their counter rows in one global order
-	// and cannot deadlock each other; this is the backstop for a
-	// transaction outside that order.
-	Deadlocked func(err error) bool
-	// FinishBatch writes the final status, error class, latency and
-	// reason codes (FinishArgs) of each of evs, at most MaxFinishBatch of
-	// them, by id, in one transaction, and reports for each whether its
-	// row exists. An error means none was written, or, for a commit whose
-	// outcome is unknown, that they may have been.
-	FinishBatch func(ctx context.Context, evs []*gateway.AuditEvent) (found []bool, err error)
+	// DeleteExpiredCounts deletes the rate-limit counters whose expires_at
+	// is at or before ? (Core.DeleteExpiredRateCounts);
+	// DeleteEndedTaskCounts those of tasks in a terminal state whose
+	// updated_at is at or before ? (Core.DeleteEndedTaskCounts). Both
+	// lock the rows they delete as the dialect's reservation does.
+	DeleteExpiredCounts, DeleteEndedTaskCounts string
 }
 
 // Core is the shared part of an audit store. W is the pool writes go
@@ -120,37 +121,30 @@ type Core struct {
 	D    Dialect
 	// Audit is the prepared Dialect.InsertAudit, on W.
 	Audit sqlstmt.Prepared
-	load  sqlstmt.Prepared     // Dialect.CallerQuery, on R
-	ended sqlstmt.Prepared     // selectSessionEnded, on R
-	fin   *finisher            // FinishAudit's group commit
-	res   *group[*reserveItem] // Reserve's group commit; nil without Dialect.GroupReserve or ReserveBatch
+	// Add is the prepared addCount (AddRateCount), on W.
+	Add   sqlstmt.Prepared
+	load  sqlstmt.Prepared  // Dialect.CallerQuery, on R
+	ended sqlstmt.Prepared  // selectSessionEnded, on R
+	lit   *strings.Replacer // the dialect's literals (sql)
 }
 
 // New returns the core over w and r with dialect d.
 func New(w, r *sqlx.DB, d Dialect) *Core {
 	c := &Core{W: w, R: r, D: d}
 	c.Audit.Query = c.Q(d.InsertAudit)
+	c.Add.Query = c.Q(addCount)
 	c.load.Query = c.Q(d.CallerQuery)
 	c.ended.Query = c.Q(selectSessionEnded)
-	c.fin = newFinisher(c.finishBatch)
-	switch {
-	case d.GroupReserve:
-		c.res = newReserver(c.reserveBatch)
-	case d.ReserveBatch != nil:
-		c.res = newReserver(c.reserveGroup)
-	}
+	c.lit = strings.NewReplacer("{true}", d.True, "{false}", d.False, "{lock}", d.LockRow,
+		"{each}", d.JSONEach, "{bool}", d.JSONBool)
 	return c
 }
 
-// Close waits for the FinishAudit calls under way to be written (later
-// ones fail with EUnavailable), then releases the core's prepared
-// statements (not the pools). Call it before closing the pools.
+// Close releases the core's prepared statements (not the pools). Call it
+// after closing the store's group commits (Group.Close), which wait for
+// the writes under way, and before closing the pools.
 func (c *Core) Close() error {
-	if c.res != nil {
-		c.res.close()
-	}
-	c.fin.close()
-	return errors.Join(c.Audit.Close(), c.load.Close(), c.ended.Close())
+	return errors.Join(c.Audit.Close(), c.Add.Close(), c.load.Close(), c.ended.Close())
 }
 
 // Q rebinds q, written with ? placeholders, to the dialect's.
@@ -161,6 +155,55 @@ func (c *Core) Translate(err error, m Msgs) error { return c.D.Translate(err, m)
 
 // DriverError translates err without operation-specific messages.
 func (c *Core) DriverError(err error) error { return c.D.Translate(err, Msgs{}) }
+
+// Time encodes t for a time column of the dialect (Dialect.TimeText).
+func (c *Core) Time(t time.Time) any { return c.D.Time(t) }
+
+// TimeLayout is how SQLite stores times (Dialect.TimeText): UTC with six
+// fractional digits, so that text order is time order (see
+// migrations/sqlite/00001_init.sql).
+const TimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// Time encodes t for a time column: UTC, as text in TimeLayout when
+// d.TimeText.
+func (d *Dialect) Time(t time.Time) any {
+	if d.TimeText {
+		return t.UTC().Format(TimeLayout)
+	}
+	return t.UTC()
+}
+
+// now is the SQL of the current time in a write (Dialect.Now) and the
+// arguments it takes: the dialect's expression and none, or a ? and the
+// gateway's Now.
+func (c *Core) now() (string, []any) {
+	if c.D.Now != "" {
+		return c.D.Now, nil
+	}
+	return "?", []any{c.Time(Now())}
+}
+
+// sql is q with the dialect's literals in place of {true}, {false},
+// {lock} (Dialect.LockRow), {each} and {bool} (Dialect.JSONEach,
+// JSONBool), rebound to the dialect's placeholders.
+func (c *Core) sql(q string) string {
+	return c.Q(c.lit.Replace(q))
+}
+
+// InTx runs fn in a write transaction on W, committing when it returns
+// nil and rolling back otherwise, so that a failed admin write changes
+// nothing.
+func (c *Core) InTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := c.W.BeginTxx(ctx, nil)
+	if err != nil {
+		return c.DriverError(err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return c.DriverError(tx.Commit())
+}
 
 // Now is the current time as the stores keep it: UTC, to the microsecond.
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

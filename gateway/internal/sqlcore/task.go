@@ -19,7 +19,7 @@ func (c *Core) EnsureTask(ctx context.Context, workspaceID, taskID string) (*gat
 INSERT INTO tasks (workspace_id, id, status, updated_at) VALUES (?, ?, ?, ?)
 ON CONFLICT (workspace_id, id) DO NOTHING`
 	notFound := Msgs{NotFound: WorkspaceNotFound(workspaceID)}
-	if _, err := c.W.ExecContext(ctx, c.Q(insert), workspaceID, taskID, gateway.TaskRunning, c.D.Time(Now())); err != nil {
+	if _, err := c.W.ExecContext(ctx, c.Q(insert), workspaceID, taskID, gateway.TaskRunning, c.Time(Now())); err != nil {
 		return nil, c.Translate(err, notFound)
 	}
 	const read = `SELECT status, updated_at FROM tasks WHERE workspace_id = ? AND id = ?`

@@ -33,7 +33,7 @@ func (c *Core) ProfileToolUsage(ctx context.Context, workspaceID, profileID stri
     GROUP BY tool, tier, status, bucket, ` + decided + `
     ORDER BY tool, status, bucket, decided`
 	var rows []usageRow
-	if err := c.R.SelectContext(ctx, &rows, c.Q(q), workspaceID, profileID, c.D.Time(since.UTC())); err != nil {
+	if err := c.R.SelectContext(ctx, &rows, c.Q(q), workspaceID, profileID, c.Time(since.UTC())); err != nil {
 		return nil, c.DriverError(err)
 	}
 	out := make([]gateway.ToolUsage, len(rows))

@@ -1,0 +1,116 @@
+package postgres
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
+)
+
+// Reserve carries out r (store.Calls.Reserve). Without a claim and with
+// slots, concurrent reservations share one statement and one commit
+// (reserveGroup); without slots or claim it is the audit INSERT alone;
+// with a claim it is a transaction of its own (sqlcore.Core.ReserveTx:
+// BEGIN, the claim, takeSlots, COMMIT), run again when PostgreSQL aborts
+// it to break a deadlock (at most maxDeadlockAttempts times in all; the
+// aborted reservation wrote nothing). The store's own reservations lock
+// their counter rows in one global order and cannot deadlock each other;
+// the retry is the backstop for a transaction outside that order.
+func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
+	if err := s.CheckEvent(r.Event); err != nil {
+		return gateway.ReservationResult{}, err
+	}
+	if r.Claim == nil && len(r.Slots) > 0 {
+		it := &sqlcore.ReserveItem{Ctx: ctx, R: r}
+		if err := s.res.Do(ctx, it); err != nil {
+			return gateway.ReservationResult{}, err
+		}
+		return it.Res, nil
+	}
+	if r.Claim == nil {
+		var res gateway.ReservationResult
+		err := s.InsertAudit(ctx, r.Event, &res.AuditID)
+		return res, err
+	}
+	// Prepare before BEGIN: see sqlcore.Core.ReserveTx.
+	if err := s.prepareReserve(ctx); err != nil {
+		return gateway.ReservationResult{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := s.ReserveTx(ctx, r, s.takeSlots)
+		if attempt == maxDeadlockAttempts || !deadlocked(err) {
+			return res, err
+		}
+	}
+}
+
+// FinishAudit completes the row ev.ID after dispatch in a group commit
+// (sqlcore.Core.NewFinisher over finishBatch).
+func (s *Store) FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error {
+	return s.fin.Do(ctx, ev)
+}
+
+// reserveGroup is the flush of Reserve's group commit: the reservations
+// (each with slots, none with a claim) whose requests are still live go
+// to the database in one statement (reserveBatch), one commit. A lone
+// one takes its own statement (takeSlots in autocommit), so a call that
+// waits for no other costs nothing more. A
+// reservation whose request has ended when its turn comes is not written
+// (EUnavailable); the batch stops when no caller waits for it any more.
+// When the batch statement fails, nothing of it is written, and the group
+// tries each reservation again on its own (group.apply) unless the
+// database is unreachable.
+func (s *Store) reserveGroup(ctx context.Context, items []*sqlcore.ReserveItem) ([]error, error) {
+	errs := make([]error, len(items))
+	live := make([]int, 0, len(items))
+	for i, it := range items {
+		it.Res = gateway.ReservationResult{}
+		if err := it.Ctx.Err(); err != nil {
+			errs[i] = sqlcore.EndedBeforeTurn(err, it)
+			continue
+		}
+		live = append(live, i)
+	}
+	if len(live) == 0 {
+		return errs, nil
+	}
+	// The batch stops once no caller waits for it any more (each was
+	// cancelled or passed its deadline), as a reservation of its own would.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var waiting atomic.Int32
+	waiting.Store(int32(len(live)))
+	for _, i := range live {
+		stop := context.AfterFunc(items[i].Ctx, func() {
+			if waiting.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
+	if err := s.prepareReserve(ctx); err != nil {
+		return nil, err
+	}
+	if len(live) == 1 {
+		it := items[live[0]]
+		it.Res, errs[live[0]] = s.takeSlots(ctx, nil, s.AuditArgs(it.R.Event), it.R.Slots)
+		return errs, nil
+	}
+	audits := make([][]any, len(live))
+	slots := make([][]gateway.Slot, len(live))
+	for j, i := range live {
+		audits[j], slots[j] = s.AuditArgs(items[i].R.Event), items[i].R.Slots
+	}
+	res, err := s.reserveBatch(ctx, audits, slots)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(live) {
+		return nil, gateway.Errorf(gateway.EInternal, "audit store answered %d of a batch of %d reservations", len(res), len(live))
+	}
+	for j, i := range live {
+		items[i].Res = res[j]
+	}
+	return errs, nil
+}

@@ -1,0 +1,293 @@
+// Package store declares, once, what mcpgate asks of its audit store: one
+// contract (Store) made of named parts, so that a consumer that needs a
+// part names it (the request path Calls, the admin API Admin, the token
+// check Tokens, …) instead of re-declaring its methods. The PostgreSQL
+// and embedded stores (gateway/postgres, gateway/sqlite) implement all of
+// it, and gateway/storetest tests all of it on both. Every method returns
+// a *gateway.Error or nil: ENotFound (naming what to create) for an
+// unknown record or parent, EConflict for a taken key, EInvalid for a
+// value the schema refuses, EUnavailable when the database cannot serve
+// now; a failed write changes nothing. It imports only the domain package.
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// Store is the whole contract of an audit store.
+type Store interface {
+	Calls
+	Admin
+	Tokens
+	Counters
+	Sessions
+	ConsoleSessions
+	Approvals
+	Memberships
+	Usage
+	// Close waits for the writes under way, then releases the store's
+	// statements and connections.
+	Close() error
+}
+
+// Callers loads the caller of a request.
+type Callers interface {
+	// LoadCaller loads, in one read, the workspace, membership, requested and
+	// default profiles, seat type, org plan, overrides and task of p. It
+	// returns an ENotFound *gateway.Error when p's workspace does not exist;
+	// everything else that is missing is left nil.
+	LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error)
+}
+
+// Tasks registers the tasks the request path meets.
+type Tasks interface {
+	// EnsureTask registers task taskID of workspaceID as running unless
+	// the store has it, in one idempotent insert that concurrent calls may
+	// race, and returns the task as stored (an existing one unchanged).
+	// ENotFound when the workspace does not exist.
+	EnsureTask(ctx context.Context, workspaceID, taskID string) (*gateway.Task, error)
+}
+
+// Calls is what the request path (gateway/pipeline) needs: the caller,
+// its task, the audit row of every call and the reservation of its
+// rate-limit slots.
+type Calls interface {
+	Callers
+	Tasks
+	// RecordAudit inserts ev and sets ev.ID. An error means the row was not
+	// written; the caller must then refuse the call. The row is written
+	// before an allowed call is dispatched (fail closed) and completed by
+	// FinishAudit afterwards.
+	RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error
+	// FinishAudit sets the final status, error class, reason codes and
+	// latency of the row ev.ID after dispatch (e.g. "error" with class "Unavailable" when the
+	// upstream failed). ENotFound when no row has that id.
+	FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error
+	// Ping reports whether the store can serve requests (for /readyz).
+	Ping(ctx context.Context) error
+	// Reserve carries out r in one write transaction: it claims r.Claim
+	// (when non-nil) unless its workspace, task, tool and key are claimed
+	// already, takes one call of each of r.Slots in order, all or nothing,
+	// and inserts r.Event as RecordAudit does (normalising its Time the
+	// same way). The result says which of three things happened (see
+	// gateway.ReservationResult): committed, with the audit row's id; the
+	// key was claimed before; or a slot was full, with its count. In the
+	// last two cases nothing was written: no row, no claim, and no slot
+	// (the refund of docs/requirements.md#rate-limits). Concurrent reservations of
+	// one counter or key are serialised across processes (row locks on
+	// PostgreSQL, the single write connection on SQLite), so a bucket of n
+	// admits exactly n calls and a key has one owner. An error means
+	// nothing was written, or, for a commit whose outcome is unknown, that
+	// the slots may stay taken: EUnavailable when the database cannot be
+	// reached, ENotFound when r.Claim's workspace does not exist, EInvalid
+	// when r.Event.Arguments is not JSON.
+	Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error)
+	// Idempotency keeps the idempotency keys of confirmed deploy-tier
+	// calls (docs/requirements.md#deploy-confirmation).
+	Idempotency
+}
+
+// Idempotency is the mcp_idempotency_keys table (docs/requirements.md#idempotency-keys:
+// keys "scoped to task_id + tool_name + key and
+// cleaned up 24 hours after the parent task reaches a terminal state").
+// A key is claimed by Calls.Reserve (gateway.Reservation.Claim), in the
+// transaction of the call's audit row and rate-limit slots. Keys are per
+// workspace: a row of another workspace under the same task id is neither
+// returned nor in the way. Each method commits on its own.
+type Idempotency interface {
+	// SaveIdempotencyResult stores rec.Result on the claimed row of rec's
+	// workspace, task, tool and key. ENotFound when no such row exists.
+	SaveIdempotencyResult(ctx context.Context, rec *gateway.IdempotencyRecord) error
+	// ReleaseIdempotencyKey deletes the claimed row of rec's workspace,
+	// task, tool and key if it has no result yet (its dispatch failed), so
+	// that a retry with the same key runs. A row with a result is kept; no
+	// row is not an error.
+	ReleaseIdempotencyKey(ctx context.Context, rec *gateway.IdempotencyRecord) error
+	// DeleteEndedIdempotencyKeys deletes the keys of tasks that are in a
+	// terminal state (completed, failed, cancelled) since at or before
+	// before (the task row's updated_at), and returns how many it deleted.
+	// Keys of tasks the store does not know are kept.
+	DeleteEndedIdempotencyKeys(ctx context.Context, before time.Time) (int64, error)
+}
+
+// ExternalLimits is read on every call of an external coordinator
+// (docs/requirements.md#external-limits), so that a change made through
+// any replica applies to the next call everywhere.
+type ExternalLimits interface {
+	// ExternalLimits returns the workspace's limits, nil fields for the
+	// defaults (also when none were ever set); ENotFound for an unknown
+	// workspace.
+	ExternalLimits(ctx context.Context, workspaceID string) (gateway.ExternalLimits, error)
+}
+
+// Admin is what the admin API (gateway/admin) needs. Every Put creates
+// or replaces; every read returns what the Puts stored; lists are sorted by
+// id (or name). Methods return an ENotFound *gateway.Error when the record or
+// a parent record (workspace, profile, member) does not exist, whose message
+// says what to create, EInvalid for values the schema rejects, and change
+// nothing on error.
+type Admin interface {
+	PutWorkspace(ctx context.Context, w *gateway.Workspace) error
+	PutMember(ctx context.Context, m *gateway.Member) error
+	// PutProfile keeps the profile's default flag as it was.
+	PutProfile(ctx context.Context, p *gateway.Profile) error
+	// SetDefaultProfile makes profileID the workspace default (clearing the
+	// previous one) or, with nil, clears the default.
+	SetDefaultProfile(ctx context.Context, workspaceID string, profileID *string) error
+	PutWorkspaceOverrides(ctx context.Context, workspaceID string, p gateway.Permissions) error
+	PutMemberOverrides(ctx context.Context, workspaceID, userID string, p gateway.Permissions) error
+	PutSeatType(ctx context.Context, s *gateway.SeatType) error
+	PutOrgPlan(ctx context.Context, o *gateway.OrgPlan) error
+	PutTask(ctx context.Context, t *gateway.Task) error
+	// CreateAPIToken stores t (hash and fingerprint already set).
+	CreateAPIToken(ctx context.Context, t *gateway.APIToken) error
+	ListAPITokens(ctx context.Context, workspaceID string) ([]gateway.APIToken, error)
+	// RevokeAPIToken marks the token revoked; ENotFound if unknown.
+	RevokeAPIToken(ctx context.Context, fingerprint string) error
+	PutExternalLimits(ctx context.Context, workspaceID string, l gateway.ExternalLimits) error
+	// Workspace returns one workspace; ListWorkspaces at most limit
+	// workspaces with ids after after ("" from the start).
+	Workspace(ctx context.Context, id string) (*gateway.Workspace, error)
+	ListWorkspaces(ctx context.Context, after string, limit int) ([]gateway.Workspace, error)
+	ListMembers(ctx context.Context, workspaceID string) ([]gateway.Member, error)
+	Member(ctx context.Context, workspaceID, userID string) (*gateway.Member, error)
+	// DeleteMember removes the member and its permission overrides.
+	DeleteMember(ctx context.Context, workspaceID, userID string) error
+	ListProfiles(ctx context.Context, workspaceID string) ([]gateway.Profile, error)
+	Profile(ctx context.Context, workspaceID, profileID string) (*gateway.Profile, error)
+	// DefaultProfile returns the default profile's id, nil when none is set.
+	DefaultProfile(ctx context.Context, workspaceID string) (*string, error)
+	// DeleteProfile removes the profile; wasDefault reports that it was the
+	// workspace default (now unset); tasks names at most a few of the total
+	// running tasks whose audited calls ran under it (total -1: unknown).
+	DeleteProfile(ctx context.Context, workspaceID, profileID string) (wasDefault bool, tasks []string, total int, err error)
+	// WorkspaceOverrides and MemberOverrides return {} when none are set.
+	WorkspaceOverrides(ctx context.Context, workspaceID string) (gateway.Permissions, error)
+	MemberOverrides(ctx context.Context, workspaceID, userID string) (gateway.Permissions, error)
+	// DeleteWorkspaceOverride and DeleteMemberOverride remove one key;
+	// ENotFound when it is not set.
+	DeleteWorkspaceOverride(ctx context.Context, workspaceID, key string) error
+	DeleteMemberOverride(ctx context.Context, workspaceID, userID, key string) error
+	ListSeatTypes(ctx context.Context) ([]gateway.SeatType, error)
+	SeatType(ctx context.Context, name string) (*gateway.SeatType, error)
+	// DeleteSeatType returns EConflict naming the members that hold it.
+	DeleteSeatType(ctx context.Context, name string) error
+	ListOrgPlans(ctx context.Context) ([]gateway.OrgPlan, error)
+	OrgPlan(ctx context.Context, name string) (*gateway.OrgPlan, error)
+	// DeleteOrgPlan returns EConflict naming the workspaces on it.
+	DeleteOrgPlan(ctx context.Context, name string) error
+	Task(ctx context.Context, workspaceID, taskID string) (*gateway.Task, error)
+	// ListTasks returns at most limit tasks with ids after after, only
+	// those in status unless it is "".
+	ListTasks(ctx context.Context, workspaceID, status, after string, limit int) ([]gateway.Task, error)
+	ExternalLimits
+	// ListAuditEvents returns events newest first, at most f.Limit (default
+	// 100, max 1000).
+	ListAuditEvents(ctx context.Context, f gateway.AuditFilter) ([]gateway.AuditEvent, error)
+}
+
+// Tokens is what the management-read token check (gateway/auth) needs.
+type Tokens interface {
+	// APITokenByHash returns the token whose SHA-256 hash is hash,
+	// whatever its status; ENotFound when none has it.
+	APITokenByHash(ctx context.Context, hash string) (*gateway.APIToken, error)
+	// TouchAPIToken records that the token was used at at (never moving
+	// last_used_at backwards); ENotFound if unknown.
+	TouchAPIToken(ctx context.Context, fingerprint string, at time.Time) error
+}
+
+// Counters are the rate-limit counters one at a time, each statement
+// committing on its own. A counter is identified by its key and the start
+// of its window. The request path takes its slots in Calls.Reserve
+// instead; these read, change and sweep them (gateway/ratelimit.Sweep).
+type Counters interface {
+	// AddRateCount adds delta (may be negative) to the counter, creating it
+	// at delta, and returns the new count. expires is when the window ends
+	// and the row may be swept; the zero time means never. Concurrent adds
+	// to one counter, and reservations that take it, are serialised (row
+	// lock on PostgreSQL, the single write connection on SQLite); none is
+	// lost.
+	AddRateCount(ctx context.Context, key string, window, expires time.Time, delta int64) (int64, error)
+	// RateCount returns the counter's value, 0 when it does not exist.
+	RateCount(ctx context.Context, key string, window time.Time) (int64, error)
+	// DeleteRateCount removes the counter; removing a missing one is no error.
+	DeleteRateCount(ctx context.Context, key string, window time.Time) error
+	// DeleteEndedTaskCounts removes the per-task counters (those reserved
+	// with a TaskID) whose task is in a terminal state (completed, failed
+	// or cancelled) last changed at or before before, and returns how many
+	// it removed. Counters of a running or unknown task stay.
+	DeleteEndedTaskCounts(ctx context.Context, before time.Time) (int64, error)
+	// DeleteExpiredRateCounts removes the counters whose window ended at
+	// or before before (windows are half-open, [start, end)) and returns
+	// how many it removed.
+	DeleteExpiredRateCounts(ctx context.Context, before time.Time) (int64, error)
+}
+
+// Sessions is the table of ended MCP sessions every replica reads, so
+// that a DELETE on one replica holds on all.
+type Sessions interface {
+	// EndSession records the end of session id until until (the moment
+	// its id stops verifying anyway); recording it again keeps the later
+	// until.
+	EndSession(ctx context.Context, id string, until time.Time) error
+	// SessionEnded reports whether id was ended with an until after now.
+	SessionEnded(ctx context.Context, id string, now time.Time) (bool, error)
+	// DeleteEndedSessions deletes the records whose until is at or
+	// before before, and returns how many it deleted.
+	DeleteEndedSessions(ctx context.Context, before time.Time) (int64, error)
+}
+
+// ConsoleSessions keeps the console's signed-in sessions, so every
+// replica on one database serves a signed-in visitor and a restart keeps
+// them.
+type ConsoleSessions interface {
+	// CreateConsoleSession stores s; EConflict when its IDHash is taken.
+	CreateConsoleSession(ctx context.Context, s *gateway.ConsoleSession) error
+	// ConsoleSession returns the session if it expires after now;
+	// ENotFound otherwise.
+	ConsoleSession(ctx context.Context, idHash string, now time.Time) (*gateway.ConsoleSession, error)
+	// SetConsoleFlash replaces the session's flash; ENotFound if unknown.
+	SetConsoleFlash(ctx context.Context, idHash string, flash []byte) error
+	// TakeConsoleFlash returns and clears the flash (nil when none): of
+	// concurrent takes at most one gets it.
+	TakeConsoleFlash(ctx context.Context, idHash string) ([]byte, error)
+	// DeleteConsoleSession removes the session (no error if unknown).
+	DeleteConsoleSession(ctx context.Context, idHash string) error
+	// DeleteExpiredConsoleSessions deletes sessions expired at or before
+	// before, and returns how many it deleted.
+	DeleteExpiredConsoleSessions(ctx context.Context, before time.Time) (int64, error)
+}
+
+// Approvals are the approvals a person decides (gateway/approvals); each
+// method's full contract is in gateway/internal/sqlcore/approvals.go.
+type Approvals interface {
+	CreateApproval(ctx context.Context, a *gateway.Approval) error
+	Approval(ctx context.Context, id string) (*gateway.Approval, error)
+	OpenApproval(ctx context.Context, k gateway.ApprovalKey, now time.Time) (*gateway.Approval, error)
+	ListApprovals(ctx context.Context, f gateway.ApprovalFilter) ([]gateway.Approval, error)
+	DecideApproval(ctx context.Context, id, status, decidedBy, reason string, at time.Time) (*gateway.Approval, error)
+	ExpireApproval(ctx context.Context, id string, at time.Time) (*gateway.Approval, error)
+	UseApproval(ctx context.Context, id, argumentsHash string, at time.Time) (*gateway.Approval, error)
+	TouchApprovalWatcher(ctx context.Context, id string, until time.Time) error
+	DeleteApprovalWatcher(ctx context.Context, id string) error
+	ApprovalWatchers(ctx context.Context, now time.Time) (int, error)
+}
+
+// Memberships loads the callers of the cc_server surface, who act across
+// their workspaces.
+type Memberships interface {
+	// UserWorkspaces returns the ids of the workspaces user is a member of.
+	UserWorkspaces(ctx context.Context, user string) ([]string, error)
+	// LoadMemberships loads a cc_server caller: the user's workspaces.
+	LoadMemberships(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error)
+}
+
+// Usage reads the audit trail grouped by tool (mcpgate policy suggest).
+type Usage interface {
+	// ProfileToolUsage groups the audited calls of a profile since since
+	// by tool.
+	ProfileToolUsage(ctx context.Context, workspaceID, profileID string, since time.Time) ([]gateway.ToolUsage, error)
+}
