@@ -285,8 +285,7 @@ func (a *App) changeFeed(ctx context.Context, log *zap.Logger) (ChangeFeed, erro
 // store, catalog and adapter (for resources); it explains with the live
 // engine (liveExplainer), so its decisions name the live revision.
 func (a *App) explain(adapter pipeline.Adapter) admin.Explainer {
-	resolver, _ := adapter.(pipeline.ResourceResolver)
-	return Explain(ExplainDeps{Store: a.Store, Catalog: a.Catalog, Resolver: resolver, Explainer: liveExplainer(a.Policy)})
+	return Explain(ExplainDeps{Store: a.Store, Catalog: a.Catalog, Adapter: adapter, Explainer: liveExplainer(a.Policy)})
 }
 
 // NewExplainer compiles the bundle NewEngine would and prepares its
@@ -508,11 +507,7 @@ func engineOptions(cfg *config.Config, cat *tools.Catalog) policy.Options {
 	if cfg.PolicyDir != "" {
 		bundle = os.DirFS(cfg.PolicyDir)
 	}
-	refs := make([]policy.ToolRef, 0, cat.Len())
-	for _, t := range cat.Tools() {
-		refs = append(refs, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut})
-	}
-	return policy.Options{FS: bundle, Edition: cfg.Edition, Tools: refs, KeepInput: cfg.DecisionLog.On()}
+	return policy.Options{FS: bundle, Edition: cfg.Edition, Tools: pipeline.ToolRefs(cat), KeepInput: cfg.DecisionLog.On()}
 }
 
 // Granter is what GrantValidator asks for the bundle's grants;
