@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -118,8 +116,10 @@ func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string,
 	cc.Callers = callercache.New(memberships{a.Store}, callercache.Options{TTL: cfg.CallerCacheTTL})
 	cc.Pipeline = &pipeline.Pipeline{
 		Store: a.Store, Callers: cc.Callers, Decider: cc.Policy, Catalog: cc.Catalog,
-		Adapter: &searchTools{next: backend, policy: cc.Policy, callers: cc.Callers, catalog: cc.Catalog, index: search.New(cc.Catalog.Tools())},
-		Logger:  log, Metrics: a.Pipeline.Metrics, AuditArguments: cfg.AuditArguments,
+		Adapter: search.NewTools(backend, func(ctx context.Context, p *gateway.Principal, c *gateway.Caller, ws string) (map[string]bool, error) {
+			return cc.Policy.Engine().VisibleIn(ctx, p, c, ws)
+		}, cc.Callers, cc.Catalog),
+		Logger: log, Metrics: a.Pipeline.Metrics, AuditArguments: cfg.AuditArguments,
 		RateLimits: cc.rules, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 		Surface: gateway.SurfaceCCServer, ListEveryTool: true, WorkspaceFromPolicy: true,
 		Approvals: a.Pipeline.Approvals,
@@ -196,112 +196,6 @@ func (m memberships) LoadCaller(ctx context.Context, p *gateway.Principal) (*gat
 	return m.s.LoadMemberships(ctx, p)
 }
 
-// The tools the gateway answers itself on the cc_server surface (docs/requirements.md#cc-tool-search:
-// both come from cc_mcp_client and ask the mode lock).
-const (
-	toolListMine = "list_my_tools"
-	toolSearch   = "search_tool_bm25"
-)
-
-// searchTools is the cc_server adapter: it answers list_my_tools and
-// search_tool_bm25 from the catalog, the BM25 index and the policy's
-// visible_tools for the calling principal (each tool says whether it is
-// callable now), and hands every other call to next (the demo or an
-// upstream cc_server). The two are still tools/call through the
-// pipeline: decided, rate limited and audited like any other.
-type searchTools struct {
-	next    pipeline.Adapter
-	policy  *policy.Live
-	callers pipeline.CallerLoader
-	catalog *tools.Catalog
-	index   *search.Index
-}
-
-// ResolveResource forwards to the backend when it resolves resources.
-func (s *searchTools) ResolveResource(ctx context.Context, ws, kind, id string) (map[string]string, bool, error) {
-	if r, ok := s.next.(pipeline.ResourceResolver); ok {
-		return r.ResolveResource(ctx, ws, kind, id)
-	}
-	return nil, false, nil
-}
-
-// CallTool answers the two search tools, forwarding everything else.
-func (s *searchTools) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error) {
-	if call.Tool != toolListMine && call.Tool != toolSearch {
-		call.Principal = nil // never forwarded
-		return s.next.CallTool(ctx, call)
-	}
-	if call.Principal == nil {
-		return nil, gateway.Errorf(gateway.EInternal, "%s was called without its principal; the gateway cannot rate callability", call.Tool)
-	}
-	ws, _ := call.Arguments["workspace_id"].(string)
-	caller, err := s.callers.LoadCaller(ctx, call.Principal)
-	if err != nil {
-		return nil, gateway.Wrap(gateway.EUnavailable, err, "the gateway could not load this caller's workspaces, so callability cannot be told; retry shortly")
-	}
-	callable, err := s.policy.Engine().VisibleIn(ctx, call.Principal, caller, ws)
-	if err != nil {
-		return nil, err
-	}
-	var out map[string]any
-	if call.Tool == toolListMine {
-		out = s.listMine(call.Arguments, callable)
-	} else {
-		out = s.search(call.Arguments, callable)
-	}
-	out["mode"] = modeOf(call.Principal)
-	if ws != "" {
-		out["workspace_id"] = ws
-	}
-	return &gateway.ToolResult{Content: []map[string]any{}, StructuredContent: out}, nil
-}
-
-// listMine lists the callable tools in catalog order, optionally of one
-// group.
-func (s *searchTools) listMine(args map[string]any, callable map[string]bool) map[string]any {
-	group, _ := args["group"].(string)
-	list := []map[string]any{}
-	for _, t := range s.catalog.Tools() {
-		if callable[t.Name] && (group == "" || t.Group == group) {
-			list = append(list, map[string]any{"name": t.Name, "group": t.Group, "description": t.Description,
-				"requires_approval": t.RequiresApproval, "callable": true})
-		}
-	}
-	return map[string]any{"tools": list, "count": len(list)}
-}
-
-// search ranks the catalog for the query; every hit carries its schema
-// and whether it is callable now.
-func (s *searchTools) search(args map[string]any, callable map[string]bool) map[string]any {
-	q, _ := args["query"].(string)
-	limit := 10
-	switch n := args["limit"].(type) {
-	case json.Number:
-		if v, err := n.Int64(); err == nil {
-			limit = int(v)
-		}
-	case float64:
-		limit = int(n)
-	}
-	hits := []map[string]any{}
-	for _, h := range s.index.Search(q, limit) {
-		t, _ := s.catalog.Lookup(h.Name)
-		hits = append(hits, map[string]any{"name": t.Name, "group": t.Group, "description": t.Description,
-			"score": h.Score, "input_schema": json.RawMessage(t.InputSchema), "requires_approval": t.RequiresApproval,
-			"callable": callable[t.Name]})
-	}
-	return map[string]any{"query": q, "hits": hits}
-}
-
-// modeOf is the conversation mode the answer is rated in, as the policy
-// applies it (no mode claim: chat).
-func modeOf(p *gateway.Principal) string {
-	if strings.TrimSpace(p.Mode) == "" {
-		return "chat"
-	}
-	return p.Mode
-}
-
 // alsoDropAll invalidates the main callers as asked and the cc_server
 // callers whole on every change: a user's memberships span workspaces.
 type alsoDropAll struct {
@@ -324,7 +218,8 @@ func (i alsoDropAll) InvalidateAll() {
 }
 
 var (
-	_ pipeline.ResourceResolver = (*searchTools)(nil)
+	_ pipeline.ResourceResolver = (*search.Tools)(nil)
+	_ search.Resolver           = (pipeline.ResourceResolver)(nil)
 	_ pipeline.ResourceResolver = (*ccdemo.Backend)(nil)
 	_ callercache.Loader        = memberships{}
 )

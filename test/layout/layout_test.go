@@ -74,7 +74,7 @@ var (
 		{pkg: "gateway/pipeline", allow: pipelineUses, test: []string{"gateway/sqlite", "gateway/metrics"},
 			why: "the tools/call steps compose the decision, limits, confirmation, catalog and transport types, and declare the store, policy, adapter and metrics they consume; never a store, the admin API, auth, config or the wiring"},
 		{pkg: "tools", allow: bottom, test: []string{"tools"}, why: "the tool catalogs"},
-		{pkg: "tools/search", allow: []string{"gateway", "tools"}, test: []string{"tools/search", "tools"}, forbid: noSDKs, why: "BM25 over a tool catalog: reads the catalog, wraps nothing else"},
+		{pkg: "tools/search", allow: []string{"gateway", "tools"}, test: []string{"tools/search", "tools"}, forbid: noSDKs, why: "BM25 over a tool catalog and the cc_server search tools: reads the catalog, declares the backend, callers and policy it consumes, wraps nothing else"},
 		{pkg: "adapters/...", allow: bottom, test: anyPkg, why: "where allowed calls go"},
 		{pkg: "policies", why: "the Rego bundles, embedded"},
 		{pkg: "migrations", test: []string{"migrations"}, why: "the SQL migrations, embedded"},
