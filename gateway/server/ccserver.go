@@ -15,7 +15,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/callercache"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -24,27 +23,24 @@ import (
 	"github.com/mcpgate/mcpgate/tools/search"
 )
 
-// CCServer is the cc_server surface (docs/requirements.md#cc-registry) of a gateway: a second
-// pipeline.Pipeline value over the same store, metrics and transport code,
-// with the cc_server catalog, its Rego package (data.ccserver), its
-// callers (memberships) and its adapter. Handler serves POST /mcp
-// (Streamable HTTP) and GET /sse with POST /messages (2024-11-05) on the
-// listener of MCPGATE_CCSERVER_LISTEN.
+// CCServer is the cc_server surface (docs/requirements.md#cc-registry) of a
+// gateway: a Surface of its own over the same store, metrics and
+// transport code, with the cc_server catalog, its Rego package
+// (data.ccserver), its callers (memberships), its adapter (the search
+// tools in front of its backend) and its rate limits. Handler serves POST
+// /mcp (Streamable HTTP) and GET /sse with POST /messages (2024-11-05) on
+// the listener of MCPGATE_CCSERVER_LISTEN.
+//
+// Its Policy decides the surface's calls: the bundle of
+// MCPGATE_POLICY_DIR (or the embedded one) under the same gated hot
+// reload as the SupaCloud surface: watched, reloaded with it through the
+// admin API, and on every replica. Its Callers cache the users'
+// memberships; every admin change drops them whole (InvalidateAll), since
+// a membership of any workspace can change what a user reaches.
 type CCServer struct {
-	Catalog *tools.Catalog
-	// Policy decides the surface's calls (data.ccserver): the bundle of
-	// MCPGATE_POLICY_DIR (or the embedded one) under the same gated hot
-	// reload as the SupaCloud surface: watched, reloaded with it through
-	// the admin API, and on every replica.
-	Policy   *policy.Live
-	JWT      *auth.JWT
-	Pipeline *pipeline.Pipeline
-	// Callers caches the users' memberships; every admin change drops it
-	// whole (InvalidateAll), since a membership of any workspace can
-	// change what a user reaches.
-	Callers   *callercache.Cache
-	Handler   http.Handler
-	transport *mcp.Transport
+	*Surface
+	JWT     *auth.JWT
+	Handler http.Handler
 	// rules are the surface's rate limits, rebuilt after every swap of
 	// its policy (data.ccserver.limits).
 	rules *liveRules
@@ -85,62 +81,51 @@ func (cc *CCServer) setRules(a *App, log *zap.Logger, e *policy.Engine) {
 	}
 }
 
-// ccInstructions are sent at initialize on the cc_server surface.
-const ccInstructions = "cc_server tools, authorized by mcpgate. tools/list offers the whole registry; list_my_tools and search_tool_bm25 say what is callable now in this conversation's mode."
-
-// openCCServer builds the cc_server surface when MCPGATE_CCSERVER_LISTEN
-// is set; a.CC stays nil otherwise.
-func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string, deps Deps) error {
+// ccServerSurface builds the cc_server surface when
+// MCPGATE_CCSERVER_LISTEN is set (nil otherwise): its catalog, policy,
+// credential, adapter, callers and rate limits; CCServer.serve serves it.
+func (a *App) ccServerSurface(ctx context.Context, log *zap.Logger, version string) (*CCServer, error) {
 	cfg := a.Config
 	if !cfg.CCServer.On() {
-		return nil
+		return nil, nil
 	}
-	cc := &CCServer{rules: &liveRules{}}
+	cc := &CCServer{Surface: &Surface{Name: gateway.SurfaceCCServer, ListEveryTool: true, WorkspaceFromPolicy: true}, rules: &liveRules{}}
 	var err error
 	if cc.Catalog, err = tools.LoadCCServer(); err != nil {
-		return fmt.Errorf("cc_server tool catalog: %w", err)
+		return nil, fmt.Errorf("cc_server tool catalog: %w", err)
 	}
 	if cc.Policy, err = a.ccPolicy(ctx, log, cc); err != nil {
-		return err
+		return nil, err
 	}
 	if cc.JWT, err = auth.NewJWT(auth.JWTConfig{
 		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM, Issuer: cfg.JWTIssuer, Audience: cfg.CCServer.JWTAudience,
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	backend, err := a.ccAdapter(ctx, version)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cc.setRules(a, log, cc.Policy.Engine())
+	cc.Limits = cc.rules
 	cc.Callers = callercache.New(memberships{a.Store}, callercache.Options{TTL: cfg.CallerCacheTTL})
-	cc.Pipeline = &pipeline.Pipeline{
-		Store: a.Store, Callers: cc.Callers, Decider: cc.Policy, Catalog: cc.Catalog,
-		Adapter: search.NewTools(backend, func(ctx context.Context, p *gateway.Principal, c *gateway.Caller, ws string) (map[string]bool, error) {
-			return cc.Policy.Engine().VisibleIn(ctx, p, c, ws)
-		}, cc.Callers, cc.Catalog),
-		Logger: log, Metrics: a.Pipeline.Metrics, AuditArguments: cfg.AuditArguments,
-		RateLimits: cc.rules, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
-		Surface: gateway.SurfaceCCServer, ListEveryTool: true, WorkspaceFromPolicy: true,
-		Approvals: a.Pipeline.Approvals,
-	}
-	if a.DecisionLog != nil {
-		cc.Pipeline.DecisionLog = a.DecisionLog.ForSurface(gateway.SurfaceCCServer)
-	}
-	deps.Pipeline = cc.Pipeline
-	if cc.transport, err = newTransport(deps, auth.CCServer{J: cc.JWT}, "", ccInstructions); err != nil {
-		return err
-	}
-	r := mux.NewRouter()
-	r.Handle("/mcp", cc.transport)
-	legacy := cc.transport.LegacyHandler(legacyMessagesPath)
-	r.Handle(legacySSEPath, legacy)
-	r.Handle(legacyMessagesPath, legacy)
-	cc.Handler = r
-	a.CC = cc
-	a.closers = append(a.closers, func() error { cc.transport.Close(); return nil })
+	cc.Adapter = search.NewTools(backend, func(ctx context.Context, p *gateway.Principal, c *gateway.Caller, ws string) (map[string]bool, error) {
+		return cc.Policy.Engine().VisibleIn(ctx, p, c, ws)
+	}, cc.Callers, cc.Catalog)
+	cc.Endpoints = []Endpoint{{Path: "/mcp", Auth: auth.CCServer{J: cc.JWT}, Instructions: ccInstructions, Legacy: true}}
 	log.Info("cc_server surface configured", zap.String("listen", cfg.CCServer.Listen), zap.Int("tools", cc.Catalog.Len()),
 		zap.Int("calls_per_minute", a.ccLimits(cc.Policy.Engine()).CCServerCallsPerMinute))
+	return cc, nil
+}
+
+// serve opens the surface on a handler of its own (Handler), with the
+// limits of d, for the listener of MCPGATE_CCSERVER_LISTEN.
+func (cc *CCServer) serve(d Deps) error {
+	r := mux.NewRouter()
+	if err := cc.open(d, r, "", ""); err != nil {
+		return err
+	}
+	cc.Handler = r
 	return nil
 }
 
@@ -160,11 +145,9 @@ func (a *App) ccPolicy(ctx context.Context, log *zap.Logger, cc *CCServer) (*pol
 		Logger: log, Observer: a.metrics,
 		OnSwap: func(_, cur *policy.Engine) {
 			cc.setRules(a, log, cur)
-			if cc.transport != nil {
-				cc.transport.RefreshTools(func(*gateway.Principal) bool { return true })
-			}
+			cc.RefreshTools(func(*gateway.Principal) bool { return true })
 		},
-		OnAttempt: a.announcePolicy(log, gateway.SurfaceCCServer),
+		OnAttempt: a.fanout.OnAttempt(gateway.SurfaceCCServer),
 		Tested:    a.tested,
 	})
 	if err != nil {

@@ -71,6 +71,8 @@ var (
 		{pkg: "gateway/decisionlog", allow: bottom, test: []string{"gateway/decisionlog"},
 			why: "the decision log (OPA's event format, its file and HTTP sinks): it declares the Masker and Stats it consumes and imports no sibling"},
 		{pkg: "gateway/metrics", allow: bottom, test: []string{"gateway/metrics"}, forbid: noSDKs, why: "wraps Prometheus: the pipeline's observer"},
+		{pkg: "gateway/replica", allow: []string{"gateway", "gateway/postgres", "gateway/policy"}, test: []string{"gateway/replica", "gateway/postgres/..."}, forbid: []string{"github.com/modelcontextprotocol/..."},
+			why: "replica coordination: the store's feed (PostgreSQL's LISTEN/NOTIFY, or in-process), what a replica does with an announcement, the session-end cache, relayed answers, policy reloads on every replica; never the transport, the pipeline or the wiring"},
 		{pkg: "gateway/pipeline", allow: pipelineUses, test: []string{"gateway/sqlite", "gateway/metrics"},
 			why: "the tools/call steps compose the decision, limits, confirmation, catalog and transport types, and declare the store, policy, adapter and metrics they consume; never a store, the admin API, auth, config or the wiring"},
 		{pkg: "tools", allow: bottom, test: []string{"tools"}, why: "the tool catalogs"},
