@@ -111,11 +111,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if err := a.openDecisionLog(log, version); err != nil {
 		return err
 	}
-	if main.Confirmer, err = confirmer(cfg, log); err != nil {
-		return err
-	}
-	a.CC, err = a.ccServerSurface(ctx, log, version)
-	if err != nil {
+	if a.CC, err = a.ccServerSurface(ctx, log, version); err != nil {
 		return err
 	}
 	surfaces := []*Surface{main}
@@ -131,7 +127,8 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	a.fanout.Lives = a.policies.lives
 	a.Pipeline = main.Pipeline
 	a.sweepIdempotencyKeys(log)
-	deps := a.deps(log, version, reg, main, approvals)
+	answers := a.relayAnswers()
+	deps := a.deps(log, version, reg, main, approvals, answers)
 	if a.Server, err = New(deps); err != nil {
 		return err
 	}
@@ -142,11 +139,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		}
 		a.closers = append(a.closers, func() error { a.CC.Close(); return nil })
 	}
-	a.Server.Changes().OnPolicy(a.fanout.Requested)
-	if answers, ok := deps.Answers.(*replica.Answers); ok {
-		a.Server.Changes().OnAnswer(answers.Answered)
-	}
-	if a.Feed, err = a.listen(ctx, log); err != nil {
+	if a.Feed, err = a.listen(ctx, log, answers); err != nil {
 		return err
 	}
 	replica.RegisterMetrics(reg, a.Feed)
@@ -219,6 +212,9 @@ func (a *App) supacloudSurface(ctx context.Context, log *zap.Logger, version str
 	// included, so a new task costs one write, not one per call.
 	a.Callers = callercache.New(pipeline.RegisterTasks(a.Store), callercache.Options{TTL: cfg.CallerCacheTTL})
 	sf.Callers, sf.Limits = a.Callers, a.rateLimits(log)
+	if sf.Confirmer, err = confirmer(cfg, log); err != nil {
+		return nil, err
+	}
 	sf.Endpoints = supacloudEndpoints(a.JWT, auth.NewAPITokens(a.Store, log, nil))
 	return sf, nil
 }
@@ -257,7 +253,7 @@ func (a *App) approvals() *approvals.Service {
 // deps are what New serves: the SupaCloud surface main, the admin API
 // over the store, the probes, the session ends and relayed answers on the
 // store's feed.
-func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, main *Surface, approvalsSvc *approvals.Service) Deps {
+func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, main *Surface, approvalsSvc *approvals.Service, answers *replica.Answers) Deps {
 	cfg := a.Config
 	if len(cfg.SessionSecret) == 0 {
 		log.Warn("MCPGATE_SESSION_SECRET is unset: MCP session ids are signed with a key of this process only, so another replica answers them 404 and they end when this process does; set the same ≥ 32-byte key on every replica")
@@ -281,8 +277,8 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, ma
 	if g, ok := main.Adapter.(gateway.HumanGates); ok { // the demo backend; an upstream keeps its own
 		d.Gates = g
 	}
-	if relay := a.feed.Relay(); relay != nil { // the embedded store serves one process
-		d.Answers = replica.NewAnswers(relay)
+	if answers != nil { // the embedded store serves one process
+		d.Answers = answers
 	}
 	return d
 }
@@ -331,11 +327,29 @@ func (a *App) openDecisionLog(log *zap.Logger, version string) error {
 	return nil
 }
 
-// listen starts hearing the changes made through other replicas on the
-// store's feed, until the App closes. A feed that does not listen yet
-// (PostgreSQL unreachable) keeps trying in the background, degraded.
-func (a *App) listen(ctx context.Context, log *zap.Logger) (replica.Listening, error) {
-	l, err := a.feed.Listen(ctx, a.Server.Changes())
+// relayAnswers are the client's answers to relayed requests passed
+// between replicas through the store's table; nil when one process serves
+// the store (the embedded store).
+func (a *App) relayAnswers() *replica.Answers {
+	relay := a.feed.Relay()
+	if relay == nil {
+		return nil
+	}
+	return replica.NewAnswers(relay)
+}
+
+// listen starts hearing what other replicas announce on the store's feed,
+// until the App closes: changes (Server.Changes), policy reloads they ask
+// for (replica.Policies.Requested), and the relayed answers they recorded
+// (answers, when not nil). A feed that does not listen yet (PostgreSQL
+// unreachable) keeps trying in the background, degraded.
+func (a *App) listen(ctx context.Context, log *zap.Logger, answers *replica.Answers) (replica.Listening, error) {
+	c := a.Server.Changes()
+	c.OnPolicy(a.fanout.Requested)
+	if answers != nil {
+		c.OnAnswer(answers.Answered)
+	}
+	l, err := a.feed.Listen(ctx, c)
 	if l == nil {
 		return nil, err
 	}

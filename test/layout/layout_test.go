@@ -236,6 +236,10 @@ func TestViolationsAreReported(t *testing.T) {
 			"gateway/pipeline imports gateway/postgres"},
 		{"the pipeline imports the wiring", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/server"}},
 			"gateway/pipeline imports gateway/server"},
+		{"replica coordination imports the transport", pkgInfo{ImportPath: module + "/gateway/replica", Imports: []string{module + "/gateway/mcp"}},
+			"gateway/replica imports gateway/mcp"},
+		{"replica coordination imports the wiring", pkgInfo{ImportPath: module + "/gateway/replica", Imports: []string{module + "/gateway/server"}},
+			"gateway/replica imports gateway/server"},
 		{"the pipeline imports the metrics", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/metrics"}},
 			"gateway/pipeline imports gateway/metrics"},
 	} {
