@@ -259,7 +259,7 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, ma
 		log.Warn("MCPGATE_SESSION_SECRET is unset: MCP session ids are signed with a key of this process only, so another replica answers them 404 and they end when this process does; set the same ≥ 32-byte key on every replica")
 	}
 	d := Deps{
-		Store: a.Store, Pipeline: main.Pipeline, Surface: main, AdminToken: cfg.AdminToken,
+		Store: a.Store, Surface: main, AdminToken: cfg.AdminToken,
 		ConsoleUsers:  a.JWT.ConsoleUsers(),
 		ValidateGrant: GrantValidator(a.Policy, a.Catalog), Logger: log, Registry: reg, Policy: a.policies,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,

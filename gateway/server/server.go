@@ -164,9 +164,10 @@ const (
 	legacyMessagesPath = "/messages"
 )
 
-// New builds the HTTP handler: /mcp (agent sessions; and /sse with
-// /messages for 2024-11-05 clients), /api/mcp (external coordinators, when
-// d.APIAuth is set), the OAuth protected resource metadata under
+// New builds the HTTP handler: the endpoints of d.Surface (else of
+// d.Pipeline: /mcp for agent sessions, and /sse with /messages for
+// 2024-11-05 clients; /api/mcp for external coordinators, when d.APIAuth
+// is set), the OAuth protected resource metadata under
 // /.well-known, /admin/v1 (operators), and, unless d.ProbesApart,
 // /healthz, /readyz and /metrics.
 func New(d Deps) (*Server, error) {
