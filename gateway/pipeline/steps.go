@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/policy"
 )
 
 // resolveTool looks the tool up in the catalog and puts its tier into the
@@ -172,8 +171,7 @@ func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	if pl.DecisionLog != nil {
 		start = time.Now()
 	}
-	d, err := c.Policy.Decide(ctx, c.Principal, c.Caller, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut,
-		Group: t.Group, RequiresApproval: t.RequiresApproval, ActionClasses: t.ActionClasses, Resource: c.Resource}, args)
+	d, err := c.Policy.Decide(ctx, c.Principal, c.Caller, ToolRef(t, c.Resource), args)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
+	"github.com/mcpgate/mcpgate/gateway/replica"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
 	"github.com/mcpgate/mcpgate/policies"
 	"github.com/mcpgate/mcpgate/tools"
@@ -54,21 +55,24 @@ type App struct {
 	// DecisionLog writes the decision log (MCPGATE_DECISION_LOG_FILE,
 	// MCPGATE_DECISION_LOG_URL); nil when neither is set.
 	DecisionLog *decisionlog.Logger
-	// Feed announces changes made through any replica to Server.Changes.
-	Feed ChangeFeed
+	// Feed hears the changes made through any replica and delivers them
+	// to Server.Changes (its health: mcpgate_store_notify_connected).
+	Feed replica.Listening
 	// CC is the cc_server surface (MCPGATE_CCSERVER_LISTEN); nil when it
 	// is off.
 	CC      *CCServer
 	closers []func() error
 
 	// metrics is the Prometheus observer of the request path and of the
-	// policy; origin names this process in the policy reload requests it
-	// announces; policies are every surface's live policy (admin reload,
-	// /readyz, reload requests of other replicas); policyCtx ends when
-	// the App closes, and with it a reload still running; tested are the
-	// bundles whose tests passed in this App, shared by its surfaces.
+	// policy; feed is how this replica hears the others (chosen with the
+	// store); fanout asks every replica to reload when this one does and
+	// runs the reloads they ask; policies are every surface's live policy
+	// (admin reload, /readyz); policyCtx ends when the App closes, and
+	// with it a reload still running; tested are the bundles whose tests
+	// passed in this App, shared by its surfaces.
 	metrics   *metrics.Metrics
-	origin    string
+	feed      replica.Feed
+	fanout    *replica.Policies
 	policies  *surfacePolicies
 	policyCtx context.Context
 	tested    *policy.TestedBundles
@@ -88,29 +92,103 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, version stri
 
 func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	cfg := a.Config
-	store, err := openStore(ctx, cfg.DatabaseURL, cfg.DatabaseMaxConns)
-	if err != nil {
-		return err
-	}
-	a.Store = store
-	a.closers = append(a.closers, store.Close)
-	if a.Catalog, err = tools.Load(); err != nil {
-		return fmt.Errorf("tool catalog: %w", err)
-	}
-	// The adapter comes before the engine: an upstream's tools join the
-	// catalog, and the policy must range over the merged catalog.
-	adapter, err := a.adapter(ctx, log, version)
-	if err != nil {
+	if err := a.openStore(ctx); err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	obs := metrics.New(reg)
-	a.metrics, a.origin, a.tested = obs, newOrigin(), policy.NewTestedBundles(0)
+	a.metrics, a.tested = metrics.New(reg), policy.NewTestedBundles(0)
+	a.openFanout(log)
+	var err error
+	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
+		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM,
+		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience,
+	}); err != nil {
+		return err
+	}
+	main, err := a.supacloudSurface(ctx, log, version)
+	if err != nil {
+		return err
+	}
+	if err := a.openDecisionLog(log, version); err != nil {
+		return err
+	}
+	if a.CC, err = a.ccServerSurface(ctx, log, version); err != nil {
+		return err
+	}
+	surfaces := []*Surface{main}
+	if a.CC != nil {
+		surfaces = append(surfaces, a.CC.Surface)
+	}
+	approvals := a.approvals()
+	a.policies = &surfacePolicies{}
+	for _, sf := range surfaces {
+		sf.Pipeline = a.surfacePipeline(sf, log, approvals)
+		a.policies.lives = append(a.policies.lives, sf.Policy)
+	}
+	a.fanout.Lives = a.policies.lives
+	a.Pipeline = main.Pipeline
+	a.sweep(log)
+	answers := a.relayAnswers()
+	deps := a.deps(log, version, reg, main, approvals, answers)
+	if a.Server, err = New(deps); err != nil {
+		return err
+	}
+	a.closers = append(a.closers, func() error { a.Server.Close(); return nil })
+	if a.CC != nil {
+		if err := a.CC.serve(deps); err != nil {
+			return err
+		}
+		a.closers = append(a.closers, func() error { a.CC.Close(); return nil })
+	}
+	if a.Feed, err = a.listen(ctx, log, answers); err != nil {
+		return err
+	}
+	replica.RegisterMetrics(reg, a.Feed)
+	return a.watchPolicy(log)
+}
+
+// openStore opens the store of MCPGATE_DATABASE_URL, and the feed its
+// replicas hear each other on, until the App closes.
+func (a *App) openStore(ctx context.Context) error {
+	store, feed, err := openStore(ctx, a.Config.DatabaseURL, a.Config.DatabaseMaxConns)
+	if err != nil {
+		return err
+	}
+	a.Store, a.feed = store, feed
+	a.closers = append(a.closers, store.Close)
+	return nil
+}
+
+// openFanout prepares the policy reloads asked of and by every replica
+// (replica.Policies), ended with the App; the surfaces' live policies
+// join it once built.
+func (a *App) openFanout(log *zap.Logger) {
 	policyCtx, cancelPolicy := context.WithCancel(context.Background())
 	a.policyCtx = policyCtx
 	a.closers = append(a.closers, func() error { cancelPolicy(); return nil })
+	a.fanout = &replica.Policies{Feed: a.feed, Origin: replica.NewOrigin(), Secret: a.Config.SessionSecret,
+		Retest: a.Config.PolicyRetestOnReplicas, Ctx: policyCtx, Log: log}
+}
+
+// supacloudSurface builds the SupaCloud surface: the catalog (with an
+// upstream's tools merged in), the adapter, the policy over that catalog,
+// the callers, the rate limits, and the endpoints /mcp (agent sessions)
+// and /api/mcp (external coordinators' API tokens).
+func (a *App) supacloudSurface(ctx context.Context, log *zap.Logger, version string) (*Surface, error) {
+	cfg := a.Config
+	sf := &Surface{Name: gateway.SurfaceSupaCloud}
+	var err error
+	if a.Catalog, err = tools.Load(); err != nil {
+		return nil, fmt.Errorf("tool catalog: %w", err)
+	}
+	// The adapter comes before the engine: an upstream's tools join the
+	// catalog, and the policy must range over the merged catalog.
+	if sf.Adapter, err = a.adapter(ctx, log, version); err != nil {
+		return nil, err
+	}
+	sf.Catalog = a.Catalog
 	if a.Policy, err = NewPolicy(ctx, cfg, a.Catalog, policy.LiveOptions{
-		Logger: log, Observer: obs,
+		Logger: log, Observer: a.metrics,
 		// After a swap, the open sessions whose tools/list changed are told
 		// (list_changed), as after an admin change. a.Server is set before
 		// any reload can run: the watch starts once it is, and the admin
@@ -125,84 +203,86 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 			}
 		},
 		// A reload asked for here is asked of every replica.
-		OnAttempt: a.announcePolicy(log, policy.Surface),
+		OnAttempt: a.fanout.OnAttempt(policy.Surface),
 		Tested:    a.tested,
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	a.policies = &surfacePolicies{lives: []*policy.Live{a.Policy}}
-	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
-		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM,
-		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience,
-	}); err != nil {
-		return err
-	}
-	if err := a.openDecisionLog(log, obs, version); err != nil {
-		return err
-	}
+	sf.Policy = a.Policy
 	// The cache holds what RegisterTasks loaded, a newly registered task
 	// included, so a new task costs one write, not one per call.
-	a.Callers = callercache.New(pipeline.RegisterTasks(store), callercache.Options{TTL: cfg.CallerCacheTTL})
-	a.Pipeline = &pipeline.Pipeline{
-		Store: store, Callers: a.Callers, Decider: a.Policy, Catalog: a.Catalog, Adapter: adapter,
-		Logger: log, Metrics: obs, AuditArguments: cfg.AuditArguments,
-		RateLimits: a.rateLimits(), Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
+	a.Callers = callercache.New(pipeline.RegisterTasks(a.Store), callercache.Options{TTL: cfg.CallerCacheTTL})
+	sf.Callers, sf.Limits = a.Callers, a.rateLimits()
+	if sf.Confirmer, err = confirmer(cfg, log); err != nil {
+		return nil, err
+	}
+	sf.Endpoints = supacloudEndpoints(a.JWT, auth.NewAPITokens(a.Store, log, nil))
+	return sf, nil
+}
+
+// surfacePipeline is the request path of sf: its catalog, policy,
+// adapter, callers, limits and flags over the App's store, metrics,
+// decision log and approvals.
+func (a *App) surfacePipeline(sf *Surface, log *zap.Logger, approvals *approvals.Service) *pipeline.Pipeline {
+	cfg := a.Config
+	pl := &pipeline.Pipeline{
+		Store: a.Store, Callers: sf.Callers, Decider: sf.Policy, Catalog: sf.Catalog, Adapter: sf.Adapter,
+		Logger: log, Metrics: a.metrics, AuditArguments: cfg.AuditArguments,
+		RateLimits: sf.Limits, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
+		Confirmer: sf.Confirmer, Surface: sf.Name, ListEveryTool: sf.ListEveryTool, WorkspaceFromPolicy: sf.WorkspaceFromPolicy,
 		CheckParamHeaders: wire.CheckParamHeaders,
 	}
+	if approvals != nil {
+		pl.Approvals = approvals
+	}
 	if a.DecisionLog != nil {
-		a.Pipeline.DecisionLog = a.DecisionLog
+		pl.DecisionLog = a.DecisionLog.ForSurface(sf.Name)
 	}
-	if a.Pipeline.Confirmer, err = confirmer(cfg, log); err != nil {
-		return err
+	return pl
+}
+
+// approvals is the service of the approvals a person decides, shared by
+// every surface's pipeline and the admin API; nil for a store without
+// them (both stores have them).
+func (a *App) approvals() *approvals.Service {
+	as, ok := a.Store.(approvals.Store)
+	if !ok {
+		return nil
 	}
-	var approvalsAPI admin.Approvals
-	if as, ok := store.(approvals.Store); ok { // both stores are
-		svc := approvals.New(as, approvals.Options{TTL: cfg.ApprovalTTL})
-		a.Pipeline.Approvals, approvalsAPI = svc, svc
-	}
-	a.sweep(log)
+	return approvals.New(as, approvals.Options{TTL: a.Config.ApprovalTTL})
+}
+
+// deps are what New serves: the SupaCloud surface main, the admin API
+// over the store, the probes, the session ends and relayed answers on the
+// store's feed.
+func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, main *Surface, approvalsSvc *approvals.Service, answers *replica.Answers) Deps {
+	cfg := a.Config
 	if len(cfg.SessionSecret) == 0 {
 		log.Warn("MCPGATE_SESSION_SECRET is unset: MCP session ids are signed with a key of this process only, so another replica answers them 404 and they end when this process does; set the same ≥ 32-byte key on every replica")
 	}
-	deps := Deps{
-		Store: store, Pipeline: a.Pipeline, Auth: a.JWT, APIAuth: auth.NewAPITokens(store, log, nil), AdminToken: cfg.AdminToken,
+	d := Deps{
+		Store: a.Store, Surface: main, AdminToken: cfg.AdminToken,
 		ConsoleUsers:  a.JWT.ConsoleUsers(),
 		ValidateGrant: GrantValidator(a.Policy, a.Catalog), Logger: log, Registry: reg, Policy: a.policies,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
-		SessionSecret: cfg.SessionSecret, SessionEnds: sessionEnds(store), Explain: a.explain(adapter),
-		Approvals: approvalsAPI,
+		SessionSecret: cfg.SessionSecret, SessionEnds: replica.NewSessionEndCache(a.Store, 0, !a.feed.Shared()),
+		Explain: a.explain(main.Adapter),
 	}
-	if g, ok := adapter.(gateway.HumanGates); ok { // the demo backend; an upstream keeps its own
-		deps.Gates = g
+	if approvalsSvc != nil {
+		d.Approvals = approvalsSvc
 	}
-	var answers *storeAnswers
-	if pg, ok := store.(*postgres.Store); ok { // the embedded store serves one process
-		answers = newStoreAnswers(pg)
-		deps.Answers = answers
+	if a.CC != nil { // every admin change drops the cc_server callers whole
+		d.Callers = alsoDropAll{a.Callers, a.CC.Callers}
 	}
-	a.Server, err = New(deps)
-	if err != nil {
-		return err
+	if g, ok := main.Adapter.(gateway.HumanGates); ok { // the demo backend; an upstream keeps its own
+		d.Gates = g
 	}
-	a.closers = append(a.closers, func() error { a.Server.Close(); return nil })
-	if err := a.openCCServer(ctx, log, version, deps); err != nil {
-		return err
+	if answers != nil { // the embedded store serves one process
+		d.Answers = answers
 	}
-	if a.CC != nil {
-		a.Server.callers = alsoDropAll{a.Server.callers, a.CC.Callers}
-		a.policies.lives = append(a.policies.lives, a.CC.Policy)
-	}
-	a.Server.changes.policy = func(r gateway.PolicyRequest) { a.policyRequested(log, r) }
-	if answers != nil {
-		a.Server.changes.answered = answers.answered
-	}
-	if a.Feed, err = a.changeFeed(ctx, log); err != nil {
-		return err
-	}
-	registerFeed(reg, a.Feed)
-	return a.watchPolicy(log)
+	return d
 }
 
 // watchPolicy watches MCPGATE_POLICY_DIR (and the shadow folder) until the
@@ -225,7 +305,7 @@ const decisionLogFlush = 5 * time.Second
 // openDecisionLog starts the decision log when a sink is configured. The
 // bundle must define the mask (data.system.log.mask): events are never
 // written unmasked, so without one the gateway does not start.
-func (a *App) openDecisionLog(log *zap.Logger, m *metrics.Metrics, version string) error {
+func (a *App) openDecisionLog(log *zap.Logger, version string) error {
 	dl := a.Config.DecisionLog
 	if !dl.On() {
 		return nil
@@ -234,7 +314,7 @@ func (a *App) openDecisionLog(log *zap.Logger, m *metrics.Metrics, version strin
 		return fmt.Errorf("MCPGATE_DECISION_LOG_FILE or MCPGATE_DECISION_LOG_URL is set, but the policy bundle defines no %s, and decision log events are never written unmasked; add the system/log folder of the built-in bundle (policies/system/log) to MCPGATE_POLICY_DIR, or unset both", policy.MaskQuery)
 	}
 	l, err := decisionlog.New(decisionlog.Options{
-		File: dl.File, URL: dl.URL, Masker: a.Policy, Stats: m, Log: log, Version: version,
+		File: dl.File, URL: dl.URL, Masker: a.Policy, Stats: a.metrics, Log: log, Version: version,
 		BufferEvents: dl.BufferEvents, BufferBytes: dl.BufferBytes, Interval: dl.Interval,
 	})
 	if err != nil {
@@ -249,30 +329,29 @@ func (a *App) openDecisionLog(log *zap.Logger, m *metrics.Metrics, version strin
 	return nil
 }
 
-// listenWait bounds how long Open waits for the first LISTEN; past it the
-// gateway starts anyway, degraded, and the listener keeps trying.
-const listenWait = 5 * time.Second
-
-// sessionEnds is the SessionEndCache over store: on PostgreSQL it keeps
-// answers once the listener hears the ends made through other replicas
-// (its first Resync); the embedded store (one process) sees every end
-// pass through End, so it keeps them from the start.
-func sessionEnds(store SessionEndStore) *SessionEndCache {
-	_, shared := store.(*postgres.Store)
-	return NewSessionEndCache(store, 0, !shared)
+// relayAnswers are the client's answers to relayed requests passed
+// between replicas through the store's table; nil when one process serves
+// the store (the embedded store).
+func (a *App) relayAnswers() *replica.Answers {
+	relay := a.feed.Relay()
+	if relay == nil {
+		return nil
+	}
+	return replica.NewAnswers(relay)
 }
 
-// changeFeed starts hearing the changes made through other replicas: on
-// PostgreSQL a listener on the shared database, closed with the App; on
-// the embedded store (one process) the admin API's own announcements.
-func (a *App) changeFeed(ctx context.Context, log *zap.Logger) (ChangeFeed, error) {
-	pg, ok := a.Store.(*postgres.Store)
-	if !ok {
-		return localFeed{a.Server}, nil
+// listen starts hearing what other replicas announce on the store's feed,
+// until the App closes: changes (Server.Changes), policy reloads they ask
+// for (replica.Policies.Requested), and the relayed answers they recorded
+// (answers, when not nil). A feed that does not listen yet (PostgreSQL
+// unreachable) keeps trying in the background, degraded.
+func (a *App) listen(ctx context.Context, log *zap.Logger, answers *replica.Answers) (replica.Listening, error) {
+	c := a.Server.Changes()
+	c.OnPolicy(a.fanout.Requested)
+	if answers != nil {
+		c.OnAnswer(answers.Answered)
 	}
-	ctx, cancel := context.WithTimeout(ctx, listenWait)
-	defer cancel()
-	l, err := pg.Listen(ctx, a.Server.Changes(), postgres.ListenOptions{})
+	l, err := a.feed.Listen(ctx, c)
 	if l == nil {
 		return nil, err
 	}
@@ -287,8 +366,7 @@ func (a *App) changeFeed(ctx context.Context, log *zap.Logger) (ChangeFeed, erro
 // store, catalog and adapter (for resources); it explains with the live
 // engine (liveExplainer), so its decisions name the live revision.
 func (a *App) explain(adapter pipeline.Adapter) admin.Explainer {
-	resolver, _ := adapter.(pipeline.ResourceResolver)
-	return Explain(ExplainDeps{Store: a.Store, Catalog: a.Catalog, Resolver: resolver, Explainer: liveExplainer(a.Policy)})
+	return Explain(ExplainDeps{Store: a.Store, Catalog: a.Catalog, Adapter: adapter, Explainer: liveExplainer(a.Policy)})
 }
 
 // NewExplainer compiles the bundle NewEngine would and prepares its
@@ -354,8 +432,8 @@ func (a *App) sweep(log *zap.Logger) {
 				if _, err := a.Store.DeleteExpiredConsoleSessions(ctx, now); err != nil && ctx.Err() == nil {
 					log.Warn("console session sweep failed; expired console sessions (never served) stay until the next sweep", zap.Error(err))
 				}
-				if pg, ok := a.Store.(*postgres.Store); ok {
-					if _, err := pg.DeleteExpiredRelayAnswers(ctx, now); err != nil && ctx.Err() == nil {
+				if relay := a.feed.Relay(); relay != nil {
+					if _, err := relay.DeleteExpiredRelayAnswers(ctx, now); err != nil && ctx.Err() == nil {
 						log.Warn("relayed-answer sweep failed; records of expired relayed requests stay until the next sweep", zap.Error(err))
 					}
 				}
@@ -432,35 +510,38 @@ var (
 // OpenStore opens and migrates the store a database URL names:
 // postgres://… (PostgreSQL) or sqlite:PATH (the embedded store).
 func OpenStore(ctx context.Context, url string) (FullStore, error) {
-	return openStore(ctx, url, 0)
+	s, _, err := openStore(ctx, url, 0)
+	return s, err
 }
 
 // openStore is OpenStore with a PostgreSQL pool of maxConns connections
-// (0: postgres.DefaultMaxConns).
-func openStore(ctx context.Context, url string, maxConns int) (FullStore, error) {
+// (0: postgres.DefaultMaxConns), and the feed through which the store's
+// replicas hear each other: PostgreSQL's LISTEN/NOTIFY, or, for the
+// embedded store that one process serves, the in-process one.
+func openStore(ctx context.Context, url string, maxConns int) (FullStore, replica.Feed, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		s, err := postgres.OpenWith(ctx, url, postgres.Options{MaxConns: maxConns})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := s.Migrate(ctx); err != nil {
 			_ = s.Close()
-			return nil, err
+			return nil, nil, err
 		}
-		return s, nil
+		return s, replica.Postgres{Store: s}, nil
 	case strings.HasPrefix(url, "sqlite:"):
 		s, err := sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite:"))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := s.Migrate(ctx); err != nil {
 			_ = s.Close()
-			return nil, err
+			return nil, nil, err
 		}
-		return s, nil
+		return s, replica.Local{}, nil
 	default:
-		return nil, fmt.Errorf("MCPGATE_DATABASE_URL: want postgres://… or sqlite:PATH")
+		return nil, nil, fmt.Errorf("MCPGATE_DATABASE_URL: want postgres://… or sqlite:PATH")
 	}
 }
 
@@ -510,11 +591,7 @@ func engineOptions(cfg *config.Config, cat *tools.Catalog) policy.Options {
 	if cfg.PolicyDir != "" {
 		bundle = os.DirFS(cfg.PolicyDir)
 	}
-	refs := make([]policy.ToolRef, 0, cat.Len())
-	for _, t := range cat.Tools() {
-		refs = append(refs, policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut})
-	}
-	return policy.Options{FS: bundle, Edition: cfg.Edition, Tools: refs, KeepInput: cfg.DecisionLog.On()}
+	return policy.Options{FS: bundle, Edition: cfg.Edition, Tools: pipeline.ToolRefs(cat), KeepInput: cfg.DecisionLog.On()}
 }
 
 // Granter is what GrantValidator asks for the bundle's grants;

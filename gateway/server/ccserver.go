@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,8 +15,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/callercache"
-	"github.com/mcpgate/mcpgate/gateway/mcp"
-	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
@@ -27,27 +23,24 @@ import (
 	"github.com/mcpgate/mcpgate/tools/search"
 )
 
-// CCServer is the cc_server surface (docs/requirements.md#cc-registry) of a gateway: a second
-// pipeline.Pipeline value over the same store, metrics and transport code,
-// with the cc_server catalog, its Rego package (data.ccserver), its
-// callers (memberships) and its adapter. Handler serves POST /mcp
-// (Streamable HTTP) and GET /sse with POST /messages (2024-11-05) on the
-// listener of MCPGATE_CCSERVER_LISTEN.
+// CCServer is the cc_server surface (docs/requirements.md#cc-registry) of a
+// gateway: a Surface of its own over the same store, metrics and
+// transport code, with the cc_server catalog, its Rego package
+// (data.ccserver), its callers (memberships), its adapter (the search
+// tools in front of its backend) and its rate limits. Handler serves POST
+// /mcp (Streamable HTTP) and GET /sse with POST /messages (2024-11-05) on
+// the listener of MCPGATE_CCSERVER_LISTEN.
+//
+// Its Policy decides the surface's calls: the bundle of
+// MCPGATE_POLICY_DIR (or the embedded one) under the same gated hot
+// reload as the SupaCloud surface: watched, reloaded with it through the
+// admin API, and on every replica. Its Callers cache the users'
+// memberships; every admin change drops them whole (InvalidateAll), since
+// a membership of any workspace can change what a user reaches.
 type CCServer struct {
-	Catalog *tools.Catalog
-	// Policy decides the surface's calls (data.ccserver): the bundle of
-	// MCPGATE_POLICY_DIR (or the embedded one) under the same gated hot
-	// reload as the SupaCloud surface: watched, reloaded with it through
-	// the admin API, and on every replica.
-	Policy   *policy.Live
-	JWT      *auth.JWT
-	Pipeline *pipeline.Pipeline
-	// Callers caches the users' memberships; every admin change drops it
-	// whole (InvalidateAll), since a membership of any workspace can
-	// change what a user reaches.
-	Callers   *callercache.Cache
-	Handler   http.Handler
-	transport *mcp.Transport
+	*Surface
+	JWT     *auth.JWT
+	Handler http.Handler
 	// rules are the surface's rate limits, rebuilt after every swap of
 	// its policy (data.ccserver.limits).
 	rules *liveRules
@@ -88,60 +81,51 @@ func (cc *CCServer) setRules(a *App, log *zap.Logger, e *policy.Engine) {
 	}
 }
 
-// ccInstructions are sent at initialize on the cc_server surface.
-const ccInstructions = "cc_server tools, authorized by mcpgate. tools/list offers the whole registry; list_my_tools and search_tool_bm25 say what is callable now in this conversation's mode."
-
-// openCCServer builds the cc_server surface when MCPGATE_CCSERVER_LISTEN
-// is set; a.CC stays nil otherwise.
-func (a *App) openCCServer(ctx context.Context, log *zap.Logger, version string, deps Deps) error {
+// ccServerSurface builds the cc_server surface when
+// MCPGATE_CCSERVER_LISTEN is set (nil otherwise): its catalog, policy,
+// credential, adapter, callers and rate limits; CCServer.serve serves it.
+func (a *App) ccServerSurface(ctx context.Context, log *zap.Logger, version string) (*CCServer, error) {
 	cfg := a.Config
 	if !cfg.CCServer.On() {
-		return nil
+		return nil, nil
 	}
-	cc := &CCServer{rules: &liveRules{}}
+	cc := &CCServer{Surface: &Surface{Name: gateway.SurfaceCCServer, ListEveryTool: true, WorkspaceFromPolicy: true}, rules: &liveRules{}}
 	var err error
 	if cc.Catalog, err = tools.LoadCCServer(); err != nil {
-		return fmt.Errorf("cc_server tool catalog: %w", err)
+		return nil, fmt.Errorf("cc_server tool catalog: %w", err)
 	}
 	if cc.Policy, err = a.ccPolicy(ctx, log, cc); err != nil {
-		return err
+		return nil, err
 	}
 	if cc.JWT, err = auth.NewJWT(auth.JWTConfig{
 		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM, Issuer: cfg.JWTIssuer, Audience: cfg.CCServer.JWTAudience,
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	backend, err := a.ccAdapter(ctx, version)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cc.setRules(a, log, cc.Policy.Engine())
+	cc.Limits = cc.rules
 	cc.Callers = callercache.New(memberships{a.Store}, callercache.Options{TTL: cfg.CallerCacheTTL})
-	cc.Pipeline = &pipeline.Pipeline{
-		Store: a.Store, Callers: cc.Callers, Decider: cc.Policy, Catalog: cc.Catalog,
-		Adapter: &searchTools{next: backend, policy: cc.Policy, callers: cc.Callers, catalog: cc.Catalog, index: search.New(cc.Catalog.Tools())},
-		Logger:  log, Metrics: a.Pipeline.Metrics, AuditArguments: cfg.AuditArguments,
-		RateLimits: cc.rules, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
-		Surface: gateway.SurfaceCCServer, ListEveryTool: true, WorkspaceFromPolicy: true,
-		Approvals: a.Pipeline.Approvals, CheckParamHeaders: wire.CheckParamHeaders,
-	}
-	if a.DecisionLog != nil {
-		cc.Pipeline.DecisionLog = a.DecisionLog.ForSurface(gateway.SurfaceCCServer)
-	}
-	deps.Pipeline = cc.Pipeline
-	if cc.transport, err = newTransport(deps, auth.CCServer{J: cc.JWT}, "", ccInstructions); err != nil {
-		return err
-	}
-	r := mux.NewRouter()
-	r.Handle("/mcp", cc.transport)
-	legacy := cc.transport.LegacyHandler(legacyMessagesPath)
-	r.Handle(legacySSEPath, legacy)
-	r.Handle(legacyMessagesPath, legacy)
-	cc.Handler = r
-	a.CC = cc
-	a.closers = append(a.closers, func() error { cc.transport.Close(); return nil })
+	cc.Adapter = search.NewTools(backend, func(ctx context.Context, p *gateway.Principal, c *gateway.Caller, ws string) (map[string]bool, error) {
+		return cc.Policy.Engine().VisibleIn(ctx, p, c, ws)
+	}, cc.Callers, cc.Catalog)
+	cc.Endpoints = []Endpoint{{Path: "/mcp", Auth: auth.CCServer{J: cc.JWT}, Instructions: ccInstructions, Legacy: true}}
 	log.Info("cc_server surface configured", zap.String("listen", cfg.CCServer.Listen), zap.Int("tools", cc.Catalog.Len()),
 		zap.Int("calls_per_minute", a.ccLimits(cc.Policy.Engine()).CCServerCallsPerMinute))
+	return cc, nil
+}
+
+// serve opens the surface on a handler of its own (Handler), with the
+// limits of d, for the listener of MCPGATE_CCSERVER_LISTEN.
+func (cc *CCServer) serve(d Deps) error {
+	r := mux.NewRouter()
+	if err := cc.open(d, r, "", ""); err != nil {
+		return err
+	}
+	cc.Handler = r
 	return nil
 }
 
@@ -161,11 +145,9 @@ func (a *App) ccPolicy(ctx context.Context, log *zap.Logger, cc *CCServer) (*pol
 		Logger: log, Observer: a.metrics,
 		OnSwap: func(_, cur *policy.Engine) {
 			cc.setRules(a, log, cur)
-			if cc.transport != nil {
-				cc.transport.RefreshTools(func(*gateway.Principal) bool { return true })
-			}
+			cc.RefreshTools(func(*gateway.Principal) bool { return true })
 		},
-		OnAttempt: a.announcePolicy(log, gateway.SurfaceCCServer),
+		OnAttempt: a.fanout.OnAttempt(gateway.SurfaceCCServer),
 		Tested:    a.tested,
 	})
 	if err != nil {
@@ -197,112 +179,6 @@ func (m memberships) LoadCaller(ctx context.Context, p *gateway.Principal) (*gat
 	return m.s.LoadMemberships(ctx, p)
 }
 
-// The tools the gateway answers itself on the cc_server surface (docs/requirements.md#cc-tool-search:
-// both come from cc_mcp_client and ask the mode lock).
-const (
-	toolListMine = "list_my_tools"
-	toolSearch   = "search_tool_bm25"
-)
-
-// searchTools is the cc_server adapter: it answers list_my_tools and
-// search_tool_bm25 from the catalog, the BM25 index and the policy's
-// visible_tools for the calling principal (each tool says whether it is
-// callable now), and hands every other call to next (the demo or an
-// upstream cc_server). The two are still tools/call through the
-// pipeline: decided, rate limited and audited like any other.
-type searchTools struct {
-	next    pipeline.Adapter
-	policy  *policy.Live
-	callers pipeline.CallerLoader
-	catalog *tools.Catalog
-	index   *search.Index
-}
-
-// ResolveResource forwards to the backend when it resolves resources.
-func (s *searchTools) ResolveResource(ctx context.Context, ws, kind, id string) (map[string]string, bool, error) {
-	if r, ok := s.next.(pipeline.ResourceResolver); ok {
-		return r.ResolveResource(ctx, ws, kind, id)
-	}
-	return nil, false, nil
-}
-
-// CallTool answers the two search tools, forwarding everything else.
-func (s *searchTools) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error) {
-	if call.Tool != toolListMine && call.Tool != toolSearch {
-		call.Principal = nil // never forwarded
-		return s.next.CallTool(ctx, call)
-	}
-	if call.Principal == nil {
-		return nil, gateway.Errorf(gateway.EInternal, "%s was called without its principal; the gateway cannot rate callability", call.Tool)
-	}
-	ws, _ := call.Arguments["workspace_id"].(string)
-	caller, err := s.callers.LoadCaller(ctx, call.Principal)
-	if err != nil {
-		return nil, gateway.Wrap(gateway.EUnavailable, err, "the gateway could not load this caller's workspaces, so callability cannot be told; retry shortly")
-	}
-	callable, err := s.policy.Engine().VisibleIn(ctx, call.Principal, caller, ws)
-	if err != nil {
-		return nil, err
-	}
-	var out map[string]any
-	if call.Tool == toolListMine {
-		out = s.listMine(call.Arguments, callable)
-	} else {
-		out = s.search(call.Arguments, callable)
-	}
-	out["mode"] = modeOf(call.Principal)
-	if ws != "" {
-		out["workspace_id"] = ws
-	}
-	return &gateway.ToolResult{Content: []map[string]any{}, StructuredContent: out}, nil
-}
-
-// listMine lists the callable tools in catalog order, optionally of one
-// group.
-func (s *searchTools) listMine(args map[string]any, callable map[string]bool) map[string]any {
-	group, _ := args["group"].(string)
-	list := []map[string]any{}
-	for _, t := range s.catalog.Tools() {
-		if callable[t.Name] && (group == "" || t.Group == group) {
-			list = append(list, map[string]any{"name": t.Name, "group": t.Group, "description": t.Description,
-				"requires_approval": t.RequiresApproval, "callable": true})
-		}
-	}
-	return map[string]any{"tools": list, "count": len(list)}
-}
-
-// search ranks the catalog for the query; every hit carries its schema
-// and whether it is callable now.
-func (s *searchTools) search(args map[string]any, callable map[string]bool) map[string]any {
-	q, _ := args["query"].(string)
-	limit := 10
-	switch n := args["limit"].(type) {
-	case json.Number:
-		if v, err := n.Int64(); err == nil {
-			limit = int(v)
-		}
-	case float64:
-		limit = int(n)
-	}
-	hits := []map[string]any{}
-	for _, h := range s.index.Search(q, limit) {
-		t, _ := s.catalog.Lookup(h.Name)
-		hits = append(hits, map[string]any{"name": t.Name, "group": t.Group, "description": t.Description,
-			"score": h.Score, "input_schema": json.RawMessage(t.InputSchema), "requires_approval": t.RequiresApproval,
-			"callable": callable[t.Name]})
-	}
-	return map[string]any{"query": q, "hits": hits}
-}
-
-// modeOf is the conversation mode the answer is rated in, as the policy
-// applies it (no mode claim: chat).
-func modeOf(p *gateway.Principal) string {
-	if strings.TrimSpace(p.Mode) == "" {
-		return "chat"
-	}
-	return p.Mode
-}
-
 // alsoDropAll invalidates the main callers as asked and the cc_server
 // callers whole on every change: a user's memberships span workspaces.
 type alsoDropAll struct {
@@ -325,7 +201,8 @@ func (i alsoDropAll) InvalidateAll() {
 }
 
 var (
-	_ pipeline.ResourceResolver = (*searchTools)(nil)
+	_ pipeline.ResourceResolver = (*search.Tools)(nil)
+	_ search.Resolver           = (pipeline.ResourceResolver)(nil)
 	_ pipeline.ResourceResolver = (*ccdemo.Backend)(nil)
 	_ callercache.Loader        = memberships{}
 )

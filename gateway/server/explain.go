@@ -38,22 +38,23 @@ type ExplainDeps struct {
 	// (its error is returned to every request).
 	Explainer func() (*policy.Explainer, error)
 	Catalog   *tools.Catalog
-	// Resolver looks up the record a call addresses (approval.decide's
-	// gate), as the request path does; nil resolves nothing, which Notes
-	// then say.
-	Resolver pipeline.ResourceResolver
+	// Adapter looks up the record a call addresses (approval.decide's
+	// gate) when it is a pipeline.ResourceResolver, as the request path
+	// does; it is never called. nil resolves nothing, which Notes then
+	// say.
+	Adapter pipeline.Adapter
 }
 
 // Explain returns the admin.Explainer of POST /admin/v1/explain and
-// `mcpgate policy explain`: it loads the session's caller from the store as
-// the request path does (a task the store has not seen is explained as the
-// gateway would register it on the first request: running; nothing is
-// written), takes the policy arguments as the request path does
-// (tools.Catalog.PolicyArguments), resolves the call's resource when the
-// tool declares one, and decides and explains the call with the engine.
-// Errors: EInvalid for an unknown tool, arguments that are not a JSON
-// object, or no user when the task has no audited call; ENotFound for an
-// unknown workspace; the engine's errors.
+// `mcpgate policy explain`: it runs the request path's own first steps in
+// a dry run (pipeline.Pipeline.DryRun: the catalog entry, the caller, the
+// addressed record; no reservation, no audit row, no dispatch) and
+// decides and explains the call with the engine on their state. The
+// caller is loaded from the store without registering anything: a task
+// the store has not seen is explained as the gateway would register it on
+// the first request (running). Errors: EInvalid for an unknown tool,
+// arguments that are not a JSON object, or no user when the task has no
+// audited call; ENotFound for an unknown workspace; the engine's errors.
 func Explain(d ExplainDeps) admin.Explainer {
 	return func(ctx context.Context, req admin.ExplainRequest) (any, error) {
 		return explainCall(ctx, d, req)
@@ -64,8 +65,7 @@ func explainCall(ctx context.Context, d ExplainDeps, req admin.ExplainRequest) (
 	if err := admin.CheckExplainRequest(req); err != nil {
 		return nil, err
 	}
-	tool, ok := d.Catalog.Lookup(req.Tool)
-	if !ok {
+	if _, ok := d.Catalog.Lookup(req.Tool); !ok {
 		return nil, gateway.Errorf(gateway.EInvalid, "tool %q is not in the catalog, so the gateway answers it as an unknown tool before any policy runs; use a tool name from tools/list", req.Tool)
 	}
 	args, err := explainArgs(req.Args)
@@ -89,31 +89,76 @@ func explainCall(ctx context.Context, d ExplainDeps, req admin.ExplainRequest) (
 		ans.Notes = append(ans.Notes, fmt.Sprintf("user %s is the actor of the task's latest audited call (%s)", ans.User, evs[0].Time.Format("2006-01-02T15:04:05Z07:00")))
 	}
 	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: ans.User, WorkspaceID: req.Workspace, TaskID: req.Task, ProfileID: req.Profile}
-	caller, err := d.Store.LoadCaller(ctx, p)
+	callers := &explainCallers{s: d.Store, notes: &ans.Notes}
+	dry := &pipeline.Pipeline{Catalog: d.Catalog, Callers: callers}
+	resolver, _ := d.Adapter.(pipeline.ResourceResolver)
+	if resolver != nil {
+		dry.Adapter = explainResolver{r: resolver, notes: &ans.Notes}
+	}
+	c, err := dry.DryRun(ctx, p, req.Tool, args)
+	if callers.err != nil { // the store's own error (ENotFound for an unknown workspace), not the wire's
+		return nil, callers.err
+	}
 	if err != nil {
 		return nil, err
 	}
-	if caller.Task == nil && caller.Member != nil {
-		// What pipeline.RegisterTasks does on the first request, without
-		// the write.
-		c := *caller
-		c.Task = &gateway.Task{WorkspaceID: req.Workspace, ID: req.Task, Status: gateway.TaskRunning}
-		caller = &c
-		ans.Notes = append(ans.Notes, fmt.Sprintf("task %s is not registered yet; explained as the gateway registers it on its first request: running", req.Task))
+	if ref := c.Tool.Resource; ref != nil && resolver == nil && c.Resource["id"] != "" {
+		ans.Notes = append(ans.Notes, fmt.Sprintf("%s %s was not looked up (no backend here), so the policy sees only its id; POST /admin/v1/explain on the gateway resolves it", ref.Kind, c.Resource["id"]))
 	}
-	ref := policy.ToolRef{Name: tool.Name, Tier: tool.Tier, CarveOut: tool.CarveOut}
-	if tool.Resource != nil {
-		ref.Resource, err = explainResource(ctx, d.Resolver, req.Workspace, tool.Resource, args, &ans.Notes)
-		if err != nil {
-			return nil, err
-		}
+	if ref := c.Tool.Resource; ref != nil && c.Resource["id"] == "" {
+		ans.Notes = append(ans.Notes, fmt.Sprintf("the call names no %s (argument %s), so the policy sees no record", ref.Kind, ref.IDArgument))
 	}
-	ex, err := x.Explain(ctx, p, caller, ref, d.Catalog.PolicyArguments(tool.Name, args))
+	ex, err := x.Explain(ctx, p, c.Caller, pipeline.ToolRef(c.Tool, c.Resource), d.Catalog.PolicyArguments(c.Tool.Name, args))
 	if err != nil {
 		return nil, err
 	}
 	ans.Explanation = ex
 	return ans, nil
+}
+
+// explainCallers loads the caller of an explanation's dry run from the
+// store and registers nothing: a task the store has not seen is given as
+// pipeline.RegisterTasks would register it on the first request, and
+// Notes say so. err keeps the store's error.
+type explainCallers struct {
+	s     ExplainStore
+	notes *[]string
+	err   error
+}
+
+func (l *explainCallers) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
+	caller, err := l.s.LoadCaller(ctx, p)
+	if err != nil {
+		l.err = err
+		return nil, err
+	}
+	if caller.Task == nil && caller.Member != nil {
+		c := *caller
+		c.Task = &gateway.Task{WorkspaceID: p.WorkspaceID, ID: p.TaskID, Status: gateway.TaskRunning}
+		caller = &c
+		*l.notes = append(*l.notes, fmt.Sprintf("task %s is not registered yet; explained as the gateway registers it on its first request: running", p.TaskID))
+	}
+	return caller, nil
+}
+
+// explainResolver is the adapter of an explanation's dry run: it looks
+// records up through r and notes the ones r does not have. A dry run
+// dispatches nothing, so CallTool is never called.
+type explainResolver struct {
+	r     pipeline.ResourceResolver
+	notes *[]string
+}
+
+func (e explainResolver) ResolveResource(ctx context.Context, ws, kind, id string) (map[string]string, bool, error) {
+	attrs, found, err := e.r.ResolveResource(ctx, ws, kind, id)
+	if err == nil && !found {
+		*e.notes = append(*e.notes, fmt.Sprintf("the backend has no %s %s in workspace %s", kind, id, ws))
+	}
+	return attrs, found, err
+}
+
+func (explainResolver) CallTool(context.Context, gateway.ToolCall) (*gateway.ToolResult, error) {
+	return nil, gateway.Errorf(gateway.EInternal, "an explanation dispatches nothing")
 }
 
 // explainArgs decodes the arguments as the transport does (numbers kept
@@ -130,35 +175,6 @@ func explainArgs(raw json.RawMessage) (map[string]any, error) {
 		return nil, gateway.Wrap(gateway.EInvalid, err, "args must be a JSON object of the call's arguments, e.g. {\"slug\": \"nightly-report\"}")
 	}
 	return args, nil
-}
-
-// explainResource is the input.resource of the call: kind and id, and what
-// the resolver tells of the record (pipeline: resolveResource).
-func explainResource(ctx context.Context, r pipeline.ResourceResolver, ws string, ref *tools.ResourceRef, args map[string]any, notes *[]string) (map[string]string, error) {
-	res := map[string]string{"kind": ref.Kind}
-	id, _ := args[ref.IDArgument].(string)
-	if id == "" {
-		*notes = append(*notes, fmt.Sprintf("the call names no %s (argument %s), so the policy sees no record", ref.Kind, ref.IDArgument))
-		return res, nil
-	}
-	res["id"] = id
-	if r == nil {
-		*notes = append(*notes, fmt.Sprintf("%s %s was not looked up (no backend here), so the policy sees only its id; POST /admin/v1/explain on the gateway resolves it", ref.Kind, id))
-		return res, nil
-	}
-	attrs, found, err := r.ResolveResource(ctx, ws, ref.Kind, id)
-	if err != nil {
-		return nil, gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf("the backend could not look up %s %s; retry shortly", ref.Kind, id))
-	}
-	if !found {
-		*notes = append(*notes, fmt.Sprintf("the backend has no %s %s in workspace %s", ref.Kind, id, ws))
-	}
-	for k, v := range attrs {
-		if k != "kind" && k != "id" {
-			res[k] = v
-		}
-	}
-	return res, nil
 }
 
 // liveExplainer follows the live engine: the explainer of the engine that

@@ -13,7 +13,6 @@ import (
 	"net/http/pprof"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -29,6 +28,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/console"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
+	"github.com/mcpgate/mcpgate/gateway/replica"
 	"github.com/mcpgate/mcpgate/gateway/store"
 )
 
@@ -38,23 +38,18 @@ type FullStore = store.Store
 
 // Server is a running gateway's HTTP side.
 type Server struct {
-	handler   http.Handler
-	transport *mcp.Transport
-	// api is the transport of /api/mcp (external coordinators); nil when
-	// Deps.APIAuth is nil.
-	api     *mcp.Transport
+	handler http.Handler
+	// surface is the SupaCloud surface this handler serves (/mcp, and
+	// /api/mcp when Deps.APIAuth is set).
+	surface *Surface
 	store   pipeline.Store
 	log     *zap.Logger
 	probes  http.Handler // /healthz, /readyz, /metrics
 	callers CallerInvalidator
-	// changes handles announced changes (Changes); announced counts the
-	// changes this process's admin API announced itself.
-	changes   *changes
-	announced atomic.Uint64
-	// ends is Deps.SessionEnds when it is a SessionEndCache, which the
-	// change feed keeps current; else nil.
-	ends   *SessionEndCache
-	policy admin.Policy
+	// changes handles announced changes (Changes), and counts those of
+	// this process's admin API.
+	changes *replica.Coordinator
+	policy  admin.Policy
 }
 
 // CallerInvalidator drops cached callers; *callercache.Cache implements
@@ -68,7 +63,11 @@ type CallerInvalidator interface {
 
 // Deps are the parts New wires together.
 type Deps struct {
-	Store    FullStore
+	Store FullStore
+	// Surface is the surface New serves (App: the SupaCloud surface, its
+	// Pipeline built); nil serves Pipeline on the endpoints of Auth and
+	// APIAuth.
+	Surface  *Surface
 	Pipeline *pipeline.Pipeline
 	Auth     mcp.Authenticator
 	// APIAuth authenticates the scmt_ API tokens of external coordinators
@@ -152,9 +151,10 @@ const (
 	legacyMessagesPath = "/messages"
 )
 
-// New builds the HTTP handler: /mcp (agent sessions; and /sse with
-// /messages for 2024-11-05 clients), /api/mcp (external coordinators, when
-// d.APIAuth is set), the OAuth protected resource metadata under
+// New builds the HTTP handler: the endpoints of d.Surface (else of
+// d.Pipeline: /mcp for agent sessions, and /sse with /messages for
+// 2024-11-05 clients; /api/mcp for external coordinators, when d.APIAuth
+// is set), the OAuth protected resource metadata under
 // /.well-known, /admin/v1 (operators), and, unless d.ProbesApart,
 // /healthz, /readyz and /metrics.
 func New(d Deps) (*Server, error) {
@@ -173,36 +173,21 @@ func New(d Deps) (*Server, error) {
 		}
 		metaURL = u
 	}
-	t, err := newTransport(d, d.Auth, metaURL,
-		"SupaCloud tools, authorized by mcpgate. tools/list shows exactly the tools your agent profile may call.")
-	if err != nil {
-		return nil, err
+	sf := d.Surface
+	if sf == nil {
+		sf = &Surface{Name: gateway.SurfaceSupaCloud, Pipeline: d.Pipeline, Endpoints: supacloudEndpoints(d.Auth, d.APIAuth)}
 	}
-	var api *mcp.Transport
-	if d.APIAuth != nil {
-		// The same transport code, protocol versions and pipeline as /mcp;
-		// only the credential differs (docs/requirements.md#external-tools-list).
-		if api, err = newTransport(d, d.APIAuth, metaURL,
-			"SupaCloud's external MCP gateway, authorized by mcpgate. tools/list shows exactly the tools your API token's scopes reach; every other name is answered as unknown."); err != nil {
-			t.Close()
-			return nil, err
-		}
+	r := mux.NewRouter()
+	if err := sf.open(d, r, metaURL, strings.TrimSuffix(publicPath(d.HTTP.PublicURL), "/")); err != nil {
+		return nil, err
 	}
 	log := d.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{transport: t, api: api, store: d.Store, log: log, callers: d.Callers, policy: d.Policy}
-	s.changes = &changes{s: s, log: log}
-	s.ends, _ = d.SessionEnds.(*SessionEndCache)
-	r := mux.NewRouter()
-	r.Handle("/mcp", t) // every method: the transport answers 405 itself, with a JSON-RPC body
-	if api != nil {
-		r.Handle(apiMCPPath, api)
-	}
-	legacy := t.LegacyHandler(strings.TrimSuffix(publicPath(d.HTTP.PublicURL), "/") + legacyMessagesPath)
-	r.Handle(legacySSEPath, legacy)
-	r.Handle(legacyMessagesPath, legacy)
+	s := &Server{surface: sf, store: d.Store, log: log, callers: d.Callers, policy: d.Policy}
+	ends, _ := d.SessionEnds.(*replica.SessionEndCache) // kept current by the change feed
+	s.changes = replica.NewCoordinator(s, ends, log)
 	if d.HTTP.PublicURL != "" {
 		mountMetadata(r, d.HTTP)
 	}
@@ -256,12 +241,12 @@ func New(d Deps) (*Server, error) {
 	return s, nil
 }
 
-// newTransport builds one MCP endpoint over d.Pipeline with the limits of d,
+// newTransport builds one MCP endpoint over pl with the limits of d,
 // authenticating with a and sending instructions at initialize.
-func newTransport(d Deps, a mcp.Authenticator, metaURL, instructions string) (*mcp.Transport, error) {
+func newTransport(d Deps, pl *pipeline.Pipeline, a mcp.Authenticator, metaURL, instructions string) (*mcp.Transport, error) {
 	return mcp.NewHandler(mcp.Options{
 		Authenticator:       a,
-		Handler:             d.Pipeline,
+		Handler:             pl,
 		Logger:              d.Logger,
 		MaxBodyBytes:        d.MaxBodyBytes,
 		MaxBatchMessages:    d.MaxBatchMessages,
@@ -316,11 +301,8 @@ func checkHost(h http.Handler, hostOK func(string) bool) http.Handler {
 // Close ends all MCP sessions and streams and the degraded refresh of
 // Changes.
 func (s *Server) Close() {
-	s.changes.close()
-	s.transport.Close()
-	if s.api != nil {
-		s.api.Close()
-	}
+	s.changes.Close()
+	s.surface.Close()
 }
 
 // ready answers /readyz: whether the audit store answers, and for
@@ -378,14 +360,14 @@ func readyPolicy(p admin.Policy) map[string]any {
 // and the change feed (Changes) for changes made through other replicas,
 // so this replica behaves as if the change had been made here.
 func (s *Server) WorkspaceChanged(workspaceID string) {
-	s.dropCallers(workspaceID)
-	s.refreshTools(func(p *gateway.Principal) bool { return workspaceID == "" || p.WorkspaceID == workspaceID })
+	s.DropCallers(workspaceID)
+	s.RefreshTools(func(p *gateway.Principal) bool { return workspaceID == "" || p.WorkspaceID == workspaceID })
 }
 
-// dropCallers drops the cached callers of workspace workspaceID (of
+// DropCallers drops the cached callers of workspace workspaceID (of
 // every workspace for ""); calls that start after it returns read the
-// store.
-func (s *Server) dropCallers(workspaceID string) {
+// store (replica.Replica).
+func (s *Server) DropCallers(workspaceID string) {
 	switch {
 	case s.callers == nil:
 	case workspaceID == "":
@@ -400,17 +382,13 @@ func (s *Server) dropCallers(workspaceID string) {
 // notifications/tools/list_changed, through the same check as
 // WorkspaceChanged (the callers stay cached: the caller did not change).
 func (s *Server) PolicyChanged() {
-	s.refreshTools(func(*gateway.Principal) bool { return true })
+	s.RefreshTools(func(*gateway.Principal) bool { return true })
 }
 
-// refreshTools has both MCP endpoints recompute the tools/list of their
-// open streams whose principal matches, and notify those that changed.
-func (s *Server) refreshTools(match func(p *gateway.Principal) bool) {
-	s.transport.RefreshTools(match)
-	if s.api != nil {
-		s.api.RefreshTools(match)
-	}
-}
+// RefreshTools has both MCP endpoints recompute the tools/list of their
+// open streams whose principal matches, and notify those that changed
+// (replica.Replica).
+func (s *Server) RefreshTools(match func(p *gateway.Principal) bool) { s.surface.RefreshTools(match) }
 
 // mountMetadata serves the OAuth protected resource metadata (RFC 9728) at
 // the well-known root, for the gateway as a whole, and path-inserted for

@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"sync"
@@ -20,7 +20,7 @@ func TestNotifyGarbageIgnoredAndCoalesced(t *testing.T) {
 	var runs atomic.Int32
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
-	c := &changes{s: &Server{}, log: zap.NewNop()}
+	c := NewCoordinator(nopReplica{}, nil, zap.NewNop())
 	c.refreshAllHook = func() {
 		runs.Add(1)
 		select {
@@ -48,8 +48,15 @@ func TestNotifyGarbageIgnoredAndCoalesced(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	c.close()
+	c.Close()
 	if n := runs.Load(); n != 2 {
 		t.Fatalf("3,001 announcements of every workspace ran %d full refreshes; want 2 (one running, one pending)", n)
 	}
 }
+
+// nopReplica is a Replica without caches or streams (a Server with none).
+type nopReplica struct{}
+
+func (nopReplica) DropCallers(string)                           {}
+func (nopReplica) RefreshTools(func(p *gateway.Principal) bool) {}
+func (nopReplica) TokenRevoked(string)                          {}

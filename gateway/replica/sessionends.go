@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 )
 
 // SessionEndStore is what the store-backed mcp.SessionEnds needs: the
@@ -24,16 +22,19 @@ type SessionEndStore interface {
 
 // StoreSessionEnds returns the mcp.SessionEnds kept in s, shared by every
 // replica on the same database, so a DELETE on one replica holds on all.
-// Every Ended reads the store; App uses SessionEndCache instead.
-func StoreSessionEnds(s SessionEndStore) mcp.SessionEnds { return storeSessionEnds{s} }
+// Every Ended reads the store; the wiring uses SessionEndCache instead.
+func StoreSessionEnds(s SessionEndStore) StoreEnds { return StoreEnds{s} }
 
-type storeSessionEnds struct{ s SessionEndStore }
+// StoreEnds is StoreSessionEnds' mcp.SessionEnds.
+type StoreEnds struct{ s SessionEndStore }
 
-func (e storeSessionEnds) End(ctx context.Context, id string, until time.Time) error {
+// End implements mcp.SessionEnds.
+func (e StoreEnds) End(ctx context.Context, id string, until time.Time) error {
 	return e.s.EndSession(ctx, id, until)
 }
 
-func (e storeSessionEnds) Ended(ctx context.Context, id string) (bool, error) {
+// Ended implements mcp.SessionEnds.
+func (e StoreEnds) Ended(ctx context.Context, id string) (bool, error) {
 	return e.s.SessionEnded(ctx, id, time.Now())
 }
 
@@ -42,7 +43,7 @@ func (e storeSessionEnds) Ended(ctx context.Context, id string) (bool, error) {
 // it is looked up in the store again on its next request.
 const DefaultSessionEndCacheSize = 16384
 
-// SessionEndCache is the mcp.SessionEnds of App: the store's table of
+// SessionEndCache is the mcp.SessionEnds of the wiring: the store's table of
 // ended sessions, with this replica's "not ended" answers kept in memory,
 // so that a session's requests do not each read the table.
 //
@@ -61,8 +62,6 @@ type SessionEndCache struct {
 	gen  uint64 // bumped by every drop, so a lookup under way when one happened keeps nothing
 	open *lru.Cache[string, struct{}]
 }
-
-var _ mcp.SessionEnds = (*SessionEndCache)(nil)
 
 // NewSessionEndCache returns the cache over s, holding at most size
 // answers (DefaultSessionEndCacheSize when size ≤ 0). live says whether

@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -76,8 +76,7 @@ func TestSessionEndCacheKeepsAnswersWhileLive(t *testing.T) {
 	mustEnded(t, c, "s2", false)
 	tbl.end("s2")                // ended through another replica…
 	mustEnded(t, c, "s2", false) // …not yet announced
-	srv := &Server{ends: c}
-	h := &changes{s: srv, log: zap.NewNop()}
+	h := NewCoordinator(nopReplica{}, c, zap.NewNop())
 	h.Changed(gateway.Change{Table: postgres.EndedSessionsTable, SessionID: "s2"})
 	mustEnded(t, c, "s2", true)
 
@@ -94,9 +93,8 @@ func TestSessionEndCacheKeepsAnswersWhileLive(t *testing.T) {
 func TestSessionEndCacheReadsTableWhileListenerDown(t *testing.T) {
 	tbl := newEndTable()
 	c := NewSessionEndCache(tbl, 0, true)
-	srv := &Server{ends: c}
-	h := &changes{s: srv, log: zap.NewNop()}
-	defer h.close()
+	h := NewCoordinator(nopReplica{}, c, zap.NewNop())
+	defer h.Close()
 	mustEnded(t, c, "s1", false) // kept
 	h.Lost()
 	tbl.end("s1") // no announcement reaches this replica now

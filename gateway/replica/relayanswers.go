@@ -1,15 +1,14 @@
-package server
+package replica
 
 import (
 	"context"
 	"sync"
 	"time"
 
-	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 )
 
-// RelayAnswerStore is what storeAnswers needs of the database: the
+// RelayAnswerStore is what Answers needs of the database: the
 // table of relayed requests awaiting their answer (PostgreSQL migration
 // 00013; *postgres.Store implements it, the embedded store needs none).
 type RelayAnswerStore interface {
@@ -17,6 +16,9 @@ type RelayAnswerStore interface {
 	DeliverRelayAnswer(ctx context.Context, key, owner string, answer []byte) (bool, error)
 	RelayAnswer(ctx context.Context, key string) ([]byte, bool, error)
 	ForgetRelayAnswer(ctx context.Context, key string) error
+	// DeleteExpiredRelayAnswers deletes the records that expired at or
+	// before before (of replicas that stopped during a call).
+	DeleteExpiredRelayAnswers(ctx context.Context, before time.Time) (int64, error)
 }
 
 var _ RelayAnswerStore = (*postgres.Store)(nil)
@@ -26,26 +28,26 @@ var _ RelayAnswerStore = (*postgres.Store)(nil)
 // replica arrives while the listening connection is down.
 const answerPoll = time.Second
 
-// storeAnswers is the mcp.RelayAnswers of replicas on one PostgreSQL: a
+// Answers is the mcp.RelayAnswers of replicas on one PostgreSQL: a
 // waiting request is a row; the replica the client's response reaches
 // fills it in and announces its key (postgres.RelayChannel); the replica
 // holding the request reads it at once on the announcement, or within
 // answerPoll without one.
-type storeAnswers struct {
+type Answers struct {
 	s RelayAnswerStore
 
 	mu      sync.Mutex
 	waiting map[string]chan struct{} // key → kicked by the announcement
 }
 
-var _ mcp.RelayAnswers = (*storeAnswers)(nil)
-
-func newStoreAnswers(s RelayAnswerStore) *storeAnswers {
-	return &storeAnswers{s: s, waiting: map[string]chan struct{}{}}
+// NewAnswers returns the relayed answers kept in s; Answered must be told
+// the announced keys (Coordinator.OnAnswer).
+func NewAnswers(s RelayAnswerStore) *Answers {
+	return &Answers{s: s, waiting: map[string]chan struct{}{}}
 }
 
 // Expect implements mcp.RelayAnswers.
-func (a *storeAnswers) Expect(ctx context.Context, key, owner string, until time.Time, deliver func([]byte)) (func(), error) {
+func (a *Answers) Expect(ctx context.Context, key, owner string, until time.Time, deliver func([]byte)) (func(), error) {
 	if err := a.s.ExpectRelayAnswer(ctx, key, owner, until); err != nil {
 		return nil, err
 	}
@@ -91,12 +93,12 @@ func (a *storeAnswers) Expect(ctx context.Context, key, owner string, until time
 }
 
 // Deliver implements mcp.RelayAnswers.
-func (a *storeAnswers) Deliver(ctx context.Context, key, owner string, answer []byte) (bool, error) {
+func (a *Answers) Deliver(ctx context.Context, key, owner string, answer []byte) (bool, error) {
 	return a.s.DeliverRelayAnswer(ctx, key, owner, answer)
 }
 
-// answered is told by the change feed that key's answer was recorded.
-func (a *storeAnswers) answered(key string) {
+// Answered is told by the feed that key's answer was recorded.
+func (a *Answers) Answered(key string) {
 	a.mu.Lock()
 	kick := a.waiting[key]
 	a.mu.Unlock()
