@@ -36,6 +36,7 @@ type rule struct {
 // the wiring (gateway/server, cmd) everything.
 var (
 	bottom = []string{"gateway", "gateway/canon"}
+	jsonw  = "gateway/internal/jsonw"
 	stores = []string{"gateway", "gateway/internal/...", "migrations"}
 	anyPkg = []string{"..."}
 	// pipelineUses are the siblings the tools/call pipeline composes: a
@@ -43,10 +44,12 @@ var (
 	pipelineUses = []string{"gateway", "gateway/approvals", "gateway/canon", "gateway/confirm", "gateway/mcp", "gateway/policy", "gateway/ratelimit", "tools"}
 	noSDKs       = []string{"github.com/open-policy-agent/...", "github.com/modelcontextprotocol/...", "github.com/santhosh-tekuri/jsonschema/..."}
 	rules        = []rule{
-		{pkg: "gateway", why: "domain types: the standard library only",
-			allow: nil, forbid: []string{"*"}},
-		{pkg: "gateway/canon", test: []string{"gateway/canon"}, forbid: noSDKs,
-			why: "RFC 8785 canonical arguments and their hash: wraps jcs, imports no package of ours"},
+		{pkg: "gateway", why: "domain types: the standard library only, and the one JSON encoder",
+			allow: []string{jsonw}, forbid: []string{"*"}},
+		{pkg: "gateway/canon", allow: []string{jsonw}, test: []string{"gateway/canon"}, forbid: noSDKs,
+			why: "RFC 8785 canonical arguments and their hash: wraps jcs, imports only the one JSON encoder of ours"},
+		{pkg: jsonw, forbid: []string{"*"},
+			why: "the one JSON encoder (encoding/json's bytes and RFC 8785) of the domain and canon: the standard library only"},
 		{pkg: "gateway/internal/...", allow: []string{"gateway", "gateway/internal/..."}, why: "the stores' shared SQL core and helpers"},
 		{pkg: "gateway/postgres", allow: stores, test: []string{"gateway/postgres/...", "gateway/storetest"}, forbid: noSDKs,
 			why: "a store wraps its database and imports no sibling"},
