@@ -319,8 +319,8 @@ type AuditEvent struct {
 	// when it needed none).
 	Surface string `json:"surface"`
 	Mode    string `json:"mode,omitempty"`
-	// ApprovalID names the approval the call waited for (Approval.ID);
-	// "" for a call that needed none.
+	// ApprovalID names the approval the call waited for (the ID of
+	// gateway/approvals' Approval); "" for a call that needed none.
 	ApprovalID string `json:"approval_id,omitempty"`
 }
 

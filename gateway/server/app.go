@@ -172,7 +172,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		SessionSecret: cfg.SessionSecret, SessionEnds: sessionEnds(store), Explain: a.explain(adapter),
 		Approvals: approvalsAPI,
 	}
-	if g, ok := adapter.(gateway.HumanGates); ok { // the demo backend; an upstream keeps its own
+	if g, ok := adapter.(approvals.HumanGates); ok { // the demo backend; an upstream keeps its own
 		deps.Gates = g
 	}
 	var answers *storeAnswers

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/console"
@@ -144,7 +145,7 @@ type Deps struct {
 	// demo backend); nil (an upstream MCP server) answers the admin API's
 	// gates routes 501, and the console says they are decided in the
 	// backend.
-	Gates gateway.HumanGates
+	Gates approvals.HumanGates
 
 	// Callers is the cache Pipeline.Callers reads, if any: the admin API's
 	// changes invalidate it (Server.WorkspaceChanged). nil: no cache.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
@@ -102,13 +103,13 @@ type Store interface {
 	DeleteExpiredConsoleSessions(ctx context.Context, before time.Time) (int64, error)
 
 	// Approvals a person decides (gateway/approvals' Store).
-	CreateApproval(ctx context.Context, a *gateway.Approval) error
-	Approval(ctx context.Context, id string) (*gateway.Approval, error)
-	OpenApproval(ctx context.Context, k gateway.ApprovalKey, now time.Time) (*gateway.Approval, error)
-	ListApprovals(ctx context.Context, f gateway.ApprovalFilter) ([]gateway.Approval, error)
-	DecideApproval(ctx context.Context, id, status, decidedBy, reason string, at time.Time) (*gateway.Approval, error)
-	ExpireApproval(ctx context.Context, id string, at time.Time) (*gateway.Approval, error)
-	UseApproval(ctx context.Context, id, argumentsHash string, at time.Time) (*gateway.Approval, error)
+	CreateApproval(ctx context.Context, a *approvals.Approval) error
+	Approval(ctx context.Context, id string) (*approvals.Approval, error)
+	OpenApproval(ctx context.Context, k approvals.Key, now time.Time) (*approvals.Approval, error)
+	ListApprovals(ctx context.Context, f approvals.Filter) ([]approvals.Approval, error)
+	DecideApproval(ctx context.Context, id, status, decidedBy, reason string, at time.Time) (*approvals.Approval, error)
+	ExpireApproval(ctx context.Context, id string, at time.Time) (*approvals.Approval, error)
+	UseApproval(ctx context.Context, id, argumentsHash string, at time.Time) (*approvals.Approval, error)
 	TouchApprovalWatcher(ctx context.Context, id string, until time.Time) error
 	DeleteApprovalWatcher(ctx context.Context, id string) error
 	ApprovalWatchers(ctx context.Context, now time.Time) (int, error)

@@ -37,8 +37,12 @@ type rule struct {
 var (
 	bottom = []string{"gateway", "gateway/canon"}
 	jsonw  = "gateway/internal/jsonw"
-	stores = []string{"gateway", "gateway/internal/...", "migrations"}
-	anyPkg = []string{"..."}
+	// approvals holds the approval records the stores keep and the
+	// backend's human gates, beside the code that waits for them; it
+	// imports only the bottom.
+	approvals = "gateway/approvals"
+	stores    = []string{"gateway", approvals, "gateway/internal/...", "migrations"}
+	anyPkg    = []string{"..."}
 	// pipelineUses are the siblings the tools/call pipeline composes: a
 	// composing package, but not the wiring.
 	pipelineUses = []string{"gateway", "gateway/approvals", "gateway/canon", "gateway/confirm", "gateway/mcp", "gateway/policy", "gateway/ratelimit", "tools"}
@@ -50,7 +54,7 @@ var (
 			why: "RFC 8785 canonical arguments and their hash: wraps jcs, imports only the one JSON encoder of ours"},
 		{pkg: jsonw, forbid: []string{"*"},
 			why: "the one JSON encoder (encoding/json's bytes and RFC 8785) of the domain and canon: the standard library only"},
-		{pkg: "gateway/internal/...", allow: []string{"gateway", "gateway/internal/..."}, why: "the stores' shared SQL core and helpers"},
+		{pkg: "gateway/internal/...", allow: []string{"gateway", approvals, "gateway/internal/..."}, why: "the stores' shared SQL core and helpers"},
 		{pkg: "gateway/postgres", allow: stores, test: []string{"gateway/postgres/...", "gateway/storetest"}, forbid: noSDKs,
 			why: "a store wraps its database and imports no sibling"},
 		{pkg: "gateway/postgres/pgtest", allow: []string{"gateway", "gateway/postgres"}, forbid: noSDKs, why: "the PostgreSQL store's test helpers"},
@@ -58,7 +62,7 @@ var (
 			why: "a store wraps its database and imports no sibling"},
 		{pkg: "gateway/ratelimit", allow: bottom, test: []string{"gateway/ratelimit"}, forbid: noSDKs,
 			why: "wraps ulule/limiter; takes limits as plain values, not from config or the catalog"},
-		{pkg: "gateway/storetest", allow: []string{"gateway", "gateway/ratelimit"}, forbid: noSDKs,
+		{pkg: "gateway/storetest", allow: []string{"gateway", approvals, "gateway/ratelimit"}, forbid: noSDKs,
 			why: "the shared store suite tests through an interface of its own, so the SQL tests link only the stores"},
 		{pkg: "gateway/policy", allow: bottom, test: []string{"gateway/policy", "policies", "tools"}, why: "wraps OPA"},
 		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},
@@ -66,8 +70,8 @@ var (
 		{pkg: "gateway/approvals", allow: bottom, test: []string{"gateway/approvals", "gateway/sqlite"}, forbid: noSDKs,
 			why: "approvals a person decides: declares the store it consumes, imports no sibling"},
 		{pkg: "gateway/confirm", allow: bottom, test: []string{"gateway/confirm"}, why: "confirmation tokens"},
-		{pkg: "gateway/admin", allow: bottom, test: []string{"gateway/admin"}, why: "the admin API"},
-		{pkg: "gateway/console", allow: nil, test: []string{"gateway", "gateway/admin", "gateway/sqlite"}, forbid: noSDKs,
+		{pkg: "gateway/admin", allow: append(slices.Clip(bottom), approvals), test: []string{"gateway/admin"}, why: "the admin API"},
+		{pkg: "gateway/console", allow: nil, test: []string{"gateway", approvals, "gateway/admin", "gateway/sqlite"}, forbid: noSDKs,
 			why: "the web console: html/template and net/http over the admin API's http.Handler; imports no package of ours"},
 		{pkg: "gateway/config", allow: bottom, test: []string{"gateway/config"}, why: "configuration"},
 		{pkg: "gateway/callercache", allow: bottom, test: []string{"gateway/callercache"}, why: "the caller cache"},
@@ -78,7 +82,8 @@ var (
 			why: "the tools/call steps compose the decision, limits, confirmation, catalog and transport types, and declare the store, policy, adapter and metrics they consume; never a store, the admin API, auth, config or the wiring"},
 		{pkg: "tools", allow: bottom, test: []string{"tools"}, why: "the tool catalogs"},
 		{pkg: "tools/search", allow: []string{"gateway", "tools"}, test: []string{"tools/search", "tools"}, forbid: noSDKs, why: "BM25 over a tool catalog: reads the catalog, wraps nothing else"},
-		{pkg: "adapters/...", allow: bottom, test: anyPkg, why: "where allowed calls go"},
+		{pkg: "adapters/...", allow: append(slices.Clip(bottom), approvals), test: anyPkg,
+			why: "where allowed calls go; a backend that keeps human gates implements approvals.HumanGates"},
 		{pkg: "policies", why: "the Rego bundles, embedded"},
 		{pkg: "migrations", test: []string{"migrations"}, why: "the SQL migrations, embedded"},
 		{pkg: "gateway/server/...", allow: anyPkg, test: anyPkg, why: "composes the request path"},

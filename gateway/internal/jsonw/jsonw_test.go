@@ -11,8 +11,8 @@ import (
 func TestDialects(t *testing.T) {
 	plain := func(e *Encoder, b []byte, n json.Number) ([]byte, bool) { return append(b, n...), true }
 	for _, tc := range []struct {
-		note                 string
-		v                    any
+		note               string
+		v                  any
 		marshal, canonical string
 	}{
 		{"html and line separators", "<a&b>\u2028", `"\u003ca\u0026b\u003e\u2028"`, "\"<a&b>\u2028\""},

@@ -1,4 +1,4 @@
-package gateway
+package approvals
 
 import (
 	"context"
@@ -100,9 +100,10 @@ type HumanGates interface {
 	ListGates(ctx context.Context, workspaceID string) ([]Gate, error)
 	// DecideGate records d on gate id and resumes what waits on it (the
 	// paused task or workflow run), returning the gate as decided.
-	// Errors: ENotFound for an id the workspace does not have, EConflict
-	// once the gate is decided, EInvalid for a bad decision (not approve
-	// or reject, a question approved without an answer, no DecidedBy),
-	// each *Error with a message a person can act on.
+	// Errors: gateway.ENotFound for an id the workspace does not have,
+	// gateway.EConflict once the gate is decided, gateway.EInvalid for a
+	// bad decision (not approve or reject, a question approved without an
+	// answer, no DecidedBy), each *gateway.Error with a message a person
+	// can act on.
 	DecideGate(ctx context.Context, workspaceID, id string, d GateDecision) (Gate, error)
 }
