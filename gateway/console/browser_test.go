@@ -16,6 +16,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
 // chromiumPath finds a Chromium to drive: $MCPGATE_CHROMIUM, else the
@@ -449,8 +450,8 @@ func TestBrowser(t *testing.T) {
 
 	// Policy status and a refused reload.
 	g.policy.mu.Lock()
-	g.policy.status.Shadow = &gateway.ShadowStatus{Source: "/etc/mcpgate/shadow", Revision: "rev-shadow", FlipsSince: time.Now().Add(-time.Hour),
-		Flips: []gateway.ShadowFlips{{Tool: "apps.deploy", Direction: "allow_to_deny", Count: 4}}}
+	g.policy.status.Shadow = &policystatus.Shadow{Source: "/etc/mcpgate/shadow", Revision: "rev-shadow", FlipsSince: time.Now().Add(-time.Hour),
+		Flips: []policystatus.ShadowFlips{{Tool: "apps.deploy", Direction: "allow_to_deny", Count: 4}}}
 	g.policy.mu.Unlock()
 	g.policy.refuse = "decision.rego:1: rego_parse_error: unexpected eof"
 	run("policy",

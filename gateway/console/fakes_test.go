@@ -12,6 +12,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
 )
 
@@ -184,20 +185,20 @@ func (f *fakeApprovals) Watch(ctx context.Context) (<-chan approvals.Approval, e
 // fakePolicy is a live policy whose next reload passes or is refused.
 type fakePolicy struct {
 	mu     sync.Mutex
-	status gateway.PolicyStatus
+	status policystatus.Status
 	refuse string // OPA's message for the next reload; "" passes
 }
 
-func (f *fakePolicy) Status() gateway.PolicyStatus {
+func (f *fakePolicy) Status() policystatus.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.status
 }
 
-func (f *fakePolicy) Reload(_ context.Context, trigger string) (*gateway.PolicyAttempt, error) {
+func (f *fakePolicy) Reload(_ context.Context, trigger string) (*policystatus.Attempt, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	at := &gateway.PolicyAttempt{Time: time.Now(), Trigger: trigger, Revision: "rev-test-2", Outcome: "live", Tests: 12}
+	at := &policystatus.Attempt{Time: time.Now(), Trigger: trigger, Revision: "rev-test-2", Outcome: "live", Tests: 12}
 	if f.refuse != "" {
 		at.Outcome, at.Error, at.Revision = "refused", f.refuse, "rev-bad"
 		f.status.LastAttempt, f.status.LastFailure = at, at

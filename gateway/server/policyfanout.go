@@ -14,6 +14,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 )
 
@@ -30,10 +31,10 @@ type surfacePolicies struct {
 var _ admin.Policy = (*surfacePolicies)(nil)
 
 // Status implements admin.Policy.
-func (p *surfacePolicies) Status() gateway.PolicyStatus { return p.lives[0].Status() }
+func (p *surfacePolicies) Status() policystatus.Status { return p.lives[0].Status() }
 
 // Reload implements admin.Policy.
-func (p *surfacePolicies) Reload(ctx context.Context, trigger string) (*gateway.PolicyAttempt, error) {
+func (p *surfacePolicies) Reload(ctx context.Context, trigger string) (*policystatus.Attempt, error) {
 	at, err := p.lives[0].Reload(ctx, trigger)
 	if at == nil { // the embedded bundle: no surface reloads
 		return at, err
@@ -45,8 +46,8 @@ func (p *surfacePolicies) Reload(ctx context.Context, trigger string) (*gateway.
 }
 
 // Statuses is the status of every surface, for /readyz.
-func (p *surfacePolicies) Statuses() []gateway.PolicyStatus {
-	out := make([]gateway.PolicyStatus, len(p.lives))
+func (p *surfacePolicies) Statuses() []policystatus.Status {
+	out := make([]policystatus.Status, len(p.lives))
 	for i, l := range p.lives {
 		out[i] = l.Status()
 	}
@@ -74,8 +75,8 @@ const announceTimeout = 2 * time.Second
 // bytes takes them without running the tests again. Reloads that other
 // replicas asked for are not announced again. The embedded store serves
 // one process: nothing to announce.
-func (a *App) announcePolicy(log *zap.Logger, surface string) func(string, *gateway.PolicyAttempt, error) {
-	return func(trigger string, at *gateway.PolicyAttempt, err error) {
+func (a *App) announcePolicy(log *zap.Logger, surface string) func(string, *policystatus.Attempt, error) {
+	return func(trigger string, at *policystatus.Attempt, err error) {
 		if trigger != policy.TriggerAdmin && trigger != policy.TriggerWatch {
 			return
 		}

@@ -42,7 +42,11 @@ var (
 	// imports only the bottom.
 	approvals = "gateway/approvals"
 	stores    = []string{"gateway", approvals, "gateway/internal/...", "migrations"}
-	anyPkg    = []string{"..."}
+	// policyStatus is what an operator sees of the policy lifecycle:
+	// gateway/policy writes it, the admin API and the console read it
+	// without linking OPA.
+	policyStatus = "gateway/policy/policystatus"
+	anyPkg       = []string{"..."}
 	// pipelineUses are the siblings the tools/call pipeline composes: a
 	// composing package, but not the wiring.
 	pipelineUses = []string{"gateway", "gateway/approvals", "gateway/canon", "gateway/confirm", "gateway/mcp", "gateway/policy", "gateway/ratelimit", "tools"}
@@ -64,14 +68,16 @@ var (
 			why: "wraps ulule/limiter; takes limits as plain values, not from config or the catalog"},
 		{pkg: "gateway/storetest", allow: []string{"gateway", approvals, "gateway/ratelimit"}, forbid: noSDKs,
 			why: "the shared store suite tests through an interface of its own, so the SQL tests link only the stores"},
-		{pkg: "gateway/policy", allow: bottom, test: []string{"gateway/policy", "policies", "tools"}, why: "wraps OPA"},
+		{pkg: "gateway/policy", allow: append(slices.Clip(bottom), policyStatus), test: []string{"gateway/policy", "policies", "tools"}, why: "wraps OPA"},
 		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},
 		{pkg: "gateway/mcp", allow: bottom, test: []string{"gateway/mcp"}, why: "wraps the MCP transport"},
 		{pkg: "gateway/approvals", allow: bottom, test: []string{"gateway/approvals", "gateway/sqlite"}, forbid: noSDKs,
 			why: "approvals a person decides: declares the store it consumes, imports no sibling"},
 		{pkg: "gateway/confirm", allow: bottom, test: []string{"gateway/confirm"}, why: "confirmation tokens"},
-		{pkg: "gateway/admin", allow: append(slices.Clip(bottom), approvals), test: []string{"gateway/admin"}, why: "the admin API"},
-		{pkg: "gateway/console", allow: nil, test: []string{"gateway", approvals, "gateway/admin", "gateway/sqlite"}, forbid: noSDKs,
+		{pkg: policyStatus, test: []string{policyStatus}, forbid: []string{"*"},
+			why: "the policy lifecycle as an operator sees it: the standard library only, so its readers do not link OPA"},
+		{pkg: "gateway/admin", allow: append(slices.Clip(bottom), approvals, policyStatus), test: []string{"gateway/admin"}, why: "the admin API"},
+		{pkg: "gateway/console", allow: nil, test: []string{"gateway", approvals, policyStatus, "gateway/admin", "gateway/sqlite"}, forbid: noSDKs,
 			why: "the web console: html/template and net/http over the admin API's http.Handler; imports no package of ours"},
 		{pkg: "gateway/config", allow: bottom, test: []string{"gateway/config"}, why: "configuration"},
 		{pkg: "gateway/callercache", allow: bottom, test: []string{"gateway/callercache"}, why: "the caller cache"},
