@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/console"
+	"github.com/mcpgate/mcpgate/gateway/console/consolesession"
 )
 
 // ConsoleSessionStore keeps the console's signed-in sessions in the audit
@@ -13,10 +14,10 @@ import (
 // restart keeps them (sqlcore.Core's console session methods).
 type ConsoleSessionStore interface {
 	// CreateConsoleSession stores s; EConflict when its IDHash is taken.
-	CreateConsoleSession(ctx context.Context, s *gateway.ConsoleSession) error
+	CreateConsoleSession(ctx context.Context, s *consolesession.Session) error
 	// ConsoleSession returns the session if it expires after now;
 	// ENotFound otherwise.
-	ConsoleSession(ctx context.Context, idHash string, now time.Time) (*gateway.ConsoleSession, error)
+	ConsoleSession(ctx context.Context, idHash string, now time.Time) (*consolesession.Session, error)
 	// SetConsoleFlash replaces the session's flash; ENotFound if unknown.
 	SetConsoleFlash(ctx context.Context, idHash string, flash []byte) error
 	// TakeConsoleFlash returns and clears the flash (nil when none).
@@ -28,19 +29,17 @@ type ConsoleSessionStore interface {
 	DeleteExpiredConsoleSessions(ctx context.Context, before time.Time) (int64, error)
 }
 
-// consoleSessions adapts a ConsoleSessionStore to console.SessionStore (the
-// console imports no package of ours, so it has its own record type).
+// consoleSessions adapts a ConsoleSessionStore to console.SessionStore:
+// the console's names, and no session (nil) for ENotFound.
 type consoleSessions struct{ s ConsoleSessionStore }
 
 var _ console.SessionStore = consoleSessions{}
 
-func (c consoleSessions) CreateSession(ctx context.Context, s *console.StoredSession) error {
-	return c.s.CreateConsoleSession(ctx, &gateway.ConsoleSession{IDHash: s.IDHash, Kind: gateway.ConsoleKind(s.Kind),
-		WorkspaceID: s.WorkspaceID, Subject: s.Subject, Operator: s.Operator, CSRF: s.CSRF, SealedToken: s.SealedToken,
-		Flash: s.Flash, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt})
+func (c consoleSessions) CreateSession(ctx context.Context, s *consolesession.Session) error {
+	return c.s.CreateConsoleSession(ctx, s)
 }
 
-func (c consoleSessions) Session(ctx context.Context, idHash string, now time.Time) (*console.StoredSession, error) {
+func (c consoleSessions) Session(ctx context.Context, idHash string, now time.Time) (*consolesession.Session, error) {
 	s, err := c.s.ConsoleSession(ctx, idHash, now)
 	if gateway.ErrorCodeOf(err) == gateway.ENotFound {
 		return nil, nil
@@ -48,8 +47,7 @@ func (c consoleSessions) Session(ctx context.Context, idHash string, now time.Ti
 	if err != nil {
 		return nil, err
 	}
-	return &console.StoredSession{IDHash: s.IDHash, Kind: string(s.Kind), WorkspaceID: s.WorkspaceID, Subject: s.Subject,
-		Operator: s.Operator, CSRF: s.CSRF, SealedToken: s.SealedToken, Flash: s.Flash, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt}, nil
+	return s, nil
 }
 
 func (c consoleSessions) SetFlash(ctx context.Context, idHash string, flash []byte) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/console/consolesession"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 )
 
@@ -95,8 +96,8 @@ type Store interface {
 	DeleteEndedSessions(ctx context.Context, before time.Time) (int64, error)
 
 	// Console sessions (gateway/console's SessionStore).
-	CreateConsoleSession(ctx context.Context, s *gateway.ConsoleSession) error
-	ConsoleSession(ctx context.Context, idHash string, now time.Time) (*gateway.ConsoleSession, error)
+	CreateConsoleSession(ctx context.Context, s *consolesession.Session) error
+	ConsoleSession(ctx context.Context, idHash string, now time.Time) (*consolesession.Session, error)
 	SetConsoleFlash(ctx context.Context, idHash string, flash []byte) error
 	TakeConsoleFlash(ctx context.Context, idHash string) ([]byte, error)
 	DeleteConsoleSession(ctx context.Context, idHash string) error
