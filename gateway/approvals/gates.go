@@ -69,6 +69,10 @@ type Gate struct {
 	RunStatus  string `json:"run_status,omitempty"`
 }
 
+// Question reports whether approving the gate needs an Answer: it is a
+// task gate that asks a question (GateClassQuestion).
+func (g Gate) Question() bool { return g.Class == GateClassQuestion }
+
 // GateDecision is a person's answer to one gate.
 type GateDecision struct {
 	// Decision is GateApprove or GateReject.
