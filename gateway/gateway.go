@@ -131,6 +131,10 @@ type Profile struct {
 	IsDefault       bool     `json:"is_workspace_default"`
 }
 
+// Restricted reports whether ScriptAllowlist limits script.run (nil: any
+// script may run).
+func (p Profile) Restricted() bool { return p.ScriptAllowlist != nil }
+
 // Permissions maps a permission key (e.g. "workspace.budget.view") to a grant.
 type Permissions map[string]bool
 

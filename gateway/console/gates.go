@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
@@ -125,8 +126,8 @@ func (c *Console) loadGates(r *http.Request, sess *session, refused *gateRefusal
 	ids := []string{sess.reader}
 	if sess.reader == "" {
 		var list struct {
-			Workspaces []workspace `json:"workspaces"`
-			Next       string      `json:"next_cursor"`
+			Workspaces []gateway.Workspace `json:"workspaces"`
+			Next       string              `json:"next_cursor"`
 		}
 		if err := c.call(r.Context(), sess.token, http.MethodGet, "/workspaces?limit=100", nil, &list); err != nil {
 			v.Error = err.Error()
