@@ -30,10 +30,13 @@ type rule struct {
 }
 
 // Packages that wrap one dependency may import the domain package (and
-// canon, the domain's one canonical form of arguments, which imports no
-// package of ours) and their own internal helpers, never a sibling. The
-// composing packages import siblings: the pipeline only those it composes,
-// the wiring (gateway/server, cmd) everything.
+// canon, the domain's one canonical form of arguments, which imports only
+// the one JSON encoder of ours) and their own internal helpers, never a
+// sibling. A few standard-library packages beside the domain hold records
+// that their owner and the stores (or the admin API and the console)
+// share: approvals, the policy status, the console session. The composing
+// packages import siblings: the pipeline only those it composes, the
+// wiring (gateway/server, cmd) everything.
 var (
 	bottom = []string{"gateway", "gateway/canon"}
 	jsonw  = "gateway/internal/jsonw"
