@@ -265,40 +265,45 @@ func appendFloat(b []byte, f float64) ([]byte, bool) {
 
 // ValidNumber reports whether s is one JSON number (RFC 8259 grammar),
 // what encoding/json requires of a json.Number.
-func ValidNumber(s string) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
+func ValidNumber(s string) bool { return NumberEnd(s, 0) == len(s) }
+
+// NumberEnd returns the index after the JSON number (RFC 8259 grammar)
+// that starts at index i of d, or -1 when none starts there. The one
+// grammar of numbers: the encoder checks a json.Number with it, and
+// canon's decoder scans with it.
+func NumberEnd[T string | []byte](d T, i int) int {
+	if i < len(d) && d[i] == '-' {
 		i++
 	}
 	switch {
-	case i < len(s) && s[i] == '0':
+	case i < len(d) && d[i] == '0':
 		i++
-	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		i = digitsFrom(s, i)
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		i = digitsFrom(d, i)
 	default:
-		return false
+		return -1
 	}
-	if i < len(s) && s[i] == '.' {
-		if i = digitsFrom(s, i+1); s[i-1] == '.' {
-			return false // no digit after the point
+	if i < len(d) && d[i] == '.' {
+		if i = digitsFrom(d, i+1); d[i-1] == '.' {
+			return -1 // no digit after the point
 		}
 	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
 		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
 			i++
 		}
 		start := i
-		if i = digitsFrom(s, i); i == start {
-			return false
+		if i = digitsFrom(d, i); i == start {
+			return -1
 		}
 	}
-	return i == len(s)
+	return i
 }
 
-// digitsFrom returns the index after the decimal digits of s from i.
-func digitsFrom(s string, i int) int {
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+// digitsFrom returns the index after the decimal digits of d from i.
+func digitsFrom[T string | []byte](d T, i int) int {
+	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
 		i++
 	}
 	return i
