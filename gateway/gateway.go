@@ -1,7 +1,9 @@
 // Package gateway holds mcpgate's domain types: principals, workspace records,
 // policy decisions, audit events and the one error type every layer returns.
 //
-// It imports only the standard library. Packages that wrap a dependency
+// It imports only the standard library and the module's one JSON encoder
+// (gateway/internal/jsonw, standard library only), which writes tool
+// results without reflection. Packages that wrap a dependency
 // (OPA, PostgreSQL, SQLite, HTTP) import this package and never each other;
 // only the composing packages (gateway/pipeline, gateway/server) and
 // cmd/mcpgate see everything; test/layout checks it.
@@ -11,6 +13,8 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/internal/jsonw"
 )
 
 // Tier is the capability tier a tool belongs to; it decides which allowlist
@@ -126,6 +130,10 @@ type Profile struct {
 	ScriptAllowlist []string `json:"script_allowlist"`
 	IsDefault       bool     `json:"is_workspace_default"`
 }
+
+// Restricted reports whether ScriptAllowlist limits script.run (nil: any
+// script may run).
+func (p Profile) Restricted() bool { return p.ScriptAllowlist != nil }
 
 // Permissions maps a permission key (e.g. "workspace.budget.view") to a grant.
 type Permissions map[string]bool
@@ -315,8 +323,8 @@ type AuditEvent struct {
 	// when it needed none).
 	Surface string `json:"surface"`
 	Mode    string `json:"mode,omitempty"`
-	// ApprovalID names the approval the call waited for (Approval.ID);
-	// "" for a call that needed none.
+	// ApprovalID names the approval the call waited for (the ID of
+	// gateway/approvals' Approval); "" for a call that needed none.
 	ApprovalID string `json:"approval_id,omitempty"`
 }
 
@@ -415,23 +423,56 @@ func (r ToolResult) MarshalJSON() ([]byte, error) {
 	}
 	// What json.Marshal writes for the struct below, without reflection:
 	// sc is already compact, as encoding/json writes an embedded raw value.
-	buf := getBuffer()
-	defer putBuffer(buf)
-	if b, ok := appendContent(append(buf.b[:0], `{"content":`...), r.Content); ok {
+	e := jsonw.Get()
+	defer jsonw.Put(e)
+	e.Out = append(e.Out, `{"content":`...)
+	if appendContent(e, r.Content) {
 		if len(sc) > 0 {
-			b = append(append(b, `,"structuredContent":`...), sc...)
+			e.Out = append(append(e.Out, `,"structuredContent":`...), sc...)
 		}
 		if r.IsError {
-			b = append(b, `,"isError":true`...)
+			e.Out = append(e.Out, `,"isError":true`...)
 		}
-		buf.b = append(b, '}')
-		return slices.Clone(buf.b), nil
+		return slices.Clone(append(e.Out, '}')), nil
 	}
 	return json.Marshal(struct {
 		Content           []map[string]any `json:"content"`
 		StructuredContent json.RawMessage  `json:"structuredContent,omitempty"`
 		IsError           bool             `json:"isError,omitempty"`
 	}{r.Content, sc, r.IsError})
+}
+
+// marshalValue returns json.Marshal(v), written by the module's JSON
+// encoder (gateway/internal/jsonw) without reflection where it can: the
+// values tool results hold. Anything it does not take, and every error,
+// is json.Marshal's own. FuzzMarshalValue holds the two to the same bytes.
+func marshalValue(v any) ([]byte, error) {
+	e := jsonw.Get()
+	defer jsonw.Put(e)
+	if e.Append(v) {
+		return slices.Clone(e.Out), nil
+	}
+	return json.Marshal(v)
+}
+
+// appendContent appends json.Marshal(content), a result's content blocks,
+// to e.Out; false when the encoder does not take one of them.
+func appendContent(e *jsonw.Encoder, content []map[string]any) bool {
+	if content == nil {
+		e.Out = append(e.Out, "null"...)
+		return true
+	}
+	e.Out = append(e.Out, '[')
+	for i, block := range content {
+		if i > 0 {
+			e.Out = append(e.Out, ',')
+		}
+		if !e.Append(block) {
+			return false
+		}
+	}
+	e.Out = append(e.Out, ']')
+	return true
 }
 
 // IdempotencyRecord is one mcp_idempotency_keys row: the idempotency_key of

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
 // Gate classes. Task gates pause an agent task; workflow human gates pause
@@ -21,7 +21,7 @@ const (
 // approval is one gate record: the gateway's Gate (its JSON is what
 // approvals.list answers, and what HumanGates hands out), kept here with
 // TaskStatus and RunStatus always empty.
-type approval = gateway.Gate
+type approval = approvals.Gate
 
 var taskGateSeeds = []struct {
 	class, title, prompt string
@@ -122,7 +122,7 @@ func approvalDecide(w *workspace, r *request) (any, error) {
 	if err := machineMay(a); err != nil {
 		return nil, err
 	}
-	d := gateway.GateDecision{Decision: r.str("decision"), Answer: r.str("answer"), Note: r.str("note"), DecidedBy: actorOr(r.Actor)}
+	d := approvals.GateDecision{Decision: r.str("decision"), Answer: r.str("answer"), Note: r.str("note"), DecidedBy: actorOr(r.Actor)}
 	t, err := w.decide(a, d, r.now)
 	if err != nil {
 		return nil, err
@@ -157,18 +157,18 @@ func alreadyDecided(a *approval) error {
 // DecideGate), and resumes what waits on it: the paused task, or the
 // workflow run at its human_gate node. It returns the task it resumed, nil
 // for a workflow gate. A refusal changes nothing.
-func (w *workspace) decide(a *approval, d gateway.GateDecision, at time.Time) (*task, error) {
+func (w *workspace) decide(a *approval, d approvals.GateDecision, at time.Time) (*task, error) {
 	switch {
 	case a.Status != "waiting":
 		return nil, alreadyDecided(a)
-	case d.Decision != gateway.GateApprove && d.Decision != gateway.GateReject:
+	case d.Decision != approvals.GateApprove && d.Decision != approvals.GateReject:
 		return nil, refuse("decision must be approve or reject, not %q", d.Decision)
-	case d.Decision == gateway.GateApprove && a.Class == gateQuestion && d.Answer == "":
+	case d.Decision == approvals.GateApprove && a.Class == gateQuestion && d.Answer == "":
 		return nil, refuse("approving question gate %s needs an answer to its question: %s", a.ID, a.Title)
 	case d.DecidedBy == "":
 		return nil, refuse("a decision of gate %s must name who decided it", a.ID)
 	}
-	a.Status = map[string]string{gateway.GateApprove: "approved", gateway.GateReject: "rejected"}[d.Decision]
+	a.Status = map[string]string{approvals.GateApprove: "approved", approvals.GateReject: "rejected"}[d.Decision]
 	a.Decision, a.Answer, a.Note, a.DecidedBy, a.DecidedAt = d.Decision, d.Answer, d.Note, d.DecidedBy, ptr(at)
 	if a.Kind == "workflow" {
 		w.resumeWorkflow(a, at)
@@ -206,7 +206,7 @@ func (w *workspace) resumeWorkflow(a *approval, at time.Time) {
 	if child != nil {
 		data["node_run_id"] = child.ID
 	}
-	if a.Decision == gateway.GateReject {
+	if a.Decision == approvals.GateReject {
 		if child != nil {
 			child.Error = "rejected by " + a.DecidedBy
 			finish(child, "failed", at)

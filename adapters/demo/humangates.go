@@ -5,23 +5,24 @@ import (
 	"errors"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
-var _ gateway.HumanGates = (*Backend)(nil)
+var _ approvals.HumanGates = (*Backend)(nil)
 
 // ListGates returns every gate of workspaceID (the records approvals.list
 // lists while they wait), waiting and decided, in the order they opened.
 // Unlike approvals.list it shows task gates' prompts: its readers are the
 // workspace's people, who decide in SupaCloud what the agents may not.
 // Errors: EUnavailable when ctx is done.
-func (b *Backend) ListGates(ctx context.Context, workspaceID string) ([]gateway.Gate, error) {
+func (b *Backend) ListGates(ctx context.Context, workspaceID string) ([]approvals.Gate, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, gateway.Wrap(gateway.EUnavailable, err, "demo backend: listing the human gates was cancelled")
 	}
 	w := b.workspace(workspaceID)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]gateway.Gate, 0, len(w.approvals))
+	out := make([]approvals.Gate, 0, len(w.approvals))
 	for _, a := range w.approvals {
 		out = append(out, *a)
 	}
@@ -35,20 +36,20 @@ func (b *Backend) ListGates(ctx context.Context, workspaceID string) ([]gateway.
 // ENotFound, EConflict (already decided), EInvalid (not approve or reject,
 // a question approved without an answer, no DecidedBy), EUnavailable when
 // ctx is done.
-func (b *Backend) DecideGate(ctx context.Context, workspaceID, id string, d gateway.GateDecision) (gateway.Gate, error) {
+func (b *Backend) DecideGate(ctx context.Context, workspaceID, id string, d approvals.GateDecision) (approvals.Gate, error) {
 	if err := ctx.Err(); err != nil {
-		return gateway.Gate{}, gateway.Wrap(gateway.EUnavailable, err, "demo backend: the decision was cancelled before it was recorded")
+		return approvals.Gate{}, gateway.Wrap(gateway.EUnavailable, err, "demo backend: the decision was cancelled before it was recorded")
 	}
 	w := b.workspace(workspaceID)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	a := find(w.approvals, func(a *approval) bool { return a.ID == id })
 	if a == nil {
-		return gateway.Gate{}, gateError(notFound("gate", id))
+		return approvals.Gate{}, gateError(notFound("gate", id))
 	}
 	t, err := w.decide(a, d, b.now().UTC())
 	if err != nil {
-		return gateway.Gate{}, gateError(err)
+		return approvals.Gate{}, gateError(err)
 	}
 	g := *a
 	if t != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
 // TestDecideGateByPerson: a person decides, through HumanGates, the gates
@@ -16,23 +17,23 @@ func TestDecideGateByPerson(t *testing.T) {
 	tests := []struct {
 		name       string
 		gate       func(ids) string
-		d          gateway.GateDecision
+		d          approvals.GateDecision
 		wantStatus string
 		wantTask   string // task status after; "" for a workflow gate
 		wantRun    string
 	}{
 		{name: "tool gate approved", gate: func(f ids) string { return f.toolGate },
-			d: gateway.GateDecision{Decision: "approve", Note: "the 4 are fixed", DecidedBy: "user:ada"}, wantStatus: "approved", wantTask: "running", wantRun: "running"},
+			d: approvals.GateDecision{Decision: "approve", Note: "the 4 are fixed", DecidedBy: "user:ada"}, wantStatus: "approved", wantTask: "running", wantRun: "running"},
 		{name: "visual gate rejected", gate: func(f ids) string { return f.visualGate },
-			d: gateway.GateDecision{Decision: "reject", DecidedBy: "user:ada"}, wantStatus: "rejected", wantTask: "running", wantRun: "running"},
+			d: approvals.GateDecision{Decision: "reject", DecidedBy: "user:ada"}, wantStatus: "rejected", wantTask: "running", wantRun: "running"},
 		{name: "tier change approved", gate: func(f ids) string { return f.tierGate },
-			d: gateway.GateDecision{Decision: "approve", DecidedBy: "user:ada"}, wantStatus: "approved", wantTask: "running", wantRun: "running"},
+			d: approvals.GateDecision{Decision: "approve", DecidedBy: "user:ada"}, wantStatus: "approved", wantTask: "running", wantRun: "running"},
 		{name: "question answered", gate: func(f ids) string { return f.question },
-			d: gateway.GateDecision{Decision: "approve", Answer: "stripe", DecidedBy: "user:ada"}, wantStatus: "approved", wantTask: "running", wantRun: "running"},
+			d: approvals.GateDecision{Decision: "approve", Answer: "stripe", DecidedBy: "user:ada"}, wantStatus: "approved", wantTask: "running", wantRun: "running"},
 		{name: "workflow gate approved", gate: func(f ids) string { return f.workflowGate },
-			d: gateway.GateDecision{Decision: "approve", DecidedBy: "user:ada"}, wantStatus: "approved", wantRun: "running"},
+			d: approvals.GateDecision{Decision: "approve", DecidedBy: "user:ada"}, wantStatus: "approved", wantRun: "running"},
 		{name: "workflow gate rejected", gate: func(f ids) string { return f.workflowGate },
-			d: gateway.GateDecision{Decision: "reject", DecidedBy: "user:ada"}, wantStatus: "rejected", wantRun: "failed"},
+			d: approvals.GateDecision{Decision: "reject", DecidedBy: "user:ada"}, wantStatus: "rejected", wantRun: "failed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,15 +81,15 @@ func TestDecideGateRefusals(t *testing.T) {
 	tests := []struct {
 		name string
 		id   string
-		d    gateway.GateDecision
+		d    approvals.GateDecision
 		code gateway.ErrorCode
 		want string
 	}{
-		{"unknown gate", "apr-00000000", gateway.GateDecision{Decision: "approve", DecidedBy: "u"}, gateway.ENotFound, "gate apr-00000000 not found"},
-		{"other workspace's gate", fixtures(t, b, "ws-b").toolGate, gateway.GateDecision{Decision: "approve", DecidedBy: "u"}, gateway.ENotFound, "not found in this workspace"},
-		{"question without answer", fx.question, gateway.GateDecision{Decision: "approve", DecidedBy: "u"}, gateway.EInvalid, "needs an answer"},
-		{"neither approve nor reject", fx.toolGate, gateway.GateDecision{Decision: "maybe", DecidedBy: "u"}, gateway.EInvalid, "approve or reject"},
-		{"nobody named", fx.toolGate, gateway.GateDecision{Decision: "approve"}, gateway.EInvalid, "who decided"},
+		{"unknown gate", "apr-00000000", approvals.GateDecision{Decision: "approve", DecidedBy: "u"}, gateway.ENotFound, "gate apr-00000000 not found"},
+		{"other workspace's gate", fixtures(t, b, "ws-b").toolGate, approvals.GateDecision{Decision: "approve", DecidedBy: "u"}, gateway.ENotFound, "not found in this workspace"},
+		{"question without answer", fx.question, approvals.GateDecision{Decision: "approve", DecidedBy: "u"}, gateway.EInvalid, "needs an answer"},
+		{"neither approve nor reject", fx.toolGate, approvals.GateDecision{Decision: "maybe", DecidedBy: "u"}, gateway.EInvalid, "approve or reject"},
+		{"nobody named", fx.toolGate, approvals.GateDecision{Decision: "approve"}, gateway.EInvalid, "who decided"},
 	}
 	before := waitingIDs(t, b)
 	for _, tc := range tests {

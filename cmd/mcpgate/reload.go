@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
 // newPolicyReloadCmd is `mcpgate policy reload`: it asks a running gateway
@@ -70,8 +70,8 @@ func policyReload(ctx context.Context, out io.Writer, base, token string) error 
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Attempt *gateway.PolicyAttempt `json:"attempt"`
-		Status  *gateway.PolicyStatus  `json:"status"`
+		Attempt *policystatus.Attempt `json:"attempt"`
+		Status  *policystatus.Status  `json:"status"`
 		Error   struct{ Code, Message string }
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
@@ -82,9 +82,9 @@ func policyReload(ctx context.Context, out io.Writer, base, token string) error 
 	}
 	at, st := body.Attempt, body.Status
 	switch at.Outcome {
-	case gateway.PolicyLive:
+	case policystatus.Live:
 		fmt.Fprintf(out, "policy revision %s is live (%d tests passed; source %s)\n", st.Revision, at.Tests, st.Source)
-	case gateway.PolicyUnchanged:
+	case policystatus.Unchanged:
 		fmt.Fprintf(out, "policy revision %s is already live; nothing changed (%d tests passed)\n", st.Revision, at.Tests)
 	default:
 		return fmt.Errorf("policy bundle %s refused, revision %s stays live: %s", at.Revision, st.Revision, at.Error)

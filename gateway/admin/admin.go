@@ -21,7 +21,7 @@ import (
 	"github.com/gorilla/mux"
 	"go.uber.org/zap"
 
-	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
 // EnvAdminToken is the variable holding the admin bearer token (docs/configuration.md);
@@ -85,7 +85,7 @@ type Options struct {
 	// decided under /workspaces/{ws}/gates (admin token, a workspace
 	// owner's or admin's console sign-in; management:read tokens list);
 	// nil answers those routes 501: the backend decides its gates itself.
-	Gates gateway.HumanGates
+	Gates approvals.HumanGates
 }
 
 // handler is the admin API; see NewHandler.

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
 // Approvals is what the approval routes need: gateway/approvals' Service
@@ -22,16 +23,16 @@ import (
 type Approvals interface {
 	// List returns the approvals f selects, newest first; status pending
 	// lists those still open.
-	List(ctx context.Context, f gateway.ApprovalFilter) ([]gateway.Approval, error)
+	List(ctx context.Context, f approvals.Filter) ([]approvals.Approval, error)
 	// Decide approves or rejects a pending approval in the name of
 	// decidedBy: EInvalid without decidedBy, ENotFound for an unknown id,
 	// EConflict once it is no longer pending.
-	Decide(ctx context.Context, id, status, decidedBy, reason string) (*gateway.Approval, error)
+	Decide(ctx context.Context, id, status, decidedBy, reason string) (*approvals.Approval, error)
 	// Watch registers an open approvals stream until ctx ends (the
 	// approver counts as connected on every replica) and yields each
 	// pending approval, then each again when it leaves pending; the
 	// channel closes when ctx ends or the store fails.
-	Watch(ctx context.Context) (<-chan gateway.Approval, error)
+	Watch(ctx context.Context) (<-chan approvals.Approval, error)
 }
 
 // Paths of the approval routes, under Prefix.
@@ -41,7 +42,7 @@ const (
 )
 
 // approvalStatuses are the values ?status= accepts.
-var approvalStatuses = []string{gateway.ApprovalPending, gateway.ApprovalApproved, gateway.ApprovalRejected, gateway.ApprovalExpired, gateway.ApprovalUsed}
+var approvalStatuses = []string{approvals.StatusPending, approvals.StatusApproved, approvals.StatusRejected, approvals.StatusExpired, approvals.StatusUsed}
 
 // streamKeepAlive is how often an idle approvals stream sends a comment,
 // so that proxies keep it open; streamWrite bounds each write.
@@ -54,8 +55,8 @@ const (
 func (h *handler) approvalRoutes(r *mux.Router) {
 	h.route(r, Prefix+ApprovalsPath, methods{http.MethodGet: h.listApprovals})
 	h.route(r, Prefix+ApprovalStreamPath, methods{http.MethodGet: h.streamApprovals})
-	h.route(r, Prefix+ApprovalsPath+"/{id}/approve", methods{http.MethodPost: h.decider(gateway.ApprovalApproved)})
-	h.route(r, Prefix+ApprovalsPath+"/{id}/reject", methods{http.MethodPost: h.decider(gateway.ApprovalRejected)})
+	h.route(r, Prefix+ApprovalsPath+"/{id}/approve", methods{http.MethodPost: h.decider(approvals.StatusApproved)})
+	h.route(r, Prefix+ApprovalsPath+"/{id}/reject", methods{http.MethodPost: h.decider(approvals.StatusRejected)})
 }
 
 func (h *handler) approvals() (Approvals, error) {
@@ -72,7 +73,7 @@ func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := gateway.ApprovalFilter{Status: q.Get("status"), WorkspaceID: q.Get("workspace_id")}
+	f := approvals.Filter{Status: q.Get("status"), WorkspaceID: q.Get("workspace_id")}
 	if f.Status != "" {
 		if err := checkEnum("status", f.Status, approvalStatuses); err != nil {
 			return err
@@ -95,7 +96,7 @@ func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if list == nil {
-		list = []gateway.Approval{}
+		list = []approvals.Approval{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
 	return nil

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
 // Paths of the human gate routes, under /workspaces/{ws}.
@@ -22,7 +23,7 @@ const (
 const maxGateTextRunes = 2000
 
 // gateStatuses are the values ?status= of the gates listing accepts.
-var gateStatuses = []string{gateway.GateWaiting, gateway.GateApproved, gateway.GateRejected}
+var gateStatuses = []string{approvals.GateWaiting, approvals.GateApproved, approvals.GateRejected}
 
 // GateDecisionRequest is the body of POST
 // /admin/v1/workspaces/{ws}/gates/{gate}/decision: approve or reject, the
@@ -53,7 +54,7 @@ func (e *notImplemented) Error() string { return e.msg }
 // (errNoGates) when the backend keeps none, 400 for a bad workspace id,
 // 404 naming an unknown workspace (as for every route under
 // /workspaces/{ws}).
-func (h *handler) gateTarget(r *http.Request) (gateway.HumanGates, string, error) {
+func (h *handler) gateTarget(r *http.Request) (approvals.HumanGates, string, error) {
 	if h.opts.Gates == nil {
 		return nil, "", errNoGates
 	}
@@ -85,7 +86,7 @@ func (h *handler) listGates(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := []gateway.Gate{}
+	out := []approvals.Gate{}
 	for _, g := range all {
 		if status == "" || g.Status == status {
 			out = append(out, g)
@@ -112,7 +113,7 @@ func (h *handler) decideGate(w http.ResponseWriter, r *http.Request) error {
 	if err := h.decode(w, r, &in); err != nil {
 		return err
 	}
-	if err := checkEnum("decision", in.Decision, []string{gateway.GateApprove, gateway.GateReject}); err != nil {
+	if err := checkEnum("decision", in.Decision, []string{approvals.GateApprove, approvals.GateReject}); err != nil {
 		return err
 	}
 	for field, v := range map[string]string{"answer": in.Answer, "note": in.Note} {
@@ -124,7 +125,7 @@ func (h *handler) decideGate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	g, err := hg.DecideGate(r.Context(), ws, id, gateway.GateDecision{Decision: in.Decision, Answer: in.Answer, Note: in.Note, DecidedBy: by})
+	g, err := hg.DecideGate(r.Context(), ws, id, approvals.GateDecision{Decision: in.Decision, Answer: in.Answer, Note: in.Note, DecidedBy: by})
 	if err != nil {
 		return err
 	}

@@ -9,28 +9,29 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
 // fakeGates keeps the gates of ws-1 and decides as a backend does: waiting
 // only, questions need an answer to approve, someone must be named.
 type fakeGates struct {
 	mu      sync.Mutex
-	gates   map[string]*gateway.Gate
-	decided []gateway.GateDecision
+	gates   map[string]*approvals.Gate
+	decided []approvals.GateDecision
 }
 
 func newFakeGates() *fakeGates {
-	return &fakeGates{gates: map[string]*gateway.Gate{
-		"apr-tool": {ID: "apr-tool", Kind: gateway.GateKindTask, Class: "tool", Status: gateway.GateWaiting, Title: "Allow issue.transition?", Prompt: "close 4 issues", TaskID: "tsk-1", RequestedAt: testNow},
-		"apr-q":    {ID: "apr-q", Kind: gateway.GateKindTask, Class: gateway.GateClassQuestion, Status: gateway.GateWaiting, Title: "Which provider?", TaskID: "tsk-2", RequestedAt: testNow},
-		"apr-done": {ID: "apr-done", Kind: gateway.GateKindWorkflow, Class: "workflow_human_gate", Status: gateway.GateApproved, DecidedBy: "user:owner", RequestedAt: testNow},
+	return &fakeGates{gates: map[string]*approvals.Gate{
+		"apr-tool": {ID: "apr-tool", Kind: approvals.GateKindTask, Class: "tool", Status: approvals.GateWaiting, Title: "Allow issue.transition?", Prompt: "close 4 issues", TaskID: "tsk-1", RequestedAt: testNow},
+		"apr-q":    {ID: "apr-q", Kind: approvals.GateKindTask, Class: approvals.GateClassQuestion, Status: approvals.GateWaiting, Title: "Which provider?", TaskID: "tsk-2", RequestedAt: testNow},
+		"apr-done": {ID: "apr-done", Kind: approvals.GateKindWorkflow, Class: "workflow_human_gate", Status: approvals.GateApproved, DecidedBy: "user:owner", RequestedAt: testNow},
 	}}
 }
 
-func (f *fakeGates) ListGates(_ context.Context, ws string) ([]gateway.Gate, error) {
+func (f *fakeGates) ListGates(_ context.Context, ws string) ([]approvals.Gate, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := []gateway.Gate{}
+	out := []approvals.Gate{}
 	for _, id := range []string{"apr-tool", "apr-q", "apr-done"} {
 		if ws == "ws-1" {
 			out = append(out, *f.gates[id])
@@ -39,19 +40,19 @@ func (f *fakeGates) ListGates(_ context.Context, ws string) ([]gateway.Gate, err
 	return out, nil
 }
 
-func (f *fakeGates) DecideGate(_ context.Context, ws, id string, d gateway.GateDecision) (gateway.Gate, error) {
+func (f *fakeGates) DecideGate(_ context.Context, ws, id string, d approvals.GateDecision) (approvals.Gate, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g, ok := f.gates[id]
 	switch {
 	case !ok || ws != "ws-1":
-		return gateway.Gate{}, gateway.Errorf(gateway.ENotFound, "gate %s not found in this workspace", id)
-	case g.Status != gateway.GateWaiting:
-		return gateway.Gate{}, gateway.Errorf(gateway.EConflict, "approval %s was already decided (%s by %s); nothing left to decide", id, g.Status, g.DecidedBy)
-	case g.Class == gateway.GateClassQuestion && d.Decision == gateway.GateApprove && d.Answer == "":
-		return gateway.Gate{}, gateway.Errorf(gateway.EInvalid, "approving question gate %s needs an answer to its question: %s", id, g.Title)
+		return approvals.Gate{}, gateway.Errorf(gateway.ENotFound, "gate %s not found in this workspace", id)
+	case g.Status != approvals.GateWaiting:
+		return approvals.Gate{}, gateway.Errorf(gateway.EConflict, "approval %s was already decided (%s by %s); nothing left to decide", id, g.Status, g.DecidedBy)
+	case g.Class == approvals.GateClassQuestion && d.Decision == approvals.GateApprove && d.Answer == "":
+		return approvals.Gate{}, gateway.Errorf(gateway.EInvalid, "approving question gate %s needs an answer to its question: %s", id, g.Title)
 	case d.DecidedBy == "":
-		return gateway.Gate{}, gateway.Errorf(gateway.EInvalid, "no decider")
+		return approvals.Gate{}, gateway.Errorf(gateway.EInvalid, "no decider")
 	}
 	f.decided = append(f.decided, d)
 	at := testNow

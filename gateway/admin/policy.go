@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
 // Policy is the gateway's live policy as the admin API shows and reloads
@@ -14,19 +14,19 @@ import (
 type Policy interface {
 	// Status is the live revision, its source, the last load attempt,
 	// the last refused one and the shadow candidate.
-	Status() gateway.PolicyStatus
+	Status() policystatus.Status
 	// Reload loads the policy folder again and swaps it in when it passes
 	// its checks. It returns the attempt; err is an EConflict
 	// *gateway.Error for a bundle that never reloads (the embedded one),
 	// or why the candidate was refused (attempt.Outcome "refused").
-	Reload(ctx context.Context, trigger string) (*gateway.PolicyAttempt, error)
+	Reload(ctx context.Context, trigger string) (*policystatus.Attempt, error)
 }
 
-// reloadTrigger is the gateway.PolicyAttempt.Trigger of a reload asked
+// reloadTrigger is the policystatus.Attempt.Trigger of a reload asked
 // for through this API.
 const reloadTrigger = "admin"
 
-// policyStatus: GET /policy → gateway.PolicyStatus, with the shadow
+// policyStatus: GET /policy → policystatus.Status, with the shadow
 // candidate's revision and its flips counted since start per tool and
 // direction.
 func (h *handler) policyStatus(w http.ResponseWriter, _ *http.Request) error {
@@ -39,11 +39,11 @@ func (h *handler) policyStatus(w http.ResponseWriter, _ *http.Request) error {
 
 // status is the Policy's status as the API shows it: a shadow's flips
 // are a list, [] when none flipped.
-func (h *handler) status() gateway.PolicyStatus {
+func (h *handler) status() policystatus.Status {
 	st := h.opts.Policy.Status()
 	if st.Shadow != nil && st.Shadow.Flips == nil {
 		sh := *st.Shadow
-		sh.Flips = []gateway.ShadowFlips{}
+		sh.Flips = []policystatus.ShadowFlips{}
 		st.Shadow = &sh
 	}
 	return st

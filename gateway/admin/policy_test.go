@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
 // fakePolicy is a Policy over a folder (dir; "" is the embedded bundle,
@@ -17,30 +18,30 @@ type fakePolicy struct {
 	dir     string
 	refuse  string
 	reloads int
-	status  gateway.PolicyStatus
+	status  policystatus.Status
 }
 
-func (f *fakePolicy) Status() gateway.PolicyStatus {
+func (f *fakePolicy) Status() policystatus.Status {
 	if f.status.Surface == "" {
 		src := f.dir
 		if src == "" {
 			src = "embedded"
 		}
-		f.status = gateway.PolicyStatus{Surface: "supacloud", Revision: "rev-1", Source: src, Watched: f.dir != "", LiveSince: testNow,
-			Shadow: &gateway.ShadowStatus{Source: "/etc/mcpgate/shadow", Revision: "rev-9"}}
+		f.status = policystatus.Status{Surface: "supacloud", Revision: "rev-1", Source: src, Watched: f.dir != "", LiveSince: testNow,
+			Shadow: &policystatus.Shadow{Source: "/etc/mcpgate/shadow", Revision: "rev-9"}}
 	}
 	return f.status
 }
 
-func (f *fakePolicy) Reload(_ context.Context, trigger string) (*gateway.PolicyAttempt, error) {
+func (f *fakePolicy) Reload(_ context.Context, trigger string) (*policystatus.Attempt, error) {
 	if f.dir == "" {
 		return nil, gateway.Errorf(gateway.EConflict, "the gateway serves its embedded policy bundle, which never reloads")
 	}
 	f.reloads++
 	st := f.Status()
-	at := &gateway.PolicyAttempt{Time: testNow.Add(time.Minute), Trigger: trigger, Revision: "rev-2", Outcome: gateway.PolicyLive, Tests: 3}
+	at := &policystatus.Attempt{Time: testNow.Add(time.Minute), Trigger: trigger, Revision: "rev-2", Outcome: policystatus.Live, Tests: 3}
 	if f.refuse != "" {
-		at.Outcome, at.Tests, at.Error = gateway.PolicyRefused, 0, f.refuse
+		at.Outcome, at.Tests, at.Error = policystatus.Refused, 0, f.refuse
 		st.LastFailure = at
 		f.status = st
 		return at, errors.New(f.refuse)
@@ -57,7 +58,7 @@ func TestPolicyReload(t *testing.T) {
 		status int
 		want   string // the outcome, or the error code
 	}{
-		{"a passing candidate goes live", &fakePolicy{dir: "/p"}, http.StatusOK, gateway.PolicyLive},
+		{"a passing candidate goes live", &fakePolicy{dir: "/p"}, http.StatusOK, policystatus.Live},
 		{"a refused candidate shows OPA's message", &fakePolicy{dir: "/p", refuse: "rego_parse_error: unexpected eof"}, http.StatusUnprocessableEntity, "PolicyRefused"},
 		{"the embedded bundle never reloads", &fakePolicy{}, http.StatusConflict, "Conflict"},
 	} {
@@ -68,8 +69,8 @@ func TestPolicyReload(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)
 			}
 			var body struct {
-				Attempt *gateway.PolicyAttempt `json:"attempt"`
-				Status  *gateway.PolicyStatus  `json:"status"`
+				Attempt *policystatus.Attempt `json:"attempt"`
+				Status  *policystatus.Status  `json:"status"`
 				Error   struct{ Code, Message string }
 			}
 			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
@@ -121,8 +122,8 @@ func TestPolicyIsAdminOnly(t *testing.T) {
 // since start, per tool and direction; with none, flips is [] (never null).
 func TestPolicyStatusShowsShadowFlips(t *testing.T) {
 	since := testNow.Add(-time.Hour)
-	p := &fakePolicy{dir: "/p", status: gateway.PolicyStatus{Surface: "supacloud", Revision: "rev-1", Source: "/p", LiveSince: testNow,
-		Shadow: &gateway.ShadowStatus{Source: "/s", Revision: "rev-9", FlipsSince: since}}}
+	p := &fakePolicy{dir: "/p", status: policystatus.Status{Surface: "supacloud", Revision: "rev-1", Source: "/p", LiveSince: testNow,
+		Shadow: &policystatus.Shadow{Source: "/s", Revision: "rev-9", FlipsSince: since}}}
 	h := NewHandler(newFakeStore(), Options{Token: adminToken, Policy: p})
 	rec := serve(h, http.MethodGet, "/admin/v1/policy", "", nil)
 	if rec.Code != http.StatusOK || !json.Valid(rec.Body.Bytes()) {
@@ -141,7 +142,7 @@ func TestPolicyStatusShowsShadowFlips(t *testing.T) {
 	if string(body.Shadow.Flips) != "[]" || body.Shadow.Revision != "rev-9" || !body.Shadow.FlipsSince.Equal(since) {
 		t.Errorf("shadow with no flips: %s; want revision rev-9, flips [] since %v", rec.Body, since)
 	}
-	p.status.Shadow.Flips = []gateway.ShadowFlips{{Tool: "apps.deploy", Direction: "allow_to_deny", Count: 3}, {Tool: "project.get", Direction: "deny_to_allow", Count: 1}}
+	p.status.Shadow.Flips = []policystatus.ShadowFlips{{Tool: "apps.deploy", Direction: "allow_to_deny", Count: 3}, {Tool: "project.get", Direction: "deny_to_allow", Count: 1}}
 	rec = serve(h, http.MethodGet, "/admin/v1/policy", "", nil)
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatal(err)

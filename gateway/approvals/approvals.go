@@ -18,6 +18,13 @@
 // Approvals live in the store, so any replica serves any step: a waiting
 // call polls the store at a short interval (PollInterval) and is woken at
 // once by a decision made through its own replica.
+//
+// The package also holds the records the stores keep (Approval, Key,
+// Filter) and the backend's human gates (Gate, HumanGates: an adapter's
+// optional interface), which the admin API and the console show beside
+// the approvals. It imports only the domain package and canon, so the
+// stores, the admin API, the console and the adapters import it without
+// linking anything else; it declares the Store it consumes.
 package approvals
 
 import (
@@ -29,13 +36,23 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
-	"github.com/mcpgate/mcpgate/gateway/store"
 )
 
-// Store is what approvals need of the audit store: the contract's
-// Approvals part; the PostgreSQL and embedded stores implement it
-// (gateway/internal/sqlcore, approvals.go, has each method's contract).
-type Store = store.Approvals
+// Store is what approvals need of the audit store; the PostgreSQL and
+// embedded stores implement it (gateway/internal/sqlcore, approvals.go,
+// has each method's contract).
+type Store interface {
+	CreateApproval(ctx context.Context, a *Approval) error
+	Approval(ctx context.Context, id string) (*Approval, error)
+	OpenApproval(ctx context.Context, k Key, now time.Time) (*Approval, error)
+	ListApprovals(ctx context.Context, f Filter) ([]Approval, error)
+	DecideApproval(ctx context.Context, id, status, decidedBy, reason string, at time.Time) (*Approval, error)
+	ExpireApproval(ctx context.Context, id string, at time.Time) (*Approval, error)
+	UseApproval(ctx context.Context, id, argumentsHash string, at time.Time) (*Approval, error)
+	TouchApprovalWatcher(ctx context.Context, id string, until time.Time) error
+	DeleteApprovalWatcher(ctx context.Context, id string) error
+	ApprovalWatchers(ctx context.Context, now time.Time) (int, error)
+}
 
 // Defaults of Options.
 const (
@@ -160,20 +177,20 @@ func (s *Service) Reachable(ctx context.Context) (bool, error) {
 
 // List returns the approvals f selects (the admin API's GET
 // /admin/v1/approvals); for status pending, only those still open now.
-func (s *Service) List(ctx context.Context, f gateway.ApprovalFilter) ([]gateway.Approval, error) {
-	if f.Status == gateway.ApprovalPending && f.Now.IsZero() {
+func (s *Service) List(ctx context.Context, f Filter) ([]Approval, error) {
+	if f.Status == StatusPending && f.Now.IsZero() {
 		f.Now = s.now()
 	}
 	return s.store.ListApprovals(ctx, f)
 }
 
-// Decide approves or rejects (status gateway.ApprovalApproved or
-// gateway.ApprovalRejected) the pending approval id in the name of
+// Decide approves or rejects (status StatusApproved or
+// StatusRejected) the pending approval id in the name of
 // decidedBy, and wakes the call waiting for it on this replica (the store
 // tells those of other replicas). EInvalid when decidedBy is empty,
 // ENotFound for an unknown id, EConflict when it is no longer pending
 // (decided, expired or used) saying what it is.
-func (s *Service) Decide(ctx context.Context, id, status, decidedBy, reason string) (*gateway.Approval, error) {
+func (s *Service) Decide(ctx context.Context, id, status, decidedBy, reason string) (*Approval, error) {
 	if strings.TrimSpace(decidedBy) == "" {
 		return nil, gateway.Errorf(gateway.EInvalid, "decided_by is required: name the person who decides approval %s", id)
 	}

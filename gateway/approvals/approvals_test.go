@@ -42,7 +42,7 @@ func call(hash string) approvals.Call {
 }
 
 // watch opens an admin approvals stream for the rest of the test.
-func watch(t *testing.T, svc *approvals.Service) <-chan gateway.Approval {
+func watch(t *testing.T, svc *approvals.Service) <-chan approvals.Approval {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -54,7 +54,7 @@ func watch(t *testing.T, svc *approvals.Service) <-chan gateway.Approval {
 }
 
 // next returns the next approval the stream yields.
-func next(t *testing.T, ch <-chan gateway.Approval) gateway.Approval {
+func next(t *testing.T, ch <-chan approvals.Approval) approvals.Approval {
 	t.Helper()
 	select {
 	case a, ok := <-ch:
@@ -65,22 +65,22 @@ func next(t *testing.T, ch <-chan gateway.Approval) gateway.Approval {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the approvals stream yielded nothing within 5 s")
 	}
-	return gateway.Approval{}
+	return approvals.Approval{}
 }
 
 // nextPending returns the next pending approval the stream yields,
 // skipping those that left pending.
-func nextPending(t *testing.T, ch <-chan gateway.Approval) gateway.Approval {
+func nextPending(t *testing.T, ch <-chan approvals.Approval) approvals.Approval {
 	t.Helper()
 	for {
-		if a := next(t, ch); a.Status == gateway.ApprovalPending {
+		if a := next(t, ch); a.Status == approvals.StatusPending {
 			return a
 		}
 	}
 }
 
 type outcome struct {
-	a   *gateway.Approval
+	a   *approvals.Approval
 	err error
 }
 
@@ -135,7 +135,7 @@ func TestRefusedAtOnceWithNobodyConnected(t *testing.T) {
 	if !strings.Contains(gateway.ErrorMessageOf(err), "/admin/v1/approvals/stream") {
 		t.Errorf("message %q does not say how to get a person connected", gateway.ErrorMessageOf(err))
 	}
-	list, err := svc.List(context.Background(), gateway.ApprovalFilter{})
+	list, err := svc.List(context.Background(), approvals.Filter{})
 	if err != nil || len(list) != 0 {
 		t.Errorf("approvals stored = %v, %v; want none", list, err)
 	}
@@ -147,29 +147,29 @@ func TestStreamCountsAsAPersonAndApprovalRunsOnce(t *testing.T) {
 	ch := watch(t, svc)
 	done := approveAsync(context.Background(), svc, call("h1"), nil)
 	p := next(t, ch)
-	if p.Status != gateway.ApprovalPending || p.Tool != "create_ticket" || p.ArgumentsHash != "h1" || p.Subject != "u1" {
+	if p.Status != approvals.StatusPending || p.Tool != "create_ticket" || p.ArgumentsHash != "h1" || p.Subject != "u1" {
 		t.Fatalf("stream yielded %+v, want the pending approval of the call", p)
 	}
-	if _, err := svc.Decide(context.Background(), p.ID, gateway.ApprovalApproved, "", ""); gateway.ErrorCodeOf(err) != gateway.EInvalid {
+	if _, err := svc.Decide(context.Background(), p.ID, approvals.StatusApproved, "", ""); gateway.ErrorCodeOf(err) != gateway.EInvalid {
 		t.Errorf("Decide without decided_by: %v, want EInvalid", err)
 	}
-	if _, err := svc.Decide(context.Background(), p.ID, gateway.ApprovalApproved, "alice", "ok"); err != nil {
+	if _, err := svc.Decide(context.Background(), p.ID, approvals.StatusApproved, "alice", "ok"); err != nil {
 		t.Fatal(err)
 	}
 	o := result(t, done)
-	if o.err != nil || o.a.Status != gateway.ApprovalUsed || o.a.ID != p.ID || o.a.DecidedBy != "alice" {
+	if o.err != nil || o.a.Status != approvals.StatusUsed || o.a.ID != p.ID || o.a.DecidedBy != "alice" {
 		t.Fatalf("Approve = %+v, %v; want approval %s used", o.a, o.err, p.ID)
 	}
-	if d := next(t, ch); d.ID != p.ID || d.Status == gateway.ApprovalPending {
+	if d := next(t, ch); d.ID != p.ID || d.Status == approvals.StatusPending {
 		t.Errorf("stream yielded %+v after the decision, want %s no longer pending", d, p.ID)
 	}
 	// The same call again needs a new approval: the first one is used.
 	done = approveAsync(context.Background(), svc, call("h1"), nil)
 	p2 := next(t, ch)
-	if p2.ID == p.ID || p2.Status != gateway.ApprovalPending {
+	if p2.ID == p.ID || p2.Status != approvals.StatusPending {
 		t.Fatalf("second call's approval %+v; want a new pending one", p2)
 	}
-	if _, err := svc.Decide(context.Background(), p2.ID, gateway.ApprovalRejected, "bob", "not twice"); err != nil {
+	if _, err := svc.Decide(context.Background(), p2.ID, approvals.StatusRejected, "bob", "not twice"); err != nil {
 		t.Fatal(err)
 	}
 	o = result(t, done)
@@ -191,7 +191,7 @@ func TestChangedArgumentsNeedANewApproval(t *testing.T) {
 	if o := result(t, done); gateway.ErrorCodeOf(o.err) != gateway.EUnavailable || o.a == nil || o.a.ID != first.ID {
 		t.Fatalf("Approve after the request ended = %+v, %v; want EUnavailable naming %s", o.a, o.err, first.ID)
 	}
-	if _, err := svc.Decide(context.Background(), first.ID, gateway.ApprovalApproved, "alice", ""); err != nil {
+	if _, err := svc.Decide(context.Background(), first.ID, approvals.StatusApproved, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
 	// Other arguments find no approval: a new one, pending.
@@ -202,10 +202,10 @@ func TestChangedArgumentsNeedANewApproval(t *testing.T) {
 	}
 	// The retry with the approved arguments runs on the first approval.
 	a, err := svc.Approve(context.Background(), call("h1"), nil)
-	if err != nil || a.ID != first.ID || a.Status != gateway.ApprovalUsed {
+	if err != nil || a.ID != first.ID || a.Status != approvals.StatusUsed {
 		t.Fatalf("retry with the approved arguments = %+v, %v; want %s used", a, err, first.ID)
 	}
-	if _, err := svc.Decide(context.Background(), other.ID, gateway.ApprovalRejected, "alice", "no"); err != nil {
+	if _, err := svc.Decide(context.Background(), other.ID, approvals.StatusRejected, "alice", "no"); err != nil {
 		t.Fatal(err)
 	}
 	wantRefusal(t, result(t, done).err, approvals.ReasonRejected)
@@ -220,10 +220,10 @@ func TestExpiryRefusesAndIsStored(t *testing.T) {
 	o := result(t, done)
 	wantRefusal(t, o.err, approvals.ReasonExpired)
 	got, err := s.Approval(context.Background(), p.ID)
-	if err != nil || got.Status != gateway.ApprovalExpired {
+	if err != nil || got.Status != approvals.StatusExpired {
 		t.Fatalf("stored approval = %+v, %v; want expired", got, err)
 	}
-	if _, err := svc.Decide(context.Background(), p.ID, gateway.ApprovalApproved, "alice", ""); gateway.ErrorCodeOf(err) != gateway.EConflict {
+	if _, err := svc.Decide(context.Background(), p.ID, approvals.StatusApproved, "alice", ""); gateway.ErrorCodeOf(err) != gateway.EConflict {
 		t.Errorf("a decision after the expiry: %v, want EConflict", err)
 	}
 }
@@ -234,10 +234,10 @@ func TestAnotherReplicaDecidesAndWatches(t *testing.T) {
 	chB := watch(t, b)                                             // the approver is connected to replica b
 	done := approveAsync(context.Background(), a, call("h1"), nil) // the call lands on replica a
 	p := next(t, chB)
-	if _, err := b.Decide(context.Background(), p.ID, gateway.ApprovalApproved, "alice", ""); err != nil {
+	if _, err := b.Decide(context.Background(), p.ID, approvals.StatusApproved, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
-	if o := result(t, done); o.err != nil || o.a.Status != gateway.ApprovalUsed {
+	if o := result(t, done); o.err != nil || o.a.Status != approvals.StatusUsed {
 		t.Fatalf("Approve on replica a = %+v, %v; want used after replica b's decision", o.a, o.err)
 	}
 }
@@ -301,7 +301,7 @@ func TestElicitation(t *testing.T) {
 				t.Errorf("elicitation request %+v: want a form naming the tool and the approval", req)
 			}
 			if tc.reason == "" {
-				if err != nil || a.Status != gateway.ApprovalUsed || a.DecidedBy != "elicitation:u1" {
+				if err != nil || a.Status != approvals.StatusUsed || a.DecidedBy != "elicitation:u1" {
 					t.Fatalf("Approve = %+v, %v; want used, decided by elicitation:u1", a, err)
 				}
 				return
@@ -328,7 +328,7 @@ func TestAdminDecisionWinsOverAPendingElicitation(t *testing.T) {
 	ch := watch(t, svc)
 	done := approveAsync(context.Background(), svc, call("h1"), silent{})
 	p := next(t, ch)
-	if _, err := svc.Decide(context.Background(), p.ID, gateway.ApprovalApproved, "alice", ""); err != nil {
+	if _, err := svc.Decide(context.Background(), p.ID, approvals.StatusApproved, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
 	if o := result(t, done); o.err != nil || o.a.DecidedBy != "alice" {
@@ -354,20 +354,20 @@ func TestPresenceCountsAsAPersonUntilItLapses(t *testing.T) {
 		t.Fatalf("Reachable with a present approver = %v, %v; want true", ok, err)
 	}
 	done := approveAsync(ctx, svc, call("h1"), nil)
-	var pending []gateway.Approval
+	var pending []approvals.Approval
 	for deadline := time.Now().Add(5 * time.Second); len(pending) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		var err error
-		if pending, err = svc.List(ctx, gateway.ApprovalFilter{Status: gateway.ApprovalPending}); err != nil {
+		if pending, err = svc.List(ctx, approvals.Filter{Status: approvals.StatusPending}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if len(pending) != 1 {
 		t.Fatalf("pending approvals with a present approver: %v; want the call waiting", pending)
 	}
-	if _, err := svc.Decide(ctx, pending[0].ID, gateway.ApprovalApproved, "olivia", ""); err != nil {
+	if _, err := svc.Decide(ctx, pending[0].ID, approvals.StatusApproved, "olivia", ""); err != nil {
 		t.Fatal(err)
 	}
-	if o := result(t, done); o.err != nil || o.a.Status != gateway.ApprovalUsed {
+	if o := result(t, done); o.err != nil || o.a.Status != approvals.StatusUsed {
 		t.Fatalf("Approve after the present approver approved = %+v, %v; want used", o.a, o.err)
 	}
 

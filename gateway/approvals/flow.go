@@ -57,9 +57,9 @@ func (c Call) workspace() string {
 	return c.Principal.WorkspaceID
 }
 
-func (c Call) key() gateway.ApprovalKey {
+func (c Call) key() Key {
 	p := c.Principal
-	return gateway.ApprovalKey{PrincipalKind: p.Kind, Subject: p.Subject, WorkspaceID: c.workspace(),
+	return Key{PrincipalKind: p.Kind, Subject: p.Subject, WorkspaceID: c.workspace(),
 		Tool: c.Tool, ArgumentsHash: c.ArgumentsHash, PolicyRevision: c.PolicyRevision}
 }
 
@@ -85,14 +85,14 @@ func (c Call) key() gateway.ApprovalKey {
 // A call that needs a new approval while its principal has
 // MaxPendingPerPrincipal pending is refused (ERateLimited,
 // ReasonTooMany); a retry of a call whose approval is open is not.
-func (s *Service) Approve(ctx context.Context, call Call, el gateway.Elicitor) (*gateway.Approval, error) {
+func (s *Service) Approve(ctx context.Context, call Call, el gateway.Elicitor) (*Approval, error) {
 	if n := len(call.Arguments); n > MaxArgumentsBytes {
 		msg := fmt.Sprintf("%s needs a person's approval, and its arguments are %d bytes of canonical JSON, more than the %d an approval shows whole; nothing ran; call it with shorter arguments", call.Tool, n, MaxArgumentsBytes)
 		return nil, &gateway.Error{Code: gateway.EInvalid, Message: msg, Reasons: []gateway.Reason{{Code: ReasonTooLarge, Message: msg}}}
 	}
 	a, err := s.store.OpenApproval(ctx, call.key(), s.now())
 	switch {
-	case err == nil && a.Status == gateway.ApprovalApproved:
+	case err == nil && a.Status == StatusApproved:
 		return s.use(ctx, a, call)
 	case gateway.ErrorCodeOf(err) == gateway.ENotFound:
 		a = nil
@@ -130,12 +130,12 @@ func (s *Service) Approve(ctx context.Context, call Call, el gateway.Elicitor) (
 // the insert one step on this replica, so concurrent calls of one
 // principal cannot all pass the count; across replicas the bound holds
 // per replica.
-func (s *Service) create(ctx context.Context, call Call) (*gateway.Approval, error) {
+func (s *Service) create(ctx context.Context, call Call) (*Approval, error) {
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
 	now := s.now()
 	p := call.Principal
-	pending, err := s.store.ListApprovals(ctx, gateway.ApprovalFilter{Status: gateway.ApprovalPending, Now: now,
+	pending, err := s.store.ListApprovals(ctx, Filter{Status: StatusPending, Now: now,
 		WorkspaceID: call.workspace(), PrincipalKind: p.Kind, Subject: p.Subject, Limit: MaxPendingPerPrincipal})
 	if err != nil {
 		return nil, err
@@ -145,9 +145,9 @@ func (s *Service) create(ctx context.Context, call Call) (*gateway.Approval, err
 			call.Tool, len(pending), MaxPendingPerPrincipal)
 		return nil, &gateway.Error{Code: gateway.ERateLimited, Message: msg, Reasons: []gateway.Reason{{Code: ReasonTooMany, Message: msg}}}
 	}
-	a := &gateway.Approval{ID: newID(), PrincipalKind: p.Kind, Subject: p.Subject, WorkspaceID: call.workspace(),
+	a := &Approval{ID: newID(), PrincipalKind: p.Kind, Subject: p.Subject, WorkspaceID: call.workspace(),
 		TaskID: p.TaskID, Tool: call.Tool, ArgumentsHash: call.ArgumentsHash, Arguments: call.Arguments,
-		PolicyRevision: call.PolicyRevision, Because: call.Because, Status: gateway.ApprovalPending,
+		PolicyRevision: call.PolicyRevision, Because: call.Because, Status: StatusPending,
 		CreatedAt: now, ExpiresAt: now.Add(s.o.TTL)}
 	if err := s.store.CreateApproval(ctx, a); err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func (s *Service) create(ctx context.Context, call Call) (*gateway.Approval, err
 // await waits until a is no longer pending: it reads a from the store at
 // every PollInterval and at every change made through this Service, and
 // marks it expired once its expiry has passed.
-func (s *Service) await(ctx context.Context, a *gateway.Approval) (*gateway.Approval, error) {
+func (s *Service) await(ctx context.Context, a *Approval) (*Approval, error) {
 	tick := time.NewTicker(s.o.PollInterval)
 	defer tick.Stop()
 	for {
@@ -171,23 +171,23 @@ func (s *Service) await(ctx context.Context, a *gateway.Approval) (*gateway.Appr
 			}
 			return a, err
 		}
-		if cur.Status == gateway.ApprovalPending && !s.now().Before(cur.ExpiresAt) {
+		if cur.Status == StatusPending && !s.now().Before(cur.ExpiresAt) {
 			if cur, err = s.store.ExpireApproval(context.WithoutCancel(ctx), a.ID, s.now()); err != nil {
 				return a, err
 			}
 		}
 		switch cur.Status {
-		case gateway.ApprovalApproved:
+		case StatusApproved:
 			return cur, nil
-		case gateway.ApprovalRejected:
+		case StatusRejected:
 			msg := fmt.Sprintf("%s was not run: %s rejected approval %s", cur.Tool, cur.DecidedBy, cur.ID)
 			if cur.Reason != "" {
 				msg += " (" + cur.Reason + ")"
 			}
 			return cur, refusal(ReasonRejected, msg+"; change the call, or ask the approver, before calling again")
-		case gateway.ApprovalExpired:
+		case StatusExpired:
 			return cur, refusal(ReasonExpired, fmt.Sprintf("%s was not run: no one decided approval %s before it expired at %s; call again to ask for a new approval", cur.Tool, cur.ID, cur.ExpiresAt.Format(time.RFC3339)))
-		case gateway.ApprovalUsed:
+		case StatusUsed:
 			return cur, refusal(ReasonUsed, fmt.Sprintf("%s was not run again: approval %s was already used by an earlier call with the same arguments; an approval runs its call once, so call again to ask for a new one", cur.Tool, cur.ID))
 		}
 		timer := time.NewTimer(time.Until(cur.ExpiresAt))
@@ -206,14 +206,14 @@ func (s *Service) await(ctx context.Context, a *gateway.Approval) (*gateway.Appr
 // requestEnded is the refusal of a call whose request ended while its
 // approval a was pending: the approval stays pending and decidable, the
 // call does not run.
-func requestEnded(ctx context.Context, a *gateway.Approval) error {
+func requestEnded(ctx context.Context, a *Approval) error {
 	return &gateway.Error{Code: gateway.EUnavailable, Err: gateway.NotDispatched(ctx.Err()),
 		Message: fmt.Sprintf("%s was not run: the request ended while approval %s was pending; calling again with the same arguments waits for the same approval until %s", a.Tool, a.ID, a.ExpiresAt.Format(time.RFC3339)),
 		Reasons: []gateway.Reason{{Code: ReasonPending, Message: "the request ended while the approval was pending"}}}
 }
 
 // use marks the approved a used for call; the call may then run.
-func (s *Service) use(ctx context.Context, a *gateway.Approval, call Call) (*gateway.Approval, error) {
+func (s *Service) use(ctx context.Context, a *Approval, call Call) (*Approval, error) {
 	used, err := s.store.UseApproval(context.WithoutCancel(ctx), a.ID, call.ArgumentsHash, s.now())
 	if gateway.ErrorCodeOf(err) == gateway.EConflict {
 		return a, refusal(ReasonUsed, fmt.Sprintf("%s was not run: approval %s can no longer run it (%s); call again to ask for a new approval", call.Tool, a.ID, gateway.ErrorMessageOf(err)))
@@ -245,19 +245,19 @@ var approvalSchema = map[string]any{
 // approves, any other answer rejects. A decision made meanwhile by an
 // approver wins (the store refuses the second), and an elicitation that
 // fails or ends with ctx decides nothing.
-func (s *Service) elicit(ctx context.Context, el gateway.Elicitor, a *gateway.Approval, call Call) {
+func (s *Service) elicit(ctx context.Context, el gateway.Elicitor, a *Approval, call Call) {
 	msg := fmt.Sprintf("The agent wants to run %s, which needs your approval before it runs (approval %s, expires %s).\n\nTool: %s\nArguments (all of them):\n%s\n\nApprove runs it once with exactly these arguments; reject refuses it.",
 		call.Tool, a.ID, a.ExpiresAt.Format(time.RFC3339), call.Tool, Pretty(call.Arguments))
 	res, err := el.Elicit(ctx, gateway.ElicitRequest{Message: msg, RequestedSchema: approvalSchema})
 	if err != nil {
 		return
 	}
-	status, reason := gateway.ApprovalRejected, ""
+	status, reason := StatusRejected, ""
 	switch res.Action {
 	case gateway.ElicitAccept:
 		reason, _ = res.Content["reason"].(string)
 		if d, _ := res.Content["decision"].(string); d == "approve" {
-			status = gateway.ApprovalApproved
+			status = StatusApproved
 		} else if reason == "" {
 			reason = "the user rejected it"
 		}

@@ -42,9 +42,10 @@ func CanonicalArguments(args map[string]any) (json.RawMessage, error) {
 // with every invisible format character (bidi overrides, zero-width
 // spaces, tag characters) written as its \u escape, so the text shown is
 // the text that runs. Arguments not recorded (an approval stored before
-// they were kept) read "(not recorded)".
+// they were kept: nil, or null once it went through JSON, as the console
+// reads it from the admin API) read "(not recorded)".
 func Pretty(raw json.RawMessage) string {
-	if len(raw) == 0 {
+	if len(raw) == 0 || string(raw) == "null" {
 		return "(not recorded)"
 	}
 	// Decoded and written again rather than indented as is: JSON that

@@ -3,8 +3,6 @@ package approvals
 import (
 	"context"
 	"time"
-
-	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // Watch registers an open admin approvals stream (GET
@@ -17,7 +15,7 @@ import (
 // and each approval again when it leaves pending (decided, expired or
 // used). It is closed when ctx ends or the store fails. An error means
 // the stream could not be recorded; nothing was registered.
-func (s *Service) Watch(ctx context.Context) (<-chan gateway.Approval, error) {
+func (s *Service) Watch(ctx context.Context) (<-chan Approval, error) {
 	id := "watch_" + newID()[len("apr_"):]
 	if err := s.store.TouchApprovalWatcher(ctx, id, s.now().Add(s.o.WatcherTTL)); err != nil {
 		return nil, err
@@ -25,12 +23,12 @@ func (s *Service) Watch(ctx context.Context) (<-chan gateway.Approval, error) {
 	s.mu.Lock()
 	s.streams++
 	s.mu.Unlock()
-	out := make(chan gateway.Approval, 16)
+	out := make(chan Approval, 16)
 	go s.stream(ctx, id, out)
 	return out, nil
 }
 
-func (s *Service) stream(ctx context.Context, id string, out chan<- gateway.Approval) {
+func (s *Service) stream(ctx context.Context, id string, out chan<- Approval) {
 	defer func() {
 		s.mu.Lock()
 		s.streams--
@@ -45,7 +43,7 @@ func (s *Service) stream(ctx context.Context, id string, out chan<- gateway.Appr
 	renew := time.NewTicker(s.o.WatcherTTL / 3)
 	defer renew.Stop()
 	seen := map[string]bool{} // pending approvals sent
-	send := func(a gateway.Approval) bool {
+	send := func(a Approval) bool {
 		select {
 		case out <- a:
 			return true
@@ -55,7 +53,7 @@ func (s *Service) stream(ctx context.Context, id string, out chan<- gateway.Appr
 	}
 	for {
 		changed := s.wait()
-		pending, err := s.List(ctx, gateway.ApprovalFilter{Status: gateway.ApprovalPending, Limit: 1000})
+		pending, err := s.List(ctx, Filter{Status: StatusPending, Limit: 1000})
 		if err != nil {
 			return
 		}
@@ -71,8 +69,8 @@ func (s *Service) stream(ctx context.Context, id string, out chan<- gateway.Appr
 				continue
 			}
 			a, err := s.store.Approval(ctx, gone)
-			if err == nil && a.Status == gateway.ApprovalPending { // lapsed with no call waiting to mark it
-				a.Status = gateway.ApprovalExpired
+			if err == nil && a.Status == StatusPending { // lapsed with no call waiting to mark it
+				a.Status = StatusExpired
 			}
 			if err == nil && !send(*a) {
 				return

@@ -170,7 +170,7 @@ func under(err error, token string) error {
 func Hash(v any) (string, error) {
 	var sum [sha256.Size]byte
 	if w := getWriter(); w.canonical(v) {
-		sum = sha256.Sum256(w.out)
+		sum = sha256.Sum256(w.enc.Out)
 		putWriter(w)
 	} else {
 		putWriter(w)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/mcpgate/mcpgate/gateway/internal/jsonw"
 )
 
 // This file is the fast path of Decode and Members: one pass over the
@@ -290,45 +292,12 @@ func isHex(c byte) bool {
 
 // number reads the number at pos (RFC 8259 grammar).
 func (s *scanner) number() bool {
-	d, i := s.data, s.pos
-	if i < len(d) && d[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-	case i < len(d) && d[i] >= '1' && d[i] <= '9':
-		i = digits(d, i)
-	default:
+	end := jsonw.NumberEnd(s.data, s.pos)
+	if end < 0 {
 		return false
 	}
-	if i < len(d) && d[i] == '.' {
-		if j := digits(d, i+1); j > i+1 {
-			i = j
-		} else {
-			return false
-		}
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		if j := digits(d, i); j > i {
-			i = j
-		} else {
-			return false
-		}
-	}
-	s.pos = i
+	s.pos = end
 	return true
-}
-
-func digits(d []byte, i int) int {
-	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-		i++
-	}
-	return i
 }
 
 // skip checks the value at pos and moves past it without decoding it.

@@ -1,77 +1,20 @@
 package console
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf16"
+
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
-
-// approval is one approval as GET /admin/v1/approvals lists it.
-type approval struct {
-	ID            string `json:"id"`
-	PrincipalKind string `json:"principal_kind"`
-	Subject       string `json:"subject"`
-	WorkspaceID   string `json:"workspace_id"`
-	TaskID        string `json:"task_id"`
-	Tool          string `json:"tool"`
-	ArgumentsHash string `json:"arguments_hash"`
-	// Arguments are the call's canonical arguments, whole (null for an
-	// approval stored before they were kept).
-	Arguments      json.RawMessage `json:"arguments"`
-	PolicyRevision string          `json:"policy_revision"`
-	Because        []string        `json:"because"`
-	Status         string          `json:"status"`
-	CreatedAt      time.Time       `json:"created_at"`
-	ExpiresAt      time.Time       `json:"expires_at"`
-	DecidedBy      string          `json:"decided_by"`
-	DecidedAt      *time.Time      `json:"decided_at"`
-	Reason         string          `json:"reason"`
-}
-
-// ArgumentsText is what the page shows of the arguments: all of them,
-// pretty-printed, every number with its digits, invisible format
-// characters (bidi overrides, zero-width spaces) as \u escapes, as the
-// elicitation shows them (gateway/approvals' Pretty; the console imports
-// no package of ours). The template escapes it as HTML.
-func (a approval) ArgumentsText() string {
-	if len(a.Arguments) == 0 || string(a.Arguments) == "null" {
-		return "(not recorded)"
-	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(a.Arguments))
-	dec.UseNumber()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if dec.Decode(&v) != nil || enc.Encode(v) != nil {
-		return string(a.Arguments)
-	}
-	var out strings.Builder
-	for _, r := range strings.TrimSuffix(buf.String(), "\n") {
-		if unicode.Is(unicode.Cf, r) {
-			for _, u := range utf16.Encode([]rune{r}) {
-				fmt.Fprintf(&out, `\u%04x`, u)
-			}
-			continue
-		}
-		out.WriteRune(r)
-	}
-	return out.String()
-}
 
 // pendingApproval is a pending approval with its decision form, refilled
 // after a refusal.
 type pendingApproval struct {
-	approval
+	approvals.Approval
 	DecidedBy string
 	Reason    string
 	Err       *formError
@@ -91,7 +34,7 @@ type approvalsView struct {
 	Notice      string
 	Error       string // a refusal that names no form
 	Pending     []pendingApproval
-	Decided     []approval
+	Decided     []approvals.Approval
 	// Gates counts the human gates waiting per workspace, linking to the
 	// Human gates tab where they are decided.
 	Gates gatesSummary
@@ -137,7 +80,7 @@ func (c *Console) showApprovals(w http.ResponseWriter, r *http.Request, sess *se
 // presence; false when it already answered with an error page.
 func (c *Console) loadApprovals(w http.ResponseWriter, r *http.Request, sess *session, code int, v *approvalsView, failed approvalID) bool {
 	var pending, all struct {
-		Approvals []approval `json:"approvals"`
+		Approvals []approvals.Approval `json:"approvals"`
 	}
 	if err := c.call(r.Context(), sess.token, http.MethodGet, "/approvals?status=pending", nil, &pending); err != nil {
 		c.failed(w, r, sess, err)
@@ -159,7 +102,7 @@ func (c *Console) loadApprovals(w http.ResponseWriter, r *http.Request, sess *se
 	}
 	form := failed.form
 	for _, a := range pending.Approvals {
-		p := pendingApproval{approval: a, DecidedBy: sess.operator}
+		p := pendingApproval{Approval: a, DecidedBy: sess.operator}
 		if form != nil && a.ID == failed.id {
 			p.DecidedBy, p.Reason, p.Err = form.DecidedBy, form.Reason, form.Err
 			form = nil
@@ -170,7 +113,7 @@ func (c *Console) loadApprovals(w http.ResponseWriter, r *http.Request, sess *se
 		v.Error = form.Err.Message
 	}
 	for _, a := range all.Approvals {
-		if a.Status != "pending" && len(v.Decided) < decidedShown {
+		if a.Status != approvals.StatusPending && len(v.Decided) < decidedShown {
 			v.Decided = append(v.Decided, a)
 		}
 	}

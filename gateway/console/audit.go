@@ -4,7 +4,8 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // auditFilters are the filters of the audit page, the query parameters of
@@ -15,30 +16,10 @@ var auditFilters = []string{"workspace_id", "task_id", "tool", "status"}
 // checks the value).
 var auditStatuses = []string{"allowed", "denied", "error", "rate_limited", "confirmation_required"}
 
-// auditEvent is one audit row as the admin API lists it.
-type auditEvent struct {
-	ID             int64     `json:"id"`
-	Time           time.Time `json:"time"`
-	WorkspaceID    string    `json:"workspace_id"`
-	TaskID         string    `json:"task_id"`
-	ProfileID      string    `json:"profile_id"`
-	Actor          string    `json:"actor"`
-	PrincipalKind  string    `json:"principal_kind"`
-	TokenFP        string    `json:"token_fingerprint"`
-	Tool           string    `json:"tool"`
-	Tier           string    `json:"tier"`
-	Status         string    `json:"status"`
-	ReasonCodes    []string  `json:"reason_codes"`
-	PolicyRevision string    `json:"policy_revision"`
-	DecisionID     string    `json:"decision_id"`
-	Surface        string    `json:"surface"`
-	ApprovalID     string    `json:"approval_id"`
-}
-
 type auditView struct {
 	Filter   map[string]string // the filters as given
 	Statuses []string
-	Events   []auditEvent
+	Events   []gateway.AuditEvent
 	Next     template.URL // the query of the next page (url.Values.Encode), "" on the last
 	Error    *formError
 }
@@ -60,8 +41,8 @@ func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, sess *sessio
 		q.Set("cursor", cur)
 	}
 	var out struct {
-		Events []auditEvent `json:"events"`
-		Next   string       `json:"next_cursor"`
+		Events []gateway.AuditEvent `json:"events"`
+		Next   string               `json:"next_cursor"`
 	}
 	if err := c.call(r.Context(), sess.token, http.MethodGet, "/audit-events?"+q.Encode(), nil, &out); err != nil {
 		v.Error = fieldError(err, append(auditFilters, "cursor")...)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
 // chromiumPath finds a Chromium to drive: $MCPGATE_CHROMIUM, else the
@@ -104,9 +106,9 @@ func TestBrowser(t *testing.T) {
 	g.explainer.all = map[string][]map[string]any{"alice": {g.explainer.chains["alice"][0], {"field": nil, "key": "sso.configure", "value": false,
 		"edition_capped": true, "decided_by": "edition", "chain": []map[string]any{link("user_override", nil), link("seat_type", nil, "name", "developer", "applies", true),
 			link("workspace_override", nil), link("org_plan", nil, "name", "team"), link("default", nil)}}}}
-	g.approvals.add(gateway.Approval{ID: "ap-1", PrincipalKind: gateway.PrincipalUser, Subject: "ada", WorkspaceID: "ws-1", Tool: "create_ticket",
+	g.approvals.add(approvals.Approval{ID: "ap-1", PrincipalKind: gateway.PrincipalUser, Subject: "ada", WorkspaceID: "ws-1", Tool: "create_ticket",
 		ArgumentsHash: "sha256:abc", PolicyRevision: "rev-live", Because: []string{"create_ticket requires approval"},
-		Status: gateway.ApprovalPending, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(10 * time.Minute)})
+		Status: approvals.StatusPending, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(10 * time.Minute)})
 	for i, tool := range []string{"workspace.info", "apps.deploy", "workspace.info"} {
 		st := map[bool]string{true: gateway.AuditDenied, false: gateway.AuditAllowed}[tool == "apps.deploy"]
 		if err := g.store.RecordAudit(context.Background(), &gateway.AuditEvent{Time: time.Now().Add(time.Duration(i-5) * time.Second), WorkspaceID: "ws-1",
@@ -448,8 +450,8 @@ func TestBrowser(t *testing.T) {
 
 	// Policy status and a refused reload.
 	g.policy.mu.Lock()
-	g.policy.status.Shadow = &gateway.ShadowStatus{Source: "/etc/mcpgate/shadow", Revision: "rev-shadow", FlipsSince: time.Now().Add(-time.Hour),
-		Flips: []gateway.ShadowFlips{{Tool: "apps.deploy", Direction: "allow_to_deny", Count: 4}}}
+	g.policy.status.Shadow = &policystatus.Shadow{Source: "/etc/mcpgate/shadow", Revision: "rev-shadow", FlipsSince: time.Now().Add(-time.Hour),
+		Flips: []policystatus.ShadowFlips{{Tool: "apps.deploy", Direction: "allow_to_deny", Count: 4}}}
 	g.policy.mu.Unlock()
 	g.policy.refuse = "decision.rego:1: rego_parse_error: unexpected eof"
 	run("policy",

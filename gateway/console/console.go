@@ -25,6 +25,13 @@
 // state), and a POST without it is refused with 403 before anything
 // changes. Failed sign-ins are limited per client address and overall
 // (SignInLimits). The token is never written into a page.
+//
+// The admin API's replies are read into the types that own them (the
+// domain's Workspace, Member, Profile, APIToken and AuditEvent,
+// approvals.Approval and Gate, policystatus.Status),
+// and an approval's arguments are shown by approvals.Pretty, as the
+// elicitation shows them: the console keeps no copy of them. It imports
+// the domain and those owners, never a store or the wiring (test/layout).
 package console
 
 import (

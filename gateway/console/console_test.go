@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 	"github.com/mcpgate/mcpgate/gateway/console"
 )
 
@@ -109,7 +109,7 @@ func TestPostWithoutCSRFChangesNothing(t *testing.T) {
 		"overrides": g.api(t, http.MethodGet, "/workspaces/ws-1/permission-overrides", "", http.StatusOK),
 		"alice":     g.api(t, http.MethodGet, "/workspaces/ws-1/members/alice/permission-overrides", "", http.StatusOK),
 	}
-	g.approvals.add(gateway.Approval{ID: "ap-1", Tool: "create_ticket", WorkspaceID: "ws-1", Status: gateway.ApprovalPending})
+	g.approvals.add(approvals.Approval{ID: "ap-1", Tool: "create_ticket", WorkspaceID: "ws-1", Status: approvals.StatusPending})
 	g.policy.refuse = ""
 	policyBefore := g.policy.Status().Revision
 	posts := []struct {
@@ -152,7 +152,7 @@ func TestPostWithoutCSRFChangesNothing(t *testing.T) {
 			t.Errorf("%s changed by refused POSTs:\nbefore %s\nafter  %s", what, want, got)
 		}
 	}
-	if a := g.approvals.get("ap-1"); a.Status != gateway.ApprovalPending {
+	if a := g.approvals.get("ap-1"); a.Status != approvals.StatusPending {
 		t.Errorf("refused POSTs decided the approval: %s by %s", a.Status, a.DecidedBy)
 	}
 	if rev := g.policy.Status().Revision; rev != policyBefore {

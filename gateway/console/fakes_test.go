@@ -11,6 +11,8 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
 )
 
@@ -88,7 +90,7 @@ func link(name string, value any, extra ...any) map[string]any {
 // and presenceErr, when set, fails Present.
 type fakeApprovals struct {
 	mu          sync.Mutex
-	list        []gateway.Approval
+	list        []approvals.Approval
 	present     map[string]int // approver id → Present calls
 	presenceErr error
 }
@@ -126,13 +128,13 @@ func (f *fakeApprovals) approvers() map[string]int {
 	return out
 }
 
-func (f *fakeApprovals) add(a gateway.Approval) {
+func (f *fakeApprovals) add(a approvals.Approval) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.list = append([]gateway.Approval{a}, f.list...)
+	f.list = append([]approvals.Approval{a}, f.list...)
 }
 
-func (f *fakeApprovals) get(id string) gateway.Approval {
+func (f *fakeApprovals) get(id string) approvals.Approval {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, a := range f.list {
@@ -140,13 +142,13 @@ func (f *fakeApprovals) get(id string) gateway.Approval {
 			return a
 		}
 	}
-	return gateway.Approval{}
+	return approvals.Approval{}
 }
 
-func (f *fakeApprovals) List(_ context.Context, flt gateway.ApprovalFilter) ([]gateway.Approval, error) {
+func (f *fakeApprovals) List(_ context.Context, flt approvals.Filter) ([]approvals.Approval, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []gateway.Approval
+	var out []approvals.Approval
 	for _, a := range f.list {
 		if flt.Status == "" || a.Status == flt.Status {
 			out = append(out, a)
@@ -155,7 +157,7 @@ func (f *fakeApprovals) List(_ context.Context, flt gateway.ApprovalFilter) ([]g
 	return out, nil
 }
 
-func (f *fakeApprovals) Decide(_ context.Context, id, status, by, reason string) (*gateway.Approval, error) {
+func (f *fakeApprovals) Decide(_ context.Context, id, status, by, reason string) (*approvals.Approval, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range f.list {
@@ -163,7 +165,7 @@ func (f *fakeApprovals) Decide(_ context.Context, id, status, by, reason string)
 		if a.ID != id {
 			continue
 		}
-		if a.Status != gateway.ApprovalPending {
+		if a.Status != approvals.StatusPending {
 			return nil, gateway.Errorf(gateway.EConflict, "approval %s is %s (by %s); only a pending approval can be decided", id, a.Status, a.DecidedBy)
 		}
 		now := time.Now()
@@ -174,8 +176,8 @@ func (f *fakeApprovals) Decide(_ context.Context, id, status, by, reason string)
 	return nil, gateway.Errorf(gateway.ENotFound, "approval %s does not exist", id)
 }
 
-func (f *fakeApprovals) Watch(ctx context.Context) (<-chan gateway.Approval, error) {
-	ch := make(chan gateway.Approval)
+func (f *fakeApprovals) Watch(ctx context.Context) (<-chan approvals.Approval, error) {
+	ch := make(chan approvals.Approval)
 	go func() { <-ctx.Done(); close(ch) }()
 	return ch, nil
 }
@@ -183,20 +185,20 @@ func (f *fakeApprovals) Watch(ctx context.Context) (<-chan gateway.Approval, err
 // fakePolicy is a live policy whose next reload passes or is refused.
 type fakePolicy struct {
 	mu     sync.Mutex
-	status gateway.PolicyStatus
+	status policystatus.Status
 	refuse string // OPA's message for the next reload; "" passes
 }
 
-func (f *fakePolicy) Status() gateway.PolicyStatus {
+func (f *fakePolicy) Status() policystatus.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.status
 }
 
-func (f *fakePolicy) Reload(_ context.Context, trigger string) (*gateway.PolicyAttempt, error) {
+func (f *fakePolicy) Reload(_ context.Context, trigger string) (*policystatus.Attempt, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	at := &gateway.PolicyAttempt{Time: time.Now(), Trigger: trigger, Revision: "rev-test-2", Outcome: "live", Tests: 12}
+	at := &policystatus.Attempt{Time: time.Now(), Trigger: trigger, Revision: "rev-test-2", Outcome: "live", Tests: 12}
 	if f.refuse != "" {
 		at.Outcome, at.Error, at.Revision = "refused", f.refuse, "rev-bad"
 		f.status.LastAttempt, f.status.LastFailure = at, at
@@ -222,20 +224,20 @@ func tokenReader(st *sqlite.Store) func(r *http.Request) (string, bool) {
 	}
 }
 
-// fakeGates is a backend's human gates (gateway.HumanGates), decided as
+// fakeGates is a backend's human gates (approvals.HumanGates), decided as
 // the demo backend decides them: waiting only, a question needs an answer
 // to approve, someone must be named. resumed records the tasks a decision
 // let go on.
 type fakeGates struct {
 	mu      sync.Mutex
-	gates   map[string][]*gateway.Gate // workspace → gates, in order
+	gates   map[string][]*approvals.Gate // workspace → gates, in order
 	resumed []string
 }
 
 func newFakeGates() *fakeGates {
 	at := time.Now().Add(-time.Hour)
 	done := at.Add(time.Minute)
-	return &fakeGates{gates: map[string][]*gateway.Gate{"ws-1": {
+	return &fakeGates{gates: map[string][]*approvals.Gate{"ws-1": {
 		{ID: "apr-tool", Kind: "task", Class: "tool", Status: "waiting", Title: "Allow issue.transition on the billing tracker?",
 			Prompt: "The agent wants to close 4 issues it believes are fixed.", TaskID: "tsk-1", RunID: "run-1", RequestedAt: at,
 			Details: map[string]any{"tool": "issue.transition"}},
@@ -248,7 +250,7 @@ func newFakeGates() *fakeGates {
 	}}}
 }
 
-func (f *fakeGates) get(ws, id string) gateway.Gate {
+func (f *fakeGates) get(ws, id string) approvals.Gate {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, g := range f.gates[ws] {
@@ -256,20 +258,20 @@ func (f *fakeGates) get(ws, id string) gateway.Gate {
 			return *g
 		}
 	}
-	return gateway.Gate{}
+	return approvals.Gate{}
 }
 
-func (f *fakeGates) ListGates(_ context.Context, ws string) ([]gateway.Gate, error) {
+func (f *fakeGates) ListGates(_ context.Context, ws string) ([]approvals.Gate, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := []gateway.Gate{}
+	out := []approvals.Gate{}
 	for _, g := range f.gates[ws] {
 		out = append(out, *g)
 	}
 	return out, nil
 }
 
-func (f *fakeGates) DecideGate(_ context.Context, ws, id string, d gateway.GateDecision) (gateway.Gate, error) {
+func (f *fakeGates) DecideGate(_ context.Context, ws, id string, d approvals.GateDecision) (approvals.Gate, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, g := range f.gates[ws] {
@@ -278,11 +280,11 @@ func (f *fakeGates) DecideGate(_ context.Context, ws, id string, d gateway.GateD
 		}
 		switch {
 		case g.Status != "waiting":
-			return gateway.Gate{}, gateway.Errorf(gateway.EConflict, "approval %s was already decided (%s by %s); nothing left to decide", id, g.Status, g.DecidedBy)
+			return approvals.Gate{}, gateway.Errorf(gateway.EConflict, "approval %s was already decided (%s by %s); nothing left to decide", id, g.Status, g.DecidedBy)
 		case g.Class == "question" && d.Decision == "approve" && d.Answer == "":
-			return gateway.Gate{}, gateway.Errorf(gateway.EInvalid, "approving question gate %s needs an answer to its question: %s", id, g.Title)
+			return approvals.Gate{}, gateway.Errorf(gateway.EInvalid, "approving question gate %s needs an answer to its question: %s", id, g.Title)
 		case d.DecidedBy == "":
-			return gateway.Gate{}, gateway.Errorf(gateway.EInvalid, "a decision of gate %s must name who decided it", id)
+			return approvals.Gate{}, gateway.Errorf(gateway.EInvalid, "a decision of gate %s must name who decided it", id)
 		}
 		now := time.Now()
 		g.Status, g.Decision, g.Answer, g.Note, g.DecidedBy, g.DecidedAt = map[string]string{"approve": "approved", "reject": "rejected"}[d.Decision], d.Decision, d.Answer, d.Note, d.DecidedBy, &now
@@ -291,5 +293,5 @@ func (f *fakeGates) DecideGate(_ context.Context, ws, id string, d gateway.GateD
 		}
 		return *g, nil
 	}
-	return gateway.Gate{}, gateway.Errorf(gateway.ENotFound, "gate %s not found in this workspace", id)
+	return approvals.Gate{}, gateway.Errorf(gateway.ENotFound, "gate %s not found in this workspace", id)
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
 // TestPolicyPageShowsShadowFlips: the policy page shows the shadow
@@ -16,7 +16,7 @@ func TestPolicyPageShowsShadowFlips(t *testing.T) {
 	g := newGateway(t)
 	since := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 	g.policy.mu.Lock()
-	g.policy.status.Shadow = &gateway.ShadowStatus{Source: "/etc/mcpgate/shadow", Revision: "rev-shadow-7", FlipsSince: since}
+	g.policy.status.Shadow = &policystatus.Shadow{Source: "/etc/mcpgate/shadow", Revision: "rev-shadow-7", FlipsSince: since}
 	g.policy.mu.Unlock()
 	v := g.signedIn(t)
 	p := v.get("/console/policy")
@@ -25,7 +25,7 @@ func TestPolicyPageShowsShadowFlips(t *testing.T) {
 		t.Fatalf("policy page without flips: %d\n%s", p.status, p.text)
 	}
 	g.policy.mu.Lock()
-	g.policy.status.Shadow.Flips = []gateway.ShadowFlips{{Tool: "apps.deploy", Direction: "allow_to_deny", Count: 3}, {Tool: "project.get", Direction: "deny_to_allow", Count: 1}}
+	g.policy.status.Shadow.Flips = []policystatus.ShadowFlips{{Tool: "apps.deploy", Direction: "allow_to_deny", Count: 3}, {Tool: "project.get", Direction: "deny_to_allow", Count: 1}}
 	g.policy.mu.Unlock()
 	p = v.get("/console/policy")
 	for _, want := range []string{

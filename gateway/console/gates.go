@@ -3,12 +3,14 @@ package console
 import (
 	"net/http"
 	"strings"
-	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
-// gate is one human gate as GET /admin/v1/workspaces/{ws}/gates lists it:
-// a point where the backend's agent task or workflow run waits for a
-// person.
+// waitingGate is a waiting gate (as GET /admin/v1/workspaces/{ws}/gates
+// lists it: a point where the backend's agent task or workflow run waits
+// for a person) with its decision form, refilled after a refusal.
 //
 // Prompt is shown. approvals.list redacts a task gate's prompt for the
 // machines that call it, but the console's visitors are people signed in
@@ -16,33 +18,8 @@ import (
 // or admin, a management:read reader of that workspace); deciding a gate
 // "in SupaCloud", as the refusal to machines tells them to, means reading
 // what it asks, so the person sees the prompt the agent may not.
-type gate struct {
-	ID          string         `json:"id"`
-	Kind        string         `json:"gate"`
-	Class       string         `json:"class"`
-	Status      string         `json:"status"`
-	Title       string         `json:"title"`
-	Prompt      string         `json:"prompt"`
-	TaskID      string         `json:"task_id"`
-	RunID       string         `json:"run_id"`
-	WorkflowID  string         `json:"workflow_id"`
-	NodeID      string         `json:"node_id"`
-	Details     map[string]any `json:"details"`
-	RequestedAt time.Time      `json:"requested_at"`
-	DecidedAt   *time.Time     `json:"decided_at"`
-	DecidedBy   string         `json:"decided_by"`
-	Decision    string         `json:"decision"`
-	Answer      string         `json:"answer"`
-	Note        string         `json:"note"`
-}
-
-// Question reports whether approving the gate needs an answer.
-func (g gate) Question() bool { return g.Class == "question" }
-
-// waitingGate is a waiting gate with its decision form, refilled after a
-// refusal.
 type waitingGate struct {
-	gate
+	approvals.Gate
 	FormAnswer, FormNote string
 	Err                  *formError
 }
@@ -51,7 +28,7 @@ type waitingGate struct {
 type workspaceGates struct {
 	Workspace string
 	Waiting   []waitingGate
-	Decided   []gate
+	Decided   []approvals.Gate
 	// Error is why the workspace's gates could not be listed.
 	Error string
 }
@@ -149,8 +126,8 @@ func (c *Console) loadGates(r *http.Request, sess *session, refused *gateRefusal
 	ids := []string{sess.reader}
 	if sess.reader == "" {
 		var list struct {
-			Workspaces []workspace `json:"workspaces"`
-			Next       string      `json:"next_cursor"`
+			Workspaces []gateway.Workspace `json:"workspaces"`
+			Next       string              `json:"next_cursor"`
 		}
 		if err := c.call(r.Context(), sess.token, http.MethodGet, "/workspaces?limit=100", nil, &list); err != nil {
 			v.Error = err.Error()
@@ -163,7 +140,7 @@ func (c *Console) loadGates(r *http.Request, sess *session, refused *gateRefusal
 	}
 	for _, ws := range ids {
 		var out struct {
-			Gates []gate `json:"gates"`
+			Gates []approvals.Gate `json:"gates"`
 		}
 		wg := workspaceGates{Workspace: ws}
 		if err := c.call(r.Context(), sess.token, http.MethodGet, "/workspaces/"+esc(ws)+"/gates", nil, &out); err != nil {
@@ -173,11 +150,11 @@ func (c *Console) loadGates(r *http.Request, sess *session, refused *gateRefusal
 			wg.Error = err.Error()
 		}
 		for _, g := range out.Gates {
-			if g.Status != "waiting" {
+			if g.Status != approvals.GateWaiting {
 				wg.Decided = append(wg.Decided, g)
 				continue
 			}
-			wt := waitingGate{gate: g}
+			wt := waitingGate{Gate: g}
 			if refused != nil && refused.workspace == ws && refused.id == g.ID {
 				wt.FormAnswer, wt.FormNote, wt.Err = refused.form.FormAnswer, refused.form.FormNote, refused.form.Err
 				refused = nil

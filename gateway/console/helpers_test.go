@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/console"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
 )
 
@@ -63,7 +63,7 @@ func newGateway(t *testing.T) *gatewayUnderTest {
 		explainer: &fakeExplainer{chains: map[string][]map[string]any{}, fail: map[string]error{}},
 		approvals: &fakeApprovals{},
 		gates:     newFakeGates(),
-		policy: &fakePolicy{status: gateway.PolicyStatus{Surface: "supacloud", Revision: "rev-test-1", Source: "/etc/mcpgate/policy",
+		policy: &fakePolicy{status: policystatus.Status{Surface: "supacloud", Revision: "rev-test-1", Source: "/etc/mcpgate/policy",
 			LiveSince: time.Now().Add(-time.Hour)}}}
 	g.admin = admin.NewHandler(st, admin.Options{Token: adminToken, ValidateGrant: func(e string) error {
 		if strings.HasPrefix(e, "nope.") {

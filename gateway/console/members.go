@@ -3,17 +3,19 @@ package console
 import (
 	"net/http"
 	"strings"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // Roles are the workspace roles a member may hold, in the order the
 // member forms offer them (the admin API's field "role" accepts exactly
 // these).
-var Roles = []string{"owner", "admin", "member", "viewer"}
+var Roles = []string{gateway.RoleOwner, gateway.RoleAdmin, gateway.RoleMember, gateway.RoleViewer}
 
 // memberRow is one member of the workspace page with its change form,
 // refilled after a refusal.
 type memberRow struct {
-	member
+	gateway.Member
 	// FormRole and FormSeat are what the change form shows: the stored
 	// values, or those of a refused submission (the cells beside it keep
 	// showing what is stored).
@@ -42,7 +44,7 @@ func (c *Console) saveMember(w http.ResponseWriter, r *http.Request, sess *sessi
 	if adding {
 		user = strings.TrimSpace(r.PostFormValue("user_id"))
 	}
-	m := member{UserID: user, Role: r.PostFormValue("role"), SeatType: strings.TrimSpace(r.PostFormValue("seat_type"))}
+	m := gateway.Member{UserID: user, Role: r.PostFormValue("role"), SeatType: strings.TrimSpace(r.PostFormValue("seat_type"))}
 	var err error
 	if user == "" {
 		err = &apiError{Status: http.StatusBadRequest, Message: "user id is required; enter the member's user id (the sub of their session JWTs), 1-128 characters from A-Z a-z 0-9 . _ : -"}
@@ -55,7 +57,7 @@ func (c *Console) saveMember(w http.ResponseWriter, r *http.Request, sess *sessi
 		if adding {
 			c.showWorkspace(w, r, sess, status(err), "", &memberForm{UserID: m.UserID, Role: m.Role, SeatType: m.SeatType, Err: fe}, nil)
 		} else {
-			c.showWorkspace(w, r, sess, status(err), "", nil, &memberRow{member: m, FormRole: m.Role, FormSeat: m.SeatType, Err: fe})
+			c.showWorkspace(w, r, sess, status(err), "", nil, &memberRow{Member: m, FormRole: m.Role, FormSeat: m.SeatType, Err: fe})
 		}
 		return
 	}
@@ -66,7 +68,7 @@ func (c *Console) saveMember(w http.ResponseWriter, r *http.Request, sess *sessi
 func (c *Console) removeMember(w http.ResponseWriter, r *http.Request, sess *session) {
 	ws, user := r.PathValue("ws"), r.PathValue("user")
 	if err := c.call(r.Context(), sess.token, http.MethodDelete, "/workspaces/"+esc(ws)+"/members/"+esc(user), nil, nil); err != nil {
-		c.showWorkspace(w, r, sess, status(err), "", nil, &memberRow{member: member{UserID: user}, Err: fieldError(err)})
+		c.showWorkspace(w, r, sess, status(err), "", nil, &memberRow{Member: gateway.Member{UserID: user}, Err: fieldError(err)})
 		return
 	}
 	http.Redirect(w, r, Prefix+"/workspaces/"+esc(ws)+"?notice=member-removed", http.StatusSeeOther)

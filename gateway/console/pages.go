@@ -8,7 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // Tiers are the allowlist entries the profile form offers as checkboxes,
@@ -109,16 +110,8 @@ func (c *Console) failed(w http.ResponseWriter, r *http.Request, sess *session, 
 	c.render(w, r, status(err), "error.html", sess, errorView{Title: "The admin API refused", Message: err.Error()})
 }
 
-type workspace struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Slug      string    `json:"slug"`
-	OrgPlan   string    `json:"org_plan"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
 type workspacesView struct {
-	Workspaces []workspace
+	Workspaces []gateway.Workspace
 	Next       string
 }
 
@@ -132,8 +125,8 @@ func (c *Console) workspacesPage(w http.ResponseWriter, r *http.Request, sess *s
 		path += "&cursor=" + url.QueryEscape(cur)
 	}
 	var out struct {
-		Workspaces []workspace `json:"workspaces"`
-		Next       string      `json:"next_cursor"`
+		Workspaces []gateway.Workspace `json:"workspaces"`
+		Next       string              `json:"next_cursor"`
 	}
 	if err := c.call(r.Context(), sess.token, http.MethodGet, path, nil, &out); err != nil {
 		c.failed(w, r, sess, err)
@@ -142,14 +135,8 @@ func (c *Console) workspacesPage(w http.ResponseWriter, r *http.Request, sess *s
 	c.render(w, r, http.StatusOK, "workspaces.html", sess, workspacesView(out))
 }
 
-type member struct {
-	UserID   string `json:"user_id"`
-	Role     string `json:"role"`
-	SeatType string `json:"seat_type"`
-}
-
 type workspaceView struct {
-	Workspace workspace
+	Workspace gateway.Workspace
 	Members   []memberRow
 	Roles     []string
 	Add       memberForm
@@ -172,7 +159,7 @@ func (c *Console) showWorkspace(w http.ResponseWriter, r *http.Request, sess *se
 		v.Add = *add
 	}
 	var members struct {
-		Members []member `json:"members"`
+		Members []gateway.Member `json:"members"`
 	}
 	if err := c.call(r.Context(), sess.token, http.MethodGet, "/workspaces/"+esc(ws), nil, &v.Workspace); err != nil {
 		c.failed(w, r, sess, err)
@@ -183,7 +170,7 @@ func (c *Console) showWorkspace(w http.ResponseWriter, r *http.Request, sess *se
 		return
 	}
 	for _, m := range members.Members {
-		mr := memberRow{member: m, FormRole: m.Role, FormSeat: m.SeatType}
+		mr := memberRow{Member: m, FormRole: m.Role, FormSeat: m.SeatType}
 		if row != nil && row.UserID == m.UserID {
 			if row.FormRole != "" || row.FormSeat != "" { // a refused change: refill the form with what was sent
 				mr.FormRole, mr.FormSeat = row.FormRole, row.FormSeat
@@ -198,21 +185,9 @@ func (c *Console) showWorkspace(w http.ResponseWriter, r *http.Request, sess *se
 	c.render(w, r, code, "workspace.html", sess, v)
 }
 
-type profile struct {
-	ID              string   `json:"id"`
-	Name            string   `json:"name"`
-	Allowlist       []string `json:"allowlist"`
-	ScriptAllowlist []string `json:"script_allowlist"`
-	IsDefault       bool     `json:"is_workspace_default"`
-}
-
-// Restricted reports whether script_allowlist limits script.run (nil: any
-// script may run).
-func (p profile) Restricted() bool { return p.ScriptAllowlist != nil }
-
 type profilesView struct {
 	WS       string
-	Profiles []profile
+	Profiles []gateway.Profile
 	Default  string // id of the workspace default profile, "" when none
 	Notice   string
 	Error    *formError
@@ -243,7 +218,7 @@ var noticeText = map[string]string{
 func (c *Console) showProfiles(w http.ResponseWriter, r *http.Request, sess *session, code int, notice string, fe *formError) {
 	ws := r.PathValue("ws")
 	var out struct {
-		Profiles []profile `json:"profiles"`
+		Profiles []gateway.Profile `json:"profiles"`
 	}
 	if err := c.call(r.Context(), sess.token, http.MethodGet, "/workspaces/"+esc(ws)+"/profiles", nil, &out); err != nil {
 		c.failed(w, r, sess, err)
@@ -278,8 +253,8 @@ type tierBox struct {
 	Checked bool
 }
 
-func newProfileForm(ws string, isNew bool, p profile) profileForm {
-	f := profileForm{WS: ws, New: isNew, ID: p.ID, Name: p.Name, Restricted: p.ScriptAllowlist != nil,
+func newProfileForm(ws string, isNew bool, p gateway.Profile) profileForm {
+	f := profileForm{WS: ws, New: isNew, ID: p.ID, Name: p.Name, Restricted: p.Restricted(),
 		Scripts: strings.Join(p.ScriptAllowlist, "\n")}
 	var exact []string
 	for _, e := range p.Allowlist {
@@ -295,12 +270,12 @@ func newProfileForm(ws string, isNew bool, p profile) profileForm {
 }
 
 func (c *Console) profileNewPage(w http.ResponseWriter, r *http.Request, sess *session) {
-	c.render(w, r, http.StatusOK, "profile.html", sess, newProfileForm(r.PathValue("ws"), true, profile{}))
+	c.render(w, r, http.StatusOK, "profile.html", sess, newProfileForm(r.PathValue("ws"), true, gateway.Profile{}))
 }
 
 func (c *Console) profileEditPage(w http.ResponseWriter, r *http.Request, sess *session) {
 	ws := r.PathValue("ws")
-	var p profile
+	var p gateway.Profile
 	if err := c.call(r.Context(), sess.token, http.MethodGet, "/workspaces/"+esc(ws)+"/profiles/"+esc(r.PathValue("profile")), nil, &p); err != nil {
 		c.failed(w, r, sess, err)
 		return
@@ -313,7 +288,7 @@ func (c *Console) profileEditPage(w http.ResponseWriter, r *http.Request, sess *
 // script_allowlist (an empty box: no script), "any script" sends null.
 func (c *Console) saveProfile(w http.ResponseWriter, r *http.Request, sess *session) {
 	ws := r.PathValue("ws")
-	p := profile{ID: strings.TrimSpace(r.PostFormValue("id")), Name: r.PostFormValue("name"), Allowlist: []string{}}
+	p := gateway.Profile{ID: strings.TrimSpace(r.PostFormValue("id")), Name: r.PostFormValue("name"), Allowlist: []string{}}
 	for _, t := range Tiers {
 		if slices.Contains(r.PostForm["tier"], t.Entry) {
 			p.Allowlist = append(p.Allowlist, t.Entry)
@@ -361,15 +336,6 @@ func (c *Console) setDefaultProfile(w http.ResponseWriter, r *http.Request, sess
 	http.Redirect(w, r, Prefix+"/workspaces/"+esc(ws)+"/profiles?notice="+notice, http.StatusSeeOther)
 }
 
-type apiToken struct {
-	Fingerprint string     `json:"fingerprint"`
-	Label       string     `json:"label"`
-	Scopes      []string   `json:"scopes"`
-	Status      string     `json:"status"`
-	CreatedAt   time.Time  `json:"created_at"`
-	LastUsedAt  *time.Time `json:"last_used_at"`
-}
-
 type limits struct {
 	Reads     *int `json:"reads_per_tool_hourly"`
 	Ops       *int `json:"ops_per_token_hourly"`
@@ -383,7 +349,7 @@ type limits struct {
 type tokensView struct {
 	WS      string
 	Created *createdToken // shown on this page only
-	Tokens  []apiToken
+	Tokens  []gateway.APIToken
 	Notice  string
 	// the create form, refilled after a refusal
 	Label      string
@@ -410,7 +376,7 @@ func (c *Console) tokensPage(w http.ResponseWriter, r *http.Request, sess *sessi
 func (c *Console) showTokens(w http.ResponseWriter, r *http.Request, sess *session, code int, v tokensView, picked []string) {
 	base := "/workspaces/" + esc(v.WS)
 	var list struct {
-		Tokens []apiToken `json:"tokens"`
+		Tokens []gateway.APIToken `json:"tokens"`
 	}
 	if err := c.call(r.Context(), sess.token, http.MethodGet, base+"/api-tokens", nil, &list); err != nil {
 		c.failed(w, r, sess, err)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // chainTask is the task id the permissions page explains its calls in. The
@@ -107,7 +109,7 @@ type explanation struct {
 
 // memberPermissions is one member's part of the permissions page.
 type memberPermissions struct {
-	member
+	gateway.Member
 	Text  string // the override form's text, key=true|false a line
 	Err   *formError
 	Chain []permission // every key resolved, by key; nil when ChainErr says why
@@ -182,14 +184,14 @@ func (c *Console) showPermissions(w http.ResponseWriter, r *http.Request, sess *
 		v.WSText, v.WSErr = *form, fe
 	}
 	var members struct {
-		Members []member `json:"members"`
+		Members []gateway.Member `json:"members"`
 	}
 	if err := c.call(r.Context(), sess.token, http.MethodGet, base+"/members", nil, &members); err != nil {
 		c.failed(w, r, sess, err)
 		return
 	}
 	for _, m := range members.Members {
-		mp := memberPermissions{member: m}
+		mp := memberPermissions{Member: m}
 		var over map[string]bool
 		if err := c.call(r.Context(), sess.token, http.MethodGet, base+"/members/"+esc(m.UserID)+"/permission-overrides", nil, &over); err != nil {
 			c.failed(w, r, sess, err)

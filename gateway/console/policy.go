@@ -2,44 +2,14 @@ package console
 
 import (
 	"net/http"
-	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
-// policyAttempt is one load of a policy bundle as GET /admin/v1/policy
-// shows it.
-type policyAttempt struct {
-	Time     time.Time `json:"time"`
-	Trigger  string    `json:"trigger"`
-	Revision string    `json:"revision"`
-	Outcome  string    `json:"outcome"`
-	Tests    int       `json:"tests"`
-	Error    string    `json:"error"`
-}
-
-// policyStatus is the reply of GET /admin/v1/policy.
-type policyStatus struct {
-	Surface     string         `json:"surface"`
-	Revision    string         `json:"revision"`
-	Source      string         `json:"source"`
-	Watched     bool           `json:"watched"`
-	LiveSince   time.Time      `json:"live_since"`
-	LastAttempt *policyAttempt `json:"last_attempt"`
-	LastFailure *policyAttempt `json:"last_failure"`
-	Shadow      *struct {
-		Source      string         `json:"source"`
-		Revision    string         `json:"revision"`
-		LastAttempt *policyAttempt `json:"last_attempt"`
-		FlipsSince  time.Time      `json:"flips_since"`
-		Flips       []struct {
-			Tool      string `json:"tool"`
-			Direction string `json:"direction"`
-			Count     int64  `json:"count"`
-		} `json:"flips"`
-	} `json:"shadow"`
-}
-
+// policyView is the policy page: the reply of GET /admin/v1/policy and
+// what the last reload said.
 type policyView struct {
-	Status policyStatus
+	Status policystatus.Status
 	Notice string
 	Error  string // why the reload was refused (OPA's message) or failed
 }

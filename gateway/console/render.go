@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
 //go:embed templates/*.html
@@ -43,6 +45,11 @@ var funcs = template.FuncMap{
 	},
 	"date": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	"path": esc,
+	// pretty shows an approval's arguments whole, indented, every number
+	// with its digits and invisible format characters (bidi overrides,
+	// zero-width spaces) as \u escapes: what the elicitation shows. The
+	// template escapes it as HTML.
+	"pretty": approvals.Pretty,
 }
 
 // pages are the page templates, each parsed with the layout.

@@ -14,58 +14,21 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/console/consolesession"
 )
 
-// The kinds of signed-in session (StoredSession.Kind).
-const (
-	// KindAdmin signed in with MCPGATE_ADMIN_TOKEN.
-	KindAdmin = "admin"
-	// KindReader signed in with an scmt_ token holding management:read:
-	// it reads one workspace.
-	KindReader = "reader"
-	// KindWorkspaceAdmin signed in with a console sign-in JWT of a
-	// workspace member: it manages that workspace's API tokens while the
-	// admin API finds its role owner or admin (docs/requirements.md#external-gateway).
-	KindWorkspaceAdmin = "workspace_admin"
-)
-
-// StoredSession is a signed-in session as a SessionStore keeps it. It
-// holds no secret the store could use alone: IDHash is the SHA-256 of the
-// cookie value (never the value), and SealedToken and Flash are sealed
-// with AES-256-GCM under a key derived (HKDF-SHA256) from the cookie
-// value, which only the visitor's browser holds.
-type StoredSession struct {
-	// IDHash is the lower-case hex SHA-256 of the cookie value.
-	IDHash string
-	// Kind is KindAdmin, KindReader or KindWorkspaceAdmin.
-	Kind string
-	// WorkspaceID is the workspace of a reader or workspace admin.
-	WorkspaceID string
-	// Subject is the user id of a workspace admin.
-	Subject string
-	// Operator is the name given at sign-in.
-	Operator string
-	// CSRF is the secret each form of the session carries.
-	CSRF string
-	// SealedToken is the visitor's credential, sealed.
-	SealedToken []byte
-	// Flash is a just-created API token for the next page, sealed; nil
-	// when none.
-	Flash     []byte
-	CreatedAt time.Time
-	ExpiresAt time.Time
-}
-
-// SessionStore keeps signed-in sessions where every replica of the
-// gateway reads them (the audit store), so a browser may land on any
-// replica (docs/architecture.md, "Replicas"). Options.Sessions nil keeps
-// them in this process's memory instead.
+// SessionStore keeps signed-in sessions (consolesession.Session: IDHash,
+// never the cookie value; the credential sealed under a key derived from
+// it) where every replica of the gateway reads them (the audit store), so
+// a browser may land on any replica (docs/architecture.md, "Replicas").
+// Options.Sessions nil keeps them in this process's memory instead.
 type SessionStore interface {
 	// CreateSession stores s; ErrSessionsFull when there is no room.
-	CreateSession(ctx context.Context, s *StoredSession) error
+	CreateSession(ctx context.Context, s *consolesession.Session) error
 	// Session returns the session idHash names if it expires after now,
 	// else nil and no error.
-	Session(ctx context.Context, idHash string, now time.Time) (*StoredSession, error)
+	Session(ctx context.Context, idHash string, now time.Time) (*consolesession.Session, error)
 	// SetFlash replaces the session's flash.
 	SetFlash(ctx context.Context, idHash string, flash []byte) error
 	// TakeFlash returns the session's flash and clears it: of concurrent
@@ -86,7 +49,7 @@ type session struct {
 	csrf    string
 	token   string // the credential the visitor signed in with; "" before sign-in
 	expires time.Time
-	kind    string
+	kind    consolesession.Kind
 	// operator is the name the visitor gave at sign-in, recorded as
 	// decided_by of the approvals they decide ("" when none was given).
 	operator string
@@ -100,7 +63,7 @@ type session struct {
 
 // tokenAdmin reports whether the session may create and revoke the API
 // tokens of its workspace without being the admin token's.
-func (sess *session) tokenAdmin() bool { return sess.kind == KindWorkspaceAdmin }
+func (sess *session) tokenAdmin() bool { return sess.kind == consolesession.WorkspaceAdmin }
 
 // createdToken is a freshly minted API token on its way to the one page
 // that shows it (docs/requirements.md#api-tokens: shown exactly once).
@@ -160,7 +123,7 @@ func unseal(id string, sealed []byte) ([]byte, error) {
 func (c *Console) startSession(ctx context.Context, proto session) (*session, error) {
 	sess := proto
 	sess.id, sess.csrf = randomToken(), randomToken()
-	err := c.sessions.CreateSession(ctx, &StoredSession{
+	err := c.sessions.CreateSession(ctx, &consolesession.Session{
 		IDHash: idHash(sess.id), Kind: sess.kind, WorkspaceID: sess.reader, Subject: sess.user,
 		Operator: sess.operator, CSRF: sess.csrf, SealedToken: seal(sess.id, []byte(sess.token)),
 		CreatedAt: c.opts.Now().UTC(), ExpiresAt: sess.expires.UTC(),
@@ -222,17 +185,17 @@ func (sess *session) csrfOK(got string) bool {
 // browser must then come back to the one that signed it in.
 type memorySessions struct {
 	mu   sync.Mutex
-	byID map[string]StoredSession
+	byID map[string]consolesession.Session
 	max  int
 }
 
 func newMemorySessions(max int) *memorySessions {
-	return &memorySessions{byID: map[string]StoredSession{}, max: max}
+	return &memorySessions{byID: map[string]consolesession.Session{}, max: max}
 }
 
 // CreateSession drops expired sessions when the table is full, then
 // refuses with ErrSessionsFull if it still is.
-func (m *memorySessions) CreateSession(_ context.Context, s *StoredSession) error {
+func (m *memorySessions) CreateSession(_ context.Context, s *consolesession.Session) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.byID) >= m.max {
@@ -249,7 +212,7 @@ func (m *memorySessions) CreateSession(_ context.Context, s *StoredSession) erro
 	return nil
 }
 
-func (m *memorySessions) Session(_ context.Context, idHash string, now time.Time) (*StoredSession, error) {
+func (m *memorySessions) Session(_ context.Context, idHash string, now time.Time) (*consolesession.Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.byID[idHash]

@@ -5,6 +5,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/console/consolesession"
 )
 
 // TestSealedSessionOpensOnlyWithItsCookie: the stored row holds no trace
@@ -16,11 +18,11 @@ func TestSealedSessionOpensOnlyWithItsCookie(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	c := New(Options{Admin: nil, Sessions: store, Now: func() time.Time { return now }})
 	const secret = "the-admin-token-value-0123456789"
-	a, err := c.startSession(context.Background(), session{token: secret, kind: KindAdmin, expires: now.Add(time.Hour)})
+	a, err := c.startSession(context.Background(), session{token: secret, kind: consolesession.Admin, expires: now.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := c.startSession(context.Background(), session{token: "other", kind: KindAdmin, expires: now.Add(time.Hour)})
+	b, err := c.startSession(context.Background(), session{token: "other", kind: consolesession.Admin, expires: now.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

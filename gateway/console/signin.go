@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/console/consolesession"
 )
 
 // FormCookieName is the cookie holding the sign-in form's CSRF token: the
@@ -115,15 +117,15 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		refuse(code, field, msg)
 	}
 	now := c.opts.Now()
-	proto := session{token: token, operator: v.Operator, kind: KindAdmin, expires: now.Add(c.opts.SessionTTL)}
+	proto := session{token: token, operator: v.Operator, kind: consolesession.Admin, expires: now.Add(c.opts.SessionTTL)}
 	err := c.call(r.Context(), token, http.MethodGet, "/workspaces?limit=1", nil, nil)
 	var ae *apiError
 	switch {
 	case errors.As(err, &ae) && ae.Status == http.StatusForbidden:
 		// An API token or a workspace admin: bound to one workspace.
-		proto.kind = KindReader
+		proto.kind = consolesession.Reader
 		if !strings.HasPrefix(token, apiTokenPrefix) {
-			proto.kind = KindWorkspaceAdmin
+			proto.kind = consolesession.WorkspaceAdmin
 			claims := unverifiedClaims(token)
 			if v.Workspace == "" {
 				v.Workspace = claims.WorkspaceID

@@ -15,7 +15,7 @@ import (
 // approvals.Service.Approve); a returned approval is named in the audit
 // row either way.
 type Approver interface {
-	Approve(ctx context.Context, call approvals.Call, el gateway.Elicitor) (*gateway.Approval, error)
+	Approve(ctx context.Context, call approvals.Call, el gateway.Elicitor) (*approvals.Approval, error)
 }
 
 // reasonApprovalsOff is the reason code of a call that needs an approval

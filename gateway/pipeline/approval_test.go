@@ -27,7 +27,7 @@ func (approving) Decide(_ context.Context, _ *gateway.Principal, _ *gateway.Call
 
 // approvalFixture is the reservation fixture with the approval step on,
 // an approvals stream open and a recording adapter.
-func approvalFixture(t *testing.T) (*fixture, *approvals.Service, <-chan gateway.Approval, *recorder) {
+func approvalFixture(t *testing.T) (*fixture, *approvals.Service, <-chan approvals.Approval, *recorder) {
 	t.Helper()
 	f := newFixture(t)
 	svc := approvals.New(f.store, approvals.Options{PollInterval: 10 * time.Millisecond, StreamPoll: 20 * time.Millisecond})
@@ -54,12 +54,12 @@ func callAsync(f *fixture, raw string) <-chan error {
 	return done
 }
 
-func pendingOf(t *testing.T, ch <-chan gateway.Approval) gateway.Approval {
+func pendingOf(t *testing.T, ch <-chan approvals.Approval) approvals.Approval {
 	t.Helper()
 	for {
 		select {
 		case a := <-ch:
-			if a.Status == gateway.ApprovalPending {
+			if a.Status == approvals.StatusPending {
 				return a
 			}
 		case <-time.After(5 * time.Second):
@@ -97,7 +97,7 @@ func TestApprovedCallRunsOnceWithTheApprovedArguments(t *testing.T) {
 	if len(rec.calls) != 0 {
 		t.Fatal("the adapter was called before the approval")
 	}
-	if _, err := svc.Decide(context.Background(), a.ID, gateway.ApprovalApproved, "alice", ""); err != nil {
+	if _, err := svc.Decide(context.Background(), a.ID, approvals.StatusApproved, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := errOf(t, done); err != nil {
@@ -117,7 +117,7 @@ func TestApprovedCallRunsOnceWithTheApprovedArguments(t *testing.T) {
 	if b.ID == a.ID {
 		t.Fatalf("the second call reused approval %s", a.ID)
 	}
-	if _, err := svc.Decide(context.Background(), b.ID, gateway.ApprovalRejected, "bob", "once is enough"); err != nil {
+	if _, err := svc.Decide(context.Background(), b.ID, approvals.StatusRejected, "bob", "once is enough"); err != nil {
 		t.Fatal(err)
 	}
 	err := errOf(t, done)
@@ -142,7 +142,7 @@ func TestApprovalStepAuditRowNamesTheApproval(t *testing.T) {
 	f.pl.Metrics = obs
 	done := callAsync(f, `{"schedule_id":"sch_1"}`)
 	a := pendingOf(t, ch)
-	if _, err := svc.Decide(context.Background(), a.ID, gateway.ApprovalRejected, "bob", ""); err != nil {
+	if _, err := svc.Decide(context.Background(), a.ID, approvals.StatusRejected, "bob", ""); err != nil {
 		t.Fatal(err)
 	}
 	_ = errOf(t, done)

@@ -105,7 +105,7 @@ type Engine struct {
 	keepInput bool
 	// content, tests and testsFrom are set by Live on a bundle from a
 	// folder: its ContentHash, how many of its tests passed, and where
-	// (gateway.PolicyAttempt.TestsFrom).
+	// (policystatus.Attempt.TestsFrom).
 	content   string
 	tests     int
 	testsFrom string

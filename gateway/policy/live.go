@@ -14,13 +14,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
 // Surface is the surface a Live serves when LiveOptions.Engine.Surface is
 // empty: the label of its revision in /metrics and /readyz.
 const Surface = "supacloud"
 
-// Reload triggers (gateway.PolicyAttempt.Trigger).
+// Reload triggers (policystatus.Attempt.Trigger).
 const (
 	TriggerStart = "start"
 	TriggerWatch = "watch"
@@ -104,7 +105,7 @@ type LiveOptions struct {
 	// shows it: the wiring announces reloads asked for on this replica
 	// (TriggerAdmin, TriggerWatch) to the other replicas. Reloads skipped
 	// by ReloadIfChanged are no attempt.
-	OnAttempt func(trigger string, at *gateway.PolicyAttempt, err error)
+	OnAttempt func(trigger string, at *policystatus.Attempt, err error)
 	// Debounce is how long Watch waits after the last change in a folder
 	// before it reloads; 0 means DefaultDebounce.
 	Debounce time.Duration
@@ -153,8 +154,8 @@ type Live struct {
 	asked atomic.Bool
 
 	mu     sync.Mutex // guards status and flips
-	status gateway.PolicyStatus
-	flips  map[gateway.ShadowFlips]int64 // by Tool and Direction (Count 0)
+	status policystatus.Status
+	flips  map[policystatus.ShadowFlips]int64 // by Tool and Direction (Count 0)
 }
 
 // NewLive loads the bundle of opts.Dir (or opts.Embedded) and, when set,
@@ -182,9 +183,9 @@ func NewLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 		l.log = zap.NewNop()
 	}
 	l.log = l.log.With(zap.String("surface", l.surface))
-	l.status = gateway.PolicyStatus{Surface: l.surface, Source: "embedded", Watched: false}
+	l.status = policystatus.Status{Surface: l.surface, Source: "embedded", Watched: false}
 	var e *Engine
-	var at *gateway.PolicyAttempt
+	var at *policystatus.Attempt
 	if opts.Dir == "" {
 		if opts.Embedded == nil {
 			return nil, errors.New("policy: no policy bundle given")
@@ -196,7 +197,7 @@ func NewLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 		if e, err = l.compile(ctx, opts.Embedded, rev); err != nil {
 			return nil, err
 		}
-		at = &gateway.PolicyAttempt{Time: time.Now().UTC(), Trigger: TriggerStart, Revision: rev, Outcome: gateway.PolicyLive}
+		at = &policystatus.Attempt{Time: time.Now().UTC(), Trigger: TriggerStart, Revision: rev, Outcome: policystatus.Live}
 	} else {
 		l.status.Source, l.status.Watched = opts.Dir, true
 		var err error
@@ -207,7 +208,7 @@ func NewLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 	l.status.Revision, l.status.LiveSince, l.status.LastAttempt = e.Revision(), at.Time, at
 	var shadow *Engine
 	if opts.ShadowDir != "" {
-		l.status.Shadow = &gateway.ShadowStatus{Source: opts.ShadowDir, FlipsSince: time.Now().UTC()}
+		l.status.Shadow = &policystatus.Shadow{Source: opts.ShadowDir, FlipsSince: time.Now().UTC()}
 		shadow = l.loadShadow(ctx, TriggerStart, nil)
 	}
 	l.snap.Store(&Snapshot{live: e, shadow: shadow, l: l})
@@ -237,8 +238,8 @@ type Vouch struct {
 // content hash in this process (LiveOptions.Tested), and not at all when
 // vouch names the candidate's content hash: the same bytes passed the
 // same tests on the replica that announced it.
-func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, vouch *Vouch) (*Engine, *gateway.PolicyAttempt, error) {
-	at := &gateway.PolicyAttempt{Time: time.Now().UTC(), Trigger: trigger, Outcome: gateway.PolicyRefused}
+func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, vouch *Vouch) (*Engine, *policystatus.Attempt, error) {
+	at := &policystatus.Attempt{Time: time.Now().UTC(), Trigger: trigger, Outcome: policystatus.Refused}
 	e, err := func() (*Engine, error) {
 		fsys, err := readBundle(dir)
 		if err != nil {
@@ -251,8 +252,8 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, 
 			return nil, err
 		}
 		if cur != nil && cur.content == at.Content {
-			at.Tests, at.TestsFrom = cur.tests, gateway.PolicyTestsCached
-			if cur.testsFrom == gateway.PolicyTestsReplica { // still never run here
+			at.Tests, at.TestsFrom = cur.tests, policystatus.TestsCached
+			if cur.testsFrom == policystatus.TestsReplica { // still never run here
 				at.TestsFrom = cur.testsFrom
 			}
 			return cur, nil
@@ -266,7 +267,7 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, 
 			return nil, fmt.Errorf("policy: the bundle defines no %s, and a decision log is on (MCPGATE_DECISION_LOG_FILE or MCPGATE_DECISION_LOG_URL) whose events are never written unmasked; keep the system/log folder of the built-in bundle (policies/system/log) in the folder", MaskQuery)
 		}
 		if vouch != nil && vouch.Content == at.Content {
-			at.Tests, at.TestsFrom = vouch.Tests, gateway.PolicyTestsReplica
+			at.Tests, at.TestsFrom = vouch.Tests, policystatus.TestsReplica
 			e.tests, e.testsFrom = at.Tests, at.TestsFrom
 			return e, nil
 		}
@@ -284,9 +285,9 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, 
 			}
 			return nil, err
 		}
-		at.TestsFrom = gateway.PolicyTestsRun
+		at.TestsFrom = policystatus.TestsRun
 		if cached {
-			at.TestsFrom = gateway.PolicyTestsCached
+			at.TestsFrom = policystatus.TestsCached
 		}
 		e.tests, e.testsFrom = n, at.TestsFrom
 		return e, nil
@@ -295,7 +296,7 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, 
 		at.Error = err.Error()
 		return nil, at, fmt.Errorf("policy bundle %s refused: %w", dir, err)
 	}
-	at.Outcome = gateway.PolicyLive
+	at.Outcome = policystatus.Live
 	return e, at, nil
 }
 
@@ -346,18 +347,18 @@ func (l *Live) Grants() (entries []string, toolPrefix string) { return l.Engine(
 
 // Status reports the live revision, its source, the last attempts and the
 // shadow candidate.
-func (l *Live) Status() gateway.PolicyStatus {
+func (l *Live) Status() policystatus.Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.status
 	if st.Shadow != nil {
 		sh := *st.Shadow
-		sh.Flips = make([]gateway.ShadowFlips, 0, len(l.flips))
+		sh.Flips = make([]policystatus.ShadowFlips, 0, len(l.flips))
 		for k, n := range l.flips {
 			k.Count = n
 			sh.Flips = append(sh.Flips, k)
 		}
-		slices.SortFunc(sh.Flips, func(a, b gateway.ShadowFlips) int {
+		slices.SortFunc(sh.Flips, func(a, b policystatus.ShadowFlips) int {
 			return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Direction, b.Direction))
 		})
 		st.Shadow = &sh
@@ -370,9 +371,9 @@ func (l *Live) countFlip(tool, direction string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.flips == nil {
-		l.flips = map[gateway.ShadowFlips]int64{}
+		l.flips = map[policystatus.ShadowFlips]int64{}
 	}
-	l.flips[gateway.ShadowFlips{Tool: tool, Direction: direction}]++
+	l.flips[policystatus.ShadowFlips{Tool: tool, Direction: direction}]++
 }
 
 // ErrNotReloadable is returned by Reload when the gateway serves the
@@ -386,7 +387,7 @@ var ErrNotReloadable error = &gateway.Error{Code: gateway.EConflict,
 // revision. It returns the attempt; err is ErrNotReloadable for the
 // embedded bundle, or the reason the candidate was refused (with OPA's
 // message): the running revision then stays. Reloads run one at a time.
-func (l *Live) Reload(ctx context.Context, trigger string) (*gateway.PolicyAttempt, error) {
+func (l *Live) Reload(ctx context.Context, trigger string) (*policystatus.Attempt, error) {
 	return l.reloadVouched(ctx, trigger, nil)
 }
 
@@ -394,7 +395,7 @@ func (l *Live) Reload(ctx context.Context, trigger string) (*gateway.PolicyAttem
 // names without running its tests. The live bundle is swapped, reported
 // and announced (OnSwap, OnAttempt) before the shadow folder is loaded,
 // so a shadow candidate's tests never delay a change of the live policy.
-func (l *Live) reloadVouched(ctx context.Context, trigger string, vouch *Vouch) (*gateway.PolicyAttempt, error) {
+func (l *Live) reloadVouched(ctx context.Context, trigger string, vouch *Vouch) (*policystatus.Attempt, error) {
 	if l.opts.Dir == "" {
 		return nil, ErrNotReloadable
 	}
@@ -404,12 +405,12 @@ func (l *Live) reloadVouched(ctx context.Context, trigger string, vouch *Vouch) 
 }
 
 // reloadLocked is reloadVouched once it holds l.reload.
-func (l *Live) reloadLocked(ctx context.Context, trigger string, vouch *Vouch) (*gateway.PolicyAttempt, error) {
+func (l *Live) reloadLocked(ctx context.Context, trigger string, vouch *Vouch) (*policystatus.Attempt, error) {
 	old := l.snap.Load()
 	e, at, err := l.candidate(ctx, l.opts.Dir, trigger, old.live, vouch)
 	swapped := err == nil && e.Revision() != old.live.Revision()
 	if err == nil && !swapped {
-		at.Outcome = gateway.PolicyUnchanged
+		at.Outcome = policystatus.Unchanged
 	}
 	if swapped {
 		l.snap.Store(&Snapshot{live: e, shadow: old.shadow, l: l})
@@ -465,7 +466,7 @@ func (l *Live) Surface() string { return l.surface }
 // returns nil, nil at once: the waiting one reads the folder after this
 // call was made, so announcements of other replicas, however many, run
 // one reload after the running one.
-func (l *Live) ReloadIfChanged(ctx context.Context, trigger string, vouch *Vouch) (*gateway.PolicyAttempt, error) {
+func (l *Live) ReloadIfChanged(ctx context.Context, trigger string, vouch *Vouch) (*policystatus.Attempt, error) {
 	if l.opts.Dir == "" {
 		return nil, ErrNotReloadable
 	}

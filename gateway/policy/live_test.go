@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 	"github.com/mcpgate/mcpgate/policies"
 )
 
@@ -163,7 +164,7 @@ func TestReloadSwapsUnderConcurrentCalls(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reload %d: %v", i, err)
 		}
-		if at.Outcome != gateway.PolicyLive || at.Revision != rev || at.Tests != 1 {
+		if at.Outcome != policystatus.Live || at.Revision != rev || at.Tests != 1 {
 			t.Fatalf("reload %d: attempt %+v, want %s live with its 1 test passed", i, at, rev)
 		}
 		swaps++
@@ -211,7 +212,7 @@ func TestRefusedCandidatesNeverGoLive(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Reload: %v, want an error with %q", err, tc.want)
 			}
-			if at.Outcome != gateway.PolicyRefused || !strings.Contains(at.Error, tc.want) {
+			if at.Outcome != policystatus.Refused || !strings.Contains(at.Error, tc.want) {
 				t.Errorf("attempt %+v, want refused with %q", at, tc.want)
 			}
 			st := l.Status()
@@ -249,7 +250,7 @@ func TestUnchangedRevisionKeepsTheEngine(t *testing.T) {
 	l := newLive(t, dir, "", &countingObserver{})
 	before := l.Engine()
 	at, err := l.Reload(context.Background(), policy.TriggerAdmin)
-	if err != nil || at.Outcome != gateway.PolicyUnchanged || l.Engine() != before {
+	if err != nil || at.Outcome != policystatus.Unchanged || l.Engine() != before {
 		t.Fatalf("attempt %+v err %v, engine swapped %v; want unchanged and the same engine", at, err, l.Engine() != before)
 	}
 }
@@ -268,11 +269,11 @@ func TestReloadIfChangedSkipsTheLiveRevision(t *testing.T) {
 		t.Fatalf("unchanged folder: attempt %+v err %v, %d attempts counted; want none", at, err, obs.ok+obs.fail)
 	}
 	writeBundle(t, dir, tinyBundle("rev-2", false, true))
-	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica, nil); at == nil || err == nil || at.Outcome != gateway.PolicyRefused || l.Engine().Revision() != "rev-1" {
+	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica, nil); at == nil || err == nil || at.Outcome != policystatus.Refused || l.Engine().Revision() != "rev-1" {
 		t.Fatalf("failing rev-2: attempt %+v err %v live %s; want refused, rev-1 kept", at, err, l.Engine().Revision())
 	}
 	writeBundle(t, dir, tinyBundle("rev-2", false, false))
-	if at, err := l.ReloadIfChanged(ctx, policy.TriggerResync, nil); err != nil || at.Outcome != gateway.PolicyLive || at.Trigger != policy.TriggerResync || l.Engine().Revision() != "rev-2" {
+	if at, err := l.ReloadIfChanged(ctx, policy.TriggerResync, nil); err != nil || at.Outcome != policystatus.Live || at.Trigger != policy.TriggerResync || l.Engine().Revision() != "rev-2" {
 		t.Fatalf("fixed rev-2: attempt %+v err %v live %s; want rev-2 live", at, err, l.Engine().Revision())
 	}
 }
@@ -378,7 +379,7 @@ func TestShadowFlipsAreCountedNeverEnforced(t *testing.T) {
 	if _, err := l.Decide(context.Background(), agent(""), caller(nil, "member"), projectsList, nil); err != nil {
 		t.Fatal(err)
 	}
-	if sh := l.Status().Shadow; len(sh.Flips) != 1 || sh.Flips[0] != (gateway.ShadowFlips{Tool: "projects.list", Direction: policy.FlipAllowToDeny, Count: 2}) || sh.FlipsSince.IsZero() {
+	if sh := l.Status().Shadow; len(sh.Flips) != 1 || sh.Flips[0] != (policystatus.ShadowFlips{Tool: "projects.list", Direction: policy.FlipAllowToDeny, Count: 2}) || sh.FlipsSince.IsZero() {
 		t.Errorf("Status counts flips %+v since %v; want projects.list allow_to_deny 2", sh.Flips, sh.FlipsSince)
 	}
 
@@ -531,7 +532,7 @@ func TestReloadIfChangedCoalesces(t *testing.T) {
 	l, err := policy.NewLive(context.Background(), policy.LiveOptions{
 		Engine: policy.Options{Edition: gateway.EditionCommunity, Tools: []policy.ToolRef{projectsList}},
 		Dir:    dir, Embedded: policies.FS, Revision: policies.Revision,
-		OnAttempt: func(trigger string, _ *gateway.PolicyAttempt, _ error) {
+		OnAttempt: func(trigger string, _ *policystatus.Attempt, _ error) {
 			mu.Lock()
 			attempts[trigger]++
 			mu.Unlock()

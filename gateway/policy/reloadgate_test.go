@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 	"github.com/mcpgate/mcpgate/policies"
 )
 
@@ -50,7 +51,7 @@ func reloadRefused(t *testing.T, requireMask bool, good, candidate map[string]st
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Reload: %v, want a refusal with %q", err, want)
 	}
-	if at.Outcome != gateway.PolicyRefused || l.Status().Revision != "rev-good" {
+	if at.Outcome != policystatus.Refused || l.Status().Revision != "rev-good" {
 		t.Errorf("attempt %+v, live %s: want refused, rev-good live", at, l.Status().Revision)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 	"github.com/mcpgate/mcpgate/policies"
 )
 
@@ -42,33 +43,33 @@ func TestTestsRunOncePerContent(t *testing.T) {
 	}
 	l := open(shadow)
 	st := l.Status()
-	if st.LastAttempt.TestsFrom != gateway.PolicyTestsRun || st.LastAttempt.Tests != 1 || st.LastAttempt.Content != contentOf(t, dir) {
+	if st.LastAttempt.TestsFrom != policystatus.TestsRun || st.LastAttempt.Tests != 1 || st.LastAttempt.Content != contentOf(t, dir) {
 		t.Errorf("start: %+v, want the tests run, one passed, the folder's content hash", st.LastAttempt)
 	}
-	if at := st.Shadow.LastAttempt; at.TestsFrom != gateway.PolicyTestsCached || at.Tests != 1 {
+	if at := st.Shadow.LastAttempt; at.TestsFrom != policystatus.TestsCached || at.Tests != 1 {
 		t.Errorf("shadow folder of the same bytes: %+v, want its tests taken from the live folder's run", at)
 	}
-	if at := open("").Status().LastAttempt; at.TestsFrom != gateway.PolicyTestsCached {
+	if at := open("").Status().LastAttempt; at.TestsFrom != policystatus.TestsCached {
 		t.Errorf("second surface on the same folder: %+v, want cached", at)
 	}
 
 	ctx := context.Background()
 	writeBundle(t, dir, tinyBundle("rev-2", false, false))
 	at, err := l.Reload(ctx, policy.TriggerAdmin)
-	if err != nil || at.Outcome != gateway.PolicyLive || at.TestsFrom != gateway.PolicyTestsRun {
+	if err != nil || at.Outcome != policystatus.Live || at.TestsFrom != policystatus.TestsRun {
 		t.Fatalf("rev-2: %+v %v, want live with its tests run", at, err)
 	}
-	if sh := l.Status().Shadow.LastAttempt; sh.TestsFrom != gateway.PolicyTestsCached {
+	if sh := l.Status().Shadow.LastAttempt; sh.TestsFrom != policystatus.TestsCached {
 		t.Errorf("unchanged shadow folder at a reload: %+v, want cached", sh)
 	}
 	writeBundle(t, dir, tinyBundle("rev-1", true, false))
-	if at, err = l.Reload(ctx, policy.TriggerAdmin); err != nil || at.Outcome != gateway.PolicyLive || at.TestsFrom != gateway.PolicyTestsCached || l.Engine().Revision() != "rev-1" {
+	if at, err = l.Reload(ctx, policy.TriggerAdmin); err != nil || at.Outcome != policystatus.Live || at.TestsFrom != policystatus.TestsCached || l.Engine().Revision() != "rev-1" {
 		t.Errorf("back to rev-1: %+v %v, want live without running its tests again", at, err)
 	}
 	// Another byte under the same .manifest revision: another content
 	// hash, so its tests run (and fail here).
 	writeBundle(t, dir, tinyBundle("rev-1", true, true))
-	if at, err = l.Reload(ctx, policy.TriggerAdmin); err == nil || at.Outcome != gateway.PolicyRefused || at.Revision != "rev-1" {
+	if at, err = l.Reload(ctx, policy.TriggerAdmin); err == nil || at.Outcome != policystatus.Refused || at.Revision != "rev-1" {
 		t.Errorf("changed bytes under rev-1 with a failing test: %+v %v, want refused", at, err)
 	}
 }
@@ -85,18 +86,18 @@ func TestVouchSkipsTestsOfTheSameBytesOnly(t *testing.T) {
 	ctx := context.Background()
 	writeBundle(t, dir, tinyBundle("rev-2", false, true))
 	other := policy.Vouch{Content: "sha256:0000", Tests: 7}
-	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica, &other); err == nil || at.Outcome != gateway.PolicyRefused || l.Engine().Revision() != "rev-1" {
+	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica, &other); err == nil || at.Outcome != policystatus.Refused || l.Engine().Revision() != "rev-1" {
 		t.Fatalf("vouched for other bytes: %+v %v live %s; want the candidate tested and refused", at, err, l.Engine().Revision())
 	}
 	same := policy.Vouch{Content: contentOf(t, dir), Tests: 7}
 	at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica, &same)
-	if err != nil || at.Outcome != gateway.PolicyLive || at.TestsFrom != gateway.PolicyTestsReplica || at.Tests != 7 || l.Engine().Revision() != "rev-2" {
+	if err != nil || at.Outcome != policystatus.Live || at.TestsFrom != policystatus.TestsReplica || at.Tests != 7 || l.Engine().Revision() != "rev-2" {
 		t.Fatalf("vouched for these bytes: %+v %v live %s; want rev-2 live on the replica's tests", at, err, l.Engine().Revision())
 	}
 	if at, err := l.ReloadIfChanged(ctx, policy.TriggerReplica, &same); at != nil || err != nil {
 		t.Errorf("the live bytes again: %+v %v, want no attempt", at, err)
 	}
-	if at, err := l.Reload(ctx, policy.TriggerAdmin); err != nil || at.Outcome != gateway.PolicyUnchanged || at.TestsFrom != gateway.PolicyTestsReplica {
+	if at, err := l.Reload(ctx, policy.TriggerAdmin); err != nil || at.Outcome != policystatus.Unchanged || at.TestsFrom != policystatus.TestsReplica {
 		t.Errorf("reload of the live bytes taken on another replica's tests: %+v %v, want unchanged, still tests_from replica", at, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
 // Policies asks every replica to reload its policy folder when this one
@@ -57,8 +58,8 @@ const announceTimeout = 2 * time.Second
 // bytes takes them without running the tests again. Reloads that other
 // replicas asked for are not announced again. The Local feed has no
 // other replica to ask.
-func (p *Policies) OnAttempt(surface string) func(string, *gateway.PolicyAttempt, error) {
-	return func(trigger string, at *gateway.PolicyAttempt, err error) {
+func (p *Policies) OnAttempt(surface string) func(string, *policystatus.Attempt, error) {
+	return func(trigger string, at *policystatus.Attempt, err error) {
 		if trigger != policy.TriggerAdmin && trigger != policy.TriggerWatch {
 			return
 		}

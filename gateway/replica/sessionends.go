@@ -6,19 +6,13 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/mcpgate/mcpgate/gateway/store"
 )
 
 // SessionEndStore is what the store-backed mcp.SessionEnds needs: the
 // table of ended sessions every replica reads (both stores implement it).
-type SessionEndStore interface {
-	// EndSession records the end of session id until until.
-	EndSession(ctx context.Context, id string, until time.Time) error
-	// SessionEnded reports whether id was ended with an until after now.
-	SessionEnded(ctx context.Context, id string, now time.Time) (bool, error)
-	// DeleteEndedSessions deletes the records whose until is at or
-	// before before.
-	DeleteEndedSessions(ctx context.Context, before time.Time) (int64, error)
-}
+type SessionEndStore = store.Sessions
 
 // StoreSessionEnds returns the mcp.SessionEnds kept in s, shared by every
 // replica on the same database, so a DELETE on one replica holds on all.

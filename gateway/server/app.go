@@ -276,7 +276,7 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, ma
 	if a.CC != nil { // every admin change drops the cc_server callers whole
 		d.Callers = alsoDropAll{a.Callers, a.CC.Callers}
 	}
-	if g, ok := main.Adapter.(gateway.HumanGates); ok { // the demo backend; an upstream keeps its own
+	if g, ok := main.Adapter.(approvals.HumanGates); ok { // the demo backend; an upstream keeps its own
 		d.Gates = g
 	}
 	if answers != nil { // the embedded store serves one process

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/console"
+	"github.com/mcpgate/mcpgate/gateway/console/consolesession"
 	"github.com/mcpgate/mcpgate/gateway/server"
 )
 
@@ -90,7 +91,7 @@ func (b *browser) signIn(formAt, postAt, token, workspace string) consolePage {
 }
 
 // storedSession reads the row of the browser's session cookie.
-func storedSession(t *testing.T, s server.FullStore, cookie string) (*gateway.ConsoleSession, error) {
+func storedSession(t *testing.T, s server.FullStore, cookie string) (*consolesession.Session, error) {
 	t.Helper()
 	sum := sha256.Sum256([]byte(cookie))
 	return s.ConsoleSession(context.Background(), hex.EncodeToString(sum[:]), time.Now())
@@ -114,7 +115,7 @@ func TestConsoleSessionOnAnyReplica(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the session is not in the audit store: %v", err)
 	}
-	if row.Kind != gateway.ConsoleAdmin || row.IDHash == cookie || bytes.Contains(row.SealedToken, []byte(replicaAdminToken)) {
+	if row.Kind != consolesession.Admin || row.IDHash == cookie || bytes.Contains(row.SealedToken, []byte(replicaAdminToken)) {
 		t.Errorf("stored session %+v: want kind admin, a hash of the cookie and the token sealed", row)
 	}
 	for _, base := range []string{a, b} {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/config"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 	"github.com/mcpgate/mcpgate/gateway/server"
 )
 
@@ -126,7 +127,7 @@ func TestReloadUnderConcurrentCallsAuditsOneRevision(t *testing.T) {
 	wg.Wait()
 
 	code, body = request(t, app, http.MethodGet, "/admin/v1/policy")
-	var st gateway.PolicyStatus
+	var st policystatus.Status
 	if err := json.Unmarshal([]byte(body), &st); code != http.StatusOK || err != nil {
 		t.Fatalf("GET /admin/v1/policy: %d %s", code, body)
 	}

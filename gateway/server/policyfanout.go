@@ -3,9 +3,9 @@ package server
 import (
 	"context"
 
-	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
 // surfacePolicies is the admin API's Policy over the live policy of every
@@ -21,10 +21,10 @@ type surfacePolicies struct {
 var _ admin.Policy = (*surfacePolicies)(nil)
 
 // Status implements admin.Policy.
-func (p *surfacePolicies) Status() gateway.PolicyStatus { return p.lives[0].Status() }
+func (p *surfacePolicies) Status() policystatus.Status { return p.lives[0].Status() }
 
 // Reload implements admin.Policy.
-func (p *surfacePolicies) Reload(ctx context.Context, trigger string) (*gateway.PolicyAttempt, error) {
+func (p *surfacePolicies) Reload(ctx context.Context, trigger string) (*policystatus.Attempt, error) {
 	at, err := p.lives[0].Reload(ctx, trigger)
 	if at == nil { // the embedded bundle: no surface reloads
 		return at, err
@@ -36,8 +36,8 @@ func (p *surfacePolicies) Reload(ctx context.Context, trigger string) (*gateway.
 }
 
 // Statuses is the status of every surface, for /readyz.
-func (p *surfacePolicies) Statuses() []gateway.PolicyStatus {
-	out := make([]gateway.PolicyStatus, len(p.lives))
+func (p *surfacePolicies) Statuses() []policystatus.Status {
+	out := make([]policystatus.Status, len(p.lives))
 	for i, l := range p.lives {
 		out[i] = l.Status()
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 	"github.com/mcpgate/mcpgate/gateway/server"
 )
@@ -63,9 +64,9 @@ func (f policyFolders) link(name, target string) string {
 }
 
 // policyStatus is GET /admin/v1/policy of r.
-func (r *replica) policyStatus(t *testing.T) gateway.PolicyStatus {
+func (r *replica) policyStatus(t *testing.T) policystatus.Status {
 	t.Helper()
-	var st gateway.PolicyStatus
+	var st policystatus.Status
 	if err := json.Unmarshal(r.admin(t, http.MethodGet, "/policy", ""), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func (r *replica) policyStatus(t *testing.T) gateway.PolicyStatus {
 }
 
 // waitPolicy polls r's policy status until ok holds, for up to within.
-func (r *replica) waitPolicy(t *testing.T, within time.Duration, ok func(gateway.PolicyStatus) bool) (gateway.PolicyStatus, bool) {
+func (r *replica) waitPolicy(t *testing.T, within time.Duration, ok func(policystatus.Status) bool) (policystatus.Status, bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -118,16 +119,16 @@ func TestPolicyReloadReachesEveryReplica(t *testing.T) {
 	if body := a.admin(t, http.MethodPost, "/policy/reload", ""); !strings.Contains(string(body), `"outcome":"live"`) {
 		t.Fatalf("reload through A: %s", body)
 	}
-	st, ok := b.waitPolicy(t, time.Second, func(st gateway.PolicyStatus) bool { return st.Revision == "rev-deny" })
+	st, ok := b.waitPolicy(t, time.Second, func(st policystatus.Status) bool { return st.Revision == "rev-deny" })
 	if !ok {
 		t.Fatalf("B still serves %q 1 s after a reload through A (last attempt %+v), want rev-deny", st.Revision, st.LastAttempt)
 	}
 	t.Logf("B serves rev-deny %v after the reload through A", time.Since(start))
-	if at := st.LastAttempt; at == nil || at.Trigger != "replica" || at.TestsFrom != gateway.PolicyTestsReplica || at.Tests != 1 {
+	if at := st.LastAttempt; at == nil || at.Trigger != "replica" || at.TestsFrom != policystatus.TestsReplica || at.Tests != 1 {
 		t.Errorf("B's last attempt %+v: want trigger replica, the bytes A tested taken on A's tests (1 passed)", at)
 	}
-	st, ok = c.waitPolicy(t, time.Second, func(st gateway.PolicyStatus) bool { return st.Revision == "rev-deny" })
-	if at := st.LastAttempt; !ok || at.TestsFrom != gateway.PolicyTestsRun || at.Tests != 1 {
+	st, ok = c.waitPolicy(t, time.Second, func(st policystatus.Status) bool { return st.Revision == "rev-deny" })
+	if at := st.LastAttempt; !ok || at.TestsFrom != policystatus.TestsRun || at.Tests != 1 {
 		t.Errorf("C (MCPGATE_POLICY_RETEST_ON_REPLICAS=true): %q, last attempt %+v; want rev-deny with its own tests run", st.Revision, at)
 	}
 	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t-fanout"}
@@ -146,7 +147,7 @@ func TestPolicyReloadReachesEveryReplica(t *testing.T) {
 	if body := a.admin(t, http.MethodPost, "/policy/reload", ""); !strings.Contains(string(body), `"outcome":"live"`) {
 		t.Fatalf("reload through A: %s", body)
 	}
-	st, ok = b.waitPolicy(t, time.Second, func(st gateway.PolicyStatus) bool { return st.LastFailure != nil })
+	st, ok = b.waitPolicy(t, time.Second, func(st policystatus.Status) bool { return st.LastFailure != nil })
 	if !ok || st.Revision != "rev-deny" || !strings.Contains(st.LastFailure.Error, "test_broken") || st.LastFailure.Trigger != "replica" {
 		t.Fatalf("B's status %+v (last failure %+v): want rev-deny kept and the failing test shown", st, st.LastFailure)
 	}
@@ -173,7 +174,7 @@ func TestPolicyReloadReachesEveryReplica(t *testing.T) {
 WHERE application_name = $1`, postgres.ListenerName(schema)); err != nil {
 		t.Fatal(err)
 	}
-	st, ok = b.waitPolicy(t, 5*time.Second, func(st gateway.PolicyStatus) bool { return st.Revision == "rev-allow" })
+	st, ok = b.waitPolicy(t, 5*time.Second, func(st policystatus.Status) bool { return st.Revision == "rev-allow" })
 	if !ok || st.LastAttempt.Trigger != "resync" {
 		t.Fatalf("B's status %+v (last attempt %+v) 5 s after its listener was cut: want rev-allow, by the resync check", st, st.LastAttempt)
 	}
@@ -284,13 +285,13 @@ func TestForgedVouchRunsTheTests(t *testing.T) {
  'r', 'rev-deny', 'o', 'forged', 't', $1::text, 'n', 1, 'm', 'forged')::text)`, content); err != nil {
 		t.Fatal(err)
 	}
-	st, ok := b.waitPolicy(t, 5*time.Second, func(st gateway.PolicyStatus) bool {
+	st, ok := b.waitPolicy(t, 5*time.Second, func(st policystatus.Status) bool {
 		return st.LastAttempt != nil && st.LastAttempt.Trigger == policy.TriggerReplica
 	})
 	if !ok {
 		t.Fatalf("B never acted on the announcement: %+v", st.LastAttempt)
 	}
-	if st.Revision != "rev-allow" || st.LastAttempt.Outcome != gateway.PolicyRefused || st.LastAttempt.TestsFrom == gateway.PolicyTestsReplica {
+	if st.Revision != "rev-allow" || st.LastAttempt.Outcome != policystatus.Refused || st.LastAttempt.TestsFrom == policystatus.TestsReplica {
 		t.Fatalf("B after a forged vouch for its failing folder: live %q, attempt %+v; want rev-allow kept, the candidate tested here and refused",
 			st.Revision, st.LastAttempt)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
 // shipped copies the repository's policies/ tree to a new folder name
@@ -69,16 +70,16 @@ func TestShippedPolicyReachesEveryReplicaWithinASecond(t *testing.T) {
 	}
 	reloaded := time.Now()
 	want := a.policyStatus(t)
-	if want.LastAttempt.TestsFrom != gateway.PolicyTestsRun || want.LastAttempt.Tests < 100 || !strings.HasPrefix(want.Revision, "sha256:") {
+	if want.LastAttempt.TestsFrom != policystatus.TestsRun || want.LastAttempt.Tests < 100 || !strings.HasPrefix(want.Revision, "sha256:") {
 		t.Fatalf("A's attempt %+v: want the shipped bundle's tests run on A", want.LastAttempt)
 	}
 	t.Logf("A tested and loaded %s (%d tests) in %v", want.Revision, want.LastAttempt.Tests, reloaded.Sub(began))
-	st, ok := b.waitPolicy(t, time.Second, func(st gateway.PolicyStatus) bool { return st.Revision == want.Revision })
+	st, ok := b.waitPolicy(t, time.Second, func(st policystatus.Status) bool { return st.Revision == want.Revision })
 	if !ok {
 		t.Fatalf("B serves %q 1 s after A's reload answered (last attempt %+v), want %s", st.Revision, st.LastAttempt, want.Revision)
 	}
 	t.Logf("B serves it %v after A's reload answered", time.Since(reloaded))
-	if at := st.LastAttempt; at.Trigger != "replica" || at.TestsFrom != gateway.PolicyTestsReplica || at.Content != want.LastAttempt.Content || at.Tests != want.LastAttempt.Tests {
+	if at := st.LastAttempt; at.Trigger != "replica" || at.TestsFrom != policystatus.TestsReplica || at.Content != want.LastAttempt.Content || at.Tests != want.LastAttempt.Tests {
 		t.Errorf("B's attempt %+v: want the bytes A tested (%s), on A's %d tests", at, want.LastAttempt.Content, want.LastAttempt.Tests)
 	}
 	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t-shipped"}
@@ -93,7 +94,7 @@ func TestShippedPolicyReachesEveryReplicaWithinASecond(t *testing.T) {
 	if body := a.admin(t, http.MethodPost, "/policy/reload", ""); !strings.Contains(string(body), `"outcome":"unchanged"`) {
 		t.Fatalf("reload through A of its unchanged folder: %s", body)
 	}
-	st, ok = b.waitPolicy(t, 10*time.Minute, func(st gateway.PolicyStatus) bool { return st.LastFailure != nil })
+	st, ok = b.waitPolicy(t, 10*time.Minute, func(st policystatus.Status) bool { return st.LastFailure != nil })
 	if !ok || st.Revision != want.Revision || !strings.Contains(st.LastFailure.Error, "test_broken_on_b") || st.LastFailure.Content == want.LastAttempt.Content {
 		t.Fatalf("B's status %+v (last failure %+v): want its own tests run on its other bytes, refused, %s kept", st, st.LastFailure, want.Revision)
 	}

@@ -23,11 +23,13 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/console"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 	"github.com/mcpgate/mcpgate/gateway/replica"
 	"github.com/mcpgate/mcpgate/gateway/store"
 )
@@ -130,7 +132,7 @@ type Deps struct {
 	// demo backend); nil (an upstream MCP server) answers the admin API's
 	// gates routes 501, and the console says they are decided in the
 	// backend.
-	Gates gateway.HumanGates
+	Gates approvals.HumanGates
 
 	// Callers is the cache Pipeline.Callers reads, if any: the admin API's
 	// changes invalidate it (Server.WorkspaceChanged). nil: no cache.
@@ -333,14 +335,14 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 // readyPolicy is the policy part of /readyz: per surface the live
 // revision and, while the last attempt was refused, the refused one.
 func readyPolicy(p admin.Policy) map[string]any {
-	sts := []gateway.PolicyStatus{p.Status()}
-	if all, ok := p.(interface{ Statuses() []gateway.PolicyStatus }); ok {
+	sts := []policystatus.Status{p.Status()}
+	if all, ok := p.(interface{ Statuses() []policystatus.Status }); ok {
 		sts = all.Statuses()
 	}
 	out := make(map[string]any, len(sts))
 	for _, st := range sts {
 		v := map[string]string{"revision": st.Revision}
-		if at := st.LastAttempt; at != nil && at.Outcome == gateway.PolicyRefused {
+		if at := st.LastAttempt; at != nil && at.Outcome == policystatus.Refused {
 			v["refused_revision"] = at.Revision
 		}
 		out[st.Surface] = v

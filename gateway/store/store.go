@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/console/consolesession"
 )
 
 // Store is the whole contract of an audit store.
@@ -245,10 +247,10 @@ type Sessions interface {
 // them.
 type ConsoleSessions interface {
 	// CreateConsoleSession stores s; EConflict when its IDHash is taken.
-	CreateConsoleSession(ctx context.Context, s *gateway.ConsoleSession) error
+	CreateConsoleSession(ctx context.Context, s *consolesession.Session) error
 	// ConsoleSession returns the session if it expires after now;
 	// ENotFound otherwise.
-	ConsoleSession(ctx context.Context, idHash string, now time.Time) (*gateway.ConsoleSession, error)
+	ConsoleSession(ctx context.Context, idHash string, now time.Time) (*consolesession.Session, error)
 	// SetConsoleFlash replaces the session's flash; ENotFound if unknown.
 	SetConsoleFlash(ctx context.Context, idHash string, flash []byte) error
 	// TakeConsoleFlash returns and clears the flash (nil when none): of
@@ -261,20 +263,10 @@ type ConsoleSessions interface {
 	DeleteExpiredConsoleSessions(ctx context.Context, before time.Time) (int64, error)
 }
 
-// Approvals are the approvals a person decides (gateway/approvals); each
-// method's full contract is in gateway/internal/sqlcore/approvals.go.
-type Approvals interface {
-	CreateApproval(ctx context.Context, a *gateway.Approval) error
-	Approval(ctx context.Context, id string) (*gateway.Approval, error)
-	OpenApproval(ctx context.Context, k gateway.ApprovalKey, now time.Time) (*gateway.Approval, error)
-	ListApprovals(ctx context.Context, f gateway.ApprovalFilter) ([]gateway.Approval, error)
-	DecideApproval(ctx context.Context, id, status, decidedBy, reason string, at time.Time) (*gateway.Approval, error)
-	ExpireApproval(ctx context.Context, id string, at time.Time) (*gateway.Approval, error)
-	UseApproval(ctx context.Context, id, argumentsHash string, at time.Time) (*gateway.Approval, error)
-	TouchApprovalWatcher(ctx context.Context, id string, until time.Time) error
-	DeleteApprovalWatcher(ctx context.Context, id string) error
-	ApprovalWatchers(ctx context.Context, now time.Time) (int, error)
-}
+// Approvals are the approvals a person decides, as their owner
+// gateway/approvals declares them (approvals.Store); each method's full
+// contract is in gateway/internal/sqlcore/approvals.go.
+type Approvals = approvals.Store
 
 // Memberships loads the callers of the cc_server surface, who act across
 // their workspaces.

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/console/consolesession"
 )
 
 // consoleSession returns a session row expiring an hour after now.
-func consoleSession(id string, now time.Time) *gateway.ConsoleSession {
-	return &gateway.ConsoleSession{IDHash: id, Kind: gateway.ConsoleWorkspaceAdmin, WorkspaceID: "ws-a", Subject: "u-1",
+func consoleSession(id string, now time.Time) *consolesession.Session {
+	return &consolesession.Session{IDHash: id, Kind: consolesession.WorkspaceAdmin, WorkspaceID: "ws-a", Subject: "u-1",
 		Operator: "Ada", CSRF: "csrf-" + id, SealedToken: []byte{0, 1, 2, 0xff}, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 }
 
@@ -49,7 +50,7 @@ var consoleTests = []test{
 		other := consoleSession("other", now)
 		other.Subject = "u-2"
 		must(t, s.CreateConsoleSession(ctx(t), other), "CreateConsoleSession of another member")
-		const max = gateway.MaxConsoleSessionsPerPrincipal
+		const max = consolesession.MaxPerPrincipal
 		for i := range max + 2 {
 			must(t, s.CreateConsoleSession(ctx(t), consoleSession(fmt.Sprintf("h%03d", i), now.Add(time.Duration(i)*time.Second))), "CreateConsoleSession")
 		}

@@ -22,7 +22,7 @@ import (
 // approval event the stream sends arrives on events.
 type approver struct {
 	g      *ccGateway
-	events chan gateway.Approval
+	events chan approvals.Approval
 	cancel context.CancelFunc
 }
 
@@ -39,7 +39,7 @@ func (g *ccGateway) openApprovalStream(t *testing.T) *approver {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("approvals stream: HTTP %d", resp.StatusCode)
 	}
-	a := &approver{g: g, events: make(chan gateway.Approval, 16), cancel: cancel}
+	a := &approver{g: g, events: make(chan approvals.Approval, 16), cancel: cancel}
 	t.Cleanup(a.close)
 	sc := bufio.NewScanner(resp.Body)
 	if !sc.Scan() || !strings.HasPrefix(sc.Text(), ": approvals stream open") {
@@ -49,7 +49,7 @@ func (g *ccGateway) openApprovalStream(t *testing.T) *approver {
 		defer resp.Body.Close()
 		for sc.Scan() {
 			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var ap gateway.Approval
+				var ap approvals.Approval
 				if json.Unmarshal([]byte(data), &ap) == nil {
 					a.events <- ap
 				}
@@ -63,7 +63,7 @@ func (a *approver) close() { a.cancel() }
 
 // next returns the next event of an approval of tool in status (pending:
 // a call waits for it), skipping the others.
-func (a *approver) next(t *testing.T, tool, status string) gateway.Approval {
+func (a *approver) next(t *testing.T, tool, status string) approvals.Approval {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
@@ -163,7 +163,7 @@ func TestCCServerApprovalsAdmin(t *testing.T) {
 
 			person := g.openApprovalStream(t)
 			pending := callAsync(cs, "create_ticket", args)
-			ap := person.next(t, "create_ticket", gateway.ApprovalPending)
+			ap := person.next(t, "create_ticket", approvals.StatusPending)
 			if ap.Subject != "ada" || ap.WorkspaceID != "ws-acme" || ap.ArgumentsHash == "" {
 				t.Errorf("pending approval: %+v", ap)
 			}
@@ -196,7 +196,7 @@ func TestCCServerApprovalsAdmin(t *testing.T) {
 
 			// The same call again: the used approval does not run it twice.
 			again := callAsync(cs, "create_ticket", args)
-			ap2 := person.next(t, "create_ticket", gateway.ApprovalPending)
+			ap2 := person.next(t, "create_ticket", approvals.StatusPending)
 			if ap2.ID == ap.ID || ap2.ArgumentsHash != ap.ArgumentsHash {
 				t.Errorf("the same call again: approval %s (hash %s), want a new one for the same hash", ap2.ID, ap2.ArgumentsHash)
 			}
@@ -208,7 +208,7 @@ func TestCCServerApprovalsAdmin(t *testing.T) {
 			// A changed argument: its own approval, rejected.
 			changed := map[string]any{"workspace_id": "ws-acme", "title": "Changed ticket"}
 			rej := callAsync(cs, "create_ticket", changed)
-			ap3 := person.next(t, "create_ticket", gateway.ApprovalPending)
+			ap3 := person.next(t, "create_ticket", approvals.StatusPending)
 			if ap3.ID == ap.ID || ap3.ArgumentsHash == ap.ArgumentsHash {
 				t.Errorf("changed argument: approval %s hash %s, want a new approval with another hash than %s", ap3.ID, ap3.ArgumentsHash, ap.ArgumentsHash)
 			}
@@ -249,7 +249,7 @@ func TestCCServerApprovalExpires(t *testing.T) {
 			cs := g.ccConnect(t, g.ccToken(t, auth.CCClaims{Subject: "ada"}), false)
 			person := g.openApprovalStream(t)
 			pending := callAsync(cs, "create_ticket", map[string]any{"workspace_id": "ws-acme", "title": "Expiring ticket"})
-			ap := person.next(t, "create_ticket", gateway.ApprovalPending)
+			ap := person.next(t, "create_ticket", approvals.StatusPending)
 			r := <-pending
 			if r.err != nil || !r.res.IsError || !strings.Contains(text(r.res), "before it expired") {
 				t.Fatalf("undecided call: %v %q, want refused as expired", r.err, text(r.res))
@@ -302,7 +302,7 @@ func TestCCServerApprovalElicitation(t *testing.T) {
 				t.Errorf("elicited call's audit row: %s approval_id %q", ev.Status, ev.ApprovalID)
 			}
 			decided := g.approval(t, ev.ApprovalID)
-			if decided.Status != gateway.ApprovalUsed || decided.DecidedBy != "elicitation:ada" {
+			if decided.Status != approvals.StatusUsed || decided.DecidedBy != "elicitation:ada" {
 				t.Errorf("elicited approval: status %s decided_by %q; want used, elicitation:ada", decided.Status, decided.DecidedBy)
 			}
 			if n := ticketsTitled(t, cs, "Elicited ticket"); n != 1 {
@@ -325,16 +325,16 @@ func TestCCServerApprovalElicitation(t *testing.T) {
 }
 
 // approval reads approval id back through GET /admin/v1/approvals.
-func (g *ccGateway) approval(t *testing.T, id string) gateway.Approval {
+func (g *ccGateway) approval(t *testing.T, id string) approvals.Approval {
 	t.Helper()
-	for _, status := range []string{gateway.ApprovalUsed, gateway.ApprovalRejected, gateway.ApprovalApproved, gateway.ApprovalPending, gateway.ApprovalExpired} {
+	for _, status := range []string{approvals.StatusUsed, approvals.StatusRejected, approvals.StatusApproved, approvals.StatusPending, approvals.StatusExpired} {
 		req, err := http.NewRequest(http.MethodGet, g.srv.URL+"/admin/v1/approvals?status="+status, nil)
 		must(t, err)
 		req.Header.Set("Authorization", "Bearer e2e-admin-token")
 		resp, err := http.DefaultClient.Do(req)
 		must(t, err)
 		var out struct {
-			Approvals []gateway.Approval `json:"approvals"`
+			Approvals []approvals.Approval `json:"approvals"`
 		}
 		err = json.NewDecoder(resp.Body).Decode(&out)
 		resp.Body.Close()
@@ -346,5 +346,5 @@ func (g *ccGateway) approval(t *testing.T, id string) gateway.Approval {
 		}
 	}
 	t.Fatalf("GET /admin/v1/approvals lists no approval %s", id)
-	return gateway.Approval{}
+	return approvals.Approval{}
 }

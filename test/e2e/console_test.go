@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 )
 
@@ -184,14 +185,14 @@ func TestConsoleOverWholeGateway(t *testing.T) {
 	)
 	ada := g.ccConnect(t, g.ccToken(t, auth.CCClaims{Subject: "ada"}), false)
 	waiting := callAsync(ada, "create_ticket", map[string]any{"workspace_id": "ws-acme", "title": "From the console"})
-	var ap gateway.Approval
+	var ap approvals.Approval
 	for deadline := time.Now().Add(10 * time.Second); ap.ID == ""; time.Sleep(50 * time.Millisecond) {
 		select {
 		case r := <-waiting:
 			t.Fatalf("the call needing approval returned before anyone approved it (refused with only the console page open?): %v %q", r.err, text(r.res))
 		default:
 		}
-		for _, a := range g.approvals(t, gateway.ApprovalPending) {
+		for _, a := range g.approvals(t, approvals.StatusPending) {
 			if a.Tool == "create_ticket" {
 				ap = a
 			}
@@ -317,7 +318,7 @@ func TestConsoleOverWholeGateway(t *testing.T) {
 }
 
 // approvals lists the approvals of status through GET /admin/v1/approvals.
-func (g *ccGateway) approvals(t *testing.T, status string) []gateway.Approval {
+func (g *ccGateway) approvals(t *testing.T, status string) []approvals.Approval {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, g.srv.URL+"/admin/v1/approvals?status="+status, nil)
 	must(t, err)
@@ -326,17 +327,17 @@ func (g *ccGateway) approvals(t *testing.T, status string) []gateway.Approval {
 	must(t, err)
 	defer resp.Body.Close()
 	var out struct {
-		Approvals []gateway.Approval `json:"approvals"`
+		Approvals []approvals.Approval `json:"approvals"`
 	}
 	must(t, json.NewDecoder(resp.Body).Decode(&out))
 	return out.Approvals
 }
 
 // demoGates lists the demo backend's human gates of ws, as the console
-// reads them (gateway.HumanGates).
-func demoGates(t *testing.T, g *gatewayUnderTest, ws string) []gateway.Gate {
+// reads them (approvals.HumanGates).
+func demoGates(t *testing.T, g *gatewayUnderTest, ws string) []approvals.Gate {
 	t.Helper()
-	hg, ok := g.app.Pipeline.Adapter.(gateway.HumanGates)
+	hg, ok := g.app.Pipeline.Adapter.(approvals.HumanGates)
 	if !ok {
 		t.Fatal("the demo backend keeps no human gates the gateway can show")
 	}

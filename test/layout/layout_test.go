@@ -30,14 +30,30 @@ type rule struct {
 }
 
 // Packages that wrap one dependency may import the domain package (and
-// canon, the domain's one canonical form of arguments, which imports no
-// package of ours) and their own internal helpers, never a sibling. The
-// composing packages import siblings: the pipeline only those it composes,
-// the wiring (gateway/server, cmd) everything.
+// canon, the domain's one canonical form of arguments, which imports only
+// the one JSON encoder of ours; and the one store contract) and their own
+// internal helpers, never a sibling. A few standard-library packages
+// beside the domain hold records that their owner and the stores (or the
+// admin API and the console) share: approvals, the policy status, the
+// console session. The composing packages import siblings: the pipeline
+// only those it composes, the wiring (gateway/server, cmd) everything.
 var (
 	bottom = []string{"gateway", "gateway/canon", "gateway/store"}
-	stores = []string{"gateway", "gateway/store", "gateway/internal/...", "migrations"}
-	anyPkg = []string{"..."}
+	jsonw  = "gateway/internal/jsonw"
+	// approvals holds the approval records the stores keep and the
+	// backend's human gates, beside the code that waits for them; it
+	// imports only the bottom.
+	approvals = "gateway/approvals"
+	// consoleSession is a signed-in console visitor as the stores keep
+	// it: the standard library only, so the stores do not link the
+	// console.
+	consoleSession = "gateway/console/consolesession"
+	stores         = []string{"gateway", "gateway/store", approvals, consoleSession, "gateway/internal/...", "migrations"}
+	// policyStatus is what an operator sees of the policy lifecycle:
+	// gateway/policy writes it, the admin API and the console read it
+	// without linking OPA.
+	policyStatus = "gateway/policy/policystatus"
+	anyPkg       = []string{"..."}
 	// pipelineUses are the siblings the tools/call pipeline composes: a
 	// composing package, but not the wiring, and no transport package
 	// (gateway/mcp/...): the transport hands it a gateway.CallRequest.
@@ -47,13 +63,15 @@ var (
 	wireUses = []string{"gateway", "gateway/canon", "gateway/store", "gateway/mcp/wire"}
 	noSDKs   = []string{"github.com/open-policy-agent/...", "github.com/modelcontextprotocol/...", "github.com/santhosh-tekuri/jsonschema/..."}
 	rules    = []rule{
-		{pkg: "gateway", why: "domain types: the standard library only",
-			allow: nil, forbid: []string{"*"}},
-		{pkg: "gateway/canon", test: []string{"gateway/canon"}, forbid: noSDKs,
-			why: "RFC 8785 canonical arguments and their hash: wraps jcs, imports no package of ours"},
-		{pkg: "gateway/store", allow: []string{"gateway"}, forbid: []string{"*"},
-			why: "the one store contract: domain types and the standard library only"},
-		{pkg: "gateway/internal/...", allow: []string{"gateway", "gateway/internal/..."}, why: "the stores' shared SQL core and helpers"},
+		{pkg: "gateway", why: "domain types: the standard library only, and the one JSON encoder",
+			allow: []string{jsonw}, forbid: []string{"*"}},
+		{pkg: "gateway/canon", allow: []string{jsonw}, test: []string{"gateway/canon"}, forbid: noSDKs,
+			why: "RFC 8785 canonical arguments and their hash: wraps jcs, imports only the one JSON encoder of ours"},
+		{pkg: jsonw, forbid: []string{"*"},
+			why: "the one JSON encoder (encoding/json's bytes and RFC 8785) of the domain and canon: the standard library only"},
+		{pkg: "gateway/store", allow: []string{"gateway", approvals, consoleSession}, forbid: []string{"*"},
+			why: "the one store contract: domain types, the records their owners share with the stores, and the standard library only"},
+		{pkg: "gateway/internal/...", allow: []string{"gateway", "gateway/store", approvals, consoleSession, "gateway/internal/..."}, why: "the stores' shared SQL core and helpers"},
 		{pkg: "gateway/postgres", allow: stores, test: []string{"gateway/postgres/...", "gateway/storetest"}, forbid: noSDKs,
 			why: "a store wraps its database and imports no sibling"},
 		{pkg: "gateway/postgres/pgtest", allow: []string{"gateway", "gateway/postgres"}, forbid: noSDKs, why: "the PostgreSQL store's test helpers"},
@@ -61,9 +79,9 @@ var (
 			why: "a store wraps its database and imports no sibling"},
 		{pkg: "gateway/ratelimit", allow: bottom, test: []string{"gateway/ratelimit", "gateway/mcp/wire"}, forbid: append([]string{"github.com/ulule/..."}, noSDKs...),
 			why: "the rate-limit buckets as plain values; takes limits as plain values, not from config or the catalog, and counts in the store (no ulule)"},
-		{pkg: "gateway/storetest", allow: []string{"gateway", "gateway/store", "gateway/ratelimit"}, forbid: noSDKs,
+		{pkg: "gateway/storetest", allow: []string{"gateway", "gateway/store", approvals, consoleSession, "gateway/ratelimit"}, forbid: noSDKs,
 			why: "the shared store suite tests the one store contract (gateway/store), so the SQL tests link only the stores"},
-		{pkg: "gateway/policy", allow: bottom, test: []string{"gateway/policy", "policies", "tools"}, why: "wraps OPA"},
+		{pkg: "gateway/policy", allow: append(slices.Clip(bottom), policyStatus), test: []string{"gateway/policy", "policies", "tools"}, why: "wraps OPA"},
 		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},
 		{pkg: "gateway/mcp/wire", allow: []string{"gateway"}, test: []string{"gateway/mcp/wire"}, forbid: noSDKs,
 			why: "what MCP puts on the wire around the domain (error mapping, Mcp-Param-* headers): the domain and the standard library only"},
@@ -75,21 +93,26 @@ var (
 		{pkg: "gateway/approvals", allow: bottom, test: []string{"gateway/approvals", "gateway/sqlite"}, forbid: noSDKs,
 			why: "approvals a person decides: declares the store it consumes, imports no sibling"},
 		{pkg: "gateway/confirm", allow: bottom, test: []string{"gateway/confirm"}, why: "confirmation tokens"},
-		{pkg: "gateway/admin", allow: wireUses, test: []string{"gateway/admin"}, why: "the admin API (its HTTP statuses are the wire's mapping)"},
-		{pkg: "gateway/console", allow: nil, test: []string{"gateway", "gateway/admin", "gateway/sqlite"}, forbid: noSDKs,
-			why: "the web console: html/template and net/http over the admin API's http.Handler; imports no package of ours"},
+		{pkg: policyStatus, test: []string{policyStatus}, forbid: []string{"*"},
+			why: "the policy lifecycle as an operator sees it: the standard library only, so its readers do not link OPA"},
+		{pkg: "gateway/admin", allow: append(slices.Clip(wireUses), approvals, policyStatus), test: []string{"gateway/admin"}, why: "the admin API (its HTTP statuses are the wire's mapping)"},
+		{pkg: consoleSession, test: []string{consoleSession}, forbid: []string{"*"},
+			why: "a signed-in console visitor as the stores keep it: the standard library only, so the stores do not link the console"},
+		{pkg: "gateway/console", allow: []string{"gateway", approvals, policyStatus, consoleSession}, test: []string{"gateway/admin", "gateway/sqlite"}, forbid: noSDKs,
+			why: "the web console: html/template and net/http over the admin API's http.Handler; it reads the domain types, approvals (records and their display), the policy status and its session record, never a store, the admin API or the wiring"},
 		{pkg: "gateway/config", allow: bottom, test: []string{"gateway/config"}, why: "configuration"},
 		{pkg: "gateway/callercache", allow: bottom, test: []string{"gateway/callercache"}, why: "the caller cache"},
 		{pkg: "gateway/decisionlog", allow: bottom, test: []string{"gateway/decisionlog"},
 			why: "the decision log (OPA's event format, its file and HTTP sinks): it declares the Masker and Stats it consumes and imports no sibling"},
 		{pkg: "gateway/metrics", allow: bottom, test: []string{"gateway/metrics"}, forbid: noSDKs, why: "wraps Prometheus: the pipeline's observer"},
-		{pkg: "gateway/replica", allow: []string{"gateway", "gateway/store", "gateway/postgres", "gateway/policy"}, test: []string{"gateway/replica", "gateway/postgres/..."}, forbid: []string{"github.com/modelcontextprotocol/..."},
+		{pkg: "gateway/replica", allow: []string{"gateway", "gateway/store", "gateway/postgres", "gateway/policy", policyStatus}, test: []string{"gateway/replica", "gateway/postgres/..."}, forbid: []string{"github.com/modelcontextprotocol/..."},
 			why: "replica coordination: the store's feed (PostgreSQL's LISTEN/NOTIFY, or in-process), what a replica does with an announcement, the session-end cache, relayed answers, policy reloads on every replica; never the transport, the pipeline or the wiring"},
 		{pkg: "gateway/pipeline", allow: pipelineUses, test: []string{"gateway/sqlite", "gateway/metrics", "gateway/mcp", "gateway/mcp/wire"},
 			why: "the tools/call steps compose the decision, limits, confirmation, catalog and transport types, and declare the store, policy, adapter and metrics they consume; never a store, the admin API, auth, config or the wiring"},
 		{pkg: "tools", allow: bottom, test: []string{"tools"}, why: "the tool catalogs"},
 		{pkg: "tools/search", allow: []string{"gateway", "tools"}, test: []string{"tools/search", "tools"}, forbid: noSDKs, why: "BM25 over a tool catalog and the cc_server search tools: reads the catalog, declares the backend, callers and policy it consumes, wraps nothing else"},
-		{pkg: "adapters/...", allow: wireUses, test: anyPkg, why: "where allowed calls go: the domain, and of the transport only its wire package"},
+		{pkg: "adapters/...", allow: append(slices.Clip(wireUses), approvals), test: anyPkg,
+			why: "where allowed calls go: the domain, of the transport only its wire package; a backend that keeps human gates implements approvals.HumanGates"},
 		{pkg: "policies", why: "the Rego bundles, embedded"},
 		{pkg: "migrations", test: []string{"migrations"}, why: "the SQL migrations, embedded"},
 		{pkg: "gateway/server/...", allow: anyPkg, test: anyPkg, why: "composes the request path"},
@@ -252,6 +275,14 @@ func TestViolationsAreReported(t *testing.T) {
 			"gateway/replica imports gateway/mcp"},
 		{"replica coordination imports the wiring", pkgInfo{ImportPath: module + "/gateway/replica", Imports: []string{module + "/gateway/server"}},
 			"gateway/replica imports gateway/server"},
+		{"the console imports a store", pkgInfo{ImportPath: module + "/gateway/console", Imports: []string{module + "/gateway/sqlite"}},
+			"gateway/console imports gateway/sqlite"},
+		{"the console imports the wiring", pkgInfo{ImportPath: module + "/gateway/console", Imports: []string{module + "/gateway/server"}},
+			"gateway/console imports gateway/server"},
+		{"the domain imports approvals", pkgInfo{ImportPath: module + "/gateway", Imports: []string{module + "/gateway/approvals"}},
+			"gateway imports gateway/approvals"},
+		{"a store imports the console", pkgInfo{ImportPath: module + "/gateway/sqlite", Imports: []string{module + "/gateway/console"}},
+			"gateway/sqlite imports gateway/console"},
 		{"the pipeline imports the metrics", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/metrics"}},
 			"gateway/pipeline imports gateway/metrics"},
 		{"the pipeline imports the transport", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/mcp"}},

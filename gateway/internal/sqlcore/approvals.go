@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
 // approvalColumns are read into approvalRow.
@@ -35,8 +36,8 @@ type approvalRow struct {
 	Arguments      string   `db:"arguments"`
 }
 
-func (r approvalRow) approval() (*gateway.Approval, error) {
-	a := &gateway.Approval{ID: r.ID, WorkspaceID: r.WorkspaceID, PrincipalKind: gateway.PrincipalKind(r.PrincipalKind),
+func (r approvalRow) approval() (*approvals.Approval, error) {
+	a := &approvals.Approval{ID: r.ID, WorkspaceID: r.WorkspaceID, PrincipalKind: gateway.PrincipalKind(r.PrincipalKind),
 		Subject: r.Subject, TaskID: r.TaskID, Tool: r.Tool, ArgumentsHash: r.ArgumentsHash, PolicyRevision: r.PolicyRevision,
 		Status: r.Status, CreatedAt: r.CreatedAt.Time, ExpiresAt: r.ExpiresAt.Time, DecidedBy: r.DecidedBy, Reason: r.Reason,
 		Because: []string{}}
@@ -63,18 +64,18 @@ func approvalNotFound(id string) string {
 // CreateApproval inserts a, pending, with its times and canonical
 // arguments as given (UTC, to the microsecond). ENotFound when its workspace does not exist, EConflict
 // when its id is taken.
-func (c *Core) CreateApproval(ctx context.Context, a *gateway.Approval) error {
+func (c *Core) CreateApproval(ctx context.Context, a *approvals.Approval) error {
 	const q = `INSERT INTO approvals (id, workspace_id, principal_kind, subject, task_id, tool, arguments_hash,
 policy_revision, because, status, created_at, expires_at, arguments) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	_, err := c.W.ExecContext(ctx, c.Q(q), a.ID, a.WorkspaceID, string(a.PrincipalKind), a.Subject, a.TaskID, a.Tool,
-		a.ArgumentsHash, a.PolicyRevision, JSONList(a.Because), gateway.ApprovalPending,
+		a.ArgumentsHash, a.PolicyRevision, JSONList(a.Because), approvals.StatusPending,
 		c.Time(a.CreatedAt), c.Time(a.ExpiresAt), string(a.Arguments))
 	return c.Translate(err, Msgs{NotFound: WorkspaceNotFound(a.WorkspaceID),
 		Conflict: fmt.Sprintf("approval id %q is taken", a.ID)})
 }
 
 // Approval returns the approval id as stored; ENotFound when there is none.
-func (c *Core) Approval(ctx context.Context, id string) (*gateway.Approval, error) {
+func (c *Core) Approval(ctx context.Context, id string) (*approvals.Approval, error) {
 	var r approvalRow
 	err := c.R.GetContext(ctx, &r, c.Q(`SELECT `+approvalColumns+` FROM approvals WHERE id = ?`), id)
 	if err != nil {
@@ -86,7 +87,7 @@ func (c *Core) Approval(ctx context.Context, id string) (*gateway.Approval, erro
 // OpenApproval returns the newest approval of k that can still let its call
 // run at now: pending or approved (not yet used), and not expired.
 // ENotFound when k has none, so the call needs a new one.
-func (c *Core) OpenApproval(ctx context.Context, k gateway.ApprovalKey, now time.Time) (*gateway.Approval, error) {
+func (c *Core) OpenApproval(ctx context.Context, k approvals.Key, now time.Time) (*approvals.Approval, error) {
 	const q = `SELECT ` + approvalColumns + ` FROM approvals
 WHERE workspace_id = ? AND subject = ? AND tool = ? AND arguments_hash = ? AND principal_kind = ? AND policy_revision = ?
   AND status IN ('pending', 'approved') AND expires_at > ?
@@ -103,7 +104,7 @@ ORDER BY created_at DESC, id DESC LIMIT 1`
 // ListApprovals returns the approvals matching f, newest first, at most
 // f.Limit (default 100, max 1000). Status pending with a non-zero f.Now
 // leaves out those whose expiry has passed.
-func (c *Core) ListApprovals(ctx context.Context, f gateway.ApprovalFilter) ([]gateway.Approval, error) {
+func (c *Core) ListApprovals(ctx context.Context, f approvals.Filter) ([]approvals.Approval, error) {
 	var where []string
 	var args []any
 	if f.Status != "" {
@@ -115,7 +116,7 @@ func (c *Core) ListApprovals(ctx context.Context, f gateway.ApprovalFilter) ([]g
 	if f.Subject != "" || f.PrincipalKind != "" {
 		where, args = append(where, "principal_kind = ? AND subject = ?"), append(args, string(f.PrincipalKind), f.Subject)
 	}
-	if f.Status == gateway.ApprovalPending && !f.Now.IsZero() {
+	if f.Status == approvals.StatusPending && !f.Now.IsZero() {
 		where, args = append(where, "expires_at > ?"), append(args, c.Time(f.Now))
 	}
 	q := `SELECT ` + approvalColumns + ` FROM approvals`
@@ -127,7 +128,7 @@ func (c *Core) ListApprovals(ctx context.Context, f gateway.ApprovalFilter) ([]g
 	if err := c.R.SelectContext(ctx, &rows, c.Q(q), append(args, auditLimit(f.Limit))...); err != nil {
 		return nil, c.DriverError(err)
 	}
-	out := make([]gateway.Approval, 0, len(rows))
+	out := make([]approvals.Approval, 0, len(rows))
 	for _, r := range rows {
 		a, err := r.approval()
 		if err != nil {
@@ -146,8 +147,8 @@ func (c *Core) ListApprovals(ctx context.Context, f gateway.ApprovalFilter) ([]g
 // the approval already is. A pending approval whose expiry has passed is
 // marked expired and refused the same way. ENotFound for an unknown id,
 // EInvalid for another status.
-func (c *Core) DecideApproval(ctx context.Context, id, status, decidedBy, reason string, at time.Time) (*gateway.Approval, error) {
-	if status != gateway.ApprovalApproved && status != gateway.ApprovalRejected {
+func (c *Core) DecideApproval(ctx context.Context, id, status, decidedBy, reason string, at time.Time) (*approvals.Approval, error) {
+	if status != approvals.StatusApproved && status != approvals.StatusRejected {
 		return nil, gateway.Errorf(gateway.EInvalid, "an approval is decided as approved or rejected, not %q", status)
 	}
 	moved, a, err := c.moveApproval(ctx, id, `status = ?, decided_by = ?, decided_at = ?, reason = ?`,
@@ -155,7 +156,7 @@ func (c *Core) DecideApproval(ctx context.Context, id, status, decidedBy, reason
 	if err != nil || moved {
 		return a, err
 	}
-	if a.Status == gateway.ApprovalPending { // its expiry passed
+	if a.Status == approvals.StatusPending { // its expiry passed
 		if a, err = c.ExpireApproval(ctx, id, at); err != nil {
 			return nil, err
 		}
@@ -166,7 +167,7 @@ func (c *Core) DecideApproval(ctx context.Context, id, status, decidedBy, reason
 // ExpireApproval marks the approval id expired if it is still pending and
 // its expiry is at or before at, and returns it as stored (whatever its
 // status: a decision that came first stands). ENotFound for an unknown id.
-func (c *Core) ExpireApproval(ctx context.Context, id string, at time.Time) (*gateway.Approval, error) {
+func (c *Core) ExpireApproval(ctx context.Context, id string, at time.Time) (*approvals.Approval, error) {
 	_, a, err := c.moveApproval(ctx, id, `status = 'expired'`, nil, `status = 'pending' AND expires_at <= ?`, c.Time(at))
 	return a, err
 }
@@ -177,13 +178,13 @@ func (c *Core) ExpireApproval(ctx context.Context, id string, at time.Time) (*ga
 // asks first. EConflict when it is not approved (pending, rejected,
 // expired or used already) or was approved for other arguments; ENotFound
 // for an unknown id.
-func (c *Core) UseApproval(ctx context.Context, id, argumentsHash string, at time.Time) (*gateway.Approval, error) {
+func (c *Core) UseApproval(ctx context.Context, id, argumentsHash string, at time.Time) (*approvals.Approval, error) {
 	moved, a, err := c.moveApproval(ctx, id, `status = 'used', used_at = ?`, []any{c.Time(at)},
 		`status = 'approved' AND arguments_hash = ?`, argumentsHash)
 	if err != nil || moved {
 		return a, err
 	}
-	if a.Status == gateway.ApprovalApproved {
+	if a.Status == approvals.StatusApproved {
 		return nil, gateway.Errorf(gateway.EConflict, "approval %s was given for other arguments of %s; a changed call needs an approval of its own", a.ID, a.Tool)
 	}
 	return nil, approvalConflict(a, "used")
@@ -191,7 +192,7 @@ func (c *Core) UseApproval(ctx context.Context, id, argumentsHash string, at tim
 
 // moveApproval runs UPDATE approvals SET set WHERE id = ? AND cond and
 // returns whether it changed the row, and the row as stored afterwards.
-func (c *Core) moveApproval(ctx context.Context, id, set string, setArgs []any, cond string, condArgs ...any) (bool, *gateway.Approval, error) {
+func (c *Core) moveApproval(ctx context.Context, id, set string, setArgs []any, cond string, condArgs ...any) (bool, *approvals.Approval, error) {
 	args := append(append(setArgs, id), condArgs...)
 	res, err := c.W.ExecContext(ctx, c.Q(`UPDATE approvals SET `+set+` WHERE id = ? AND `+cond), args...)
 	if err != nil {
@@ -209,14 +210,14 @@ func (c *Core) moveApproval(ctx context.Context, id, set string, setArgs []any, 
 }
 
 // approvalConflict says why a, in its current status, cannot be what (decided, used).
-func approvalConflict(a *gateway.Approval, what string) error {
+func approvalConflict(a *approvals.Approval, what string) error {
 	msg := fmt.Sprintf("approval %s is %s and cannot be %s", a.ID, a.Status, what)
 	switch a.Status {
-	case gateway.ApprovalApproved, gateway.ApprovalRejected:
+	case approvals.StatusApproved, approvals.StatusRejected:
 		msg += fmt.Sprintf(" again: %s decided it", a.DecidedBy)
-	case gateway.ApprovalExpired:
+	case approvals.StatusExpired:
 		msg += ": its time ran out; the call must be made again for a new approval"
-	case gateway.ApprovalPending:
+	case approvals.StatusPending:
 		msg += ": a person has not approved it yet"
 	}
 	return gateway.Errorf(gateway.EConflict, "%s", msg)

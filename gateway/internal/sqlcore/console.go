@@ -8,7 +8,7 @@ import (
 
 	"time"
 
-	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/console/consolesession"
 )
 
 // consoleColumns are read into consoleRow.
@@ -34,8 +34,8 @@ const consoleSessionGone = "console session not found or expired; sign in again"
 
 // CreateConsoleSession stores s (times UTC, to the microsecond) and ends
 // the principal's sessions beyond the newest
-// gateway.MaxConsoleSessionsPerPrincipal. EConflict when its IDHash is taken.
-func (c *Core) CreateConsoleSession(ctx context.Context, s *gateway.ConsoleSession) error {
+// consolesession.MaxPerPrincipal. EConflict when its IDHash is taken.
+func (c *Core) CreateConsoleSession(ctx context.Context, s *consolesession.Session) error {
 	const q = `INSERT INTO console_sessions (id_hash, kind, workspace_id, subject, operator, csrf, sealed_token, flash,
 created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	_, err := c.W.ExecContext(ctx, c.Q(q), s.IDHash, string(s.Kind), s.WorkspaceID, s.Subject, s.Operator, s.CSRF,
@@ -47,20 +47,20 @@ created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 SELECT id_hash FROM console_sessions WHERE kind = ? AND workspace_id = ? AND subject = ?
 ORDER BY created_at DESC, id_hash DESC LIMIT ?)`
 	_, err = c.W.ExecContext(ctx, c.Q(trim), string(s.Kind), s.WorkspaceID, s.Subject,
-		string(s.Kind), s.WorkspaceID, s.Subject, gateway.MaxConsoleSessionsPerPrincipal)
+		string(s.Kind), s.WorkspaceID, s.Subject, consolesession.MaxPerPrincipal)
 	return c.Translate(err, Msgs{})
 }
 
 // ConsoleSession returns the session idHash names if it expires after
 // now; ENotFound otherwise.
-func (c *Core) ConsoleSession(ctx context.Context, idHash string, now time.Time) (*gateway.ConsoleSession, error) {
+func (c *Core) ConsoleSession(ctx context.Context, idHash string, now time.Time) (*consolesession.Session, error) {
 	var r consoleRow
 	err := c.W.GetContext(ctx, &r, c.Q(`SELECT `+consoleColumns+` FROM console_sessions WHERE id_hash = ? AND expires_at > ?`),
 		idHash, c.Time(now))
 	if err != nil {
 		return nil, c.Translate(err, Msgs{NotFound: consoleSessionGone})
 	}
-	return &gateway.ConsoleSession{IDHash: r.IDHash, Kind: gateway.ConsoleKind(r.Kind), WorkspaceID: r.WorkspaceID,
+	return &consolesession.Session{IDHash: r.IDHash, Kind: consolesession.Kind(r.Kind), WorkspaceID: r.WorkspaceID,
 		Subject: r.Subject, Operator: r.Operator, CSRF: r.CSRF, SealedToken: r.SealedToken, Flash: r.Flash,
 		CreatedAt: r.CreatedAt.Time, ExpiresAt: r.ExpiresAt.Time}, nil
 }

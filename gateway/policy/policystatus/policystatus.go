@@ -1,39 +1,44 @@
-package gateway
+// Package policystatus is what an operator sees of the policy lifecycle of
+// a surface: the live revision, its load attempts and the shadow
+// candidate (GET /admin/v1/policy). gateway/policy makes these values; the
+// admin API, the console and `mcpgate policy reload` read them. It imports
+// only the standard library, so its readers do not link OPA.
+package policystatus
 
 import "time"
 
-// Outcomes of a policy load attempt (PolicyAttempt.Outcome).
+// Outcomes of a policy load attempt (Attempt.Outcome).
 const (
-	// PolicyLive: the candidate passed every check and now decides calls.
-	PolicyLive = "live"
-	// PolicyUnchanged: the candidate passed and has the revision already
+	// Live: the candidate passed every check and now decides calls.
+	Live = "live"
+	// Unchanged: the candidate passed and has the revision already
 	// live; nothing was swapped (the caches stay warm).
-	PolicyUnchanged = "unchanged"
-	// PolicyRefused: the candidate failed a check; the running revision
+	Unchanged = "unchanged"
+	// Refused: the candidate failed a check; the running revision
 	// stays.
-	PolicyRefused = "refused"
+	Refused = "refused"
 )
 
-// Where a candidate's tests were run (PolicyAttempt.TestsFrom).
+// Where a candidate's tests were run (Attempt.TestsFrom).
 const (
-	// PolicyTestsRun: the tests ran for this attempt and passed.
-	PolicyTestsRun = "run"
-	// PolicyTestsCached: this process ran the same bytes' tests before
+	// TestsRun: the tests ran for this attempt and passed.
+	TestsRun = "run"
+	// TestsCached: this process ran the same bytes' tests before
 	// (an earlier load, the other surface, the shadow folder) and they
 	// passed; they were not run again.
-	PolicyTestsCached = "cached"
-	// PolicyTestsReplica: another replica announced that it ran the
+	TestsCached = "cached"
+	// TestsReplica: another replica announced that it ran the
 	// tests of the same bytes (its content hash) and they passed; this
 	// replica compiled and checked the queries but ran no test
 	// (MCPGATE_POLICY_RETEST_ON_REPLICAS=true turns that off).
-	PolicyTestsReplica = "replica"
+	TestsReplica = "replica"
 )
 
-// PolicyStatus is what an operator sees of one surface's policy: the
+// Status is what an operator sees of one surface's policy: the
 // revision that decides its calls, where it came from, the last load
 // attempt and the last one refused, and the shadow candidate if any
 // (GET /admin/v1/policy, docs/http.md).
-type PolicyStatus struct {
+type Status struct {
 	// Surface is the surface the bundle serves ("supacloud").
 	Surface string `json:"surface"`
 	// Revision is the live bundle's revision: its .manifest revision, else
@@ -48,17 +53,17 @@ type PolicyStatus struct {
 	LiveSince time.Time `json:"live_since"`
 	// LastAttempt is the most recent load of a candidate (at start, after
 	// a change in the folder, or asked for through the admin API).
-	LastAttempt *PolicyAttempt `json:"last_attempt,omitempty"`
+	LastAttempt *Attempt `json:"last_attempt,omitempty"`
 	// LastFailure is the most recent attempt that was refused; nil when
 	// none was.
-	LastFailure *PolicyAttempt `json:"last_failure,omitempty"`
+	LastFailure *Attempt `json:"last_failure,omitempty"`
 	// Shadow is the candidate evaluated beside the live bundle and never
 	// enforced (MCPGATE_SHADOW_POLICY_DIR); nil when shadow mode is off.
-	Shadow *ShadowStatus `json:"shadow,omitempty"`
+	Shadow *Shadow `json:"shadow,omitempty"`
 }
 
-// PolicyAttempt is one load of a candidate bundle.
-type PolicyAttempt struct {
+// Attempt is one load of a candidate bundle.
+type Attempt struct {
 	Time time.Time `json:"time"`
 	// Trigger is what asked for it: "start", "watch" (a change in the
 	// folder), "admin" (POST /admin/v1/policy/reload, `mcpgate policy
@@ -68,17 +73,17 @@ type PolicyAttempt struct {
 	Trigger string `json:"trigger"`
 	// Revision is the candidate's revision, when its files could be read.
 	Revision string `json:"revision,omitempty"`
-	// Outcome is PolicyLive, PolicyUnchanged or PolicyRefused.
+	// Outcome is Live, Unchanged or Refused.
 	Outcome string `json:"outcome"`
 	// Content is the candidate's content hash (policy.ContentHash: the
 	// OPA version and every file's bytes, tests included), when its files
 	// could be read. Tests run once per content hash.
 	Content string `json:"content,omitempty"`
 	// Tests is the number of the candidate's own Rego tests that passed
-	// (with TestsFrom PolicyTestsReplica, on the replica that ran them).
+	// (with TestsFrom TestsReplica, on the replica that ran them).
 	Tests int `json:"tests"`
 	// TestsFrom says where a candidate that passed had its tests run:
-	// PolicyTestsRun, PolicyTestsCached or PolicyTestsReplica; empty for
+	// TestsRun, TestsCached or TestsReplica; empty for
 	// the embedded bundle and a candidate refused before its tests ran.
 	TestsFrom string `json:"tests_from,omitempty"`
 	// Error says why a refused candidate was refused, with OPA's message
@@ -86,15 +91,15 @@ type PolicyAttempt struct {
 	Error string `json:"error,omitempty"`
 }
 
-// ShadowStatus is the shadow candidate of a surface.
-type ShadowStatus struct {
+// Shadow is the shadow candidate of a surface.
+type Shadow struct {
 	// Source is the folder MCPGATE_SHADOW_POLICY_DIR names.
 	Source string `json:"source"`
 	// Revision is the shadow bundle's revision; empty while none could be
 	// loaded.
 	Revision string `json:"revision,omitempty"`
 	// LastAttempt is its most recent load, as for the live bundle.
-	LastAttempt *PolicyAttempt `json:"last_attempt,omitempty"`
+	LastAttempt *Attempt `json:"last_attempt,omitempty"`
 	// FlipsSince is when the gateway started counting Flips: its start
 	// (the counts are kept in memory, per process, across reloads).
 	FlipsSince time.Time `json:"flips_since"`

@@ -1,19 +1,22 @@
-package gateway
+package approvals
 
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// Approval statuses. An approval is created pending; a person approves or
-// rejects it (Approved, Rejected), or its TTL passes first (Expired); an
-// approved approval becomes Used when its call is dispatched, once.
+// Approval statuses (Approval.Status). An approval is created pending; a
+// person approves or rejects it (StatusApproved, StatusRejected), or its
+// TTL passes first (StatusExpired); an approved approval becomes
+// StatusUsed when its call is dispatched, once.
 const (
-	ApprovalPending  = "pending"
-	ApprovalApproved = "approved"
-	ApprovalRejected = "rejected"
-	ApprovalExpired  = "expired"
-	ApprovalUsed     = "used"
+	StatusPending  = "pending"
+	StatusApproved = "approved"
+	StatusRejected = "rejected"
+	StatusExpired  = "expired"
+	StatusUsed     = "used"
 )
 
 // Approval is one approvals row: a person's approval of one exact tools/call
@@ -25,14 +28,14 @@ const (
 // it: a call that differs in any of them needs an approval of its own.
 type Approval struct {
 	// ID is the approval's id ("apr_" and 26 base32 characters), named in
-	// the call's audit row (AuditEvent.ApprovalID).
-	ID            string        `json:"id"`
-	PrincipalKind PrincipalKind `json:"principal_kind"`
-	Subject       string        `json:"subject"`
-	WorkspaceID   string        `json:"workspace_id"`
-	TaskID        string        `json:"task_id,omitempty"`
-	Tool          string        `json:"tool"`
-	ArgumentsHash string        `json:"arguments_hash"`
+	// the call's audit row (gateway.AuditEvent.ApprovalID).
+	ID            string                `json:"id"`
+	PrincipalKind gateway.PrincipalKind `json:"principal_kind"`
+	Subject       string                `json:"subject"`
+	WorkspaceID   string                `json:"workspace_id"`
+	TaskID        string                `json:"task_id,omitempty"`
+	Tool          string                `json:"tool"`
+	ArgumentsHash string                `json:"arguments_hash"`
 	// Arguments is the canonical JSON (RFC 8785) of the call's arguments,
 	// what ArgumentsHash hashes, so the person who decides sees exactly
 	// what runs; nil for an approval stored before it was kept.
@@ -43,7 +46,7 @@ type Approval struct {
 	// Because says why the call needs a person: "tool.requires_approval",
 	// "guard.prompt" (the decision's obligations.approval_because).
 	Because []string `json:"because"`
-	// Status is one of the Approval* statuses.
+	// Status is one of the Status* statuses.
 	Status    string    `json:"status"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
@@ -56,12 +59,12 @@ type Approval struct {
 	UsedAt *time.Time `json:"used_at,omitempty"`
 }
 
-// ApprovalKey is what binds an approval to one exact call; the store finds
+// Key is what binds an approval to one exact call; the store finds
 // an open approval (pending, or approved and unused) of a key, so that a
 // retried call waits for or runs on the approval its first attempt
 // created, and a changed argument (another ArgumentsHash) finds none.
-type ApprovalKey struct {
-	PrincipalKind  PrincipalKind
+type Key struct {
+	PrincipalKind  gateway.PrincipalKind
 	Subject        string
 	WorkspaceID    string
 	Tool           string
@@ -70,22 +73,22 @@ type ApprovalKey struct {
 }
 
 // KeyOf returns the key a binds.
-func (a *Approval) KeyOf() ApprovalKey {
-	return ApprovalKey{PrincipalKind: a.PrincipalKind, Subject: a.Subject, WorkspaceID: a.WorkspaceID,
+func (a *Approval) KeyOf() Key {
+	return Key{PrincipalKind: a.PrincipalKind, Subject: a.Subject, WorkspaceID: a.WorkspaceID,
 		Tool: a.Tool, ArgumentsHash: a.ArgumentsHash, PolicyRevision: a.PolicyRevision}
 }
 
-// ApprovalFilter narrows a listing of approvals, newest first; empty
+// Filter narrows a listing of approvals, newest first; empty
 // fields match all. Limit is capped by the store (default 100, max 1000).
-// Status ApprovalPending lists only approvals that have not expired at
+// Status StatusPending lists only approvals that have not expired at
 // Now (the zero Now: the store's clock is not consulted and every pending
 // row is listed).
-type ApprovalFilter struct {
+type Filter struct {
 	Status      string
 	WorkspaceID string
 	// PrincipalKind and Subject select one principal's approvals (both
 	// set, or both empty).
-	PrincipalKind PrincipalKind
+	PrincipalKind gateway.PrincipalKind
 	Subject       string
 	Now           time.Time
 	Limit         int

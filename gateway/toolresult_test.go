@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway/internal/jsonw"
 )
 
 // sameAsMarshal fails t unless marshalValue(v) is json.Marshal(v), bytes
@@ -39,7 +41,7 @@ func TestMarshalValueIsMarshal(t *testing.T) {
 		map[string]any{"b": 1, "a": int64(-2), "c": uint8(3), "d": []string{"x"}, "e": struct{ N int }{4}, "f": float32(0.1)},
 		map[string]any{"s": "a\xffb<&>\u2028\u2029\x00\x1f\t\"\\é😀"},
 		[]any{json.Number(""), json.Number("-0.5e+10"), 1e21, 1e-7, 123456789.0, -0.0, 5e-324, math.MaxFloat64},
-		json.Number("1 "), json.Number("0x1"), math.NaN(), math.Inf(-1), []any{math.Inf(1)}, cycle, deep(maxValueDepth + 3),
+		json.Number("1 "), json.Number("0x1"), math.NaN(), math.Inf(-1), []any{math.Inf(1)}, cycle, deep(jsonw.MaxDepth + 3),
 		map[string]any{"z": map[string]any{"y": []any{true, false, nil}}},
 	} {
 		sameAsMarshal(t, v)

@@ -1,4 +1,4 @@
-package gateway
+package approvals
 
 import (
 	"context"
@@ -69,6 +69,10 @@ type Gate struct {
 	RunStatus  string `json:"run_status,omitempty"`
 }
 
+// Question reports whether approving the gate needs an Answer: it is a
+// task gate that asks a question (GateClassQuestion).
+func (g Gate) Question() bool { return g.Class == GateClassQuestion }
+
 // GateDecision is a person's answer to one gate.
 type GateDecision struct {
 	// Decision is GateApprove or GateReject.
@@ -100,9 +104,10 @@ type HumanGates interface {
 	ListGates(ctx context.Context, workspaceID string) ([]Gate, error)
 	// DecideGate records d on gate id and resumes what waits on it (the
 	// paused task or workflow run), returning the gate as decided.
-	// Errors: ENotFound for an id the workspace does not have, EConflict
-	// once the gate is decided, EInvalid for a bad decision (not approve
-	// or reject, a question approved without an answer, no DecidedBy),
-	// each *Error with a message a person can act on.
+	// Errors: gateway.ENotFound for an id the workspace does not have,
+	// gateway.EConflict once the gate is decided, gateway.EInvalid for a
+	// bad decision (not approve or reject, a question approved without an
+	// answer, no DecidedBy), each *gateway.Error with a message a person
+	// can act on.
 	DecideGate(ctx context.Context, workspaceID, id string, d GateDecision) (Gate, error)
 }
