@@ -53,9 +53,10 @@ test-rego:
 	@for d in policies/*/; do echo "opa test $$d"; $(OPA) test --timeout 5m $$d || exit 1; done
 
 ## test-go: the Go tests with -race (the PostgreSQL ones need MCPGATE_TEST_DATABASE_URL; make pg sets it up)
+# (-timeout 30m: test/e2e, the longest package, takes about 6 minutes on an idle 2-core machine and more when it is busy; go test's default is 10 minutes per package)
 test-go:
 	@echo "test-go: go test -race ./... on SQLite and PostgreSQL"
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 FUZZTIME ?= 1m
 
