@@ -82,21 +82,34 @@ type Options struct {
 	// (e.g. "2025-06-18"); empty offers DefaultProtocolVersion and lets the
 	// server negotiate.
 	ProtocolVersion string
+	// Name, when set, is how messages name the upstream (`upstream MCP
+	// server "github"`) instead of its DisplayURL, and where they tell the
+	// operator to look (its url in MCPGATE_UPSTREAMS_FILE instead of
+	// MCPGATE_UPSTREAM_URL): a bridged upstream is declared by name, and
+	// its address is not shown to the clients that read the messages.
+	Name string
 }
 
-// UpstreamTool is one tool the upstream lists: its name, description and
-// input JSON Schema exactly as the upstream sent it.
+// UpstreamTool is one tool the upstream lists: its name, title,
+// description, input and output JSON Schemas and annotations exactly as
+// the upstream sent them (absent ones empty). The annotations
+// (readOnlyHint, …) are the upstream's claims, for display and policy
+// input, never a grant.
 type UpstreamTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
 }
 
 // Adapter forwards tool calls to one upstream MCP server. It is safe for
 // concurrent use; create it with New and release it with Close.
 type Adapter struct {
 	url        string
-	display    string            // DisplayURL(url): scheme, host and port, for messages
+	display    string            // DisplayURL(url), or the quoted Options.Name: the upstream in messages
+	setting    string            // where the operator sets the URL, for messages
 	secrets    *strings.Replacer // secretReplacer(url), for the errors of the HTTP client
 	http       *http.Client
 	timeout    time.Duration
@@ -139,12 +152,17 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 	a := &Adapter{
 		url:        rawURL,
 		display:    DisplayURL(rawURL),
+		setting:    "MCPGATE_UPSTREAM_URL",
 		secrets:    secretReplacer(rawURL),
 		http:       withHeaders(opts.HTTPClient, opts.Header),
 		timeout:    opts.Timeout,
 		version:    opts.ProtocolVersion,
 		clientInfo: info,
 		limits:     defaultReplyLimits,
+	}
+	if opts.Name != "" {
+		a.display = strconv.Quote(opts.Name)
+		a.setting = "the url of upstream " + a.display + " in MCPGATE_UPSTREAMS_FILE"
 	}
 	if a.timeout <= 0 {
 		a.timeout = DefaultTimeout
@@ -247,8 +265,9 @@ func checkURL(rawURL string) error {
 	return nil
 }
 
-// URL returns the upstream endpoint this adapter forwards to.
-func (a *Adapter) URL() string { return a.display }
+// URL returns the upstream endpoint this adapter forwards to, as
+// DisplayURL shows it.
+func (a *Adapter) URL() string { return DisplayURL(a.url) }
 
 // CallTool forwards call to the upstream as tools/call: the tool name and
 // arguments unchanged (the client's bytes, see arguments), and the

@@ -687,7 +687,7 @@ func (a *Adapter) rpcError(what string, rpc *gateway.RPCError, err error) error 
 		return notDispatched(e)
 	case codeMethodNotFound:
 		return notDispatched(gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
-			"upstream MCP server %s does not know %s (JSON-RPC %d: %s); check that MCPGATE_UPSTREAM_URL points at the server that implements it", a.display, what, rpc.Code, rpc.Message)))
+			"upstream MCP server %s does not know %s (JSON-RPC %d: %s); check that %s points at the server that implements it", a.display, what, rpc.Code, rpc.Message, a.setting)))
 	}
 	return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
 		"upstream MCP server %s answered %s with JSON-RPC error %d: %s", a.display, what, rpc.Code, rpc.Message))
@@ -716,7 +716,7 @@ func (a *Adapter) timedOut(ctx context.Context, what string, err error) error {
 
 func (a *Adapter) unavailable(err error) *gateway.Error {
 	return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
-		"upstream MCP server %s unreachable: %s; check that it is running and that MCPGATE_UPSTREAM_URL points at its MCP endpoint", a.display, shortCause(err)))
+		"upstream MCP server %s unreachable: %s; check that it is running and that %s points at its MCP endpoint", a.display, shortCause(err), a.setting))
 }
 
 // shortCause names the root of a transport failure in a few words; the full

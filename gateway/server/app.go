@@ -475,7 +475,7 @@ func (a *App) mergeUpstreamTools(ctx context.Context, log *zap.Logger, up *mcpup
 	}
 	ups := make([]tools.UpstreamTool, len(listed))
 	for i, t := range listed {
-		ups[i] = tools.UpstreamTool(t)
+		ups[i] = tools.UpstreamTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
 	}
 	merged, dropped, err := a.Catalog.WithUpstream(ups, a.Config.UpstreamTier)
 	if err != nil {
