@@ -54,6 +54,9 @@ type Upstream struct {
 	// tools by; the upstream's annotations never are.
 	Tier  gateway.Tier
 	Group string
+	// OAuth, when not nil, puts a bearer token of these client
+	// credentials on every request (replacing an Authorization header).
+	OAuth *OAuth
 }
 
 // Options configures a Bridge.
@@ -272,7 +275,7 @@ func (b *Bridge) client(ctx context.Context, u *upstream) (*mcpupstream.Adapter,
 		return u.client, nil
 	}
 	c, err := mcpupstream.New(ctx, u.spec.URL, mcpupstream.Options{
-		HTTPClient: b.opts.HTTPClient, Header: u.spec.Header, Timeout: b.opts.Timeout,
+		HTTPClient: b.httpClient(u.spec), Header: u.spec.Header, Timeout: b.opts.Timeout,
 		ClientName: b.opts.ClientName, ClientVersion: b.opts.ClientVersion, Name: u.spec.Name,
 	})
 	if err != nil {

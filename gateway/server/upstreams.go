@@ -55,6 +55,9 @@ func (a *App) openBridges(ctx context.Context, log *zap.Logger, version string) 
 		specs := make([]bridge.Upstream, len(ups))
 		for i, u := range ups {
 			specs[i] = bridge.Upstream{Name: u.Name, Prefix: u.Prefix, URL: u.URL.Value(), Header: u.Header(), Tier: u.Tier, Group: u.Group}
+			if o := u.OAuth; o != nil {
+				specs[i].OAuth = &bridge.OAuth{TokenURL: o.TokenURL.Value(), ClientID: o.ClientID.Value(), ClientSecret: o.ClientSecret.Value(), Scopes: o.Scopes}
+			}
 		}
 		b, err := bridge.New(ctx, bridge.Options{
 			Upstreams: specs, Refresh: cfg.Refresh, Timeout: cfg.Timeout,
