@@ -13,10 +13,10 @@
 // past the timeout or answers garbage fails only the calls of its own
 // tools, as a tool execution error naming it.
 //
-// Refreshes are timed only: the upstream client does not hear an
-// upstream's notifications/tools/list_changed yet (it keeps no standalone
-// GET stream), so a changed list shows at the next refresh, or at once
-// through Refresh.
+// Besides the timed refreshes, an upstream's
+// notifications/tools/list_changed (heard on the session's standalone GET
+// stream or on a call's stream) starts a refresh at once; Refresh does
+// too.
 package bridge
 
 import (
@@ -127,7 +127,8 @@ type Bridge struct {
 	tools map[string]*Tool // by registry name
 	order []string         // registry names, upstream by upstream in the file's order
 
-	refreshMu sync.Mutex // one refresh at a time
+	refreshMu sync.Mutex    // one refresh at a time
+	kick      chan struct{} // an upstream said its tools changed
 	stop      context.CancelFunc
 	done      chan struct{}
 }
@@ -156,7 +157,7 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = mcpupstream.DefaultTimeout
 	}
-	b := &Bridge{opts: opts, tools: map[string]*Tool{}}
+	b := &Bridge{opts: opts, tools: map[string]*Tool{}, kick: make(chan struct{}, 1)}
 	seen := map[string]bool{}
 	for _, u := range opts.Upstreams {
 		if u.Name == "" || u.Prefix == "" || seen[u.Name] {
@@ -186,6 +187,8 @@ func (b *Bridge) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			_ = b.Refresh(ctx)
+		case <-b.kick:
 			_ = b.Refresh(ctx)
 		}
 	}
@@ -277,12 +280,23 @@ func (b *Bridge) client(ctx context.Context, u *upstream) (*mcpupstream.Adapter,
 	c, err := mcpupstream.New(ctx, u.spec.URL, mcpupstream.Options{
 		HTTPClient: b.httpClient(u.spec), Header: u.spec.Header, Timeout: b.opts.Timeout,
 		ClientName: b.opts.ClientName, ClientVersion: b.opts.ClientVersion, Name: u.spec.Name,
+		OnToolsChanged: b.toolsChanged,
 	})
 	if err != nil {
 		return nil, err
 	}
 	u.client = c
 	return c, nil
+}
+
+// toolsChanged asks the loop for a refresh (an upstream's
+// notifications/tools/list_changed); asks made while one is pending are
+// one.
+func (b *Bridge) toolsChanged() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
 }
 
 // rebuild makes the registry from every upstream's last listed tools and

@@ -32,6 +32,7 @@ type sdkServer struct {
 	name    string
 	mode    atomic.Value // "" or one of the misbehaviours of serve
 	down    atomic.Bool
+	noGET   atomic.Bool   // answer GET 405: no stream, so no list_changed is heard
 	entered chan struct{} // a misbehaving tools/call arrived
 }
 
@@ -57,6 +58,10 @@ func newSDKServer(t *testing.T, name string) *sdkServer {
 func (s *sdkServer) serve(w http.ResponseWriter, r *http.Request, sdk http.Handler) {
 	if s.down.Load() {
 		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+		return
+	}
+	if r.Method == http.MethodGet && s.noGET.Load() {
+		http.Error(w, "no stream", http.StatusMethodNotAllowed)
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
@@ -270,8 +275,12 @@ func TestBridgeDegradedUpstream(t *testing.T) {
 
 // A tool the upstream adds, a changed description and a removed tool show
 // at the next refresh.
+//
+// The upstream offers no GET stream, so that only Refresh lists it
+// (TestBridgeHearsListChanged covers its notifications).
 func TestBridgeRefreshFollowsTheUpstream(t *testing.T) {
 	s := newSDKServer(t, "live")
+	s.noGET.Store(true)
 	var changes atomic.Int32
 	b := newBridge(t, bridge.Options{OnChange: func() { changes.Add(1) }}, s)
 	n := changes.Load()
@@ -304,5 +313,25 @@ func TestBridgeRefusesABadURL(t *testing.T) {
 	_, err := bridge.New(context.Background(), bridge.Options{Upstreams: []bridge.Upstream{{Name: "x", Prefix: "x.", URL: "ftp://secret@host/"}}})
 	if err == nil || !strings.Contains(err.Error(), `"x"`) || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("ftp URL: %v", err)
+	}
+}
+
+// An upstream's notifications/tools/list_changed refreshes the registry
+// without waiting for the refresh interval (an hour here).
+func TestBridgeHearsListChanged(t *testing.T) {
+	s := newSDKServer(t, "notifying")
+	changed := make(chan struct{}, 8)
+	b := newBridge(t, bridge.Options{Refresh: time.Hour, OnChange: func() { changed <- struct{}{} }}, s)
+	<-changed // the first listing
+	s.AddTool(&mcp.Tool{Name: "fresh", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	select {
+	case <-changed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no refresh after the upstream announced its new tool")
+	}
+	if _, ok := b.Lookup("notifying.fresh"); !ok {
+		t.Errorf("registry after list_changed: %+v", b.Tools())
 	}
 }

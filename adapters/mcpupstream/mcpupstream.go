@@ -88,6 +88,13 @@ type Options struct {
 	// MCPGATE_UPSTREAM_URL): a bridged upstream is declared by name, and
 	// its address is not shown to the clients that read the messages.
 	Name string
+	// OnToolsChanged, when set, is called each time the upstream sends
+	// notifications/tools/list_changed: on the stream of a request, or on
+	// the standalone GET stream the adapter then keeps open on each
+	// session it initializes (MCP basic/transports, "Listening for
+	// Messages from the Server"; listen.go). It runs on a goroutine of
+	// the adapter's and must return soon. Unset: no GET stream is opened.
+	OnToolsChanged func()
 }
 
 // UpstreamTool is one tool the upstream lists: its name, title,
@@ -117,6 +124,7 @@ type Adapter struct {
 	clientInfo []byte // the initialize params' clientInfo object
 	ids        atomic.Int64
 	limits     replyLimits // what one upstream reply may make the gateway hold
+	onTools    func()      // Options.OnToolsChanged
 
 	// sessionOnly is set once the upstream refused a stateless 2026-07-28
 	// call: every later call goes on the session.
@@ -159,6 +167,7 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 		version:    opts.ProtocolVersion,
 		clientInfo: info,
 		limits:     defaultReplyLimits,
+		onTools:    opts.OnToolsChanged,
 	}
 	if opts.Name != "" {
 		a.display = strconv.Quote(opts.Name)
@@ -543,6 +552,7 @@ func (a *Adapter) Close() error {
 		if s == nil || s.id == "" {
 			continue
 		}
+		s.stopListening()
 		if err := a.deleteSession(ctx, s); err != nil {
 			return gateway.Wrap(gateway.EUnavailable, a.scrub(err), fmt.Sprintf(
 				"closing the session with upstream MCP server %s failed; the upstream will expire it", a.display))

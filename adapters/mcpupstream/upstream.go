@@ -30,6 +30,16 @@ type upSession struct {
 	// params are the call's Mcp-Param-* headers (name, value) of a
 	// stateless tools/call, from the tool's x-mcp-header annotations.
 	params [][2]string
+	// stop ends the session's standalone GET stream (listen.go); nil
+	// when none was opened.
+	stop context.CancelFunc
+}
+
+// stopListening ends s's GET stream, if it has one.
+func (s *upSession) stopListening() {
+	if s.stop != nil {
+		s.stop()
+	}
 }
 
 // JSON-RPC error codes the adapter tells apart (JSON-RPC 2.0, section 5.1).
@@ -194,6 +204,9 @@ func (a *Adapter) currentSession(ctx context.Context, k sessionKind) (*upSession
 		return nil, notDispatched(a.unavailable(a.scrub(err)))
 	}
 	a.sessions[k] = s
+	if a.onTools != nil && k == relaying && s.id != "" {
+		a.listen(s)
+	}
 	return s, nil
 }
 
@@ -296,6 +309,7 @@ func (a *Adapter) drop(s *upSession) {
 	for k := range a.sessions {
 		if a.sessions[k] == s {
 			a.sessions[k] = nil
+			s.stopListening()
 		}
 	}
 	a.mu.Unlock()
@@ -567,6 +581,10 @@ func (c *call) handle(ctx context.Context, data []byte) (res json.RawMessage, do
 // to the client's) and log messages to the relay; everything else, and
 // everything of a call without a relay, is dropped.
 func (c *call) relayNotification(ctx context.Context, method string, params json.RawMessage) {
+	if method == methodToolsChanged && c.a.onTools != nil {
+		c.a.onTools()
+		return
+	}
 	if c.relay == nil {
 		return
 	}
