@@ -10,8 +10,7 @@ import (
 )
 
 // UpstreamTool is one tool an upstream MCP server lists, as the gateway
-// received it. Its fields match mcpupstream.UpstreamTool, so a value of that
-// type converts with tools.UpstreamTool(t).
+// received it (of mcpupstream.UpstreamTool, what the catalog keeps).
 type UpstreamTool struct {
 	Name        string
 	Description string

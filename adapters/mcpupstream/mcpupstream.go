@@ -82,21 +82,41 @@ type Options struct {
 	// (e.g. "2025-06-18"); empty offers DefaultProtocolVersion and lets the
 	// server negotiate.
 	ProtocolVersion string
+	// Name, when set, is how messages name the upstream (`upstream MCP
+	// server "github"`) instead of its DisplayURL, and where they tell the
+	// operator to look (its url in MCPGATE_UPSTREAMS_FILE instead of
+	// MCPGATE_UPSTREAM_URL): a bridged upstream is declared by name, and
+	// its address is not shown to the clients that read the messages.
+	Name string
+	// OnToolsChanged, when set, is called each time the upstream sends
+	// notifications/tools/list_changed: on the stream of a request, or on
+	// the standalone GET stream the adapter then keeps open on each
+	// session it initializes (MCP basic/transports, "Listening for
+	// Messages from the Server"; listen.go). It runs on a goroutine of
+	// the adapter's and must return soon. Unset: no GET stream is opened.
+	OnToolsChanged func()
 }
 
-// UpstreamTool is one tool the upstream lists: its name, description and
-// input JSON Schema exactly as the upstream sent it.
+// UpstreamTool is one tool the upstream lists: its name, title,
+// description, input and output JSON Schemas and annotations exactly as
+// the upstream sent them (absent ones empty). The annotations
+// (readOnlyHint, …) are the upstream's claims, for display and policy
+// input, never a grant.
 type UpstreamTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
 }
 
 // Adapter forwards tool calls to one upstream MCP server. It is safe for
 // concurrent use; create it with New and release it with Close.
 type Adapter struct {
 	url        string
-	display    string            // DisplayURL(url): scheme, host and port, for messages
+	display    string            // DisplayURL(url), or the quoted Options.Name: the upstream in messages
+	setting    string            // where the operator sets the URL, for messages
 	secrets    *strings.Replacer // secretReplacer(url), for the errors of the HTTP client
 	http       *http.Client
 	timeout    time.Duration
@@ -104,6 +124,7 @@ type Adapter struct {
 	clientInfo []byte // the initialize params' clientInfo object
 	ids        atomic.Int64
 	limits     replyLimits // what one upstream reply may make the gateway hold
+	onTools    func()      // Options.OnToolsChanged
 
 	// sessionOnly is set once the upstream refused a stateless 2026-07-28
 	// call: every later call goes on the session.
@@ -139,12 +160,18 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 	a := &Adapter{
 		url:        rawURL,
 		display:    DisplayURL(rawURL),
+		setting:    "MCPGATE_UPSTREAM_URL",
 		secrets:    secretReplacer(rawURL),
 		http:       withHeaders(opts.HTTPClient, opts.Header),
 		timeout:    opts.Timeout,
 		version:    opts.ProtocolVersion,
 		clientInfo: info,
 		limits:     defaultReplyLimits,
+		onTools:    opts.OnToolsChanged,
+	}
+	if opts.Name != "" {
+		a.display = strconv.Quote(opts.Name)
+		a.setting = "the url of upstream " + a.display + " in MCPGATE_UPSTREAMS_FILE"
 	}
 	if a.timeout <= 0 {
 		a.timeout = DefaultTimeout
@@ -247,8 +274,9 @@ func checkURL(rawURL string) error {
 	return nil
 }
 
-// URL returns the upstream endpoint this adapter forwards to.
-func (a *Adapter) URL() string { return a.display }
+// URL returns the upstream endpoint this adapter forwards to, as
+// DisplayURL shows it.
+func (a *Adapter) URL() string { return DisplayURL(a.url) }
 
 // CallTool forwards call to the upstream as tools/call: the tool name and
 // arguments unchanged (the client's bytes, see arguments), and the
@@ -524,6 +552,7 @@ func (a *Adapter) Close() error {
 		if s == nil || s.id == "" {
 			continue
 		}
+		s.stopListening()
 		if err := a.deleteSession(ctx, s); err != nil {
 			return gateway.Wrap(gateway.EUnavailable, a.scrub(err), fmt.Sprintf(
 				"closing the session with upstream MCP server %s failed; the upstream will expire it", a.display))

@@ -30,6 +30,16 @@ type upSession struct {
 	// params are the call's Mcp-Param-* headers (name, value) of a
 	// stateless tools/call, from the tool's x-mcp-header annotations.
 	params [][2]string
+	// stop ends the session's standalone GET stream (listen.go); nil
+	// when none was opened.
+	stop context.CancelFunc
+}
+
+// stopListening ends s's GET stream, if it has one.
+func (s *upSession) stopListening() {
+	if s.stop != nil {
+		s.stop()
+	}
 }
 
 // JSON-RPC error codes the adapter tells apart (JSON-RPC 2.0, section 5.1).
@@ -194,6 +204,9 @@ func (a *Adapter) currentSession(ctx context.Context, k sessionKind) (*upSession
 		return nil, notDispatched(a.unavailable(a.scrub(err)))
 	}
 	a.sessions[k] = s
+	if a.onTools != nil && k == relaying && s.id != "" {
+		a.listen(s)
+	}
 	return s, nil
 }
 
@@ -296,6 +309,7 @@ func (a *Adapter) drop(s *upSession) {
 	for k := range a.sessions {
 		if a.sessions[k] == s {
 			a.sessions[k] = nil
+			s.stopListening()
 		}
 	}
 	a.mu.Unlock()
@@ -567,6 +581,10 @@ func (c *call) handle(ctx context.Context, data []byte) (res json.RawMessage, do
 // to the client's) and log messages to the relay; everything else, and
 // everything of a call without a relay, is dropped.
 func (c *call) relayNotification(ctx context.Context, method string, params json.RawMessage) {
+	if method == methodToolsChanged && c.a.onTools != nil {
+		c.a.onTools()
+		return
+	}
 	if c.relay == nil {
 		return
 	}
@@ -687,7 +705,7 @@ func (a *Adapter) rpcError(what string, rpc *gateway.RPCError, err error) error 
 		return notDispatched(e)
 	case codeMethodNotFound:
 		return notDispatched(gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
-			"upstream MCP server %s does not know %s (JSON-RPC %d: %s); check that MCPGATE_UPSTREAM_URL points at the server that implements it", a.display, what, rpc.Code, rpc.Message)))
+			"upstream MCP server %s does not know %s (JSON-RPC %d: %s); check that %s points at the server that implements it", a.display, what, rpc.Code, rpc.Message, a.setting)))
 	}
 	return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
 		"upstream MCP server %s answered %s with JSON-RPC error %d: %s", a.display, what, rpc.Code, rpc.Message))
@@ -716,7 +734,7 @@ func (a *Adapter) timedOut(ctx context.Context, what string, err error) error {
 
 func (a *Adapter) unavailable(err error) *gateway.Error {
 	return gateway.Wrap(gateway.EUnavailable, err, fmt.Sprintf(
-		"upstream MCP server %s unreachable: %s; check that it is running and that MCPGATE_UPSTREAM_URL points at its MCP endpoint", a.display, shortCause(err)))
+		"upstream MCP server %s unreachable: %s; check that it is running and that %s points at its MCP endpoint", a.display, shortCause(err), a.setting))
 }
 
 // shortCause names the root of a transport failure in a few words; the full

@@ -53,6 +53,8 @@ type Config struct {
 	// that an upstream cannot declare. baseline makes the tools
 	// always on for every session.
 	UpstreamTier gateway.Tier
+	// Upstreams configures the bridged upstreams (upstreams.go).
+	Upstreams Upstreams
 	// PolicyDir (MCPGATE_POLICY_DIR) loads policies from a folder instead of
 	// the embedded bundle; the folder is watched, and a change goes live
 	// once it passes its checks (docs/policy.md, "Reloading").
@@ -196,6 +198,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.loadConn(&r)
 	c.loadDecisionLog(&r)
 	c.loadCCServer(&r)
+	c.loadUpstreams(&r)
 	if f := getenv("MCPGATE_JWT_PUBLIC_KEY_FILE"); f != "" {
 		pem, err := os.ReadFile(f)
 		if err != nil {

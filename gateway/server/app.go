@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/mcpgate/mcpgate/adapters/bridge"
 	"github.com/mcpgate/mcpgate/adapters/demo"
 	"github.com/mcpgate/mcpgate/adapters/mcpupstream"
 	"github.com/mcpgate/mcpgate/gateway"
@@ -60,7 +61,10 @@ type App struct {
 	Feed replica.Listening
 	// CC is the cc_server surface (MCPGATE_CCSERVER_LISTEN); nil when it
 	// is off.
-	CC      *CCServer
+	CC *CCServer
+	// Bridges are the bridged upstreams of MCPGATE_UPSTREAMS_FILE, by
+	// surface (only surfaces that have some); nil without the file.
+	Bridges map[string]*bridge.Bridge
 	closers []func() error
 
 	// metrics is the Prometheus observer of the request path and of the
@@ -113,6 +117,9 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 		return err
 	}
 	if a.CC, err = a.ccServerSurface(ctx, log, version); err != nil {
+		return err
+	}
+	if err := a.openBridges(ctx, log, version); err != nil {
 		return err
 	}
 	surfaces := []*Surface{main}
@@ -281,6 +288,12 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, ma
 	}
 	if answers != nil { // the embedded store serves one process
 		d.Answers = answers
+	}
+	if len(a.Bridges) > 0 {
+		d.Bridges = make(map[string]Bridged, len(a.Bridges))
+		for sf, b := range a.Bridges {
+			d.Bridges[sf] = b
+		}
 	}
 	return d
 }
@@ -475,7 +488,7 @@ func (a *App) mergeUpstreamTools(ctx context.Context, log *zap.Logger, up *mcpup
 	}
 	ups := make([]tools.UpstreamTool, len(listed))
 	for i, t := range listed {
-		ups[i] = tools.UpstreamTool(t)
+		ups[i] = tools.UpstreamTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
 	}
 	merged, dropped, err := a.Catalog.WithUpstream(ups, a.Config.UpstreamTier)
 	if err != nil {

@@ -52,6 +52,7 @@ type Server struct {
 	// this process's admin API.
 	changes *replica.Coordinator
 	policy  admin.Policy
+	bridges map[string]Bridged // /readyz
 }
 
 // CallerInvalidator drops cached callers; *callercache.Cache implements
@@ -140,6 +141,9 @@ type Deps struct {
 	// Policy is the live policy (*policy.Live): its status and reload in
 	// the admin API, its revision in /readyz. nil: neither.
 	Policy admin.Policy
+	// Bridges are the bridged upstreams by surface, whose states /readyz
+	// shows; nil: none.
+	Bridges map[string]Bridged
 }
 
 // apiMCPPath is the external MCP gateway (docs/requirements.md#external-gateway; external
@@ -187,7 +191,7 @@ func New(d Deps) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{surface: sf, store: d.Store, log: log, callers: d.Callers, policy: d.Policy}
+	s := &Server{surface: sf, store: d.Store, log: log, callers: d.Callers, policy: d.Policy, bridges: d.Bridges}
 	ends, _ := d.SessionEnds.(*replica.SessionEndCache) // kept current by the change feed
 	s.changes = replica.NewCoordinator(s, ends, log)
 	if d.HTTP.PublicURL != "" {
@@ -315,13 +319,20 @@ func (s *Server) Close() {
 // ready" is generic, since anyone who reaches the probe reads it; the
 // store's own error (which names the database host and port) goes to the
 // log. For the same reason the policy part holds the revision only, not
-// the folder it came from.
+// the folder it came from, and the upstreams part ({"upstreams":
+// {"supacloud":{"forge":"ok","tracker":"degraded"}}}) each bridged
+// upstream's name and state, never its URL.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	body := map[string]any{"status": "ready"}
 	if s.policy != nil {
 		body["policy"] = readyPolicy(s.policy)
+	}
+	if len(s.bridges) > 0 {
+		// A degraded upstream leaves the replica ready: everything else
+		// (and the other upstreams) serve; operators read the states.
+		body["upstreams"] = readyUpstreams(s.bridges)
 	}
 	if err := s.store.Ping(ctx); err != nil {
 		s.log.Warn("readyz: the audit store does not answer; the gateway refuses tool calls until it does", zap.Error(err))

@@ -1,0 +1,136 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mcpgate/mcpgate/gateway/config"
+	"github.com/mcpgate/mcpgate/gateway/server"
+)
+
+const upstreamToken = "bridged-upstream-token-7c1d9e"
+
+// bridgedUpstream is a go-sdk MCP server with one tool that answers only
+// requests carrying upstreamToken.
+func bridgedUpstream(t *testing.T) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "bridged", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "issues.list", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+upstreamToken {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+// closedURL is an http URL of a loopback port nobody listens on.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return "http://" + addr + "/mcp?key=" + upstreamToken
+}
+
+func upstreamsApp(t *testing.T, file string) (*server.App, *bytes.Buffer, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "upstreams.json")
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{
+		"MCPGATE_DATABASE_URL":     "sqlite:" + filepath.Join(t.TempDir(), "upstreams.db"),
+		"MCPGATE_JWT_SECRET":       "upstreams-test-secret-0123456789abcdef0123",
+		"MCPGATE_ADMIN_TOKEN":      "policy-admin-token",
+		"MCPGATE_UPSTREAMS_FILE":   path,
+		"MCPGATE_UPSTREAM_TIMEOUT": "5s",
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&logs), zap.DebugLevel))
+	app, err := server.Open(context.Background(), cfg, log, "upstreams-test")
+	if err == nil {
+		t.Cleanup(func() { _ = app.Close() })
+	}
+	return app, &logs, err
+}
+
+// serve reads the upstreams file at start: an upstream that answers is ok,
+// one that is down is degraded without stopping the start, /readyz names
+// both by name only, and the token (header and URL query) reaches no log
+// line, /readyz or /metrics.
+func TestServeBridgesTheUpstreamsFile(t *testing.T) {
+	t.Setenv("BRIDGED_TOKEN", upstreamToken)
+	good, gone := bridgedUpstream(t), closedURL(t)
+	app, logs, err := upstreamsApp(t, `{"upstreams":[
+	  {"name":"forge","url":"`+good+`","tier":"read","headers":{"Authorization":"Bearer ${env:BRIDGED_TOKEN}"}},
+	  {"name":"tracker","url":"`+gone+`","tier":"ops","headers":{"Authorization":"Bearer ${env:BRIDGED_TOKEN}"}}
+	]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := app.Bridges["supacloud"].Lookup("forge.issues.list"); !ok {
+		t.Errorf("forge's tool is not bridged: %+v", app.Bridges["supacloud"].Tools())
+	}
+	code, ready := request(t, app, http.MethodGet, "/readyz")
+	if code != http.StatusOK || !strings.Contains(ready, `"upstreams":{"supacloud":{"forge":"ok","tracker":"degraded"}}`) {
+		t.Errorf("/readyz %d %s: want forge ok and tracker degraded", code, ready)
+	}
+	_, metrics := request(t, app, http.MethodGet, "/metrics")
+	goneHost := strings.TrimPrefix(gone, "http://")
+	goneHost = goneHost[:strings.IndexByte(goneHost, '/')]
+	for what, s := range map[string]string{"/readyz": ready, "the log": logs.String(), "/metrics": metrics} {
+		if strings.Contains(s, upstreamToken) {
+			t.Errorf("%s holds the upstream token: %s", what, s)
+		}
+	}
+	if strings.Contains(ready, goneHost) || strings.Contains(ready, "127.0.0.1") {
+		t.Errorf("/readyz shows an upstream's address: %s", ready)
+	}
+	if !strings.Contains(logs.String(), `"upstream":"tracker"`) {
+		t.Errorf("the log does not name the degraded upstream: %s", logs.String())
+	}
+}
+
+// A bad upstreams file stops the start with a message naming the upstream
+// and the field.
+func TestServeRefusesABadUpstreamsFile(t *testing.T) {
+	for note, tc := range map[string]struct{ file, want string }{
+		"unset variable":   {`{"upstreams":[{"name":"forge","url":"http://127.0.0.1:9/mcp","tier":"read","headers":{"Authorization":"Bearer ${env:MCPGATE_TEST_UNSET_VARIABLE}"}}]}`, `upstream "forge": headers.Authorization: ${env:MCPGATE_TEST_UNSET_VARIABLE}`},
+		"catalog prefix":   {`{"upstreams":[{"name":"forge","prefix":"project.","url":"http://127.0.0.1:9/mcp","tier":"read"}]}`, `upstream "forge": prefix: "project." collides with the supacloud catalog's tool`},
+		"ccserver catalog": {`{"upstreams":[{"name":"t","surface":"ccserver","prefix":"ticket","group":"tickets","url":"http://127.0.0.1:9/mcp"}]}`, `upstream "t": prefix: "ticket" collides with the ccserver catalog's tool`},
+		"unknown field":    {`{"upstreams":[{"name":"forge","url":"http://127.0.0.1:9/mcp","tier":"read","trust":true}]}`, `upstream "forge": unknown field "trust"`},
+	} {
+		t.Run(note, func(t *testing.T) {
+			_, _, err := upstreamsApp(t, tc.file)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "MCPGATE_UPSTREAMS_FILE") {
+				t.Fatalf("start: %v; want it refused saying %q", err, tc.want)
+			}
+		})
+	}
+}
