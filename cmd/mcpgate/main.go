@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mcpgate/mcpgate/gateway/config"
 )
 
 func main() {
@@ -146,4 +148,4 @@ func envNames(names []string) string {
 	return b.String()
 }
 
-var databaseURLEnv = envVar{"MCPGATE_DATABASE_URL", "the store: sqlite:PATH or postgres://… (default sqlite:mcpgate.db)"}
+var databaseURLEnv = envVar{"MCPGATE_DATABASE_URL", "the store: sqlite:PATH, sqlite:///ABSPATH or postgres://… (default " + config.DefaultDatabaseURL + ")"}

@@ -164,5 +164,5 @@ func databaseURL(getenv func(string) string) string {
 	if url := getenv("MCPGATE_DATABASE_URL"); url != "" {
 		return url
 	}
-	return "sqlite:mcpgate.db"
+	return config.DefaultDatabaseURL
 }

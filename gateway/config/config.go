@@ -166,7 +166,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	r := reader{getenv: getenv}
 	c := &Config{
 		Listen:             r.str("MCPGATE_LISTEN", "127.0.0.1:8080"),
-		DatabaseURL:        r.str("MCPGATE_DATABASE_URL", "sqlite:mcpgate.db"),
+		DatabaseURL:        r.str("MCPGATE_DATABASE_URL", DefaultDatabaseURL),
 		Edition:            gateway.Edition(r.str("SUPACLOUD_EDITION", "community")),
 		AdminToken:         getenv("MCPGATE_ADMIN_TOKEN"),
 		JWTSecret:          []byte(getenv("MCPGATE_JWT_SECRET")),
@@ -217,7 +217,9 @@ func (c *Config) validate(r *reader) {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		r.fail("MCPGATE_LISTEN=%q: want host:port (%v)", c.Listen, err)
 	}
-	if !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.HasPrefix(c.DatabaseURL, "sqlite:") {
+	if _, isSQLite, err := SQLitePath(c.DatabaseURL); err != nil {
+		r.fail("MCPGATE_DATABASE_URL=%v", err)
+	} else if !isSQLite && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
 		r.fail("MCPGATE_DATABASE_URL: want postgres://… or sqlite:PATH")
 	}
 	switch {
