@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway/config"
 )
 
 // TestHelp: every command answers --help and `help X` with its flags and
@@ -94,5 +96,24 @@ func TestVersion(t *testing.T) {
 	version, commit = "v1.2.3", "abc123"
 	if b := versionInfo(); b.Version != "v1.2.3" || b.Commit != "abc123" {
 		t.Fatalf("the -ldflags values were not used: %+v", b)
+	}
+}
+
+// Issue 30, point 5: serve --help gives each variable of the configuration
+// table its meaning and default, from config.Vars.
+func TestServeHelpExplainsEveryVariable(t *testing.T) {
+	t.Chdir(t.TempDir())
+	out, err := runCmd(t, nil, "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range config.Vars {
+		head := "\n  " + v.Name
+		if v.Default != "" {
+			head += " (default " + v.Default + ")"
+		}
+		if want := head + "\n      " + v.Meaning + "\n"; !strings.Contains(out, want) {
+			t.Errorf("serve --help lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -101,7 +101,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	var err error
 	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
 		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM,
-		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience,
+		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Leeway: cfg.JWTLeeway,
 	}); err != nil {
 		return err
 	}
