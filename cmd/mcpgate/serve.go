@@ -84,15 +84,18 @@ func serve(ctx context.Context, dev bool, out io.Writer, getenv func(string) str
 		log.Warn("could not take the terminal's foreground; under make run, Ctrl-C then also reaches make, which reports status 130", zap.Error(err))
 	}
 	defer restore()
+	// Bind before the store opens and the policy's tests run (seconds):
+	// an address in use, a gateway left running say, fails now.
+	ls, err := server.Listen(cfg)
+	if err != nil {
+		return err
+	}
 	app, err := server.Open(ctx, cfg, log, versionInfo().Version)
 	if err != nil {
+		_ = ls.Close()
 		return err
 	}
 	defer func() { _ = app.Close() }()
-	ls, err := app.Listen()
-	if err != nil {
-		return err
-	}
 	if devEnv != nil {
 		if err := devEnv.seed(ctx, app, out, "http://"+ls.Main.Addr().String()); err != nil {
 			_ = ls.Close()
