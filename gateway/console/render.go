@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway/approvals"
@@ -50,6 +51,25 @@ var funcs = template.FuncMap{
 	// zero-width spaces) as \u escapes: what the elicitation shows. The
 	// template escapes it as HTML.
 	"pretty": approvals.Pretty,
+	"short":  short,
+}
+
+// short cuts a long identifier (a policy revision's "sha256:" and 64 hex
+// digits, an approval id) to what tells rows apart at a glance, ending in
+// "…", so a table of them fits a 1280 px window; the templates give the
+// whole value as the element's title, shown on hover.
+func short(s string) string {
+	const keep = 12 // characters after a "scheme:" prefix such as sha256:
+	prefix, rest, ok := strings.Cut(s, ":")
+	if !ok || len(prefix) > 8 {
+		prefix, rest = "", s
+	} else {
+		prefix += ":"
+	}
+	if len([]rune(rest)) <= keep+4 {
+		return s
+	}
+	return prefix + string([]rune(rest)[:keep]) + "…"
 }
 
 // pages are the page templates, each parsed with the layout.
