@@ -86,8 +86,10 @@ type Attempt struct {
 	// OPA version and every file's bytes, tests included), when its files
 	// could be read. Tests run once per content hash.
 	Content string `json:"content,omitempty"`
-	// Tests is the number of the candidate's own Rego tests that passed
-	// (with TestsFrom TestsReplica, on the replica that ran them).
+	// Tests is the number of the candidate's own Rego tests that passed:
+	// every test of every package in its folder, the count `opa test`
+	// and `mcpgate policy test` print as PASS for that folder (with
+	// TestsFrom TestsReplica, on the replica that ran them).
 	Tests int `json:"tests"`
 	// TestsFrom says where a candidate that passed had its tests run:
 	// TestsRun, TestsCached or TestsReplica; empty for
