@@ -17,22 +17,30 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/server"
 )
 
-// Issue 30, point 4: the dev demo tells one story. workspace.info on the
-// seeded workspace says what the store (and so the console) says of it:
-// its name, slug, plan and member count.
-func TestDevSeedTellsOneStory(t *testing.T) {
+// openDevApp opens, in a fresh current folder, the gateway serve --dev
+// would run, without its listeners, and returns it with its defaults.
+func openDevApp(t *testing.T) (*devDefaults, *server.App) {
+	t.Helper()
 	t.Chdir(t.TempDir())
-	ctx := context.Background()
 	d := newDevDefaults(func(string) string { return "" })
 	cfg, err := config.Load(d.getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := server.Open(ctx, cfg, zap.NewNop(), "test")
+	app, err := server.Open(context.Background(), cfg, zap.NewNop(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = app.Close() }()
+	t.Cleanup(func() { _ = app.Close() })
+	return d, app
+}
+
+// Issue 30, point 4: the dev demo tells one story. workspace.info on the
+// seeded workspace says what the store (and so the console) says of it:
+// its name, slug, plan and member count.
+func TestDevSeedTellsOneStory(t *testing.T) {
+	ctx := context.Background()
+	d, app := openDevApp(t)
 	if err := d.seed(ctx, app, io.Discard, "http://127.0.0.1:8080"); err != nil {
 		t.Fatal(err)
 	}
@@ -62,18 +70,8 @@ func TestDevReaderExampleShowsADeniedCall(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed")
 	}
-	t.Chdir(t.TempDir())
 	ctx := context.Background()
-	d := newDevDefaults(func(string) string { return "" })
-	cfg, err := config.Load(d.getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := server.Open(ctx, cfg, zap.NewNop(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = app.Close() }()
+	d, app := openDevApp(t)
 	srv := httptest.NewServer(app.Server)
 	defer srv.Close()
 	var out bytes.Buffer

@@ -33,22 +33,7 @@ func TestPolicyReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	open := func(t *testing.T, policyDir string) string {
-		t.Helper()
-		vars := map[string]string{"MCPGATE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "r.db"),
-			"MCPGATE_JWT_SECRET": strings.Repeat("k", 32), "MCPGATE_ADMIN_TOKEN": "reload-admin", "MCPGATE_POLICY_DIR": policyDir}
-		cfg, err := config.Load(func(k string) string { return vars[k] })
-		if err != nil {
-			t.Fatal(err)
-		}
-		app, err := server.Open(context.Background(), cfg, zap.NewNop(), "test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(app.Server)
-		t.Cleanup(func() { srv.Close(); _ = app.Close() })
-		return srv.URL
-	}
+	open := openPolicyGateway
 	env := map[string]string{"MCPGATE_ADMIN_TOKEN": "reload-admin"}
 
 	dir := t.TempDir()
@@ -95,19 +80,7 @@ func TestReloadCountsWhatPolicyTestCounts(t *testing.T) {
 	if m == nil {
 		t.Fatalf("policy test printed no PASS line:\n%s", out)
 	}
-	vars := map[string]string{"MCPGATE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "r.db"),
-		"MCPGATE_JWT_SECRET": strings.Repeat("k", 32), "MCPGATE_ADMIN_TOKEN": "reload-admin", "MCPGATE_POLICY_DIR": dir}
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := server.Open(context.Background(), cfg, zap.NewNop(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(app.Server)
-	t.Cleanup(func() { srv.Close(); _ = app.Close() })
-	got, err := runCmd(t, map[string]string{"MCPGATE_ADMIN_TOKEN": "reload-admin"}, "policy", "reload", "--url", srv.URL)
+	got, err := runCmd(t, map[string]string{"MCPGATE_ADMIN_TOKEN": "reload-admin"}, "policy", "reload", "--url", openPolicyGateway(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,4 +106,23 @@ func stdoutOf(t *testing.T, f func() error) (string, error) {
 	os.Stdout = saved
 	_ = w.Close()
 	return <-done, ferr
+}
+
+// openPolicyGateway serves a gateway on policyDir ("": the embedded
+// bundle) with the admin token reload-admin, and returns its URL.
+func openPolicyGateway(t *testing.T, policyDir string) string {
+	t.Helper()
+	vars := map[string]string{"MCPGATE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "r.db"),
+		"MCPGATE_JWT_SECRET": strings.Repeat("k", 32), "MCPGATE_ADMIN_TOKEN": "reload-admin", "MCPGATE_POLICY_DIR": policyDir}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := server.Open(context.Background(), cfg, zap.NewNop(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app.Server)
+	t.Cleanup(func() { srv.Close(); _ = app.Close() })
+	return srv.URL
 }
