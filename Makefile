@@ -49,8 +49,9 @@ test-rego:
 	@mkdir -p build
 	$(OPA) test policies --timeout 5m --coverage --threshold 95 --format json > build/rego-coverage.json || { $(OPA) test policies --timeout 5m -v; exit 1; }
 	@python3 -c "import json;print('rego coverage: %.1f%%' % json.load(open('build/rego-coverage.json'))['coverage'])" 2>/dev/null || true
+	@echo "opa test policies: every test of the bundle, the count mcpgate policy test and a reload's \"tests\" report"
 	$(OPA) test policies --timeout 5m
-	@for d in policies/*/; do echo "opa test $$d"; $(OPA) test --timeout 5m $$d || exit 1; done
+	@for d in policies/*/; do echo "opa test $$d: this folder's tests alone (the folders' counts add up to the bundle's)"; $(OPA) test --timeout 5m $$d || exit 1; done
 
 ## test-go: the Go tests with -race (the PostgreSQL ones need MCPGATE_TEST_DATABASE_URL; make pg sets it up)
 # (-timeout 30m: test/e2e, the longest package, takes about 6 minutes on an idle 2-core machine and more when it is busy; go test's default is 10 minutes per package)

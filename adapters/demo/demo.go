@@ -35,6 +35,20 @@ type Backend struct {
 
 	mu         sync.Mutex
 	workspaces map[string]*workspace
+	described  map[string]WorkspaceFacts // Describe's, by workspace id
+}
+
+// WorkspaceFacts are what the gateway's store says of a workspace, which
+// workspace.info must then say too instead of generated values: the dev
+// seed (cmd/mcpgate, serve --dev) describes the workspace it writes with
+// the very values it writes.
+type WorkspaceFacts struct {
+	// Name and Slug are the workspace's (gateway.Workspace.Name, Slug).
+	Name, Slug string
+	// PlanTier is its organisation plan (gateway.Workspace.OrgPlan).
+	PlanTier string
+	// MemberCount is how many members the store holds for it.
+	MemberCount int
 }
 
 // tool is one row of the dispatch table: the arguments the handler relies
@@ -52,7 +66,7 @@ type handler func(w *workspace, r *request) (any, error)
 
 // New returns a Backend with no workspaces yet; they appear on first use.
 func New() *Backend {
-	b := &Backend{now: time.Now, tools: dispatchTable(), workspaces: map[string]*workspace{}}
+	b := &Backend{now: time.Now, tools: dispatchTable(), workspaces: map[string]*workspace{}, described: map[string]WorkspaceFacts{}}
 	for name := range b.tools {
 		b.names = append(b.names, name)
 	}
@@ -119,13 +133,34 @@ func (b *Backend) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 	return toResult(call.Tool, out, err)
 }
 
+// Describe makes workspace.info of the workspace id say f: its name, slug,
+// plan tier and member count (its budget, region and records stay
+// generated). Described before its first call, the workspace's generated
+// records use the slug too (project repositories); described later, only
+// workspace.info changes. Safe for concurrent use.
+func (b *Backend) Describe(id string, f WorkspaceFacts) {
+	b.mu.Lock()
+	b.described[id] = f
+	w := b.workspaces[id]
+	b.mu.Unlock()
+	if w != nil {
+		w.mu.Lock()
+		w.info.describe(f)
+		w.mu.Unlock()
+	}
+}
+
 // workspace returns the state of id, generating it on first use.
 func (b *Backend) workspace(id string) *workspace {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	w, ok := b.workspaces[id]
 	if !ok {
-		w = generate(id, b.now().UTC())
+		var facts *WorkspaceFacts
+		if f, ok := b.described[id]; ok {
+			facts = &f
+		}
+		w = generate(id, b.now().UTC(), facts)
 		b.workspaces[id] = w
 	}
 	return w

@@ -99,6 +99,14 @@ func genInfo(w *workspace, g *gen) {
 		Region:          g.pick("eu-central-1", "eu-west-1", "us-east-1"),
 		CreatedAt:       g.ago(200*24*time.Hour, 700*24*time.Hour),
 	}
+	if w.described != nil { // after the draws: the other records stay as generated
+		w.info.describe(*w.described)
+	}
+}
+
+// describe sets what the gateway's store says of the workspace.
+func (i *wsInfo) describe(f WorkspaceFacts) {
+	i.Name, i.Slug, i.PlanTier, i.MemberCount = f.Name, f.Slug, f.PlanTier, f.MemberCount
 }
 
 func firstOfNextMonth(t time.Time) time.Time {

@@ -20,6 +20,9 @@ type workspace struct {
 	mu  sync.Mutex
 	id  string
 	seq map[string]int // last id number used per record prefix
+	// described is what the gateway's store says of the workspace
+	// (Backend.Describe), nil when it is all generated.
+	described *WorkspaceFacts
 
 	info          wsInfo
 	profiles      []*profile
@@ -80,8 +83,8 @@ func (w *workspace) newUUID(prefix string) string {
 // generate builds the workspace id from its seed. base is the moment of
 // generation; seeded timestamps lie before it. The order of the steps is part
 // of the determinism: each draws from the same random stream.
-func generate(id string, base time.Time) *workspace {
-	w := &workspace{id: id, seq: map[string]int{}}
+func generate(id string, base time.Time, described *WorkspaceFacts) *workspace {
+	w := &workspace{id: id, seq: map[string]int{}, described: described}
 	g := newGen(id, base)
 	for _, step := range []func(*workspace, *gen){
 		genInfo, genProfiles, genProjects, genRunners, genResources, genScripts,

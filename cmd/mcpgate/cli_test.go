@@ -1,9 +1,13 @@
 package main
 
 import (
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway/config"
 )
 
 // TestHelp: every command answers --help and `help X` with its flags and
@@ -94,5 +98,57 @@ func TestVersion(t *testing.T) {
 	version, commit = "v1.2.3", "abc123"
 	if b := versionInfo(); b.Version != "v1.2.3" || b.Commit != "abc123" {
 		t.Fatalf("the -ldflags values were not used: %+v", b)
+	}
+}
+
+// Issue 30, point 5: serve --help gives each variable of the configuration
+// table its meaning and default, from config.Vars.
+func TestServeHelpExplainsEveryVariable(t *testing.T) {
+	t.Chdir(t.TempDir())
+	out, err := runCmd(t, nil, "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range config.Vars {
+		head := "\n  " + v.Name
+		if v.Default != "" {
+			head += " (default " + v.Default + ")"
+		}
+		if want := head + "\n      " + v.Meaning + "\n"; !strings.Contains(out, want) {
+			t.Errorf("serve --help lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// Issue 30, point 7: serve binds its addresses before it opens the store
+// and runs the policy's tests, so an address in use fails at once with its
+// own message, not after the tests (here a bundle that does not even
+// compile would have been the error).
+func TestServeBindsBeforePolicyTests(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = busy.Close() }()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	broken := filepath.Join(dir, "policies")
+	if err := os.Mkdir(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(broken, "x.rego"), []byte("package supacloud\nthis is not rego\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runCmd(t, map[string]string{
+		"MCPGATE_LISTEN":       busy.Addr().String(),
+		"MCPGATE_DATABASE_URL": "sqlite:gw.db",
+		"MCPGATE_JWT_SECRET":   strings.Repeat("k", 32),
+		"MCPGATE_POLICY_DIR":   broken,
+	}, "serve")
+	if err == nil || !strings.Contains(err.Error(), "MCPGATE_LISTEN="+busy.Addr().String()+": another process already listens") {
+		t.Fatalf("serve on a busy address: %v; want the address-in-use error first", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gw.db")); err == nil {
+		t.Errorf("serve created its store before finding its address busy")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mcpgate/mcpgate/adapters/demo"
 	"github.com/mcpgate/mcpgate/adapters/mcpupstream"
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auth"
@@ -126,6 +127,7 @@ func (d *devDefaults) seed(ctx context.Context, app *server.App, out io.Writer, 
 	if app.Config.UpstreamURL != "" {
 		steps = append(steps, func() error { return seedUpstreamProfile(ctx, app) })
 	}
+	steps = append(steps, func() error { return describeDemoWorkspace(ctx, app, devWorkspace) })
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return fmt.Errorf("seed demo workspace: %w", err)
@@ -135,15 +137,14 @@ func (d *devDefaults) seed(ctx context.Context, app *server.App, out io.Writer, 
 	if err != nil {
 		return fmt.Errorf("issue dev token: %w", err)
 	}
-	defer fmt.Fprintf(out, `A second token, for the read-only profile "reader": calls outside supacloud.read.* are denied.
-Run the example again with it (the H=... line reads the token, so repeat it and the SID=... line too), calling e.g.
-{"name":"schedule.pause","arguments":{"schedule_id":"x"}} to see a policy denial:
+	defer fmt.Fprintf(out, `A second token, for the read-only profile "reader": a call outside supacloud.read.* is refused.
+Copy-paste example (the same session, then a call to schedule.pause, which the policy denies):
 
-export MCPGATE_TOKEN=%s
-
+export MCPGATE_READER_TOKEN=%s
+%s
 Tokens stay valid across restarts: the dev keys are kept in %s (delete it, or run make clean, for new ones).
 
-`, reader, devSecretsFile)
+`, reader, curlExample(url, "MCPGATE_READER_TOKEN", "R", `{"name":"schedule.pause","arguments":{"schedule_id":"sch-1"}}`), devSecretsFile)
 	tok, err := app.JWT.Issue(auth.AgentClaims{Subject: devUser, WorkspaceID: devWorkspace, TaskID: devTask, ProfileID: devProfile}, 24*time.Hour)
 	if err != nil {
 		return fmt.Errorf("issue dev token: %w", err)
@@ -159,6 +160,41 @@ Tokens stay valid across restarts: the dev keys are kept in %s (delete it, or ru
 	return nil
 }
 
+// describeDemoWorkspace makes the demo backend's workspace.info of id say
+// what the store holds of it (name, slug, plan, members), read back from
+// the store the seed has just written: one story, told by the console and
+// the tools alike. An upstream adapter tells its own.
+func describeDemoWorkspace(ctx context.Context, app *server.App, id string) error {
+	b, ok := app.Pipeline.Adapter.(*demo.Backend)
+	if !ok {
+		return nil
+	}
+	ws, err := app.Store.Workspace(ctx, id)
+	if err != nil {
+		return err
+	}
+	members, err := app.Store.ListMembers(ctx, id)
+	if err != nil {
+		return err
+	}
+	b.Describe(id, demo.WorkspaceFacts{Name: ws.Name, Slug: ws.Slug, PlanTier: ws.OrgPlan, MemberCount: len(members)})
+	return nil
+}
+
+// curlExample is the bash lines that open an MCP session on url/mcp with
+// the token in $tokenVar (headers in the array named headers) and make
+// one tools/call with params, a JSON object.
+func curlExample(url, tokenVar, headers, params string) string {
+	sid := headers + "SID"
+	if headers == "H" {
+		sid = "SID"
+	}
+	return fmt.Sprintf(`%[2]s=(-H "Authorization: Bearer $%[3]s" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
+%[4]s=$(curl -s -o /dev/null -D - "${%[2]s[@]}" %[1]s/mcp -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}' | awk 'tolower($1)=="mcp-session-id:"{print $2}' | tr -d '\r')
+curl -s "${%[2]s[@]}" -H "Mcp-Session-Id: $%[4]s" -H 'MCP-Protocol-Version: 2025-06-18' %[1]s/mcp -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":%[5]s}'; echo
+`, url, headers, tokenVar, sid, params)
+}
+
 func printDevBanner(out io.Writer, url, token, adminToken string) {
 	fmt.Fprintf(out, `
 mcpgate (dev) is listening on %[1]s
@@ -169,11 +205,8 @@ mcpgate (dev) is listening on %[1]s
 Copy-paste example (initialize, then call workspace.info):
 
 export MCPGATE_TOKEN=%[2]s
-H=(-H "Authorization: Bearer $MCPGATE_TOKEN" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
-SID=$(curl -s -o /dev/null -D - "${H[@]}" %[1]s/mcp -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}' | awk 'tolower($1)=="mcp-session-id:"{print $2}' | tr -d '\r')
-curl -s "${H[@]}" -H "Mcp-Session-Id: $SID" -H 'MCP-Protocol-Version: 2025-06-18' %[1]s/mcp -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"workspace.info","arguments":{}}}'; echo
-
-`, url, token, devUser, devWorkspace, devTask, devProfile, adminToken)
+%[8]s
+`, url, token, devUser, devWorkspace, devTask, devProfile, adminToken, curlExample(url, "MCPGATE_TOKEN", "H", `{"name":"workspace.info","arguments":{}}`))
 }
 
 // seedUpstreamProfile creates the devUpstreamProfile profile: an allowlist of

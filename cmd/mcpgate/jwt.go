@@ -173,7 +173,7 @@ func mintToken(o mintOptions, getenv func(string) string) (string, error) {
 // or, when it configures none, with the secret tok was signed with. A token
 // signed with a private key and no public key to check it against passes.
 func checkMinted(tok string, o mintOptions, signed auth.SignerConfig, getenv func(string) string) error {
-	verify := auth.JWTConfig{Issuer: signed.Issuer, Audience: signed.Audience, Secret: []byte(getenv(auth.EnvSecret))}
+	verify := auth.JWTConfig{Issuer: signed.Issuer, Audience: signed.Audience, Secret: []byte(getenv(auth.EnvSecret)), Leeway: config.DefaultJWTLeeway}
 	source := auth.EnvSecret
 	if pub := getenv(auth.EnvPublicKeyFile); pub != "" {
 		pem, err := os.ReadFile(pub)

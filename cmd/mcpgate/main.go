@@ -10,11 +10,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mcpgate/mcpgate/gateway/config"
 )
 
 func main() {
@@ -129,21 +130,4 @@ func withEnv(cmd *cobra.Command, vars ...envVar) *cobra.Command {
 	return cmd
 }
 
-// envNames formats names, sorted, a few to a line, for a help text.
-func envNames(names []string) string {
-	names = append([]string(nil), names...)
-	sort.Strings(names)
-	var b strings.Builder
-	line := "  "
-	for _, n := range names {
-		if len(line)+len(n) > 80 {
-			b.WriteString(strings.TrimRight(line, " ") + "\n")
-			line = "  "
-		}
-		line += n + "  "
-	}
-	b.WriteString(strings.TrimRight(line, " ") + "\n")
-	return b.String()
-}
-
-var databaseURLEnv = envVar{"MCPGATE_DATABASE_URL", "the store: sqlite:PATH or postgres://… (default sqlite:mcpgate.db)"}
+var databaseURLEnv = envVar{"MCPGATE_DATABASE_URL", "the store: sqlite:PATH, sqlite:///ABSPATH or postgres://… (default " + config.DefaultDatabaseURL + ")"}

@@ -81,11 +81,14 @@ func policyReload(ctx context.Context, out io.Writer, base, token string) error 
 		return fmt.Errorf("reload refused (%s): %s", resp.Status, body.Error.Message)
 	}
 	at, st := body.Attempt, body.Status
+	// The count is runBundleTests': every test of every package in the
+	// folder that passed, which is OPA's "PASS: n" for the folder.
+	const counted = "tests passed: every test in the folder, as `mcpgate policy test` counts them"
 	switch at.Outcome {
 	case policystatus.Live:
-		fmt.Fprintf(out, "policy revision %s is live (%d tests passed; source %s)\n", st.Revision, at.Tests, st.Source)
+		fmt.Fprintf(out, "policy revision %s is live (%d %s; source %s)\n", st.Revision, at.Tests, counted, st.Source)
 	case policystatus.Unchanged:
-		fmt.Fprintf(out, "policy revision %s is already live; nothing changed (%d tests passed)\n", st.Revision, at.Tests)
+		fmt.Fprintf(out, "policy revision %s is already live; nothing changed (%d %s)\n", st.Revision, at.Tests, counted)
 	default:
 		return fmt.Errorf("policy bundle %s refused, revision %s stays live: %s", at.Revision, st.Revision, at.Error)
 	}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -31,22 +33,7 @@ func TestPolicyReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	open := func(t *testing.T, policyDir string) string {
-		t.Helper()
-		vars := map[string]string{"MCPGATE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "r.db"),
-			"MCPGATE_JWT_SECRET": strings.Repeat("k", 32), "MCPGATE_ADMIN_TOKEN": "reload-admin", "MCPGATE_POLICY_DIR": policyDir}
-		cfg, err := config.Load(func(k string) string { return vars[k] })
-		if err != nil {
-			t.Fatal(err)
-		}
-		app, err := server.Open(context.Background(), cfg, zap.NewNop(), "test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(app.Server)
-		t.Cleanup(func() { srv.Close(); _ = app.Close() })
-		return srv.URL
-	}
+	open := openPolicyGateway
 	env := map[string]string{"MCPGATE_ADMIN_TOKEN": "reload-admin"}
 
 	dir := t.TempDir()
@@ -71,4 +58,71 @@ func TestPolicyReload(t *testing.T) {
 	if _, err := runCmd(t, env, "policy", "reload", "--url", open(t, "")); err == nil || !strings.Contains(err.Error(), "never reloads") {
 		t.Errorf("reload of the embedded bundle: %v, want it refused", err)
 	}
+}
+
+// Issue 30, point 9: the reload's test figure and `mcpgate policy test` on
+// the same folder count the same thing: every test of every package in
+// the folder that passed, and the reload says so.
+func TestReloadCountsWhatPolicyTestCounts(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "gateway", "server", "testdata", "policy", "allow"))); err != nil {
+		t.Fatal(err)
+	}
+	extra := "package other_test\n\ntest_one if true\n\ntest_two if 1 < 2\n"
+	if err := os.WriteFile(filepath.Join(dir, "other_test.rego"), []byte(extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := stdoutOf(t, func() error { _, err := runCmd(t, nil, "policy", "test", dir); return err })
+	if err != nil {
+		t.Fatalf("policy test: %v\n%q", err, out)
+	}
+	m := regexp.MustCompile(`PASS: (\d+)/\d+`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("policy test printed no PASS line:\n%s", out)
+	}
+	got, err := runCmd(t, map[string]string{"MCPGATE_ADMIN_TOKEN": "reload-admin"}, "policy", "reload", "--url", openPolicyGateway(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "(" + m[1] + " tests passed: every test in the folder, as `mcpgate policy test` counts them"
+	if !strings.Contains(got, want) {
+		t.Errorf("policy reload printed %q; want it to say %q (policy test printed PASS: %s)", got, want, m[1])
+	}
+}
+
+// stdoutOf runs f and returns what it wrote to os.Stdout: OPA's test
+// command prints its report there, not to the command's writer.
+func stdoutOf(t *testing.T, f func() error) (string, error) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdout
+	os.Stdout = w
+	done := make(chan string)
+	go func() { b, _ := io.ReadAll(r); done <- string(b) }()
+	ferr := f()
+	os.Stdout = saved
+	_ = w.Close()
+	return <-done, ferr
+}
+
+// openPolicyGateway serves a gateway on policyDir ("": the embedded
+// bundle) with the admin token reload-admin, and returns its URL.
+func openPolicyGateway(t *testing.T, policyDir string) string {
+	t.Helper()
+	vars := map[string]string{"MCPGATE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "r.db"),
+		"MCPGATE_JWT_SECRET": strings.Repeat("k", 32), "MCPGATE_ADMIN_TOKEN": "reload-admin", "MCPGATE_POLICY_DIR": policyDir}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := server.Open(context.Background(), cfg, zap.NewNop(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app.Server)
+	t.Cleanup(func() { srv.Close(); _ = app.Close() })
+	return srv.URL
 }

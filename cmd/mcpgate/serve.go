@@ -7,6 +7,7 @@ import (
 	"golang.org/x/term"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -23,7 +24,7 @@ func newServeCmd(out io.Writer, getenv func(string) string) *cobra.Command {
 		Short: "run the gateway (configuration from the environment)",
 		Long: `Run the gateway until SIGINT or SIGTERM, then drain open requests for up to
 10 s and exit 0. Configuration comes from the environment variables below
-(README.md, "Configuration", says what each means); a bad value stops the
+(docs/configuration.md says more of each); a bad value stops the
 gateway before it starts, naming the variable. At start it logs what runs: the
 store, the surfaces and their addresses, whether the admin API is on, the
 policy revision and the edition. Started inside another program's
@@ -43,23 +44,23 @@ and prints ready agent tokens with a copy-paste example.`,
 		},
 	}
 	cmd.Flags().BoolVar(&dev, "dev", false, "development mode: embedded store, demo workspace, generated keys, console logs")
-	cmd.Annotations = map[string]string{envAnnotation: envNames(configEnv())}
+	cmd.Annotations = map[string]string{envAnnotation: configHelp(config.Vars)}
 	return cmd
 }
 
-// configEnv lists every variable config.Load reads, by running it on an
-// empty environment: the help can then never miss one.
-func configEnv() []string {
-	var names []string
-	seen := map[string]bool{}
-	_, _ = config.Load(func(name string) string {
-		if !seen[name] {
-			seen[name] = true
-			names = append(names, name)
+// configHelp formats the configuration table (config.Vars, which its
+// tests hold to what config.Load reads) for serve's help: each variable
+// with its default, its meaning on the line below.
+func configHelp(vars []config.Var) string {
+	var b strings.Builder
+	for _, v := range vars {
+		b.WriteString("  " + v.Name)
+		if v.Default != "" {
+			b.WriteString(" (default " + v.Default + ")")
 		}
-		return ""
-	})
-	return names
+		b.WriteString("\n      " + v.Meaning + "\n")
+	}
+	return b.String()
 }
 
 func serve(ctx context.Context, dev bool, out io.Writer, getenv func(string) string) error {
@@ -83,15 +84,18 @@ func serve(ctx context.Context, dev bool, out io.Writer, getenv func(string) str
 		log.Warn("could not take the terminal's foreground; under make run, Ctrl-C then also reaches make, which reports status 130", zap.Error(err))
 	}
 	defer restore()
+	// Bind before the store opens and the policy's tests run (seconds):
+	// an address in use, a gateway left running say, fails now.
+	ls, err := server.Listen(cfg)
+	if err != nil {
+		return err
+	}
 	app, err := server.Open(ctx, cfg, log, versionInfo().Version)
 	if err != nil {
+		_ = ls.Close()
 		return err
 	}
 	defer func() { _ = app.Close() }()
-	ls, err := app.Listen()
-	if err != nil {
-		return err
-	}
 	if devEnv != nil {
 		if err := devEnv.seed(ctx, app, out, "http://"+ls.Main.Addr().String()); err != nil {
 			_ = ls.Close()
@@ -164,5 +168,5 @@ func databaseURL(getenv func(string) string) string {
 	if url := getenv("MCPGATE_DATABASE_URL"); url != "" {
 		return url
 	}
-	return "sqlite:mcpgate.db"
+	return config.DefaultDatabaseURL
 }

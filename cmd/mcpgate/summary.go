@@ -27,7 +27,7 @@ func startupSummary(cfg *config.Config, ls *server.Listeners) ([]zap.Field, erro
 		zap.String("version", versionInfo().Version),
 		zap.String("edition", string(cfg.Edition)),
 	}
-	if path, ok := strings.CutPrefix(cfg.DatabaseURL, "sqlite:"); ok {
+	if path, ok, _ := config.SQLitePath(cfg.DatabaseURL); ok { // cfg is valid: no error
 		if abs, err := filepath.Abs(path); err == nil && !strings.HasPrefix(path, "file:") && path != ":memory:" {
 			path = abs
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpgate/mcpgate/gateway/admin"
+	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/server"
 )
 
@@ -133,7 +134,10 @@ func tokenList(ctx context.Context, store server.FullStore, out io.Writer, ws st
 // it would create an empty store that no gateway uses, and the token
 // commands would then fail on a workspace nobody can see.
 func existingSQLite(url string) error {
-	path, ok := strings.CutPrefix(url, "sqlite:")
+	path, ok, err := config.SQLitePath(url)
+	if err != nil {
+		return fmt.Errorf("MCPGATE_DATABASE_URL=%w", err)
+	}
 	path, _, _ = strings.Cut(path, "?")
 	if !ok || path == ":memory:" || strings.HasPrefix(path, "file:") {
 		return nil

@@ -30,6 +30,7 @@ const (
 	EnvPublicKeyFile = "MCPGATE_JWT_PUBLIC_KEY_FILE"
 	EnvIssuer        = "MCPGATE_JWT_ISSUER"
 	EnvAudience      = "MCPGATE_JWT_AUDIENCE"
+	EnvLeeway        = "MCPGATE_JWT_LEEWAY"
 )
 
 // Defaults and bounds of JWTConfig.
@@ -37,9 +38,6 @@ const (
 	// DefaultAudience is the aud a token must carry when JWTConfig.Audience
 	// is empty (docs/configuration.md, MCPGATE_JWT_AUDIENCE).
 	DefaultAudience = "mcpgate"
-	// DefaultLeeway is the clock skew tolerated on exp, nbf and iat when
-	// JWTConfig.Leeway is zero.
-	DefaultLeeway = 30 * time.Second
 	// MinSecretBytes is the shortest HS256 secret accepted (docs/configuration.md).
 	MinSecretBytes = 32
 	// minRSABits is the smallest RSA modulus accepted; shorter keys are
@@ -60,7 +58,9 @@ type JWTConfig struct {
 	Issuer string
 	// Audience is the aud every token must include; "" means "mcpgate".
 	Audience string
-	// Leeway is the tolerated clock skew; zero means 30s, negative is an error.
+	// Leeway is the clock skew tolerated on exp, nbf and iat: zero
+	// tolerates none, negative is an error. The gateway passes
+	// MCPGATE_JWT_LEEWAY (config.DefaultJWTLeeway unless set).
 	Leeway time.Duration
 	// Now returns the current time; nil means time.Now. Tests set it.
 	Now func() time.Time
@@ -90,7 +90,7 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 		return nil, err
 	}
 	if cfg.Leeway < 0 {
-		return nil, fmt.Errorf("JWT leeway %s is negative; use a duration ≥ 0 (0 means %s)", cfg.Leeway, DefaultLeeway)
+		return nil, fmt.Errorf("JWT leeway %s is negative; use a duration ≥ 0 (%s)", cfg.Leeway, EnvLeeway)
 	}
 	j := &JWT{alg: alg, key: key, audience: cfg.Audience, issuer: cfg.Issuer, now: cfg.Now}
 	if j.audience == "" {
@@ -105,9 +105,6 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 		j.now = time.Now
 	}
 	leeway := cfg.Leeway
-	if leeway == 0 {
-		leeway = DefaultLeeway
-	}
 	j.leeway = leeway
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{alg}),

@@ -27,6 +27,11 @@ import (
 // now is the fixed clock of every test.
 var now = time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 
+// testLeeway is the gateway's default leeway (config.DefaultJWTLeeway,
+// which this package cannot import), given to the verifiers whose cases
+// are about tokens at the edge of their times.
+const testLeeway = 30 * time.Second
+
 var (
 	hsSecret    = []byte("0123456789abcdef0123456789abcdef")
 	otherSecret = []byte("ffffffffffffffffffffffffffffffff")
@@ -110,11 +115,11 @@ func bearer(tok string) string { return "Bearer " + tok }
 
 func TestAuthenticate(t *testing.T) {
 	k := testKeys()
-	hs := newVerifier(t, JWTConfig{Secret: hsSecret})
-	hsIss := newVerifier(t, JWTConfig{Secret: hsSecret, Issuer: "https://platform.example"})
-	rs := newVerifier(t, JWTConfig{PublicKeyPEM: k.rsaPEM})
-	es := newVerifier(t, JWTConfig{PublicKeyPEM: k.ecPEM})
-	ed := newVerifier(t, JWTConfig{PublicKeyPEM: k.edPEM})
+	hs := newVerifier(t, JWTConfig{Secret: hsSecret, Leeway: testLeeway})
+	hsIss := newVerifier(t, JWTConfig{Secret: hsSecret, Issuer: "https://platform.example", Leeway: testLeeway})
+	rs := newVerifier(t, JWTConfig{PublicKeyPEM: k.rsaPEM, Leeway: testLeeway})
+	es := newVerifier(t, JWTConfig{PublicKeyPEM: k.ecPEM, Leeway: testLeeway})
+	ed := newVerifier(t, JWTConfig{PublicKeyPEM: k.edPEM, Leeway: testLeeway})
 
 	wantAgent := gateway.Principal{
 		Kind: gateway.PrincipalAgent, Subject: "user-1", WorkspaceID: "ws-1", TaskID: "task-1",
@@ -382,4 +387,15 @@ func BenchmarkAuthenticateHS256(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// Issue 30, point 5: the leeway is what the configuration says
+// (MCPGATE_JWT_LEEWAY), 0 included: no skew tolerated, a token is refused
+// the second its exp passes.
+func TestZeroLeewayToleratesNoSkew(t *testing.T) {
+	exact := newVerifier(t, JWTConfig{Secret: hsSecret, Leeway: 0})
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r.Header.Set("Authorization", bearer(sign(jwt.SigningMethodHS256, hsSecret, claims(set("exp", now.Add(-time.Second).Unix())))))
+	_, err := exact.Authenticate(r)
+	assertUnauthenticated(t, err, "expired at 2026-11-30T13:59:59Z", "")
 }

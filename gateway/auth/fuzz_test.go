@@ -26,8 +26,8 @@ var fuzzEdKey = ed25519.NewKeyFromSeed([]byte("mcpgate-fuzz-ed25519-seed-32byte"
 // fuzzVerifiers are an HS256 and an EdDSA verifier, both requiring
 // fuzzIssuer, on the fixed clock now.
 func fuzzVerifiers(f *testing.F) (hs, ed *JWT) {
-	hs = newVerifier(f, JWTConfig{Secret: hsSecret, Issuer: fuzzIssuer})
-	ed = newVerifier(f, JWTConfig{PublicKeyPEM: publicPEM(fuzzEdKey.Public()), Issuer: fuzzIssuer})
+	hs = newVerifier(f, JWTConfig{Secret: hsSecret, Issuer: fuzzIssuer, Leeway: testLeeway})
+	ed = newVerifier(f, JWTConfig{PublicKeyPEM: publicPEM(fuzzEdKey.Public()), Issuer: fuzzIssuer, Leeway: testLeeway})
 	return hs, ed
 }
 
@@ -260,7 +260,7 @@ func FuzzJWTClaims(f *testing.F) {
 			_ = json.Unmarshal(b, &back)
 			return back
 		}
-		const leeway = int64(DefaultLeeway / time.Second)
+		const leeway = int64(testLeeway / time.Second)
 		rightKey := signer%4 == 0 && v == hs || signer%4 == 1 && v == ed
 		claimsOK := present&(hasSub|hasWorkspace|hasTask|hasAud|hasExp) == hasSub|hasWorkspace|hasTask|hasAud|hasExp &&
 			str("sub") != "" && str("workspace_id") != "" && str("task_id") != "" && aud == DefaultAudience &&

@@ -16,7 +16,7 @@ func movingVerifier(t *testing.T) (*JWT, *atomic.Int64) {
 	t.Helper()
 	var clock atomic.Int64
 	clock.Store(now.UnixNano())
-	j, err := NewJWT(JWTConfig{Secret: hsSecret, Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }})
+	j, err := NewJWT(JWTConfig{Secret: hsSecret, Leeway: testLeeway, Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +41,11 @@ func TestVerifiedTokenTimesCheckedAgain(t *testing.T) {
 			t.Fatalf("call %d within exp: %v", i+1, err)
 		}
 	}
-	clock.Store(now.Add(time.Minute + DefaultLeeway - time.Second).UnixNano())
+	clock.Store(now.Add(time.Minute + testLeeway - time.Second).UnixNano())
 	if err := checkToken(j, tok); err != nil {
 		t.Fatalf("within the leeway after exp: %v", err)
 	}
-	clock.Store(now.Add(time.Minute + DefaultLeeway).UnixNano())
+	clock.Store(now.Add(time.Minute + testLeeway).UnixNano())
 	assertUnauthenticated(t, checkToken(j, tok), "expired at 2026-11-30T14:01:00Z", "")
 
 	j, clock = movingVerifier(t)

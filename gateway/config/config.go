@@ -33,6 +33,10 @@ type Config struct {
 	JWTIssuer string
 	// JWTAudience (MCPGATE_JWT_AUDIENCE, default mcpgate) is required in "aud".
 	JWTAudience string
+	// JWTLeeway is the clock skew tolerated on a JWT's exp, nbf and iat
+	// (MCPGATE_JWT_LEEWAY, a Go duration from 0 to MaxJWTLeeway, default
+	// DefaultJWTLeeway); 0 tolerates none.
+	JWTLeeway time.Duration
 	// ConfirmationSecret is SUPACLOUD_MCP_CONFIRMATION_SECRET (≥ 32 bytes
 	// when set; unset ⇒ deploy confirmation fails closed).
 	ConfirmationSecret []byte
@@ -139,6 +143,18 @@ type Config struct {
 	ApprovalTTL time.Duration
 }
 
+// DefaultJWTLeeway is JWTLeeway when MCPGATE_JWT_LEEWAY is unset: within
+// the 0–60 s other verifiers default to (OPA's io.jwt.decode_verify 0,
+// Keycloak and Spring Security 60 s), enough for hosts kept in time by
+// NTP, which drift by well under a second, and for the delay between the
+// platform minting a token and the gateway first seeing it; a stolen
+// token outlives its exp by this much at most.
+const DefaultJWTLeeway = 30 * time.Second
+
+// MaxJWTLeeway is the largest JWTLeeway accepted (the default of
+// Microsoft's token validation): beyond it, fix the clocks instead.
+const MaxJWTLeeway = 5 * time.Minute
+
 // DefaultApprovalTTL is ApprovalTTL when MCPGATE_APPROVAL_TTL is unset.
 const DefaultApprovalTTL = 10 * time.Minute
 
@@ -168,7 +184,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	r := reader{getenv: getenv}
 	c := &Config{
 		Listen:             r.str("MCPGATE_LISTEN", "127.0.0.1:8080"),
-		DatabaseURL:        r.str("MCPGATE_DATABASE_URL", "sqlite:mcpgate.db"),
+		DatabaseURL:        r.str("MCPGATE_DATABASE_URL", DefaultDatabaseURL),
 		Edition:            gateway.Edition(r.str("SUPACLOUD_EDITION", "community")),
 		AdminToken:         getenv("MCPGATE_ADMIN_TOKEN"),
 		JWTSecret:          []byte(getenv("MCPGATE_JWT_SECRET")),
@@ -194,6 +210,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.RefusedCallsPerSecond = r.positive("MCPGATE_REFUSED_CALLS_PER_SECOND", 5)
 	c.CallerCacheTTL = r.callerCacheTTL()
 	c.ApprovalTTL = r.duration("MCPGATE_APPROVAL_TTL", DefaultApprovalTTL)
+	c.JWTLeeway = r.jwtLeeway()
 	c.loadHTTP(&r)
 	c.loadConn(&r)
 	c.loadDecisionLog(&r)
@@ -220,7 +237,9 @@ func (c *Config) validate(r *reader) {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		r.fail("MCPGATE_LISTEN=%q: want host:port (%v)", c.Listen, err)
 	}
-	if !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.HasPrefix(c.DatabaseURL, "sqlite:") {
+	if _, isSQLite, err := SQLitePath(c.DatabaseURL); err != nil {
+		r.fail("MCPGATE_DATABASE_URL=%v", err)
+	} else if !isSQLite && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
 		r.fail("MCPGATE_DATABASE_URL: want postgres://… or sqlite:PATH")
 	}
 	switch {
@@ -328,6 +347,22 @@ func (r *reader) callerCacheTTL() time.Duration {
 	case d > MaxCallerCacheTTL:
 		r.fail("%s=%q: must be at most %v, so that a change made through another replica takes effect here within that time", name, v, MaxCallerCacheTTL)
 		return DefaultCallerCacheTTL
+	}
+	return d
+}
+
+// jwtLeeway reads MCPGATE_JWT_LEEWAY: a Go duration from 0 (no skew
+// tolerated) to MaxJWTLeeway.
+func (r *reader) jwtLeeway() time.Duration {
+	const name = "MCPGATE_JWT_LEEWAY"
+	v := r.getenv(name)
+	if v == "" {
+		return DefaultJWTLeeway
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > MaxJWTLeeway {
+		r.fail("%s=%q: want a duration from 0 to %v with its unit, such as 10s (default %v)", name, v, MaxJWTLeeway, DefaultJWTLeeway)
+		return DefaultJWTLeeway
 	}
 	return d
 }

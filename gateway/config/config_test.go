@@ -222,3 +222,22 @@ func TestJWTSecretLengthSuggestsHowToMakeOne(t *testing.T) {
 		t.Fatalf("err = %v, want the length and how to make a secret (openssl rand -hex 32)", err)
 	}
 }
+
+// Issue 30, point 5: the expiry leeway is a setting, 0 included, bounded.
+func TestJWTLeeway(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": DefaultJWTLeeway, "0": 0, "0s": 0, "5s": 5 * time.Second, "2m": 2 * time.Minute} {
+		c, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_JWT_LEEWAY": v}))
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		if c.JWTLeeway != want {
+			t.Errorf("MCPGATE_JWT_LEEWAY=%q: %v, want %v", v, c.JWTLeeway, want)
+		}
+	}
+	for _, v := range []string{"30", "-1s", "6m", "soon"} {
+		_, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_JWT_LEEWAY": v}))
+		if err == nil || !strings.Contains(err.Error(), "MCPGATE_JWT_LEEWAY") {
+			t.Errorf("MCPGATE_JWT_LEEWAY=%s: %v, want an error naming the variable", v, err)
+		}
+	}
+}

@@ -109,11 +109,15 @@ func TestBrowser(t *testing.T) {
 	g.approvals.add(approvals.Approval{ID: "ap-1", PrincipalKind: gateway.PrincipalUser, Subject: "ada", WorkspaceID: "ws-1", Tool: "create_ticket",
 		ArgumentsHash: "sha256:abc", PolicyRevision: "rev-live", Because: []string{"create_ticket requires approval"},
 		Status: approvals.StatusPending, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(10 * time.Minute)})
+	// A revision as the gateway computes it (sha256: and 64 hex digits),
+	// on the rows the audit page must still fit a 1280 px window with.
+	const longRevision = "sha256:4f9c2a7e1b3d5f60718293a4b5c6d7e8f90112233445566778899aabbccddeeff"
 	for i, tool := range []string{"workspace.info", "apps.deploy", "workspace.info"} {
 		st := map[bool]string{true: gateway.AuditDenied, false: gateway.AuditAllowed}[tool == "apps.deploy"]
+		rev := map[bool]string{true: "rev-live", false: longRevision}[tool == "apps.deploy"]
 		if err := g.store.RecordAudit(context.Background(), &gateway.AuditEvent{Time: time.Now().Add(time.Duration(i-5) * time.Second), WorkspaceID: "ws-1",
 			TaskID: "t-1", Actor: "alice", PrincipalKind: gateway.PrincipalAgent, Tool: tool, Tier: gateway.TierRead, Status: st,
-			ReasonCodes: []string{"policy." + st}, ArgumentsHash: "sha256:x", PolicyRevision: "rev-live"}); err != nil {
+			ReasonCodes: []string{"policy." + st}, ArgumentsHash: "sha256:x", PolicyRevision: rev, ApprovalID: "ap-0193b6f2-7c1e-4d5a-9f00-1a2b3c4d5e6f"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,6 +169,23 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/workspaces/ws-1/tokens"]`)),
 		shot("03-workspace-members"),
 	)
+	eval := func(step, js string) bool {
+		t.Helper()
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return ok
+	}
+	// Issue 30, point 8: the members' change forms line up: each row's
+	// role, seat type and Save start at the same x as the first row's.
+	if !eval("members aligned", `(() => {
+		const rows = [...document.querySelectorAll('#members tbody tr')];
+		const x = (tr, sel) => Math.round(tr.querySelector(sel).getBoundingClientRect().left);
+		return rows.length > 1 && rows.every(tr => ['select[name="role"]', 'input[name="seat_type"]', 'button[type="submit"]'].every(sel => x(tr, sel) === x(rows[0], sel)));
+	})()`) {
+		t.Error("the members' change forms are not aligned: a row's role, seat type or Save starts elsewhere than the first row's")
+	}
 	html := read("read the workspace page", chromedp.OuterHTML(chromedp.CSS("html")))
 	if strings.Contains(html, adminToken) || !strings.Contains(html, "alice") {
 		t.Fatalf("workspace page: token shown or members missing\n%s", html)
@@ -419,6 +440,17 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/audit"),
 		chromedp.WaitVisible(chromedp.ID("audit-events")),
 		shot("17-audit"),
+	)
+	// Issue 30, point 8: the audit table fits a 1280 px window (no
+	// horizontal scrolling), revisions shortened with the full value on
+	// hover (title).
+	if !eval("audit fits", `document.documentElement.scrollWidth <= window.innerWidth && document.getElementById('audit-events').getBoundingClientRect().right <= window.innerWidth`) {
+		t.Error("the audit table does not fit a 1280 px window")
+	}
+	if !eval("revision on hover", `[...document.querySelectorAll('#audit-events td.revision code')].some(c => c.title === '`+longRevision+`' && c.textContent.length < 24)`) {
+		t.Error("the audit table does not shorten a revision with its full value as the title")
+	}
+	run("audit filter",
 		chromedp.SendKeys(chromedp.ID("f-tool"), "apps.deploy"),
 		navigates(chromedp.Submit(chromedp.ID("f-tool"))),
 		chromedp.WaitVisible(chromedp.CSS(`#audit-events td.reasons`)),

@@ -184,6 +184,7 @@ func (c *Console) routes() *http.ServeMux {
 		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
 	})
 	m.HandleFunc("POST "+Prefix+"/logout", c.change(c.signOut))
+	m.HandleFunc("GET "+shownPath, c.signedIn(c.shown))
 	ws := Prefix + "/workspaces/{ws}"
 	m.HandleFunc("GET "+Prefix+"/workspaces", c.signedIn(c.workspacesPage))
 	m.HandleFunc("GET "+ws, c.signedIn(c.workspacePage))

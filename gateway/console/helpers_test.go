@@ -169,7 +169,20 @@ func (v *visitor) get(path string) page {
 	return v.do(req)
 }
 
+// post posts form to path and returns the reply; a reply that is the
+// console's POST/redirect/GET of a page (303 to /console/shown) is
+// followed, so the page returned is the one a browser shows.
 func (v *visitor) post(path string, form url.Values) page {
+	v.t.Helper()
+	p := v.postOnly(path, form)
+	if p.status == http.StatusSeeOther && p.header.Get("Location") == "/console/shown" {
+		return v.get("/console/shown")
+	}
+	return p
+}
+
+// postOnly posts form to path and returns the reply itself.
+func (v *visitor) postOnly(path string, form url.Values) page {
 	v.t.Helper()
 	req, err := http.NewRequest(http.MethodPost, v.g.srv.URL+path, strings.NewReader(form.Encode()))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
 // post posts form with the CSRF token of the page at from.
@@ -308,5 +309,25 @@ func TestApprovalShowsCanonicalArguments(t *testing.T) {
 }</pre>`
 	if !strings.Contains(p.raw, want) || strings.Contains(p.raw, "<script>alert(1)") {
 		t.Errorf("approvals page does not show the arguments pretty and escaped; want\n%s\nin\n%s", want, p.raw)
+	}
+}
+
+// Issue 30, point 8: the embedded bundle never reloads, so its policy
+// page offers no "Reload the policy" button, and says how to get one.
+func TestEmbeddedPolicyHasNoReloadButton(t *testing.T) {
+	g := newGateway(t)
+	v := g.signedIn(t)
+	if p := v.get("/console/policy"); !strings.Contains(p.text, "Reload the policy") {
+		t.Fatalf("a folder's policy page lacks the reload button:\n%s", p.text)
+	}
+	g.policy.mu.Lock()
+	g.policy.status.Source, g.policy.status.Watched = policystatus.SourceEmbedded, false
+	g.policy.mu.Unlock()
+	p := v.get("/console/policy")
+	if p.status != http.StatusOK || strings.Contains(p.text, "Reload the policy") || strings.Contains(p.raw, "/policy/reload") {
+		t.Errorf("the embedded bundle's policy page offers a reload:\n%s", p.text)
+	}
+	if !strings.Contains(p.text, "MCPGATE_POLICY_DIR") {
+		t.Errorf("the embedded bundle's policy page does not say how to make the policy reloadable:\n%s", p.text)
 	}
 }

@@ -365,7 +365,7 @@ type tokensView struct {
 func (c *Console) tokensPage(w http.ResponseWriter, r *http.Request, sess *session) {
 	ws := r.PathValue("ws")
 	v := tokensView{WS: ws, Notice: noticeText[r.URL.Query().Get("notice")]}
-	if t := c.takeFlash(r.Context(), sess); t != nil && t.Workspace == ws {
+	if t := c.takeFlash(r.Context(), sess).Token; t != nil && t.Workspace == ws {
 		v.Created = t
 	}
 	c.showTokens(w, r, sess, http.StatusOK, v, nil)
@@ -412,7 +412,7 @@ func (c *Console) createToken(w http.ResponseWriter, r *http.Request, sess *sess
 		return
 	}
 	created := &createdToken{Workspace: ws, Label: label, Value: out.Token, Fingerprint: out.Fingerprint}
-	if err := c.setFlash(r.Context(), sess, created); err != nil {
+	if err := c.setFlash(r.Context(), sess, flash{Token: created}); err != nil {
 		// The session store failed: show the value now rather than lose it.
 		c.showTokens(w, r, sess, http.StatusCreated, tokensView{WS: ws, Created: created}, nil)
 		return

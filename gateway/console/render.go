@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway/approvals"
@@ -50,6 +51,25 @@ var funcs = template.FuncMap{
 	// zero-width spaces) as \u escapes: what the elicitation shows. The
 	// template escapes it as HTML.
 	"pretty": approvals.Pretty,
+	"short":  short,
+}
+
+// short cuts a long identifier (a policy revision's "sha256:" and 64 hex
+// digits, an approval id) to what tells rows apart at a glance, ending in
+// "…", so a table of them fits a 1280 px window; the templates give the
+// whole value as the element's title, shown on hover.
+func short(s string) string {
+	const keep = 12 // characters after a "scheme:" prefix such as sha256:
+	prefix, rest, ok := strings.Cut(s, ":")
+	if !ok || len(prefix) > 8 {
+		prefix, rest = "", s
+	} else {
+		prefix += ":"
+	}
+	if len([]rune(rest)) <= keep+4 {
+		return s
+	}
+	return prefix + string([]rune(rest)[:keep]) + "…"
 }
 
 // pages are the page templates, each parsed with the layout.
@@ -81,10 +101,59 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		http.Error(w, "the console could not render this page; the gateway's templates are broken — report it", http.StatusInternalServerError)
 		return
 	}
+	if r.Method == http.MethodPost && c.redirectPage(w, r, sess, status, buf.Bytes()) {
+		return
+	}
+	writePage(w, status, buf.Bytes())
+}
+
+// writePage writes a rendered page with its status.
+func writePage(w http.ResponseWriter, status int, page []byte) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.Header().Set("Content-Length", strconv.Itoa(len(page)))
 	w.WriteHeader(status)
-	_, _ = buf.WriteTo(w)
+	_, _ = w.Write(page)
+}
+
+// shownPath is where a POST's page is shown: every POST a signed-in
+// session makes is answered with a redirect (POST/redirect/GET), so that a
+// browser's refresh shows the page again and never posts the form twice.
+const shownPath = Prefix + "/shown"
+
+// redirectPage keeps the page a POST rendered for the POST's signed-in
+// session and answers 303 to shownPath; it reports false, and the page is
+// written as the POST's reply, when there is no such session (a sign-in
+// form, an expired session) or the session store fails.
+func (c *Console) redirectPage(w http.ResponseWriter, r *http.Request, sess *session, status int, page []byte) bool {
+	if sess == nil || sess.id == "" {
+		// An error page rendered without the session (forbidden, …):
+		// the POST's own session, when it has one.
+		if s, err := c.current(r); err == nil && s != nil {
+			sess = s
+		}
+	}
+	if sess == nil || sess.id == "" {
+		return false
+	}
+	if c.setFlash(r.Context(), sess, flash{Page: &shownPage{Status: status, HTML: page}}) != nil {
+		return false
+	}
+	http.Redirect(w, r, shownPath, http.StatusSeeOther)
+	return true
+}
+
+// shown is GET shownPath: the page the session's last POST rendered, kept
+// for a refresh until another page replaces it; without one, the
+// visitor's home.
+func (c *Console) shown(w http.ResponseWriter, r *http.Request, sess *session) {
+	f := c.takeFlash(r.Context(), sess)
+	if f.Page == nil {
+		http.Redirect(w, r, c.home(sess), http.StatusSeeOther)
+		return
+	}
+	_ = c.setFlash(r.Context(), sess, f) // a refresh shows it again
+	w.Header().Set("Cache-Control", "no-store")
+	writePage(w, f.Page.Status, f.Page.HTML)
 }
 
 // intText shows an optional number in a form field ("" for nil).

@@ -149,30 +149,40 @@ func (c *Console) loadSession(ctx context.Context, id string) (*session, error) 
 		operator: st.Operator, reader: st.WorkspaceID, user: st.Subject}, nil
 }
 
-// setFlash keeps a created token, sealed, for the session's next page.
-func (c *Console) setFlash(ctx context.Context, sess *session, t *createdToken) error {
-	b, err := json.Marshal(t)
+// flash is what one page hands the session's next page: a created API
+// token (shown once), or the page a POST rendered, which the POST's
+// redirect shows (POST/redirect/GET).
+type flash struct {
+	Token *createdToken `json:"token,omitempty"`
+	Page  *shownPage    `json:"page,omitempty"`
+}
+
+// shownPage is a page a POST rendered: its status and HTML.
+type shownPage struct {
+	Status int    `json:"status"`
+	HTML   []byte `json:"html"`
+}
+
+// setFlash keeps f, sealed, for the session's next page.
+func (c *Console) setFlash(ctx context.Context, sess *session, f flash) error {
+	b, err := json.Marshal(f)
 	if err != nil {
 		return err
 	}
 	return c.sessions.SetFlash(ctx, idHash(sess.id), seal(sess.id, b))
 }
 
-// takeFlash returns and forgets the session's created token, if any.
-func (c *Console) takeFlash(ctx context.Context, sess *session) *createdToken {
+// takeFlash returns and forgets the session's flash, if any.
+func (c *Console) takeFlash(ctx context.Context, sess *session) flash {
+	var f flash
 	sealed, err := c.sessions.TakeFlash(ctx, idHash(sess.id))
 	if err != nil || sealed == nil {
-		return nil
+		return f
 	}
-	b, err := unseal(sess.id, sealed)
-	if err != nil {
-		return nil
+	if b, err := unseal(sess.id, sealed); err == nil {
+		_ = json.Unmarshal(b, &f)
 	}
-	var t createdToken
-	if json.Unmarshal(b, &t) != nil {
-		return nil
-	}
-	return &t
+	return f
 }
 
 // csrfOK reports whether got is the session's CSRF token (constant time).

@@ -183,7 +183,7 @@ func NewLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 		l.log = zap.NewNop()
 	}
 	l.log = l.log.With(zap.String("surface", l.surface))
-	l.status = policystatus.Status{Surface: l.surface, Source: "embedded", Watched: false}
+	l.status = policystatus.Status{Surface: l.surface, Source: policystatus.SourceEmbedded, Watched: false}
 	var e *Engine
 	var at *policystatus.Attempt
 	if opts.Dir == "" {

@@ -105,7 +105,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	var err error
 	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
 		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM,
-		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience,
+		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Leeway: cfg.JWTLeeway,
 	}); err != nil {
 		return err
 	}
@@ -532,7 +532,10 @@ func OpenStore(ctx context.Context, url string) (FullStore, error) {
 // replicas hear each other: PostgreSQL's LISTEN/NOTIFY, or, for the
 // embedded store that one process serves, the in-process one.
 func openStore(ctx context.Context, url string, maxConns int) (FullStore, replica.Feed, error) {
+	path, isSQLite, err := config.SQLitePath(url)
 	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("MCPGATE_DATABASE_URL=%w", err)
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		s, err := postgres.OpenWith(ctx, url, postgres.Options{MaxConns: maxConns})
 		if err != nil {
@@ -543,8 +546,8 @@ func openStore(ctx context.Context, url string, maxConns int) (FullStore, replic
 			return nil, nil, err
 		}
 		return s, replica.Postgres{Store: s}, nil
-	case strings.HasPrefix(url, "sqlite:"):
-		s, err := sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite:"))
+	case isSQLite:
+		s, err := sqlite.Open(ctx, path)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -70,6 +70,11 @@ func (b *browser) do(method, base, path string, form url.Values) consolePage {
 			b.cookies[c.Name] = c.Value
 		}
 	}
+	if method == http.MethodPost && resp.StatusCode == http.StatusSeeOther && resp.Header.Get("Location") == "/console/shown" {
+		// The console's POST/redirect/GET: the page the POST rendered,
+		// as a browser shows it.
+		return b.do(http.MethodGet, base, "/console/shown", nil)
+	}
 	return consolePage{status: resp.StatusCode, header: resp.Header, body: html.UnescapeString(string(raw))}
 }
 

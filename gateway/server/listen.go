@@ -46,10 +46,16 @@ func (l *Listeners) Close() error {
 	return err
 }
 
-// Listen opens the listeners the configuration names. An address that
-// cannot be bound fails with an error naming its variable.
-func (a *App) Listen() (*Listeners, error) {
-	cfg := a.Config
+// Listen opens the listeners the configuration names, on a.Config
+// (Listen).
+func (a *App) Listen() (*Listeners, error) { return Listen(a.Config) }
+
+// Listen opens the listeners cfg names: the main one, the metrics one when
+// MCPGATE_METRICS_LISTEN is set, the cc_server one when the surface is on.
+// It needs nothing of an App, so `serve` binds first, before the store
+// opens and the policy's tests run: an address in use fails at once. An
+// address that cannot be bound fails with an error naming its variable.
+func Listen(cfg *config.Config) (*Listeners, error) {
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, listenError("MCPGATE_LISTEN", cfg.Listen, err)
@@ -64,7 +70,7 @@ func (a *App) Listen() (*Listeners, error) {
 		}
 		ls.Metrics = netutil.LimitListener(ml, config.MetricsMaxConnections)
 	}
-	if a.CC != nil {
+	if cfg.CCServer.On() {
 		cl, err := net.Listen("tcp", cfg.CCServer.Listen)
 		if err != nil {
 			_ = ls.Close()

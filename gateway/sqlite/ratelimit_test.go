@@ -13,7 +13,7 @@ func TestRateLimitsInMemory(t *testing.T) {
 
 func TestRateLimitsFile(t *testing.T) {
 	storetest.RunRateLimits(t, func(t *testing.T) storetest.Store {
-		return newStore(t, "sqlite:"+filepath.Join(t.TempDir(), "mcpgate.db"))
+		return newStore(t, filepath.Join(t.TempDir(), "mcpgate.db"))
 	})
 }
 
@@ -21,7 +21,7 @@ func TestRateLimitsFile(t *testing.T) {
 // processes, say) must still share the buckets exactly: BEGIN IMMEDIATE
 // takes the file's write lock for the whole reservation.
 func TestRateLimitsTwoStoresOneFile(t *testing.T) {
-	path := "sqlite:" + filepath.Join(t.TempDir(), "mcpgate.db")
+	path := filepath.Join(t.TempDir(), "mcpgate.db")
 	a := newStore(t, path)
 	b := newStore(t, path)
 	storetest.ConcurrentReservations(t, []storetest.Store{a, b})

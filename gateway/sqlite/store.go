@@ -56,15 +56,20 @@ type Store struct {
 // The store implements the whole store contract.
 var _ store.Store = (*Store)(nil)
 
-// Open opens (creating if needed) the SQLite database at path, as in
-// MCPGATE_DATABASE_URL=sqlite:PATH; a leading "sqlite:" is removed. The
+// Open opens (creating if needed) the SQLite database at path, the file
+// MCPGATE_DATABASE_URL names (config.SQLitePath reads it from the URL:
+// a path that still starts "sqlite:" is refused, so that no second
+// reading of the URL's forms grows here). The
 // path ":memory:" gives a private in-memory database held by a single
 // connection (each connection to ":memory:" would be a database of its own),
 // meant for tests. Files use WAL mode. It does not migrate; call Migrate.
-// Errors: EInvalid for an empty path, EUnavailable when the file cannot be
-// opened.
+// Errors: EInvalid for an empty path or a URL, EUnavailable when the file
+// cannot be opened.
 func Open(ctx context.Context, path string) (*Store, error) {
-	path = strings.TrimPrefix(path, "sqlite:")
+	if strings.HasPrefix(path, "sqlite:") {
+		return nil, gateway.Errorf(gateway.EInvalid,
+			"sqlite.Open takes a file path, not the URL %q; read the path with config.SQLitePath", path)
+	}
 	if path == "" {
 		return nil, gateway.Errorf(gateway.EInvalid,
 			"MCPGATE_DATABASE_URL names no SQLite file; use sqlite:PATH, e.g. sqlite:mcpgate.db")

@@ -40,7 +40,7 @@ func TestStoreInMemory(t *testing.T) {
 // The file store has a separate read pool; it must pass the suite too.
 func TestStoreFile(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Store {
-		return newStore(t, "sqlite:"+filepath.Join(t.TempDir(), "mcpgate.db"))
+		return newStore(t, filepath.Join(t.TempDir(), "mcpgate.db"))
 	})
 }
 
@@ -52,6 +52,8 @@ func TestOpenRefusals(t *testing.T) {
 	}{
 		{"empty", "", gateway.EInvalid},
 		{"prefix only", "sqlite:", gateway.EInvalid},
+		// The URL is config.SQLitePath's to read (issue 30: one reading).
+		{"a URL", "sqlite:" + filepath.Join(t.TempDir(), "x.db"), gateway.EInvalid},
 		{"missing folder", filepath.Join(t.TempDir(), "no", "such", "dir", "x.db"), gateway.EUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,7 +82,7 @@ func TestFileStorePersistsAcrossReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	again := newStore(t, "sqlite:"+path) // Migrate on a migrated file is a no-op
+	again := newStore(t, path) // Migrate on a migrated file is a no-op
 	c, err := again.LoadCaller(ctx, &gateway.Principal{WorkspaceID: "ws-a"})
 	if err != nil || c.Workspace.Name != "A" {
 		t.Fatalf("after reopen LoadCaller = %+v, %v; want workspace A", c, err)

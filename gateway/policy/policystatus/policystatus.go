@@ -44,8 +44,8 @@ type Status struct {
 	// Revision is the live bundle's revision: its .manifest revision, else
 	// "sha256:" and a hash of its loaded files.
 	Revision string `json:"revision"`
-	// Source is "embedded" (the bundle built into the binary, which never
-	// reloads) or the folder MCPGATE_POLICY_DIR names.
+	// Source is SourceEmbedded (the bundle built into the binary, which
+	// never reloads) or the folder MCPGATE_POLICY_DIR names.
 	Source string `json:"source"`
 	// Watched says whether Source is watched for changes.
 	Watched bool `json:"watched"`
@@ -61,6 +61,13 @@ type Status struct {
 	// enforced (MCPGATE_SHADOW_POLICY_DIR); nil when shadow mode is off.
 	Shadow *Shadow `json:"shadow,omitempty"`
 }
+
+// SourceEmbedded is Status.Source of the bundle built into the binary.
+const SourceEmbedded = "embedded"
+
+// Reloadable reports whether the live bundle can be reloaded: it comes
+// from a folder (MCPGATE_POLICY_DIR), not from the binary.
+func (s Status) Reloadable() bool { return s.Source != SourceEmbedded }
 
 // Attempt is one load of a candidate bundle.
 type Attempt struct {
@@ -79,8 +86,10 @@ type Attempt struct {
 	// OPA version and every file's bytes, tests included), when its files
 	// could be read. Tests run once per content hash.
 	Content string `json:"content,omitempty"`
-	// Tests is the number of the candidate's own Rego tests that passed
-	// (with TestsFrom TestsReplica, on the replica that ran them).
+	// Tests is the number of the candidate's own Rego tests that passed:
+	// every test of every package in its folder, the count `opa test`
+	// and `mcpgate policy test` print as PASS for that folder (with
+	// TestsFrom TestsReplica, on the replica that ran them).
 	Tests int `json:"tests"`
 	// TestsFrom says where a candidate that passed had its tests run:
 	// TestsRun, TestsCached or TestsReplica; empty for
