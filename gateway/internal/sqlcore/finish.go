@@ -48,7 +48,7 @@ func (c *Core) NewFinisher(batch FinishBatch) *Group[*gateway.AuditEvent] {
 		errs := make([]error, len(evs))
 		for i, ok := range found {
 			if !ok {
-				errs[i] = gateway.Errorf(gateway.ENotFound, "audit event %d not found; record it with RecordAudit before finishing it", evs[i].ID)
+				errs[i] = gateway.Errorf(gateway.ENotFound, "audit event %d not found, or sealed before its call finished (see docs/architecture.md, \"The audit chain\"); record a row with RecordAudit before finishing it", evs[i].ID)
 			}
 		}
 		return errs, nil
