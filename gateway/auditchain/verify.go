@@ -72,6 +72,7 @@ func (v *Verifier) Add(ev *gateway.AuditEvent) bool {
 	}
 	if v.suspect != nil {
 		v.diagnose(ev)
+		v.next = ev.Seq + 1
 		return v.found == nil
 	}
 	switch {
