@@ -85,7 +85,7 @@ var (
 			why: "a store wraps its database and imports no sibling"},
 		{pkg: "gateway/ratelimit", allow: bottom, test: []string{"gateway/ratelimit", "gateway/mcp/wire"}, forbid: append([]string{"github.com/ulule/..."}, noSDKs...),
 			why: "the rate-limit buckets as plain values; takes limits as plain values, not from config or the catalog, and counts in the store (no ulule)"},
-		{pkg: "gateway/storetest", allow: []string{"gateway", "gateway/store", approvals, consoleSession, "gateway/ratelimit"}, forbid: noSDKs,
+		{pkg: "gateway/storetest", allow: []string{"gateway", "gateway/store", approvals, consoleSession, auditChain, "gateway/ratelimit"}, forbid: noSDKs,
 			why: "the shared store suite tests the one store contract (gateway/store), so the SQL tests link only the stores"},
 		{pkg: "gateway/policy", allow: append(slices.Clip(bottom), policyStatus), test: []string{"gateway/policy", "policies", "tools"}, why: "wraps OPA"},
 		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},

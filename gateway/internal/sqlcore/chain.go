@@ -58,9 +58,16 @@ func (c *Core) SetSealOpenAfter(d time.Duration) {
 // the head row, which only sealers touch. It returns how many rows it
 // sealed; on error the round's transaction wrote nothing.
 func (c *Core) SealAudit(ctx context.Context) (int, error) {
+	// One look at the unsealed rows per call, not per batch: a backlog
+	// (the rows a migration found, a long outage) is then sealed in
+	// batches without reading the whole unsealed set again each time.
+	stale, ready, err := c.lookUnsealed(ctx)
+	if err != nil || !ready {
+		return 0, err
+	}
 	total := 0
 	for {
-		n, err := c.sealRound(ctx)
+		n, err := c.sealRound(ctx, stale)
 		total += n
 		if err != nil || n < sealBatch {
 			return total, err
@@ -69,11 +76,7 @@ func (c *Core) SealAudit(ctx context.Context) (int, error) {
 }
 
 // sealRound seals at most sealBatch rows in one transaction.
-func (c *Core) sealRound(ctx context.Context) (int, error) {
-	stale, ready, err := c.lookUnsealed(ctx)
-	if err != nil || !ready {
-		return 0, err
-	}
+func (c *Core) sealRound(ctx context.Context, stale []int64) (int, error) {
 	tx, err := c.W.BeginTxx(ctx, nil)
 	if err != nil {
 		return 0, c.DriverError(err)
