@@ -30,8 +30,10 @@ const (
 // one skips the round), and a bound of 10 s on the transaction's idle
 // time, after which PostgreSQL ends the session of a sealer that hangs
 // mid-round, and with it the lock: another replica seals the next round.
-// A replica that dies ends its session, and the lock, at once.
-const sealLease = `SELECT pg_try_advisory_xact_lock(hashtext('mcpgate audit chain'))
+// A replica that dies ends its session, and the lock, at once. The lock
+// is named after the schema: advisory locks are the database's, and each
+// schema (each gateway's store, each test's) has a chain of its own.
+const sealLease = `SELECT pg_try_advisory_xact_lock(hashtext('mcpgate audit chain ' || current_schema()))
     AND set_config('idle_in_transaction_session_timeout', '10000', true) IS NOT NULL`
 
 // sealRows is sqlcore.Dialect.SealRows: one UPDATE for a round's rows.
