@@ -77,16 +77,17 @@ func (c *Core) CheckReservation(ev *gateway.AuditEvent) error {
 }
 
 // AuditArgs are the parameters of Dialect.InsertAudit for ev, in
-// AuditInsertColumns order; Arguments only when non-empty.
+// AuditInsertColumns order; Arguments only when non-empty. The slice has
+// room for RecordAudit's kind, so that appending it allocates nothing.
 func (c *Core) AuditArgs(ev *gateway.AuditEvent) []any {
 	var args any
 	if len(ev.Arguments) > 0 {
 		args = string(ev.Arguments)
 	}
-	return []any{c.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
+	return append(make([]any, 0, 23), c.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
 		ev.ProfileID, ev.Actor, string(ev.PrincipalKind), ev.TokenFP, ev.Tool, string(ev.Tier), ev.Status,
 		ev.ErrorClass, JSONList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args, ev.PolicyRevision,
-		ev.Surface, ev.Mode, ev.ApprovalID}
+		ev.Surface, ev.Mode, ev.ApprovalID)
 }
 
 // FinishArgs are the values a store's FinishBatch writes for ev: status,
