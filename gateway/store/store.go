@@ -61,14 +61,19 @@ type Tasks interface {
 type Calls interface {
 	Callers
 	Tasks
-	// RecordAudit inserts ev and sets ev.ID. An error means the row was not
+	// RecordAudit inserts ev, finished (not open), and sets ev.ID; Kind
+	// "" is AuditKindToolCall, another of gateway.AuditKinds is kept,
+	// anything else is EInvalid. An error means the row was not
 	// written; the caller must then refuse the call. The row is written
 	// before an allowed call is dispatched (fail closed) and completed by
 	// FinishAudit afterwards.
 	RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error
 	// FinishAudit sets the final status, error class, reason codes and
 	// latency of the row ev.ID after dispatch (e.g. "error" with class "Unavailable" when the
-	// upstream failed). ENotFound when no row has that id.
+	// upstream failed), and closes it (AuditEvent.Open). ENotFound when no
+	// row has that id, or when the row was sealed into the audit chain
+	// before its call finished (AuditChain.SealAudit): a sealed row never
+	// changes.
 	FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error
 	// Ping reports whether the store can serve requests (for /readyz).
 	Ping(ctx context.Context) error

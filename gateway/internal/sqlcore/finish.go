@@ -33,7 +33,7 @@ type FinishBatch func(ctx context.Context, evs []*gateway.AuditEvent) (found []b
 // RecordAudit wrote it. It returns once the transaction that wrote them
 // has committed: finishes that arrive while another is being committed
 // share the next commit, and a lone finish is written at once. Errors:
-// ENotFound when no row has ev.ID, EUnavailable when the database cannot
+// ENotFound when no row has ev.ID or the row is sealed (SealAudit), EUnavailable when the database cannot
 // be reached or written, the store is closed, or ctx ended first (then
 // the row may or may not be finished).
 func (c *Core) NewFinisher(batch FinishBatch) *Group[*gateway.AuditEvent] {
