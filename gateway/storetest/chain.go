@@ -258,8 +258,12 @@ INSERT INTO audit_events (time, request_id, workspace_id, task_id, actor, tool, 
 SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'req-' || i, 'ws-a', 't1', 'u1', 'app.list', 'read', 'allowed', '["allowlist.match"]', i, 'sha256:' || hex(randomblob(32)), 0
 FROM g`
 	}
-	if _, err := db.ExecContext(c, db.Rebind(seed), n); err != nil {
-		b.Fatalf("seeding %d rows: %v", n, err)
+	// In chunks: one statement must end within the store's operation
+	// timeout.
+	for left := n; left > 0; left -= 100_000 {
+		if _, err := db.ExecContext(c, db.Rebind(seed), min(left, 100_000)); err != nil {
+			b.Fatalf("seeding %d rows: %v", n, err)
+		}
 	}
 	start := time.Now()
 	sealed := 0
