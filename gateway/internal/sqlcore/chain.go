@@ -219,22 +219,30 @@ func scanEvents(rows *sqlx.Rows, n int) ([]gateway.AuditEvent, error) {
 	return evs, rows.Err()
 }
 
+// verifyPage is how many rows one statement of VerifyAuditChain reads:
+// each statement ends well within a store's operation timeout, however
+// long the chain.
+const verifyPage = 20_000
+
 // VerifyAuditChain recomputes the chain (store.AuditChain): every sealed
-// row in seq order through an auditchain.Verifier, then the chain head,
-// read after the rows (rows sealed meanwhile are read next, until the
-// head is not past the last row read), then the rows that carry a hash
-// but no seq (forged: the sealer gives both at once) and the count of
-// rows not sealed yet. Reading stops at the first problem. The rows are
-// read on R, outside any transaction: a sealer may run at the same time.
+// row in seq order, a page at a time, through an auditchain.Verifier,
+// then the chain head, read after the rows (rows sealed meanwhile are
+// read next, until the head is not past the last row read), then the
+// rows that carry a hash but no seq (forged: the sealer gives both at
+// once) and the count of rows not sealed yet. Reading stops at the first
+// problem. The rows are read on R, outside any transaction: a sealer may
+// run at the same time.
 func (c *Core) VerifyAuditChain(ctx context.Context) (auditchain.Report, error) {
 	v := auditchain.NewVerifier()
 	var rep auditchain.Report
-	q := c.Q(`SELECT ` + auditColumns + ` FROM audit_events WHERE seq > ? ORDER BY seq`)
+	q := c.Q(`SELECT ` + auditColumns + ` FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`)
 	for {
-		after := v.Next() - 1
-		more, read, err := c.verifyRows(ctx, v, q, after)
+		more, read, err := c.verifyRows(ctx, v, q, v.Next()-1)
 		if err != nil {
 			return rep, err
+		}
+		if more && read == verifyPage {
+			continue
 		}
 		var headHash string
 		if err := c.R.QueryRowxContext(ctx, `SELECT seq, hash FROM audit_chain WHERE id = 1`).Scan(&rep.Head.Seq, &headHash); err != nil {
@@ -268,7 +276,7 @@ func (c *Core) VerifyAuditChain(ctx context.Context) (auditchain.Report, error) 
 // verifyRows feeds v the sealed rows after seq after; more is false once
 // v needs no more rows, read is how many rows it read.
 func (c *Core) verifyRows(ctx context.Context, v *auditchain.Verifier, q string, after int64) (more bool, read int, err error) {
-	rows, err := c.R.QueryxContext(ctx, q, after)
+	rows, err := c.R.QueryxContext(ctx, q, after, verifyPage)
 	if err != nil {
 		return false, 0, c.DriverError(err)
 	}
