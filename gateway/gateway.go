@@ -290,6 +290,17 @@ const (
 	AuditConfirmationRequired = "confirmation_required"
 )
 
+// AuditKindToolCall is the kind of the row of a tools/call, the one kind
+// the trail records so far.
+const AuditKindToolCall = "tool_call"
+
+// AuditKinds are the kinds of audit rows (docs/architecture.md, "The audit
+// chain"): tool calls, and the kinds issue 26 adds (refused credentials,
+// methods refused before policy, admin writes, API tokens, approvals,
+// upstreams, policy reloads), which the listing accepts as filters
+// already.
+var AuditKinds = []string{AuditKindToolCall, "auth", "method", "admin", "token", "approval", "upstream", "policy"}
+
 // AuditEvent is one audit_events row: written for every tools/call before
 // the reply, whatever the outcome (one audit row per call). It never holds a secret or
 // a token; arguments appear only as a hash unless argument logging is on.
@@ -326,6 +337,19 @@ type AuditEvent struct {
 	// ApprovalID names the approval the call waited for (the ID of
 	// gateway/approvals' Approval); "" for a call that needed none.
 	ApprovalID string `json:"approval_id,omitempty"`
+	// Kind is what the row records (AuditKinds); RecordAudit and Reserve
+	// write AuditKindToolCall for "".
+	Kind string `json:"kind"`
+	// Open is true while the call a reservation recorded has not finished
+	// (its status and latency are the reservation's until FinishAudit),
+	// and stays true on a row sealed before its call finished.
+	Open bool `json:"open,omitempty"`
+	// Seq and Hash are the row's place in the tamper-evident chain once it
+	// is sealed (within a second of its commit; 0 and "" until then):
+	// Hash is the lowercase hex of SHA-256(the previous row's hash ||
+	// RFC 8785 of this row), see gateway/auditchain.
+	Seq  int64  `json:"seq,omitempty"`
+	Hash string `json:"hash,omitempty"`
 }
 
 // AuditFilter narrows a listing of audit events; empty fields match all.
@@ -338,8 +362,12 @@ type AuditFilter struct {
 	TaskID      string
 	Tool        string
 	Status      string
-	Limit       int
-	Before      AuditPosition
+	// Kind and Actor match the row's kind (AuditKinds) and actor (for a
+	// tool call, the principal's subject) exactly.
+	Kind   string
+	Actor  string
+	Limit  int
+	Before AuditPosition
 }
 
 // AuditPosition is an event's place in the listing order: newest first by

@@ -18,7 +18,9 @@ func TestHelp(t *testing.T) {
 		cmd  []string
 		want []string
 	}{
-		{nil, []string{"serve", "migrate", "token", "jwt", "policy", "version", "--version"}},
+		{nil, []string{"serve", "migrate", "token", "audit", "jwt", "policy", "version", "--version"}},
+		{[]string{"audit"}, []string{"verify", "MCPGATE_DATABASE_URL"}},
+		{[]string{"audit", "verify"}, []string{"changed, deleted, inserted or reordered", "exits 3", "MCPGATE_DATABASE_URL"}},
 		{[]string{"serve"}, []string{"--dev", "MCPGATE_LISTEN", "MCPGATE_DATABASE_URL", "MCPGATE_JWT_SECRET", "SUPACLOUD_EDITION", "MCPGATE_ADMIN_TOKEN", "AGENT_MCP_TOOL_RATE_LIMIT", "MCPGATE_METRICS_LISTEN"}},
 		{[]string{"migrate"}, []string{"MCPGATE_DATABASE_URL"}},
 		{[]string{"token"}, []string{"create", "list", "revoke", "MCPGATE_DATABASE_URL"}},

@@ -1,5 +1,5 @@
 // Command mcpgate is the policy-engine-driven authorization gateway for MCP
-// tool calls. Subcommands: serve, migrate, token, jwt, policy, version;
+// tool calls. Subcommands: serve, migrate, token, audit, jwt, policy, version;
 // `mcpgate help X` or `mcpgate X --help` describes each.
 package main
 
@@ -89,6 +89,7 @@ Environment:
 		newServeCmd(out, getenv),
 		newMigrateCmd(getenv),
 		newTokenCmd(out, getenv),
+		newAuditCmd(out, getenv),
 		newJWTCmd(out, getenv),
 		withSubcommand(newPolicyCmd(out, getenv), newPolicyReloadCmd(out, getenv)),
 		newVersionCmd(out),

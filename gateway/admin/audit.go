@@ -19,13 +19,13 @@ const (
 )
 
 // auditParams are the query parameters GET /audit-events accepts.
-var auditParams = []string{"workspace_id", "task_id", "tool", "status", "limit", "cursor"}
+var auditParams = []string{"workspace_id", "task_id", "tool", "status", "kind", "actor", "limit", "cursor"}
 
 // auditStatuses are the values of gateway.AuditEvent.Status.
 var auditStatuses = []string{gateway.AuditAllowed, gateway.AuditDenied, gateway.AuditError,
 	gateway.AuditRateLimited, gateway.AuditConfirmationRequired}
 
-// listAuditEvents: GET /audit-events?workspace_id=&task_id=&tool=&status=&limit=&cursor=
+// listAuditEvents: GET /audit-events?workspace_id=&task_id=&tool=&status=&kind=&actor=&limit=&cursor=
 // → {"events":[…], "next_cursor":"…"} newest first. next_cursor is present
 // when the page is full: pass it as cursor, with the same filters, for the
 // events after the page. A read-only token caller sees only its own
@@ -101,6 +101,7 @@ func auditFilter(q url.Values) (gateway.AuditFilter, error) {
 		}
 	}
 	f.WorkspaceID, f.TaskID, f.Tool, f.Status = q.Get("workspace_id"), q.Get("task_id"), q.Get("tool"), q.Get("status")
+	f.Kind, f.Actor = q.Get("kind"), q.Get("actor")
 	if err := checkAuditValues(f); err != nil {
 		return f, err
 	}
@@ -137,6 +138,14 @@ func checkAuditValues(f gateway.AuditFilter) error {
 	}
 	if f.Status != "" && !slices.Contains(auditStatuses, f.Status) {
 		return invalid("status %q is unknown; use one of %s", clip(f.Status), strings.Join(auditStatuses, ", "))
+	}
+	if f.Kind != "" && !slices.Contains(gateway.AuditKinds, f.Kind) {
+		return invalid("kind %q is unknown; use one of %s", clip(f.Kind), strings.Join(gateway.AuditKinds, ", "))
+	}
+	if f.Actor != "" {
+		// The actor as the row holds it: a tool call's is the principal's
+		// subject, quoted with Go's escapes when it is not printable.
+		return checkText("actor", f.Actor)
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func newFakeStore() *fakeStore {
 		tokens: map[string]gateway.APIToken{"0123456789abcdef": {Fingerprint: "0123456789abcdef", WorkspaceID: "ws-1",
 			Label: "ci", Scopes: []string{"mcp:read"}, Status: TokenActive, Hash: "secret-hash-value"}},
 		limits: map[string]gateway.ExternalLimits{},
-		events: []gateway.AuditEvent{{ID: 1, WorkspaceID: "ws-1", Tool: "workspace.info", Status: "allowed"}},
+		events: []gateway.AuditEvent{{ID: 1, WorkspaceID: "ws-1", Tool: "workspace.info", Status: "allowed", Kind: gateway.AuditKindToolCall}},
 	}
 }
 

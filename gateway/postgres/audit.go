@@ -17,9 +17,28 @@ const auditInsertValues = `$1::timestamptz, $2::text, $3::text, $4::text, $5::te
     $8::text, $9::text, $10::text, $11::text, $12::text, $13::text, $14::jsonb, $15::text,
     $16::bigint, $17::text, $18::jsonb, $19::text, $20::text, $21::text, $22::text`
 
-// insertAudit writes one audit_events row and returns its id
-// (sqlcore.Dialect.InsertAudit).
-const insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `) VALUES (` + auditInsertValues + `) RETURNING id`
+// insertAudit writes one audit_events row, open (a reservation's), and
+// returns its id (sqlcore.Dialect.InsertAudit); recordAudit writes a
+// finished one of kind $23 (sqlcore.Dialect.RecordAudit).
+const (
+	insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `) VALUES (` + auditInsertValues + `) RETURNING id`
+	recordAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `, kind, open) VALUES (` + auditInsertValues + `, $23::text, false) RETURNING id`
+)
+
+// sealLease is sqlcore.Dialect.SealLease: the transaction-scoped advisory
+// lock of the sealer, tried (another replica sealing now keeps it; this
+// one skips the round), and a bound of 10 s on the transaction's idle
+// time, after which PostgreSQL ends the session of a sealer that hangs
+// mid-round, and with it the lock: another replica seals the next round.
+// A replica that dies ends its session, and the lock, at once. The lock
+// is named after the schema: advisory locks are the database's, and each
+// schema (each gateway's store, each test's) has a chain of its own.
+const sealLease = `SELECT pg_try_advisory_xact_lock(hashtext('mcpgate audit chain ' || current_schema()))
+    AND set_config('idle_in_transaction_session_timeout', '10000', true) IS NOT NULL`
+
+// sealRows is sqlcore.Dialect.SealRows: one UPDATE for a round's rows.
+const sealRows = `UPDATE audit_events a SET seq = (e->>1)::bigint, hash = e->>2
+FROM jsonb_array_elements(?::jsonb) e WHERE a.id = (e->>0)::bigint`
 
 // finishAudits completes a batch of audit rows in one statement, which in
 // autocommit is its own transaction: one round trip and one commit for
@@ -46,7 +65,8 @@ const finishAudits = `SELECT mcpgate_finish_audits($1::bigint[], $2::text[], $3:
 // finishOneAudit is finishAudits for a batch of one row, the batch of
 // every call that finishes while no other does (all of them at c=1): a
 // primary-key UPDATE in plain SQL ($1 id, then status, error class,
-// latency, reason codes as JSON text, policy revision), without the
+// latency, reason codes as JSON text, policy revision; it closes the row,
+// and never changes a sealed one, as the function does), without the
 // function's executor starts and array arguments. The materialised CTE
 // turns synchronous_commit off for the statement's transaction, as
 // mcpgate_finish_audits does: it runs before the UPDATE's row is
@@ -55,8 +75,8 @@ const finishAudits = `SELECT mcpgate_finish_audits($1::bigint[], $2::text[], $3:
 const finishOneAudit = `
 WITH o AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true))
 UPDATE audit_events SET status = $2::text, error_class = $3::text, latency_us = $4::bigint,
-    reason_codes = $5::jsonb, policy_revision = $6::text
-FROM o WHERE id = $1::bigint
+    reason_codes = $5::jsonb, policy_revision = $6::text, open = false
+FROM o WHERE id = $1::bigint AND hash IS NULL
 RETURNING id`
 
 // finishBatch is the store's sqlcore.FinishBatch (finishAudits; a lone row

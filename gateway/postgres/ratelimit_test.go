@@ -126,6 +126,9 @@ func TestReserveBatchIsAllOrNothingPerCall(t *testing.T) {
 	}
 	want := *rich
 	want.ID = res[1].AuditID
+	// The column defaults: a reservation's row is a tool call, open
+	// until FinishAudit.
+	want.Kind, want.Open = gateway.AuditKindToolCall, true
 	if got.Arguments == nil || string(got.Arguments) != `{"n": 9007199254740993}` && string(got.Arguments) != string(rich.Arguments) {
 		t.Errorf("arguments: %s, want %s", got.Arguments, rich.Arguments)
 	}

@@ -18,7 +18,7 @@ import (
 // their counter rows in one global order and cannot deadlock each other;
 // the retry is the backstop for a transaction outside that order.
 func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
-	if err := s.CheckEvent(r.Event); err != nil {
+	if err := s.CheckReservation(r.Event); err != nil {
 		return gateway.ReservationResult{}, err
 	}
 	if r.Claim == nil && len(r.Slots) > 0 {

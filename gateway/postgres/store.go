@@ -136,6 +136,9 @@ var dialect = sqlcore.Dialect{
 
 	CallerQuery:           callerQuery,
 	InsertAudit:           insertAudit,
+	RecordAudit:           recordAudit,
+	SealLease:             sealLease,
+	SealRows:              sealRows,
 	DeleteExpiredCounts:   deleteExpiredCounts,
 	DeleteEndedTaskCounts: deleteEndedTaskCounts,
 }

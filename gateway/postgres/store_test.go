@@ -26,6 +26,15 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Store { return pgtest.New(t) })
 }
 
+// Tampering with the tables directly is caught.
+func TestAuditChainTamper(t *testing.T) {
+	storetest.Tamper(t, func(t *testing.T) storetest.Store { return pgtest.New(t) })
+}
+
+// BenchmarkVerifyAuditChain: rows/s of mcpgate audit verify's work
+// (MCPGATE_BENCH_AUDIT_ROWS rows, default 100,000).
+func BenchmarkVerifyAuditChain(b *testing.B) { storetest.BenchVerify(b, pgtest.New(b)) }
+
 func TestMigrateConcurrentReplicas(t *testing.T) {
 	url := pgtest.SchemaURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/auditchain"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/callercache"
 	"github.com/mcpgate/mcpgate/gateway/config"
@@ -135,6 +136,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	a.fanout.Lives = a.policies.lives
 	a.Pipeline = main.Pipeline
 	a.sweep(log)
+	a.seal(log)
 	answers := a.relayAnswers()
 	deps := a.deps(log, version, reg, main, approvals, answers)
 	if a.Server, err = New(deps); err != nil {
@@ -454,6 +456,32 @@ func (a *App) sweep(log *zap.Logger) {
 		}
 	}()
 }
+
+// seal runs the audit chain's sealer (auditchain.Loop, a round every
+// auditchain.Every) until the App closes; Close waits for the round
+// under way, before the store closes. On PostgreSQL every replica runs
+// it and the holder of the sealing lease seals. A failed round is
+// logged at most every sealWarnEvery; the rows stay unsealed until a
+// round succeeds.
+func (a *App) seal(log *zap.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
+	go func() {
+		defer close(done)
+		var warned time.Time
+		auditchain.Loop(ctx, a.Store, auditchain.Every, func(err error) {
+			if time.Since(warned) >= sealWarnEvery {
+				warned = time.Now()
+				log.Warn("audit chain not sealed this round; the rows wait for the next (mcpgate audit verify shows the chain)", zap.Error(err))
+			}
+		})
+	}()
+}
+
+// sealWarnEvery bounds the warnings of failed sealing rounds (4 a second
+// while the database is away).
+const sealWarnEvery = 30 * time.Second
 
 // sweepInterval is how often expired rows (ended rate-limit windows, …)
 // are deleted; the rows are small and harmless, so once an hour is plenty.

@@ -9,15 +9,28 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 )
 
-// insertAudit writes one audit_events row and returns its id
-// (sqlcore.Dialect.InsertAudit).
-const insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
+// insertAudit writes one audit_events row, open (a reservation's), and
+// returns its id (sqlcore.Dialect.InsertAudit); recordAudit writes a
+// finished one of the kind of its 23rd parameter
+// (sqlcore.Dialect.RecordAudit).
+const (
+	insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING id`
+	recordAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `, kind, open)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+RETURNING id`
+)
 
-// finishAudit completes one audit row (prepared once on the write
-// connection; finishBatch runs it once per row).
-const finishAudit = `UPDATE audit_events SET status = ?, error_class = ?, latency_us = ?, reason_codes = ?, policy_revision = ? WHERE id = ?`
+// sealRows is sqlcore.Dialect.SealRows: one UPDATE for a round's rows.
+const sealRows = `UPDATE audit_events SET seq = e.value->>1, hash = e.value->>2
+FROM json_each(?) e WHERE audit_events.id = e.value->>0`
+
+// finishAudit completes one audit row and closes it, unless it is sealed
+// (a row sealed open keeps what was sealed); prepared once on the write
+// connection, finishBatch runs it once per row.
+const finishAudit = `UPDATE audit_events SET status = ?, error_class = ?, latency_us = ?, reason_codes = ?, policy_revision = ?, open = 0
+WHERE id = ? AND hash IS NULL`
 
 // finishBatch is the store's sqlcore.FinishBatch: one finishAudit per row, in
 // one transaction on the write connection when there are several (one

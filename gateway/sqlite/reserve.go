@@ -13,7 +13,7 @@ import (
 // that arrive while a commit is under way share the next transaction,
 // each in a savepoint of its own (sqlcore.Core.ReserveSavepoints).
 func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
-	if err := s.CheckEvent(r.Event); err != nil {
+	if err := s.CheckReservation(r.Event); err != nil {
 		return gateway.ReservationResult{}, err
 	}
 	it := &sqlcore.ReserveItem{Ctx: ctx, R: r}

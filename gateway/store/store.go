@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/auditchain"
 	"github.com/mcpgate/mcpgate/gateway/console/consolesession"
 )
 
@@ -30,6 +31,7 @@ type Store interface {
 	Approvals
 	Memberships
 	Usage
+	AuditChain
 	// Close waits for the writes under way, then releases the store's
 	// statements and connections.
 	Close() error
@@ -59,14 +61,19 @@ type Tasks interface {
 type Calls interface {
 	Callers
 	Tasks
-	// RecordAudit inserts ev and sets ev.ID. An error means the row was not
+	// RecordAudit inserts ev, finished (not open), and sets ev.ID; Kind
+	// "" is AuditKindToolCall, another of gateway.AuditKinds is kept,
+	// anything else is EInvalid. An error means the row was not
 	// written; the caller must then refuse the call. The row is written
 	// before an allowed call is dispatched (fail closed) and completed by
 	// FinishAudit afterwards.
 	RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error
 	// FinishAudit sets the final status, error class, reason codes and
 	// latency of the row ev.ID after dispatch (e.g. "error" with class "Unavailable" when the
-	// upstream failed). ENotFound when no row has that id.
+	// upstream failed), and closes it (AuditEvent.Open). ENotFound when no
+	// row has that id, or when the row was sealed into the audit chain
+	// before its call finished (AuditChain.SealAudit): a sealed row never
+	// changes.
 	FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error
 	// Ping reports whether the store can serve requests (for /readyz).
 	Ping(ctx context.Context) error
@@ -282,4 +289,24 @@ type Usage interface {
 	// ProfileToolUsage groups the audited calls of a profile since since
 	// by tool.
 	ProfileToolUsage(ctx context.Context, workspaceID, profileID string, since time.Time) ([]gateway.ToolUsage, error)
+}
+
+// AuditChain is the tamper-evident chain over the audit trail
+// (docs/architecture.md, "The audit chain"; the row's canonical form and
+// the verifier are gateway/auditchain's).
+type AuditChain interface {
+	// SealAudit is one sealing round: the rows not sealed yet that are
+	// finished (and those open longer than the store's bound), in id
+	// order, get the next seq and their hash, and the chain head moves,
+	// in one transaction per batch. Only the holder of the sealing lease
+	// seals (PostgreSQL: one replica at a time; another's round returns 0
+	// at once). It returns how many rows it sealed; on error, the batch
+	// under way wrote nothing.
+	SealAudit(ctx context.Context) (int, error)
+	// VerifyAuditChain recomputes the chain from its first row to the
+	// head and reports the first row changed, deleted, inserted or
+	// reordered (Report.Problem), how many verified, and how many are
+	// not sealed yet. An error means the store could not be read, not
+	// that the chain is broken.
+	VerifyAuditChain(ctx context.Context) (auditchain.Report, error)
 }

@@ -48,6 +48,7 @@ var membershipTests = []test{
 		res, err := s.Reserve(ctx(t), gateway.Reservation{Event: ev})
 		must(t, err, "reserve")
 		ev.ID = res.AuditID
+		ev.Open = true // a reservation's row is open until FinishAudit
 		other := event(2, "ws-a", "t1", "app.list", gateway.AuditDenied)
 		other.Surface = gateway.SurfaceSupaCloud
 		must(t, s.RecordAudit(ctx(t), other), "record")

@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Tasks", taskTests},
 		{"Tokens", tokenTests},
 		{"Audit", auditTests},
+		{"AuditChain", chainTests},
 		{"Usage", usageTests},
 		{"Idempotency", idempotencyTests},
 		{"Sessions", sessionTests},

@@ -48,7 +48,11 @@ var (
 	// it: the standard library only, so the stores do not link the
 	// console.
 	consoleSession = "gateway/console/consolesession"
-	stores         = []string{"gateway", "gateway/store", approvals, consoleSession, "gateway/internal/...", "migrations"}
+	// auditChain is the chain over the audit trail: the row's canonical
+	// form, its hash and the verifier, which the stores' shared core
+	// seals and verifies with; the domain and canon only.
+	auditChain = "gateway/auditchain"
+	stores     = []string{"gateway", "gateway/store", approvals, consoleSession, auditChain, "gateway/internal/...", "migrations"}
 	// policyStatus is what an operator sees of the policy lifecycle:
 	// gateway/policy writes it, the admin API and the console read it
 	// without linking OPA.
@@ -69,9 +73,11 @@ var (
 			why: "RFC 8785 canonical arguments and their hash: wraps jcs, imports only the one JSON encoder of ours"},
 		{pkg: jsonw, forbid: []string{"*"},
 			why: "the one JSON encoder (encoding/json's bytes and RFC 8785) of the domain and canon: the standard library only"},
-		{pkg: "gateway/store", allow: []string{"gateway", approvals, consoleSession}, forbid: []string{"*"},
-			why: "the one store contract: domain types, the records their owners share with the stores, and the standard library only"},
-		{pkg: "gateway/internal/...", allow: []string{"gateway", "gateway/store", approvals, consoleSession, "gateway/internal/..."}, why: "the stores' shared SQL core and helpers"},
+		{pkg: "gateway/store", allow: []string{"gateway", approvals, consoleSession, auditChain}, forbid: []string{"*"},
+			why: "the one store contract: domain types, the records their owners share with the stores (approvals, console sessions, the audit chain's report), and the standard library only"},
+		{pkg: auditChain, allow: []string{"gateway", "gateway/canon", jsonw}, test: []string{auditChain}, forbid: noSDKs,
+			why: "the audit chain's canonical row, hash, verifier and sealing loop: computes only, over the domain, canon and the one JSON encoder, so that the stores, the wiring and an offline verifier share it"},
+		{pkg: "gateway/internal/...", allow: []string{"gateway", "gateway/store", approvals, consoleSession, auditChain, "gateway/internal/..."}, why: "the stores' shared SQL core and helpers"},
 		{pkg: "gateway/postgres", allow: stores, test: []string{"gateway/postgres/...", "gateway/storetest"}, forbid: noSDKs,
 			why: "a store wraps its database and imports no sibling"},
 		{pkg: "gateway/postgres/pgtest", allow: []string{"gateway", "gateway/postgres"}, forbid: noSDKs, why: "the PostgreSQL store's test helpers"},
@@ -79,7 +85,7 @@ var (
 			why: "a store wraps its database and imports no sibling"},
 		{pkg: "gateway/ratelimit", allow: bottom, test: []string{"gateway/ratelimit", "gateway/mcp/wire"}, forbid: append([]string{"github.com/ulule/..."}, noSDKs...),
 			why: "the rate-limit buckets as plain values; takes limits as plain values, not from config or the catalog, and counts in the store (no ulule)"},
-		{pkg: "gateway/storetest", allow: []string{"gateway", "gateway/store", approvals, consoleSession, "gateway/ratelimit"}, forbid: noSDKs,
+		{pkg: "gateway/storetest", allow: []string{"gateway", "gateway/store", approvals, consoleSession, auditChain, "gateway/ratelimit"}, forbid: noSDKs,
 			why: "the shared store suite tests the one store contract (gateway/store), so the SQL tests link only the stores"},
 		{pkg: "gateway/policy", allow: append(slices.Clip(bottom), policyStatus), test: []string{"gateway/policy", "policies", "tools"}, why: "wraps OPA"},
 		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},

@@ -2,7 +2,9 @@ package sqlcore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +22,9 @@ const AuditInsertColumns = `time, request_id, decision_id, workspace_id, task_id
     principal_kind, token_fingerprint, tool, tier, status, error_class, reason_codes, bucket,
     latency_us, arguments_hash, arguments, policy_revision, surface, mode, approval_id`
 
-// RecordAudit inserts ev into audit_events with one INSERT … RETURNING id
-// and sets ev.ID. It normalises ev first: a zero Time becomes now, and
+// RecordAudit inserts ev into audit_events, finished (not open: the
+// sealer may seal it at once), with one INSERT … RETURNING id and sets
+// ev.ID. It normalises ev first: a zero Time becomes now, and
 // Time is kept in UTC to the microsecond (PostgreSQL's precision, which
 // SQLite keeps too); the caller sets RequestID (nothing is read from ctx).
 // Arguments are stored only when non-empty. Errors: EUnavailable when the
@@ -32,14 +35,26 @@ func (c *Core) RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error {
 	if err := c.CheckEvent(ev); err != nil {
 		return err
 	}
-	return c.InsertAudit(ctx, ev, &ev.ID)
+	stmt, err := c.Record.Get(ctx, c.W, c.DriverError)
+	if err != nil {
+		return err
+	}
+	return c.DriverError(stmt.QueryRowContext(ctx, append(c.AuditArgs(ev), ev.Kind)...).Scan(&ev.ID))
 }
 
 // CheckEvent refuses arguments that are not JSON (where the column does
-// not) and normalises ev's time, so that ev equals the row read back.
+// not) and a kind that is not one of gateway.AuditKinds, and normalises
+// ev's time and kind ("" is a tool call), so that ev equals the row read
+// back.
 func (c *Core) CheckEvent(ev *gateway.AuditEvent) error {
 	if c.D.CheckJSON && len(ev.Arguments) > 0 && !json.Valid(ev.Arguments) {
 		return gateway.Errorf(gateway.EInvalid, "audit event arguments are not valid JSON")
+	}
+	if ev.Kind == "" {
+		ev.Kind = gateway.AuditKindToolCall
+	}
+	if !slices.Contains(gateway.AuditKinds, ev.Kind) {
+		return gateway.Errorf(gateway.EInvalid, "audit event kind %q is unknown; use one of %s", ev.Kind, strings.Join(gateway.AuditKinds, ", "))
 	}
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
@@ -48,17 +63,31 @@ func (c *Core) CheckEvent(ev *gateway.AuditEvent) error {
 	return nil
 }
 
+// CheckReservation is CheckEvent for the row of a reservation, which is
+// always a tool call, open until FinishAudit: the reservation statements
+// write the columns' defaults for kind and open.
+func (c *Core) CheckReservation(ev *gateway.AuditEvent) error {
+	if err := c.CheckEvent(ev); err != nil {
+		return err
+	}
+	if ev.Kind != gateway.AuditKindToolCall {
+		return gateway.Errorf(gateway.EInvalid, "a reservation records a tool call; record a %s event with RecordAudit", ev.Kind)
+	}
+	return nil
+}
+
 // AuditArgs are the parameters of Dialect.InsertAudit for ev, in
-// AuditInsertColumns order; Arguments only when non-empty.
+// AuditInsertColumns order; Arguments only when non-empty. The slice has
+// room for RecordAudit's kind, so that appending it allocates nothing.
 func (c *Core) AuditArgs(ev *gateway.AuditEvent) []any {
 	var args any
 	if len(ev.Arguments) > 0 {
 		args = string(ev.Arguments)
 	}
-	return []any{c.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
+	return append(make([]any, 0, 23), c.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
 		ev.ProfileID, ev.Actor, string(ev.PrincipalKind), ev.TokenFP, ev.Tool, string(ev.Tier), ev.Status,
 		ev.ErrorClass, JSONList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args, ev.PolicyRevision,
-		ev.Surface, ev.Mode, ev.ApprovalID}
+		ev.Surface, ev.Mode, ev.ApprovalID)
 }
 
 // FinishArgs are the values a store's FinishBatch writes for ev: status,
@@ -70,33 +99,37 @@ func FinishArgs(ev *gateway.AuditEvent) (status, errorClass string, latencyMicro
 
 // auditColumns are read into auditRow; listed, not *, so that a column a
 // later migration adds does not break the scan.
-const auditColumns = `id, ` + AuditInsertColumns
+const auditColumns = `id, ` + AuditInsertColumns + `, kind, open, seq, hash`
 
 // auditRow is an audit_events row as either driver returns it.
 type auditRow struct {
-	ID            int64  `db:"id"`
-	Time          Time   `db:"time"`
-	RequestID     string `db:"request_id"`
-	DecisionID    string `db:"decision_id"`
-	WorkspaceID   string `db:"workspace_id"`
-	TaskID        string `db:"task_id"`
-	ProfileID     string `db:"profile_id"`
-	Actor         string `db:"actor"`
-	PrincipalKind string `db:"principal_kind"`
-	TokenFP       string `db:"token_fingerprint"`
-	Tool          string `db:"tool"`
-	Tier          string `db:"tier"`
-	Status        string `db:"status"`
-	ErrorClass    string `db:"error_class"`
-	ReasonCodes   []byte `db:"reason_codes"`
-	Bucket        string `db:"bucket"`
-	LatencyMicros int64  `db:"latency_us"`
-	ArgumentsHash string `db:"arguments_hash"`
-	Arguments     []byte `db:"arguments"`
-	PolicyRev     string `db:"policy_revision"`
-	Surface       string `db:"surface"`
-	Mode          string `db:"mode"`
-	ApprovalID    string `db:"approval_id"`
+	ID            int64          `db:"id"`
+	Time          Time           `db:"time"`
+	RequestID     string         `db:"request_id"`
+	DecisionID    string         `db:"decision_id"`
+	WorkspaceID   string         `db:"workspace_id"`
+	TaskID        string         `db:"task_id"`
+	ProfileID     string         `db:"profile_id"`
+	Actor         string         `db:"actor"`
+	PrincipalKind string         `db:"principal_kind"`
+	TokenFP       string         `db:"token_fingerprint"`
+	Tool          string         `db:"tool"`
+	Tier          string         `db:"tier"`
+	Status        string         `db:"status"`
+	ErrorClass    string         `db:"error_class"`
+	ReasonCodes   []byte         `db:"reason_codes"`
+	Bucket        string         `db:"bucket"`
+	LatencyMicros int64          `db:"latency_us"`
+	ArgumentsHash string         `db:"arguments_hash"`
+	Arguments     []byte         `db:"arguments"`
+	PolicyRev     string         `db:"policy_revision"`
+	Surface       string         `db:"surface"`
+	Mode          string         `db:"mode"`
+	ApprovalID    string         `db:"approval_id"`
+	Kind          string         `db:"kind"`
+	Open          bool           `db:"open"`
+	Seq           sql.NullInt64  `db:"seq"`
+	Hash          sql.NullString `db:"hash"`
 }
 
 // event converts the row, with Time in UTC.
@@ -106,7 +139,8 @@ func (r auditRow) event() (gateway.AuditEvent, error) {
 		PrincipalKind: gateway.PrincipalKind(r.PrincipalKind), TokenFP: r.TokenFP, Tool: r.Tool,
 		Tier: gateway.Tier(r.Tier), Status: r.Status, ErrorClass: r.ErrorClass, Bucket: r.Bucket,
 		LatencyMicros: r.LatencyMicros, ArgumentsHash: r.ArgumentsHash, PolicyRevision: r.PolicyRev,
-		Surface: r.Surface, Mode: r.Mode, ApprovalID: r.ApprovalID}
+		Surface: r.Surface, Mode: r.Mode, ApprovalID: r.ApprovalID,
+		Kind: r.Kind, Open: r.Open, Seq: r.Seq.Int64, Hash: r.Hash.String}
 	if r.Arguments != nil {
 		ev.Arguments = json.RawMessage(r.Arguments)
 	}
@@ -125,6 +159,7 @@ func (c *Core) ListAuditEvents(ctx context.Context, f gateway.AuditFilter) ([]ga
 	var args []any
 	for _, col := range []struct{ name, val string }{
 		{"workspace_id", f.WorkspaceID}, {"task_id", f.TaskID}, {"tool", f.Tool}, {"status", f.Status},
+		{"kind", f.Kind}, {"actor", f.Actor},
 	} {
 		if col.val != "" {
 			args = append(args, col.val)

@@ -29,11 +29,12 @@ type FinishBatch func(ctx context.Context, evs []*gateway.AuditEvent) (found []b
 // batch statement. FinishAudit (Group.Do) completes the row ev.ID after
 // dispatch: it sets the final Status, ErrorClass, ReasonCodes,
 // LatencyMicros and PolicyRevision of ev (a call can end with a reason of
-// its own, such as dispatch.abandoned) and leaves every other column as
-// RecordAudit wrote it. It returns once the transaction that wrote them
-// has committed: finishes that arrive while another is being committed
-// share the next commit, and a lone finish is written at once. Errors:
-// ENotFound when no row has ev.ID, EUnavailable when the database cannot
+// its own, such as dispatch.abandoned), closes the row (not open) and
+// leaves every other column as the reservation wrote it. It returns once
+// the transaction that wrote them has committed: finishes that arrive
+// while another is being committed share the next commit, and a lone
+// finish is written at once. Errors: ENotFound when no row has ev.ID or
+// the row is sealed (SealAudit), EUnavailable when the database cannot
 // be reached or written, the store is closed, or ctx ended first (then
 // the row may or may not be finished).
 func (c *Core) NewFinisher(batch FinishBatch) *Group[*gateway.AuditEvent] {
@@ -48,7 +49,7 @@ func (c *Core) NewFinisher(batch FinishBatch) *Group[*gateway.AuditEvent] {
 		errs := make([]error, len(evs))
 		for i, ok := range found {
 			if !ok {
-				errs[i] = gateway.Errorf(gateway.ENotFound, "audit event %d not found; record it with RecordAudit before finishing it", evs[i].ID)
+				errs[i] = gateway.Errorf(gateway.ENotFound, "audit event %d not found, or sealed before its call finished (see docs/architecture.md, \"The audit chain\"); record a row with RecordAudit before finishing it", evs[i].ID)
 			}
 		}
 		return errs, nil

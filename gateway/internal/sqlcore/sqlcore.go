@@ -102,8 +102,20 @@ type Dialect struct {
 	// requested profile is in deleted_agent_profiles.
 	CallerQuery string
 	// InsertAudit inserts one audit_events row from AuditArgs (22 ?
-	// placeholders in their order) and returns its id.
-	InsertAudit string
+	// placeholders in their order), open (a reservation's), and returns
+	// its id. RecordAudit is the same for a finished row, with a 23rd
+	// placeholder for its kind: open false.
+	InsertAudit, RecordAudit string
+	// SealLease is a SELECT of one boolean that runs first in a sealing
+	// transaction and tells whether this process holds the sealing lease
+	// for it (PostgreSQL: a transaction-scoped advisory lock, tried, not
+	// waited for, and a bound on the transaction's idle time, so that a
+	// replica that hangs while sealing loses the lease); "" where one
+	// process serves the database (SQLite).
+	SealLease string
+	// SealRows sets seq and hash of the rows of one sealing round from one
+	// ? parameter: a JSON array of [id, seq, "hash"] arrays.
+	SealRows string
 	// DeleteExpiredCounts deletes the rate-limit counters whose expires_at
 	// is at or before ? (Core.DeleteExpiredRateCounts);
 	// DeleteEndedTaskCounts those of tasks in a terminal state whose
@@ -119,19 +131,23 @@ type Dialect struct {
 type Core struct {
 	W, R *sqlx.DB
 	D    Dialect
-	// Audit is the prepared Dialect.InsertAudit, on W.
-	Audit sqlstmt.Prepared
+	// Audit is the prepared Dialect.InsertAudit, Record
+	// Dialect.RecordAudit, on W.
+	Audit, Record sqlstmt.Prepared
 	// Add is the prepared addCount (AddRateCount), on W.
 	Add   sqlstmt.Prepared
 	load  sqlstmt.Prepared  // Dialect.CallerQuery, on R
 	ended sqlstmt.Prepared  // selectSessionEnded, on R
 	lit   *strings.Replacer // the dialect's literals (sql)
+	// seal is the sealer's memory of the open rows it has seen (SealAudit).
+	seal sealState
 }
 
 // New returns the core over w and r with dialect d.
 func New(w, r *sqlx.DB, d Dialect) *Core {
 	c := &Core{W: w, R: r, D: d}
 	c.Audit.Query = c.Q(d.InsertAudit)
+	c.Record.Query = c.Q(d.RecordAudit)
 	c.Add.Query = c.Q(addCount)
 	c.load.Query = c.Q(d.CallerQuery)
 	c.ended.Query = c.Q(selectSessionEnded)
@@ -144,7 +160,7 @@ func New(w, r *sqlx.DB, d Dialect) *Core {
 // after closing the store's group commits (Group.Close), which wait for
 // the writes under way, and before closing the pools.
 func (c *Core) Close() error {
-	return errors.Join(c.Audit.Close(), c.Add.Close(), c.load.Close(), c.ended.Close())
+	return errors.Join(c.Audit.Close(), c.Record.Close(), c.Add.Close(), c.load.Close(), c.ended.Close())
 }
 
 // Q rebinds q, written with ? placeholders, to the dialect's.

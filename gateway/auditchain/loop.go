@@ -1,0 +1,39 @@
+package auditchain
+
+import (
+	"context"
+	"time"
+)
+
+// Sealer is what the loop needs of a store: one sealing round
+// (store.AuditChain.SealAudit).
+type Sealer interface {
+	// SealAudit seals the rows finished since the last round and returns
+	// how many it sealed (0 when another replica holds the lease).
+	SealAudit(ctx context.Context) (int, error)
+}
+
+// Every is how often Loop runs a round: a row is sealed within about
+// this long of its commit (well within the second docs/architecture.md
+// promises), and an idle round costs one indexed read of the unsealed
+// rows.
+const Every = 250 * time.Millisecond
+
+// Loop runs a sealing round every interval until ctx ends, and reports
+// each failed round to failed (the next round tries again; nothing is
+// lost, the rows stay unsealed until then). It returns when ctx ends,
+// after the round under way.
+func Loop(ctx context.Context, s Sealer, interval time.Duration, failed func(error)) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if _, err := s.SealAudit(ctx); err != nil && ctx.Err() == nil {
+				failed(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package sqlcore
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/auditchain"
+)
+
+// DefaultSealOpenAfter is how long the sealer leaves a row open (its call
+// not finished) before it seals it as it is: longer than any call runs
+// between its reservation and its finish, so that in practice only the
+// rows of a gateway that died mid-call (which nobody will finish) are
+// sealed open. A finish that comes later is refused (ENotFound) and
+// logged by the pipeline; the row keeps the reservation's status.
+const DefaultSealOpenAfter = time.Hour
+
+// Sealing bounds: a round seals at most sealBatch rows in one transaction
+// (a short hold of SQLite's one writer), and remembers at most sealLook
+// open rows.
+const (
+	sealBatch = 500
+	sealLook  = 10000
+)
+
+// sealState is what the sealer remembers between rounds: when it first
+// saw each open row (seen), and how long it leaves one open (openAfter,
+// 0 for DefaultSealOpenAfter). A round reads and replaces seen.
+type sealState struct {
+	mu        sync.Mutex
+	seen      map[int64]time.Time
+	openAfter time.Duration
+}
+
+// SetSealOpenAfter sets how long SealAudit leaves a row open before it
+// seals it as it is (DefaultSealOpenAfter when d <= 0).
+func (c *Core) SetSealOpenAfter(d time.Duration) {
+	c.seal.mu.Lock()
+	c.seal.openAfter = d
+	c.seal.mu.Unlock()
+}
+
+// SealAudit is one sealing round (store.AuditChain): it gives the rows
+// not sealed yet, finished ones and those open for longer than
+// SetSealOpenAfter, in id order (the order of their inserts), the next
+// seq after the chain head and hash = auditchain.RowHash(previous hash,
+// row), and moves the head, in transactions of at most sealBatch rows,
+// until none is left. Only the holder of the sealing lease seals
+// (Dialect.SealLease): on PostgreSQL a round of another replica that
+// holds it returns 0 at once. Calls take no lock of the sealer's: it
+// locks only the rows it seals (finished, so no call writes them) and
+// the head row, which only sealers touch. It returns how many rows it
+// sealed; on error the round's transaction wrote nothing.
+func (c *Core) SealAudit(ctx context.Context) (int, error) {
+	// One look at the unsealed rows per call, not per batch: a backlog
+	// (the rows a migration found, a long outage) is then sealed in
+	// batches without reading the whole unsealed set again each time.
+	stale, ready, err := c.lookUnsealed(ctx)
+	if err != nil || !ready {
+		return 0, err
+	}
+	total := 0
+	for {
+		n, err := c.sealRound(ctx, stale)
+		total += n
+		if err != nil || n < sealBatch {
+			return total, err
+		}
+	}
+}
+
+// sealRound seals at most sealBatch rows in one transaction.
+func (c *Core) sealRound(ctx context.Context, stale []int64) (int, error) {
+	tx, err := c.W.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, c.DriverError(err)
+	}
+	n, err := c.sealIn(ctx, tx, stale)
+	if err != nil || n == 0 {
+		_ = tx.Rollback()
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, c.DriverError(err)
+	}
+	return n, nil
+}
+
+// lookUnsealed reads, without a transaction, whether a finished row
+// waits to be sealed, and the open rows: it remembers when each was first
+// seen open and returns those open for longer than the sealer's bound
+// (stale). ready is true when there is something to seal.
+func (c *Core) lookUnsealed(ctx context.Context) (stale []int64, ready bool, err error) {
+	var finished []int64
+	if err := c.R.SelectContext(ctx, &finished, c.sql(`SELECT id FROM audit_events WHERE hash IS NULL AND open = {false} LIMIT 1`)); err != nil {
+		return nil, false, c.DriverError(err)
+	}
+	var open []int64
+	if err := c.R.SelectContext(ctx, &open, c.sql(`SELECT id FROM audit_events WHERE hash IS NULL AND open = {true} ORDER BY id LIMIT ?`), sealLook); err != nil {
+		return nil, false, c.DriverError(err)
+	}
+	now := time.Now()
+	st := &c.seal
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	after := st.openAfter
+	if after <= 0 {
+		after = DefaultSealOpenAfter
+	}
+	seen := make(map[int64]time.Time, len(open))
+	for _, id := range open {
+		first, ok := st.seen[id]
+		if !ok {
+			first = now
+		}
+		seen[id] = first
+		if now.Sub(first) >= after {
+			stale = append(stale, id)
+		}
+	}
+	st.seen = seen
+	return stale, len(finished) > 0 || len(stale) > 0, nil
+}
+
+// sealIn is a sealing round's work in tx: the lease, the head, the rows
+// in id order, their seq and hash, the new head. 0 when this process
+// does not hold the lease or nothing is left to seal.
+func (c *Core) sealIn(ctx context.Context, tx *sqlx.Tx, stale []int64) (int, error) {
+	if c.D.SealLease != "" {
+		var held bool
+		if err := tx.QueryRowxContext(ctx, c.D.SealLease).Scan(&held); err != nil || !held {
+			return 0, c.DriverError(err)
+		}
+	}
+	var headSeq int64
+	var headHash string
+	if err := tx.QueryRowxContext(ctx, c.sql(`SELECT seq, hash FROM audit_chain WHERE id = 1{lock}`)).Scan(&headSeq, &headHash); err != nil {
+		return 0, c.DriverError(err)
+	}
+	prev, err := auditchain.ParseHash(headHash)
+	if err != nil {
+		return 0, gateway.Wrap(gateway.EInternal, err, "the audit chain head is unreadable, so no row is sealed; run mcpgate audit verify")
+	}
+	where := `open = {false}`
+	args := []any{}
+	if len(stale) > 0 {
+		where = `(open = {false} OR id IN (?` + strings.Repeat(`, ?`, len(stale)-1) + `))`
+		for _, id := range stale {
+			args = append(args, id)
+		}
+	}
+	rows, err := tx.QueryxContext(ctx, c.sql(`SELECT `+auditColumns+` FROM audit_events WHERE hash IS NULL AND `+where+` ORDER BY id LIMIT ?{lock}`), append(args, sealBatch)...)
+	if err != nil {
+		return 0, c.DriverError(err)
+	}
+	evs, err := scanEvents(rows, sealBatch)
+	if err != nil || len(evs) == 0 {
+		return 0, err
+	}
+	set := make([]byte, 0, len(evs)*96)
+	set = append(set, '[')
+	for i := range evs {
+		ev := &evs[i]
+		ev.Seq = headSeq + int64(i) + 1
+		h, err := auditchain.RowHash(prev, ev)
+		if err != nil {
+			return 0, gateway.Wrap(gateway.EInternal, err, "cannot seal the audit trail")
+		}
+		prev = h
+		if i > 0 {
+			set = append(set, ',')
+		}
+		set = append(set, '[')
+		set = strconv.AppendInt(set, ev.ID, 10)
+		set = append(set, ',')
+		set = strconv.AppendInt(set, ev.Seq, 10)
+		set = append(set, ",\""...)
+		set = append(set, h.String()...)
+		set = append(set, "\"]"...)
+	}
+	set = append(set, ']')
+	res, err := tx.ExecContext(ctx, c.Q(c.D.SealRows), string(set))
+	if err != nil {
+		return 0, c.DriverError(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(evs)) {
+		return 0, gateway.Errorf(gateway.EInternal, "sealing the audit trail set %d of %d rows; nothing was sealed", n, len(evs))
+	}
+	_, err = tx.ExecContext(ctx, c.Q(`UPDATE audit_chain SET seq = ?, hash = ?, sealed_at = ? WHERE id = 1`),
+		evs[len(evs)-1].Seq, prev.String(), c.Time(Now()))
+	if err != nil {
+		return 0, c.DriverError(err)
+	}
+	return len(evs), nil
+}
+
+// scanEvents reads rows of auditColumns into events (at most n expected)
+// and closes rows.
+func scanEvents(rows *sqlx.Rows, n int) ([]gateway.AuditEvent, error) {
+	defer func() { _ = rows.Close() }()
+	evs := make([]gateway.AuditEvent, 0, n)
+	var r auditRow
+	for rows.Next() {
+		if err := rows.StructScan(&r); err != nil {
+			return nil, err
+		}
+		ev, err := r.event()
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, rows.Err()
+}
+
+// verifyPage is how many rows one statement of VerifyAuditChain reads:
+// each statement ends well within a store's operation timeout, however
+// long the chain.
+const verifyPage = 20_000
+
+// VerifyAuditChain recomputes the chain (store.AuditChain): every sealed
+// row in seq order, a page at a time, through an auditchain.Verifier,
+// then the chain head, read after the rows (rows sealed meanwhile are
+// read next, until the head is not past the last row read), then the
+// rows that carry a hash but no seq (forged: the sealer gives both at
+// once) and the count of rows not sealed yet. Reading stops at the first
+// problem. The rows are read on R, outside any transaction: a sealer may
+// run at the same time.
+func (c *Core) VerifyAuditChain(ctx context.Context) (auditchain.Report, error) {
+	v := auditchain.NewVerifier()
+	var rep auditchain.Report
+	q := c.Q(`SELECT ` + auditColumns + ` FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`)
+	for {
+		more, read, err := c.verifyRows(ctx, v, q, v.Next()-1)
+		if err != nil {
+			return rep, err
+		}
+		if more && read == verifyPage {
+			continue
+		}
+		var headHash string
+		if err := c.R.QueryRowxContext(ctx, `SELECT seq, hash FROM audit_chain WHERE id = 1`).Scan(&rep.Head.Seq, &headHash); err != nil {
+			return rep, c.DriverError(err)
+		}
+		if rep.Head.Hash, err = auditchain.ParseHash(headHash); err != nil {
+			rep.Problem = &auditchain.Problem{Seq: rep.Head.Seq, What: auditchain.Changed, Detail: "the chain head's hash is unreadable: " + err.Error()}
+			return rep, nil
+		}
+		if !more || read == 0 || rep.Head.Seq <= v.Next()-1 {
+			break
+		}
+	}
+	rep.Verified, rep.Problem = v.Verified(), v.End(rep.Head)
+	if rep.Problem != nil {
+		return rep, nil
+	}
+	var forged []int64
+	if err := c.R.SelectContext(ctx, &forged, `SELECT id FROM audit_events WHERE seq IS NULL AND hash IS NOT NULL ORDER BY id LIMIT 1`); err != nil {
+		return rep, c.DriverError(err)
+	}
+	if len(forged) > 0 {
+		rep.Problem = &auditchain.Problem{What: auditchain.Inserted,
+			Detail: "row id " + strconv.FormatInt(forged[0], 10) + " carries a hash but no seq; the sealer gives both at once"}
+		return rep, nil
+	}
+	err := c.R.QueryRowxContext(ctx, `SELECT count(*) FROM audit_events WHERE hash IS NULL`).Scan(&rep.Unsealed)
+	return rep, c.DriverError(err)
+}
+
+// verifyRows feeds v the sealed rows after seq after; more is false once
+// v needs no more rows, read is how many rows it read.
+func (c *Core) verifyRows(ctx context.Context, v *auditchain.Verifier, q string, after int64) (more bool, read int, err error) {
+	rows, err := c.R.QueryxContext(ctx, q, after, verifyPage)
+	if err != nil {
+		return false, 0, c.DriverError(err)
+	}
+	defer func() { _ = rows.Close() }()
+	var r auditRow
+	more = true
+	for more && rows.Next() {
+		if err := rows.StructScan(&r); err != nil {
+			return false, read, c.DriverError(err)
+		}
+		ev, err := r.event()
+		if err != nil {
+			return false, read, err
+		}
+		read++
+		more = v.Add(&ev)
+	}
+	return more, read, c.DriverError(rows.Err())
+}

@@ -1,0 +1,289 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/auditchain"
+)
+
+// rawDB is how the tamper tests reach a store's tables directly, as
+// someone with write access to the database would (both stores have it).
+type rawDB interface{ DB() *sqlx.DB }
+
+// openBound is how the tests shorten the time the sealer leaves a row
+// open (sqlcore.Core.SetSealOpenAfter, on both stores).
+type openBound interface{ SetSealOpenAfter(time.Duration) }
+
+var chainTests = []test{
+	{"SealsFinishedRowsInIDOrder", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		for i := range 3 {
+			must(t, s.RecordAudit(ctx(t), event(i, "ws-a", "t1", "app.list", gateway.AuditDenied)), "record")
+		}
+		running := event(3, "ws-a", "t1", "app.get", gateway.AuditAllowed)
+		res, err := s.Reserve(ctx(t), gateway.Reservation{Event: running})
+		must(t, err, "reserve")
+		running.ID = res.AuditID
+		must(t, s.RecordAudit(ctx(t), event(4, "ws-a", "t1", "app.list", gateway.AuditDenied)), "record")
+		if n, err := s.SealAudit(ctx(t)); err != nil || n != 4 {
+			t.Fatalf("SealAudit = %d, %v; want the 4 finished rows sealed, the running call's left open", n, err)
+		}
+		list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a"})
+		must(t, err, "list")
+		prev := auditchain.Genesis
+		seq := int64(0)
+		for i := len(list) - 1; i >= 0; i-- { // oldest first: id order
+			ev := list[i]
+			if ev.ID == running.ID {
+				if !ev.Open || ev.Seq != 0 || ev.Hash != "" {
+					t.Errorf("the running call's row: open %v seq %d hash %q; want open, not sealed", ev.Open, ev.Seq, ev.Hash)
+				}
+				continue
+			}
+			seq++
+			want, err := auditchain.RowHash(prev, &ev)
+			must(t, err, "RowHash")
+			if ev.Seq != seq || ev.Hash != want.String() || ev.Kind != gateway.AuditKindToolCall || ev.Actor != "u1" {
+				t.Errorf("row id %d: seq %d hash %s kind %q actor %q; want seq %d hash %s, tool_call, u1", ev.ID, ev.Seq, ev.Hash, ev.Kind, ev.Actor, seq, want)
+			}
+			prev = want
+		}
+		wantReport(t, s, 4, 1)
+		running.Status, running.LatencyMicros = gateway.AuditError, 77
+		must(t, s.FinishAudit(ctx(t), running), "finish")
+		if n, err := s.SealAudit(ctx(t)); err != nil || n != 1 {
+			t.Fatalf("SealAudit after the finish = %d, %v; want 1", n, err)
+		}
+		list, err = s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a", Status: gateway.AuditError})
+		must(t, err, "list")
+		if len(list) != 1 || list[0].Seq != 5 || list[0].Open || list[0].LatencyMicros != 77 {
+			t.Fatalf("the finished call's row: %+v; want seq 5, closed, its final latency", list)
+		}
+		wantReport(t, s, 5, 0)
+		wantCode(t, s.FinishAudit(ctx(t), running), gateway.ENotFound, "finishing a sealed row")
+		if n, err := s.SealAudit(ctx(t)); err != nil || n != 0 {
+			t.Errorf("SealAudit with nothing to seal = %d, %v; want 0", n, err)
+		}
+	}},
+	{"SealsAnOpenRowAfterTheBound", func(t *testing.T, s Store) {
+		ob, ok := s.(openBound)
+		if !ok {
+			t.Skip("the store cannot shorten the sealer's bound")
+		}
+		ob.SetSealOpenAfter(time.Nanosecond)
+		putWorkspace(t, s, "ws-a")
+		ev := event(1, "ws-a", "t1", "app.get", gateway.AuditAllowed)
+		res, err := s.Reserve(ctx(t), gateway.Reservation{Event: ev})
+		must(t, err, "reserve")
+		if n, err := s.SealAudit(ctx(t)); err != nil || n != 0 {
+			t.Fatalf("first round = %d, %v; want 0: a row seen open for the first time is left open", n, err)
+		}
+		if n, err := s.SealAudit(ctx(t)); err != nil || n != 1 {
+			t.Fatalf("second round = %d, %v; want the row open past the bound sealed as it is", n, err)
+		}
+		ev.ID, ev.Status = res.AuditID, gateway.AuditError
+		wantCode(t, s.FinishAudit(ctx(t), ev), gateway.ENotFound, "a late finish of a row sealed open")
+		list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a"})
+		must(t, err, "list")
+		if len(list) != 1 || !list[0].Open || list[0].Seq != 1 || list[0].Status != gateway.AuditAllowed {
+			t.Fatalf("row sealed open: %+v; want seq 1, open, the reservation's status", list)
+		}
+		wantReport(t, s, 1, 0)
+	}},
+	{"ListFiltersByKindAndActor", func(t *testing.T, s Store) {
+		for i, actor := range []string{"u1", "u2", "u1"} {
+			ev := event(i, "ws-a", "t1", "app.list", gateway.AuditAllowed)
+			ev.Actor = actor
+			must(t, s.RecordAudit(ctx(t), ev), "record")
+		}
+		for _, tc := range []struct {
+			f    gateway.AuditFilter
+			want int
+		}{
+			{gateway.AuditFilter{Actor: "u1"}, 2},
+			{gateway.AuditFilter{Actor: "u2", Kind: gateway.AuditKindToolCall}, 1},
+			{gateway.AuditFilter{Kind: gateway.AuditKindToolCall}, 3},
+			{gateway.AuditFilter{Kind: "auth"}, 0},
+		} {
+			list, err := s.ListAuditEvents(ctx(t), tc.f)
+			must(t, err, "list")
+			if len(list) != tc.want {
+				t.Errorf("filter %+v: %d events, want %d", tc.f, len(list), tc.want)
+			}
+		}
+		wantCode(t, s.RecordAudit(ctx(t), &gateway.AuditEvent{Kind: "nonsense"}), gateway.EInvalid, "an unknown kind")
+	}},
+	// Calls keep coming while two sealers (two replicas) run rounds: the
+	// chain ends with every row, seq 1..n without a hole, and verifies.
+	{"ConcurrentSealersAndCalls", func(t *testing.T, s Store) {
+		const n = 200
+		var wg sync.WaitGroup
+		done := make(chan struct{})
+		for range 2 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					if _, err := s.SealAudit(ctx(t)); err != nil {
+						t.Errorf("SealAudit: %v", err)
+						return
+					}
+				}
+			})
+		}
+		recordMany(t, s, n, "ws-c")
+		close(done)
+		wg.Wait()
+		for {
+			k, err := s.SealAudit(ctx(t))
+			must(t, err, "final round")
+			if k == 0 {
+				break
+			}
+		}
+		wantReport(t, s, n, 0)
+	}},
+}
+
+// wantReport verifies s's chain and wants it whole, with verified rows
+// and unsealed ones not yet.
+func wantReport(t *testing.T, s Store, verified, unsealed int64) {
+	t.Helper()
+	rep, err := s.VerifyAuditChain(ctx(t))
+	must(t, err, "VerifyAuditChain")
+	if rep.Problem != nil || rep.Verified != verified || rep.Unsealed != unsealed || rep.Head.Seq != verified {
+		t.Fatalf("verify: %+v (problem %v); want %d verified to the head, %d unsealed, no problem", rep, rep.Problem, verified, unsealed)
+	}
+}
+
+// tamperRows is how many sealed rows each tamper case starts from.
+const tamperRows = 8
+
+// Tamper changes a store's tables directly, as someone with write
+// access to the database could, in each way the chain must catch (one
+// field updated, a row deleted, a row forged at the end or in the middle,
+// two rows swapped, the tail deleted), and checks that
+// VerifyAuditChain names the exact seq and what happened. newStore
+// returns an empty, migrated store that has DB() (both stores).
+func Tamper(t *testing.T, newStore func(t *testing.T) Store) {
+	const forged = "ab00000000000000000000000000000000000000000000000000000000000000"
+	for _, tc := range []struct {
+		name string
+		sql  []string
+		seq  int64
+		what string
+	}{
+		{"UpdateOneField", []string{`UPDATE audit_events SET status = 'denied' WHERE seq = 3`}, 3, auditchain.Changed},
+		{"UpdateTheHashToo", []string{`UPDATE audit_events SET tool = 'app.deploy', hash = '` + forged + `' WHERE seq = 5`}, 5, auditchain.Changed},
+		{"DeleteARow", []string{`DELETE FROM audit_events WHERE seq = 4`}, 4, auditchain.Deleted},
+		{"DeleteTheTail", []string{`DELETE FROM audit_events WHERE seq >= 7`}, 7, auditchain.Deleted},
+		{"InsertAtTheEnd", []string{`INSERT INTO audit_events (tool, status, open, seq, hash) VALUES ('app.deploy', 'allowed', ?, 9, '` + forged + `')`}, 9, auditchain.Inserted},
+		{"InsertInTheMiddle", []string{
+			`UPDATE audit_events SET seq = -seq WHERE seq >= 5`,
+			`UPDATE audit_events SET seq = 1 - seq WHERE seq < 0`,
+			`INSERT INTO audit_events (tool, status, open, seq, hash) VALUES ('app.deploy', 'allowed', ?, 5, '` + forged + `')`,
+		}, 5, auditchain.Inserted},
+		{"InsertWithoutSeq", []string{`INSERT INTO audit_events (tool, status, open, hash) VALUES ('app.deploy', 'allowed', ?, '` + forged + `')`}, 0, auditchain.Inserted},
+		{"SwapTwoRows", []string{
+			`UPDATE audit_events SET seq = -1 WHERE seq = 3`,
+			`UPDATE audit_events SET seq = 3 WHERE seq = 6`,
+			`UPDATE audit_events SET seq = 6 WHERE seq = -1`,
+		}, 3, auditchain.Reordered},
+		{"SwapNeighbours", []string{
+			`UPDATE audit_events SET seq = -1 WHERE seq = 2`,
+			`UPDATE audit_events SET seq = 2 WHERE seq = 3`,
+			`UPDATE audit_events SET seq = 3 WHERE seq = -1`,
+		}, 2, auditchain.Reordered},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			db := s.(rawDB).DB()
+			for i := range tamperRows {
+				ev := event(i, "ws-a", "t1", "app.list", gateway.AuditAllowed)
+				ev.Arguments = []byte(fmt.Sprintf(`{"n":%d,"big":12345678901234567890}`, i))
+				must(t, s.RecordAudit(ctx(t), ev), "record")
+			}
+			if n, err := s.SealAudit(ctx(t)); err != nil || n != tamperRows {
+				t.Fatalf("SealAudit = %d, %v; want %d", n, err, tamperRows)
+			}
+			wantReport(t, s, tamperRows, 0)
+			for _, q := range tc.sql {
+				var args []any
+				if strings.Contains(q, "?") {
+					args = append(args, false) // open, a boolean of the driver's
+				}
+				if _, err := db.ExecContext(ctx(t), db.Rebind(q), args...); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			rep, err := s.VerifyAuditChain(ctx(t))
+			must(t, err, "VerifyAuditChain")
+			if p := rep.Problem; p == nil || p.Seq != tc.seq || p.What != tc.what {
+				t.Fatalf("verify after tampering: %v; want %s at seq %d", p, tc.what, tc.seq)
+			}
+		})
+	}
+}
+
+// BenchVerify measures VerifyAuditChain over a sealed chain of
+// MCPGATE_BENCH_AUDIT_ROWS rows (default 100,000), written straight into
+// the table and sealed before the timer starts, and reports rows/s.
+func BenchVerify(b *testing.B, s Store) {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("MCPGATE_BENCH_AUDIT_ROWS")); err == nil && v > 0 {
+		n = v
+	}
+	c := context.Background()
+	db := s.(rawDB).DB()
+	seed := `INSERT INTO audit_events (time, request_id, workspace_id, task_id, actor, tool, tier, status, reason_codes, latency_us, arguments_hash, open)
+SELECT now(), 'req-' || i, 'ws-a', 't1', 'u1', 'app.list', 'read', 'allowed', '["allowlist.match"]', i, 'sha256:' || md5(i::text), false
+FROM generate_series(1, ?) i`
+	if db.DriverName() != "postgres" {
+		seed = `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < ?)
+INSERT INTO audit_events (time, request_id, workspace_id, task_id, actor, tool, tier, status, reason_codes, latency_us, arguments_hash, open)
+SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'req-' || i, 'ws-a', 't1', 'u1', 'app.list', 'read', 'allowed', '["allowlist.match"]', i, 'sha256:' || hex(randomblob(32)), 0
+FROM g`
+	}
+	// In chunks: one statement must end within the store's operation
+	// timeout.
+	for left := n; left > 0; left -= 100_000 {
+		if _, err := db.ExecContext(c, db.Rebind(seed), min(left, 100_000)); err != nil {
+			b.Fatalf("seeding %d rows: %v", n, err)
+		}
+	}
+	start := time.Now()
+	sealed := 0
+	for {
+		k, err := s.SealAudit(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if k == 0 {
+			break
+		}
+		sealed += k
+	}
+	b.Logf("sealed %d rows in %v (%.0f rows/s)", sealed, time.Since(start), float64(sealed)/time.Since(start).Seconds())
+	b.ResetTimer()
+	for b.Loop() {
+		rep, err := s.VerifyAuditChain(c)
+		if err != nil || rep.Problem != nil || rep.Verified != int64(n) {
+			b.Fatalf("verify: %+v, %v; want %d rows verified", rep, err, n)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
