@@ -48,14 +48,14 @@ func TestStoreFile(t *testing.T) {
 // read pool verifies what the write connection sealed).
 func TestAuditChainTamper(t *testing.T) {
 	storetest.Tamper(t, func(t *testing.T) storetest.Store {
-		return newStore(t, "sqlite:"+filepath.Join(t.TempDir(), "mcpgate.db"))
+		return newStore(t, filepath.Join(t.TempDir(), "mcpgate.db"))
 	})
 }
 
 // BenchmarkVerifyAuditChain: rows/s of mcpgate audit verify's work
 // (MCPGATE_BENCH_AUDIT_ROWS rows, default 100,000).
 func BenchmarkVerifyAuditChain(b *testing.B) {
-	storetest.BenchVerify(b, newStore(b, "sqlite:"+filepath.Join(b.TempDir(), "mcpgate.db")))
+	storetest.BenchVerify(b, newStore(b, filepath.Join(b.TempDir(), "mcpgate.db")))
 }
 
 func TestOpenRefusals(t *testing.T) {
