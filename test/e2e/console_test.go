@@ -290,8 +290,10 @@ func TestConsoleOverWholeGateway(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("audit-events")),
 		shot("10-audit"),
 	)
-	if rows := read("read the audit rows", chromedp.Text(chromedp.CSS(`#audit-events tbody`))); !strings.Contains(rows, ap.ID) || !strings.Contains(rows, ap.PolicyRevision) {
-		t.Errorf("audit rows of create_ticket lack the approval %s or revision %s: %q", ap.ID, ap.PolicyRevision, rows)
+	// The table shows approval ids and revisions shortened (it fits a
+	// 1280 px window) with the full value on hover (the title).
+	if rows := read("read the audit rows", chromedp.OuterHTML(chromedp.CSS(`#audit-events tbody`))); !strings.Contains(rows, `title="`+ap.ID+`"`) || !strings.Contains(rows, `title="`+ap.PolicyRevision+`"`) {
+		t.Errorf("audit rows of create_ticket lack the approval %s or revision %s (in full, on hover): %q", ap.ID, ap.PolicyRevision, rows)
 	}
 	run("playground",
 		chromedp.Navigate(base+"/playground"),
