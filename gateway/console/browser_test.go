@@ -156,6 +156,34 @@ func TestBrowser(t *testing.T) {
 		return v
 	}
 	base := g.srv.URL + "/console"
+	eval := func(step, js string) bool {
+		t.Helper()
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return ok
+	}
+
+	// Issue 30, point 8: a refused sign-in is answered with a redirect to
+	// the sign-in page (the document came through one redirect), which
+	// shows the refusal; a reload shows it again and posts nothing.
+	run("refused sign-in",
+		chromedp.Navigate(base+"/login"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), "wrong-token-value-123"),
+		navigates(chromedp.Submit(chromedp.ID("token"))),
+		chromedp.WaitVisible(chromedp.ID("token-error")),
+		shot("01a-sign-in-refused"),
+	)
+	const refusedShown = `document.getElementById("token-error").textContent.includes("That token was not accepted") && document.getElementById("token").value === ""`
+	if !eval("refusal after the redirect", `location.pathname === "/console/login" && performance.getEntriesByType("navigation")[0].redirectCount === 1 && `+refusedShown) {
+		t.Error("a refused sign-in is not a redirect to /console/login showing the refusal with an empty token field")
+	}
+	run("reload the refusal", navigates(chromedp.Reload()), chromedp.WaitVisible(chromedp.ID("token-error")))
+	if !eval("refusal after a reload", `performance.getEntriesByType("navigation")[0].type === "reload" && `+refusedShown) {
+		t.Error("reloading the refused sign-in's page does not show the refusal again")
+	}
 
 	// Sign in, by keyboard: type the token, Enter submits.
 	run("sign in",
@@ -169,14 +197,6 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/workspaces/ws-1/tokens"]`)),
 		shot("03-workspace-members"),
 	)
-	eval := func(step, js string) bool {
-		t.Helper()
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		return ok
-	}
 	// Issue 30, point 8: the members' change forms line up: each row's
 	// role, seat type and Save start at the same x as the first row's.
 	if !eval("members aligned", `(() => {

@@ -170,13 +170,14 @@ func (v *visitor) get(path string) page {
 }
 
 // post posts form to path and returns the reply; a reply that is the
-// console's POST/redirect/GET of a page (303 to /console/shown) is
-// followed, so the page returned is the one a browser shows.
+// console's POST/redirect/GET of a page (303 to /console/shown, or a
+// refused sign-in's 303 back to /console/login) is followed, so the page
+// returned is the one a browser shows.
 func (v *visitor) post(path string, form url.Values) page {
 	v.t.Helper()
 	p := v.postOnly(path, form)
-	if p.status == http.StatusSeeOther && p.header.Get("Location") == "/console/shown" {
-		return v.get("/console/shown")
+	if loc := p.header.Get("Location"); p.status == http.StatusSeeOther && (loc == "/console/shown" || path == "/console/login" && loc == path) {
+		return v.get(loc)
 	}
 	return p
 }

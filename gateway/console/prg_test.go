@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway/console"
 )
 
 // Issue 30, point 8: every POST of a signed-in visitor is answered with a
@@ -42,5 +44,48 @@ func TestPostsAreRedirected(t *testing.T) {
 	}
 	if p := v.get("/console/shown"); p.status == http.StatusOK && strings.Contains(p.text, "dave") {
 		t.Errorf("a forged form changed something:\n%s", p.text)
+	}
+}
+
+// Issue 30, point 8: a refused sign-in is answered with a redirect to the
+// sign-in page too, so a refresh does not post the token again; that page
+// shows the refusal with its status (a refresh shows it again), keeps
+// what the visitor typed except the token, and opens only beside the
+// sign-in form's token it was made for. Signing in clears it.
+func TestSignInRefusalIsRedirected(t *testing.T) {
+	g := newGateway(t)
+	v := g.visitor(t)
+	p := v.postOnly("/console/login", url.Values{"csrf": {v.csrf("/console/login")}, "token": {"wrong-token-value-123"}, "operator": {"Olivia"}})
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/login" {
+		t.Fatalf("refused sign-in: %d to %q, want 303 to /console/login\n%s", p.status, p.header.Get("Location"), p.text)
+	}
+	refusal := cookieNamed(t, p.header, console.RefusalCookieName)
+	if !refusal.HttpOnly || refusal.SameSite != http.SameSiteStrictMode || refusal.Path != "/console/login" || refusal.MaxAge <= 0 {
+		t.Errorf("refusal cookie = %+v; want HttpOnly, SameSite=Strict, Path=/console/login, a lifetime", refusal)
+	}
+	if strings.Contains(refusal.Value, "wrong-token") || strings.Contains(refusal.Value, "Olivia") {
+		t.Errorf("the refusal cookie carries what was typed in clear: %q", refusal.Value)
+	}
+	for i := range 2 { // the redirect's GET, then a refresh
+		shown := v.get("/console/login")
+		if shown.status != http.StatusUnauthorized || !strings.Contains(shown.text, "That token was not accepted") || !strings.Contains(shown.raw, `value="Olivia"`) {
+			t.Fatalf("GET /console/login (%d): %d, want 401 with the refusal and the name typed\n%s", i+1, shown.status, shown.text)
+		}
+		if strings.Contains(shown.raw, "wrong-token-value-123") {
+			t.Fatal("the refused token is echoed into the page")
+		}
+	}
+	// Another visitor (another form token) with the same cookie sees a clean form.
+	other := g.visitor(t)
+	other.get("/console/login")
+	u, _ := url.Parse(g.srv.URL + "/console/login")
+	other.client.Jar.SetCookies(u, []*http.Cookie{{Name: console.RefusalCookieName, Value: refusal.Value, Path: "/console/login"}})
+	if p := other.get("/console/login"); p.status != http.StatusOK || strings.Contains(p.text, "not accepted") {
+		t.Errorf("the refusal opened beside another form token: %d\n%s", p.status, p.text)
+	}
+	// Signing in clears it.
+	p = v.signIn(adminToken)
+	if p.status != http.StatusSeeOther || cookieNamed(t, p.header, console.RefusalCookieName).MaxAge >= 0 {
+		t.Fatalf("sign-in after a refusal: %d, refusal cookie %v; want 303 clearing it", p.status, p.header["Set-Cookie"])
 	}
 }

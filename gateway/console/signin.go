@@ -41,7 +41,80 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, c.home(sess), http.StatusSeeOther)
 		return
 	}
-	c.render(w, r, http.StatusOK, "login.html", c.formSession(w, r), loginView{})
+	form := c.formSession(w, r)
+	status, v := http.StatusOK, loginView{}
+	if f, ok := signInRefusal(r, form); ok {
+		status, v = f.Status, f.View
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
+		}
+	}
+	c.render(w, r, status, "login.html", form, v)
+}
+
+// RefusalCookieName is the cookie that carries a refused sign-in from its
+// POST to the GET of the sign-in page the POST is redirected to
+// (POST/redirect/GET, so a browser's refresh never posts the token
+// again): the reply's status, Retry-After and the form's view, sealed
+// with the sign-in form's token (FormCookieName), so it opens only beside
+// the form cookie it was made for. Like the form cookie it needs no
+// server state; its path is Prefix+"/login" and it lasts refusalTTL.
+const RefusalCookieName = "mcpgate_console_refusal"
+
+// refusalTTL is how long a refused sign-in's page is shown again on a
+// refresh: long enough to read it, short enough that a later visit starts
+// from a clean form.
+const refusalTTL = 5 * time.Minute
+
+// maxRefusalCookie bounds the refusal cookie's value, well inside the
+// 4096 bytes browsers keep per cookie; a longer one (a very long name or
+// workspace typed into the form) is not set and the page is the POST's
+// own reply instead.
+const maxRefusalCookie = 3072
+
+// signInRefused is a refused sign-in as the sign-in page shows it after
+// the redirect: the status it is answered with, its Retry-After in
+// seconds ("" for none) and the form's view.
+type signInRefused struct {
+	Status     int       `json:"status"`
+	RetryAfter string    `json:"retry_after,omitempty"`
+	View       loginView `json:"view"`
+}
+
+// refuseSignIn answers a refused sign-in POST with a redirect to the
+// sign-in page, which then shows v with status (the refusal cookie,
+// RefusalCookieName). The Retry-After a limited sign-in set moves to that
+// page: on a 303 it would ask the browser to wait before following it.
+func (c *Console) refuseSignIn(w http.ResponseWriter, r *http.Request, form *session, status int, v loginView) {
+	b, err := json.Marshal(signInRefused{Status: status, RetryAfter: w.Header().Get("Retry-After"), View: v})
+	value := base64.RawURLEncoding.EncodeToString(seal(form.csrf, b))
+	if err != nil || len(value) > maxRefusalCookie {
+		c.render(w, r, status, "login.html", form, v)
+		return
+	}
+	w.Header().Del("Retry-After")
+	http.SetCookie(w, &http.Cookie{Name: RefusalCookieName, Value: value, Path: Prefix + "/login", MaxAge: int(refusalTTL.Seconds()),
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
+}
+
+// signInRefusal reads the refusal cookie beside the sign-in form's token
+// form; false when there is none or it was not sealed for that token.
+func signInRefusal(r *http.Request, form *session) (signInRefused, bool) {
+	var f signInRefused
+	ck, err := r.Cookie(RefusalCookieName)
+	if err != nil {
+		return f, false
+	}
+	sealed, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil {
+		return f, false
+	}
+	b, err := unseal(form.csrf, sealed)
+	if err != nil || json.Unmarshal(b, &f) != nil || f.Status < 400 || f.Status > 599 {
+		return signInRefused{}, false
+	}
+	return f, true
 }
 
 // formSession returns the signed-out visitor's pseudo-session whose CSRF
@@ -74,22 +147,27 @@ func (c *Console) home(sess *session) string {
 // sign-in JWT (then GET of the workspace the form names, or the JWT's
 // workspace_id, must succeed, and the session is bound to that
 // workspace). On success a new session (a new id, so a planted cookie
-// cannot ride along) is stored.
+// cannot ride along) is stored. A refused sign-in, whatever refused it, is
+// answered with a redirect to the sign-in page that shows why
+// (refuseSignIn), so a refresh never posts the token again (issue 30,
+// point 8).
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	form := &session{}
 	if ck, err := r.Cookie(FormCookieName); err == nil {
 		form.csrf = ck.Value
 	}
+	v := loginView{Operator: strings.TrimSpace(r.PostFormValue("operator")), Workspace: strings.TrimSpace(r.PostFormValue("workspace"))}
 	if form.csrf == "" || !form.csrfOK(r.PostFormValue("csrf")) {
-		c.forbidden(w, r, "The sign-in form's security token is missing or has expired, so you were not signed in. Open the sign-in page again and submit it from there.")
+		// Shown on a fresh form (a new form token when the cookie is gone).
+		v.Field, v.Error = "token", "The sign-in form's security token is missing or has expired, so you were not signed in. Enter the token again in this form and sign in."
+		c.refuseSignIn(w, r, c.formSession(w, r), http.StatusForbidden, v)
 		return
 	}
 	token := r.PostFormValue("token")
-	v := loginView{Operator: strings.TrimSpace(r.PostFormValue("operator")), Workspace: strings.TrimSpace(r.PostFormValue("workspace"))}
 	refuse := func(code int, field, msg string) {
 		v.Field, v.Error = field, msg
-		c.render(w, r, code, "login.html", form, v)
+		c.refuseSignIn(w, r, form, code, v)
 	}
 	addr := clientAddress(r)
 	d, global := c.limits.begin(r.Context(), addr)
@@ -162,6 +240,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	c.limits.signins.WithLabelValues(outcomeSignedIn).Inc()
 	c.setCookie(w, r, next)
 	http.SetCookie(w, &http.Cookie{Name: FormCookieName, Value: "", Path: Prefix, MaxAge: -1,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: RefusalCookieName, Value: "", Path: Prefix + "/login", MaxAge: -1,
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, c.home(next), http.StatusSeeOther)
 }

@@ -17,6 +17,32 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/console"
 )
 
+// signInFrom posts the sign-in form (its token form in the cookie and the
+// csrf field) with token from addr to c and returns the reply a browser
+// shows: a refused sign-in's redirect to the sign-in page is followed
+// (POST/redirect/GET), so its status and Retry-After are that page's.
+func signInFrom(c http.Handler, form, addr, token string) *httptest.ResponseRecorder {
+	body := url.Values{"csrf": {form}, "token": {token}}.Encode()
+	req := httptest.NewRequest(http.MethodPost, "/console/login", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: console.FormCookieName, Value: form})
+	req.RemoteAddr = addr + ":40000"
+	rec := httptest.NewRecorder()
+	c.ServeHTTP(rec, req)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/console/login" {
+		return rec
+	}
+	get := httptest.NewRequest(http.MethodGet, "/console/login", nil)
+	get.AddCookie(&http.Cookie{Name: console.FormCookieName, Value: form})
+	for _, ck := range rec.Result().Cookies() {
+		get.AddCookie(ck)
+	}
+	get.RemoteAddr = req.RemoteAddr
+	shown := httptest.NewRecorder()
+	c.ServeHTTP(shown, get)
+	return shown
+}
+
 // TestSignInLimits: failed sign-ins are limited per client address and
 // overall; once an address's limit is reached even the right token waits
 // (429 with Retry-After, the token unchecked); past the global limit a
@@ -28,17 +54,7 @@ func TestSignInLimits(t *testing.T) {
 	c := console.New(console.Options{Admin: g.admin, AdminPrefix: admin.Prefix, Now: g.clock.now, Registerer: reg,
 		SignInLimits: console.SignInLimits{PerAddress: 3, Global: 5, Period: time.Minute}})
 	form := strings.Repeat("f", 43) // the sign-in form's cookie, sent back as its csrf field
-	signIn := func(addr, token string) *httptest.ResponseRecorder {
-		t.Helper()
-		body := url.Values{"csrf": {form}, "token": {token}}.Encode()
-		req := httptest.NewRequest(http.MethodPost, "/console/login", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.AddCookie(&http.Cookie{Name: console.FormCookieName, Value: form})
-		req.RemoteAddr = addr + ":40000"
-		rec := httptest.NewRecorder()
-		c.ServeHTTP(rec, req)
-		return rec
-	}
+	signIn := func(addr, token string) *httptest.ResponseRecorder { return signInFrom(c, form, addr, token) }
 	limited := func(rec *httptest.ResponseRecorder, who string) {
 		t.Helper()
 		if rec.Code != http.StatusTooManyRequests {
@@ -131,14 +147,7 @@ func TestSignInLimitsConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			body := url.Values{"csrf": {form}, "token": {"guess-" + strconv.Itoa(i)}}.Encode()
-			req := httptest.NewRequest(http.MethodPost, "/console/login", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			req.AddCookie(&http.Cookie{Name: console.FormCookieName, Value: form})
-			req.RemoteAddr = "10.0.0.9:40000"
-			rec := httptest.NewRecorder()
-			c.ServeHTTP(rec, req)
-			codes <- rec.Code
+			codes <- signInFrom(c, form, "10.0.0.9", "guess-"+strconv.Itoa(i)).Code
 		}()
 	}
 	// Hold every credential check until the whole burst is in (or, once
@@ -173,17 +182,7 @@ func TestConsoleSignInGlobalLimitNeverRefusesCorrectToken(t *testing.T) {
 	g := newGateway(t)
 	c := console.New(console.Options{Admin: g.admin, AdminPrefix: admin.Prefix, Now: g.clock.now, Registerer: prometheus.NewRegistry()})
 	form := strings.Repeat("f", 43)
-	signIn := func(addr, token string) *httptest.ResponseRecorder {
-		t.Helper()
-		body := url.Values{"csrf": {form}, "token": {token}}.Encode()
-		req := httptest.NewRequest(http.MethodPost, "/console/login", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.AddCookie(&http.Cookie{Name: console.FormCookieName, Value: form})
-		req.RemoteAddr = addr + ":40000"
-		rec := httptest.NewRecorder()
-		c.ServeHTTP(rec, req)
-		return rec
-	}
+	signIn := func(addr, token string) *httptest.ResponseRecorder { return signInFrom(c, form, addr, token) }
 	for a := range 10 {
 		for i := range 10 {
 			if rec := signIn("10.1.0."+strconv.Itoa(a), "wrong-"+strconv.Itoa(i)); rec.Code != http.StatusUnauthorized {

@@ -88,11 +88,17 @@ func (b *browser) csrf(base, path string) string {
 	return html.UnescapeString(m[1])
 }
 
-// signIn opens the sign-in form on formAt and submits it to postAt.
+// signIn opens the sign-in form on formAt and submits it to postAt; a
+// refused sign-in's redirect back to the sign-in page is followed on
+// formAt (any replica shows it), so the page returned is the one shown.
 func (b *browser) signIn(formAt, postAt, token, workspace string) consolePage {
 	b.t.Helper()
 	csrf := b.csrf(formAt, "/console/login")
-	return b.do(http.MethodPost, postAt, "/console/login", url.Values{"csrf": {csrf}, "token": {token}, "workspace": {workspace}})
+	p := b.do(http.MethodPost, postAt, "/console/login", url.Values{"csrf": {csrf}, "token": {token}, "workspace": {workspace}})
+	if p.status == http.StatusSeeOther && p.header.Get("Location") == "/console/login" {
+		return b.do(http.MethodGet, formAt, "/console/login", nil)
+	}
+	return p
 }
 
 // storedSession reads the row of the browser's session cookie.
