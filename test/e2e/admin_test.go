@@ -23,6 +23,7 @@ func adminPut(t *testing.T, g *gatewayUnderTest, path, body string) (int, string
 // profile stays as it was; real entries (from the bundle's data and the
 // catalog) are accepted.
 func TestAdminRefusesGrantsThatGrantNothing(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, "sqlite:"+t.TempDir()+"/adm.db", nil)
 	seedFixtures(t, g)
 	status, body := adminPut(t, g, "/workspaces/ws-a/profiles/reader", `{"name":"reader","allowlist":["supacloud.raed.*"]}`)
@@ -59,8 +60,10 @@ func adminDo(t *testing.T, g *gatewayUnderTest, method, path, token, body string
 // own workspace through the admin API (docs/http.md; docs/requirements.md#api-tokens),
 // on both stores; every other use of it, and every other token, is refused.
 func TestManagementReadTokens(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), nil)
 			seedFixtures(t, g)
 			mint := func(ws string, scopes ...string) (value, fp string) {
@@ -113,6 +116,7 @@ func TestManagementReadTokens(t *testing.T) {
 // Without MCPGATE_ADMIN_TOKEN the admin API is off (docs/configuration.md), for
 // management-read tokens too.
 func TestAdminOffIgnoresManagementTokens(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, "sqlite:"+t.TempDir()+"/off.db", map[string]string{"MCPGATE_ADMIN_TOKEN": ""})
 	ctx := context.Background()
 	if err := g.app.Store.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-a", Name: "A", Slug: "a", OrgPlan: "team"}); err != nil {

@@ -124,8 +124,10 @@ func callBody(tool string, args string) string {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), map[string]string{"MCPGATE_MAX_BODY_BYTES": "4096"})
 			seedFixtures(t, g)
 			tok := g.token(t, "ws-a", "mia", "task-ws-a", "reader")
@@ -217,6 +219,7 @@ func TestBadInput(t *testing.T) {
 // do, the denial in _meta carries class, status, the first reason's code,
 // the decision and the reasons (docs/http.md, Errors).
 func TestDenialOnTheWire(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, "sqlite:"+t.TempDir()+"/d.db", nil)
 	seedFixtures(t, g)
 	for _, version := range []string{"2025-03-26", protocolVersion, "2025-11-25"} {
@@ -253,6 +256,7 @@ func TestDenialOnTheWire(t *testing.T) {
 // tool execution error naming the field from it on (SEP-1303); the audit
 // row says error/Invalid either way.
 func TestSchemaViolationByVersion(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, "sqlite:"+t.TempDir()+"/s.db", nil)
 	seedFixtures(t, g)
 	tok := g.token(t, "ws-a", "mia", "task-ws-a", "reader")
@@ -287,6 +291,7 @@ func TestSchemaViolationByVersion(t *testing.T) {
 }
 
 func TestBadTokens(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, "sqlite:"+t.TempDir()+"/t.db", nil)
 	seedFixtures(t, g)
 	sign := func(alg jwt.SigningMethod, key any, claims jwt.MapClaims) string {

@@ -34,6 +34,7 @@ func (g *gatewayUnderTest) post(t *testing.T, token, sid, version, body string) 
 // opened with one agent profile is unknown to a token of the same user and
 // task with another profile. The store plays no part: SQLite only.
 func TestBatchLimitAndSessionBindingThroughTheWiring(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, "sqlite:"+filepath.Join(t.TempDir(), "e2e.db"), map[string]string{"MCPGATE_MAX_BATCH_MESSAGES": "3"})
 	seedFixtures(t, g)
 	const version = "2025-03-26"

@@ -16,8 +16,10 @@ import (
 // back (as through another replica) shows within the cache's TTL of 1 s.
 // With MCPGATE_CALLER_CACHE_TTL=0 that change shows on the next call.
 func TestCallerCache(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), nil)
 			s, ctx := g.app.Store, context.Background()
 			must(t, s.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-c", Name: "C", Slug: "c", OrgPlan: "team"}))
@@ -70,6 +72,7 @@ func TestCallerCache(t *testing.T) {
 }
 
 func TestCallerCacheOff(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, "sqlite:"+t.TempDir()+"/off.db", map[string]string{"MCPGATE_CALLER_CACHE_TTL": "0"})
 	s, ctx := g.app.Store, context.Background()
 	must(t, s.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-c", Name: "C", Slug: "c", OrgPlan: "team"}))

@@ -142,8 +142,10 @@ func ticketsTitled(t *testing.T, cs *mcp.ClientSession, title string) int {
 // conflict. With nobody holding the stream open, the call is refused at
 // once for want of a person.
 func TestCCServerApprovalsAdmin(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startCCGateway(t, dbURL(t))
 			cs := g.ccConnect(t, g.ccToken(t, auth.CCClaims{Subject: "ada"}), kind == "postgres")
 			args := map[string]any{"workspace_id": "ws-acme", "title": "Approved ticket"}
@@ -243,8 +245,10 @@ func (a *approver) reject(t *testing.T, id string) {
 // within MCPGATE_APPROVAL_TTL expires; the call is refused, nothing runs,
 // and the audit row names the approval with approval.expired.
 func TestCCServerApprovalExpires(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startCCGatewayEnv(t, dbURL(t), map[string]string{"MCPGATE_APPROVAL_TTL": "1s"})
 			cs := g.ccConnect(t, g.ccToken(t, auth.CCClaims{Subject: "ada"}), false)
 			person := g.openApprovalStream(t)
@@ -274,8 +278,10 @@ func TestCCServerApprovalExpires(t *testing.T) {
 // row naming the approval; declining refuses it, audited. Over Streamable
 // HTTP on SQLite and HTTP+SSE on PostgreSQL.
 func TestCCServerApprovalElicitation(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startCCGateway(t, dbURL(t))
 			var asked atomic.Int32
 			var message atomic.Value

@@ -150,10 +150,12 @@ func myTools(t *testing.T, cs *mcp.ClientSession, args map[string]any) map[strin
 // example arguments, in ada's workspace); every call gets one audit row
 // with surface ccserver and the mode.
 func TestCCServerModesAgree(t *testing.T) {
+	t.Parallel()
 	cat, err := tools.LoadCCServer()
 	must(t, err)
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startCCGateway(t, dbURL(t))
 			for i, mode := range []string{"chat", "plan", "review", "orchestrate", "nonsense"} {
 				legacy := i%2 == 1
@@ -201,6 +203,7 @@ func TestCCServerModesAgree(t *testing.T) {
 // global tools without one, a pinned agent in its own workspace, and the
 // names docs/requirements.md#cc-unknown-tools says have no tool.
 func TestCCServerWorkspaceAndUnknownTools(t *testing.T) {
+	t.Parallel()
 	g := startCCGateway(t, "sqlite:"+t.TempDir()+"/cc.db")
 	user := g.ccConnect(t, g.ccToken(t, auth.CCClaims{Subject: "ada"}), false)
 	agent := g.ccConnect(t, g.ccToken(t, auth.CCClaims{Subject: "bot", WorkspaceID: "ws-globex"}), true)

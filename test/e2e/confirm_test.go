@@ -47,8 +47,10 @@ func call(cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToo
 // TestDeployConfirmation walks the two-step confirmation
 // (docs/requirements.md#deploy-confirmation) through the real wiring with the Go SDK client.
 func TestDeployConfirmation(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), map[string]string{"SUPACLOUD_MCP_CONFIRMATION_SECRET": confirmationSecret})
 			seedFixtures(t, g)
 			app := g.undeployedApp(t, "ws-a")
@@ -120,8 +122,10 @@ func TestDeployConfirmation(t *testing.T) {
 // SUPACLOUD_MCP_CONFIRMATION_SECRET, no deploy
 // (docs/requirements.md#confirmation-secret: without the secret the tools fail closed).
 func TestDeployConfirmationFailsClosedWithoutSecret(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), nil)
 			seedFixtures(t, g)
 			app := g.undeployedApp(t, "ws-a")

@@ -91,6 +91,9 @@ func submits(a chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
 // playground and the policy status of the real App, with a screenshot of
 // each page.
 func TestConsoleOverWholeGateway(t *testing.T) {
+	// Not parallel: Chromium's own processes and the steps' deadlines
+	// want the machine to themselves; run alone, before the parallel
+	// tests resume.
 	ctx := browser(t)
 	g := startCCGateway(t, "sqlite:"+filepath.Join(t.TempDir(), "console.db"))
 	s, bg := g.app.Store, context.Background()

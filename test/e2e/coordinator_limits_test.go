@@ -33,8 +33,10 @@ func putExternalLimits(t *testing.T, g *gatewayUnderTest, ws, body string) {
 // The per-token limits of docs/requirements.md#external-limits: reads per tool per hour and ops
 // per token per hour, each token its own quota, settable per workspace.
 func TestCoordinatorTokenLimits(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), nil)
 			ids := seedFixtures(t, g)["ws-a"]
 			putExternalLimits(t, g, "ws-a", `{"reads_per_tool_hourly":3,"ops_per_token_hourly":2}`)
@@ -80,8 +82,10 @@ func TestCoordinatorTokenLimits(t *testing.T) {
 // shared by in-app agents and coordinators, and a token's higher hourly
 // value does not raise it (docs/requirements.md#external-limits).
 func TestCoordinatorSharedDailyCap(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), map[string]string{"AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT": "4"})
 			ids := seedFixtures(t, g)["ws-a"]
 			putExternalLimits(t, g, "ws-a", `{"ops_per_token_hourly":50}`)

@@ -34,8 +34,10 @@ func (g *gatewayUnderTest) stop(t *testing.T) {
 // replicas; a token's hourly ops quota used up on one replica is used up on
 // the other; and after every replica restarts the counts are unchanged.
 func TestCoordinatorLimitsAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			url := dbURL(t)
 			env := map[string]string{"AGENT_MCP_WORKSPACE_OPS_DAILY_LIMIT": "4"}
 			gs := replicas(t, url, 2, env)
@@ -96,8 +98,10 @@ func TestCoordinatorLimitsAcrossReplicas(t *testing.T) {
 // on the replica that revoked it and on another one sharing the database
 // (docs/requirements.md#api-tokens: within 1 s on every replica; token lookups are not cached).
 func TestCoordinatorRevokeAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			gs := replicas(t, dbURL(t), 2, nil)
 			seedFixtures(t, gs[0])
 			tok, fp := createToken(t, gs[0], "ws-a", "short-lived", "mcp:read")

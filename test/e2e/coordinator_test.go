@@ -90,8 +90,10 @@ func refusal(res *mcp.CallToolResult, err error) (string, bool) {
 }
 
 func TestCoordinatorScopeMatrix(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), nil)
 			ids := seedFixtures(t, g)["ws-a"]
 			readTok, readFP := createToken(t, g, "ws-a", "reader", "mcp:read")
@@ -192,8 +194,10 @@ func TestCoordinatorScopeMatrix(t *testing.T) {
 }
 
 func TestCoordinatorBadInput(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), nil)
 			seedFixtures(t, g)
 			good, _ := createToken(t, g, "ws-a", "good", "mcp:read", "mcp:ops")
@@ -330,8 +334,10 @@ func gates(t *testing.T, g *gatewayUnderTest, ws string) map[string]string {
 }
 
 func TestCoordinatorHumanGates(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), nil)
 			seedFixtures(t, g)
 			must(t, g.app.Store.PutProfile(context.Background(), &gateway.Profile{WorkspaceID: "ws-a", ID: "decider", Name: "decider", Allowlist: []string{"supacloud.ops.*"}}))
@@ -381,8 +387,10 @@ func TestCoordinatorHumanGates(t *testing.T) {
 }
 
 func TestCoordinatorTaskCreate(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), nil)
 			ids := seedFixtures(t, g)["ws-a"]
 			tok, fp := createToken(t, g, "ws-a", "coord", "mcp:read", "mcp:ops")

@@ -68,8 +68,10 @@ func bundleReadingAllArguments(t *testing.T) string {
 // that none of them reaches either sink, while the events themselves (and
 // an argument opted in) do.
 func TestDecisionLogHoldsNoSecret(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			collector := &logCollector{}
 			sink := httptest.NewServer(collector)
 			defer sink.Close()
@@ -172,6 +174,7 @@ func decisionEvents(t *testing.T, raw []byte) []map[string]any {
 // not start with a decision log configured, since its events could only be
 // written unmasked.
 func TestDecisionLogNeedsAMask(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	must(t, os.CopyFS(dir, policies.FS))
 	must(t, os.RemoveAll(filepath.Join(dir, "system")))

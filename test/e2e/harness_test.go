@@ -1,6 +1,10 @@
 // Package e2e drives the real gateway wiring (server.Open, the same assembly
 // `mcpgate serve` uses) over HTTP with the official Go MCP SDK client, on the
-// embedded store and on PostgreSQL.
+// embedded store and on PostgreSQL. Every test but the Chromium one, and
+// each store's subtest, runs in parallel (t.Parallel, at most go test's
+// -parallel at once): each starts its own gateway on its own database file
+// or schema and loopback port, so none waits for another's gateway starts,
+// approval expiries or polls.
 package e2e
 
 import (
@@ -13,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +53,9 @@ func storeKinds(t *testing.T) map[string]func(t *testing.T) string {
 	}
 }
 
+// schemaSeq numbers the schemas postgresURL makes in this process.
+var schemaSeq atomic.Int64
+
 // postgresURL creates a fresh schema for the test and returns a URL whose
 // search_path points at it; the schema is dropped when the test ends.
 func postgresURL(t *testing.T) string {
@@ -59,7 +67,9 @@ func postgresURL(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema := fmt.Sprintf("e2e_%d", time.Now().UnixNano())
+	// The tests run in parallel: the sequence number keeps two schemas
+	// made in the same nanosecond apart.
+	schema := fmt.Sprintf("e2e_%d_%d", time.Now().UnixNano(), schemaSeq.Add(1))
 	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
 		t.Fatalf("create schema: %v", err)
 	}

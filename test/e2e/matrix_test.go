@@ -114,8 +114,10 @@ var matrix = []matrixCase{
 }
 
 func TestPrincipalMatrix(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), nil)
 			ids := seedFixtures(t, g)
 			for _, c := range matrix {
@@ -228,6 +230,7 @@ func textOf(res *mcp.CallToolResult) string {
 // workspace.members.view=false applies (docs/requirements.md#edition and
 // docs/requirements.md#precedence).
 func TestEditionGate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		edition string
 		absent  []string

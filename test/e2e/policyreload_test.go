@@ -44,6 +44,7 @@ func reload(t *testing.T, url string) {
 // notifications/tools/list_changed, through the same mechanism as an
 // admin change; a new revision that changes nothing visible sends none.
 func TestToolListChangedOnPolicySwap(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	putBundle(t, dir, "allow", "rev-1")
 	g := startGateway(t, "sqlite:"+t.TempDir()+"/swap.db", map[string]string{"MCPGATE_POLICY_DIR": dir})

@@ -22,8 +22,10 @@ import (
 // the profile again gives it back. A profile id the workspace never had is
 // still refused every tool. On both stores, with the caller cache on.
 func TestDeletedProfileFallsBack(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), nil)
 			sw := &streamWatch{next: g.app.Server, opened: make(chan struct{}, 8)}
 			srv := httptest.NewServer(sw)

@@ -15,8 +15,10 @@ import (
 // terminal status, tools/list shows nothing and every call is refused with
 // a tool execution error that names the status. On both stores.
 func TestTaskLifecycle(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), nil)
 			seedFixtures(t, g)
 			ctx := context.Background()

@@ -112,8 +112,10 @@ func adminPUT(t *testing.T, url, path, body string) {
 // open MCP streams as notifications/tools/list_changed exactly when it
 // changes that session's visible tools, and a new tools/list shows it.
 func TestToolListChangedOnAdminChange(t *testing.T) {
+	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			g := startGateway(t, dbURL(t), nil)
 			sw := &streamWatch{next: g.app.Server, opened: make(chan struct{}, 8)}
 			srv := httptest.NewServer(sw)
@@ -171,6 +173,7 @@ func TestToolListChangedOnAdminChange(t *testing.T) {
 // real gateway with the Go SDK's SSE client: same authentication, same
 // policy decision, same audit row as Streamable HTTP.
 func TestLegacySSEThroughPolicy(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, "sqlite:"+t.TempDir()+"/sse.db", nil)
 	s, ctx := g.app.Store, context.Background()
 	must(t, s.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-s", Name: "ws-s", Slug: "ws-s", OrgPlan: "team"}))
@@ -225,6 +228,7 @@ func TestLegacySSEThroughPolicy(t *testing.T) {
 // wiring: resource metadata, the 401 challenge, Host and Origin checks, and
 // CORS preflight.
 func TestHTTPSurface(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, "sqlite:"+t.TempDir()+"/http.db", map[string]string{
 		"MCPGATE_AUTHORIZATION_SERVERS": "https://auth.example.com",
 		"MCPGATE_ALLOWED_ORIGINS":       "https://app.example.com",
@@ -314,6 +318,7 @@ func jsonEqual(a, b any) bool {
 // as the MCP Inspector into an OAuth flow that cannot work): the challenge
 // is a plain Bearer challenge, with invalid_token for an expired token.
 func TestChallengeWithoutAuthorizationServer(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, "sqlite:"+t.TempDir()+"/noas.db", nil)
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
 	for _, auth := range []string{"", "Bearer expired.or.bad"} {

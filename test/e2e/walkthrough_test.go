@@ -60,6 +60,7 @@ func editFile(t *testing.T, path string, edits ...[2]string) {
 // row and the decision log name its revision, and the member is now
 // denied); a broken edit is refused and the revision stays.
 func TestPolicyWalkthrough(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	live, candidate := filepath.Join(work, "live"), filepath.Join(work, "candidate")
 	must(t, os.CopyFS(live, policies.FS))
