@@ -120,6 +120,17 @@ func (g *ccGateway) lastCCAudit(t *testing.T, tool string) gateway.AuditEvent {
 	return evs[0]
 }
 
+// newestCCAudit returns the newest n tool call rows, newest first.
+func (g *ccGateway) newestCCAudit(t *testing.T, n int) []gateway.AuditEvent {
+	t.Helper()
+	evs, err := g.app.Store.ListAuditEvents(context.Background(), gateway.AuditFilter{Kind: gateway.AuditKindToolCall, Limit: n})
+	must(t, err)
+	if len(evs) != n {
+		t.Fatalf("%d tool call rows, want at least %d", len(evs), n)
+	}
+	return evs
+}
+
 // myTools calls list_my_tools and returns the names it says are callable.
 func myTools(t *testing.T, cs *mcp.ClientSession, args map[string]any) map[string]bool {
 	t.Helper()
@@ -173,7 +184,9 @@ func TestCCServerModesAgree(t *testing.T) {
 				} else {
 					callable = myTools(t, cs, map[string]any{"workspace_id": "ws-acme"})
 				}
-				for _, tool := range cat.Tools() {
+				all := cat.Tools()
+				results := make([]*mcp.CallToolResult, len(all))
+				for i, tool := range all {
 					args, _ := cat.ExampleArguments(tool.Name)
 					if _, ok := args["workspace_id"]; ok || tool.Name == "list_my_tools" || tool.Name == "search_tool_bm25" {
 						args["workspace_id"] = "ws-acme"
@@ -182,7 +195,17 @@ func TestCCServerModesAgree(t *testing.T) {
 					if err != nil {
 						t.Fatalf("mode %s %s: %v", mode, tool.Name, err)
 					}
-					ev := g.lastCCAudit(t, tool.Name)
+					results[i] = res
+				}
+				// Each call writes its row before it answers: the newest
+				// rows, read once for the mode rather than once per call,
+				// are the calls', newest first.
+				evs := g.newestCCAudit(t, len(all))
+				for i, tool := range all {
+					res, ev := results[i], evs[len(all)-1-i]
+					if ev.Tool != tool.Name {
+						t.Fatalf("mode %s: the audit row of call %d (%s) is %s's; want one row per call, in call order", mode, i, tool.Name, ev.Tool)
+					}
 					accepted := !policyRefusal(ev.ReasonCodes)
 					if accepted != callable[tool.Name] {
 						t.Errorf("mode %s: %s accepted=%v (reasons %v, isError %v) but list_my_tools says callable=%v",
