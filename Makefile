@@ -31,7 +31,7 @@ build:
 # and go build share the rest (output grouped per command, -Oline). 2: one go test -race of every package, the
 # interop suite among them (the conformance suite and three MCP clients against bin/mcpgate, which cmd/mcpgate
 # and test/ratelimit reuse rather than building their own), so its waits on Node overlap the other packages.
-# 3: every fuzz target for 2 s. docs/benchmarks.md#test-suite has each step's measured time.
+# 3: every fuzz target for 2 s. docs/benchmarks.md#test-suite has the measured figures.
 test: pg
 	@echo "test 1/3: lint, the Rego tests, and bin/mcpgate, bin/everything-server and the Node packages for the interop suite, side by side"
 	@$(MAKE) --no-print-directory -j3 -Oline lint test-rego interop-deps
