@@ -3,58 +3,31 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-)
 
-var (
-	buildOnce sync.Once
-	builtBin  string // the binary buildBinary returns
-	buildDir  string // the temporary folder it was built in, removed by TestMain
-	buildErr  error
+	"github.com/mcpgate/mcpgate/test/testbin"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 
 // buildBinary returns this command's binary for the tests that need the
-// real process: $MCPGATE_BIN when set (make test builds bin/mcpgate from
-// this tree once and passes it to every package), else this command built
-// once per test run into a temporary folder (a link of the whole gateway
-// costs seconds of CPU; each test starts its own process from it).
+// real process (testbin: $MCPGATE_BIN, else built once per test run).
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	buildOnce.Do(func() {
-		if builtBin = os.Getenv("MCPGATE_BIN"); builtBin != "" {
-			return
-		}
-		if buildDir, buildErr = os.MkdirTemp("", "mcpgate-cmd-"); buildErr != nil {
-			return
-		}
-		builtBin = filepath.Join(buildDir, "mcpgate")
-		if out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
+	return testbin.Mcpgate(t)
 }
 
 // TestServeStopsCleanlyOnSignal starts the built binary, reads its start-up

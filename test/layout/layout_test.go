@@ -127,6 +127,7 @@ var (
 		{pkg: "migrations", test: []string{"migrations"}, why: "the SQL migrations, embedded"},
 		{pkg: "gateway/server/...", allow: anyPkg, test: anyPkg, why: "composes the request path"},
 		{pkg: "cmd/...", allow: anyPkg, test: anyPkg, why: "the wiring"},
+		{pkg: "test/testbin", why: "finds or builds bin/mcpgate for the tests that start the process; the standard library only"},
 		{pkg: "test/...", allow: anyPkg, test: anyPkg, why: "end-to-end tests"},
 	}
 )

@@ -30,6 +30,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/postgres/pgtest"
 	"github.com/mcpgate/mcpgate/gateway/server"
+	"github.com/mcpgate/mcpgate/test/testbin"
 )
 
 const (
@@ -117,43 +118,10 @@ func inProcess(t *testing.T, env map[string]string) (string, *server.App) {
 	return srv.URL, app
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	binDir    string
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
-}
-
-// binary returns $MCPGATE_BIN when set (make test-interop builds it) and
-// otherwise builds cmd/mcpgate once per test run.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binPath = os.Getenv("MCPGATE_BIN"); binPath != "" {
-			return
-		}
-		if binDir, buildErr = os.MkdirTemp("", "mcpgate-ratelimit-"); buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "mcpgate")
-		cmd := exec.Command("go", "build", "-o", binPath, "github.com/mcpgate/mcpgate/cmd/mcpgate")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build cmd/mcpgate: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
 }
 
 // process is one running `mcpgate serve`.
@@ -167,7 +135,7 @@ type process struct {
 // startProcess starts `mcpgate serve` with env and waits until it listens.
 func startProcess(t *testing.T, env map[string]string) *process {
 	t.Helper()
-	cmd := exec.Command(binary(t), "serve")
+	cmd := exec.Command(testbin.Mcpgate(t), "serve")
 	cmd.Env = os.Environ()
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
