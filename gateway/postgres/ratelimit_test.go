@@ -302,3 +302,22 @@ func TestOneSlotReservation(t *testing.T) {
 		t.Errorf("audit rows after two refusals: %d; want %d", got, before)
 	}
 }
+
+// A read and an egress of one session, reserved at once through two
+// stores on one schema (two replicas), take turns on the flow key: the
+// egress commits only when it locked the key before the read
+// (docs/architecture.md, "Flow rules and their order").
+func TestFlowOrderAcrossReplicas(t *testing.T) {
+	a, url := pgtest.NewWithURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if err := a.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-a", Name: "A", OrgPlan: "team"}); err != nil {
+		t.Fatal(err)
+	}
+	storetest.FlowRace(t, a, b, 40)
+}
