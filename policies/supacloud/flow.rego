@@ -69,14 +69,16 @@ flow_sensitive := {"secret", "private"}
 
 # flow_on: the rule set applies to this call (its workspace is switched on
 # and the gateway sent the session's history).
+# flow_on reads flow_rules member by member, with defaults, so that an
+# operator may write only the member they set ({"workspaces": ["ws-1"]}).
 flow_on if {
 	input.session
-	data.supacloud.flow_rules.all_workspaces == true
+	object.get(data.supacloud.flow_rules, "all_workspaces", false) == true
 }
 
 flow_on if {
 	input.session
-	input.principal.workspace_id in data.supacloud.flow_rules.workspaces
+	input.principal.workspace_id in object.get(data.supacloud.flow_rules, "workspaces", [])
 }
 
 # flow_reads are the labels of what this call's result holds, which the

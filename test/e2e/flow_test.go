@@ -16,10 +16,10 @@ import (
 	"github.com/mcpgate/mcpgate/policies"
 )
 
-// bundleWithFlowRules is the shipped bundle with the cc_server flow rule
-// set switched on for every workspace, and one test of its own instead
-// of the shipped ones (a folder runs its tests when it loads).
-func bundleWithFlowRules(t *testing.T) string {
+// bundleWithFlowRules is the shipped bundle with the flow rule set of
+// surface switched on as rules says, and one test of its own instead of
+// the shipped ones (a folder runs its tests when it loads).
+func bundleWithFlowRules(t *testing.T, surface, rules string) string {
 	t.Helper()
 	dir := t.TempDir()
 	must(t, os.CopyFS(dir, policies.FS))
@@ -29,17 +29,16 @@ func bundleWithFlowRules(t *testing.T) string {
 		}
 		return err
 	}))
-	f := filepath.Join(dir, "ccserver", "flow.rego")
+	f := filepath.Join(dir, surface, "flow.rego")
 	b, err := os.ReadFile(f)
 	must(t, err)
 	const off = `flow_rules := {"all_workspaces": false, "workspaces": []}`
 	if !strings.Contains(string(b), off) {
-		t.Fatalf("ccserver/flow.rego no longer holds %s", off)
+		t.Fatalf("%s/flow.rego no longer holds %s", surface, off)
 	}
-	must(t, os.WriteFile(f, []byte(strings.Replace(string(b), off, `flow_rules := {"all_workspaces": true, "workspaces": []}`, 1)), 0o644))
-	// A folder bundle must prove itself with a test of its own.
-	must(t, os.WriteFile(filepath.Join(dir, "ccserver", "on_test.rego"),
-		[]byte("package ccserver_test\n\ntest_flow_rules_on if data.ccserver.flow_rules.all_workspaces\n"), 0o644))
+	must(t, os.WriteFile(f, []byte(strings.Replace(string(b), off, "flow_rules := "+rules, 1)), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, surface, "on_test.rego"),
+		[]byte("package "+surface+"_test\n\ntest_flow_rules_on if data."+surface+".flow_rules\n"), 0o644))
 	return dir
 }
 
@@ -50,7 +49,7 @@ func bundleWithFlowRules(t *testing.T) string {
 func TestCCServerFlowRules(t *testing.T) {
 	for kind, dbURL := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
-			g := startCCGatewayEnv(t, dbURL(t), map[string]string{"MCPGATE_POLICY_DIR": bundleWithFlowRules(t)})
+			g := startCCGatewayEnv(t, dbURL(t), map[string]string{"MCPGATE_POLICY_DIR": bundleWithFlowRules(t, "ccserver", `{"all_workspaces": true}`)})
 			conv := func(id string) string {
 				return g.ccToken(t, auth.CCClaims{Subject: "ada", ConversationID: id})
 			}
@@ -98,6 +97,49 @@ func TestCCServerFlowRules(t *testing.T) {
 			other := g.ccConnect(t, conv("conv-2"), false)
 			if res, err := ccCall(t, other, "send_message", msg); err != nil || res.IsError {
 				t.Fatalf("send_message in another conversation: %v %q", err, text(res))
+			}
+		})
+	}
+}
+
+// TestSupaCloudFlowRules: on both stores, with the flow rule set on for
+// ws-a, an agent task that read a support conversation replies to the
+// customer only once a person approves that exact reply, the refusal
+// naming the read; the approved reply runs once; a new task is clean.
+func TestSupaCloudFlowRules(t *testing.T) {
+	for kind, dbURL := range storeKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			g := startGateway(t, dbURL(t), map[string]string{"MCPGATE_POLICY_DIR": bundleWithFlowRules(t, "supacloud", `{"workspaces": ["ws-a"]}`)})
+			ids := seedFixtures(t, g)["ws-a"]
+			conv := map[string]any{"resource": ids["$resource"], "conversation_id": ids["$conversation"]}
+			reply := map[string]any{"resource": ids["$resource"], "conversation_id": ids["$conversation"], "body": "Thanks, fixed."}
+			cs := g.connect(t, g.token(t, "ws-a", "olivia", "task-ws-a", "full"))
+			if res, err := ccCall(t, cs, "conversation.reply", reply); err != nil || res.IsError {
+				t.Fatalf("conversation.reply in a clean task: %v %q", err, text(res))
+			}
+			if res, err := ccCall(t, cs, "conversation.get", conv); err != nil || res.IsError {
+				t.Fatalf("conversation.get: %v %q", err, text(res))
+			}
+			read := g.lastAudit(t, "ws-a", "task-ws-a", "conversation.get")
+			res, err := ccCall(t, cs, "conversation.reply", reply)
+			if want := fmt.Sprintf("private data through conversation.get (audit row %d", read.ID); err != nil || !res.IsError || !strings.Contains(text(res), want) {
+				t.Fatalf("conversation.reply after the read: %v %q; want refused naming %q", err, text(res), want)
+			}
+
+			person := (&ccGateway{gatewayUnderTest: g}).openApprovalStream(t)
+			pending := callAsync(cs, "conversation.reply", reply)
+			ap := person.next(t, "conversation.reply", approvals.StatusPending)
+			person.decide(t, ap.ID, "approve")
+			if r := <-pending; r.err != nil || r.res.IsError {
+				t.Fatalf("approved conversation.reply: %v %q", r.err, text(r.res))
+			}
+			if ev := g.lastAudit(t, "ws-a", "task-ws-a", "conversation.reply"); ev.Status != gateway.AuditAllowed || ev.ApprovalID != ap.ID {
+				t.Errorf("approved reply's audit row: %s approval %q; want allowed naming %s", ev.Status, ev.ApprovalID, ap.ID)
+			}
+
+			fresh := g.connect(t, g.token(t, "ws-a", "olivia", "task-new", "full"))
+			if res, err := ccCall(t, fresh, "conversation.reply", reply); err != nil || res.IsError {
+				t.Fatalf("conversation.reply in a new task: %v %q", err, text(res))
 			}
 		})
 	}
