@@ -89,6 +89,10 @@ type Principal struct {
 	// TicketID is a cc_server run's own ticket (JWT claim "ticket_id");
 	// "" when the run has none, and on SupaCloud.
 	TicketID string
+	// ConversationID is a cc_server conversation (JWT claim
+	// "conversation_id"), the flow key of its calls (FlowKey); "" when
+	// the credential names none, and on SupaCloud.
+	ConversationID string
 }
 
 // Workspace is a tenant. OrgPlan names the organisation plan whose
@@ -238,14 +242,19 @@ type Obligations struct {
 	// Relay says which messages an upstream sends during the call reach
 	// the caller (policy data relay_rules); nil relays none.
 	Relay *RelayPolicy `json:"relay,omitempty"`
-	// ApprovalRequired marks a cc_server call that must wait for a
-	// person's approval before it runs (docs/requirements.md#cc-approval:
-	// a requiresApproval tool, or an action guard that
-	// answered prompt).
+	// ApprovalRequired marks a call that must wait for a person's
+	// approval before it runs (docs/requirements.md#cc-approval: a
+	// cc_server requiresApproval tool, or an action guard that answered
+	// prompt; on either surface an egress tool after a sensitive read,
+	// when the flow rule set is on: docs/policy.md, "Flow rules").
 	ApprovalRequired bool `json:"approval_required,omitempty"`
 	// ApprovalBecause names why ApprovalRequired is set, as the policy's
 	// reason codes ("tool.requires_approval", "guard.prompt"), sorted.
 	ApprovalBecause []string `json:"approval_because,omitempty"`
+	// FlowReads are the labels of the data the call's result holds
+	// (policy data: the tool's reads labels), which the reservation
+	// records in the session's history (FlowRecord.Reads), sorted.
+	FlowReads []string `json:"flow_reads,omitempty"`
 }
 
 // RelayPolicy is the policy's word on relaying during one allowed call:
@@ -548,6 +557,10 @@ type Reservation struct {
 	Event *AuditEvent
 	Slots []Slot
 	Claim *IdempotencyRecord
+	// Flow, when set, records the call in its session's history in the
+	// same transaction, under a lock on its flow key, unless the key's
+	// labels changed since the call was decided (FlowRecord.Seen).
+	Flow *FlowRecord
 }
 
 // ReservationResult is the outcome of a Reservation that the store could
@@ -560,11 +573,15 @@ type Reservation struct {
 //   - Full > 0: Slots[Full-1] had no room; Used is how many calls its window
 //     held (its Limit, or more if the limit was lowered). Nothing was
 //     written: the slots before it are given back.
+//   - FlowChanged: the session of Flow read new labels after the call was
+//     decided (FlowRecord.Seen); nothing was written, and the call must be
+//     decided again on the history as it is now.
 type ReservationResult struct {
-	AuditID int64
-	Prior   *IdempotencyRecord
-	Full    int
-	Used    int64
+	AuditID     int64
+	Prior       *IdempotencyRecord
+	Full        int
+	Used        int64
+	FlowChanged bool
 }
 
 // RateLimits are the rate-limit caps of docs/requirements.md#rate-limits

@@ -58,8 +58,11 @@ type logEvent struct {
 
 // recordedDecision is what replay reads of a recorded decision.
 type recordedDecision struct {
-	Allow   *bool            `json:"allow"`
-	Reasons []gateway.Reason `json:"reasons"`
+	Allow       *bool            `json:"allow"`
+	Reasons     []gateway.Reason `json:"reasons"`
+	Obligations struct {
+		ApprovalRequired bool `json:"approval_required"`
+	} `json:"obligations"`
 }
 
 // replayOptions are the flags of policy replay.
@@ -79,7 +82,9 @@ func newPolicyReplayCmd(out io.Writer) *cobra.Command {
 gateway writes it), re-decide the input of every supacloud/decision event
 against the candidate bundle in --bundle, and compare with the recorded
 result. It prints the flips (allow_to_deny, deny_to_allow) counted by tool
-and principal kind, and the first --examples of them with both reasons.
+and principal kind, and the first --examples of them with both reasons, and
+how many allowed calls now need a person's approval, or no longer do
+(allow_to_approval, approval_to_allow: the flow rule set, say).
 
 Inputs in the log are masked by the bundle's mask rule: an argument the
 operator did not opt into is erased or replaced, so a decision that read it
@@ -128,6 +133,9 @@ type replayTally struct {
 	byTool, byKind                                                           map[string]map[string]int
 	flips                                                                    []flip
 	reasonChanges                                                            int
+	// toApproval and fromApproval count allowed calls whose need of a
+	// person's approval changed (allow_to_approval, approval_to_allow).
+	toApproval, fromApproval int
 }
 
 func replay(ctx context.Context, out io.Writer, o replayOptions) error {
@@ -226,6 +234,15 @@ func (t *replayTally) add(ctx context.Context, engine *policy.Engine, ev *logEve
 		if !d.Allow && firstCode(d.Reasons) != firstCode(ev.Result.Reasons) {
 			t.reasonChanges++
 		}
+		// An allowed call that now waits for a person's approval (the
+		// flow rule set, say), or no longer does, is counted apart: it
+		// still runs once approved.
+		switch was := ev.Result.Obligations.ApprovalRequired; {
+		case d.Allow && d.Obligations.ApprovalRequired && !was:
+			t.toApproval++
+		case d.Allow && !d.Obligations.ApprovalRequired && was:
+			t.fromApproval++
+		}
 		return nil
 	}
 	dir := "allow_to_deny"
@@ -273,6 +290,9 @@ func (t *replayTally) print(out io.Writer, o replayOptions, revision string) {
 		}
 	}
 	fmt.Fprintf(out, "flips: %d (allow_to_deny %d, deny_to_allow %d); denials whose first reason changed: %d\n", len(t.flips), a2d, d2a, t.reasonChanges)
+	if t.toApproval+t.fromApproval > 0 {
+		fmt.Fprintf(out, "allowed calls whose approval changed: %d now need a person's approval (allow_to_approval), %d no longer do (approval_to_allow)\n", t.toApproval, t.fromApproval)
+	}
 	if len(t.flips) == 0 {
 		return
 	}

@@ -15,6 +15,13 @@ import (
 // flips to a denial.
 func candidateBundle(t *testing.T) string {
 	t.Helper()
+	return bundleCopy(t, "supacloud/grants.rego", `"wildcard": "supacloud.ops.*"`, `"wildcard": "supacloud.operations.*"`)
+}
+
+// bundleCopy writes the shipped bundle to a folder, with old replaced by
+// new in the file at edit, which must hold old once.
+func bundleCopy(t *testing.T, edit, old, new string) string {
+	t.Helper()
 	dir := t.TempDir()
 	err := fs.WalkDir(policies.FS, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -24,12 +31,11 @@ func candidateBundle(t *testing.T) string {
 		if err != nil {
 			return err
 		}
-		if path == "supacloud/grants.rego" {
-			n := strings.Count(string(b), `"wildcard": "supacloud.ops.*"`)
-			if n != 1 {
-				t.Fatalf("grants.rego holds the ops wildcard %d times, want 1", n)
+		if path == edit {
+			if n := strings.Count(string(b), old); n != 1 {
+				t.Fatalf("%s holds %s %d times, want 1", edit, old, n)
 			}
-			b = []byte(strings.Replace(string(b), `"wildcard": "supacloud.ops.*"`, `"wildcard": "supacloud.operations.*"`, 1))
+			b = []byte(strings.Replace(string(b), old, new, 1))
 		}
 		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(path)), 0o755); err != nil {
 			return err
@@ -135,6 +141,23 @@ func TestPolicyReplayUsage(t *testing.T) {
 		_, err := runCmd(t, nil, append([]string{"policy", "replay"}, tc.args...)...)
 		if err == nil || exitCode(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v (exit %d), want exit %d with %q", tc.args, err, exitCode(err), tc.code, tc.want)
+		}
+	}
+}
+
+// TestPolicyReplayFlowRules: a log recorded with the flow rule set off
+// (the session part in every input), replayed against the bundle with it
+// on for ws-1, shows the egress after a private read now waiting for a
+// person's approval, and nothing else changed.
+func TestPolicyReplayFlowRules(t *testing.T) {
+	dir := bundleCopy(t, "supacloud/flow.rego", `"workspaces": []}`, `"workspaces": ["ws-1"]}`)
+	out, err := runCmd(t, nil, "policy", "replay", "--bundle", dir, "--log", "testdata/replay/flow.jsonl")
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	for _, w := range []string{"replayed 3 ", "flips: 0 ", "1 now need a person's approval (allow_to_approval), 0 no longer do"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
 		}
 	}
 }

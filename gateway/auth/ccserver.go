@@ -24,6 +24,8 @@ import (
 //	workspace_id  set for an agent the server started: the one workspace it
 //	              may act in; absent: the user's memberships decide.
 //	ticket_id     the run's own ticket (optional)
+//	conversation_id the conversation the run belongs to (optional): the
+//	              flow key of its calls (gateway.FlowKey)
 //	kind          user | agent (optional; absent: agent when workspace_id is
 //	              set, else user). Any other value is kept, and the policy
 //	              refuses every tool for it.
@@ -38,6 +40,8 @@ type ccClaims struct {
 	Mode        string `json:"mode,omitempty"`
 	WorkspaceID string `json:"workspace_id,omitempty"`
 	TicketID    string `json:"ticket_id,omitempty"`
+	// Conversation is the conversation_id claim.
+	Conversation string `json:"conversation_id,omitempty"`
 }
 
 // CCServer authenticates cc_server JWTs with a JWT verifier whose
@@ -83,7 +87,7 @@ func (a CCServer) Authenticate(r *http.Request) (*gateway.Principal, error) {
 	}
 	return &gateway.Principal{
 		Kind: kind, Subject: c.Subject, WorkspaceID: c.WorkspaceID, TicketID: c.TicketID, Mode: c.Mode,
-		ExpiresAt: c.ExpiresAt.Time.UTC(),
+		ConversationID: c.Conversation, ExpiresAt: c.ExpiresAt.Time.UTC(),
 	}, nil
 }
 
@@ -96,6 +100,8 @@ type CCClaims struct {
 	Mode        string
 	WorkspaceID string
 	TicketID    string
+	// ConversationID is the conversation_id claim ("" for none).
+	ConversationID string
 }
 
 // IssueCCServer signs an HS256 cc_server token for c, valid for ttl, with
@@ -121,6 +127,7 @@ func newCCClaims(c CCClaims, issuer, audience string, now time.Time, ttl time.Du
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 		},
 		Kind: c.Kind, Mode: c.Mode, WorkspaceID: c.WorkspaceID, TicketID: c.TicketID,
+		Conversation: c.ConversationID,
 	}
 }
 

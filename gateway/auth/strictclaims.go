@@ -17,7 +17,7 @@ var registeredClaimNames = []string{"iss", "sub", "aud", "exp", "nbf", "iat", "j
 // Claim names each verifier reads besides the registered ones.
 var (
 	sessionClaimNames = append([]string{"workspace_id", "task_id", "agent_profile_id"}, registeredClaimNames...)
-	ccClaimNames      = append([]string{"kind", "mode", "workspace_id", "ticket_id"}, registeredClaimNames...)
+	ccClaimNames      = append([]string{"kind", "mode", "workspace_id", "ticket_id", "conversation_id"}, registeredClaimNames...)
 	consoleClaimNames = append([]string{"workspace_id"}, registeredClaimNames...)
 )
 

@@ -87,7 +87,7 @@ func (pl *Pipeline) awaitApproval(ctx context.Context, c *Call) error {
 		c.Event.ApprovalID = a.ID
 	}
 	c.renewStoreBudget()
-	return withDecision(err, c.Decision)
+	return withDecision(withNotices(err, c.Decision), c.Decision)
 }
 
 // personElicitor is the calling client's Elicitor when a person may be

@@ -10,11 +10,13 @@ import (
 
 // dryRunSteps are the first steps of callSteps, the ones that only read:
 // the catalog entry, the caller and the addressed record. A dry run
-// (DryRun) takes them and no other.
+// (DryRun) takes them and no other; the session's history is loaded as a
+// call would see it, so an explanation shows the taint.
 var dryRunSteps = []step{
 	(*Pipeline).resolveTool,
 	(*Pipeline).loadCaller,
 	(*Pipeline).resolveResource,
+	(*Pipeline).loadSession,
 }
 
 // DryRun takes the first steps of a tools/call of tool with args by p

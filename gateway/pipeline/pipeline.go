@@ -15,6 +15,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"go.uber.org/zap"
@@ -196,6 +197,10 @@ type Call struct {
 	// taken when the call started, else Pipeline.Decider. A policy
 	// reload during the call does not change it.
 	Policy Decider
+	// Session is the history of the call's flow key (loadSession), nil
+	// when flow rules are off for it; flowKey is that key.
+	Session *gateway.FlowSession
+	flowKey string
 	// Decision is the policy's answer (decide).
 	Decision *gateway.Decision
 	// Event is the call's audit row, filled in by every step and written
@@ -261,6 +266,7 @@ var callSteps = []step{
 	(*Pipeline).resolveTool,       // the catalog entry; malformed params, unknown names refused
 	(*Pipeline).loadCaller,        // workspace, member, profiles, task: from the caller cache or store
 	(*Pipeline).resolveResource,   // the addressed record's attributes, from the adapter (tools that declare one)
+	(*Pipeline).loadSession,       // the flow key's history, when the policy's flow rules are on for the workspace
 	(*Pipeline).decide,            // the policy, on the arguments bounded by the schema; hidden tools answered as unknown on /api/mcp
 	(*Pipeline).checkWorkspace,    // a client-supplied workspace_id must be the credential's
 	(*Pipeline).checkParamHeaders, // at 2026-07-28 the Mcp-Param-* headers against the arguments (x-mcp-header)
@@ -282,8 +288,19 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, params *
 		}
 	}()
 	var err error
-	for _, s := range callSteps {
-		if err = s(pl, ctx, c); err != nil || c.Answered {
+	for i, retries := 0, 0; i < len(callSteps); i++ {
+		err = callSteps[i](pl, ctx, c)
+		if errors.Is(err, errFlowChanged) && retries < maxFlowRetries {
+			// Another call of the session read new labels after this
+			// one's decision: decide again on the history as it is now.
+			retries++
+			i, err = flowRestart-1, nil
+			continue
+		}
+		if errors.Is(err, errFlowChanged) {
+			err = flowChanged(c)
+		}
+		if err != nil || c.Answered {
 			break
 		}
 	}

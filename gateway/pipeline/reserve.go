@@ -60,10 +60,13 @@ func (pl *Pipeline) reserve(ctx context.Context, c *Call) (*gateway.IdempotencyR
 	}
 	var res gateway.ReservationResult
 	if err == nil {
-		res, err = pl.Store.Reserve(ctx, gateway.Reservation{Event: ev, Slots: plan.Counters(), Claim: c.Claim})
+		res, err = pl.Store.Reserve(ctx, gateway.Reservation{Event: ev, Slots: plan.Counters(), Claim: c.Claim, Flow: flowRecord(c)})
 	}
 	switch {
 	case err != nil:
+	case res.FlowChanged:
+		err = errFlowChanged
+		return nil, err
 	case res.Prior != nil:
 		err = errKeySeen
 		return res.Prior, err

@@ -171,7 +171,7 @@ func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	if pl.DecisionLog != nil {
 		start = time.Now()
 	}
-	d, err := c.Policy.Decide(ctx, c.Principal, c.Caller, ToolRef(t, c.Resource), args)
+	d, err := c.Policy.Decide(ctx, c.Principal, c.Caller, c.ToolRef(), args)
 	if err != nil {
 		return err
 	}

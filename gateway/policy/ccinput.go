@@ -55,7 +55,7 @@ func writeCCBase(w inputWriter, p *gateway.Principal, c *gateway.Caller) {
 }
 
 // writeCCCall writes the complete input of one cc_server tools/call.
-func writeCCCall(w inputWriter, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args *ast.Term) {
+func (e *Engine) writeCCCall(w inputWriter, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args *ast.Term) {
 	writeCCBase(w, p, c)
 	w.open("tool")
 	w.str("name", tool.Name)
@@ -64,6 +64,7 @@ func writeCCCall(w inputWriter, p *gateway.Principal, c *gateway.Caller, tool To
 	w.strs("action_classes", tool.ActionClasses, false)
 	w.close()
 	writeResource(w, tool.Resource)
+	e.writeSession(w, tool.Session)
 	w.term("arguments", args)
 	w.close()
 }

@@ -42,6 +42,11 @@ type ToolRef struct {
 	Group            string
 	RequiresApproval bool
 	ActionClasses    []string
+	// Session is the history of the call's flow key (docs/policy.md,
+	// "Flow rules"), the policy's input.session; nil when the flow rule
+	// set is off for the call's workspace (Engine.FlowRules). Only
+	// tools/call inputs carry it.
+	Session *gateway.FlowSession
 	// Resource holds the attributes of the record the call addresses, as
 	// the gateway resolved them (policy input.resource: "kind", "id" and
 	// what the adapter told, e.g. "gate_class"); nil for a tool that
@@ -99,6 +104,9 @@ type Engine struct {
 	tools   *ast.Term
 	cache   *decisionCache
 	args    argumentUse
+	session sessionUse
+	// flow is the bundle's data.<surface>.flow_rules (FlowRules).
+	flow flowRules
 	// mask is the prepared MaskQuery, nil when the bundle has none;
 	// keepInput is Options.KeepInput.
 	mask      *rego.PreparedEvalQuery
@@ -162,6 +170,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e := &Engine{
 		edition: ast.StringTerm(string(opts.Edition)), cc: surface == gateway.SurfaceCCServer,
 		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler, surface),
+		session:   analyseSession(compiler, surface),
 		keepInput: opts.KeepInput, revision: opts.Revision, evalTimeout: opts.EvalTimeout, fsys: opts.FS,
 	}
 	if e.evalTimeout <= 0 {
@@ -169,6 +178,13 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e.tools = e.toolsTerm(opts.Tools)
 	if e.limits, err = evalData(ctx, compiler, store, "data."+surface+".limits"); err != nil {
+		return nil, err
+	}
+	flow, err := evalData(ctx, compiler, store, "data."+surface+".flow_rules")
+	if err != nil {
+		return nil, err
+	}
+	if e.flow, err = readFlowRules(flow); err != nil {
 		return nil, err
 	}
 	decisionQuery, visibleQuery := "data."+surface+".decision", "data."+surface+".visible_tools"
@@ -262,6 +278,7 @@ func withID(d *gateway.Decision) *gateway.Decision {
 	cp.Reasons = slices.Clone(d.Reasons)
 	cp.Obligations.Redact = slices.Clone(d.Obligations.Redact)
 	cp.Obligations.ApprovalBecause = slices.Clone(d.Obligations.ApprovalBecause)
+	cp.Obligations.FlowReads = slices.Clone(d.Obligations.FlowReads)
 	cp.ID = newDecisionID()
 	return &cp
 }
@@ -399,6 +416,12 @@ func decisionFrom(rs rego.ResultSet) (*gateway.Decision, error) {
 			}
 		}
 		sort.Strings(d.Obligations.ApprovalBecause)
+		for _, f := range asSlice(ob["flow_reads"]) {
+			if s, ok := f.(string); ok {
+				d.Obligations.FlowReads = append(d.Obligations.FlowReads, s)
+			}
+		}
+		sort.Strings(d.Obligations.FlowReads)
 	}
 	return d, nil
 }

@@ -109,7 +109,7 @@ func writeProfile(w inputWriter, key string, pr *gateway.Profile) {
 // (argumentUse, argumentsTerm).
 func (e *Engine) writeCall(w inputWriter, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args *ast.Term) {
 	if e.cc {
-		writeCCCall(w, p, c, tool, args)
+		e.writeCCCall(w, p, c, tool, args)
 		return
 	}
 	e.writeBase(w, p, c)
@@ -119,6 +119,7 @@ func (e *Engine) writeCall(w inputWriter, p *gateway.Principal, c *gateway.Calle
 	w.boolean("carve_out", tool.CarveOut)
 	w.close()
 	writeResource(w, tool.Resource)
+	e.writeSession(w, tool.Session)
 	w.term("arguments", args)
 	w.close()
 }

@@ -527,6 +527,14 @@ type Snapshot struct {
 // Engine is the snapshot's live engine.
 func (s *Snapshot) Engine() *Engine { return s.live }
 
+// FlowRules reports whether the live engine or the shadow candidate
+// switches the flow rule set on for workspaceID (Engine.FlowRules): the
+// call's history is then loaded, so that a candidate that turns the rule
+// set on is compared on the input it would get.
+func (s *Snapshot) FlowRules(workspaceID string) bool {
+	return s.live.FlowRules(workspaceID) || (s.shadow != nil && s.shadow.FlowRules(workspaceID))
+}
+
 // Decide decides the call with the live engine; the decision names its
 // revision. With a shadow candidate it then decides the same call with
 // the candidate, never enforced: a different allow is a Flip (counted,

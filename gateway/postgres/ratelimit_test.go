@@ -21,6 +21,15 @@ func TestRateLimits(t *testing.T) {
 // Two stores on one schema are two gateway replicas: their reservations
 // must share the buckets exactly.
 func TestRateLimitsAcrossReplicas(t *testing.T) {
+	a, b := twoReplicas(t)
+	b.DB().SetMaxOpenConns(4)
+	storetest.ConcurrentReservations(t, []storetest.Store{a, b})
+}
+
+// twoReplicas returns two stores on one fresh schema, as two gateway
+// replicas on one database are.
+func twoReplicas(t *testing.T) (a, b *postgres.Store) {
+	t.Helper()
 	a, url := pgtest.NewWithURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -29,8 +38,7 @@ func TestRateLimitsAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	b.DB().SetMaxOpenConns(4)
-	storetest.ConcurrentReservations(t, []storetest.Store{a, b})
+	return a, b
 }
 
 // A reservation without a claim is one statement in autocommit: at a full
@@ -301,4 +309,16 @@ func TestOneSlotReservation(t *testing.T) {
 	if got := audits(); got != before {
 		t.Errorf("audit rows after two refusals: %d; want %d", got, before)
 	}
+}
+
+// A read and an egress of one session, reserved at once through two
+// stores on one schema (two replicas), take turns on the flow key: the
+// egress commits only when it locked the key before the read
+// (docs/architecture.md, "Flow rules and their order").
+func TestFlowOrderAcrossReplicas(t *testing.T) {
+	a, b := twoReplicas(t)
+	if err := a.PutWorkspace(context.Background(), &gateway.Workspace{ID: "ws-a", Name: "A", OrgPlan: "team"}); err != nil {
+		t.Fatal(err)
+	}
+	storetest.FlowRace(t, a, b, 40)
 }

@@ -11,8 +11,9 @@ import (
 // Reserve carries out r (store.Calls.Reserve). Without a claim and with
 // slots, concurrent reservations share one statement and one commit
 // (reserveGroup); without slots or claim it is the audit INSERT alone;
-// with a claim it is a transaction of its own (sqlcore.Core.ReserveTx:
-// BEGIN, the claim, takeSlots, COMMIT), run again when PostgreSQL aborts
+// with a claim or a flow record it is a transaction of its own
+// (sqlcore.Core.ReserveTx: BEGIN, the flow key's lock, the claim,
+// takeSlots, the flow record, COMMIT), run again when PostgreSQL aborts
 // it to break a deadlock (at most maxDeadlockAttempts times in all; the
 // aborted reservation wrote nothing). The store's own reservations lock
 // their counter rows in one global order and cannot deadlock each other;
@@ -21,14 +22,14 @@ func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.Res
 	if err := s.CheckReservation(r.Event); err != nil {
 		return gateway.ReservationResult{}, err
 	}
-	if r.Claim == nil && len(r.Slots) > 0 {
+	if r.Claim == nil && r.Flow == nil && len(r.Slots) > 0 {
 		it := &sqlcore.ReserveItem{Ctx: ctx, R: r}
 		if err := s.res.Do(ctx, it); err != nil {
 			return gateway.ReservationResult{}, err
 		}
 		return it.Res, nil
 	}
-	if r.Claim == nil {
+	if r.Claim == nil && r.Flow == nil {
 		var res gateway.ReservationResult
 		err := s.InsertAudit(ctx, r.Event, &res.AuditID)
 		return res, err

@@ -444,6 +444,9 @@ func (a *App) sweep(log *zap.Logger) {
 				if _, err := a.Store.DeleteEndedSessions(ctx, now); err != nil && ctx.Err() == nil {
 					log.Warn("ended-session sweep failed; records of ended MCP sessions stay until the next sweep", zap.Error(err))
 				}
+				if _, err := a.Store.DeleteEndedFlows(ctx, now, now.Add(-flowIdle)); err != nil && ctx.Err() == nil {
+					log.Warn("flow history sweep failed; histories of ended tasks stay until the next sweep", zap.Error(err))
+				}
 				if _, err := a.Store.DeleteExpiredConsoleSessions(ctx, now); err != nil && ctx.Err() == nil {
 					log.Warn("console session sweep failed; expired console sessions (never served) stay until the next sweep", zap.Error(err))
 				}
@@ -486,6 +489,12 @@ const sealWarnEvery = 30 * time.Second
 // sweepInterval is how often expired rows (ended rate-limit windows, …)
 // are deleted; the rows are small and harmless, so once an hour is plenty.
 const sweepInterval = time.Hour
+
+// flowIdle is how long a flow history (docs/policy.md, "Flow rules") no
+// call touched is kept: the key of an API token or a cc_server
+// conversation has no end the gateway is told of, so a day without a
+// call ends it; a task's history ends with the task.
+const flowIdle = 24 * time.Hour
 
 func (a *App) adapter(ctx context.Context, log *zap.Logger, version string) (pipeline.Adapter, error) {
 	if a.Config.UpstreamURL == "" {

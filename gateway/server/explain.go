@@ -108,7 +108,7 @@ func explainCall(ctx context.Context, d ExplainDeps, req admin.ExplainRequest) (
 	if ref := c.Tool.Resource; ref != nil && c.Resource["id"] == "" {
 		ans.Notes = append(ans.Notes, fmt.Sprintf("the call names no %s (argument %s), so the policy sees no record", ref.Kind, ref.IDArgument))
 	}
-	ex, err := x.Explain(ctx, p, c.Caller, pipeline.ToolRef(c.Tool, c.Resource), d.Catalog.PolicyArguments(c.Tool.Name, args))
+	ex, err := x.Explain(ctx, p, c.Caller, c.ToolRef(), d.Catalog.PolicyArguments(c.Tool.Name, args))
 	if err != nil {
 		return nil, err
 	}

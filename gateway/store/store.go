@@ -32,6 +32,7 @@ type Store interface {
 	Memberships
 	Usage
 	AuditChain
+	Flows
 	// Close waits for the writes under way, then releases the store's
 	// statements and connections.
 	Close() error
@@ -309,4 +310,22 @@ type AuditChain interface {
 	// not sealed yet. An error means the store could not be read, not
 	// that the chain is broken.
 	VerifyAuditChain(ctx context.Context) (auditchain.Report, error)
+}
+
+// Flows is the session history of flow rules (DESIGN §11,
+// docs/policy.md "Flow rules"): per flow key (gateway.FlowKey) the labels
+// allowed calls read, each with the first call that read it, and the
+// tools they called. A call is recorded by its reservation
+// (gateway.Reservation.Flow, in Calls.Reserve), in the transaction of its
+// audit row, under a lock on its key; these read and end the histories.
+type Flows interface {
+	// FlowSession returns the history of key, an empty one (no reads, no
+	// tools) when none was recorded; it sees every reservation committed
+	// before it began, through any replica.
+	FlowSession(ctx context.Context, key string) (*gateway.FlowSession, error)
+	// DeleteEndedFlows deletes the histories of tasks in a terminal state
+	// (completed, failed, cancelled) since at or before ended, and those
+	// no reservation touched since at or before idle, and returns how
+	// many it deleted.
+	DeleteEndedFlows(ctx context.Context, ended, idle time.Time) (int64, error)
 }

@@ -71,7 +71,7 @@ deny contains {
 }
 
 # reasons is deny sorted; empty when allowed. Session gates come alone.
-reasons := [] if {
+reasons := sort(flow_notices) if {
 	allow
 } else := sort(session_deny) if {
 	count(session_deny) > 0
@@ -91,9 +91,11 @@ session_deny contains r if {
 
 # decision is the answer for one tools/call, defined for every input:
 # {"allow", "visible", "group", "mode", "workspace_id" (the call's
-# workspace, "" for none), "reasons": [{"code", "message"}] sorted, empty
-# when allowed, "obligations": {"redact": [], "confirmation_required":
-# false, "approval_required": bool, "approval_because": [..] sorted}}.
+# workspace, "" for none), "reasons": [{"code", "message"}] sorted (when
+# allowed only the flow.tainted notices of flow.rego, usually none),
+# "obligations": {"redact": [], "confirmation_required": false,
+# "approval_required": bool, "approval_because": [..] sorted,
+# "flow_reads": [label] sorted}}.
 # Obligations bind allowed calls only.
 decision := {
 	"allow": true,
@@ -101,12 +103,13 @@ decision := {
 	"group": group,
 	"mode": decision_mode,
 	"workspace_id": call_workspace,
-	"reasons": [],
+	"reasons": reasons,
 	"obligations": {
 		"redact": [],
 		"confirmation_required": false,
 		"approval_required": count(approval_because) > 0,
 		"approval_because": sort(approval_because),
+		"flow_reads": flow_reads,
 	},
 } if {
 	allow

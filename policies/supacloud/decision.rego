@@ -72,12 +72,17 @@ reasons := notice_list if {
 #             sorted; only the notices when allowed (usually none),
 #  "obligations": {"redact": [field], sorted,
 #                  "confirmation_required": bool,
-#                  "relay": {"kinds": [kind], "secret_words": [word]}}}.
+#                  "relay": {"kinds": [kind], "secret_words": [word]},
+#                  "approval_required": bool, "approval_because": [code],
+#                  "flow_reads": [label]}}.
 # Obligations only bind allowed calls: redact (precedence.rego) lists the
 # result fields to remove; confirmation_required is true for a tool in
 # data.supacloud.grants.confirmation_tools (app.deploy, app.migration.apply;
 # docs/requirements.md#deploy-confirmation); relay (relay.rego) says which
-# upstream-initiated messages reach the caller during the call. A denied
+# upstream-initiated messages reach the caller during the call;
+# approval_required asks for a person's approval of this exact call
+# (flow.rego: an egress after a sensitive read) and flow_reads are the
+# labels the gateway records in the session's history. A denied
 # call carries none of them.
 # The allowed branch comes first and skips the denial rules.
 decision := {
@@ -89,6 +94,9 @@ decision := {
 		"redact": redact,
 		"confirmation_required": input.tool.name in data.supacloud.grants.confirmation_tools,
 		"relay": relay,
+		"approval_required": count(approval_because) > 0,
+		"approval_because": sort(approval_because),
+		"flow_reads": flow_reads,
 	},
 } if {
 	allow

@@ -157,6 +157,9 @@ test_allowed_decision_shape if {
 			"redact": [],
 			"confirmation_required": false,
 			"relay": {"kinds": ["elicitation", "log", "progress", "roots", "sampling"], "secret_words": supacloud.relay_rules.secret_words},
+			"approval_required": false,
+			"approval_because": [],
+			"flow_reads": [],
 		},
 	}
 }

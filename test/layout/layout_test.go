@@ -115,7 +115,7 @@ var (
 		{pkg: "gateway/metrics", allow: bottom, test: []string{"gateway/metrics"}, forbid: noSDKs, why: "wraps Prometheus: the pipeline's observer"},
 		{pkg: "gateway/replica", allow: []string{"gateway", "gateway/store", "gateway/postgres", "gateway/policy", policyStatus}, test: []string{"gateway/replica", "gateway/postgres/..."}, forbid: []string{"github.com/modelcontextprotocol/..."},
 			why: "replica coordination: the store's feed (PostgreSQL's LISTEN/NOTIFY, or in-process), what a replica does with an announcement, the session-end cache, relayed answers, policy reloads on every replica; never the transport, the pipeline or the wiring"},
-		{pkg: "gateway/pipeline", allow: pipelineUses, test: []string{"gateway/sqlite", "gateway/metrics", "gateway/mcp", "gateway/mcp/wire"},
+		{pkg: "gateway/pipeline", allow: pipelineUses, test: []string{"gateway/sqlite", "gateway/metrics", "gateway/mcp", "gateway/mcp/wire", "policies"},
 			why: "the tools/call steps compose the decision, limits, confirmation, catalog and transport types, and declare the store, policy, adapter and metrics they consume; never a store, the admin API, auth, config or the wiring"},
 		{pkg: "tools", allow: bottom, test: []string{"tools"}, why: "the tool catalogs"},
 		{pkg: "tools/search", allow: []string{"gateway", "tools"}, test: []string{"tools/search", "tools"}, forbid: noSDKs, why: "BM25 over a tool catalog and the cc_server search tools: reads the catalog, declares the backend, callers and policy it consumes, wraps nothing else"},

@@ -182,19 +182,40 @@ func EndedBeforeTurn(err error, it *ReserveItem) error {
 
 // reserveIn is a reservation's work inside tx; audit is the prepared
 // audit INSERT, take the store's reservation statement.
+//
+// With r.Flow it first locks the flow key's history (lockFlowIn, before
+// any counter, so that reservations take their locks in one order) and
+// stops with FlowChanged when the key read new labels since the call was
+// decided; once the audit row is in, it records the call there
+// (recordFlow). So of a read and an egress of one session, whichever
+// locks the key second sees what the first recorded (docs/architecture.md,
+// "Flow rules and their order").
 func (c *Core) reserveIn(ctx context.Context, tx *sqlx.Tx, r gateway.Reservation, audit *sql.Stmt, take TakeSlots) (gateway.ReservationResult, error) {
+	var flow *gateway.FlowSession
+	if r.Flow != nil {
+		s, changed, err := c.lockFlowIn(ctx, tx, r)
+		if err != nil || changed {
+			return gateway.ReservationResult{FlowChanged: changed}, err
+		}
+		flow = s
+	}
 	if r.Claim != nil {
 		prior, err := c.claimKey(ctx, tx, r.Claim)
 		if err != nil || prior != nil {
 			return gateway.ReservationResult{Prior: prior}, err
 		}
 	}
+	var res gateway.ReservationResult
+	var err error
 	if len(r.Slots) == 0 {
-		var res gateway.ReservationResult
-		err := tx.StmtContext(ctx, audit).QueryRowContext(ctx, c.AuditArgs(r.Event)...).Scan(&res.AuditID)
-		return res, c.DriverError(err)
+		err = c.DriverError(tx.StmtContext(ctx, audit).QueryRowContext(ctx, c.AuditArgs(r.Event)...).Scan(&res.AuditID))
+	} else {
+		res, err = take(ctx, tx, c.AuditArgs(r.Event), r.Slots)
 	}
-	return take(ctx, tx, c.AuditArgs(r.Event), r.Slots)
+	if err != nil || res.AuditID == 0 || flow == nil {
+		return res, err
+	}
+	return res, c.recordFlow(ctx, tx, r, flow, res.AuditID)
 }
 
 // insertKey inserts a key unless its workspace + task + tool + key exists.

@@ -1,0 +1,115 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/store"
+)
+
+// Session flow rules (docs/policy.md, "Flow rules"; DESIGN §11): for a
+// workspace whose policy switches the rule set on, loadSession reads the
+// history of the call's flow key before the decision (the policy's
+// input.session), and the reservation records the call in it
+// (gateway.Reservation.Flow) in the transaction of its audit row, under a
+// lock on the key, refusing the record when another call's read came in
+// between: the call is then decided again (maxFlowRetries).
+
+// FlowStore is an optional interface of the Store (the contract's Flows
+// part): the session histories. A Store without it turns flow rules off.
+type FlowStore = store.Flows
+
+// FlowScope is an optional interface of a Decider (*policy.Engine,
+// *policy.Snapshot): whether its bundle switches the flow rule set on
+// for a workspace. A Decider without it never gets input.session.
+type FlowScope interface {
+	FlowRules(workspaceID string) bool
+}
+
+// maxFlowRetries bounds how many times a call is decided again because
+// its session read new labels while it was being decided; past it the
+// call is refused (EConflict) and the client may call again.
+const maxFlowRetries = 3
+
+// errFlowChanged is the reservation's answer when the session's labels
+// changed since the decision (gateway.ReservationResult.FlowChanged).
+var errFlowChanged = errors.New("the session read new data while the call was being decided")
+
+// flowRestart is the index in callSteps of the step a call whose session
+// changed restarts at: loadSession, then the decision and what follows.
+var flowRestart = func() int {
+	for i, s := range callSteps {
+		if reflect.ValueOf(s).Pointer() == reflect.ValueOf((*Pipeline).loadSession).Pointer() {
+			return i
+		}
+	}
+	panic("pipeline: loadSession is not a step of callSteps")
+}()
+
+// loadSession loads the history of the call's flow key when the policy
+// in force switches flow rules on for the principal's workspace and the
+// store keeps histories; c.Session stays nil otherwise (no input.session,
+// nothing recorded). A store that cannot read it refuses the call.
+func (pl *Pipeline) loadSession(ctx context.Context, c *Call) error {
+	c.Session, c.flowKey = nil, ""
+	fs, ok := pl.Store.(FlowStore)
+	scope, on := c.Policy.(FlowScope)
+	if !ok || !on || !scope.FlowRules(c.Principal.WorkspaceID) {
+		return nil
+	}
+	key := gateway.FlowKey(pl.surface(), c.Principal)
+	if key == "" {
+		return nil
+	}
+	s, err := fs.FlowSession(c.storeContext(ctx), key)
+	if err != nil {
+		return gateway.Wrap(gateway.EUnavailable, err, "the audit store could not read this session's history, which the flow rules decide on, so "+c.Params.Name+" was refused; retry when the store is back")
+	}
+	c.Session, c.flowKey = s, key
+	return nil
+}
+
+// flowRecord is what the call's reservation records in its session's
+// history: nil without a loaded session.
+func flowRecord(c *Call) *gateway.FlowRecord {
+	if c.Session == nil {
+		return nil
+	}
+	return &gateway.FlowRecord{Key: c.flowKey, WorkspaceID: c.Event.WorkspaceID, TaskID: c.Principal.TaskID,
+		Tool: c.Tool.Name, Reads: c.Decision.Obligations.FlowReads, Seen: len(c.Session.Reads)}
+}
+
+// ToolRef is what the policy is told of the call's tool (ToolRef), with
+// the addressed record and the session's history as loaded.
+func (c *Call) ToolRef() policy.ToolRef {
+	r := ToolRef(c.Tool, c.Resource)
+	r.Session = c.Session
+	return r
+}
+
+// flowChanged is the refusal of a call whose session kept changing while
+// it was decided again.
+func flowChanged(c *Call) error {
+	return withDecision(gateway.Wrap(gateway.EConflict, errFlowChanged,
+		fmt.Sprintf("%s was not run: this session read new data %d times while the call was being decided; call again", c.Tool.Name, maxFlowRetries)), c.Decision)
+}
+
+// withNotices adds the decision's notices (the reasons of an allowed
+// call, such as flow.tainted, which names the call that tainted the
+// session) to err, a refusal of the approval step, so that whoever is
+// refused learns why an approval was needed.
+func withNotices(err error, d *gateway.Decision) error {
+	var ge *gateway.Error
+	if !errors.As(err, &ge) || d == nil || len(d.Reasons) == 0 {
+		return err
+	}
+	for _, r := range d.Reasons {
+		ge.Message += "; " + r.Message
+	}
+	ge.Reasons = append(ge.Reasons, d.Reasons...)
+	return err
+}
