@@ -365,6 +365,15 @@ func (b *Bridge) Lookup(name string) (Tool, bool) {
 	return *t, true
 }
 
+// Upstreams returns the upstreams of the bridge, in the file's order.
+func (b *Bridge) Upstreams() []Upstream {
+	out := make([]Upstream, len(b.ups))
+	for i, u := range b.ups {
+		out[i] = u.spec
+	}
+	return out
+}
+
 // Status returns each upstream's state, in the file's order.
 func (b *Bridge) Status() []Status {
 	counts := map[string]int{}

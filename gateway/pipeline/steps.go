@@ -13,7 +13,7 @@ import (
 // audit row. Params the transport could not parse, a name longer than any
 // MCP tool name and an unknown name are refused (EInvalid).
 func (pl *Pipeline) resolveTool(_ context.Context, c *Call) error {
-	tool, ok := pl.Catalog.Lookup(c.Params.Name)
+	tool, ok := c.Catalog.Lookup(c.Params.Name)
 	if ok {
 		c.Tool, c.Event.Tier = tool, tool.Tier
 	}
@@ -166,7 +166,7 @@ func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal) (*gateway.
 // the EForbidden refusal, led by the decision's first reason.
 func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	t := c.Tool
-	args := pl.Catalog.PolicyArguments(t.Name, c.Params.Arguments)
+	args := c.Catalog.PolicyArguments(t.Name, c.Params.Arguments)
 	var start time.Time
 	if pl.DecisionLog != nil {
 		start = time.Now()
@@ -185,6 +185,13 @@ func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 		pl.DecisionLog.LogDecision(ctx, d, d.Input, t.Name, d.Revision, time.Since(start))
 	}
 	c.Decision = d
+	if t.Upstream != "" && d.Tier != "" && d.Tier != t.Tier {
+		// Policy data overrode a bridged tool's tier: its rate-limit
+		// bucket and audit row follow the policy, not the upstreams file.
+		over := *t
+		over.Tier = d.Tier
+		c.Tool, c.Event.Tier = &over, d.Tier
+	}
 	c.Event.DecisionID, c.Event.PolicyRevision = d.ID, d.Revision
 	c.Event.ReasonCodes = reasonCodes(d.Reasons)
 	if !d.Allow && !d.Visible && hidesUnlisted(c.Principal) {
@@ -230,7 +237,7 @@ func (pl *Pipeline) checkParamHeaders(_ context.Context, c *Call) error {
 // The refusal names the decision that allowed the tool (ToolInput
 // marks it as an input validation error, answered by protocol version).
 func (pl *Pipeline) validateArguments(_ context.Context, c *Call) error {
-	err := pl.Catalog.Validate(c.Params.Name, c.Params.Arguments)
+	err := c.Catalog.Validate(c.Params.Name, c.Params.Arguments)
 	return withDecision(err, c.Decision)
 }
 
@@ -290,7 +297,7 @@ func (pl *Pipeline) callAdapter(ctx context.Context, c *Call) (*gateway.ToolResu
 		relay = newPolicyRelay(next, c.Decision.Obligations.Relay)
 		ctx = gateway.WithRelay(ctx, relay)
 	}
-	res, err := pl.Adapter.CallTool(ctx, gateway.ToolCall{
+	res, err := pl.adapter(c.Tool).CallTool(ctx, gateway.ToolCall{
 		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,
 		Tool: c.Tool.Name, Arguments: c.Arguments, RawArguments: c.RawArguments, Principal: p,
 	})

@@ -120,7 +120,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if a.CC, err = a.ccServerSurface(ctx, log, version); err != nil {
 		return err
 	}
-	if err := a.openBridges(ctx, log, version); err != nil {
+	if err := a.openBridges(ctx, log, version, main); err != nil {
 		return err
 	}
 	surfaces := []*Surface{main}
@@ -196,7 +196,9 @@ func (a *App) supacloudSurface(ctx context.Context, log *zap.Logger, version str
 		return nil, err
 	}
 	sf.Catalog = a.Catalog
+	a.registry(sf)
 	if a.Policy, err = NewPolicy(ctx, cfg, a.Catalog, policy.LiveOptions{
+		Engine: policy.Options{ToolSet: sf.ToolSet},
 		Logger: log, Observer: a.metrics,
 		// After a swap, the open sessions whose tools/list changed are told
 		// (list_changed), as after an admin change. a.Server is set before
@@ -236,6 +238,7 @@ func (a *App) surfacePipeline(sf *Surface, log *zap.Logger, approvals *approvals
 	cfg := a.Config
 	pl := &pipeline.Pipeline{
 		Store: a.Store, Callers: sf.Callers, Decider: sf.Policy, Catalog: sf.Catalog, Adapter: sf.Adapter,
+		Registry: sf.Registry, Bridged: sf.Bridged,
 		Logger: log, Metrics: a.metrics, AuditArguments: cfg.AuditArguments,
 		RateLimits: sf.Limits, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 		Confirmer: sf.Confirmer, Surface: sf.Name, ListEveryTool: sf.ListEveryTool, WorkspaceFromPolicy: sf.WorkspaceFromPolicy,
@@ -272,7 +275,7 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, ma
 	d := Deps{
 		Store: a.Store, Surface: main, AdminToken: cfg.AdminToken,
 		ConsoleUsers:  a.JWT.ConsoleUsers(),
-		ValidateGrant: GrantValidator(a.Policy, a.Catalog), Logger: log, Registry: reg, Policy: a.policies,
+		ValidateGrant: a.bridgedGrants(GrantValidator(a.Policy, a.Catalog)), Logger: log, Registry: reg, Policy: a.policies,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
