@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/server"
 )
 
@@ -132,5 +134,141 @@ func TestBridgedToolsListedIffCallable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// bearer puts a bearer token on every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// agentSession connects a go-sdk client to the app's /mcp as alice (task
+// t1, profile bot); changed receives each tools/list_changed it hears.
+func agentSession(t *testing.T, app *server.App) (*mcp.ClientSession, <-chan struct{}) {
+	t.Helper()
+	srv := httptest.NewServer(app.Server)
+	t.Cleanup(srv.Close)
+	tok, err := app.JWT.Issue(auth.AgentClaims{Subject: "alice", WorkspaceID: "ws-a", TaskID: "t1", ProfileID: "bot"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 16)
+	c := mcp.NewClient(&mcp.Implementation{Name: "bridged-test", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, changed
+}
+
+// sessionTools are the names the session's tools/list shows.
+func sessionTools(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, x := range res.Tools {
+		names = append(names, x.Name)
+	}
+	return names
+}
+
+// An upstream that adds a tool while the gateway runs (its
+// notifications/tools/list_changed) has the connected clients whose
+// visible set changed told with tools/list_changed, and the tool is then
+// listed and callable through the gateway.
+func TestBridgedListChangedReachesClients(t *testing.T) {
+	forge, forgeURL := sdkUpstream(t, "issues.list")
+	app, _, err := upstreamsApp(t, `{"upstreams":[{"name":"forge","url":"`+forgeURL+`","tier":"read","new_tools":"allow"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedAgent(t, app, "supacloud.forge.*")
+	cs, changed := agentSession(t, app)
+	if got := sessionTools(t, cs); !slices.Contains(got, "forge.issues.list") || slices.Contains(got, "forge.issues.close") {
+		t.Fatalf("tools/list before the change: %v", got)
+	}
+	addEcho(forge, "issues.close", "Close an issue.", false)
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after the upstream added a tool")
+	}
+	if got := sessionTools(t, cs); !slices.Contains(got, "forge.issues.close") {
+		t.Fatalf("tools/list after the change: %v, want forge.issues.close", got)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "forge.issues.close", Arguments: map[string]any{}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "issues.close ran" {
+		t.Fatalf("call of the new tool: %+v %v", res, err)
+	}
+}
+
+// On the cc_server surface bridged tools join the registry too: tools/list
+// offers them, and list_my_tools and search_tool_bm25 call a bridged
+// tool callable exactly when a call of it is allowed (here: in chat mode
+// with a workspace the caller is a member of; in plan mode not at all).
+func TestBridgedToolsOnCCServer(t *testing.T) {
+	_, browserURL := sdkUpstream(t, "open_page")
+	app, _, err := upstreamsAppWith(t, `{"upstreams":[{"name":"browser","surface":"ccserver","url":"`+browserURL+`","group":"rigs"}]}`,
+		map[string]string{"MCPGATE_CCSERVER_LISTEN": "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := app.Store.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-acme", Name: "Acme", Slug: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Store.PutMember(ctx, &gateway.Member{WorkspaceID: "ws-acme", UserID: "ada", Role: gateway.RoleOwner}); err != nil {
+		t.Fatal(err)
+	}
+	pl := app.CC.Surface.Pipeline
+	listed, err := pl.ListTools(ctx, &gateway.Principal{Kind: gateway.PrincipalUser, Subject: "ada", Mode: "chat"})
+	if err != nil || !slices.ContainsFunc(listed, func(x gateway.ListedTool) bool { return x.Name == "browser.open_page" }) {
+		t.Fatalf("cc_server tools/list: %v (%d tools); want browser.open_page", err, len(listed))
+	}
+	for _, mode := range []string{"chat", "plan"} {
+		p := &gateway.Principal{Kind: gateway.PrincipalUser, Subject: "ada", Mode: mode}
+		call := func(tool string, args map[string]any) (*gateway.ToolResult, error) {
+			raw, _ := json.Marshal(args)
+			return pl.CallTool(ctx, p, &gateway.CallRequest{Name: tool, Arguments: args, RawArguments: raw})
+		}
+		ws := map[string]any{"workspace_id": "ws-acme"}
+		mine, err := call("list_my_tools", ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(mine.StructuredContent)
+		reported := strings.Contains(string(b), `"name":"browser.open_page"`)
+		hits, err := call("search_tool_bm25", map[string]any{"query": "open page", "workspace_id": "ws-acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb, _ := json.Marshal(hits.StructuredContent)
+		found := strings.Contains(string(hb), `"name":"browser.open_page"`)
+		searchCallable := found && strings.Contains(string(hb), `"callable":true,"description":"Tool open_page.","group":"rigs","input_schema":{"type":"object"},"name":"browser.open_page"`)
+		res, err := call("browser.open_page", ws)
+		callable := err == nil && !res.IsError
+		if !found {
+			t.Errorf("%s: search_tool_bm25 does not find the bridged tool: %s", mode, hb)
+		}
+		if reported != callable || searchCallable != callable {
+			t.Errorf("%s: list_my_tools says %v, search_tool_bm25 %v, but the call is allowed = %v (%v)", mode, reported, searchCallable, callable, err)
+		}
+		if want := mode == "chat"; callable != want {
+			t.Errorf("%s: browser.open_page callable = %v, want %v", mode, callable, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -56,6 +57,12 @@ func closedURL(t *testing.T) string {
 
 func upstreamsApp(t *testing.T, file string) (*server.App, *bytes.Buffer, error) {
 	t.Helper()
+	return upstreamsAppWith(t, file, nil)
+}
+
+// upstreamsAppWith is upstreamsApp with more variables set.
+func upstreamsAppWith(t *testing.T, file string, more map[string]string) (*server.App, *bytes.Buffer, error) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "upstreams.json")
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
@@ -67,6 +74,7 @@ func upstreamsApp(t *testing.T, file string) (*server.App, *bytes.Buffer, error)
 		"MCPGATE_UPSTREAMS_FILE":   path,
 		"MCPGATE_UPSTREAM_TIMEOUT": "5s",
 	}
+	maps.Copy(vars, more)
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
