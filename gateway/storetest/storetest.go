@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"ConsoleSessions", consoleTests},
 		{"Memberships", membershipTests},
 		{"Approvals", approvalTests},
+		{"Pins", pinTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
