@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// PinsTable is the store's table of bridged tools' pins; a change of it
+// is announced on the change feed under this name (Change.Table), so
+// every replica reads the pins again.
+const PinsTable = "upstream_tool_pins"
+
 // PinState is the review state of a bridged tool's pinned definition
 // (docs/requirements.md#pinned-tools).
 type PinState string

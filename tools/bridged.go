@@ -77,32 +77,58 @@ func readOnlyHint(ann json.RawMessage) bool {
 }
 
 // Registry is a surface's tool registry: its fixed catalog and the
-// dynamic layer of bridged tools on top (docs/requirements.md#bridged-tools).
-// Catalog returns the whole registry as one immutable Catalog, replaced
-// whole by SetBridged, so a reader never sees half an update. It is safe
-// for concurrent use.
+// dynamic layer of bridged tools on top (docs/requirements.md#bridged-tools),
+// and the bridged tools held back for review (quarantined,
+// docs/requirements.md#pinned-tools). Catalog returns the served tools as
+// one immutable Catalog, replaced whole by SetBridged, so a reader never
+// sees half an update. It is safe for concurrent use.
 type Registry struct {
 	base *Catalog
-	cur  atomic.Pointer[Catalog]
+	cur  atomic.Pointer[layer]
+}
+
+// layer is one version of a Registry.
+type layer struct {
+	cat         *Catalog
+	quarantined map[string]string
 }
 
 // NewRegistry returns a registry of base with no bridged tools.
 func NewRegistry(base *Catalog) *Registry {
 	r := &Registry{base: base}
-	r.cur.Store(base)
+	r.cur.Store(&layer{cat: base})
 	return r
 }
 
-// Catalog is the registry now: the base catalog and the bridged tools.
-func (r *Registry) Catalog() *Catalog { return r.cur.Load() }
+// Catalog is the registry now: the base catalog and the bridged tools
+// served.
+func (r *Registry) Catalog() *Catalog { return r.cur.Load().cat }
 
 // Base is the fixed catalog.
 func (r *Registry) Base() *Catalog { return r.base }
 
-// SetBridged replaces the bridged layer with bt (Catalog.WithBridged)
-// and returns the new registry and the tools left out.
-func (r *Registry) SetBridged(bt []BridgedTool) (*Catalog, []Dropped) {
-	c, dropped := r.base.WithBridged(bt)
-	r.cur.Store(c)
+// Quarantined reports whether name is a bridged tool held back for
+// review, and what changed.
+func (r *Registry) Quarantined(name string) (string, bool) {
+	why, ok := r.cur.Load().quarantined[name]
+	return why, ok
+}
+
+// SetBridged replaces the bridged layer with bt (Catalog.WithBridged),
+// leaving out the tools of quarantined (registry name ⇒ what changed),
+// which Quarantined then reports; it returns the new catalog and the
+// tools left out as invalid.
+func (r *Registry) SetBridged(bt []BridgedTool, quarantined map[string]string) (*Catalog, []Dropped) {
+	served := bt
+	if len(quarantined) > 0 {
+		served = make([]BridgedTool, 0, len(bt))
+		for _, t := range bt {
+			if _, q := quarantined[t.Name]; !q {
+				served = append(served, t)
+			}
+		}
+	}
+	c, dropped := r.base.WithBridged(served)
+	r.cur.Store(&layer{cat: c, quarantined: quarantined})
 	return c, dropped
 }

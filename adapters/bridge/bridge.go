@@ -57,6 +57,10 @@ type Upstream struct {
 	// OAuth, when not nil, puts a bearer token of these client
 	// credentials on every request (replacing an Authorization header).
 	OAuth *OAuth
+	// AllowNewTools pins and serves a tool that appears after the
+	// upstream's first review (new_tools: allow); false quarantines it
+	// (ReviewTools).
+	AllowNewTools bool
 }
 
 // Options configures a Bridge.

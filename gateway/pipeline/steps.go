@@ -23,6 +23,11 @@ func (pl *Pipeline) resolveTool(_ context.Context, c *Call) error {
 	if !ok && hidesUnlisted(c.Principal) {
 		return unknownTool(c.Params.Name)
 	}
+	if why, q := pl.quarantined(c.Params.Name); !ok && q {
+		return &gateway.Error{Code: gateway.EForbidden,
+			Message: fmt.Sprintf("tool %s is quarantined: %s; an operator must review and approve it (admin API /admin/v1/upstreams) before it can be called", c.Params.Name, why),
+			Reasons: []gateway.Reason{{Code: reasonQuarantined, Message: why}}}
+	}
 	if !ok && len(c.Params.Name) > maxToolName {
 		return gateway.Errorf(gateway.EInvalid, "tool name %q is %d bytes long, longer than any MCP tool name (at most %d characters); tools/list shows the tools this session may call",
 			clip(c.Params.Name, 32), len(c.Params.Name), maxToolName)
@@ -31,6 +36,19 @@ func (pl *Pipeline) resolveTool(_ context.Context, c *Call) error {
 		return gateway.Errorf(gateway.EInvalid, "unknown tool %q; tools/list shows the tools this session may call", c.Params.Name)
 	}
 	return nil
+}
+
+// reasonQuarantined is the reason code of a call of a bridged tool held
+// back for review (docs/requirements.md#pinned-tools).
+const reasonQuarantined = "tool.quarantined"
+
+// quarantined reports whether name is a bridged tool held back for
+// review, and what changed.
+func (pl *Pipeline) quarantined(name string) (string, bool) {
+	if pl.Registry == nil {
+		return "", false
+	}
+	return pl.Registry.Quarantined(name)
 }
 
 // hidesUnlisted reports whether p's endpoint answers every tool p cannot

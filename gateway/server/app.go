@@ -67,6 +67,10 @@ type App struct {
 	// surface (only surfaces that have some); nil without the file.
 	Bridges map[string]*bridge.Bridge
 	closers []func() error
+	// syncs keep each bridged surface's registry in step with its bridge
+	// and the pins (upstreams.go); upstreamTools is their gauge.
+	syncs         []*bridgedSync
+	upstreamTools *prometheus.GaugeVec
 
 	// metrics is the Prometheus observer of the request path and of the
 	// policy; feed is how this replica hears the others (chosen with the
@@ -120,7 +124,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if a.CC, err = a.ccServerSurface(ctx, log, version); err != nil {
 		return err
 	}
-	if err := a.openBridges(ctx, log, version, main); err != nil {
+	if err := a.openBridges(ctx, log, version, main, reg); err != nil {
 		return err
 	}
 	surfaces := []*Surface{main}
@@ -142,6 +146,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if a.Server, err = New(deps); err != nil {
 		return err
 	}
+	a.Server.Changes().OnTable(gateway.PinsTable, a.pinsChanged)
 	a.closers = append(a.closers, func() error { a.Server.Close(); return nil })
 	if a.CC != nil {
 		if err := a.CC.serve(deps); err != nil {
@@ -295,6 +300,7 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, ma
 		d.Answers = answers
 	}
 	if len(a.Bridges) > 0 {
+		d.Upstreams = upstreamAdmin{a}
 		d.Bridges = make(map[string]Bridged, len(a.Bridges))
 		for sf, b := range a.Bridges {
 			d.Bridges[sf] = b

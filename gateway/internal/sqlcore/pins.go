@@ -13,10 +13,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// PinsTable is the table of bridged tools' pins; its changes are announced
-// on the change feed under this name (gateway.Change.Table).
-const PinsTable = "upstream_tool_pins"
-
 // pinColumns are read into pinRow.
 const pinColumns = `surface, upstream, tool, state, change, renamed_from, hash, definition, current_hash, current,
 decided_by, decided_at, updated_at`
