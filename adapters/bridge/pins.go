@@ -68,10 +68,11 @@ type Review struct {
 //     a pinned tool the upstream no longer lists is quarantined as a
 //     rename; any other is quarantined as new, unless the upstream's
 //     new_tools is allow (AllowNewTools), which pins and serves it;
-//   - a quarantined or rejected tool that lists its pinned definition
-//     again is pinned and served again; one listing yet another
-//     definition is quarantined with it; a rejected one listing the
-//     rejected definition stays out.
+//   - a tool that lists its pinned definition is served, even while
+//     another definition of it is under review (a replica that has not
+//     listed the change yet, or an upstream that undid it); one listing
+//     yet another definition is quarantined with it; a rejected one
+//     listing the rejected definition stays out.
 //
 // A tool whose definition cannot be hashed is quarantined.
 func ReviewTools(surface string, ups []Upstream, tools []Tool, pins []gateway.ToolPin, now time.Time) Review {
@@ -119,10 +120,9 @@ func ReviewTools(surface string, ups []Upstream, tools []Tool, pins []gateway.To
 		}
 		switch {
 		case p.Hash != "" && p.Hash == hash:
-			if p.State != gateway.PinPinned { // back to the pinned definition
-				p.State, p.Change, p.RenamedFrom, p.CurrentHash, p.Current, p.UpdatedAt = gateway.PinPinned, "", "", "", nil, now
-				r.Update = append(r.Update, p)
-			}
+			// The pinned definition is served, whatever is under review:
+			// no write, so replicas that list the upstream at different
+			// moments never undo each other's quarantine.
 		case p.State == gateway.PinRejected && p.CurrentHash == hash:
 			r.Quarantined[t.Name] = "a reviewer rejected its definition (" + p.DecidedBy + ")"
 		case p.State == gateway.PinQuarantined && p.CurrentHash == hash:

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -279,7 +282,7 @@ func adminDo(t *testing.T, app *server.App, method, path, body string) (int, str
 	t.Helper()
 	r := httptest.NewRequest(method, path, strings.NewReader(body))
 	r.Host = "localhost"
-	r.Header.Set("Authorization", "Bearer policy-admin-token")
+	r.Header.Set("Authorization", "Bearer "+app.Config.AdminToken)
 	r.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
 	app.Server.ServeHTTP(w, r)
@@ -381,4 +384,42 @@ func TestBridgedToolsPinnedAndQuarantined(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// A quarantine decision made through one replica applies on the others
+// within a second (docs/requirements.md#pinned-tools): three gateways on
+// one PostgreSQL bridge one upstream; it changes a description, every
+// replica holds the tool back, and an approval through the first has the
+// tool served by the other two, which hear it on the change feed.
+func TestBridgedDecisionAppliesOnEveryReplica(t *testing.T) {
+	forge, forgeURL := sdkUpstream(t, "issues.list")
+	file := filepath.Join(t.TempDir(), "upstreams.json")
+	if err := os.WriteFile(file, []byte(`{"upstreams":[{"name":"forge","url":"`+forgeURL+`","tier":"read"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reps := openReplicas(t, 3, func(_ int, vars map[string]string) {
+		vars["MCPGATE_UPSTREAMS_FILE"] = file
+		vars["MCPGATE_UPSTREAM_TIMEOUT"] = "5s"
+	})
+	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t1", ProfileID: "bot"}
+	listed := func(r *replica) bool { return slices.Contains(listedNames(t, r.app, p), "forge.issues.list") }
+	for i, r := range reps {
+		waitFor(t, fmt.Sprintf("replica %d to list the pinned tool", i), func() bool { return listed(r) })
+	}
+	addEcho(forge, "issues.list", "Changed after review.", true)
+	for i, r := range reps {
+		waitFor(t, fmt.Sprintf("replica %d to quarantine the changed tool", i), func() bool { return !listed(r) })
+	}
+	if code, body := adminDo(t, reps[0].app, http.MethodPost, "/admin/v1/upstreams/forge/tools/issues.list/approve", `{"decided_by":"ada"}`); code != http.StatusOK {
+		t.Fatalf("approve: %d %s", code, body)
+	}
+	deadline := time.Now().Add(time.Second)
+	for i, r := range reps[1:] {
+		for !listed(r) {
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d does not serve the approved tool 1 s after the decision on replica 0", i+1)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
