@@ -423,3 +423,27 @@ func TestBridgedDecisionAppliesOnEveryReplica(t *testing.T) {
 		}
 	}
 }
+
+// A profile may grant a bridged upstream by its wildcard or a tool under
+// its prefix (listed now or not: a tool under review is still granted by
+// name); an entry naming no upstream is refused as before.
+func TestBridgedGrantsAreValidEntries(t *testing.T) {
+	_, forgeURL := sdkUpstream(t, "issues.list")
+	app, _, err := upstreamsApp(t, `{"upstreams":[{"name":"forge","url":"`+forgeURL+`","tier":"read"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedAgent(t, app)
+	for entry, want := range map[string]int{
+		"supacloud.forge.*":          http.StatusOK,
+		"forge.issues.list":          http.StatusOK,
+		"supacloud.forge.not.listed": http.StatusOK,
+		"supacloud.tracker.*":        http.StatusBadRequest,
+		"tracker.tickets.get":        http.StatusBadRequest,
+	} {
+		code, body := adminDo(t, app, http.MethodPut, "/admin/v1/workspaces/ws-a/profiles/bot", `{"name":"bot","allowlist":["`+entry+`"],"script_allowlist":null}`)
+		if code != want {
+			t.Errorf("allowlist [%s]: %d %s, want %d", entry, code, body, want)
+		}
+	}
+}
