@@ -85,6 +85,9 @@ func callBridged(app *server.App, p *gateway.Principal, tool string) (string, ga
 	if err != nil {
 		return "", gateway.ErrorCodeOf(err)
 	}
+	if len(res.Content) == 0 {
+		return "", ""
+	}
 	text, _ := res.Content[0]["text"].(string)
 	return text, ""
 }
@@ -444,6 +447,45 @@ func TestBridgedGrantsAreValidEntries(t *testing.T) {
 		code, body := adminDo(t, app, http.MethodPut, "/admin/v1/workspaces/ws-a/profiles/bot", `{"name":"bot","allowlist":["`+entry+`"],"script_allowlist":null}`)
 		if code != want {
 			t.Errorf("allowlist [%s]: %d %s, want %d", entry, code, body, want)
+		}
+	}
+}
+
+// The upstreams file's secrets (a header from ${env:…}, a key in the
+// URL's query) reach none of the gateway's outputs after a bridged call:
+// the log, the audit rows (admin API), the decision log, /metrics,
+// /readyz and the admin API's upstream listing.
+func TestBridgedSecretsReachNoOutput(t *testing.T) {
+	t.Setenv("BRIDGED_TOKEN", upstreamToken)
+	decisions := filepath.Join(t.TempDir(), "decisions.jsonl")
+	app, logs, err := upstreamsAppWith(t, `{"upstreams":[
+	  {"name":"forge","url":"`+bridgedUpstream(t)+`?key=`+upstreamToken+`","tier":"read","headers":{"Authorization":"Bearer ${env:BRIDGED_TOKEN}"}}
+	]}`, map[string]string{"MCPGATE_DECISION_LOG_FILE": decisions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := seedAgent(t, app, "supacloud.forge.*")
+	if text, code := callBridged(app, p, "forge.issues.list"); code != "" {
+		t.Fatalf("bridged call: %s %s", text, code)
+	}
+	_, _ = app.Pipeline.CallTool(context.Background(), p, &gateway.CallRequest{Name: "forge.nope", Arguments: map[string]any{}})
+	outputs := map[string]string{"the log": logs.String()}
+	_, outputs["/metrics"] = request(t, app, http.MethodGet, "/metrics")
+	_, outputs["/readyz"] = request(t, app, http.MethodGet, "/readyz")
+	_, outputs["the audit rows"] = adminDo(t, app, http.MethodGet, "/admin/v1/audit-events?workspace_id=ws-a", "")
+	_, outputs["GET /admin/v1/upstreams"] = adminDo(t, app, http.MethodGet, "/admin/v1/upstreams", "")
+	_, outputs["the upstream's tools"] = adminDo(t, app, http.MethodGet, "/admin/v1/upstreams/forge/tools", "")
+	if !strings.Contains(outputs["the audit rows"], "forge.issues.list") {
+		t.Fatalf("the audit rows do not show the bridged call: %s", outputs["the audit rows"])
+	}
+	waitFor(t, "the decision log", func() bool {
+		b, _ := os.ReadFile(decisions)
+		outputs["the decision log"] = string(b)
+		return strings.Contains(string(b), "forge.issues.list")
+	})
+	for what, s := range outputs {
+		if strings.Contains(s, upstreamToken) {
+			t.Errorf("%s holds the upstream's secret", what)
 		}
 	}
 }
