@@ -11,7 +11,10 @@
 // sees the same list, and a call gets a tool execution error naming the
 // upstream rather than "unknown tool"). An upstream that is down, slow
 // past the timeout or answers garbage fails only the calls of its own
-// tools, as a tool execution error naming it.
+// tools, naming it with a reason code: an error marked not dispatched
+// when the call never reached it, else a tool execution error
+// (CallTool). ReviewTools (pins.go) checks the listed definitions
+// against their pins.
 //
 // Besides the timed refreshes, an upstream's
 // notifications/tools/list_changed (heard on the session's standalone GET
