@@ -99,6 +99,13 @@ type Tool struct {
 	// policy decides on what the record is, never on what the caller says
 	// it is (approval.decide: the gate's class; docs/requirements.md#external-human-gates).
 	Resource *ResourceRef
+	// Upstream names the bridged upstream that serves the tool
+	// (MCPGATE_UPSTREAMS_FILE); empty for a catalog tool.
+	Upstream string
+	// UpstreamAnnotations are a bridged tool's annotations as its
+	// upstream listed them (JSON object, nil for none): its claims, shown
+	// to policy as input.tool.upstream_annotations, never a grant.
+	UpstreamAnnotations json.RawMessage
 }
 
 // ResourceRef says which record a tool's call addresses: its Kind (e.g.

@@ -11,7 +11,10 @@
 // sees the same list, and a call gets a tool execution error naming the
 // upstream rather than "unknown tool"). An upstream that is down, slow
 // past the timeout or answers garbage fails only the calls of its own
-// tools, as a tool execution error naming it.
+// tools, naming it with a reason code: an error marked not dispatched
+// when the call never reached it, else a tool execution error
+// (CallTool). ReviewTools (pins.go) checks the listed definitions
+// against their pins.
 //
 // Besides the timed refreshes, an upstream's
 // notifications/tools/list_changed (heard on the session's standalone GET
@@ -57,6 +60,10 @@ type Upstream struct {
 	// OAuth, when not nil, puts a bearer token of these client
 	// credentials on every request (replacing an Authorization header).
 	OAuth *OAuth
+	// AllowNewTools pins and serves a tool that appears after the
+	// upstream's first review (new_tools: allow); false quarantines it
+	// (ReviewTools).
+	AllowNewTools bool
 }
 
 // Options configures a Bridge.
@@ -76,6 +83,10 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives an upstream's listing failures; nil: none.
 	Logger *zap.Logger
+	// MaxMessageBytes, when positive, bounds one message of an
+	// upstream's reply below mcpupstream's 16 MiB; a reply past it is a
+	// tool execution error (upstream.reply_too_large).
+	MaxMessageBytes int
 	// OnChange is called after a refresh changed the registry (a tool
 	// added, removed or redefined), without locks held; nil: nothing.
 	OnChange func()
@@ -280,7 +291,7 @@ func (b *Bridge) client(ctx context.Context, u *upstream) (*mcpupstream.Adapter,
 	c, err := mcpupstream.New(ctx, u.spec.URL, mcpupstream.Options{
 		HTTPClient: b.httpClient(u.spec), Header: u.spec.Header, Timeout: b.opts.Timeout,
 		ClientName: b.opts.ClientName, ClientVersion: b.opts.ClientVersion, Name: u.spec.Name,
-		OnToolsChanged: b.toolsChanged,
+		OnToolsChanged: b.toolsChanged, MaxMessageBytes: b.opts.MaxMessageBytes, LimitAsError: true,
 	})
 	if err != nil {
 		return nil, err
@@ -365,6 +376,15 @@ func (b *Bridge) Lookup(name string) (Tool, bool) {
 	return *t, true
 }
 
+// Upstreams returns the upstreams of the bridge, in the file's order.
+func (b *Bridge) Upstreams() []Upstream {
+	out := make([]Upstream, len(b.ups))
+	for i, u := range b.ups {
+		out[i] = u.spec
+	}
+	return out
+}
+
 // Status returns each upstream's state, in the file's order.
 func (b *Bridge) Status() []Status {
 	counts := map[string]int{}
@@ -386,14 +406,22 @@ func (b *Bridge) Status() []Status {
 // call.Tool, under the upstream's own name, with call's arguments as
 // they are (RawArguments: the client's bytes) and its identity.
 //
-// An upstream that is down, slow past the timeout, or answers something
-// that is not a JSON-RPC result (or a JSON-RPC error) gives a result with
-// IsError, a tool execution error whose text names the upstream and what
-// happened; calls of other upstreams do not wait for it. A caller that
-// gave up gets the upstream client's error as it is.
+// A failure names the upstream and carries a reason code
+// (mcpupstream.ReasonOf: upstream.unreachable, upstream.timeout,
+// upstream.rpc_error, upstream.reply_too_large,
+// upstream.malformed_reply). When the call provably never reached the
+// upstream's tool (not connected, connection refused, the upstream
+// refused it as a protocol error), it is returned as an error marked
+// gateway.ErrNotDispatched, so the pipeline knows the tool did not run;
+// otherwise (the tool may have run: slow past the timeout, a reply that
+// never ends, is too large, is not JSON, or a JSON-RPC error) it is a
+// result with IsError, a tool execution error. Calls of other upstreams
+// do not wait for it. A caller that gave up gets the upstream client's
+// error as it is.
 //
 // Errors: *gateway.Error ENotFound (marked gateway.ErrNotDispatched) when
-// call.Tool is not a bridged tool.
+// call.Tool is not a bridged tool; EUnavailable (marked) when the call
+// was not dispatched, its Reasons the one reason code.
 func (b *Bridge) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error) {
 	b.mu.RLock()
 	t, ok := b.tools[call.Tool]
@@ -407,7 +435,8 @@ func (b *Bridge) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.
 	c := u.client
 	u.mu.Unlock()
 	if c == nil { // listed means it connected once; closed since
-		return toolError(fmt.Sprintf("upstream %q, which serves %s, is not connected; try again later", t.Upstream, call.Tool)), nil
+		return nil, notRun(call.Tool, t.Upstream, mcpupstream.ReasonUnreachable, "it is not connected",
+			gateway.NotDispatched(errors.New("bridged upstream closed")))
 	}
 	up := call
 	up.Tool = t.Listed.Name
@@ -418,7 +447,20 @@ func (b *Bridge) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.
 	if ctx.Err() != nil {
 		return nil, err
 	}
-	return toolError(fmt.Sprintf("%s failed at upstream %q: %s", call.Tool, t.Upstream, gateway.ErrorMessageOf(err))), nil
+	reason := mcpupstream.ReasonOf(err)
+	if errors.Is(err, gateway.ErrNotDispatched) {
+		return nil, notRun(call.Tool, t.Upstream, reason, gateway.ErrorMessageOf(err), err)
+	}
+	return toolError(fmt.Sprintf("%s failed at upstream %q [%s]: %s", call.Tool, t.Upstream, reason, gateway.ErrorMessageOf(err))), nil
+}
+
+// notRun is the error of a call of tool that never reached upstream:
+// EUnavailable with reason as its one reason, cause (marked
+// gateway.ErrNotDispatched) wrapped.
+func notRun(tool, upstream, reason, why string, cause error) error {
+	msg := fmt.Sprintf("%s was not run: upstream %q, which serves it, could not take the call (%s); try again later", tool, upstream, why)
+	return &gateway.Error{Code: gateway.EUnavailable, Err: cause, Message: msg,
+		Reasons: []gateway.Reason{{Code: reason, Message: msg}}}
 }
 
 // upstream returns the upstream named name (one of b.ups).

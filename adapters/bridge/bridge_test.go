@@ -34,6 +34,7 @@ type sdkServer struct {
 	down    atomic.Bool
 	noGET   atomic.Bool   // answer GET 405: no stream, so no list_changed is heard
 	entered chan struct{} // a misbehaving tools/call arrived
+	srv     *httptest.Server
 }
 
 func newSDKServer(t *testing.T, name string) *sdkServer {
@@ -49,6 +50,7 @@ func newSDKServer(t *testing.T, name string) *sdkServer {
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.Server }, nil)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, sdk) }))
 	t.Cleanup(srv.Close)
+	s.srv = srv
 	s.url = srv.URL + "/mcp/key-in-the-path"
 	return s
 }
@@ -102,6 +104,9 @@ func (s *sdkServer) serve(w http.ResponseWriter, r *http.Request, sdk http.Handl
 		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"backend exploded"}}`, msg.ID)
 	case "down":
 		http.Error(w, "bad gateway", http.StatusBadGateway)
+	case "huge": // a 10 MB result, past the bridge's bound in the test
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}`, msg.ID, strings.Repeat("x", 10<<20))
 	}
 }
 
@@ -171,15 +176,16 @@ func TestBridgeListsAndRoutes(t *testing.T) {
 // other upstream, made during the bad call, succeed.
 func TestBridgeIsolatesAMisbehavingUpstream(t *testing.T) {
 	good, bad := newSDKServer(t, "good"), newSDKServer(t, "bad")
-	b := newBridge(t, bridge.Options{Timeout: 3 * time.Second}, good, bad)
+	b := newBridge(t, bridge.Options{Timeout: 3 * time.Second, MaxMessageBytes: 1 << 20}, good, bad)
 	host := strings.TrimPrefix(bad.url, "http://")
 	host = host[:strings.IndexByte(host, '/')]
-	for _, tc := range []struct{ mode, want string }{
-		{"slow", "did not answer"},
-		{"endless", "did not answer"},
-		{"garbage", "not a JSON-RPC message"},
-		{"rpc-error", "backend exploded"},
-		{"down", "502"},
+	for _, tc := range []struct{ mode, want, reason string }{
+		{"slow", "did not answer", "[upstream.timeout]"},
+		{"endless", "did not answer", "[upstream.timeout]"},
+		{"garbage", "not a JSON-RPC message", "[upstream.malformed_reply]"},
+		{"rpc-error", "backend exploded", "[upstream.rpc_error]"},
+		{"down", "502", "[upstream.malformed_reply]"},
+		{"huge", "1 MiB", "[upstream.reply_too_large]"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			bad.mode.Store(tc.mode)
@@ -214,13 +220,33 @@ func TestBridgeIsolatesAMisbehavingUpstream(t *testing.T) {
 				}
 			}
 			res := <-badDone
-			if res == nil || !res.IsError || !strings.Contains(text(res), `upstream "bad"`) || !strings.Contains(text(res), tc.want) {
-				t.Errorf("bad.echo (%s): %+v; want a tool execution error naming upstream \"bad\" and saying %q", tc.mode, res, tc.want)
+			if res == nil || !res.IsError || !strings.Contains(text(res), `upstream "bad"`) || !strings.Contains(text(res), tc.want) || !strings.Contains(text(res), tc.reason) {
+				t.Errorf("bad.echo (%s): %+v; want a tool execution error naming upstream \"bad\", reason %s and saying %q", tc.mode, res, tc.reason, tc.want)
 			}
 			if strings.Contains(text(res), host) || strings.Contains(text(res), "key-in-the-path") {
 				t.Errorf("bad.echo (%s) shows the upstream's address: %q", tc.mode, text(res))
 			}
 		})
+	}
+}
+
+// An upstream that refuses the connection after it was listed gives an
+// error marked not dispatched (the tool never ran), naming the upstream
+// with reason upstream.unreachable, while the other upstream answers.
+func TestBridgeUnreachableIsNotDispatched(t *testing.T) {
+	good, gone := newSDKServer(t, "good"), newSDKServer(t, "gone")
+	b := newBridge(t, bridge.Options{Timeout: 3 * time.Second}, good, gone)
+	gone.srv.CloseClientConnections()
+	gone.srv.Close()
+	_, err := b.CallTool(context.Background(), gateway.ToolCall{Tool: "gone.echo", RawArguments: json.RawMessage(`{}`)})
+	var ge *gateway.Error
+	if !errors.As(err, &ge) || !errors.Is(err, gateway.ErrNotDispatched) || len(ge.Reasons) != 1 ||
+		ge.Reasons[0].Code != "upstream.unreachable" || !strings.Contains(ge.Message, `upstream "gone"`) {
+		t.Fatalf("call of a tool whose upstream refuses connections: %v (%+v); want a not-dispatched error naming it, reason upstream.unreachable", err, ge)
+	}
+	res, err := b.CallTool(context.Background(), gateway.ToolCall{Tool: "good.echo", RawArguments: json.RawMessage(`{}`)})
+	if err != nil || res.IsError {
+		t.Errorf("good.echo beside an unreachable upstream: %v %+v", err, res)
 	}
 }
 
@@ -267,9 +293,12 @@ func TestBridgeDegradedUpstream(t *testing.T) {
 	if changes.Load() != n+1 {
 		t.Error("a failed refresh changed the registry")
 	}
-	res, err := b.CallTool(context.Background(), gateway.ToolCall{Tool: "flaky.echo", RawArguments: json.RawMessage(`{}`)})
-	if err != nil || !res.IsError || !strings.Contains(text(res), `upstream "flaky"`) {
-		t.Errorf("call of flaky's kept tool while it is down: %v %+v", err, res)
+	// The call never reached flaky (its session could not be made): an
+	// error marked not dispatched, naming it (#25 step 3; it used to be
+	// a tool execution error, which hid that the tool never ran).
+	_, err = b.CallTool(context.Background(), gateway.ToolCall{Tool: "flaky.echo", RawArguments: json.RawMessage(`{}`)})
+	if !errors.Is(err, gateway.ErrNotDispatched) || !strings.Contains(gateway.ErrorMessageOf(err), `upstream "flaky"`) {
+		t.Errorf("call of flaky's kept tool while it is down: %v; want a not-dispatched error naming it", err)
 	}
 }
 

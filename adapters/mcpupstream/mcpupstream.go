@@ -95,6 +95,15 @@ type Options struct {
 	// Messages from the Server"; listen.go). It runs on a goroutine of
 	// the adapter's and must return soon. Unset: no GET stream is opened.
 	OnToolsChanged func()
+	// MaxMessageBytes, when positive and below the default (16 MiB),
+	// bounds one message of a reply (adapters/bridge: each bridged
+	// upstream's own bound).
+	MaxMessageBytes int
+	// LimitAsError makes CallTool return a reply past a bound as its
+	// error (ReasonOf: ReasonTooLarge) rather than as an IsError result,
+	// for a caller that names the upstream in its own tool execution
+	// error (adapters/bridge).
+	LimitAsError bool
 }
 
 // UpstreamTool is one tool the upstream lists: its name, title,
@@ -124,6 +133,7 @@ type Adapter struct {
 	clientInfo []byte // the initialize params' clientInfo object
 	ids        atomic.Int64
 	limits     replyLimits // what one upstream reply may make the gateway hold
+	limitErr   bool        // Options.LimitAsError
 	onTools    func()      // Options.OnToolsChanged
 
 	// sessionOnly is set once the upstream refused a stateless 2026-07-28
@@ -168,6 +178,10 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 		clientInfo: info,
 		limits:     defaultReplyLimits,
 		onTools:    opts.OnToolsChanged,
+		limitErr:   opts.LimitAsError,
+	}
+	if n := opts.MaxMessageBytes; n > 0 && n < a.limits.messageBytes {
+		a.limits.messageBytes = n
 	}
 	if opts.Name != "" {
 		a.display = strconv.Quote(opts.Name)
@@ -347,7 +361,7 @@ func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 	}
 	if err != nil {
 		var big *errReplyLimit
-		if errors.As(err, &big) {
+		if errors.As(err, &big) && !a.limitErr {
 			// The tool may have run; its reply was too much to hold: the
 			// caller (a model, in the end) reads a tool execution error
 			// that says which upstream and which limit.

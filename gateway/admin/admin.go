@@ -86,6 +86,10 @@ type Options struct {
 	// owner's or admin's console sign-in; management:read tokens list);
 	// nil answers those routes 501: the backend decides its gates itself.
 	Gates approvals.HumanGates
+	// Upstreams serves /upstreams (the bridged upstreams, their tools'
+	// pins and the decisions on quarantined ones; admin token only); nil
+	// answers those routes 404.
+	Upstreams Upstreams
 }
 
 // handler is the admin API; see NewHandler.
@@ -172,6 +176,7 @@ func (h *handler) routes() *mux.Router {
 	h.route(r, Prefix+OpenAPIPath, methods{get: h.openAPI})
 	h.route(r, Prefix+ExplainPath, methods{http.MethodPost: h.explain})
 	h.approvalRoutes(r)
+	h.upstreamRoutes(r)
 	return r
 }
 

@@ -223,6 +223,12 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 		{method: "POST", path: wsPath + "/gates/apr-done/decision", body: `{"decision":"approve","decided_by":"alice"}`, status: 409},
 		{method: "POST", path: wsPath + "/gates/apr-q/decision", body: `{"decision":"approve","decided_by":"alice"}`, status: 400},
 		{method: get, path: wsPath + "/gates", status: 501, noGates: true},
+		{method: get, path: "/admin/v1/upstreams", status: 200},
+		{method: get, path: "/admin/v1/upstreams/forge/tools", status: 200},
+		{method: get, path: "/admin/v1/upstreams/gone/tools", status: 404},
+		{method: "POST", path: "/admin/v1/upstreams/forge/tools/issues.list/approve", body: `{"decided_by":"ada"}`, status: 200},
+		{method: "POST", path: "/admin/v1/upstreams/forge/tools/issues.list/reject", body: `{"decided_by":"bob"}`, status: 200},
+		{method: "POST", path: "/admin/v1/upstreams/forge/tools/issues.list/approve", body: `{}`, status: 400, badRequest: true},
 		// Refusals answer the documented error shape.
 		{method: get, path: "/admin/v1/workspaces/ws-9", status: 404},
 		{method: del, path: "/admin/v1/seat-types/standard", status: 409},
@@ -237,7 +243,7 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(store)
 			}
-			opts := Options{Token: adminToken, Now: func() time.Time { return testNow }, Policy: tc.policy, Explain: fakeExplain, Approvals: newFakeApprovals(), Gates: newFakeGates()}
+			opts := Options{Token: adminToken, Now: func() time.Time { return testNow }, Policy: tc.policy, Explain: fakeExplain, Approvals: newFakeApprovals(), Gates: newFakeGates(), Upstreams: fakeUpstreams{}}
 			if tc.noGates {
 				opts.Gates = nil
 			}

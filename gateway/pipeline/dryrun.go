@@ -48,7 +48,8 @@ func (pl *Pipeline) DryRun(ctx context.Context, p *gateway.Principal, tool strin
 // tool list takes its references from here.
 func ToolRef(t *tools.Tool, resource map[string]string) policy.ToolRef {
 	return policy.ToolRef{Name: t.Name, Tier: t.Tier, CarveOut: t.CarveOut,
-		Group: t.Group, RequiresApproval: t.RequiresApproval, ActionClasses: t.ActionClasses, Resource: resource}
+		Group: t.Group, RequiresApproval: t.RequiresApproval, ActionClasses: t.ActionClasses, Resource: resource,
+		Upstream: t.Upstream, UpstreamAnnotations: t.UpstreamAnnotations}
 }
 
 // ToolRefs are the references of every tool of cat, in catalog order

@@ -117,6 +117,13 @@ type Pipeline struct {
 	Decider Decider
 	Catalog *tools.Catalog
 	Adapter Adapter
+	// Registry, when set, is the surface's tool registry, Catalog with
+	// the bridged tools on top (docs/requirements.md#bridged-tools): it
+	// replaces Catalog, read once per call and per tools/list, and
+	// Bridged dispatches the calls of its bridged tools (those with an
+	// Upstream). nil serves Catalog alone.
+	Registry *tools.Registry
+	Bridged  Adapter
 	// Logger receives store failures after the reply; nil logs nothing.
 	Logger *zap.Logger
 	// Metrics observes every call and reservation; nil observes nothing.
@@ -187,6 +194,9 @@ type Call struct {
 	Params    *gateway.CallRequest
 	// Tool is the catalog entry of Params.Name (resolveTool).
 	Tool *tools.Tool
+	// Catalog is the registry the call resolved Tool in (Pipeline.catalog
+	// when the call started), so its schema checks use the same one.
+	Catalog *tools.Catalog
 	// Caller is what the store knows of Principal (loadCaller); shared
 	// with other calls, read-only.
 	Caller *gateway.Caller
@@ -329,7 +339,7 @@ func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *g
 		ev.Arguments = loggableArguments(params.Arguments, params.RawArguments)
 	}
 	return &Call{
-		Principal: p, Params: params, Event: ev, Policy: pl.decider(),
+		Principal: p, Params: params, Event: ev, Policy: pl.decider(), Catalog: pl.catalog(),
 		Arguments: params.Arguments, RawArguments: params.RawArguments,
 		start: start, storeDeadline: time.Now().Add(storeTimeout),
 	}
@@ -340,9 +350,10 @@ func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *g
 // tools/call. A principal whose workspace the store does not know sees no
 // tool (every call would be refused); tools/call says why.
 func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]gateway.ListedTool, error) {
+	cat := pl.catalog()
 	if pl.ListEveryTool {
-		out := make([]gateway.ListedTool, 0, pl.Catalog.Len())
-		for _, t := range pl.Catalog.Tools() {
+		out := make([]gateway.ListedTool, 0, cat.Len())
+		for _, t := range cat.Tools() {
 			out = append(out, mcpTool(t))
 		}
 		return out, nil
@@ -361,7 +372,7 @@ func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]gate
 		return nil, err
 	}
 	out := make([]gateway.ListedTool, 0, len(visible))
-	for _, t := range pl.Catalog.Tools() {
+	for _, t := range cat.Tools() {
 		if visible[t.Name] {
 			out = append(out, mcpTool(t))
 		}
@@ -370,11 +381,36 @@ func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]gate
 }
 
 func mcpTool(t tools.Tool) gateway.ListedTool {
+	if t.Upstream != "" && t.UpstreamAnnotations != nil {
+		// A bridged tool keeps the upstream's own hints for the client;
+		// policy never reads them as a grant.
+		var ann map[string]any
+		if json.Unmarshal(t.UpstreamAnnotations, &ann) == nil {
+			return gateway.ListedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Annotations: ann}
+		}
+	}
 	ann := map[string]any{"readOnlyHint": t.ReadOnly}
 	if t.Tier == gateway.TierDeploy {
 		ann["destructiveHint"] = true
 	}
 	return gateway.ListedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Annotations: ann}
+}
+
+// catalog is the surface's tools now: the Registry's, else Catalog.
+func (pl *Pipeline) catalog() *tools.Catalog {
+	if pl.Registry != nil {
+		return pl.Registry.Catalog()
+	}
+	return pl.Catalog
+}
+
+// adapter is the adapter of tool t: Bridged for a bridged tool, else
+// Adapter.
+func (pl *Pipeline) adapter(t *tools.Tool) Adapter {
+	if t.Upstream != "" && pl.Bridged != nil {
+		return pl.Bridged
+	}
+	return pl.Adapter
 }
 
 // decider is the policy in force now: a Snapshot of a Snapshotter

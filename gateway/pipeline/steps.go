@@ -13,7 +13,7 @@ import (
 // audit row. Params the transport could not parse, a name longer than any
 // MCP tool name and an unknown name are refused (EInvalid).
 func (pl *Pipeline) resolveTool(_ context.Context, c *Call) error {
-	tool, ok := pl.Catalog.Lookup(c.Params.Name)
+	tool, ok := c.Catalog.Lookup(c.Params.Name)
 	if ok {
 		c.Tool, c.Event.Tier = tool, tool.Tier
 	}
@@ -23,6 +23,11 @@ func (pl *Pipeline) resolveTool(_ context.Context, c *Call) error {
 	if !ok && hidesUnlisted(c.Principal) {
 		return unknownTool(c.Params.Name)
 	}
+	if why, q := pl.quarantined(c.Params.Name); !ok && q {
+		return &gateway.Error{Code: gateway.EForbidden,
+			Message: fmt.Sprintf("tool %s is quarantined: %s; an operator must review and approve it (admin API /admin/v1/upstreams) before it can be called", c.Params.Name, why),
+			Reasons: []gateway.Reason{{Code: reasonQuarantined, Message: why}}}
+	}
 	if !ok && len(c.Params.Name) > maxToolName {
 		return gateway.Errorf(gateway.EInvalid, "tool name %q is %d bytes long, longer than any MCP tool name (at most %d characters); tools/list shows the tools this session may call",
 			clip(c.Params.Name, 32), len(c.Params.Name), maxToolName)
@@ -31,6 +36,19 @@ func (pl *Pipeline) resolveTool(_ context.Context, c *Call) error {
 		return gateway.Errorf(gateway.EInvalid, "unknown tool %q; tools/list shows the tools this session may call", c.Params.Name)
 	}
 	return nil
+}
+
+// reasonQuarantined is the reason code of a call of a bridged tool held
+// back for review (docs/requirements.md#pinned-tools).
+const reasonQuarantined = "tool.quarantined"
+
+// quarantined reports whether name is a bridged tool held back for
+// review, and what changed.
+func (pl *Pipeline) quarantined(name string) (string, bool) {
+	if pl.Registry == nil {
+		return "", false
+	}
+	return pl.Registry.Quarantined(name)
 }
 
 // hidesUnlisted reports whether p's endpoint answers every tool p cannot
@@ -166,7 +184,7 @@ func (pl *Pipeline) caller(ctx context.Context, p *gateway.Principal) (*gateway.
 // the EForbidden refusal, led by the decision's first reason.
 func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 	t := c.Tool
-	args := pl.Catalog.PolicyArguments(t.Name, c.Params.Arguments)
+	args := c.Catalog.PolicyArguments(t.Name, c.Params.Arguments)
 	var start time.Time
 	if pl.DecisionLog != nil {
 		start = time.Now()
@@ -185,6 +203,13 @@ func (pl *Pipeline) decide(ctx context.Context, c *Call) error {
 		pl.DecisionLog.LogDecision(ctx, d, d.Input, t.Name, d.Revision, time.Since(start))
 	}
 	c.Decision = d
+	if t.Upstream != "" && d.Tier != "" && d.Tier != t.Tier {
+		// Policy data overrode a bridged tool's tier: its rate-limit
+		// bucket and audit row follow the policy, not the upstreams file.
+		over := *t
+		over.Tier = d.Tier
+		c.Tool, c.Event.Tier = &over, d.Tier
+	}
 	c.Event.DecisionID, c.Event.PolicyRevision = d.ID, d.Revision
 	c.Event.ReasonCodes = reasonCodes(d.Reasons)
 	if !d.Allow && !d.Visible && hidesUnlisted(c.Principal) {
@@ -230,7 +255,7 @@ func (pl *Pipeline) checkParamHeaders(_ context.Context, c *Call) error {
 // The refusal names the decision that allowed the tool (ToolInput
 // marks it as an input validation error, answered by protocol version).
 func (pl *Pipeline) validateArguments(_ context.Context, c *Call) error {
-	err := pl.Catalog.Validate(c.Params.Name, c.Params.Arguments)
+	err := c.Catalog.Validate(c.Params.Name, c.Params.Arguments)
 	return withDecision(err, c.Decision)
 }
 
@@ -290,7 +315,7 @@ func (pl *Pipeline) callAdapter(ctx context.Context, c *Call) (*gateway.ToolResu
 		relay = newPolicyRelay(next, c.Decision.Obligations.Relay)
 		ctx = gateway.WithRelay(ctx, relay)
 	}
-	res, err := pl.Adapter.CallTool(ctx, gateway.ToolCall{
+	res, err := pl.adapter(c.Tool).CallTool(ctx, gateway.ToolCall{
 		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,
 		Tool: c.Tool.Name, Arguments: c.Arguments, RawArguments: c.RawArguments, Principal: p,
 	})

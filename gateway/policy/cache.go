@@ -2,6 +2,7 @@ package policy
 
 import (
 	"crypto/sha256"
+	"strconv"
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -174,11 +175,16 @@ func (e *Engine) callKey(p *gateway.Principal, c *gateway.Caller, tool ToolRef, 
 
 // visibleKey is the cache key of the tools/list input: writeBase, without
 // input.tools, which is the engine's catalog term, built once in New and
-// the same in every tools/list input of this engine and so of this cache.
-func (e *Engine) visibleKey(p *gateway.Principal, c *gateway.Caller) (cacheKey, bool) {
+// the same in every tools/list input of this engine and so of this cache;
+// with a ToolSet, the list's version (toolsNow; 0 without one) stands
+// for it, so a changed registry is evaluated anew.
+func (e *Engine) visibleKey(p *gateway.Principal, c *gateway.Caller, version uint64) (cacheKey, bool) {
 	w := getKeyWriter()
 	defer putKeyWriter(w)
 	e.writeBase(w, p, c)
+	if version != 0 {
+		w.str("tools_version", strconv.FormatUint(version, 10))
+	}
 	w.close()
 	return w.sum()
 }

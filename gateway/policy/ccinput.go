@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -62,6 +63,7 @@ func (e *Engine) writeCCCall(w inputWriter, p *gateway.Principal, c *gateway.Cal
 	w.str("group", tool.Group)
 	w.boolean("requires_approval", tool.RequiresApproval)
 	w.strs("action_classes", tool.ActionClasses, false)
+	writeBridged(w, tool)
 	w.close()
 	writeResource(w, tool.Resource)
 	e.writeSession(w, tool.Session)
@@ -69,22 +71,13 @@ func (e *Engine) writeCCCall(w inputWriter, p *gateway.Principal, c *gateway.Cal
 	w.close()
 }
 
-// ccToolsTerm is the cc_server catalog as visible_tools reads it.
-func ccToolsTerm(tools []ToolRef) *ast.Term {
-	terms := make([]*ast.Term, len(tools))
-	for i, t := range tools {
-		classes := make([]*ast.Term, len(t.ActionClasses))
-		for j, a := range t.ActionClasses {
-			classes[j] = ast.StringTerm(a)
-		}
-		terms[i] = ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("name"), ast.StringTerm(t.Name)),
-			ast.Item(ast.InternedTerm("group"), ast.StringTerm(t.Group)),
-			ast.Item(ast.InternedTerm("requires_approval"), ast.BooleanTerm(t.RequiresApproval)),
-			ast.Item(ast.InternedTerm("action_classes"), ast.ArrayTerm(classes...)),
-		)
-	}
-	return ast.ArrayTerm(terms...)
+// ccToolWrite writes one cc_server tool of input.tools (as input.tool).
+func ccToolWrite(w inputWriter, t ToolRef) {
+	w.str("name", t.Name)
+	w.str("group", t.Group)
+	w.boolean("requires_approval", t.RequiresApproval)
+	w.strs("action_classes", t.ActionClasses, false)
+	writeBridged(w, t)
 }
 
 // VisibleIn is Visible for a cc_server search tool (list_my_tools,
@@ -99,9 +92,13 @@ func (e *Engine) VisibleIn(ctx context.Context, p *gateway.Principal, c *gateway
 		return e.Visible(ctx, p, c)
 	}
 	args := ast.ObjectTerm(ast.Item(ast.InternedTerm("workspace_id"), ast.StringTerm(workspaceID)))
+	tools, version := e.toolsNow()
 	write := func(w inputWriter) {
 		writeCCBase(w, p, c)
 		w.term("arguments", args)
+		if version != 0 {
+			w.str("tools_version", strconv.FormatUint(version, 10))
+		}
 	}
 	var key cacheKey
 	cacheable := false
@@ -116,8 +113,9 @@ func (e *Engine) VisibleIn(ctx context.Context, p *gateway.Principal, c *gateway
 		}
 	}
 	var in astWriter
-	write(&in)
-	in.term("tools", e.tools)
+	writeCCBase(&in, p, c)
+	in.term("arguments", args)
+	in.term("tools", tools)
 	in.close()
 	v, err := e.visibleFrom(ctx, in.root)
 	if err == nil && cacheable {

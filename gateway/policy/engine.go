@@ -52,6 +52,14 @@ type ToolRef struct {
 	// what the adapter told, e.g. "gate_class"); nil for a tool that
 	// declares no resource. Only tools/call inputs carry it.
 	Resource map[string]string
+	// Upstream names the bridged upstream that serves the tool ("" for a
+	// catalog tool); UpstreamAnnotations are its annotations as the
+	// upstream sent them (a JSON object), and DataLabels its data labels
+	// (policy data's, data.<surface>.bridged_tools). A bridged tool's
+	// input.tool carries them (writeBridged).
+	Upstream            string
+	UpstreamAnnotations []byte
+	DataLabels          []string
 }
 
 // Options configure New.
@@ -68,6 +76,11 @@ type Options struct {
 	Edition gateway.Edition
 	// Tools is the catalog the tools/list query ranges over.
 	Tools []ToolRef
+	// ToolSet, when set, is the tool list the tools/list query ranges
+	// over instead of Tools: a registry that changes while the gateway
+	// runs (bridged tools), shared by every engine compiled with these
+	// options.
+	ToolSet *ToolSet
 	// CacheSize bounds the decision cache (entries per query); 0 means
 	// DefaultCacheSize, a negative value turns caching off.
 	CacheSize int
@@ -129,6 +142,10 @@ type Engine struct {
 	limits map[string]any
 	// fsys is the bundle compiled (Options.FS), kept for Explainer.
 	fsys fs.FS
+	// overrides are the bundle's data.<surface>.bridged_tools (bridged.go);
+	// setState the Options.ToolSet and this engine's term of it.
+	overrides map[string]bridgedOverride
+	setState
 }
 
 // New loads and compiles the bundle in opts.FS and prepares both queries. It
@@ -175,6 +192,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if e.evalTimeout <= 0 {
 		e.evalTimeout = DefaultEvalTimeout
+	}
+	e.toolSet = opts.ToolSet
+	if e.overrides, err = readBridged(ctx, compiler, store, surface); err != nil {
+		return nil, err
 	}
 	e.tools = e.toolsTerm(opts.Tools)
 	if e.limits, err = evalData(ctx, compiler, store, "data."+surface+".limits"); err != nil {
@@ -245,6 +266,7 @@ func hasRule(c *ast.Compiler, query string) bool {
 // may be modified by the caller; with Options.KeepInput it also carries the
 // input evaluated (or, from the cache, the identical one of this call).
 func (e *Engine) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args map[string]any) (*gateway.Decision, error) {
+	tool = e.bridged(tool)
 	argTerm, err := argumentsTerm(e.args.read(args))
 	if err != nil {
 		return nil, gateway.Wrap(gateway.EInvalid, err, fmt.Sprintf("arguments of tool %s cannot be evaluated", tool.Name))
@@ -312,27 +334,28 @@ func (e *Engine) evalFailed(ctx context.Context, outcome string) string {
 // the same per-tool rules as Decide (listed ⇔ callable, docs/architecture.md).
 // The returned map is shared with the cache and must not be modified.
 func (e *Engine) Visible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error) {
+	tools, version := e.toolsNow()
 	var key cacheKey
 	cacheable := false
 	if e.cache != nil {
-		key, cacheable = e.visibleKey(p, c)
+		key, cacheable = e.visibleKey(p, c, version)
 		if cacheable {
 			if v, ok := e.cache.visible.get(key); ok {
 				return v, nil
 			}
 		}
 	}
-	v, err := e.evalVisible(ctx, p, c)
+	v, err := e.evalVisible(ctx, p, c, tools)
 	if err == nil && cacheable {
 		e.cache.visible.add(key, v, visibleCost(v))
 	}
 	return v, err
 }
 
-func (e *Engine) evalVisible(ctx context.Context, p *gateway.Principal, c *gateway.Caller) (map[string]bool, error) {
+func (e *Engine) evalVisible(ctx context.Context, p *gateway.Principal, c *gateway.Caller, tools *ast.Term) (map[string]bool, error) {
 	var in astWriter
 	e.writeBase(&in, p, c)
-	in.term("tools", e.tools)
+	in.term("tools", tools)
 	in.close()
 	return e.visibleFrom(ctx, in.root)
 }

@@ -117,6 +117,7 @@ func (e *Engine) writeCall(w inputWriter, p *gateway.Principal, c *gateway.Calle
 	w.str("name", tool.Name)
 	w.str("tier", string(tool.Tier))
 	w.boolean("carve_out", tool.CarveOut)
+	writeBridged(w, tool)
 	w.close()
 	writeResource(w, tool.Resource)
 	e.writeSession(w, tool.Session)
@@ -286,20 +287,31 @@ var (
 	_ encoding.TextAppender = (*ast.Term)(nil)
 )
 
-// toolsTerm is built once at start: the catalog does not change per request.
+// toolsTerm is input.tools of tools/list: the catalog, built once at
+// start (or once per version of a ToolSet), each tool as input.tool
+// describes it, with the bundle's overrides of bridged tools applied.
 func (e *Engine) toolsTerm(tools []ToolRef) *ast.Term {
+	write := supaToolWrite
 	if e.cc {
-		return ccToolsTerm(tools)
+		write = ccToolWrite
 	}
 	terms := make([]*ast.Term, len(tools))
 	for i, t := range tools {
-		terms[i] = ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("name"), ast.StringTerm(t.Name)),
-			ast.Item(ast.InternedTerm("tier"), ast.StringTerm(string(t.Tier))),
-			ast.Item(ast.InternedTerm("carve_out"), ast.BooleanTerm(t.CarveOut)),
-		)
+		var w astWriter
+		w.open("")
+		write(&w, e.bridged(t))
+		w.close()
+		terms[i] = ast.NewTerm(w.root)
 	}
 	return ast.ArrayTerm(terms...)
+}
+
+// supaToolWrite writes one SupaCloud tool of input.tools.
+func supaToolWrite(w inputWriter, t ToolRef) {
+	w.str("name", t.Name)
+	w.str("tier", string(t.Tier))
+	w.boolean("carve_out", t.CarveOut)
+	writeBridged(w, t)
 }
 
 // argumentsTerm converts decoded JSON arguments (maps, slices, strings,

@@ -61,6 +61,8 @@ type Coordinator struct {
 	// answered is told the keys of relayed answers recorded by any
 	// replica (Answers.Answered); nil: ignored.
 	answered func(key string)
+	// tables are OnTable's, by table.
+	tables map[string]func()
 	// announced counts the changes this process's admin API announced.
 	announced atomic.Uint64
 
@@ -85,6 +87,17 @@ func NewCoordinator(r Replica, ends *SessionEndCache, log *zap.Logger) *Coordina
 // OnPolicy sets what runs a policy reload another replica asked for
 // (Policies.Requested). Call it before the feed listens.
 func (c *Coordinator) OnPolicy(fn func(gateway.PolicyRequest)) { c.policy = fn }
+
+// OnTable sets what runs when a change of table is announced, instead
+// of the callers' refresh (a table no caller is loaded from, such as the
+// bridged tools' pins, gateway.PinsTable). Call it before the feed
+// listens.
+func (c *Coordinator) OnTable(table string, fn func()) {
+	if c.tables == nil {
+		c.tables = map[string]func(){}
+	}
+	c.tables[table] = fn
+}
 
 // OnAnswer sets what is told the keys of relayed answers recorded by any
 // replica (Answers.Answered). Call it before the feed listens.
@@ -206,6 +219,10 @@ func (c *Coordinator) Changed(ch gateway.Change) {
 		if c.ends != nil {
 			c.ends.Forget(ch.SessionID)
 		}
+		return
+	}
+	if fn := c.tables[ch.Table]; fn != nil {
+		fn()
 		return
 	}
 	if ch.TokenFingerprint != "" { // a token's status is read per request, not cached with callers

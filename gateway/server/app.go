@@ -67,6 +67,10 @@ type App struct {
 	// surface (only surfaces that have some); nil without the file.
 	Bridges map[string]*bridge.Bridge
 	closers []func() error
+	// syncs keep each bridged surface's registry in step with its bridge
+	// and the pins (upstreams.go); upstreamTools is their gauge.
+	syncs         []*bridgedSync
+	upstreamTools *prometheus.GaugeVec
 
 	// metrics is the Prometheus observer of the request path and of the
 	// policy; feed is how this replica hears the others (chosen with the
@@ -120,7 +124,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if a.CC, err = a.ccServerSurface(ctx, log, version); err != nil {
 		return err
 	}
-	if err := a.openBridges(ctx, log, version); err != nil {
+	if err := a.openBridges(ctx, log, version, main, reg); err != nil {
 		return err
 	}
 	surfaces := []*Surface{main}
@@ -142,6 +146,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if a.Server, err = New(deps); err != nil {
 		return err
 	}
+	a.Server.Changes().OnTable(gateway.PinsTable, a.pinsChanged)
 	a.closers = append(a.closers, func() error { a.Server.Close(); return nil })
 	if a.CC != nil {
 		if err := a.CC.serve(deps); err != nil {
@@ -196,7 +201,9 @@ func (a *App) supacloudSurface(ctx context.Context, log *zap.Logger, version str
 		return nil, err
 	}
 	sf.Catalog = a.Catalog
+	a.registry(sf)
 	if a.Policy, err = NewPolicy(ctx, cfg, a.Catalog, policy.LiveOptions{
+		Engine: policy.Options{ToolSet: sf.ToolSet},
 		Logger: log, Observer: a.metrics,
 		// After a swap, the open sessions whose tools/list changed are told
 		// (list_changed), as after an admin change. a.Server is set before
@@ -236,6 +243,7 @@ func (a *App) surfacePipeline(sf *Surface, log *zap.Logger, approvals *approvals
 	cfg := a.Config
 	pl := &pipeline.Pipeline{
 		Store: a.Store, Callers: sf.Callers, Decider: sf.Policy, Catalog: sf.Catalog, Adapter: sf.Adapter,
+		Registry: sf.Registry, Bridged: sf.Bridged,
 		Logger: log, Metrics: a.metrics, AuditArguments: cfg.AuditArguments,
 		RateLimits: sf.Limits, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 		Confirmer: sf.Confirmer, Surface: sf.Name, ListEveryTool: sf.ListEveryTool, WorkspaceFromPolicy: sf.WorkspaceFromPolicy,
@@ -272,7 +280,7 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, ma
 	d := Deps{
 		Store: a.Store, Surface: main, AdminToken: cfg.AdminToken,
 		ConsoleUsers:  a.JWT.ConsoleUsers(),
-		ValidateGrant: GrantValidator(a.Policy, a.Catalog), Logger: log, Registry: reg, Policy: a.policies,
+		ValidateGrant: a.bridgedGrants(GrantValidator(a.Policy, a.Catalog)), Logger: log, Registry: reg, Policy: a.policies,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
@@ -292,6 +300,7 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, ma
 		d.Answers = answers
 	}
 	if len(a.Bridges) > 0 {
+		d.Upstreams = upstreamAdmin{a}
 		d.Bridges = make(map[string]Bridged, len(a.Bridges))
 		for sf, b := range a.Bridges {
 			d.Bridges[sf] = b

@@ -94,6 +94,7 @@ func (a *App) ccServerSurface(ctx context.Context, log *zap.Logger, version stri
 	if cc.Catalog, err = tools.LoadCCServer(); err != nil {
 		return nil, fmt.Errorf("cc_server tool catalog: %w", err)
 	}
+	a.registry(cc.Surface)
 	if cc.Policy, err = a.ccPolicy(ctx, log, cc); err != nil {
 		return nil, err
 	}
@@ -110,9 +111,13 @@ func (a *App) ccServerSurface(ctx context.Context, log *zap.Logger, version stri
 	cc.setRules(a, log, cc.Policy.Engine())
 	cc.Limits = cc.rules
 	cc.Callers = callercache.New(memberships{a.Store}, callercache.Options{TTL: cfg.CallerCacheTTL})
-	cc.Adapter = search.NewTools(backend, func(ctx context.Context, p *gateway.Principal, c *gateway.Caller, ws string) (map[string]bool, error) {
+	reg := cc.Registry
+	if reg == nil {
+		reg = tools.NewRegistry(cc.Catalog)
+	}
+	cc.Adapter = search.NewRegistryTools(backend, func(ctx context.Context, p *gateway.Principal, c *gateway.Caller, ws string) (map[string]bool, error) {
 		return cc.Policy.Engine().VisibleIn(ctx, p, c, ws)
-	}, cc.Callers, cc.Catalog)
+	}, cc.Callers, reg)
 	cc.Endpoints = []Endpoint{{Path: "/mcp", Auth: auth.CCServer{J: cc.JWT}, Instructions: ccInstructions, Legacy: true}}
 	log.Info("cc_server surface configured", zap.String("listen", cfg.CCServer.Listen), zap.Int("tools", cc.Catalog.Len()),
 		zap.Int("calls_per_minute", a.ccLimits(cc.Policy.Engine()).CCServerCallsPerMinute))
@@ -141,7 +146,7 @@ func (cc *CCServer) serve(d Deps) error {
 func (a *App) ccPolicy(ctx context.Context, log *zap.Logger, cc *CCServer) (*policy.Live, error) {
 	opts := engineOptions(a.Config, cc.Catalog)
 	l, err := policy.NewLive(ctx, policy.LiveOptions{
-		Engine: policy.Options{Surface: gateway.SurfaceCCServer, Edition: opts.Edition, Tools: opts.Tools, KeepInput: opts.KeepInput},
+		Engine: policy.Options{Surface: gateway.SurfaceCCServer, Edition: opts.Edition, Tools: opts.Tools, KeepInput: opts.KeepInput, ToolSet: cc.ToolSet},
 		Dir:    a.Config.PolicyDir, Embedded: policies.FS, Revision: policies.Revision,
 		Logger: log, Observer: a.metrics,
 		OnSwap: func(_, cur *policy.Engine) {

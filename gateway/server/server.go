@@ -126,6 +126,10 @@ type Deps struct {
 	// Explain answers POST /admin/v1/explain (server.Explain); nil answers
 	// it 404.
 	Explain admin.Explainer
+	// Upstreams serves the admin API's bridged upstreams (GET
+	// /admin/v1/upstreams, their tools' pins, approve and reject); nil
+	// answers them 404.
+	Upstreams admin.Upstreams
 	// Approvals serves the admin API's approval routes (gateway/approvals'
 	// Service, the one Pipeline.Approvals waits on); nil answers them 404.
 	Approvals admin.Approvals
@@ -211,6 +215,7 @@ func New(d Deps) (*Server, error) {
 		Logger:         d.Logger,
 		OnChange:       func(ws string) { s.announce(gateway.Change{WorkspaceID: ws}) },
 		Explain:        d.Explain,
+		Upstreams:      d.Upstreams,
 		Policy:         d.Policy,
 		Approvals:      d.Approvals,
 		Gates:          d.Gates,

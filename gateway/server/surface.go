@@ -26,6 +26,13 @@ type Surface struct {
 	Catalog *tools.Catalog
 	Policy  *policy.Live
 	Adapter pipeline.Adapter
+	// Registry and ToolSet are the catalog with the bridged tools on top
+	// and the tool list its policy ranges over, when MCPGATE_UPSTREAMS_FILE
+	// is set (nil otherwise); Bridged dispatches the bridged tools' calls
+	// (openBridges, upstreams.go).
+	Registry *tools.Registry
+	ToolSet  *policy.ToolSet
+	Bridged  pipeline.Adapter
 	// Callers caches what a call loads about its caller; the admin API's
 	// changes drop it.
 	Callers *callercache.Cache

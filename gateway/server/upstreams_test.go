@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -56,6 +57,12 @@ func closedURL(t *testing.T) string {
 
 func upstreamsApp(t *testing.T, file string) (*server.App, *bytes.Buffer, error) {
 	t.Helper()
+	return upstreamsAppWith(t, file, nil)
+}
+
+// upstreamsAppWith is upstreamsApp with more variables set.
+func upstreamsAppWith(t *testing.T, file string, more map[string]string) (*server.App, *bytes.Buffer, error) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "upstreams.json")
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
@@ -67,6 +74,7 @@ func upstreamsApp(t *testing.T, file string) (*server.App, *bytes.Buffer, error)
 		"MCPGATE_UPSTREAMS_FILE":   path,
 		"MCPGATE_UPSTREAM_TIMEOUT": "5s",
 	}
+	maps.Copy(vars, more)
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +132,7 @@ func TestServeRefusesABadUpstreamsFile(t *testing.T) {
 		"unset variable":   {`{"upstreams":[{"name":"forge","url":"http://127.0.0.1:9/mcp","tier":"read","headers":{"Authorization":"Bearer ${env:MCPGATE_TEST_UNSET_VARIABLE}"}}]}`, `upstream "forge": headers.Authorization: ${env:MCPGATE_TEST_UNSET_VARIABLE}`},
 		"catalog prefix":   {`{"upstreams":[{"name":"forge","prefix":"project.","url":"http://127.0.0.1:9/mcp","tier":"read"}]}`, `upstream "forge": prefix: "project." collides with the supacloud catalog's tool`},
 		"ccserver catalog": {`{"upstreams":[{"name":"t","surface":"ccserver","prefix":"ticket","group":"tickets","url":"http://127.0.0.1:9/mcp"}]}`, `upstream "t": prefix: "ticket" collides with the ccserver catalog's tool`},
+		"policy wildcard":  {`{"upstreams":[{"name":"read","url":"http://127.0.0.1:9/mcp","tier":"read"}]}`, `upstream "read": name: "read" is taken by the policy's grant supacloud.read.*`},
 		"unknown field":    {`{"upstreams":[{"name":"forge","url":"http://127.0.0.1:9/mcp","tier":"read","trust":true}]}`, `upstream "forge": unknown field "trust"`},
 	} {
 		t.Run(note, func(t *testing.T) {

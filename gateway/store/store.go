@@ -33,6 +33,7 @@ type Store interface {
 	Usage
 	AuditChain
 	Flows
+	Pins
 	// Close waits for the writes under way, then releases the store's
 	// statements and connections.
 	Close() error
@@ -328,4 +329,28 @@ type Flows interface {
 	// no reservation touched since at or before idle, and returns how
 	// many it deleted.
 	DeleteEndedFlows(ctx context.Context, ended, idle time.Time) (int64, error)
+}
+
+// Pins are the pinned definitions of bridged tools
+// (docs/requirements.md#pinned-tools), one row per surface, upstream and
+// tool, shared by every replica; the gateway caches them and reloads them
+// on the change feed (table upstream_tool_pins), so no call reads them.
+// Each method commits on its own.
+type Pins interface {
+	// ToolPins returns every pin, by surface, upstream and tool.
+	ToolPins(ctx context.Context) ([]gateway.ToolPin, error)
+	// AddToolPin inserts p (first sight) unless a pin of its surface,
+	// upstream and tool exists, and reports whether it inserted: of two
+	// replicas seeing a tool first at once, one pins it.
+	AddToolPin(ctx context.Context, p gateway.ToolPin) (bool, error)
+	// UpdateToolPin replaces the state, change, renamed_from, hash,
+	// definition, current_hash and current of the pin p names (a
+	// quarantine, or a pinned definition the upstream lists again);
+	// ENotFound when there is none.
+	UpdateToolPin(ctx context.Context, p gateway.ToolPin) error
+	// DecideToolPin approves (the current definition becomes the pinned
+	// one, state pinned) or rejects (state rejected) the quarantined
+	// tool, recording decidedBy and now, and returns the pin as decided.
+	// ENotFound for an unknown pin; EConflict when it is not quarantined.
+	DecideToolPin(ctx context.Context, surface, upstream, tool string, approve bool, decidedBy string, now time.Time) (*gateway.ToolPin, error)
 }

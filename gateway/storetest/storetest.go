@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Memberships", membershipTests},
 		{"Approvals", approvalTests},
 		{"Flows", flowTests},
+		{"Pins", pinTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -108,6 +108,10 @@ type Options struct {
 	// Catalogs are the names of each surface's catalog tools, by surface:
 	// a prefix that starts one of them is refused.
 	Catalogs map[string][]string
+	// Reserved are names a SupaCloud upstream may not take: its upstream
+	// wildcard supacloud.<name>.* would be one of the policy's own
+	// grants (the tier and group wildcards: read, ops, conversation, …).
+	Reserved []string
 }
 
 // Load reads the upstreams file at path and parses it (Parse); relative
@@ -270,6 +274,9 @@ func (p *parser) upstream(i int, entry json.RawMessage) (Upstream, bool) {
 	}
 	if u.Surface == "" {
 		u.Surface = gateway.SurfaceSupaCloud
+	}
+	if u.Surface == gateway.SurfaceSupaCloud && slices.Contains(p.opts.Reserved, u.Name) {
+		p.fail(who, "name", "%q is taken by the policy's grant supacloud.%s.*, which would then grant this upstream's tools too; choose another name", u.Name, u.Name)
 	}
 	if u.NewTools == "" {
 		u.NewTools = NewToolsQuarantine

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/tools"
@@ -51,13 +52,39 @@ type Tools struct {
 	next     Backend
 	callable Callable
 	callers  CallerLoader
-	catalog  *tools.Catalog
-	index    *Index
+	registry *tools.Registry
+	ranked   atomic.Pointer[ranked]
+}
+
+// ranked is one version of the registry with its BM25 index.
+type ranked struct {
+	catalog *tools.Catalog
+	index   *Index
 }
 
 // NewTools returns the adapter over next, ranking cat.
 func NewTools(next Backend, callable Callable, callers CallerLoader, cat *tools.Catalog) *Tools {
-	return &Tools{next: next, callable: callable, callers: callers, catalog: cat, index: New(cat.Tools())}
+	return NewRegistryTools(next, callable, callers, tools.NewRegistry(cat))
+}
+
+// NewRegistryTools returns the adapter over next, ranking the tools of
+// reg as they are at each call: the catalog and the bridged tools
+// (docs/requirements.md#bridged-tools), indexed again once after each
+// change of the registry.
+func NewRegistryTools(next Backend, callable Callable, callers CallerLoader, reg *tools.Registry) *Tools {
+	return &Tools{next: next, callable: callable, callers: callers, registry: reg}
+}
+
+// now returns the registry now and its index, built on first use of
+// each version.
+func (s *Tools) now() *ranked {
+	cat := s.registry.Catalog()
+	if r := s.ranked.Load(); r != nil && r.catalog == cat {
+		return r
+	}
+	r := &ranked{catalog: cat, index: New(cat.Tools())}
+	s.ranked.Store(r)
+	return r
 }
 
 // ResolveResource forwards to the backend when it resolves resources.
@@ -88,10 +115,10 @@ func (s *Tools) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.T
 		return nil, err
 	}
 	var out map[string]any
-	if call.Tool == ToolListMine {
-		out = s.listMine(call.Arguments, callable)
+	if r := s.now(); call.Tool == ToolListMine {
+		out = r.listMine(call.Arguments, callable)
 	} else {
-		out = s.search(call.Arguments, callable)
+		out = r.search(call.Arguments, callable)
 	}
 	out["mode"] = modeOf(call.Principal)
 	if ws != "" {
@@ -102,7 +129,7 @@ func (s *Tools) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.T
 
 // listMine lists the callable tools in catalog order, optionally of one
 // group.
-func (s *Tools) listMine(args map[string]any, callable map[string]bool) map[string]any {
+func (s *ranked) listMine(args map[string]any, callable map[string]bool) map[string]any {
 	group, _ := args["group"].(string)
 	list := []map[string]any{}
 	for _, t := range s.catalog.Tools() {
@@ -116,7 +143,7 @@ func (s *Tools) listMine(args map[string]any, callable map[string]bool) map[stri
 
 // search ranks the catalog for the query; every hit carries its schema
 // and whether it is callable now.
-func (s *Tools) search(args map[string]any, callable map[string]bool) map[string]any {
+func (s *ranked) search(args map[string]any, callable map[string]bool) map[string]any {
 	q, _ := args["query"].(string)
 	limit := 10
 	switch n := args["limit"].(type) {
