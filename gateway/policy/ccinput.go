@@ -55,35 +55,14 @@ func writeCCBase(w inputWriter, p *gateway.Principal, c *gateway.Caller) {
 }
 
 // writeCCCall writes the complete input of one cc_server tools/call.
-func writeCCCall(w inputWriter, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args *ast.Term) {
+func (e *Engine) writeCCCall(w inputWriter, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args *ast.Term) {
 	writeCCBase(w, p, c)
 	w.open("tool")
-	w.str("name", tool.Name)
-	w.str("group", tool.Group)
-	w.boolean("requires_approval", tool.RequiresApproval)
-	w.strs("action_classes", tool.ActionClasses, false)
+	e.writeTool(w, tool)
 	w.close()
 	writeResource(w, tool.Resource)
 	w.term("arguments", args)
 	w.close()
-}
-
-// ccToolsTerm is the cc_server catalog as visible_tools reads it.
-func ccToolsTerm(tools []ToolRef) *ast.Term {
-	terms := make([]*ast.Term, len(tools))
-	for i, t := range tools {
-		classes := make([]*ast.Term, len(t.ActionClasses))
-		for j, a := range t.ActionClasses {
-			classes[j] = ast.StringTerm(a)
-		}
-		terms[i] = ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("name"), ast.StringTerm(t.Name)),
-			ast.Item(ast.InternedTerm("group"), ast.StringTerm(t.Group)),
-			ast.Item(ast.InternedTerm("requires_approval"), ast.BooleanTerm(t.RequiresApproval)),
-			ast.Item(ast.InternedTerm("action_classes"), ast.ArrayTerm(classes...)),
-		)
-	}
-	return ast.ArrayTerm(terms...)
 }
 
 // VisibleIn is Visible for a cc_server search tool (list_my_tools,

@@ -109,14 +109,12 @@ func writeProfile(w inputWriter, key string, pr *gateway.Profile) {
 // (argumentUse, argumentsTerm).
 func (e *Engine) writeCall(w inputWriter, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args *ast.Term) {
 	if e.cc {
-		writeCCCall(w, p, c, tool, args)
+		e.writeCCCall(w, p, c, tool, args)
 		return
 	}
 	e.writeBase(w, p, c)
 	w.open("tool")
-	w.str("name", tool.Name)
-	w.str("tier", string(tool.Tier))
-	w.boolean("carve_out", tool.CarveOut)
+	e.writeTool(w, tool)
 	w.close()
 	writeResource(w, tool.Resource)
 	w.term("arguments", args)
@@ -287,18 +285,32 @@ var (
 
 // toolsTerm is built once at start: the catalog does not change per request.
 func (e *Engine) toolsTerm(tools []ToolRef) *ast.Term {
-	if e.cc {
-		return ccToolsTerm(tools)
-	}
 	terms := make([]*ast.Term, len(tools))
 	for i, t := range tools {
-		terms[i] = ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("name"), ast.StringTerm(t.Name)),
-			ast.Item(ast.InternedTerm("tier"), ast.StringTerm(string(t.Tier))),
-			ast.Item(ast.InternedTerm("carve_out"), ast.BooleanTerm(t.CarveOut)),
-		)
+		var w astWriter
+		w.open("")
+		e.writeTool(&w, t)
+		w.close()
+		terms[i] = ast.NewTerm(w.root)
 	}
 	return ast.ArrayTerm(terms...)
+}
+
+// writeTool writes the members of one tool reference into the open
+// object: input.tool of a tools/call and each entry of input.tools, so
+// the decision and visible_tools read the same fields of every tool.
+// SupaCloud's are name, tier and carve_out; cc_server's name, group,
+// requires_approval and action_classes (policies/ccserver/README.md).
+func (e *Engine) writeTool(w inputWriter, t ToolRef) {
+	w.str("name", t.Name)
+	if e.cc {
+		w.str("group", t.Group)
+		w.boolean("requires_approval", t.RequiresApproval)
+		w.strs("action_classes", t.ActionClasses, false)
+		return
+	}
+	w.str("tier", string(t.Tier))
+	w.boolean("carve_out", t.CarveOut)
 }
 
 // argumentsTerm converts decoded JSON arguments (maps, slices, strings,
