@@ -119,8 +119,11 @@ type Engine struct {
 	// data.<surface>.limits, read at load.
 	cc     bool
 	limits map[string]any
-	// fsys is the bundle compiled (Options.FS), kept for Explainer.
-	fsys fs.FS
+	// compiler and store are the compiled bundle and its data, kept for
+	// Explainer: an explanation evaluates the very rules and data that
+	// decided, never a second read of the bundle.
+	compiler *ast.Compiler
+	store    storage.Store
 }
 
 // New loads and compiles the bundle in opts.FS and prepares both queries. It
@@ -162,7 +165,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e := &Engine{
 		edition: ast.StringTerm(string(opts.Edition)), cc: surface == gateway.SurfaceCCServer,
 		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler, surface),
-		keepInput: opts.KeepInput, revision: opts.Revision, evalTimeout: opts.EvalTimeout, fsys: opts.FS,
+		keepInput: opts.KeepInput, revision: opts.Revision, evalTimeout: opts.EvalTimeout,
+		compiler: compiler, store: store,
 	}
 	if e.evalTimeout <= 0 {
 		e.evalTimeout = DefaultEvalTimeout
