@@ -568,3 +568,30 @@ func TestFlipEvent(t *testing.T) {
 		t.Errorf("the flip event was not masked: erased %v\n%s", opa.Erased, raw)
 	}
 }
+
+// TestSurfaceFlipEvent: a flip of another surface's shadow candidate
+// (cc_server's) names that surface's query and revision, as its
+// decisions do, so replay and collectors tell the surfaces apart.
+func TestSurfaceFlipEvent(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "d.jsonl")
+	l, _ := newLogger(t, Options{File: file})
+	live := decision()
+	live.Allow, live.Reasons, live.Revision = true, nil, "rev-live"
+	shadow := decision()
+	shadow.ID, shadow.Revision, shadow.Input = "5db747d3", "rev-shadow", input()
+	l.ForSurface("ccserver").LogFlip(context.Background(), live, shadow, "browser_use", "allow_to_deny")
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opa logs.EventV1
+	if err := json.Unmarshal(raw, &opa); err != nil {
+		t.Fatalf("not an OPA decision log event: %v\n%s", err, raw)
+	}
+	if opa.Path != "ccserver/decision" || opa.Bundles["ccserver"].Revision != "rev-shadow" || len(opa.Bundles) != 1 || opa.Custom["shadow"] == nil {
+		t.Errorf("path %q, bundles %v, custom %v; want ccserver/decision, the candidate's revision under ccserver, custom.shadow", opa.Path, opa.Bundles, opa.Custom)
+	}
+}

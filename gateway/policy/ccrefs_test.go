@@ -3,6 +3,8 @@ package policy_test
 import (
 	"context"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -114,5 +116,56 @@ func TestActionToolInReadOnlyModeListIsRefused(t *testing.T) {
 	}
 	if !listMine(engine(stripped))["browser_use"] {
 		t.Error("without action classes the edited plan mode does not list browser_use; the test data no longer reaches the policy")
+	}
+}
+
+// TestCCServerShadowFlips: the cc_server surface's shadow candidate runs
+// under the same lifecycle as SupaCloud's (policy.Live, its tests
+// included): a candidate whose plan mode also lists run_playbook decides
+// a plan-mode call otherwise than the live bundle, the flip is counted and
+// handed to OnFlip with both revisions, and the call keeps the live
+// decision.
+func TestCCServerShadowFlips(t *testing.T) {
+	ctx := context.Background()
+	cat, err := tools.LoadCCServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shadow := bundleWith(t, "ccserver/modes.rego", `{"todo_read", "todo_write", "submit_plan", "exit_plan_mode"}`,
+		`{"todo_read", "todo_write", "submit_plan", "exit_plan_mode", "run_playbook"}`)
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, shadow); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".manifest"), []byte(`{"revision": "cc-shadow"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var flips []policy.Flip
+	l, err := policy.NewLive(ctx, policy.LiveOptions{
+		Engine:   policy.Options{Surface: gateway.SurfaceCCServer, Edition: gateway.EditionCommunity, Tools: pipeline.ToolRefs(cat)},
+		Embedded: policies.FS, ShadowDir: dir, Revision: policies.Revision,
+		OnFlip: func(_ context.Context, f policy.Flip) { flips = append(flips, f) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Status().Shadow; st == nil || st.Revision != "cc-shadow" {
+		t.Fatalf("shadow status %+v (%+v), want cc-shadow loaded", st, st.LastAttempt)
+	}
+	tool, _ := cat.Lookup("run_playbook")
+	p := &gateway.Principal{Kind: gateway.PrincipalUser, Subject: "u-ada", Mode: "plan"}
+	d, err := l.Decide(ctx, p, &gateway.Caller{Memberships: []string{"ws-acme"}}, pipeline.ToolRef(tool, nil),
+		map[string]any{"workspace_id": "ws-acme", "title": "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allow || d.Revision != l.Engine().Revision() {
+		t.Errorf("decision %+v: want the live bundle's refusal", d)
+	}
+	if len(flips) != 1 || flips[0].Direction != policy.FlipDenyToAllow || flips[0].ShadowRevision != "cc-shadow" || flips[0].Tool != "run_playbook" {
+		t.Errorf("flips %+v, want one deny_to_allow of run_playbook by cc-shadow", flips)
+	}
+	if counted := l.Status().Shadow.Flips; len(counted) != 1 || counted[0].Count != 1 {
+		t.Errorf("counted flips %+v, want the one", counted)
 	}
 }
