@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -31,8 +32,43 @@ const (
 
 // decisionPath is the decision-log path of a tools/call decision of the
 // supacloud surface (OPA's event "path": the query without "data.", dots
-// as slashes).
-const decisionPath = "supacloud/decision"
+// as slashes); ccDecisionPath the cc_server surface's.
+const (
+	decisionPath   = "supacloud/decision"
+	ccDecisionPath = gateway.SurfaceCCServer + "/decision"
+)
+
+// surfaceOfPath is the surface whose decisions a decision-log path
+// records, "" for a path replay does not re-decide.
+func surfaceOfPath(path string) string {
+	switch path {
+	case decisionPath:
+		return gateway.SurfaceSupaCloud
+	case ccDecisionPath:
+		return gateway.SurfaceCCServer
+	}
+	return ""
+}
+
+// replayEngines compiles the candidate's engine of each surface on the
+// first event of that surface, so a log of one surface needs only that
+// surface's package in the candidate.
+type replayEngines struct {
+	bundle  fs.FS
+	engines map[string]*policy.Engine
+}
+
+func (r *replayEngines) of(ctx context.Context, surface string) (*policy.Engine, error) {
+	if e, ok := r.engines[surface]; ok {
+		return e, nil
+	}
+	e, err := policy.New(ctx, policy.Options{FS: r.bundle, Surface: surface, Edition: gateway.EditionCommunity, CacheSize: -1})
+	if err != nil {
+		return nil, fmt.Errorf("policy replay: the candidate bundle is refused for the %s surface: %w", surface, err)
+	}
+	r.engines[surface] = e
+	return e, nil
+}
 
 // logEvent is one line of the decision log: an OPA decision-log event.
 type logEvent struct {
@@ -79,8 +115,9 @@ func newPolicyReplayCmd(out io.Writer) *cobra.Command {
 		Use:   "replay --bundle DIR --log FILE [--since T] [--until T] [--workspace W] [--examples N] [--fail-on-flips N] [--protected TOOL,…]",
 		Short: "re-decide recorded decisions against a candidate bundle and print what flips",
 		Long: `Read the decision log (JSONL, one OPA decision-log event per line, as the
-gateway writes it), re-decide the input of every supacloud/decision event
-against the candidate bundle in --bundle, and compare with the recorded
+gateway writes it), re-decide the input of every supacloud/decision and
+ccserver/decision event against the candidate bundle in --bundle (each
+against its surface's package), and compare with the recorded
 result. It prints the flips (allow_to_deny, deny_to_allow) counted by tool
 and principal kind, and the first --examples of them with both reasons, and
 how many allowed calls now need a person's approval, or no longer do
@@ -128,6 +165,7 @@ type flip struct {
 // replayTally counts what a replay saw.
 type replayTally struct {
 	read, replayed, otherPath, shadow, filtered, unreadable, noInput, masked int
+	ccReplayed                                                               int // of replayed, the ccserver/decision events
 	firstUnreadable                                                          string
 	revisions                                                                map[string]int
 	byTool, byKind                                                           map[string]map[string]int
@@ -154,9 +192,9 @@ func replay(ctx context.Context, out io.Writer, o replayOptions) error {
 		return usageError(fmt.Errorf("policy replay: --bundle %s is not a folder; give the folder of the candidate bundle (its root holds supacloud/)", o.bundle))
 	}
 	bundle := os.DirFS(o.bundle)
-	engine, err := policy.New(ctx, policy.Options{FS: bundle, Edition: gateway.EditionCommunity, CacheSize: -1})
-	if err != nil {
-		return fmt.Errorf("policy replay: the candidate bundle is refused: %w", err)
+	engines := &replayEngines{bundle: bundle, engines: map[string]*policy.Engine{}}
+	if _, err := engines.of(ctx, gateway.SurfaceSupaCloud); err != nil {
+		return err
 	}
 	revision, err := policies.Revision(bundle)
 	if err != nil {
@@ -183,7 +221,8 @@ func replay(ctx context.Context, out io.Writer, o replayOptions) error {
 			}
 			continue
 		}
-		if ev.Path != decisionPath {
+		surface := surfaceOfPath(ev.Path)
+		if surface == "" {
 			t.otherPath++
 			continue
 		}
@@ -201,7 +240,11 @@ func replay(ctx context.Context, out io.Writer, o replayOptions) error {
 			t.filtered++
 			continue
 		}
-		if err := t.add(ctx, engine, ev); err != nil {
+		engine, err := engines.of(ctx, surface)
+		if err != nil {
+			return err
+		}
+		if err := t.add(ctx, engine, surface, ev); err != nil {
 			return err
 		}
 	}
@@ -213,10 +256,13 @@ func replay(ctx context.Context, out io.Writer, o replayOptions) error {
 }
 
 // add re-decides ev and counts it.
-func (t *replayTally) add(ctx context.Context, engine *policy.Engine, ev *logEvent) error {
+func (t *replayTally) add(ctx context.Context, engine *policy.Engine, surface string, ev *logEvent) error {
 	t.replayed++
+	if surface == gateway.SurfaceCCServer {
+		t.ccReplayed++
+	}
 	rev := "(none recorded)"
-	if b, ok := ev.Bundles["supacloud"]; ok && b.Revision != "" {
+	if b, ok := ev.Bundles[surface]; ok && b.Revision != "" {
 		rev = b.Revision
 	}
 	t.revisions[rev]++
@@ -264,7 +310,11 @@ func count(m map[string]map[string]int, key, dir string) {
 
 // print writes the report.
 func (t *replayTally) print(out io.Writer, o replayOptions, revision string) {
-	fmt.Fprintf(out, "replayed %d %s decisions from %s against %s (revision %s)\n", t.replayed, decisionPath, o.log, o.bundle, revision)
+	paths := decisionPath
+	if t.ccReplayed > 0 {
+		paths = fmt.Sprintf("%s and %d %s", decisionPath, t.ccReplayed, ccDecisionPath)
+	}
+	fmt.Fprintf(out, "replayed %d %s decisions from %s against %s (revision %s)\n", t.replayed-t.ccReplayed, paths, o.log, o.bundle, revision)
 	revs := make([]string, 0, len(t.revisions))
 	for r, n := range t.revisions {
 		revs = append(revs, fmt.Sprintf("%s (%d)", r, n))

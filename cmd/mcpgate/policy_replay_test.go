@@ -161,3 +161,45 @@ func TestPolicyReplayFlowRules(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyReplayCCServer: the cc_server surface's decisions
+// (ccserver/decision events) are re-decided against the candidate's
+// data.ccserver: a plan-mode call of run_playbook, refused when recorded,
+// flips to allowed under a candidate whose plan mode lists the tool, and
+// its recorded revision is read under bundles.ccserver.
+func TestPolicyReplayCCServer(t *testing.T) {
+	bundle := candidateBundle(t)
+	modes := filepath.Join(bundle, "ccserver", "modes.rego")
+	b, err := os.ReadFile(modes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := `{"todo_read", "todo_write", "submit_plan", "exit_plan_mode"}`
+	if strings.Count(string(b), old) != 1 {
+		t.Fatalf("modes.rego no longer holds plan mode's own tools as %s", old)
+	}
+	edited := strings.Replace(string(b), old, `{"todo_read", "todo_write", "submit_plan", "exit_plan_mode", "run_playbook"}`, 1)
+	if err := os.WriteFile(modes, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	event := `{"decision_id":"cc-1","path":"ccserver/decision","timestamp":"2026-11-30T10:00:00Z",` +
+		`"bundles":{"ccserver":{"revision":"rev-cc"}},` +
+		`"input":{"principal":{"kind":"user","sub":"u-ada","mode":"plan","workspace_id":"","ticket_id":""},"memberships":["ws-acme"],` +
+		`"tool":{"name":"run_playbook","group":"plans_playbooks_artifacts","requires_approval":false,"action_classes":[]},` +
+		`"arguments":{"workspace_id":"ws-acme"}},` +
+		`"result":{"allow":false,"reasons":[{"code":"mode.tool_not_allowed","message":"not in plan mode"}]}}`
+	log := filepath.Join(t.TempDir(), "cc.jsonl")
+	if err := os.WriteFile(log, []byte(event+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCmd(t, nil, "policy", "replay", "--bundle", bundle, "--log", log)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, w := range []string{"replayed 0 supacloud/decision and 1 ccserver/decision decisions", "recorded under revision rev-cc (1)",
+		"flips: 1 (allow_to_deny 0, deny_to_allow 1)", "run_playbook: deny_to_allow by user u-ada"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}

@@ -25,10 +25,19 @@ import (
 // Usage part (sqlcore.Core.ProfileToolUsage).
 type usageStore = store.Usage
 
+// ccNothingToSuggest is policy suggest's answer for the cc_server
+// surface, whose modes have no allowlist to shrink.
+const ccNothingToSuggest = `nothing to suggest for the ccserver surface: its modes have no allowlist to shrink.
+What a conversation reaches is its mode's curated list in the bundle (data.ccserver.mode_tool_policy,
+policies/ccserver/modes.rego: chat reaches every tool, plan, review and orchestrate their lists, every mode
+the always-allowed sets), the same for every user; change a mode's list there, test it (mcpgate policy test)
+and replay the cc_server decision log against it (mcpgate policy replay) before it goes live.
+`
+
 func newPolicySuggestCmd(out io.Writer, getenv func(string) string) *cobra.Command {
-	var ws, profile, since string
+	var ws, profile, since, surface string
 	cmd := withEnv(&cobra.Command{
-		Use:   "suggest --workspace W --profile P [--since T]",
+		Use:   "suggest --workspace W --profile P [--since T] [--surface S]",
 		Short: "suggest the smallest allowlist that covers what a profile actually called",
 		Long: `Read the audit trail of the store MCPGATE_DATABASE_URL names and print the
 smallest allowlist, in the profile's own vocabulary (tier wildcards such as
@@ -42,10 +51,20 @@ session whose user may deploy, so the deploy tier's role check aside.
 
 Denied calls are listed apart (they are not in the suggestion), and so is
 what the current allowlist grants beyond the suggestion. --since takes an
-RFC 3339 time or a duration back from now (720h); default: all history.`,
+RFC 3339 time or a duration back from now (720h); default: all history.
+--surface ccserver says why there is nothing to suggest there: its modes
+have no allowlist.`,
 		Example: `  mcpgate policy suggest --workspace ws-demo --profile p-ops --since 720h`,
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			switch surface {
+			case gateway.SurfaceCCServer:
+				_, err := io.WriteString(out, ccNothingToSuggest)
+				return err
+			case gateway.SurfaceSupaCloud:
+			default:
+				return fmt.Errorf("policy suggest: --surface %q is unknown; want %s or %s", surface, gateway.SurfaceSupaCloud, gateway.SurfaceCCServer)
+			}
 			if ws == "" || profile == "" {
 				return fmt.Errorf("policy suggest: --workspace and --profile are required")
 			}
@@ -62,6 +81,7 @@ RFC 3339 time or a duration back from now (720h); default: all history.`,
 	f.StringVar(&ws, "workspace", "", "workspace id (required)")
 	f.StringVar(&profile, "profile", "", "agent profile id (required)")
 	f.StringVar(&since, "since", "", "read only calls at or after this time (RFC 3339, or a duration back from now such as 720h)")
+	f.StringVar(&surface, "surface", gateway.SurfaceSupaCloud, "the surface whose policy to suggest for: supacloud, or ccserver (whose modes have no allowlist: nothing to suggest, and why)")
 	return cmd
 }
 

@@ -152,3 +152,21 @@ func TestPolicySuggest(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicySuggestCCServer: the cc_server surface's modes have no
+// allowlist, so suggest says there is nothing to suggest and why (no store
+// needed); an unknown surface is refused.
+func TestPolicySuggestCCServer(t *testing.T) {
+	out, err := runCmd(t, nil, "policy", "suggest", "--surface", "ccserver")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, w := range []string{"nothing to suggest for the ccserver surface", "no allowlist", "policies/ccserver/modes.rego"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if out, err := runCmd(t, nil, "policy", "suggest", "--surface", "gitlab", "--workspace", "w", "--profile", "p"); err == nil || !strings.Contains(err.Error(), `--surface "gitlab" is unknown`) {
+		t.Errorf("unknown surface: %v\n%s", err, out)
+	}
+}

@@ -534,20 +534,9 @@ func TestFileSinkFailure(t *testing.T) {
 // live decision's id and both revisions; the file sink masks it like any
 // event.
 func TestFlipEvent(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "d.jsonl")
-	l, _ := newLogger(t, Options{File: file})
-	live := decision()
-	live.Allow, live.Reasons, live.Revision = true, nil, "rev-live"
-	shadow := decision()
-	shadow.ID, shadow.Revision, shadow.Input = "5db747d2", "rev-shadow", input()
-	l.LogFlip(gateway.WithRequestID(context.Background(), "req-9"), live, shadow, "project.delete", "allow_to_deny")
-	if err := l.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := flipEvent(t, func(l *Logger, live, shadow *gateway.Decision) {
+		l.LogFlip(gateway.WithRequestID(context.Background(), "req-9"), live, shadow, "project.delete", "allow_to_deny")
+	})
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var opa logs.EventV1
@@ -567,4 +556,42 @@ func TestFlipEvent(t *testing.T) {
 	if bytes.Contains(raw, []byte("eyJhbGciOiJIUzI1NiJ9")) || !slices.Equal(opa.Erased, []string{"/input/arguments/token"}) {
 		t.Errorf("the flip event was not masked: erased %v\n%s", opa.Erased, raw)
 	}
+}
+
+// TestSurfaceFlipEvent: a flip of another surface's shadow candidate
+// (cc_server's) names that surface's query and revision, as its
+// decisions do, so replay and collectors tell the surfaces apart.
+func TestSurfaceFlipEvent(t *testing.T) {
+	raw := flipEvent(t, func(l *Logger, live, shadow *gateway.Decision) {
+		l.ForSurface("ccserver").LogFlip(context.Background(), live, shadow, "browser_use", "allow_to_deny")
+	})
+	var opa logs.EventV1
+	if err := json.Unmarshal(raw, &opa); err != nil {
+		t.Fatalf("not an OPA decision log event: %v\n%s", err, raw)
+	}
+	if opa.Path != "ccserver/decision" || opa.Bundles["ccserver"].Revision != "rev-shadow" || len(opa.Bundles) != 1 || opa.Custom["shadow"] == nil {
+		t.Errorf("path %q, bundles %v, custom %v; want ccserver/decision, the candidate's revision under ccserver, custom.shadow", opa.Path, opa.Bundles, opa.Custom)
+	}
+}
+
+// flipEvent logs one flip with log (the live decision allowed under
+// rev-live, the candidate 5db747d2 denied under rev-shadow) to a file
+// sink and returns what the file holds.
+func flipEvent(t *testing.T, log func(l *Logger, live, shadow *gateway.Decision)) []byte {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "d.jsonl")
+	l, _ := newLogger(t, Options{File: file})
+	live := decision()
+	live.Allow, live.Reasons, live.Revision = true, nil, "rev-live"
+	shadow := decision()
+	shadow.ID, shadow.Revision, shadow.Input = "5db747d2", "rev-shadow", input()
+	log(l, live, shadow)
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

@@ -180,10 +180,21 @@ func (l *Logger) logDecision(ctx context.Context, surface string, d *gateway.Dec
 // call is decided, so the event precedes the live decision's. It returns
 // at once (Log).
 func (l *Logger) LogFlip(ctx context.Context, live, shadow *gateway.Decision, tool, direction string) {
+	l.logFlip(ctx, Bundle, live, shadow, tool, direction)
+}
+
+// LogFlip is Logger.LogFlip for the surface: the event's path is
+// "<surface>/decision" and the candidate's revision is under
+// bundles.<surface>.
+func (s *SurfaceLog) LogFlip(ctx context.Context, live, shadow *gateway.Decision, tool, direction string) {
+	s.l.logFlip(ctx, s.surface, live, shadow, tool, direction)
+}
+
+func (l *Logger) logFlip(ctx context.Context, surface string, live, shadow *gateway.Decision, tool, direction string) {
 	ev := Event{
 		Labels:     l.labels,
 		DecisionID: shadow.ID,
-		Path:       DecisionPath,
+		Path:       surface + "/decision",
 		Input:      shadow.Input,
 		Result:     resultDocument(shadow),
 		Timestamp:  l.now().UTC(),
@@ -196,7 +207,7 @@ func (l *Logger) LogFlip(ctx context.Context, live, shadow *gateway.Decision, to
 		ev.Custom["request_id"] = id
 	}
 	if shadow.Revision != "" {
-		ev.Bundles = map[string]BundleInfo{Bundle: {Revision: shadow.Revision}}
+		ev.Bundles = map[string]BundleInfo{surface: {Revision: shadow.Revision}}
 	}
 	l.Log(ev)
 }

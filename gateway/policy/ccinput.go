@@ -59,25 +59,12 @@ func writeCCBase(w inputWriter, p *gateway.Principal, c *gateway.Caller) {
 func (e *Engine) writeCCCall(w inputWriter, p *gateway.Principal, c *gateway.Caller, tool ToolRef, args *ast.Term) {
 	writeCCBase(w, p, c)
 	w.open("tool")
-	w.str("name", tool.Name)
-	w.str("group", tool.Group)
-	w.boolean("requires_approval", tool.RequiresApproval)
-	w.strs("action_classes", tool.ActionClasses, false)
-	writeBridged(w, tool)
+	e.writeTool(w, tool)
 	w.close()
 	writeResource(w, tool.Resource)
 	e.writeSession(w, tool.Session)
 	w.term("arguments", args)
 	w.close()
-}
-
-// ccToolWrite writes one cc_server tool of input.tools (as input.tool).
-func ccToolWrite(w inputWriter, t ToolRef) {
-	w.str("name", t.Name)
-	w.str("group", t.Group)
-	w.boolean("requires_approval", t.RequiresApproval)
-	w.strs("action_classes", t.ActionClasses, false)
-	writeBridged(w, t)
 }
 
 // VisibleIn is Visible for a cc_server search tool (list_my_tools,

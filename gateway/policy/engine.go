@@ -140,12 +140,15 @@ type Engine struct {
 	// data.<surface>.limits, read at load.
 	cc     bool
 	limits map[string]any
-	// fsys is the bundle compiled (Options.FS), kept for Explainer.
-	fsys fs.FS
 	// overrides are the bundle's data.<surface>.bridged_tools (bridged.go);
 	// setState the Options.ToolSet and this engine's term of it.
 	overrides map[string]bridgedOverride
 	setState
+	// compiler and store are the compiled bundle and its data, kept for
+	// Explainer: an explanation evaluates the very rules and data that
+	// decided, never a second read of the bundle.
+	compiler *ast.Compiler
+	store    storage.Store
 }
 
 // New loads and compiles the bundle in opts.FS and prepares both queries. It
@@ -188,7 +191,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		edition: ast.StringTerm(string(opts.Edition)), cc: surface == gateway.SurfaceCCServer,
 		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler, surface),
 		session:   analyseSession(compiler, surface),
-		keepInput: opts.KeepInput, revision: opts.Revision, evalTimeout: opts.EvalTimeout, fsys: opts.FS,
+		keepInput: opts.KeepInput, revision: opts.Revision, evalTimeout: opts.EvalTimeout,
+		compiler: compiler, store: store,
 	}
 	if e.evalTimeout <= 0 {
 		e.evalTimeout = DefaultEvalTimeout

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/loader"
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -74,30 +73,20 @@ func NewExplainer(ctx context.Context, opts Options) (*Explainer, error) {
 	return e.Explainer(ctx)
 }
 
-// Explainer prepares ExplainQuery on the bundle e compiled and returns
-// the explainer that decides with e itself, so its decisions carry e's
-// revision (the live one, when e is policy.Live's Engine). It fails when
-// the bundle does not define ExplainQuery.
+// Explainer prepares ExplainQuery on the bundle e compiled, with e's own
+// compiler and data (not a second read of its files, which may have
+// changed since), and returns the explainer that decides with e itself:
+// its decisions carry e's revision (the live one, when e is policy.Live's
+// Engine) and its explanations read the rules and data that decided. It
+// fails when the bundle does not define ExplainQuery.
 func (e *Engine) Explainer(ctx context.Context) (*Explainer, error) {
-	if e.fsys == nil {
+	if e.compiler == nil {
 		return nil, errors.New("policy: no policy bundle given")
 	}
-	res, err := loader.NewFileLoader().WithFS(e.fsys).WithRegoVersion(ast.RegoV1).Filtered([]string{"."}, skipTests)
-	if err != nil {
-		return nil, fmt.Errorf("policy: load bundle: %w", err)
-	}
-	compiler, err := res.Compiler()
-	if err != nil {
-		return nil, fmt.Errorf("policy: compile bundle: %w", err)
-	}
-	if !hasRule(compiler, ExplainQuery) {
+	if !hasRule(e.compiler, ExplainQuery) {
 		return nil, fmt.Errorf("policy: the bundle does not define %s, so its decisions cannot be explained; add policies/supacloud/explain.rego from the shipped bundle", ExplainQuery)
 	}
-	store, err := res.Store()
-	if err != nil {
-		return nil, fmt.Errorf("policy: data documents: %w", err)
-	}
-	pq, err := rego.New(rego.Query(ExplainQuery), rego.Compiler(compiler), rego.Store(store),
+	pq, err := rego.New(rego.Query(ExplainQuery), rego.Compiler(e.compiler), rego.Store(e.store),
 		rego.StrictBuiltinErrors(true)).PrepareForEval(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("policy: prepare %s: %w", ExplainQuery, err)

@@ -3,6 +3,7 @@ package policy_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -110,5 +111,35 @@ func TestDecideInput(t *testing.T) {
 	}
 	if _, err := x.Engine().DecideInput(context.Background(), map[string]any{"x": func() {}}); gateway.ErrorCodeOf(err) != gateway.EInvalid {
 		t.Errorf("unconvertible input: %v, want EInvalid", err)
+	}
+}
+
+// TestExplainReadsTheRulesThatDecided: an engine compiled from a folder
+// explains with its own compiled rules and data, not with what the folder
+// holds by the time of the first explanation (an edit not yet live): the
+// explanation and the decision agree, under the engine's revision.
+func TestExplainReadsTheRulesThatDecided(t *testing.T) {
+	dir := t.TempDir()
+	bundle := func(allow bool) map[string]string {
+		files := tinyBundle("rev-1", allow, false)
+		files["supacloud/explain.rego"] = "package supacloud\n\nexplain := {\"allow\": allow}\n"
+		return files
+	}
+	writeBundle(t, dir, bundle(true))
+	e, err := policy.New(context.Background(), policy.Options{FS: os.DirFS(dir), Edition: gateway.EditionCommunity, Tools: []policy.ToolRef{projectsList}, Revision: "rev-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeBundle(t, dir, bundle(false)) // edited, not loaded
+	x, err := e.Explainer(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := x.Explain(context.Background(), agent(""), caller(nil, "member"), projectsList, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ex.Decision.Allow || ex.Detail["allow"] != true || ex.Decision.Revision != "rev-1" {
+		t.Errorf("decision %+v, explanation %v: want both the compiled rev-1's allow", ex.Decision, ex.Detail)
 	}
 }

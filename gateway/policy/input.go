@@ -114,10 +114,7 @@ func (e *Engine) writeCall(w inputWriter, p *gateway.Principal, c *gateway.Calle
 	}
 	e.writeBase(w, p, c)
 	w.open("tool")
-	w.str("name", tool.Name)
-	w.str("tier", string(tool.Tier))
-	w.boolean("carve_out", tool.CarveOut)
-	writeBridged(w, tool)
+	e.writeTool(w, tool)
 	w.close()
 	writeResource(w, tool.Resource)
 	e.writeSession(w, tool.Session)
@@ -291,24 +288,31 @@ var (
 // start (or once per version of a ToolSet), each tool as input.tool
 // describes it, with the bundle's overrides of bridged tools applied.
 func (e *Engine) toolsTerm(tools []ToolRef) *ast.Term {
-	write := supaToolWrite
-	if e.cc {
-		write = ccToolWrite
-	}
 	terms := make([]*ast.Term, len(tools))
 	for i, t := range tools {
 		var w astWriter
 		w.open("")
-		write(&w, e.bridged(t))
+		e.writeTool(&w, e.bridged(t))
 		w.close()
 		terms[i] = ast.NewTerm(w.root)
 	}
 	return ast.ArrayTerm(terms...)
 }
 
-// supaToolWrite writes one SupaCloud tool of input.tools.
-func supaToolWrite(w inputWriter, t ToolRef) {
+// writeTool writes the members of one tool reference into the open
+// object: input.tool of a tools/call and each entry of input.tools, so
+// the decision and visible_tools read the same fields of every tool.
+// SupaCloud's are name, tier and carve_out; cc_server's name, group,
+// requires_approval and action_classes (policies/ccserver/README.md).
+func (e *Engine) writeTool(w inputWriter, t ToolRef) {
 	w.str("name", t.Name)
+	if e.cc {
+		w.str("group", t.Group)
+		w.boolean("requires_approval", t.RequiresApproval)
+		w.strs("action_classes", t.ActionClasses, false)
+		writeBridged(w, t)
+		return
+	}
 	w.str("tier", string(t.Tier))
 	w.boolean("carve_out", t.CarveOut)
 	writeBridged(w, t)

@@ -3,11 +3,13 @@ package policy_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -572,4 +574,81 @@ func TestReloadIfChangedCoalesces(t *testing.T) {
 		t.Fatalf("%d requests during a running reload: %d returned at once, %d reloads ran; want %d at once and 1 reload",
 			asks, early, attempts[policy.TriggerReplica], asks-1)
 	}
+}
+
+// BenchmarkReloadLatency measures edit → live: the shipped bundle (every
+// folder, tests included) is served from a watched folder; each iteration
+// makes a one-rule edit to it and waits for the first decision under the
+// new revision. Every edit is new content, so each reload runs the
+// candidate's whole test gate (no cached pass) after the watch's default
+// debounce (300 ms); ms/edit is the figure docs/benchmarks.md reports.
+//
+//	go test ./gateway/policy/ -run '^$' -bench BenchmarkReloadLatency -benchtime 5x
+func BenchmarkReloadLatency(b *testing.B) {
+	dir := b.TempDir()
+	files := map[string]string{}
+	err := fs.WalkDir(policies.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(policies.FS, p)
+		files[p] = string(data)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	writeBundle(b, dir, files)
+	refs := catalogRefs(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l, err := policy.NewLive(ctx, policy.LiveOptions{
+		Engine: policy.Options{Edition: gateway.EditionCommunity, Tools: refs},
+		Dir:    dir, Embedded: policies.FS, Revision: policies.Revision,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Watch(ctx); err != nil {
+		b.Fatal(err)
+	}
+	tool := ref(refs, "projects.list")
+	p, c := agent("p-1"), caller([]string{"supacloud.read.*"}, "member")
+	edited := filepath.Join(dir, "supacloud", "decision.rego")
+	var took time.Duration
+	cpu0 := cpuTime(b)
+	for i := 0; b.Loop(); i++ {
+		before := l.Engine().Revision()
+		start := time.Now()
+		edit := fmt.Sprintf("%s\n# one-rule edit %d of BenchmarkReloadLatency\nbench_edit := %d\n", files["supacloud/decision.rego"], i, i)
+		if err := os.WriteFile(edited, []byte(edit), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			d, err := l.Decide(ctx, p, c, tool, nil)
+			if err != nil || !d.Allow {
+				b.Fatal(err, d)
+			}
+			if d.Revision != before {
+				break
+			}
+			if time.Since(start) > time.Minute {
+				b.Fatalf("edit %d not live after a minute: %+v", i, l.Status().LastAttempt)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		took += time.Since(start)
+	}
+	b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms/edit")
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Milliseconds())/float64(b.N), "cpu-ms/edit")
+}
+
+// cpuTime is the CPU time (user and system) this process has used: on a
+// shared machine a steadier figure than the wall clock.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -213,11 +213,7 @@ func (a *App) supacloudSurface(ctx context.Context, log *zap.Logger, version str
 		// Each shadow flip is one decision log event of its own, marked
 		// custom.shadow with both revisions. a.DecisionLog is set below,
 		// before any call can be decided.
-		OnFlip: func(ctx context.Context, f policy.Flip) {
-			if a.DecisionLog != nil {
-				a.DecisionLog.LogFlip(ctx, f.Live, f.Shadow, f.Tool, f.Direction)
-			}
-		},
+		OnFlip: a.logFlip(policy.Surface),
 		// A reload asked for here is asked of every replica.
 		OnAttempt: a.fanout.OnAttempt(policy.Surface),
 		Tested:    a.tested,
@@ -604,6 +600,17 @@ func openStore(ctx context.Context, url string, maxConns int) (FullStore, replic
 		return s, replica.Local{}, nil
 	default:
 		return nil, nil, fmt.Errorf("MCPGATE_DATABASE_URL: want postgres://… or sqlite:PATH")
+	}
+}
+
+// logFlip logs each shadow flip of surface as a decision log event of
+// its own, marked custom.shadow with both revisions. a.DecisionLog is set
+// before any call can be decided.
+func (a *App) logFlip(surface string) func(context.Context, policy.Flip) {
+	return func(ctx context.Context, f policy.Flip) {
+		if a.DecisionLog != nil {
+			a.DecisionLog.ForSurface(surface).LogFlip(ctx, f.Live, f.Shadow, f.Tool, f.Direction)
+		}
 	}
 }
 

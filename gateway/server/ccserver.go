@@ -140,15 +140,18 @@ func (cc *CCServer) serve(d Deps) error {
 // reloads go through the same checks as the SupaCloud surface's, and after
 // a swap the surface's open streams whose tool list changed are told. A
 // folder without the cc_server package refuses to start, as before. The
-// shadow candidate is the SupaCloud surface's only. A swap also rebuilds
-// the surface's rate limits from the new revision's
-// data.ccserver.limits.
+// shadow candidate is MCPGATE_SHADOW_POLICY_DIR's data.ccserver, under the
+// same lifecycle as SupaCloud's (its flips are decision log events of
+// path ccserver/decision). A swap also rebuilds the surface's rate limits
+// from the new revision's data.ccserver.limits.
 func (a *App) ccPolicy(ctx context.Context, log *zap.Logger, cc *CCServer) (*policy.Live, error) {
 	opts := engineOptions(a.Config, cc.Catalog)
 	l, err := policy.NewLive(ctx, policy.LiveOptions{
 		Engine: policy.Options{Surface: gateway.SurfaceCCServer, Edition: opts.Edition, Tools: opts.Tools, KeepInput: opts.KeepInput, ToolSet: cc.ToolSet},
 		Dir:    a.Config.PolicyDir, Embedded: policies.FS, Revision: policies.Revision,
-		Logger: log, Observer: a.metrics,
+		ShadowDir: a.Config.ShadowPolicyDir, OnFlip: a.logFlip(gateway.SurfaceCCServer),
+		RequireMask: a.Config.DecisionLog.On(),
+		Logger:      log, Observer: a.metrics,
 		OnSwap: func(_, cur *policy.Engine) {
 			cc.setRules(a, log, cur)
 			cc.RefreshTools(func(*gateway.Principal) bool { return true })

@@ -195,7 +195,8 @@ func fetchBody(t *testing.T, url string) string {
 // TestReloadReachesEverySurfaceAndExplain: one reload through the admin
 // API reloads the cc_server surface's bundle as well as SupaCloud's (both
 // from MCPGATE_POLICY_DIR), and POST /admin/v1/explain decides with the
-// live engine: its decision names the live revision, before and after.
+// live engine: its decision names the live revision, before and after,
+// the revision the audit row of the same call names.
 func TestReloadReachesEverySurfaceAndExplain(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "policy", "surfaces"))); err != nil {
@@ -237,6 +238,17 @@ func TestReloadReachesEverySurfaceAndExplain(t *testing.T) {
 		var out struct{ Decision gateway.Decision }
 		if err := json.Unmarshal(rec.Body.Bytes(), &out); rec.Code != http.StatusOK || err != nil {
 			t.Fatalf("explain: %d %s", rec.Code, rec.Body)
+		}
+		// The same call, made: its audit row names the revision that
+		// decided it, which the explanation must name too.
+		p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t-1", ProfileID: "p-1"}
+		_, _ = app.Pipeline.CallTool(ctx, p, &gateway.CallRequest{Name: "workspace.info", Arguments: map[string]any{}})
+		evs, err := s.ListAuditEvents(ctx, gateway.AuditFilter{WorkspaceID: "ws-a", TaskID: "t-1", Limit: 1})
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("audit rows of the call: %v %v", evs, err)
+		}
+		if evs[0].PolicyRevision != out.Decision.Revision {
+			t.Errorf("explained revision %q, the audit row of the same call names %q", out.Decision.Revision, evs[0].PolicyRevision)
 		}
 		return out.Decision.Revision
 	}

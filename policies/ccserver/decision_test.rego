@@ -40,22 +40,44 @@ test_invalid_tool if {
 }
 
 # Listed as callable iff the call (with valid arguments) is allowed, for
-# every mode, for the user and the pinned agent, with and without a workspace.
-test_visible_tools_agree_with_decision if {
-	disagree := [[p, args, t.name] |
-		some p in [user, in_mode("plan"), in_mode("review"), in_mode("orchestrate"), agent, agent_in_mode("plan")]
-		some args in [{}, acme, {"workspace_id": "ws-globex"}]
-		vis := ccserver.visible_tools with input as {"principal": p, "memberships": members, "tools": all_tools, "arguments": args}
-		some t in all_tools
-		d := ccserver.decision with input as object.union(
-			call(p, t, object.union(object.union(acme, args), {"ticket_id": "TCK-7"})),
-			{"guard": {"decision": "allow"}},
-		)
-		t.name in (vis != d.allow)
-	]
-	disagree == []
+# every mode, for the user and the pinned agent, with and without a
+# workspace: each test takes a group of principals (so the groups run in
+# parallel), and disagreeing lists the [principal, arguments, tool] of
+# every case that breaks the property.
+listed_iff_callable_principals := {
+	"user chat and plan": [user, in_mode("plan")],
+	"user review and orchestrate": [in_mode("review"), in_mode("orchestrate")],
+	"agent": [agent, agent_in_mode("plan")],
+}
 
-	# The matrix is not trivial: some tools are callable and some are not.
+disagreeing(principals) := [[p, args, t.name] |
+	some p in principals
+	some args in [{}, acme, {"workspace_id": "ws-globex"}]
+	vis := ccserver.visible_tools with input as {"principal": p, "memberships": members, "tools": all_tools, "arguments": args}
+	some t in all_tools
+	d := ccserver.decision with input as object.union(
+		call(p, t, object.union(object.union(acme, args), {"ticket_id": "TCK-7"})),
+		{"guard": {"decision": "allow"}},
+	)
+	t.name in (vis != d.allow)
+]
+
+test_visible_tools_agree_with_decision_user_chat_plan if {
+	disagreeing(listed_iff_callable_principals["user chat and plan"]) == []
+}
+
+test_visible_tools_agree_with_decision_user_review_orchestrate if {
+	disagreeing(listed_iff_callable_principals["user review and orchestrate"]) == []
+}
+
+test_visible_tools_agree_with_decision_agent if {
+	disagreeing(listed_iff_callable_principals.agent) == []
+}
+
+# The matrix covers the six principals, and is not trivial: some tools are
+# callable and some are not.
+test_visible_tools_matrix_is_not_trivial if {
+	count({p | some ps in listed_iff_callable_principals; some p in ps}) == 6
 	vis_plan := ccserver.visible_tools with input as {"principal": in_mode("plan"), "memberships": members, "tools": all_tools}
 	"submit_plan" in vis_plan
 	not "create_ticket" in vis_plan

@@ -27,19 +27,36 @@ scope_matrix := {
 	"scopes not an array": {"scopes": "mcp:read", "tools": set()},
 }
 
-test_coordinator_lists_its_scopes[note] if {
-	some note, tc in scope_matrix
-	listed := supacloud.visible_tools with input as listing(coordinator(tc.scopes))
-	listed == tc.tools
+# Both matrix tests assert over the whole matrix in one comprehension
+# (decision_test.rego says why).
+test_coordinator_lists_its_scopes if {
+	failing := {note: listed |
+		some note, tc in scope_matrix
+		listed := supacloud.visible_tools with input as listing(coordinator(tc.scopes))
+		listed != tc.tools
+	}
+	failing == {}
 }
 
-test_coordinator_listed_iff_callable[note] if {
-	some note, tc in scope_matrix
-	listed_iff_callable(coordinator(tc.scopes))
+# The scopes that reach tools and those that reach none, in two tests so
+# they run in parallel.
+test_coordinator_listed_iff_callable_reaching if {
+	failing := {note | some note, tc in scope_matrix; count(tc.tools) > 0; not listed_iff_callable(coordinator(tc.scopes))}
+	failing == set()
 }
 
-test_coordinator_never_reaches_deploy[name] if {
-	some name in deploy_names
+test_coordinator_listed_iff_callable_reaching_nothing if {
+	failing := {note | some note, tc in scope_matrix; count(tc.tools) == 0; not listed_iff_callable(coordinator(tc.scopes))}
+	failing == set()
+}
+
+test_coordinator_never_reaches_deploy if {
+	failing := {name | some name in deploy_names; not coordinator_never_reaches_deploy_case(name)}
+	failing == set()
+}
+
+# coordinator_never_reaches_deploy_case holds for one case of test_coordinator_never_reaches_deploy.
+coordinator_never_reaches_deploy_case(name) if {
 	d := supacloud.decision with input as call(coordinator(["mcp:read", "mcp:ops", "management:read"]), name, {})
 	not d.allow
 	not d.visible

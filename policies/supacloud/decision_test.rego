@@ -71,29 +71,34 @@ listed_iff_callable(base) if {
 	}
 }
 
-test_listed_iff_callable_grants[name] if {
-	some name, base in matrix_grant_sessions
-	listed_iff_callable(base)
+# Each matrix test evaluates its whole group in one comprehension and asserts
+# that no session breaks the property; failing names the sessions that do
+# (opa test -v --var-values shows it). A per-case test_x[name] rule would be
+# traced on every run, at several times the cost of the evaluation itself
+# (docs/policy.md#testing-a-change).
+test_listed_iff_callable_grants if {
+	failing := {name | some name, base in matrix_grant_sessions; not listed_iff_callable(base)}
+	failing == set()
 }
 
-test_listed_iff_callable_profiles[name] if {
-	some name, base in matrix_profile_sessions
-	listed_iff_callable(base)
+test_listed_iff_callable_profiles if {
+	failing := {name | some name, base in matrix_profile_sessions; not listed_iff_callable(base)}
+	failing == set()
 }
 
-test_listed_iff_callable_roles[name] if {
-	some name, base in matrix_role_sessions
-	listed_iff_callable(base)
+test_listed_iff_callable_roles if {
+	failing := {name | some name, base in matrix_role_sessions; not listed_iff_callable(base)}
+	failing == set()
 }
 
-test_listed_iff_callable_scripts[name] if {
-	some name, base in matrix_script_sessions
-	listed_iff_callable(base)
+test_listed_iff_callable_scripts if {
+	failing := {name | some name, base in matrix_script_sessions; not listed_iff_callable(base)}
+	failing == set()
 }
 
-test_listed_iff_callable_gates[name] if {
-	some name, base in matrix_gate_sessions
-	listed_iff_callable(base)
+test_listed_iff_callable_gates if {
+	failing := {name | some name, base in matrix_gate_sessions; not listed_iff_callable(base)}
+	failing == set()
 }
 
 # The matrix covers every session.
@@ -133,8 +138,13 @@ garbage_inputs := {
 	"task is a string": object.union(call(session, "project.get", {}), {"task": "t-1"}),
 }
 
-test_decision_always_defined[note] if {
-	some note, inp in garbage_inputs
+test_decision_always_defined if {
+	failing := {note | some note, inp in garbage_inputs; not decision_always_defined_case(inp)}
+	failing == set()
+}
+
+# decision_always_defined_case holds for one case of test_decision_always_defined.
+decision_always_defined_case(inp) if {
 	d := supacloud.decision with input as inp
 	d.allow == false
 	count(d.reasons) > 0
@@ -197,8 +207,13 @@ reason_code_inputs := {
 	"input.invalid": object.union(session, {"tool": {"name": "x", "tier": "nope"}}),
 }
 
-test_every_reason_code[code] if {
-	some code, inp in reason_code_inputs
+test_every_reason_code if {
+	failing := {code | some code, inp in reason_code_inputs; not every_reason_code_case(code, inp)}
+	failing == set()
+}
+
+# every_reason_code_case holds for one case of test_every_reason_code.
+every_reason_code_case(code, inp) if {
 	d := supacloud.decision with input as inp
 	codes(d) == [code]
 	not d.allow

@@ -85,8 +85,13 @@ explain_session_cases := {
 	"profile": {"input": object.remove(session, ["profile"]), "code": "profile.not_in_workspace"},
 }
 
-test_explain_first_failed_session_gate[gate] if {
-	some gate, tc in explain_session_cases
+test_explain_first_failed_session_gate if {
+	failing := {gate | some gate, tc in explain_session_cases; not explain_first_failed_session_gate_case(gate, tc)}
+	failing == set()
+}
+
+# explain_first_failed_session_gate_case holds for one case of test_explain_first_failed_session_gate.
+explain_first_failed_session_gate_case(gate, tc) if {
 	x := supacloud.explain with input as object.union(tc.input, {"tool": tool_by_name["project.get"], "arguments": {}})
 	decided_gate(x) == gate
 	x.decided_by.code == tc.code
@@ -228,8 +233,13 @@ test_explain_all_permissions_without_input_links if {
 # The link explain_link names holds the value permission resolves, for
 # every precedence case (precedence_test.rego): the chain shown is the one
 # the policy used.
-test_explain_link_agrees_with_permission[note] if {
-	some note, tc in precedence_cases
+test_explain_link_agrees_with_permission if {
+	failing := {note | some note, tc in precedence_cases; not explain_link_agrees_with_permission_case(tc)}
+	failing == set()
+}
+
+# explain_link_agrees_with_permission_case holds for one case of test_explain_link_agrees_with_permission.
+explain_link_agrees_with_permission_case(tc) if {
 	inp := {"edition": tc.edition, "permissions": object.get(tc, "permissions", null)}
 	link := supacloud.explain_link(tc.key) with input as inp
 	value := supacloud.permission(tc.key) with input as inp

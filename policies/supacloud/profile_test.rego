@@ -51,8 +51,13 @@ profile_cases := {
 	},
 }
 
-test_profile_resolution[note] if {
-	some note, tc in profile_cases
+test_profile_resolution if {
+	failing := {note | some note, tc in profile_cases; not profile_resolution_case(tc)}
+	failing == set()
+}
+
+# profile_resolution_case holds for one case of test_profile_resolution.
+profile_resolution_case(tc) if {
 	inp := call(tc.input, tc.tool, {"slug": "any"})
 	supacloud.profile_source == tc.source with input as inp
 	supacloud.decision.allow == tc.allow with input as inp
@@ -160,8 +165,13 @@ deleted_profile_cases := {
 	},
 }
 
-test_deleted_profile_falls_back[note] if {
-	some note, tc in deleted_profile_cases
+test_deleted_profile_falls_back if {
+	failing := {note | some note, tc in deleted_profile_cases; not deleted_profile_falls_back_case(tc)}
+	failing == set()
+}
+
+# deleted_profile_falls_back_case holds for one case of test_deleted_profile_falls_back.
+deleted_profile_falls_back_case(tc) if {
 	inp := call(tc.input, tc.tool, {"slug": "any"})
 	supacloud.profile_source == tc.source with input as inp
 	d := supacloud.decision with input as inp

@@ -16,8 +16,13 @@ session_cases := {
 	"member is not an object": {"patch": {"member": null}, "codes": ["actor.not_member"]},
 }
 
-test_session_gates[note] if {
-	some note, tc in session_cases
+test_session_gates if {
+	failing := {note | some note, tc in session_cases; not session_gates_case(tc)}
+	failing == set()
+}
+
+# session_gates_case holds for one case of test_session_gates.
+session_gates_case(tc) if {
 	inp := object.union(call(session, "memory.search", {}), tc.patch)
 	d := supacloud.decision with input as inp
 	codes(d) == tc.codes
@@ -41,8 +46,13 @@ test_principal_missing_is_unsupported if {
 # Membership gate (docs/requirements.md#precedence: permissions are
 # resolved per workspace user): a JWT whose sub is not a member of its
 # workspace gets no tool, the always-on baseline included.
-test_non_member_is_refused_every_tool[name] if {
-	some name in ["memory.search", "project.get", "workflow.trigger", "script.run", "app.deploy"]
+test_non_member_is_refused_every_tool if {
+	failing := {name | some name in ["memory.search", "project.get", "workflow.trigger", "script.run", "app.deploy"]; not non_member_is_refused_every_tool_case(name)}
+	failing == set()
+}
+
+# non_member_is_refused_every_tool_case holds for one case of test_non_member_is_refused_every_tool.
+non_member_is_refused_every_tool_case(name) if {
 	inp := object.remove(call(with_profile(["supacloud.full"], null), name, {"slug": "x"}), ["member"])
 	d := supacloud.decision with input as inp
 	codes(d) == ["actor.not_member"]
@@ -155,8 +165,13 @@ gate_agreement_cases := {
 	"no profile requested field": {"profile_requested": null},
 }
 
-test_session_ok_agrees_with_gates[note] if {
-	some note, patch in gate_agreement_cases
+test_session_ok_agrees_with_gates if {
+	failing := {note | some note, patch in gate_agreement_cases; not session_ok_agrees_with_gates_case(patch)}
+	failing == set()
+}
+
+# session_ok_agrees_with_gates_case holds for one case of test_session_ok_agrees_with_gates.
+session_ok_agrees_with_gates_case(patch) if {
 	inp := object.union(session, patch)
 	passing := {g | some g in gate_names; gate_holds(g)} with input as inp
 	ok := {true | supacloud.agent_session_ok} with input as inp

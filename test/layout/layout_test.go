@@ -87,7 +87,7 @@ var (
 			why: "the rate-limit buckets as plain values; takes limits as plain values, not from config or the catalog, and counts in the store (no ulule)"},
 		{pkg: "gateway/storetest", allow: []string{"gateway", "gateway/store", approvals, consoleSession, auditChain, "gateway/ratelimit"}, forbid: noSDKs,
 			why: "the shared store suite tests the one store contract (gateway/store), so the SQL tests link only the stores"},
-		{pkg: "gateway/policy", allow: append(slices.Clip(bottom), policyStatus), test: []string{"gateway/policy", "policies", "tools"}, why: "wraps OPA"},
+		{pkg: "gateway/policy", allow: append(slices.Clip(bottom), policyStatus), test: []string{"gateway/policy", "policies", "tools", "gateway/pipeline", "tools/search"}, why: "wraps OPA"},
 		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},
 		{pkg: "gateway/mcp/wire", allow: []string{"gateway"}, test: []string{"gateway/mcp/wire"}, forbid: noSDKs,
 			why: "what MCP puts on the wire around the domain (error mapping, Mcp-Param-* headers): the domain and the standard library only"},
