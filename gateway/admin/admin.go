@@ -21,6 +21,7 @@ import (
 	"github.com/gorilla/mux"
 	"go.uber.org/zap"
 
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
@@ -86,6 +87,10 @@ type Options struct {
 	// owner's or admin's console sign-in; management:read tokens list);
 	// nil answers those routes 501: the backend decides its gates itself.
 	Gates approvals.HumanGates
+	// Audit, when set, records every write (after authentication, with
+	// its actor, before and after) and every refused credential
+	// (DESIGN.md §10); nil records nothing.
+	Audit Auditor
 }
 
 // handler is the admin API; see NewHandler.
@@ -129,7 +134,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r, err := h.authenticate(r)
 	if err != nil {
+		if h.opts.Audit != nil && gateway.ErrorCodeOf(err) == gateway.EUnauthenticated {
+			h.opts.Audit.RefusedRequest(AuditSurface, r, err)
+		}
 		h.writeError(w, r, err)
+		return
+	}
+	if h.opts.Audit != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.audited(w, r)
 		return
 	}
 	h.router.ServeHTTP(w, r)
