@@ -24,11 +24,21 @@ const DefaultSealOpenAfter = time.Hour
 
 // Sealing bounds: a round seals at most sealBatch rows in one transaction
 // (a short hold of SQLite's one writer), and remembers at most sealLook
-// open rows.
+// open rows (calls under way; a dead gateway's rows are sealed a
+// sealLook at a time). sealLook also keeps PostgreSQL's cost estimate of
+// the open rows' query under jit_above_cost: compiling it would cost
+// more than running it.
 const (
 	sealBatch = 500
-	sealLook  = 10000
+	sealLook  = 1000
 )
+
+// unsealedOpen is the open column of audit_unsealed u's row, as a
+// correlated subquery: the sealer's queries then walk audit_unsealed (a
+// few seconds' worth of rows) in id order and look each row up by its
+// primary key; written as a join, PostgreSQL planned a scan of the whole
+// of audit_events each round.
+const unsealedOpen = `(SELECT e.open FROM audit_events e WHERE e.id = u.id)`
 
 // sealState is what the sealer remembers between rounds: when it first
 // saw each open row (seen), and how long it leaves one open (openAfter,
@@ -101,11 +111,11 @@ func (c *Core) sealRound(ctx context.Context, stale []int64) (int, error) {
 // (stale). ready is true when there is something to seal.
 func (c *Core) lookUnsealed(ctx context.Context) (stale []int64, ready bool, err error) {
 	var finished []int64
-	if err := c.R.SelectContext(ctx, &finished, c.sql(`SELECT u.id FROM audit_unsealed u JOIN audit_events e ON e.id = u.id WHERE e.open = {false} LIMIT 1`)); err != nil {
+	if err := c.R.SelectContext(ctx, &finished, c.sql(`SELECT u.id FROM audit_unsealed u WHERE `+unsealedOpen+` = {false} LIMIT 1`)); err != nil {
 		return nil, false, c.DriverError(err)
 	}
 	var open []int64
-	if err := c.R.SelectContext(ctx, &open, c.sql(`SELECT u.id FROM audit_unsealed u JOIN audit_events e ON e.id = u.id WHERE e.open = {true} ORDER BY u.id LIMIT ?`), sealLook); err != nil {
+	if err := c.R.SelectContext(ctx, &open, c.sql(`SELECT u.id FROM audit_unsealed u WHERE `+unsealedOpen+` = {true} ORDER BY u.id LIMIT ?`), sealLook); err != nil {
 		return nil, false, c.DriverError(err)
 	}
 	now := time.Now()
@@ -154,17 +164,17 @@ func (c *Core) sealIn(ctx context.Context, tx *sqlx.Tx, stale []int64) (int, err
 	// waits for a finish under way on one of them (it holds a KEY SHARE
 	// lock on the entry), and keeps any later finish off them; the rows
 	// are then read as they finally are.
-	where := `e.open = {false}`
+	where := unsealedOpen + ` = {false}`
 	args := []any{}
 	if len(stale) > 0 {
-		where = `(e.open = {false} OR u.id IN (?` + strings.Repeat(`, ?`, len(stale)-1) + `))`
+		where = `(` + unsealedOpen + ` = {false} OR u.id IN (?` + strings.Repeat(`, ?`, len(stale)-1) + `))`
 		for _, id := range stale {
 			args = append(args, id)
 		}
 	}
 	var ids []int64
 	err = tx.SelectContext(ctx, &ids, c.sql(`DELETE FROM audit_unsealed WHERE id IN (
-    SELECT u.id FROM audit_unsealed u JOIN audit_events e ON e.id = u.id WHERE `+where+` ORDER BY u.id LIMIT ?) RETURNING id`), append(args, sealBatch)...)
+    SELECT u.id FROM audit_unsealed u WHERE `+where+` ORDER BY u.id LIMIT ?) RETURNING id`), append(args, sealBatch)...)
 	if err != nil || len(ids) == 0 {
 		return 0, c.DriverError(err)
 	}
