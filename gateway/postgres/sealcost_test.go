@@ -94,10 +94,21 @@ func benchSealerCost(b *testing.B, sealer bool) {
 	wg.Wait()
 	stop()
 	loop.Wait()
-	if sealer {
+	// The last rounds seal what is left. A round of the loop cancelled
+	// mid-way keeps the lease until PostgreSQL has rolled it back; a
+	// round meanwhile seals nothing, so try again until nothing is left.
+	for deadline := time.Now().Add(30 * time.Second); sealer; {
 		if _, err := s.SealAudit(ctx); err != nil {
 			b.Fatal(err)
 		}
+		var left int
+		if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM audit_unsealed`).Scan(&left); err != nil {
+			b.Fatal(err)
+		}
+		if left == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	b.StopTimer()
 	after := backendCPU(b, s, app)
@@ -105,7 +116,7 @@ func benchSealerCost(b *testing.B, sealer bool) {
 	if sealer {
 		rep, err := s.VerifyAuditChain(ctx)
 		if err != nil || rep.Problem != nil || rep.Unsealed != 0 {
-			b.Fatalf("verify after the run: %+v %v", rep, err)
+			b.Fatalf("verify after the run: %+v %v; want every row sealed", rep, err)
 		}
 	}
 }
