@@ -40,7 +40,7 @@ func TestAuditVerify(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "audit chain verified: 5 rows, seq 1 to 5, head ") || !strings.HasSuffix(out, "; 1 rows not sealed yet\n") || strings.Count(out, "\n") != 1 {
 		t.Fatalf("verify of a whole chain: %q, %v", out, err)
 	}
-	if _, err := s.(*sqlite.Store).DB().ExecContext(ctx, `UPDATE audit_events SET actor = 'someone-else' WHERE seq = 2`); err != nil {
+	if _, err := s.(*sqlite.Store).DB().ExecContext(ctx, `UPDATE audit_events SET actor = 'someone-else' WHERE id = (SELECT id FROM audit_seals WHERE seq = 2)`); err != nil {
 		t.Fatal(err)
 	}
 	_ = s.Close()

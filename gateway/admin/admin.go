@@ -21,6 +21,7 @@ import (
 	"github.com/gorilla/mux"
 	"go.uber.org/zap"
 
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
 )
 
@@ -90,6 +91,10 @@ type Options struct {
 	// pins and the decisions on quarantined ones; admin token only); nil
 	// answers those routes 404.
 	Upstreams Upstreams
+	// Audit, when set, records every write (after authentication, with
+	// its actor, before and after) and every refused credential
+	// (docs/operations.md, "Audit trail"); nil records nothing.
+	Audit Auditor
 }
 
 // handler is the admin API; see NewHandler.
@@ -133,7 +138,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r, err := h.authenticate(r)
 	if err != nil {
+		if h.opts.Audit != nil && gateway.ErrorCodeOf(err) == gateway.EUnauthenticated {
+			h.opts.Audit.RefusedRequest(AuditSurface, r, err)
+		}
 		h.writeError(w, r, err)
+		return
+	}
+	if h.opts.Audit != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.audited(w, r)
 		return
 	}
 	h.router.ServeHTTP(w, r)

@@ -36,9 +36,9 @@ const (
 const sealLease = `SELECT pg_try_advisory_xact_lock(hashtext('mcpgate audit chain ' || current_schema()))
     AND set_config('idle_in_transaction_session_timeout', '10000', true) IS NOT NULL`
 
-// sealRows is sqlcore.Dialect.SealRows: one UPDATE for a round's rows.
-const sealRows = `UPDATE audit_events a SET seq = (e->>1)::bigint, hash = e->>2
-FROM jsonb_array_elements(?::jsonb) e WHERE a.id = (e->>0)::bigint`
+// sealRows is sqlcore.Dialect.SealRows: one INSERT for a round's seals.
+const sealRows = `INSERT INTO audit_seals (seq, id, hash)
+SELECT (e->>1)::bigint, (e->>0)::bigint, e->>2 FROM jsonb_array_elements(?::jsonb) e`
 
 // finishAudits completes a batch of audit rows in one statement, which in
 // autocommit is its own transaction: one round trip and one commit for
@@ -66,18 +66,21 @@ const finishAudits = `SELECT mcpgate_finish_audits($1::bigint[], $2::text[], $3:
 // every call that finishes while no other does (all of them at c=1): a
 // primary-key UPDATE in plain SQL ($1 id, then status, error class,
 // latency, reason codes as JSON text, policy revision; it closes the row,
-// and never changes a sealed one, as the function does), without the
+// and never changes a sealed or claimed one, as the function does: it
+// holds a KEY SHARE lock on the row's audit_unsealed entry, migration
+// 00021), without the
 // function's executor starts and array arguments. The materialised CTE
 // turns synchronous_commit off for the statement's transaction, as
 // mcpgate_finish_audits does: it runs before the UPDATE's row is
 // returned, so before the commit, which is then asynchronous exactly as
 // the batch's.
 const finishOneAudit = `
-WITH o AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true))
-UPDATE audit_events SET status = $2::text, error_class = $3::text, latency_us = $4::bigint,
+WITH o AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)),
+u AS MATERIALIZED (SELECT id FROM audit_unsealed WHERE id = $1::bigint FOR KEY SHARE)
+UPDATE audit_events a SET status = $2::text, error_class = $3::text, latency_us = $4::bigint,
     reason_codes = $5::jsonb, policy_revision = $6::text, open = false
-FROM o WHERE id = $1::bigint AND hash IS NULL
-RETURNING id`
+FROM o, u WHERE a.id = u.id
+RETURNING a.id`
 
 // finishBatch is the store's sqlcore.FinishBatch (finishAudits; a lone row
 // finishOne).

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
 	"github.com/mcpgate/mcpgate/gateway/auditchain"
+	"github.com/mcpgate/mcpgate/gateway/auditlog"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/callercache"
 	"github.com/mcpgate/mcpgate/gateway/config"
@@ -66,6 +67,9 @@ type App struct {
 	// Bridges are the bridged upstreams of MCPGATE_UPSTREAMS_FILE, by
 	// surface (only surfaces that have some); nil without the file.
 	Bridges map[string]*bridge.Bridge
+	// Audit writes the audit events besides tool calls (DESIGN.md §10)
+	// off the request path, until the App closes.
+	Audit   *auditlog.Log
 	closers []func() error
 	// syncs keep each bridged surface's registry in step with its bridge
 	// and the pins (upstreams.go); upstreamTools is their gauge.
@@ -141,6 +145,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	a.Pipeline = main.Pipeline
 	a.sweep(log)
 	a.seal(log)
+	a.auditLog(log)
 	answers := a.relayAnswers()
 	deps := a.deps(log, version, reg, main, approvals, answers)
 	if a.Server, err = New(deps); err != nil {
@@ -273,7 +278,7 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, ma
 	if len(cfg.SessionSecret) == 0 {
 		log.Warn("MCPGATE_SESSION_SECRET is unset: MCP session ids are signed with a key of this process only, so another replica answers them 404 and they end when this process does; set the same ≥ 32-byte key on every replica")
 	}
-	d := Deps{
+	d := Deps{Audit: a.Audit,
 		Store: a.Store, Surface: main, AdminToken: cfg.AdminToken,
 		ConsoleUsers:  a.JWT.ConsoleUsers(),
 		ValidateGrant: a.bridgedGrants(GrantValidator(a.Policy, a.Catalog)), Logger: log, Registry: reg, Policy: a.policies,
@@ -484,6 +489,26 @@ func (a *App) seal(log *zap.Logger) {
 				log.Warn("audit chain not sealed this round; the rows wait for the next (mcpgate audit verify shows the chain)", zap.Error(err))
 			}
 		})
+	}()
+}
+
+// auditLog starts a.Audit (auditlog.Log.Run) over the store; Close
+// writes what is queued before the store closes. Failed writes are
+// logged at most every sealWarnEvery (the events are tried again).
+func (a *App) auditLog(log *zap.Logger) {
+	var warned time.Time
+	a.Audit = auditlog.New(a.Store, auditlog.Options{Failed: func(err error) {
+		if time.Since(warned) >= sealWarnEvery {
+			warned = time.Now()
+			log.Warn("audit events not written yet; they are tried again", zap.Error(err))
+		}
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
+	go func() {
+		defer close(done)
+		a.Audit.Run(ctx)
 	}()
 }
 

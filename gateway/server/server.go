@@ -24,6 +24,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/auditlog"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/console"
@@ -67,6 +68,10 @@ type CallerInvalidator interface {
 // Deps are the parts New wires together.
 type Deps struct {
 	Store FullStore
+	// Audit records the audit events besides tool calls (refused
+	// credentials on every endpoint and the admin API, admin writes);
+	// nil records none.
+	Audit *auditlog.Log
 	// Surface is the surface New serves (App: the SupaCloud surface, its
 	// Pipeline built); nil serves Pipeline on the endpoints of Auth and
 	// APIAuth.
@@ -211,6 +216,7 @@ func New(d Deps) (*Server, error) {
 		Token:          d.AdminToken,
 		TokenReader:    tokenReader,
 		WorkspaceAdmin: workspaceAdmin,
+		Audit:          adminAuditor(d.Audit),
 		ValidateGrant:  d.ValidateGrant,
 		Logger:         d.Logger,
 		OnChange:       func(ws string) { s.announce(gateway.Change{WorkspaceID: ws}) },
@@ -435,4 +441,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// adminAuditor is l as the admin API's Auditor: nil (no interface value
+// holding a nil *Log) when there is no log.
+func adminAuditor(l *auditlog.Log) admin.Auditor {
+	if l == nil {
+		return nil
+	}
+	return l
 }

@@ -90,7 +90,7 @@ func supacloudEndpoints(agents, apiAuth mcp.Authenticator) []Endpoint {
 // names /messages under. Every surface is opened here.
 func (sf *Surface) open(d Deps, r *mux.Router, metaURL, prefix string) error {
 	for _, ep := range sf.Endpoints {
-		t, err := newTransport(d, sf.Pipeline, ep.Auth, metaURL, ep.Instructions)
+		t, err := newTransport(d, sf.Pipeline, d.Audit.Guard(sf.Name, ep.Auth), metaURL, ep.Instructions)
 		if err != nil {
 			sf.Close()
 			return err

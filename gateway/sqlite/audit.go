@@ -22,15 +22,16 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
 RETURNING id`
 )
 
-// sealRows is sqlcore.Dialect.SealRows: one UPDATE for a round's rows.
-const sealRows = `UPDATE audit_events SET seq = e.value->>1, hash = e.value->>2
-FROM json_each(?) e WHERE audit_events.id = e.value->>0`
+// sealRows is sqlcore.Dialect.SealRows: one INSERT for a round's seals.
+const sealRows = `INSERT INTO audit_seals (seq, id, hash)
+SELECT e.value->>1, e.value->>0, e.value->>2 FROM json_each(?) e`
 
 // finishAudit completes one audit row and closes it, unless it is sealed
-// (a row sealed open keeps what was sealed); prepared once on the write
+// (its audit_unsealed entry is gone: a row sealed open keeps what was
+// sealed); prepared once on the write
 // connection, finishBatch runs it once per row.
 const finishAudit = `UPDATE audit_events SET status = ?, error_class = ?, latency_us = ?, reason_codes = ?, policy_revision = ?, open = 0
-WHERE id = ? AND hash IS NULL`
+WHERE id = ? AND EXISTS (SELECT 1 FROM audit_unsealed u WHERE u.id = audit_events.id)`
 
 // finishBatch is the store's sqlcore.FinishBatch: one finishAudit per row, in
 // one transaction on the write connection when there are several (one

@@ -34,6 +34,7 @@ type Store interface {
 	AuditChain
 	Flows
 	Pins
+	AuditLog
 	// Close waits for the writes under way, then releases the store's
 	// statements and connections.
 	Close() error
@@ -291,6 +292,21 @@ type Usage interface {
 	// ProfileToolUsage groups the audited calls of a profile since since
 	// by tool.
 	ProfileToolUsage(ctx context.Context, workspaceID, profileID string, since time.Time) ([]gateway.ToolUsage, error)
+}
+
+// AuditLog records the audit events that are not tool calls (DESIGN.md
+// §10; docs/architecture.md, "Audit events besides tool calls"): refused
+// credentials, methods refused before policy, admin and console writes,
+// API tokens, approval, upstream and policy decisions. They go into the
+// same trail as the calls (one listing, filtered by kind and actor) and
+// are sealed into the same chain.
+type AuditLog interface {
+	// RecordEvents inserts evs, finished, in one transaction (all or
+	// none) and sets their IDs; each is normalised as RecordAudit does.
+	// EInvalid, and nothing written, when one has kind tool_call (those
+	// go through Reserve and RecordAudit) or an unknown kind, or
+	// Arguments that are not JSON.
+	RecordEvents(ctx context.Context, evs []*gateway.AuditEvent) error
 }
 
 // AuditChain is the tamper-evident chain over the audit trail

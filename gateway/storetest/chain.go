@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -25,6 +26,7 @@ type rawDB interface{ DB() *sqlx.DB }
 type openBound interface{ SetSealOpenAfter(time.Duration) }
 
 var chainTests = []test{
+	{"RecordEventsBesideCalls", testRecordEvents},
 	{"SealsFinishedRowsInIDOrder", func(t *testing.T, s Store) {
 		putWorkspace(t, s, "ws-a")
 		for i := range 3 {
@@ -179,6 +181,7 @@ const tamperRows = 8
 // VerifyAuditChain names the exact seq and what happened. newStore
 // returns an empty, migrated store that has DB() (both stores).
 func Tamper(t *testing.T, newStore func(t *testing.T) Store) {
+	sealed := func(seq int) string { return fmt.Sprintf("(SELECT id FROM audit_seals WHERE seq = %d)", seq) }
 	const forged = "ab00000000000000000000000000000000000000000000000000000000000000"
 	for _, tc := range []struct {
 		name string
@@ -186,26 +189,41 @@ func Tamper(t *testing.T, newStore func(t *testing.T) Store) {
 		seq  int64
 		what string
 	}{
-		{"UpdateOneField", []string{`UPDATE audit_events SET status = 'denied' WHERE seq = 3`}, 3, auditchain.Changed},
-		{"UpdateTheHashToo", []string{`UPDATE audit_events SET tool = 'app.deploy', hash = '` + forged + `' WHERE seq = 5`}, 5, auditchain.Changed},
-		{"DeleteARow", []string{`DELETE FROM audit_events WHERE seq = 4`}, 4, auditchain.Deleted},
-		{"DeleteTheTail", []string{`DELETE FROM audit_events WHERE seq >= 7`}, 7, auditchain.Deleted},
-		{"InsertAtTheEnd", []string{`INSERT INTO audit_events (tool, status, open, seq, hash) VALUES ('app.deploy', 'allowed', ?, 9, '` + forged + `')`}, 9, auditchain.Inserted},
+		{"UpdateOneField", []string{`UPDATE audit_events SET status = 'denied' WHERE id = ` + sealed(3)}, 3, auditchain.Changed},
+		{"UpdateTheHashToo", []string{
+			`UPDATE audit_events SET tool = 'app.deploy' WHERE id = ` + sealed(5),
+			`UPDATE audit_seals SET hash = '` + forged + `' WHERE seq = 5`,
+		}, 5, auditchain.Changed},
+		{"DeleteARow", []string{`DELETE FROM audit_events WHERE id = ` + sealed(4)}, 4, auditchain.Deleted},
+		{"DeleteARowAndItsSeal", []string{`DELETE FROM audit_events WHERE id = ` + sealed(4), `DELETE FROM audit_seals WHERE seq = 4`}, 4, auditchain.Deleted},
+		{"DeleteTheTail", []string{`DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_seals WHERE seq >= 7)`, `DELETE FROM audit_seals WHERE seq >= 7`}, 7, auditchain.Deleted},
+		{"InsertAtTheEnd", []string{
+			`INSERT INTO audit_events (tool, status, open) VALUES ('app.deploy', 'allowed', ?)`,
+			`DELETE FROM audit_unsealed`,
+			`INSERT INTO audit_seals (seq, id, hash) SELECT 9, max(id), '` + forged + `' FROM audit_events`,
+		}, 9, auditchain.Inserted},
 		{"InsertInTheMiddle", []string{
-			`UPDATE audit_events SET seq = -seq WHERE seq >= 5`,
-			`UPDATE audit_events SET seq = 1 - seq WHERE seq < 0`,
-			`INSERT INTO audit_events (tool, status, open, seq, hash) VALUES ('app.deploy', 'allowed', ?, 5, '` + forged + `')`,
+			`UPDATE audit_seals SET seq = -seq WHERE seq >= 5`,
+			`UPDATE audit_seals SET seq = 1 - seq WHERE seq < 0`,
+			`INSERT INTO audit_events (tool, status, open) VALUES ('app.deploy', 'allowed', ?)`,
+			`DELETE FROM audit_unsealed`,
+			`INSERT INTO audit_seals (seq, id, hash) SELECT 5, max(id), '` + forged + `' FROM audit_events`,
 		}, 5, auditchain.Inserted},
-		{"InsertWithoutSeq", []string{`INSERT INTO audit_events (tool, status, open, hash) VALUES ('app.deploy', 'allowed', ?, '` + forged + `')`}, 0, auditchain.Inserted},
+		// A row neither sealed nor waiting to be sealed (its
+		// audit_unsealed entry deleted, so that no sealer takes it).
+		{"InsertWithoutSeq", []string{
+			`INSERT INTO audit_events (tool, status, open) VALUES ('app.deploy', 'allowed', ?)`,
+			`DELETE FROM audit_unsealed`,
+		}, 0, auditchain.Inserted},
 		{"SwapTwoRows", []string{
-			`UPDATE audit_events SET seq = -1 WHERE seq = 3`,
-			`UPDATE audit_events SET seq = 3 WHERE seq = 6`,
-			`UPDATE audit_events SET seq = 6 WHERE seq = -1`,
+			`UPDATE audit_seals SET seq = -1 WHERE seq = 3`,
+			`UPDATE audit_seals SET seq = 3 WHERE seq = 6`,
+			`UPDATE audit_seals SET seq = 6 WHERE seq = -1`,
 		}, 3, auditchain.Reordered},
 		{"SwapNeighbours", []string{
-			`UPDATE audit_events SET seq = -1 WHERE seq = 2`,
-			`UPDATE audit_events SET seq = 2 WHERE seq = 3`,
-			`UPDATE audit_events SET seq = 3 WHERE seq = -1`,
+			`UPDATE audit_seals SET seq = -1 WHERE seq = 2`,
+			`UPDATE audit_seals SET seq = 2 WHERE seq = 3`,
+			`UPDATE audit_seals SET seq = 3 WHERE seq = -1`,
 		}, 2, auditchain.Reordered},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -286,4 +304,50 @@ FROM g`
 		}
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// testRecordEvents checks store.AuditLog: events of other kinds than
+// tool calls are written together (all or none), listed by kind and
+// actor beside the calls, and sealed into the same chain.
+func testRecordEvents(t *testing.T, s Store) {
+	putWorkspace(t, s, "ws-a")
+	must(t, s.RecordAudit(ctx(t), event(0, "ws-a", "t1", "app.list", gateway.AuditDenied)), "record a call")
+	admin := &gateway.AuditEvent{Kind: "admin", Actor: "ops-token", WorkspaceID: "ws-a", Tool: "profile.update",
+		Status: gateway.AuditAllowed, Arguments: json.RawMessage(`{"resource":"ws-a/p1","before":{"tools":["a"]},"after":{"tools":["a","b"]}}`)}
+	refused := &gateway.AuditEvent{Kind: "auth", Tool: "auth.refused", Surface: gateway.SurfaceSupaCloud, TokenFP: "fp-9",
+		Status: gateway.AuditDenied, ReasonCodes: []string{"token.unknown"}}
+	must(t, s.RecordEvents(ctx(t), []*gateway.AuditEvent{admin, refused}), "RecordEvents")
+	if admin.ID <= 0 || refused.ID <= admin.ID {
+		t.Fatalf("ids %d, %d; want both set, in order", admin.ID, refused.ID)
+	}
+	bad := []*gateway.AuditEvent{
+		{Kind: "token", Actor: "ops-token", Tool: "token.create", Status: gateway.AuditAllowed},
+		{Kind: gateway.AuditKindToolCall, Tool: "app.list", Status: gateway.AuditAllowed},
+	}
+	wantCode(t, s.RecordEvents(ctx(t), bad), gateway.EInvalid, "a tool call through RecordEvents")
+	wantCode(t, s.RecordEvents(ctx(t), []*gateway.AuditEvent{{Kind: "nonsense", Status: gateway.AuditAllowed}}), gateway.EInvalid, "an unknown kind")
+	for _, tc := range []struct {
+		f    gateway.AuditFilter
+		want int
+	}{
+		{gateway.AuditFilter{Kind: "admin", Actor: "ops-token"}, 1},
+		{gateway.AuditFilter{Kind: "auth"}, 1},
+		{gateway.AuditFilter{Kind: "token"}, 0}, // the refused batch wrote nothing
+		{gateway.AuditFilter{}, 3},
+	} {
+		list, err := s.ListAuditEvents(ctx(t), tc.f)
+		must(t, err, "list")
+		if len(list) != tc.want {
+			t.Errorf("listing %+v: %d rows; want %d", tc.f, len(list), tc.want)
+		}
+	}
+	if n, err := s.SealAudit(ctx(t)); err != nil || n != 3 {
+		t.Fatalf("SealAudit = %d, %v; want the call and both events sealed", n, err)
+	}
+	wantReport(t, s, 3, 0)
+	list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{Kind: "admin"})
+	must(t, err, "list")
+	if len(list) != 1 || list[0].Seq != 2 || list[0].Hash == "" || !sameJSON(list[0].Arguments, admin.Arguments) {
+		t.Fatalf("the admin event read back as %+v; want seq 2, sealed, its before and after", list)
+	}
 }

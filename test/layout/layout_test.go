@@ -89,6 +89,7 @@ var (
 			why: "the shared store suite tests the one store contract (gateway/store), so the SQL tests link only the stores"},
 		{pkg: "gateway/policy", allow: append(slices.Clip(bottom), policyStatus), test: []string{"gateway/policy", "policies", "tools", "gateway/pipeline", "tools/search"}, why: "wraps OPA"},
 		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},
+		{pkg: "gateway/auditlog", allow: []string{"gateway"}, test: []string{"gateway/auditlog"}, forbid: noSDKs, why: "the audit events besides tool calls: a bounded queue off the request path, the flood bound of refused credentials"},
 		{pkg: "gateway/mcp/wire", allow: []string{"gateway"}, test: []string{"gateway/mcp/wire"}, forbid: noSDKs,
 			why: "what MCP puts on the wire around the domain (error mapping, Mcp-Param-* headers): the domain and the standard library only"},
 		{pkg: "gateway/mcp/jsonrpc", allow: []string{"gateway", "gateway/canon", "gateway/mcp/wire"}, test: []string{"gateway/mcp/jsonrpc", "gateway/mcp/internal/jsontest"}, forbid: noSDKs,

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
@@ -40,6 +42,40 @@ func (c *Core) RecordAudit(ctx context.Context, ev *gateway.AuditEvent) error {
 		return err
 	}
 	return c.DriverError(stmt.QueryRowContext(ctx, append(c.AuditArgs(ev), ev.Kind)...).Scan(&ev.ID))
+}
+
+// RecordEvents is store.AuditLog.RecordEvents: RecordAudit's prepared
+// INSERT once per event, in one write transaction.
+func (c *Core) RecordEvents(ctx context.Context, evs []*gateway.AuditEvent) error {
+	for _, ev := range evs {
+		if ev.Kind == gateway.AuditKindToolCall || ev.Kind == "" {
+			return gateway.Errorf(gateway.EInvalid, "RecordEvents records the events besides tool calls; a tool call's row goes through Reserve or RecordAudit")
+		}
+		if err := c.CheckEvent(ev); err != nil {
+			return err
+		}
+	}
+	stmt, err := c.Record.Get(ctx, c.W, c.DriverError)
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, len(evs))
+	err = c.InTx(ctx, func(tx *sqlx.Tx) error {
+		st := tx.StmtContext(ctx, stmt)
+		for i, ev := range evs {
+			if err := st.QueryRowContext(ctx, append(c.AuditArgs(ev), ev.Kind)...).Scan(&ids[i]); err != nil {
+				return c.DriverError(err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, ev := range evs {
+		ev.ID = ids[i]
+	}
+	return nil
 }
 
 // CheckEvent refuses arguments that are not JSON (where the column does
@@ -97,9 +133,20 @@ func FinishArgs(ev *gateway.AuditEvent) (status, errorClass string, latencyMicro
 	return ev.Status, ev.ErrorClass, ev.LatencyMicros, JSONList(ev.ReasonCodes), ev.PolicyRevision
 }
 
-// auditColumns are read into auditRow; listed, not *, so that a column a
-// later migration adds does not break the scan.
-const auditColumns = `id, ` + AuditInsertColumns + `, kind, open, seq, hash`
+// auditColumns are read into auditRow from audit_events e joined with
+// audit_seals s (seq and hash, NULL while the row is not sealed); listed,
+// not *, so that a column a later migration adds does not break the scan.
+var auditColumns = qualified("e", `id, `+AuditInsertColumns+`, kind, open`) + `, s.seq, s.hash`
+
+// qualified prefixes each of the comma-separated columns cols with
+// table and a dot.
+func qualified(table, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		parts[i] = table + "." + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
 
 // auditRow is an audit_events row as either driver returns it.
 type auditRow struct {
@@ -163,19 +210,19 @@ func (c *Core) ListAuditEvents(ctx context.Context, f gateway.AuditFilter) ([]ga
 	} {
 		if col.val != "" {
 			args = append(args, col.val)
-			where = append(where, col.name+" = ?")
+			where = append(where, "e."+col.name+" = ?")
 		}
 	}
 	if !f.Before.IsZero() {
 		args = append(args, c.Time(f.Before.Time), f.Before.ID)
-		where = append(where, "(time, id) < (?, ?)")
+		where = append(where, "(e.time, e.id) < (?, ?)")
 	}
-	q := `SELECT ` + auditColumns + ` FROM audit_events`
+	q := `SELECT ` + auditColumns + ` FROM audit_events e LEFT JOIN audit_seals s ON s.id = e.id`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	args = append(args, auditLimit(f.Limit))
-	q += ` ORDER BY time DESC, id DESC LIMIT ?`
+	q += ` ORDER BY e.time DESC, e.id DESC LIMIT ?`
 	var rows []auditRow
 	if err := c.R.SelectContext(ctx, &rows, c.Q(q), args...); err != nil {
 		return nil, c.DriverError(err)

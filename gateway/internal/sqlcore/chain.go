@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,11 +24,21 @@ const DefaultSealOpenAfter = time.Hour
 
 // Sealing bounds: a round seals at most sealBatch rows in one transaction
 // (a short hold of SQLite's one writer), and remembers at most sealLook
-// open rows.
+// open rows (calls under way; a dead gateway's rows are sealed a
+// sealLook at a time). sealLook also keeps PostgreSQL's cost estimate of
+// the open rows' query under jit_above_cost: compiling it would cost
+// more than running it.
 const (
 	sealBatch = 500
-	sealLook  = 10000
+	sealLook  = 1000
 )
+
+// unsealedOpen is the open column of audit_unsealed u's row, as a
+// correlated subquery: the sealer's queries then walk audit_unsealed (a
+// few seconds' worth of rows) in id order and look each row up by its
+// primary key; written as a join, PostgreSQL planned a scan of the whole
+// of audit_events each round.
+const unsealedOpen = `(SELECT e.open FROM audit_events e WHERE e.id = u.id)`
 
 // sealState is what the sealer remembers between rounds: when it first
 // saw each open row (seen), and how long it leaves one open (openAfter,
@@ -54,9 +65,11 @@ func (c *Core) SetSealOpenAfter(d time.Duration) {
 // until none is left. Only the holder of the sealing lease seals
 // (Dialect.SealLease): on PostgreSQL a round of another replica that
 // holds it returns 0 at once. Calls take no lock of the sealer's: it
-// locks only the rows it seals (finished, so no call writes them) and
-// the head row, which only sealers touch. It returns how many rows it
-// sealed; on error the round's transaction wrote nothing.
+// claims (deletes) the audit_unsealed entries of the rows it seals,
+// which waits only for a finish under way on one of them, inserts their
+// audit_seals rows and moves the head row, which only sealers touch; it
+// never writes audit_events (migration 00021 says why). It returns how
+// many rows it sealed; on error the round's transaction wrote nothing.
 func (c *Core) SealAudit(ctx context.Context) (int, error) {
 	// One look at the unsealed rows per call, not per batch: a backlog
 	// (the rows a migration found, a long outage) is then sealed in
@@ -98,11 +111,11 @@ func (c *Core) sealRound(ctx context.Context, stale []int64) (int, error) {
 // (stale). ready is true when there is something to seal.
 func (c *Core) lookUnsealed(ctx context.Context) (stale []int64, ready bool, err error) {
 	var finished []int64
-	if err := c.R.SelectContext(ctx, &finished, c.sql(`SELECT id FROM audit_events WHERE hash IS NULL AND open = {false} LIMIT 1`)); err != nil {
+	if err := c.R.SelectContext(ctx, &finished, c.sql(`SELECT u.id FROM audit_unsealed u WHERE `+unsealedOpen+` = {false} LIMIT 1`)); err != nil {
 		return nil, false, c.DriverError(err)
 	}
 	var open []int64
-	if err := c.R.SelectContext(ctx, &open, c.sql(`SELECT id FROM audit_events WHERE hash IS NULL AND open = {true} ORDER BY id LIMIT ?`), sealLook); err != nil {
+	if err := c.R.SelectContext(ctx, &open, c.sql(`SELECT u.id FROM audit_unsealed u WHERE `+unsealedOpen+` = {true} ORDER BY u.id LIMIT ?`), sealLook); err != nil {
 		return nil, false, c.DriverError(err)
 	}
 	now := time.Now()
@@ -147,19 +160,34 @@ func (c *Core) sealIn(ctx context.Context, tx *sqlx.Tx, stale []int64) (int, err
 	if err != nil {
 		return 0, gateway.Wrap(gateway.EInternal, err, "the audit chain head is unreadable, so no row is sealed; run mcpgate audit verify")
 	}
-	where := `open = {false}`
+	// Claim the round's rows first: deleting their audit_unsealed entries
+	// waits for a finish under way on one of them (it holds a KEY SHARE
+	// lock on the entry), and keeps any later finish off them; the rows
+	// are then read as they finally are.
+	where := unsealedOpen + ` = {false}`
 	args := []any{}
 	if len(stale) > 0 {
-		where = `(open = {false} OR id IN (?` + strings.Repeat(`, ?`, len(stale)-1) + `))`
+		where = `(` + unsealedOpen + ` = {false} OR u.id IN (?` + strings.Repeat(`, ?`, len(stale)-1) + `))`
 		for _, id := range stale {
 			args = append(args, id)
 		}
 	}
-	rows, err := tx.QueryxContext(ctx, c.sql(`SELECT `+auditColumns+` FROM audit_events WHERE hash IS NULL AND `+where+` ORDER BY id LIMIT ?{lock}`), append(args, sealBatch)...)
+	var ids []int64
+	err = tx.SelectContext(ctx, &ids, c.sql(`DELETE FROM audit_unsealed WHERE id IN (
+    SELECT u.id FROM audit_unsealed u WHERE `+where+` ORDER BY u.id LIMIT ?) RETURNING id`), append(args, sealBatch)...)
+	if err != nil || len(ids) == 0 {
+		return 0, c.DriverError(err)
+	}
+	slices.Sort(ids)
+	args = args[:0]
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := tx.QueryxContext(ctx, c.Q(`SELECT `+auditColumns+` FROM audit_events e LEFT JOIN audit_seals s ON s.id = e.id WHERE e.id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`) ORDER BY e.id`), args...)
 	if err != nil {
 		return 0, c.DriverError(err)
 	}
-	evs, err := scanEvents(rows, sealBatch)
+	evs, err := scanEvents(rows, len(ids))
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
@@ -235,7 +263,7 @@ const verifyPage = 20_000
 func (c *Core) VerifyAuditChain(ctx context.Context) (auditchain.Report, error) {
 	v := auditchain.NewVerifier()
 	var rep auditchain.Report
-	q := c.Q(`SELECT ` + auditColumns + ` FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`)
+	q := c.Q(`SELECT ` + auditColumns + ` FROM audit_seals s JOIN audit_events e ON e.id = s.id WHERE s.seq > ? ORDER BY s.seq LIMIT ?`)
 	for {
 		more, read, err := c.verifyRows(ctx, v, q, v.Next()-1)
 		if err != nil {
@@ -261,15 +289,16 @@ func (c *Core) VerifyAuditChain(ctx context.Context) (auditchain.Report, error) 
 		return rep, nil
 	}
 	var forged []int64
-	if err := c.R.SelectContext(ctx, &forged, `SELECT id FROM audit_events WHERE seq IS NULL AND hash IS NOT NULL ORDER BY id LIMIT 1`); err != nil {
+	if err := c.R.SelectContext(ctx, &forged, `SELECT e.id FROM audit_events e WHERE NOT EXISTS (SELECT 1 FROM audit_seals s WHERE s.id = e.id)
+    AND NOT EXISTS (SELECT 1 FROM audit_unsealed u WHERE u.id = e.id) ORDER BY e.id LIMIT 1`); err != nil {
 		return rep, c.DriverError(err)
 	}
 	if len(forged) > 0 {
 		rep.Problem = &auditchain.Problem{What: auditchain.Inserted,
-			Detail: "row id " + strconv.FormatInt(forged[0], 10) + " carries a hash but no seq; the sealer gives both at once"}
+			Detail: "row id " + strconv.FormatInt(forged[0], 10) + " is neither sealed nor waiting to be sealed; every row the gateway writes is one or the other"}
 		return rep, nil
 	}
-	err := c.R.QueryRowxContext(ctx, `SELECT count(*) FROM audit_events WHERE hash IS NULL`).Scan(&rep.Unsealed)
+	err := c.R.QueryRowxContext(ctx, `SELECT count(*) FROM audit_unsealed`).Scan(&rep.Unsealed)
 	return rep, c.DriverError(err)
 }
 

@@ -113,7 +113,7 @@ type Dialect struct {
 	// replica that hangs while sealing loses the lease); "" where one
 	// process serves the database (SQLite).
 	SealLease string
-	// SealRows sets seq and hash of the rows of one sealing round from one
+	// SealRows inserts the audit_seals rows of one sealing round from one
 	// ? parameter: a JSON array of [id, seq, "hash"] arrays.
 	SealRows string
 	// DeleteExpiredCounts deletes the rate-limit counters whose expires_at

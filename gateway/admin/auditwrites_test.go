@@ -1,0 +1,77 @@
+package admin
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// auditSpy is an Auditor keeping what it is told.
+type auditSpy struct {
+	mu      sync.Mutex
+	events  []*gateway.AuditEvent
+	refused []string
+}
+
+func (a *auditSpy) Record(ev *gateway.AuditEvent) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.events = append(a.events, ev)
+}
+
+func (a *auditSpy) RefusedRequest(surface string, r *http.Request, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.refused = append(a.refused, surface+" "+r.URL.Path+": "+err.Error())
+}
+
+// Every write of the admin API is recorded with its actor, kind,
+// outcome, and before and after; a created token's value never is;
+// reads are not recorded; a refused credential is.
+func TestWritesAreAudited(t *testing.T) {
+	spy := &auditSpy{}
+	h := NewHandler(newFakeStore(), Options{Token: adminToken, Now: func() time.Time { return testNow }, Audit: spy})
+	profile := wsPath + "/profiles/p-1"
+	assertReply(t, serve(h, http.MethodPut, profile, `{"name":"Ops","allowlist":["supacloud.ops.*","supacloud.read.*"]}`, nil), 200, "")
+	assertReply(t, serve(h, http.MethodGet, profile, "", nil), 200, "")
+	created := serve(h, http.MethodPost, wsPath+"/api-tokens", `{"label":"scheduler","scopes":["mcp:read"]}`, nil)
+	assertReply(t, created, 201, `"token":"scmt_`)
+	var tok struct{ Token string }
+	_ = json.Unmarshal(created.Body.Bytes(), &tok)
+	assertReply(t, serve(h, http.MethodDelete, "/admin/v1/api-tokens/0123456789abcdef", "", nil), 204, "")
+	assertReply(t, serve(h, http.MethodPut, wsPath+"/profiles/p*", `{"name":"R","allowlist":[]}`, nil), 400, "")
+	serve(h, http.MethodPut, profile, `{}`, hdr("Bearer wrong-token"))
+
+	if len(spy.events) != 4 {
+		t.Fatalf("%d events recorded; want 4 (the reads and the refused request are not writes): %+v", len(spy.events), spy.events)
+	}
+	put, create, revoke, bad := spy.events[0], spy.events[1], spy.events[2], spy.events[3]
+	var detail struct {
+		Before, After struct{ Allowlist []string }
+	}
+	if err := json.Unmarshal(put.Arguments, &detail); err != nil {
+		t.Fatal(err)
+	}
+	if put.Kind != "admin" || put.Actor != "admin-token" || put.WorkspaceID != "ws-1" || put.Tool != "PUT "+profile ||
+		put.Status != gateway.AuditAllowed || len(detail.Before.Allowlist) != 1 || len(detail.After.Allowlist) != 2 {
+		t.Errorf("profile write recorded as %+v (%s); want kind admin, actor admin-token, before 1 entry, after 2", put, put.Arguments)
+	}
+	if create.Kind != "token" || tok.Token == "" || strings.Contains(string(create.Arguments), tok.Token) ||
+		!strings.Contains(string(create.Arguments), "[redacted]") {
+		t.Errorf("token creation recorded as %+v (%s); want kind token, the value redacted", create, create.Arguments)
+	}
+	if revoke.Kind != "token" || revoke.Tool != "DELETE /admin/v1/api-tokens/0123456789abcdef" || revoke.Status != gateway.AuditAllowed {
+		t.Errorf("revocation recorded as %+v", revoke)
+	}
+	if bad.Status != gateway.AuditDenied || bad.ReasonCodes[0] != "http.400" {
+		t.Errorf("refused write recorded as %+v; want denied with its HTTP status", bad)
+	}
+	if len(spy.refused) != 1 || !strings.HasPrefix(spy.refused[0], "admin "+profile) {
+		t.Errorf("refused credentials: %q; want the one bad token", spy.refused)
+	}
+}
