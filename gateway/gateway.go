@@ -308,7 +308,11 @@ const AuditKindToolCall = "tool_call"
 // methods refused before policy, admin writes, API tokens, approvals,
 // upstreams, policy reloads), which the listing accepts as filters
 // already.
-var AuditKinds = []string{AuditKindToolCall, "auth", "method", "admin", "token", "approval", "upstream", "policy"}
+var AuditKinds = []string{AuditKindToolCall, "auth", "method", "admin", "token", "approval", AuditKindUpstream, "policy"}
+
+// AuditKindUpstream is the kind of the rows of bridged upstreams' pins:
+// a quarantine the gateway made and a person's decision on it.
+const AuditKindUpstream = "upstream"
 
 // AuditEvent is one audit_events row: written for every tools/call before
 // the reply, whatever the outcome (one audit row per call). It never holds a secret or

@@ -141,7 +141,7 @@ func containsFold(list []string, s string) bool {
 
 // writeKind is the audit kind of a write to path: token for API tokens,
 // approval for approvals and human gates, policy for the policy reload,
-// admin for the rest.
+// upstream for decisions on quarantined bridged tools, admin for the rest.
 func writeKind(path string) string {
 	switch {
 	case strings.Contains(path, "/api-tokens"):
@@ -150,6 +150,8 @@ func writeKind(path string) string {
 		return "approval"
 	case strings.HasPrefix(path, Prefix+"/policy"):
 		return "policy"
+	case strings.HasPrefix(path, Prefix+"/upstreams"):
+		return gateway.AuditKindUpstream
 	}
 	return "admin"
 }

@@ -128,6 +128,7 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if a.CC, err = a.ccServerSurface(ctx, log, version); err != nil {
 		return err
 	}
+	a.auditLog(log) // before the bridges: a quarantine at their first listing is an audit event
 	if err := a.openBridges(ctx, log, version, main, reg); err != nil {
 		return err
 	}
@@ -145,7 +146,6 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	a.Pipeline = main.Pipeline
 	a.sweep(log)
 	a.seal(log)
-	a.auditLog(log)
 	answers := a.relayAnswers()
 	deps := a.deps(log, version, reg, main, approvals, answers)
 	if a.Server, err = New(deps); err != nil {

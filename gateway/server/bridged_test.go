@@ -378,6 +378,25 @@ func TestBridgedToolsPinnedAndQuarantined(t *testing.T) {
 		_, err := app.Pipeline.CallTool(context.Background(), p, &gateway.CallRequest{Name: "forge.issues.reopen", Arguments: map[string]any{}, RawArguments: json.RawMessage(`{}`)})
 		return gateway.ErrorCodeOf(err) == gateway.EForbidden && strings.Contains(gateway.ErrorMessageOf(err), "rejected its definition (bob)")
 	})
+	// Each quarantine is an audit event by the gateway naming its change,
+	// and each decision one by the admin API, both of kind upstream.
+	waitFor(t, "the quarantines and decisions in the audit trail", func() bool {
+		evs, err := app.Store.ListAuditEvents(context.Background(), gateway.AuditFilter{Kind: gateway.AuditKindUpstream, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		quarantined := map[string]bool{}
+		decisions := 0
+		for _, ev := range evs {
+			switch {
+			case ev.Actor == "gateway" && slices.Contains(ev.ReasonCodes, "tool.quarantined"):
+				quarantined[ev.Tool] = strings.Contains(string(ev.Arguments), `"change":`)
+			case strings.HasPrefix(ev.Tool, "POST /admin/v1/upstreams/forge/tools/"):
+				decisions++
+			}
+		}
+		return quarantined["issues.list"] && quarantined["issues.reopen"] && quarantined["issues.shut"] && decisions >= 2
+	})
 	waitFor(t, "mcpgate_upstream_tools to count one tool of each state", func() bool {
 		_, metrics := request(t, app, http.MethodGet, "/metrics")
 		for _, want := range []string{`mcpgate_upstream_tools{state="pinned",upstream="forge"} 1`, `mcpgate_upstream_tools{state="quarantined",upstream="forge"} 1`, `mcpgate_upstream_tools{state="rejected",upstream="forge"} 1`} {

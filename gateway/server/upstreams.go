@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/adapters/bridge"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/auditlog"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/store"
@@ -90,7 +92,7 @@ func (a *App) openBridges(ctx context.Context, log *zap.Logger, version string, 
 		if a.upstreamTools == nil {
 			a.upstreamTools = upstreamToolsGauge(reg)
 		}
-		sync := &bridgedSync{sf: surface, name: sf, store: a.Store, gauge: a.upstreamTools, log: log.With(zap.String("surface", sf))}
+		sync := &bridgedSync{sf: surface, name: sf, store: a.Store, audit: a.Audit, gauge: a.upstreamTools, log: log.With(zap.String("surface", sf))}
 		b, err := bridge.New(ctx, bridge.Options{
 			Upstreams: specs, Refresh: cfg.Refresh, Timeout: cfg.Timeout,
 			ClientName: "mcpgate", ClientVersion: version, Logger: log.With(zap.String("surface", sf)),
@@ -128,6 +130,7 @@ type bridgedSync struct {
 	sf    *Surface
 	name  string // the surface
 	store store.Pins
+	audit *auditlog.Log // records each quarantine this replica wrote (kind upstream)
 	gauge *prometheus.GaugeVec
 	log   *zap.Logger
 	b     atomic.Pointer[bridge.Bridge] // nil while bridge.New runs
@@ -175,15 +178,20 @@ func (s *bridgedSync) sync(reload bool) {
 	rev := bridge.ReviewTools(s.name, b.Upstreams(), listed, s.pins, time.Now().UTC())
 	if len(rev.Add)+len(rev.Update) > 0 {
 		for _, p := range rev.Add {
-			if _, err := s.store.AddToolPin(ctx, p); err != nil {
+			added, err := s.store.AddToolPin(ctx, p)
+			if err != nil {
 				s.log.Warn("bridged tool pin not written; its tool stays out until the next refresh", zap.String("upstream", p.Upstream), zap.String("tool", p.Tool), zap.Error(err))
+			} else if added && p.State == gateway.PinQuarantined {
+				s.recordQuarantine(p)
 			}
 		}
 		for _, p := range rev.Update {
 			if err := s.store.UpdateToolPin(ctx, p); err != nil {
 				s.log.Warn("bridged tool pin not updated", zap.String("upstream", p.Upstream), zap.String("tool", p.Tool), zap.Error(err))
+				continue
 			}
 			if p.State == gateway.PinQuarantined {
+				s.recordQuarantine(p)
 				s.log.Warn("bridged tool quarantined: its definition changed since it was pinned; review it (GET /admin/v1/upstreams/{name}/tools)",
 					zap.String("upstream", p.Upstream), zap.String("tool", p.Tool), zap.String("change", p.Change))
 			}
@@ -211,6 +219,20 @@ func (s *bridgedSync) sync(reload bool) {
 	s.sf.ToolSet.Set(pipeline.ToolRefs(cat))
 	s.count(listed, rev.Quarantined)
 	s.sf.RefreshTools(func(*gateway.Principal) bool { return true })
+}
+
+// recordQuarantine records, as an audit event of kind upstream, that this
+// replica quarantined p (the replica whose write changed the pin records
+// it, so each quarantine is one event): actor gateway, reason
+// tool.quarantined, the change and both definitions' hashes as arguments.
+func (s *bridgedSync) recordQuarantine(p gateway.ToolPin) {
+	if s.audit == nil {
+		return
+	}
+	args, _ := json.Marshal(map[string]string{"upstream": p.Upstream, "tool": p.Tool, "change": p.Change,
+		"renamed_from": p.RenamedFrom, "pinned_hash": p.Hash, "current_hash": p.CurrentHash})
+	s.audit.Record(&gateway.AuditEvent{Kind: gateway.AuditKindUpstream, Actor: "gateway", Surface: s.name,
+		Tool: p.Tool, Status: gateway.AuditDenied, ReasonCodes: []string{"tool.quarantined"}, Arguments: args})
 }
 
 // load reads the pins from the store; false (logged) when it cannot, and
