@@ -24,7 +24,7 @@
 // session.
 //
 // During a tools/call on a session, the upstream's messages are relayed
-// to the client through a gateway.Relay in the call's context (relay.go):
+// to the client through a wire.Relay in the call's context (relay.go):
 // notifications and server-to-client requests on the call's own stream,
 // the client's responses routed back.
 //
@@ -33,7 +33,7 @@
 // stateless 2026-07-28 path (no progress there, and the input-required
 // results that replace server-to-client requests are not relayed). The
 // 2026-07-28 Mcp-Param-* headers are checked by the pipeline
-// (wire.CheckParamHeaders, which the wiring gives it), once the policy
+// (a direct call of wire.CheckParamHeaders), once the policy
 // allowed the tool.
 package mcp
 

@@ -92,7 +92,7 @@ func newFixture(t *testing.T) *fixture {
 	up := &adapter{}
 	return &fixture{
 		pl: &pipeline.Pipeline{Store: s, Decider: decider{deny: map[string]bool{"app.pause": true}}, Catalog: cat, Adapter: up,
-			Logger: zap.NewNop(), RateLimits: &rules, CheckParamHeaders: wire.CheckParamHeaders},
+			Logger: zap.NewNop(), RateLimits: &rules},
 		store: s, up: up,
 		p: &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t1", ProfileID: "p1"},
 	}

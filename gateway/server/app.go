@@ -25,7 +25,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
 	"github.com/mcpgate/mcpgate/gateway/decisionlog"
-	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/metrics"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
@@ -232,7 +231,6 @@ func (a *App) surfacePipeline(sf *Surface, log *zap.Logger, approvals *approvals
 		Logger: log, Metrics: a.metrics, AuditArguments: cfg.AuditArguments,
 		RateLimits: sf.Limits, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 		Confirmer: sf.Confirmer, Surface: sf.Name, ListEveryTool: sf.ListEveryTool, WorkspaceFromPolicy: sf.WorkspaceFromPolicy,
-		CheckParamHeaders: wire.CheckParamHeaders,
 	}
 	if approvals != nil {
 		pl.Approvals = approvals

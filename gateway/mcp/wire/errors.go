@@ -2,9 +2,14 @@
 // the transport (gateway/mcp) and for the adapters that speak MCP to an
 // upstream: the one mapping of a gateway.Error to its JSON-RPC error
 // object and HTTP status, the transport's own refusals (ProtocolError),
-// and the 2026-07-28 Mcp-Param-* headers (x-mcp-header annotations, their
-// values, and the check of a call's headers against its arguments). It
-// imports only the domain package and the standard library.
+// the 2026-07-28 Mcp-Param-* headers (x-mcp-header annotations, their
+// values, and the check of a call's headers against its arguments), and
+// the seams through which a call talks back to its client: the relay of
+// what an upstream sends during a call (Relay, in the call's context) and
+// the elicitation the approval step asks through (Elicitor). The
+// transport makes them, the pipeline wraps and checks them, the adapters
+// and approvals use them. It imports only the domain package and the
+// standard library.
 package wire
 
 import (
