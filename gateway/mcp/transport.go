@@ -53,6 +53,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 	"github.com/mcpgate/mcpgate/gateway/mcp/sessionid"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // Authenticator authenticates one HTTP request. On failure it returns a
@@ -312,6 +313,25 @@ func (o *Options) setDefaults() {
 	if o.SessionEnds == nil {
 		o.SessionEnds = NewMemorySessionEnds()
 	}
+}
+
+// enter runs what both HTTP fronts (ServeHTTP, LegacyHandler) do before
+// they look at the method: the Host, Origin and CORS checks (guard, with
+// allow the methods a preflight is told), then authentication. It returns
+// the request's principal, or writes the reply and reports false.
+func (t *Transport) enter(w http.ResponseWriter, r *http.Request, allow string) (*gateway.Principal, bool) {
+	if !t.guard(w, r, allow) {
+		return nil, false
+	}
+	return t.authenticate(w, r)
+}
+
+// notAllowed answers a request of a method the front does not serve
+// (HTTP 405 with the Allow header, allow), its message saying what the
+// front takes.
+func (t *Transport) notAllowed(w http.ResponseWriter, r *http.Request, allow, format string, args ...any) {
+	w.Header().Set("Allow", allow)
+	t.replyError(w, r, nil, wire.ErrStatus(http.StatusMethodNotAllowed, gateway.EInvalid, format, args...))
 }
 
 // authenticate returns the request's principal, or writes the error reply
