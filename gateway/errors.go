@@ -121,19 +121,6 @@ func DisplayURL(rawURL string) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }
 
-// JSON-RPC 2.0 error codes (JSON-RPC 2.0 §5.1), in which the relay
-// contract speaks: a relayed request that the client, the transport or the
-// policy refuses ends with an *RPCError of one of them, which the adapter
-// answers the upstream with. The mapping of an ErrorCode to its JSON-RPC
-// code and HTTP status is the wire's (gateway/mcp/wire), not the domain's.
-const (
-	RPCParseError     = -32700
-	RPCInvalidRequest = -32600
-	RPCMethodNotFound = -32601
-	RPCInvalidParams  = -32602
-	RPCInternalError  = -32603
-)
-
 // Class is the error class named in JSON-RPC error data and in the audit
 // row: rate limits are reported as class "Forbidden"
 // (docs/requirements.md#limit-messages).

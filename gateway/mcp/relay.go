@@ -110,20 +110,20 @@ func (r *callRelay) Request(ctx context.Context, method string, params json.RawM
 	remote := r.t.expectAnswer(ctx, r.s, id, ch)
 	defer remote()
 	if !r.send(rawMessage(id, method, params)) {
-		return nil, &wire.RPCError{Code: gateway.RPCInternalError, Message: "the gateway's client holds no stream to receive " + method + " (open the session's GET stream, or accept text/event-stream on the POST)"}
+		return nil, &wire.RPCError{Code: wire.RPCInternalError, Message: "the gateway's client holds no stream to receive " + method + " (open the session's GET stream, or accept text/event-stream on the POST)"}
 	}
 	select {
 	case m := <-ch:
 		if m.Error != nil {
 			var e wire.RPCError
 			if json.Unmarshal(m.Error, &e) != nil {
-				return nil, &wire.RPCError{Code: gateway.RPCInternalError, Message: "the client answered " + method + " with a malformed error"}
+				return nil, &wire.RPCError{Code: wire.RPCInternalError, Message: "the client answered " + method + " with a malformed error"}
 			}
 			return nil, &e
 		}
 		return m.Result, nil
 	case <-r.s.done:
-		return nil, &wire.RPCError{Code: gateway.RPCInternalError, Message: "the client's session ended before it answered " + method}
+		return nil, &wire.RPCError{Code: wire.RPCInternalError, Message: "the client's session ended before it answered " + method}
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -395,5 +395,5 @@ func (r *modernRelay) Notify(_ context.Context, method string, params json.RawMe
 
 // Request refuses: at protocol 2026-07-28 a server sends no requests.
 func (r *modernRelay) Request(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
-	return nil, &wire.RPCError{Code: gateway.RPCMethodNotFound, Message: "the gateway's client speaks MCP 2026-07-28, which has no server-to-client requests: ask for " + method + " with an input-required result (inputRequests) instead"}
+	return nil, &wire.RPCError{Code: wire.RPCMethodNotFound, Message: "the gateway's client speaks MCP 2026-07-28, which has no server-to-client requests: ask for " + method + " with an input-required result (inputRequests) instead"}
 }

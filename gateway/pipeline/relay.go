@@ -154,16 +154,16 @@ func (r *policyRelay) Request(ctx context.Context, method string, params json.Ra
 		if ok {
 			r.note(relayCodePrefix + string(kind) + relayRefusedSuffix)
 		}
-		return nil, &wire.RPCError{Code: gateway.RPCMethodNotFound, Message: errRelayNotRelayed + method + " to this caller"}
+		return nil, &wire.RPCError{Code: wire.RPCMethodNotFound, Message: errRelayNotRelayed + method + " to this caller"}
 	}
 	if kind == gateway.RelayElicitation {
 		if prop := r.secretText(params); prop != "" {
 			r.note(relaySecretRefused)
-			return nil, &wire.RPCError{Code: gateway.RPCInvalidParams, Message: errRelayAsksSecrets + strconvQuote(prop) + " looks like one; ask for it out of band (URL elicitation) instead"}
+			return nil, &wire.RPCError{Code: wire.RPCInvalidParams, Message: errRelayAsksSecrets + strconvQuote(prop) + " looks like one; ask for it out of band (URL elicitation) instead"}
 		}
 		if why := r.modeRefused(params); why != "" {
 			r.note(relayCodePrefix + string(kind) + relayRefusedSuffix)
-			return nil, &wire.RPCError{Code: gateway.RPCInvalidParams, Message: errRelayMode + why}
+			return nil, &wire.RPCError{Code: wire.RPCInvalidParams, Message: errRelayMode + why}
 		}
 	}
 	res, err := r.next.Request(ctx, method, params)

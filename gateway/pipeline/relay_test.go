@@ -90,7 +90,7 @@ func TestPolicyRelayFollowsKinds(t *testing.T) {
 	}
 	_, err := r.Request(context.Background(), "sampling/createMessage", json.RawMessage(`{}`))
 	var rpc *wire.RPCError
-	if !errors.As(err, &rpc) || rpc.Code != gateway.RPCMethodNotFound || len(client.requests) > 0 {
+	if !errors.As(err, &rpc) || rpc.Code != wire.RPCMethodNotFound || len(client.requests) > 0 {
 		t.Errorf("sampling: %v, client sent %v; want -32601 and nothing sent", err, client.requests)
 	}
 	if got, want := r.codes(), []string{"relay.log", "relay.progress.refused", "relay.sampling.refused"}; !slices.Equal(got, want) {
@@ -212,7 +212,7 @@ func wantElicitRefused(t *testing.T, r *policyRelay, client *clientRelay, params
 	t.Helper()
 	_, err := r.Request(context.Background(), "elicitation/create", json.RawMessage(params))
 	var rpc *wire.RPCError
-	if got := errors.As(err, &rpc) && rpc.Code == gateway.RPCInvalidParams; got != refused {
+	if got := errors.As(err, &rpc) && rpc.Code == wire.RPCInvalidParams; got != refused {
 		t.Fatalf("refused = %v (%v), want %v", got, err, refused)
 	}
 	if refused == (len(client.requests) > 0) {

@@ -242,7 +242,7 @@ func TestStoreFailureIsInternalOnTheWire(t *testing.T) {
 	f := newFixture(t)
 	f.pl.Store = brokenReservations{f.store}
 	err := f.call("t1", "projects.list", nil)
-	if code := gateway.ErrorCodeOf(err); wire.RPCCode(code) != gateway.RPCInternalError || code.Class() != "Internal" {
+	if code := gateway.ErrorCodeOf(err); wire.RPCCode(code) != wire.RPCInternalError || code.Class() != "Internal" {
 		t.Fatalf("error %v maps to %d/%s, want -32603/Internal", err, wire.RPCCode(code), code.Class())
 	}
 	if f.up.calls.Load() != 0 {
