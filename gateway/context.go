@@ -6,8 +6,7 @@ type ctxKey int
 
 const requestIDKey ctxKey = iota
 
-// carrierKey has a type of its own: the ctxKey values are spread over
-// several files (relay.go, elicit.go), and one of them is requestIDKey + 1.
+// carrierKey is the context key of WithCarrier.
 type carrierKey struct{}
 
 // WithRequestID returns ctx carrying the request id the transport assigned

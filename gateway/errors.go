@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 )
 
 // ErrorCode classifies an Error. One writer (gateway/mcp/wire) maps it to a
@@ -104,18 +105,21 @@ func ErrorMessageOf(err error) string {
 	return "internal error; the gateway logged the cause"
 }
 
-// JSON-RPC 2.0 error codes (JSON-RPC 2.0 §5.1), in which the relay
-// contract speaks: a relayed request that the client, the transport or the
-// policy refuses ends with an *RPCError of one of them, which the adapter
-// answers the upstream with. The mapping of an ErrorCode to its JSON-RPC
-// code and HTTP status is the wire's (gateway/mcp/wire), not the domain's.
-const (
-	RPCParseError     = -32700
-	RPCInvalidRequest = -32600
-	RPCMethodNotFound = -32601
-	RPCInvalidParams  = -32602
-	RPCInternalError  = -32603
-)
+// DisplayURL is rawURL fit for error messages, logs, banners, probes and
+// metrics, which reach clients and the idempotency store: its scheme, host
+// and port only ("https://tools.internal:8443"). The user, password, path,
+// query and fragment are left out, since any of them may carry a key
+// (https://host/mcp/SECRET-TOKEN; docs/requirements.md#no-secrets). Every
+// place that names an upstream (or the database) uses it, so there is one
+// rule to keep. A URL that does not parse, or has no host, is "(unparsable
+// URL)".
+func DisplayURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return "(unparsable URL)"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+}
 
 // Class is the error class named in JSON-RPC error data and in the audit
 // row: rate limits are reported as class "Forbidden"

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -25,5 +26,17 @@ func TestNotDispatched(t *testing.T) {
 	}
 	if errors.Is(gateway.Wrap(gateway.EUnavailable, cause, "timed out"), gateway.ErrNotDispatched) {
 		t.Error("an unmarked error is found as not dispatched")
+	}
+}
+
+// Messages name the upstream without its credentials or query.
+func TestDisplayURLHidesSecrets(t *testing.T) {
+	got := gateway.DisplayURL("http://svc:s3cret@tools.internal:8080/mcp?api_key=TOPSECRET#x")
+	if strings.Contains(got, "s3cret") || strings.Contains(got, "TOPSECRET") || got != "http://tools.internal:8080" {
+		t.Errorf("DisplayURL = %q", got)
+	}
+	// A key without a value may be the secret itself.
+	if got := gateway.DisplayURL("http://tools.internal/mcp?BARE-SECRET-9&region=eu"); strings.Contains(got, "BARE-SECRET-9") || got != "http://tools.internal" {
+		t.Errorf("DisplayURL of a bare query key = %q", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // hostileUpstream is an MCP server on loopback that answers the handshake
@@ -66,8 +67,8 @@ func wantLimitError(t *testing.T, url string, res *gateway.ToolResult, err error
 		t.Fatalf("the call past the bound answered %+v; want a tool execution error naming the limit %s", res, limit)
 	}
 	msg, _ := res.Content[0]["text"].(string)
-	if !strings.Contains(msg, DisplayURL(url)) || !strings.Contains(msg, limit) {
-		t.Errorf("tool error %q does not name the upstream %s and the limit %s", msg, DisplayURL(url), limit)
+	if !strings.Contains(msg, gateway.DisplayURL(url)) || !strings.Contains(msg, limit) {
+		t.Errorf("tool error %q does not name the upstream %s and the limit %s", msg, gateway.DisplayURL(url), limit)
 	}
 }
 
@@ -119,7 +120,7 @@ func TestUpstreamSSEEventBounded(t *testing.T) {
 			if tc.set != nil {
 				tc.set(a)
 			}
-			ctx := gateway.WithRelay(context.Background(), &fakeRelay{answer: func(string, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }})
+			ctx := wire.WithRelay(context.Background(), &fakeRelay{answer: func(string, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }})
 			res, err := a.CallTool(ctx, gateway.ToolCall{WorkspaceID: "ws-a", Tool: "big"})
 			wantLimitError(t, url, res, err, tc.limit)
 		})
@@ -143,7 +144,7 @@ func TestUpstreamElicitationsPerCallBounded(t *testing.T) {
 		asked.Add(1)
 		return json.RawMessage(`{"action":"decline"}`), nil
 	}}
-	res, err := a.CallTool(gateway.WithRelay(context.Background(), relay), gateway.ToolCall{WorkspaceID: "ws-a", Tool: "ask"})
+	res, err := a.CallTool(wire.WithRelay(context.Background(), relay), gateway.ToolCall{WorkspaceID: "ws-a", Tool: "ask"})
 	wantLimitError(t, url, res, err, fmt.Sprintf("%d requests", maxRelayedRequests))
 	if n := asked.Load(); n > maxRelayedRequests {
 		t.Errorf("the client was asked %d times; the bound is %d", n, maxRelayedRequests)

@@ -12,7 +12,7 @@
 //
 // During a call, what the upstream sends on the call's response stream
 // besides the result is relayed to the calling client through the call's
-// gateway.Relay (gateway.RelayFrom): progress notifications (their token
+// wire.Relay (wire.RelayFrom): progress notifications (their token
 // mapped back to the client's), log messages, and the upstream's requests
 // (elicitation, sampling, roots), whose answers are posted back upstream.
 // A caller that gives up sends notifications/cancelled upstream.
@@ -83,7 +83,7 @@ type Options struct {
 	// server negotiate.
 	ProtocolVersion string
 	// Name, when set, is how messages name the upstream (`upstream MCP
-	// server "github"`) instead of its DisplayURL, and where they tell the
+	// server "github"`) instead of its gateway.DisplayURL, and where they tell the
 	// operator to look (its url in MCPGATE_UPSTREAMS_FILE instead of
 	// MCPGATE_UPSTREAM_URL): a bridged upstream is declared by name, and
 	// its address is not shown to the clients that read the messages.
@@ -124,7 +124,7 @@ type UpstreamTool struct {
 // concurrent use; create it with New and release it with Close.
 type Adapter struct {
 	url        string
-	display    string            // DisplayURL(url), or the quoted Options.Name: the upstream in messages
+	display    string            // gateway.DisplayURL(url), or the quoted Options.Name: the upstream in messages
 	setting    string            // where the operator sets the URL, for messages
 	secrets    *strings.Replacer // secretReplacer(url), for the errors of the HTTP client
 	http       *http.Client
@@ -169,7 +169,7 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 	info, _ := json.Marshal(map[string]string{"name": name, "version": version})
 	a := &Adapter{
 		url:        rawURL,
-		display:    DisplayURL(rawURL),
+		display:    gateway.DisplayURL(rawURL),
 		setting:    "MCPGATE_UPSTREAM_URL",
 		secrets:    secretReplacer(rawURL),
 		http:       withHeaders(opts.HTTPClient, opts.Header),
@@ -201,32 +201,17 @@ func New(ctx context.Context, rawURL string, opts Options) (*Adapter, error) {
 	return a, nil
 }
 
-// DisplayURL is rawURL fit for error messages, logs, banners, probes and
-// metrics, which reach clients and the idempotency store: its scheme, host
-// and port only ("https://tools.internal:8443"). The user, password, path,
-// query and fragment are left out, since any of them may carry a key
-// (https://host/mcp/SECRET-TOKEN; docs/requirements.md#no-secrets). Every
-// place that names the upstream uses it, so there is one rule to keep. A URL that does not parse, or has no host, is
-// "(unparsable URL)".
-func DisplayURL(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" {
-		return "(unparsable URL)"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
-}
-
 // redacted stands for a secret of the URL in error texts (the same as
 // url.URL.Redacted).
 const redacted = "xxxxx"
 
 // secretReplacer replaces, in any text, the parts of rawURL that may be
-// secrets: the whole URL by DisplayURL, and its path, raw query, each
+// secrets: the whole URL by gateway.DisplayURL, and its path, raw query, each
 // query value (as sent and as decoded), user and password by "xxxxx".
 // Errors of the HTTP client and of the MCP SDK quote the request URL; they
 // pass through it before they are wrapped (scrub).
 func secretReplacer(rawURL string) *strings.Replacer {
-	pairs := []string{rawURL, DisplayURL(rawURL)}
+	pairs := []string{rawURL, gateway.DisplayURL(rawURL)}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return strings.NewReplacer(pairs...)
@@ -237,7 +222,7 @@ func secretReplacer(rawURL string) *strings.Replacer {
 		for _, mask := range []string{"***", redacted} {
 			v := *u
 			v.User = url.UserPassword(u.User.Username(), mask)
-			pairs = append(pairs, v.String(), DisplayURL(rawURL))
+			pairs = append(pairs, v.String(), gateway.DisplayURL(rawURL))
 		}
 	}
 	secrets := []string{u.RawQuery, u.EscapedPath(), u.Path, u.User.String()}
@@ -283,14 +268,14 @@ func checkURL(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return gateway.Errorf(gateway.EInvalid,
-			"upstream MCP URL %q is not an absolute http(s) URL; set MCPGATE_UPSTREAM_URL to e.g. https://tools.internal/mcp", DisplayURL(rawURL))
+			"upstream MCP URL %q is not an absolute http(s) URL; set MCPGATE_UPSTREAM_URL to e.g. https://tools.internal/mcp", gateway.DisplayURL(rawURL))
 	}
 	return nil
 }
 
 // URL returns the upstream endpoint this adapter forwards to, as
-// DisplayURL shows it.
-func (a *Adapter) URL() string { return DisplayURL(a.url) }
+// gateway.DisplayURL shows it.
+func (a *Adapter) URL() string { return gateway.DisplayURL(a.url) }
 
 // CallTool forwards call to the upstream as tools/call: the tool name and
 // arguments unchanged (the client's bytes, see arguments), and the
@@ -302,7 +287,7 @@ func (a *Adapter) URL() string { return DisplayURL(a.url) }
 // value, when there are no content blocks, as one JSON text block),
 // isError as IsError, so tool errors pass through as results.
 //
-// When ctx carries a gateway.Relay, what the upstream sends during the
+// When ctx carries a wire.Relay, what the upstream sends during the
 // call is relayed (see the package doc); when the client asked for
 // progress, the upstream gets a progress token of the adapter's own
 // (unique across the clients that share the session) that is mapped back.
@@ -335,12 +320,12 @@ func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 	if perr != nil {
 		return nil, notDispatched(perr)
 	}
-	relay := gateway.RelayFrom(ctx)
+	relay := wire.RelayFrom(ctx)
 	progress := relay != nil && relay.ProgressToken() != nil
 	var raw json.RawMessage
 	var err error
-	input, _ := relay.(gateway.InputRelay)
-	var round *gateway.InputRound
+	input, _ := relay.(wire.InputRelay)
+	var round *wire.InputRound
 	if input != nil && !a.sessionOnly.Load() {
 		round = input.Round()
 	}
@@ -413,7 +398,7 @@ func arguments(call gateway.ToolCall) (json.RawMessage, *gateway.Error) {
 // nil) also carries the client's inputResponses and requestState, and in
 // _meta the protocol version, the client capabilities the policy left and
 // log level debug (the relay filters by the client's own level).
-func callBody(id int64, call gateway.ToolCall, args json.RawMessage, progress bool, round *gateway.InputRound) []byte {
+func callBody(id int64, call gateway.ToolCall, args json.RawMessage, progress bool, round *wire.InputRound) []byte {
 	b := make([]byte, 0, 160+len(call.Tool)+len(args)+len(call.WorkspaceID)+len(call.TaskID)+len(call.Actor))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendInt(b, id, 10)

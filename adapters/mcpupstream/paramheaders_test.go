@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -75,8 +76,8 @@ func TestCallToolStatelessParamHeaders(t *testing.T) {
 			RawArguments: json.RawMessage(`{"region":"us-west1","count":3}`)}, "us-west1", "in us-west1"},
 		{gateway.ToolCall{Tool: "where", RawArguments: json.RawMessage(`{"region":"Zürich"}`)}, "=?base64?WsO8cmljaA==?=", "in Zürich"},
 	} {
-		r := &roundRelay{round: &gateway.InputRound{Capabilities: json.RawMessage(`{}`)}}
-		res, err := a.CallTool(gateway.WithRelay(context.Background(), r), tc.call)
+		r := &roundRelay{round: &wire.InputRound{Capabilities: json.RawMessage(`{}`)}}
+		res, err := a.CallTool(wire.WithRelay(context.Background(), r), tc.call)
 		if err != nil || len(res.Content) != 1 || res.Content[0]["text"] != tc.text {
 			t.Fatalf("call %s: %+v, %v; want %q", tc.call.RawArguments, res, err, tc.text)
 		}

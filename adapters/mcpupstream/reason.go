@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // The reason codes of ReasonOf: why a call to an upstream failed, for a
@@ -30,7 +31,7 @@ const (
 // ("upstream.cancelled").
 func ReasonOf(err error) string {
 	var big *errReplyLimit
-	var rpc *gateway.RPCError
+	var rpc *wire.RPCError
 	switch {
 	case errors.As(err, &big):
 		return ReasonTooLarge

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -85,7 +86,7 @@ func TestCallToolRelaysUpstreamMessages(t *testing.T) {
 	relay := &fakeRelay{token: json.RawMessage(`"client-tok-7"`), answer: func(method string, _ json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`), nil
 	}}
-	ctx := gateway.WithRelay(context.Background(), relay)
+	ctx := wire.WithRelay(context.Background(), relay)
 	res, err := a.CallTool(ctx, gateway.ToolCall{Tool: "chatty"})
 	if err != nil {
 		t.Fatal(err)
@@ -116,9 +117,9 @@ func TestCallToolRelaysUpstreamMessages(t *testing.T) {
 func TestCallToolRelaysARefusalBack(t *testing.T) {
 	a := newAdapter(t, relayServer(t, nil, nil), Options{})
 	relay := &fakeRelay{answer: func(string, json.RawMessage) (json.RawMessage, error) {
-		return nil, &gateway.RPCError{Code: -32602, Message: "refused by policy"}
+		return nil, &wire.RPCError{Code: -32602, Message: "refused by policy"}
 	}}
-	res, err := a.CallTool(gateway.WithRelay(context.Background(), relay), gateway.ToolCall{Tool: "chatty"})
+	res, err := a.CallTool(wire.WithRelay(context.Background(), relay), gateway.ToolCall{Tool: "chatty"})
 	if err != nil {
 		t.Fatal(err)
 	}

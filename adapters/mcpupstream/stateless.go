@@ -35,7 +35,7 @@ var errNoStateless = errors.New("the upstream does not serve protocol 2026-07-28
 // session-only server) is remembered, and errNoStateless returned so the
 // call goes on the session; it ran nothing. Other errors as roundTrip's;
 // the call is not repeated (the upstream may have run the tool).
-func (a *Adapter) callStateless(ctx context.Context, call gateway.ToolCall, args []byte, relay gateway.Relay, progress bool, round *gateway.InputRound) ([]byte, error) {
+func (a *Adapter) callStateless(ctx context.Context, call gateway.ToolCall, args []byte, relay wire.Relay, progress bool, round *wire.InputRound) ([]byte, error) {
 	a.mu.Lock()
 	closed := a.closed
 	a.mu.Unlock()
@@ -52,7 +52,7 @@ func (a *Adapter) callStateless(ctx context.Context, call gateway.ToolCall, args
 		return raw, nil
 	}
 	err = a.scrub(err)
-	var rpc *gateway.RPCError
+	var rpc *wire.RPCError
 	if errors.As(err, &rpc) {
 		if rpc.Code == codeUnsupportedProtocol {
 			a.sessionOnly.Store(true)

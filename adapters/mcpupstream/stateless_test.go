@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,12 +21,12 @@ import (
 // refuse, when set, is what InputRequired answers.
 type roundRelay struct {
 	fakeRelay
-	round  *gateway.InputRound
+	round  *wire.InputRound
 	refuse error
 	asked  json.RawMessage
 }
 
-func (r *roundRelay) Round() *gateway.InputRound { return r.round }
+func (r *roundRelay) Round() *wire.InputRound { return r.round }
 func (r *roundRelay) InputRequired(_ context.Context, requests json.RawMessage) error {
 	r.asked = requests
 	return r.refuse
@@ -60,8 +61,8 @@ func TestCallToolStatelessRoundTrip(t *testing.T) {
 	}
 	defer a.Close()
 	caps := json.RawMessage(`{"elicitation":{"form":{}}}`)
-	first := &roundRelay{round: &gateway.InputRound{Capabilities: caps}}
-	res, err := a.CallTool(gateway.WithRelay(context.Background(), first), gateway.ToolCall{Tool: "ask", RawArguments: json.RawMessage(`{}`)})
+	first := &roundRelay{round: &wire.InputRound{Capabilities: caps}}
+	res, err := a.CallTool(wire.WithRelay(context.Background(), first), gateway.ToolCall{Tool: "ask", RawArguments: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,14 +72,14 @@ func TestCallToolStatelessRoundTrip(t *testing.T) {
 	if string(first.asked) != string(res.Input.Requests) {
 		t.Errorf("the relay checked %s, the result asks %s", first.asked, res.Input.Requests)
 	}
-	retry := &roundRelay{round: &gateway.InputRound{Capabilities: caps, State: res.Input.State,
+	retry := &roundRelay{round: &wire.InputRound{Capabilities: caps, State: res.Input.State,
 		Responses: json.RawMessage(`{"who":{"action":"accept","content":{"name":"Ada"}}}`)}}
-	res, err = a.CallTool(gateway.WithRelay(context.Background(), retry), gateway.ToolCall{Tool: "ask", RawArguments: json.RawMessage(`{}`)})
+	res, err = a.CallTool(wire.WithRelay(context.Background(), retry), gateway.ToolCall{Tool: "ask", RawArguments: json.RawMessage(`{}`)})
 	if err != nil || res.Input != nil || len(res.Content) != 1 || res.Content[0]["text"] != "hello Ada" {
 		t.Fatalf("retry: %+v, %v; want hello Ada", res, err)
 	}
-	refused := &roundRelay{round: &gateway.InputRound{Capabilities: caps}, refuse: gateway.Errorf(gateway.EForbidden, "no")}
-	if _, err := a.CallTool(gateway.WithRelay(context.Background(), refused), gateway.ToolCall{Tool: "ask", RawArguments: json.RawMessage(`{}`)}); gateway.ErrorCodeOf(err) != gateway.EForbidden {
+	refused := &roundRelay{round: &wire.InputRound{Capabilities: caps}, refuse: gateway.Errorf(gateway.EForbidden, "no")}
+	if _, err := a.CallTool(wire.WithRelay(context.Background(), refused), gateway.ToolCall{Tool: "ask", RawArguments: json.RawMessage(`{}`)}); gateway.ErrorCodeOf(err) != gateway.EForbidden {
 		t.Fatalf("refused by the relay: %v, want EForbidden", err)
 	}
 }
@@ -93,11 +94,11 @@ func TestCallToolStatelessFallsBackToSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	r := &roundRelay{round: &gateway.InputRound{Capabilities: json.RawMessage(`{"elicitation":{"form":{}}}`)}}
+	r := &roundRelay{round: &wire.InputRound{Capabilities: json.RawMessage(`{"elicitation":{"form":{}}}`)}}
 	r.answer = func(string, json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage(`{"action":"accept","content":{"name":"Bo"}}`), nil
 	}
-	res, err := a.CallTool(gateway.WithRelay(context.Background(), r), gateway.ToolCall{Tool: "ask", RawArguments: json.RawMessage(`{}`)})
+	res, err := a.CallTool(wire.WithRelay(context.Background(), r), gateway.ToolCall{Tool: "ask", RawArguments: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +144,8 @@ func undeclaredCapabilityRefused(t *testing.T, stateless bool) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	r := &roundRelay{round: &gateway.InputRound{Capabilities: json.RawMessage(`{}`)}}
-	_, err = a.CallTool(gateway.WithRelay(context.Background(), r), gateway.ToolCall{Tool: "needs_sampling", RawArguments: json.RawMessage(`{}`)})
+	r := &roundRelay{round: &wire.InputRound{Capabilities: json.RawMessage(`{}`)}}
+	_, err = a.CallTool(wire.WithRelay(context.Background(), r), gateway.ToolCall{Tool: "needs_sampling", RawArguments: json.RawMessage(`{}`)})
 	var ge *gateway.Error
 	if !errors.As(err, &ge) || ge.Code != gateway.EMissingCapability {
 		t.Fatalf("err = %v, want EMissingCapability", err)
@@ -160,7 +161,7 @@ func undeclaredCapabilityRefused(t *testing.T, stateless bool) {
 		t.Errorf("ran = %v, sessionOnly = %v: the tool ran on capabilities the client did not declare", ran, a.sessionOnly.Load())
 	}
 	// A client with a session (no round) still gets the relaying session.
-	res, err := a.CallTool(gateway.WithRelay(context.Background(), &fakeRelay{}), gateway.ToolCall{Tool: "needs_sampling", RawArguments: json.RawMessage(`{}`)})
+	res, err := a.CallTool(wire.WithRelay(context.Background(), &fakeRelay{}), gateway.ToolCall{Tool: "needs_sampling", RawArguments: json.RawMessage(`{}`)})
 	if !stateless && (err != nil || !ran || len(res.Content) != 1) {
 		t.Errorf("session client: %+v, %v; want the tool run on the relaying session", res, err)
 	}

@@ -257,12 +257,12 @@ func (a *Adapter) initialize(ctx context.Context, capabilities string) (*upSessi
 // the request is safe to repeat), the session is dropped and the request
 // is sent once more on a fresh one. relay, when not nil, receives what the
 // upstream sends during the request.
-func (a *Adapter) roundTrip(ctx context.Context, what string, safeToRepeat bool, relay gateway.Relay, body func(id int64) []byte) (json.RawMessage, error) {
+func (a *Adapter) roundTrip(ctx context.Context, what string, safeToRepeat bool, relay wire.Relay, body func(id int64) []byte) (json.RawMessage, error) {
 	return a.roundTripOn(ctx, relaying, what, safeToRepeat, relay, body)
 }
 
 // roundTripOn is roundTrip on the session of kind k.
-func (a *Adapter) roundTripOn(ctx context.Context, k sessionKind, what string, safeToRepeat bool, relay gateway.Relay, body func(id int64) []byte) (json.RawMessage, error) {
+func (a *Adapter) roundTripOn(ctx context.Context, k sessionKind, what string, safeToRepeat bool, relay wire.Relay, body func(id int64) []byte) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
@@ -276,7 +276,7 @@ func (a *Adapter) roundTripOn(ctx context.Context, k sessionKind, what string, s
 			return raw, nil
 		}
 		err = a.scrub(err)
-		var rpc *gateway.RPCError
+		var rpc *wire.RPCError
 		if errors.As(err, &rpc) {
 			return nil, a.rpcError(what, rpc, err)
 		}
@@ -407,11 +407,11 @@ func (a *Adapter) deleteSession(ctx context.Context, s *upSession) error {
 // exchange posts the request body (JSON-RPC id) on session s and reads
 // the reply, a JSON body or an event stream, until the response to id. It
 // returns the response's result, the Mcp-Session-Id the upstream set (for
-// initialize), or the upstream's JSON-RPC error as a *gateway.RPCError.
+// initialize), or the upstream's JSON-RPC error as a *wire.RPCError.
 // Messages of the stream before the response go to relay (call). An event
 // stream is closed once the response is read, not drained: an upstream
 // that keeps it open must not hold the call until the timeout.
-func (a *Adapter) exchange(ctx context.Context, s *upSession, id int64, body []byte, relay gateway.Relay) (json.RawMessage, string, error) {
+func (a *Adapter) exchange(ctx context.Context, s *upSession, id int64, body []byte, relay wire.Relay) (json.RawMessage, string, error) {
 	resp, err := a.send(ctx, s, body)
 	if err != nil {
 		return nil, "", err
@@ -450,15 +450,15 @@ func (a *Adapter) exchange(ctx context.Context, s *upSession, id int64, body []b
 
 // message is one JSON-RPC message as read from the upstream.
 type message struct {
-	ID     json.RawMessage   `json:"id"`
-	Method string            `json:"method"`
-	Params json.RawMessage   `json:"params"`
-	Result json.RawMessage   `json:"result"`
-	Error  *gateway.RPCError `json:"error"`
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *wire.RPCError  `json:"error"`
 }
 
 // responseTo decodes msg as the response to id: its result, or its error
-// as a *gateway.RPCError.
+// as a *wire.RPCError.
 func responseTo(id int64, msg []byte) (json.RawMessage, error) {
 	var m message
 	if err := json.Unmarshal(msg, &m); err != nil {
@@ -481,7 +481,7 @@ type call struct {
 	a     *Adapter
 	s     *upSession
 	id    int64
-	relay gateway.Relay
+	relay wire.Relay
 
 	answers  sync.WaitGroup // relayed requests still being answered
 	stop     context.CancelFunc
@@ -615,13 +615,13 @@ func (c *call) relayRequest(ctx context.Context, m message) {
 	var res json.RawMessage
 	var err error
 	if c.relay == nil {
-		err = &gateway.RPCError{Code: codeMethodNotFound, Message: "the gateway cannot relay " + m.Method + " for this call"}
+		err = &wire.RPCError{Code: codeMethodNotFound, Message: "the gateway cannot relay " + m.Method + " for this call"}
 	} else {
 		res, err = c.relay.Request(ctx, m.Method, m.Params)
 	}
 	body := []byte(`{"jsonrpc":"2.0","id":`)
 	body = append(body, m.ID...)
-	var rpc *gateway.RPCError
+	var rpc *wire.RPCError
 	switch {
 	case err == nil:
 		body = append(append(body, `,"result":`...), res...)
@@ -629,7 +629,7 @@ func (c *call) relayRequest(ctx context.Context, m message) {
 		e, _ := json.Marshal(rpc)
 		body = append(append(body, `,"error":`...), e...)
 	default:
-		e, _ := json.Marshal(&gateway.RPCError{Code: codeInternal, Message: "the gateway could not relay " + m.Method + " to its client: " + err.Error()})
+		e, _ := json.Marshal(&wire.RPCError{Code: codeInternal, Message: "the gateway could not relay " + m.Method + " to its client: " + err.Error()})
 		body = append(append(body, `,"error":`...), e...)
 	}
 	body = append(body, '}')
@@ -684,7 +684,7 @@ func neverDelivered(err error) bool {
 // are marked not dispatched; any other code leaves the outcome unknown.
 // An upstream that answers -32602 after its tool had side effects breaks
 // that MCP rule and, with it, this marking.
-func (a *Adapter) rpcError(what string, rpc *gateway.RPCError, err error) error {
+func (a *Adapter) rpcError(what string, rpc *wire.RPCError, err error) error {
 	switch rpc.Code {
 	case codeInvalidParams:
 		return notDispatched(gateway.Wrap(gateway.EInvalid, err, fmt.Sprintf(

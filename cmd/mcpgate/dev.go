@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/adapters/demo"
-	"github.com/mcpgate/mcpgate/adapters/mcpupstream"
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
@@ -155,7 +154,7 @@ Tokens stay valid across restarts: the dev keys are kept in %s (delete it, or ru
 	}
 	if app.Config.UpstreamURL != "" {
 		fmt.Fprintf(out, "Upstream %s: tools it adds to the catalog have tier %s; profile %s grants exactly those.\n\n",
-			mcpupstream.DisplayURL(app.Config.UpstreamURL), app.Config.UpstreamTier, devUpstreamProfile)
+			gateway.DisplayURL(app.Config.UpstreamURL), app.Config.UpstreamTier, devUpstreamProfile)
 	}
 	return nil
 }

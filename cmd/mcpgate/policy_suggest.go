@@ -18,12 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/server"
-	"github.com/mcpgate/mcpgate/gateway/store"
 )
-
-// usageStore is what policy suggest reads of the store: the contract's
-// Usage part (sqlcore.Core.ProfileToolUsage).
-type usageStore = store.Usage
 
 // ccNothingToSuggest is policy suggest's answer for the cc_server
 // surface, whose modes have no allowlist to shrink.
@@ -102,15 +97,11 @@ func (u *usageTotals) add(r gateway.ToolUsage) {
 }
 
 func suggest(ctx context.Context, out io.Writer, store server.FullStore, getenv func(string) string, ws, profileID string, since time.Time) error {
-	us, ok := store.(usageStore)
-	if !ok {
-		return fmt.Errorf("policy suggest: this store cannot read usage")
-	}
 	prof, err := store.Profile(ctx, ws, profileID)
 	if err != nil {
 		return fmt.Errorf("policy suggest: %s", gateway.ErrorMessageOf(err))
 	}
-	rows, err := us.ProfileToolUsage(ctx, ws, profileID, since)
+	rows, err := store.ProfileToolUsage(ctx, ws, profileID, since)
 	if err != nil {
 		return err
 	}

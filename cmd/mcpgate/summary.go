@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/mcpgate/mcpgate/adapters/mcpupstream"
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/server"
 	"github.com/mcpgate/mcpgate/policies"
@@ -33,7 +33,7 @@ func startupSummary(cfg *config.Config, ls *server.Listeners) ([]zap.Field, erro
 		}
 		fields = append(fields, zap.String("store", "sqlite"), zap.String("sqlite_file", path))
 	} else {
-		fields = append(fields, zap.String("store", "postgres"), zap.String("database", mcpupstream.DisplayURL(cfg.DatabaseURL)))
+		fields = append(fields, zap.String("store", "postgres"), zap.String("database", gateway.DisplayURL(cfg.DatabaseURL)))
 	}
 	// One surface today; a second gets its own listener and line here.
 	fields = append(fields,
@@ -63,7 +63,7 @@ func startupSummary(cfg *config.Config, ls *server.Listeners) ([]zap.Field, erro
 	fields = append(fields, zap.String("policy", source), zap.String("policy_revision", rev))
 	tools := "demo backend (in memory)"
 	if cfg.UpstreamURL != "" {
-		tools = "upstream " + mcpupstream.DisplayURL(cfg.UpstreamURL)
+		tools = "upstream " + gateway.DisplayURL(cfg.UpstreamURL)
 	}
 	return append(fields, zap.String("tools", tools)), nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/sqlite"
 )
 
@@ -85,7 +86,7 @@ type outcome struct {
 }
 
 // approveAsync runs Approve in the background.
-func approveAsync(ctx context.Context, svc *approvals.Service, c approvals.Call, el gateway.Elicitor) <-chan outcome {
+func approveAsync(ctx context.Context, svc *approvals.Service, c approvals.Call, el wire.Elicitor) <-chan outcome {
 	done := make(chan outcome, 1)
 	go func() {
 		a, err := svc.Approve(ctx, c, el)
@@ -270,11 +271,11 @@ func TestStreamClosedCountsNoMore(t *testing.T) {
 // elicitor answers every elicitation with res (after the request reaches
 // it), and records the requests.
 type elicitor struct {
-	res  gateway.ElicitResult
-	reqs chan gateway.ElicitRequest
+	res  wire.ElicitResult
+	reqs chan wire.ElicitRequest
 }
 
-func (e *elicitor) Elicit(ctx context.Context, req gateway.ElicitRequest) (gateway.ElicitResult, error) {
+func (e *elicitor) Elicit(ctx context.Context, req wire.ElicitRequest) (wire.ElicitResult, error) {
 	e.reqs <- req
 	return e.res, nil
 }
@@ -282,18 +283,18 @@ func (e *elicitor) Elicit(ctx context.Context, req gateway.ElicitRequest) (gatew
 func TestElicitation(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		res    gateway.ElicitResult
+		res    wire.ElicitResult
 		reason string // "" for approved
 	}{
-		{"accept approve", gateway.ElicitResult{Action: gateway.ElicitAccept, Content: map[string]any{"decision": "approve"}}, ""},
-		{"accept reject", gateway.ElicitResult{Action: gateway.ElicitAccept, Content: map[string]any{"decision": "reject", "reason": "wrong board"}}, "wrong board"},
-		{"decline", gateway.ElicitResult{Action: gateway.ElicitDecline}, "declined"},
-		{"cancel", gateway.ElicitResult{Action: gateway.ElicitCancel}, "dismissed"},
+		{"accept approve", wire.ElicitResult{Action: wire.ElicitAccept, Content: map[string]any{"decision": "approve"}}, ""},
+		{"accept reject", wire.ElicitResult{Action: wire.ElicitAccept, Content: map[string]any{"decision": "reject", "reason": "wrong board"}}, "wrong board"},
+		{"decline", wire.ElicitResult{Action: wire.ElicitDecline}, "declined"},
+		{"cancel", wire.ElicitResult{Action: wire.ElicitCancel}, "dismissed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
 			svc := newService(s, time.Minute)
-			el := &elicitor{res: tc.res, reqs: make(chan gateway.ElicitRequest, 1)}
+			el := &elicitor{res: tc.res, reqs: make(chan wire.ElicitRequest, 1)}
 			// No stream is open: the elicitation-capable client alone is enough.
 			a, err := svc.Approve(context.Background(), call("h1"), el)
 			req := <-el.reqs
@@ -317,9 +318,9 @@ func TestElicitation(t *testing.T) {
 // silent is an elicitor whose user never answers.
 type silent struct{}
 
-func (silent) Elicit(ctx context.Context, _ gateway.ElicitRequest) (gateway.ElicitResult, error) {
+func (silent) Elicit(ctx context.Context, _ wire.ElicitRequest) (wire.ElicitResult, error) {
 	<-ctx.Done()
-	return gateway.ElicitResult{}, ctx.Err()
+	return wire.ElicitResult{}, ctx.Err()
 }
 
 func TestAdminDecisionWinsOverAPendingElicitation(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // Reason codes of the approval step, in the refusal's reasons and the
@@ -85,7 +86,7 @@ func (c Call) key() Key {
 // A call that needs a new approval while its principal has
 // MaxPendingPerPrincipal pending is refused (ERateLimited,
 // ReasonTooMany); a retry of a call whose approval is open is not.
-func (s *Service) Approve(ctx context.Context, call Call, el gateway.Elicitor) (*Approval, error) {
+func (s *Service) Approve(ctx context.Context, call Call, el wire.Elicitor) (*Approval, error) {
 	if n := len(call.Arguments); n > MaxArgumentsBytes {
 		msg := fmt.Sprintf("%s needs a person's approval, and its arguments are %d bytes of canonical JSON, more than the %d an approval shows whole; nothing ran; call it with shorter arguments", call.Tool, n, MaxArgumentsBytes)
 		return nil, &gateway.Error{Code: gateway.EInvalid, Message: msg, Reasons: []gateway.Reason{{Code: ReasonTooLarge, Message: msg}}}
@@ -245,23 +246,23 @@ var approvalSchema = map[string]any{
 // approves, any other answer rejects. A decision made meanwhile by an
 // approver wins (the store refuses the second), and an elicitation that
 // fails or ends with ctx decides nothing.
-func (s *Service) elicit(ctx context.Context, el gateway.Elicitor, a *Approval, call Call) {
+func (s *Service) elicit(ctx context.Context, el wire.Elicitor, a *Approval, call Call) {
 	msg := fmt.Sprintf("The agent wants to run %s, which needs your approval before it runs (approval %s, expires %s).\n\nTool: %s\nArguments (all of them):\n%s\n\nApprove runs it once with exactly these arguments; reject refuses it.",
 		call.Tool, a.ID, a.ExpiresAt.Format(time.RFC3339), call.Tool, Pretty(call.Arguments))
-	res, err := el.Elicit(ctx, gateway.ElicitRequest{Message: msg, RequestedSchema: approvalSchema})
+	res, err := el.Elicit(ctx, wire.ElicitRequest{Message: msg, RequestedSchema: approvalSchema})
 	if err != nil {
 		return
 	}
 	status, reason := StatusRejected, ""
 	switch res.Action {
-	case gateway.ElicitAccept:
+	case wire.ElicitAccept:
 		reason, _ = res.Content["reason"].(string)
 		if d, _ := res.Content["decision"].(string); d == "approve" {
 			status = StatusApproved
 		} else if reason == "" {
 			reason = "the user rejected it"
 		}
-	case gateway.ElicitDecline:
+	case wire.ElicitDecline:
 		reason = "the user declined the approval request"
 	default:
 		reason = "the user dismissed the approval request"

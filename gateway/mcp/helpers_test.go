@@ -199,11 +199,11 @@ func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *
 	case "structured":
 		return &gateway.ToolResult{StructuredContent: map[string]any{"ok": true}}, nil
 	case "elicit": // asks the client's user, as the approval step does
-		el := gateway.ElicitorFrom(ctx)
+		el := wire.ElicitorFrom(ctx)
 		if el == nil {
 			return &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": "no elicitor"}}}, nil
 		}
-		res, err := el.Elicit(ctx, gateway.ElicitRequest{Message: "approve?", RequestedSchema: map[string]any{
+		res, err := el.Elicit(ctx, wire.ElicitRequest{Message: "approve?", RequestedSchema: map[string]any{
 			"type": "object", "properties": map[string]any{"decision": map[string]any{"type": "string", "enum": []any{"approve", "reject"}}}}})
 		if err != nil {
 			return nil, err
@@ -212,9 +212,9 @@ func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *
 		return &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": res.Action + " " + d}}}, nil
 	case "relay": // reports what the call's relay carries
 		out := map[string]any{}
-		if r := gateway.RelayFrom(ctx); r != nil {
+		if r := wire.RelayFrom(ctx); r != nil {
 			out["token"] = string(r.ProgressToken())
-			if in, ok := r.(gateway.InputRelay); ok {
+			if in, ok := r.(wire.InputRelay); ok {
 				round := in.Round()
 				out["responses"], out["state"], out["caps"] = string(round.Responses), string(round.State), string(round.Capabilities)
 			}

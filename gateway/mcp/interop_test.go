@@ -135,8 +135,8 @@ func interopCall(ctx context.Context, t *testing.T, cs *sdk.ClientSession, state
 	// A handler error arrives as a JSON-RPC error with its code and data.
 	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "invalid"})
 	var werr *jsonrpc.Error
-	if !errors.As(err, &werr) || werr.Code != gateway.RPCInvalidParams {
-		t.Fatalf("invalid call: err = %v, want JSON-RPC error %d", err, gateway.RPCInvalidParams)
+	if !errors.As(err, &werr) || werr.Code != wire.RPCInvalidParams {
+		t.Fatalf("invalid call: err = %v, want JSON-RPC error %d", err, wire.RPCInvalidParams)
 	}
 	var data wire.ErrorData
 	if json.Unmarshal(werr.Data, &data) != nil || data.Class != "Invalid" || data.Status != 400 {

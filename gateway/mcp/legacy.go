@@ -53,11 +53,7 @@ func (t *Transport) LegacyHandler(messagePath string) http.Handler {
 // ServeHTTP serves GET (open a session and its stream) and POST (a message
 // for a session).
 func (l *legacyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	t := l.t
-	if !t.guard(w, r, legacyAllow) {
-		return
-	}
-	p, ok := t.authenticate(w, r)
+	p, ok := l.t.enter(w, r, legacyAllow)
 	if !ok {
 		return
 	}
@@ -67,9 +63,7 @@ func (l *legacyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		l.serveMessage(w, r, p)
 	default:
-		w.Header().Set("Allow", legacyAllow)
-		t.replyError(w, r, nil, wire.ErrStatus(http.StatusMethodNotAllowed, gateway.EInvalid,
-			"method %s is not served; the SSE transport takes GET (the event stream) and POST (messages)", r.Method))
+		l.t.notAllowed(w, r, legacyAllow, "method %s is not served; the SSE transport takes GET (the event stream) and POST (messages)", r.Method)
 	}
 }
 
@@ -85,13 +79,7 @@ func (l *legacyHandler) serveStream(w http.ResponseWriter, r *http.Request, p *g
 	}
 	defer t.endSession(s, "SSE stream closed")
 	ch, _ := s.openStream() // a new session has no stream yet
-	hold, ok := t.holdStream(s.owner)
-	if !ok {
-		t.replyError(w, r, nil, errClosed)
-		return
-	}
-	defer t.releaseStream(hold)
-	t.stream(w, r, s, ch, hold.stop, l.messagePath+"?sessionId="+url.QueryEscape(s.id))
+	t.stream(w, r, s, ch, l.messagePath+"?sessionId="+url.QueryEscape(s.id))
 }
 
 // serveMessage accepts one POST body for a legacy session: 202 once it is

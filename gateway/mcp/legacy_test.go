@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // legacyEnv serves the Streamable HTTP endpoint at /mcp and the HTTP+SSE
@@ -279,14 +280,14 @@ func TestInteropGoSDKLegacySSE(t *testing.T) {
 			}
 			_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "invalid"})
 			var werr *jsonrpc.Error
-			if !errors.As(err, &werr) || werr.Code != gateway.RPCInvalidParams {
+			if !errors.As(err, &werr) || werr.Code != wire.RPCInvalidParams {
 				t.Fatalf("invalid call: err = %v", err)
 			}
 			// The HTTP+SSE transport answers a schema violation with -32602
 			// whatever the client negotiated, and a denial with a tool
 			// execution error carrying the message verbatim.
 			_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "schema"})
-			if !errors.As(err, &werr) || werr.Code != gateway.RPCInvalidParams || !strings.Contains(werr.Message, "/project_id") {
+			if !errors.As(err, &werr) || werr.Code != wire.RPCInvalidParams || !strings.Contains(werr.Message, "/project_id") {
 				t.Fatalf("schema violation: err = %v, want -32602 naming the field", err)
 			}
 			res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "deny"})

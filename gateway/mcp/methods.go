@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/canon"
 	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 	"github.com/mcpgate/mcpgate/gateway/mcp/sessionid"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // Tool is one tool as tools/list shows it (MCP Tool: name, title,
@@ -81,13 +82,13 @@ func (t *Transport) initialize(params json.RawMessage, supported []string) (*ini
 }
 
 // capsOf reads the client capabilities the gateway acts on from an
-// initialize request's capabilities object (gateway.ElicitationModesOf:
+// initialize request's capabilities object (wire.ElicitationModesOf:
 // an empty elicitation object means form mode, the 2025-06-18 form; one
 // naming only url does not). Capabilities it cannot read count as not
 // declared: they never fail initialize, which they did not before the
 // gateway used any.
 func capsOf(raw json.RawMessage) sessionid.Caps {
-	if form, _ := gateway.ElicitationModesOf(raw); form {
+	if form, _ := wire.ElicitationModesOf(raw); form {
 		return sessionid.CapElicitForm
 	}
 	return 0
@@ -158,7 +159,7 @@ func decodeCursor(c string) (int, error) {
 }
 
 // callTool parses tools/call params once and hands them to the handler,
-// with the call's server-to-client paths (gateway.Relay, gateway.Elicitor)
+// with the call's server-to-client paths (wire.Relay, wire.Elicitor)
 // in its context: on a session its callRelay, on a stateless request its
 // modernRelay. A refusal of the handler that the model should read
 // becomes a tool execution error at the request's version (ToolError); any
@@ -183,7 +184,7 @@ func (t *Transport) callTool(ctx context.Context, rq request) (any, error) {
 	case rq.s != nil:
 		ctx = t.withCallRelay(ctx, rq.s, call, rq.stream)
 	case rq.modern.version != "":
-		ctx = gateway.WithRelay(ctx, newModernRelay(&rq.modern, rq.stream))
+		ctx = wire.WithRelay(ctx, newModernRelay(&rq.modern, rq.stream))
 	}
 	res, err := t.opts.Handler.CallTool(ctx, rq.p, call)
 	if err != nil {

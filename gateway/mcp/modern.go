@@ -89,7 +89,7 @@ func metaVersionOf(params json.RawMessage) string {
 // or malformed (MCP 2026-07-28, basic/index, "Per-request protocol fields").
 func errMetaInvalid(format string, args ...any) error {
 	e := wire.ErrInvalidRequest(format, args...)
-	e.Code = gateway.RPCInvalidParams
+	e.Code = wire.RPCInvalidParams
 	return e
 }
 
@@ -109,7 +109,7 @@ func errUnsupportedVersion(requested string) error {
 // errModernMethodNotFound is HTTP 404 with -32601 (MCP 2026-07-28,
 // streamable-http, "Protocol Version Header").
 func errModernMethodNotFound(method string) error {
-	return &wire.ProtocolError{Status: http.StatusNotFound, Code: gateway.RPCMethodNotFound, Class: gateway.EMethodNotFound,
+	return &wire.ProtocolError{Status: http.StatusNotFound, Code: wire.RPCMethodNotFound, Class: gateway.EMethodNotFound,
 		Msg: "method " + wire.Quote(method) + " is not served by this MCP endpoint at protocol 2026-07-28; it serves " + modernMethods}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -111,11 +112,11 @@ func TestModernRequestValidation(t *testing.T) {
 		{"name header bad base64", "tools/call", call, map[string]string{headerName: "=?base64?***?="}, 400, rpcHeaderMismatch, "Base64"},
 		{"name header non-ASCII", "tools/call", call, map[string]string{headerName: "écho"}, 400, rpcHeaderMismatch, "invalid characters"},
 		{"version header mismatch", "server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"v9","io.modelcontextprotocol/clientCapabilities":{}}}`, nil, 400, rpcHeaderMismatch, "MCP-Protocol-Version"},
-		{"no _meta", "server/discover", `{}`, nil, 400, gateway.RPCInvalidParams, "protocolVersion"},
-		{"no capabilities", "server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, nil, 400, gateway.RPCInvalidParams, "clientCapabilities"},
-		{"unknown method", "prompts/list", `{` + modernMeta + `}`, nil, 404, gateway.RPCMethodNotFound, "not served"},
-		{"initialize is not stateless", "initialize", `{` + modernMeta + `}`, nil, 404, gateway.RPCMethodNotFound, "not served"},
-		{"ping was removed", "ping", `{` + modernMeta + `}`, nil, 404, gateway.RPCMethodNotFound, "not served"},
+		{"no _meta", "server/discover", `{}`, nil, 400, wire.RPCInvalidParams, "protocolVersion"},
+		{"no capabilities", "server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, nil, 400, wire.RPCInvalidParams, "clientCapabilities"},
+		{"unknown method", "prompts/list", `{` + modernMeta + `}`, nil, 404, wire.RPCMethodNotFound, "not served"},
+		{"initialize is not stateless", "initialize", `{` + modernMeta + `}`, nil, 404, wire.RPCMethodNotFound, "not served"},
+		{"ping was removed", "ping", `{` + modernMeta + `}`, nil, 404, wire.RPCMethodNotFound, "not served"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

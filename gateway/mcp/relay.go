@@ -17,9 +17,10 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
-// callRelay is the gateway.Relay of one tools/call on a session: what the
+// callRelay is the wire.Relay of one tools/call on a session: what the
 // upstream sends during the call goes to the client on the call's own
 // response stream (the POST's reply, switched to an event stream when the
 // client accepts one), else on the session's GET stream; the client's
@@ -33,7 +34,7 @@ type callRelay struct {
 	stream func([]byte) bool // writes on the call's response stream; nil or false: none
 }
 
-var _ gateway.Relay = (*callRelay)(nil)
+var _ wire.Relay = (*callRelay)(nil)
 
 // newCallRelay is the relay of call on session s; stream is the call's
 // response stream, nil when it has none (a batch member, HTTP+SSE).
@@ -48,9 +49,9 @@ func (t *Transport) newCallRelay(s *session, call *gateway.CallRequest, stream f
 // gateway's own elicitation/create requests go the relay's way.
 func (t *Transport) withCallRelay(ctx context.Context, s *session, call *gateway.CallRequest, stream func([]byte) bool) context.Context {
 	r := t.newCallRelay(s, call, stream)
-	ctx = gateway.WithRelay(ctx, r)
+	ctx = wire.WithRelay(ctx, r)
 	if s.elicitForm.Load() {
-		ctx = gateway.WithElicitor(ctx, callElicitor{r})
+		ctx = wire.WithElicitor(ctx, callElicitor{r})
 	}
 	return ctx
 }
@@ -62,7 +63,7 @@ func (r *callRelay) ProgressToken() json.RawMessage { return r.token }
 // upstream either, so an upstream that asks in URL mode is refused.
 func (r *callRelay) ElicitationModes() (form, url bool) { return r.s.elicitForm.Load(), false }
 
-var _ gateway.ElicitationModes = (*callRelay)(nil)
+var _ wire.ElicitationModes = (*callRelay)(nil)
 
 // progressToken is the progressToken of a request's _meta as the client
 // wrote it, nil when absent or null.
@@ -109,41 +110,41 @@ func (r *callRelay) Request(ctx context.Context, method string, params json.RawM
 	remote := r.t.expectAnswer(ctx, r.s, id, ch)
 	defer remote()
 	if !r.send(rawMessage(id, method, params)) {
-		return nil, &gateway.RPCError{Code: gateway.RPCInternalError, Message: "the gateway's client holds no stream to receive " + method + " (open the session's GET stream, or accept text/event-stream on the POST)"}
+		return nil, &wire.RPCError{Code: wire.RPCInternalError, Message: "the gateway's client holds no stream to receive " + method + " (open the session's GET stream, or accept text/event-stream on the POST)"}
 	}
 	select {
 	case m := <-ch:
 		if m.Error != nil {
-			var e gateway.RPCError
+			var e wire.RPCError
 			if json.Unmarshal(m.Error, &e) != nil {
-				return nil, &gateway.RPCError{Code: gateway.RPCInternalError, Message: "the client answered " + method + " with a malformed error"}
+				return nil, &wire.RPCError{Code: wire.RPCInternalError, Message: "the client answered " + method + " with a malformed error"}
 			}
 			return nil, &e
 		}
 		return m.Result, nil
 	case <-r.s.done:
-		return nil, &gateway.RPCError{Code: gateway.RPCInternalError, Message: "the client's session ended before it answered " + method}
+		return nil, &wire.RPCError{Code: wire.RPCInternalError, Message: "the client's session ended before it answered " + method}
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-// callElicitor is the gateway.Elicitor of one tools/call whose client
+// callElicitor is the wire.Elicitor of one tools/call whose client
 // declared elicitation in form mode: the gateway's own elicitation/create
 // request (MCP client/elicitation), sent and answered like a relayed one.
 type callElicitor struct{ r *callRelay }
 
-var _ gateway.Elicitor = callElicitor{}
+var _ wire.Elicitor = callElicitor{}
 
 // Elicit sends req as elicitation/create ("mode": "form" at protocol
 // 2025-11-25, which names modes; the form is the default before) and
 // returns the client's answer. A client's JSON-RPC error, a session with no
 // stream to send on, an ended session and a malformed answer are
 // EUnavailable errors; the end of ctx is ctx.Err().
-func (e callElicitor) Elicit(ctx context.Context, req gateway.ElicitRequest) (gateway.ElicitResult, error) {
+func (e callElicitor) Elicit(ctx context.Context, req wire.ElicitRequest) (wire.ElicitResult, error) {
 	var params struct {
 		Mode string `json:"mode,omitempty"`
-		gateway.ElicitRequest
+		wire.ElicitRequest
 	}
 	params.ElicitRequest = req
 	if versionOf(e.r.s.version).ElicitationModes {
@@ -151,18 +152,18 @@ func (e callElicitor) Elicit(ctx context.Context, req gateway.ElicitRequest) (ga
 	}
 	raw, err := json.Marshal(params)
 	if err != nil {
-		return gateway.ElicitResult{}, gateway.Wrap(gateway.EInternal, err, "the elicitation request could not be encoded")
+		return wire.ElicitResult{}, gateway.Wrap(gateway.EInternal, err, "the elicitation request could not be encoded")
 	}
 	out, err := e.r.Request(ctx, "elicitation/create", raw)
 	if err != nil {
 		if ctx.Err() != nil {
-			return gateway.ElicitResult{}, ctx.Err()
+			return wire.ElicitResult{}, ctx.Err()
 		}
-		return gateway.ElicitResult{}, gateway.Wrap(gateway.EUnavailable, err, "the client did not answer the elicitation: "+err.Error())
+		return wire.ElicitResult{}, gateway.Wrap(gateway.EUnavailable, err, "the client did not answer the elicitation: "+err.Error())
 	}
-	var res gateway.ElicitResult
-	if json.Unmarshal(out, &res) != nil || !slices.Contains([]string{gateway.ElicitAccept, gateway.ElicitDecline, gateway.ElicitCancel}, res.Action) {
-		return gateway.ElicitResult{}, gateway.Errorf(gateway.EUnavailable, "the client answered elicitation/create without an action of accept, decline or cancel")
+	var res wire.ElicitResult
+	if json.Unmarshal(out, &res) != nil || !slices.Contains([]string{wire.ElicitAccept, wire.ElicitDecline, wire.ElicitCancel}, res.Action) {
+		return wire.ElicitResult{}, gateway.Errorf(gateway.EUnavailable, "the client answered elicitation/create without an action of accept, decline or cancel")
 	}
 	return res, nil
 }
@@ -332,7 +333,7 @@ func levelAtLeast(params json.RawMessage, want string) bool {
 // messages of a request that does not set it are not sent.
 const metaLogLevel = "io.modelcontextprotocol/logLevel"
 
-// modernRelay is the gateway.InputRelay of one stateless 2026-07-28
+// modernRelay is the wire.InputRelay of one stateless 2026-07-28
 // tools/call: the upstream's progress and log messages go on the call's
 // response stream (when the client accepts one; log messages only at or
 // above the request's _meta log level, none without one), requests during
@@ -342,17 +343,17 @@ const metaLogLevel = "io.modelcontextprotocol/logLevel"
 type modernRelay struct {
 	token    json.RawMessage
 	logLevel string // "" when the request set none
-	round    gateway.InputRound
+	round    wire.InputRound
 	stream   func([]byte) bool
 }
 
-var _ gateway.InputRelay = (*modernRelay)(nil)
+var _ wire.InputRelay = (*modernRelay)(nil)
 
 // newModernRelay is the relay of the tools/call of a stateless request,
 // whose _meta checkModern has read into m; stream writes on its response
 // stream (nil: none).
 func newModernRelay(m *modernReq, stream func([]byte) bool) *modernRelay {
-	r := &modernRelay{stream: stream, round: gateway.InputRound{Capabilities: m.capabilities}}
+	r := &modernRelay{stream: stream, round: wire.InputRound{Capabilities: m.capabilities}}
 	if string(m.progress) != "null" {
 		r.token = m.progress
 	}
@@ -377,7 +378,7 @@ func isJSONKind(raw json.RawMessage, c byte) bool {
 
 func (r *modernRelay) ProgressToken() json.RawMessage { return r.token }
 
-func (r *modernRelay) Round() *gateway.InputRound { return &r.round }
+func (r *modernRelay) Round() *wire.InputRound { return &r.round }
 
 // InputRequired refuses nothing: the policy's checks wrap this relay.
 func (r *modernRelay) InputRequired(context.Context, json.RawMessage) error { return nil }
@@ -394,5 +395,5 @@ func (r *modernRelay) Notify(_ context.Context, method string, params json.RawMe
 
 // Request refuses: at protocol 2026-07-28 a server sends no requests.
 func (r *modernRelay) Request(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
-	return nil, &gateway.RPCError{Code: gateway.RPCMethodNotFound, Message: "the gateway's client speaks MCP 2026-07-28, which has no server-to-client requests: ask for " + method + " with an input-required result (inputRequests) instead"}
+	return nil, &wire.RPCError{Code: wire.RPCMethodNotFound, Message: "the gateway's client speaks MCP 2026-07-28, which has no server-to-client requests: ask for " + method + " with an input-required result (inputRequests) instead"}
 }

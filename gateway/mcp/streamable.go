@@ -25,10 +25,7 @@ const allowHeader = "GET, POST, DELETE"
 // messages), GET (the server-to-client SSE stream) or DELETE (end the
 // session).
 func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !t.guard(w, r, allowHeader) {
-		return
-	}
-	p, ok := t.authenticate(w, r)
+	p, ok := t.enter(w, r, allowHeader)
 	if !ok {
 		return
 	}
@@ -40,9 +37,7 @@ func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		t.serveDELETE(w, r, p)
 	default:
-		w.Header().Set("Allow", allowHeader)
-		t.replyError(w, r, nil, wire.ErrStatus(http.StatusMethodNotAllowed, gateway.EInvalid,
-			"method %s is not served; the MCP endpoint takes POST, GET and DELETE", r.Method))
+		t.notAllowed(w, r, allowHeader, "method %s is not served; the MCP endpoint takes POST, GET and DELETE", r.Method)
 	}
 }
 
@@ -162,9 +157,7 @@ func singleID(msgs []jsonrpc.Message, batch bool) json.RawMessage {
 // DELETE, Close, idle expiry or client disconnect.
 func (t *Transport) serveGET(w http.ResponseWriter, r *http.Request, p *gateway.Principal) {
 	if _, sseOK := acceptable(r.Header.Values("Accept")); !sseOK || len(r.Header.Values("Accept")) == 0 {
-		w.Header().Set("Allow", allowHeader)
-		t.replyError(w, r, nil, wire.ErrStatus(http.StatusMethodNotAllowed, gateway.EInvalid,
-			"GET opens the server-to-client event stream; send Accept: text/event-stream"))
+		t.notAllowed(w, r, allowHeader, "GET opens the server-to-client event stream; send Accept: text/event-stream")
 		return
 	}
 	s, err := t.session(r, p)
@@ -179,13 +172,7 @@ func (t *Transport) serveGET(w http.ResponseWriter, r *http.Request, p *gateway.
 		return
 	}
 	defer s.closeStream()
-	hold, ok := t.holdStream(s.owner)
-	if !ok {
-		t.replyError(w, r, nil, errClosed)
-		return
-	}
-	defer t.releaseStream(hold)
-	t.stream(w, r, s, ch, hold.stop, "")
+	t.stream(w, r, s, ch, "")
 }
 
 // serveDELETE ends the caller's session on every replica (MCP

@@ -85,10 +85,18 @@ func (t *Transport) endStreams() {
 	}
 }
 
-// stream writes events to an open GET stream until it ends. A non-empty
-// endpoint is sent first as the "endpoint" event of the 2024-11-05
-// transport.
-func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, ch <-chan []byte, stop <-chan struct{}, endpoint string) {
+// stream writes events to an open GET stream until it ends, as one of
+// the streams its credential holds (holdStream; after Close it answers
+// 503 instead). A non-empty endpoint is sent first as the "endpoint"
+// event of the 2024-11-05 transport.
+func (t *Transport) stream(w http.ResponseWriter, r *http.Request, s *session, ch <-chan []byte, endpoint string) {
+	hold, ok := t.holdStream(s.owner)
+	if !ok {
+		t.replyError(w, r, nil, errClosed)
+		return
+	}
+	defer t.releaseStream(hold)
+	stop := hold.stop
 	rc := http.NewResponseController(w)
 	t.writeDeadline(rc)
 	startSSE(w)

@@ -24,7 +24,7 @@
 // session.
 //
 // During a tools/call on a session, the upstream's messages are relayed
-// to the client through a gateway.Relay in the call's context (relay.go):
+// to the client through a wire.Relay in the call's context (relay.go):
 // notifications and server-to-client requests on the call's own stream,
 // the client's responses routed back.
 //
@@ -33,7 +33,7 @@
 // stateless 2026-07-28 path (no progress there, and the input-required
 // results that replace server-to-client requests are not relayed). The
 // 2026-07-28 Mcp-Param-* headers are checked by the pipeline
-// (wire.CheckParamHeaders, which the wiring gives it), once the policy
+// (a direct call of wire.CheckParamHeaders), once the policy
 // allowed the tool.
 package mcp
 
@@ -53,6 +53,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp/jsonrpc"
 	"github.com/mcpgate/mcpgate/gateway/mcp/sessionid"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // Authenticator authenticates one HTTP request. On failure it returns a
@@ -312,6 +313,25 @@ func (o *Options) setDefaults() {
 	if o.SessionEnds == nil {
 		o.SessionEnds = NewMemorySessionEnds()
 	}
+}
+
+// enter runs what both HTTP fronts (ServeHTTP, LegacyHandler) do before
+// they look at the method: the Host, Origin and CORS checks (guard, with
+// allow the methods a preflight is told), then authentication. It returns
+// the request's principal, or writes the reply and reports false.
+func (t *Transport) enter(w http.ResponseWriter, r *http.Request, allow string) (*gateway.Principal, bool) {
+	if !t.guard(w, r, allow) {
+		return nil, false
+	}
+	return t.authenticate(w, r)
+}
+
+// notAllowed answers a request of a method the front does not serve
+// (HTTP 405 with the Allow header, allow), its message saying what the
+// front takes.
+func (t *Transport) notAllowed(w http.ResponseWriter, r *http.Request, allow, format string, args ...any) {
+	w.Header().Set("Allow", allow)
+	t.replyError(w, r, nil, wire.ErrStatus(http.StatusMethodNotAllowed, gateway.EInvalid, format, args...))
 }
 
 // authenticate returns the request's principal, or writes the error reply

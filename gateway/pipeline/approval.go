@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // Approver gets a person's approval of a call
@@ -15,7 +16,7 @@ import (
 // approvals.Service.Approve); a returned approval is named in the audit
 // row either way.
 type Approver interface {
-	Approve(ctx context.Context, call approvals.Call, el gateway.Elicitor) (*approvals.Approval, error)
+	Approve(ctx context.Context, call approvals.Call, el wire.Elicitor) (*approvals.Approval, error)
 }
 
 // reasonApprovalsOff is the reason code of a call that needs an approval
@@ -96,9 +97,9 @@ func (pl *Pipeline) awaitApproval(ctx context.Context, c *Call) error {
 // would approve its own call, so only an approver on the admin approvals
 // stream decides its calls (docs/requirements.md#cc-approval: a prompt with no responsible person
 // connected is refused).
-func personElicitor(ctx context.Context, p *gateway.Principal) gateway.Elicitor {
+func personElicitor(ctx context.Context, p *gateway.Principal) wire.Elicitor {
 	if p.Kind == gateway.PrincipalAgent {
 		return nil
 	}
-	return gateway.ElicitorFrom(ctx)
+	return wire.ElicitorFrom(ctx)
 }

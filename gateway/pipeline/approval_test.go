@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 )
@@ -180,9 +181,9 @@ func (o *auditObserver) ObserveReservation(time.Duration, error) {}
 // that approves its own calls would.
 type approvingElicitor struct{ asked chan struct{} }
 
-func (e approvingElicitor) Elicit(context.Context, gateway.ElicitRequest) (gateway.ElicitResult, error) {
+func (e approvingElicitor) Elicit(context.Context, wire.ElicitRequest) (wire.ElicitResult, error) {
 	e.asked <- struct{}{}
-	return gateway.ElicitResult{Action: gateway.ElicitAccept, Content: map[string]any{"decision": "approve"}}, nil
+	return wire.ElicitResult{Action: wire.ElicitAccept, Content: map[string]any{"decision": "approve"}}, nil
 }
 
 // An agent's client is the agent itself, not a person: the approval step
@@ -199,7 +200,7 @@ func TestApprovalNotElicitedFromAnAgent(t *testing.T) {
 			p := *f.p
 			p.Kind = kind
 			el := approvingElicitor{asked: make(chan struct{}, 1)}
-			ctx := gateway.WithElicitor(context.Background(), el)
+			ctx := wire.WithElicitor(context.Background(), el)
 			raw := `{"schedule_id":"sch_1"}`
 			_, err := f.pl.CallTool(ctx, &p, &gateway.CallRequest{Name: "schedule.pause",
 				Arguments: map[string]any{"schedule_id": "sch_1"}, RawArguments: json.RawMessage(raw)})

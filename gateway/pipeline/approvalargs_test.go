@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 )
@@ -28,9 +29,9 @@ func (approvingComments) Decide(_ context.Context, _ *gateway.Principal, _ *gate
 // askedElicitor records the message it is shown and declines.
 type askedElicitor struct{ msgs chan string }
 
-func (e askedElicitor) Elicit(_ context.Context, r gateway.ElicitRequest) (gateway.ElicitResult, error) {
+func (e askedElicitor) Elicit(_ context.Context, r wire.ElicitRequest) (wire.ElicitResult, error) {
 	e.msgs <- r.Message
-	return gateway.ElicitResult{Action: gateway.ElicitDecline}, nil
+	return wire.ElicitResult{Action: wire.ElicitDecline}, nil
 }
 
 // TestApprovalShowsCanonicalArguments: 2,100 bytes of JSON whitespace
@@ -48,7 +49,7 @@ func TestApprovalShowsCanonicalArguments(t *testing.T) {
 	p := *f.p
 	p.Kind = gateway.PrincipalUser
 	el := askedElicitor{msgs: make(chan string, 1)}
-	ctx := gateway.WithElicitor(context.Background(), el)
+	ctx := wire.WithElicitor(context.Background(), el)
 	call := func(raw string) error {
 		var args map[string]any
 		if err := json.Unmarshal([]byte(raw), &args); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // relayBundle is allowBundle with the relay obligation the shipped policy
@@ -48,12 +49,12 @@ func (f fixedPrincipal) Authenticate(*http.Request) (*gateway.Principal, error) 
 type relayAdapter struct{ structuredAdapter }
 
 func (a relayAdapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.ToolResult, error) {
-	relay := gateway.RelayFrom(ctx)
+	relay := wire.RelayFrom(ctx)
 	if relay == nil {
 		return nil, gateway.Errorf(gateway.EInternal, "no relay")
 	}
 	_ = relay.ProgressToken()
-	if in, ok := relay.(gateway.InputRelay); ok {
+	if in, ok := relay.(wire.InputRelay); ok {
 		if r := in.Round(); r != nil && len(r.Capabilities) == 0 {
 			return nil, gateway.Errorf(gateway.EInternal, "a stateless round without capabilities")
 		}

@@ -176,13 +176,6 @@ type Pipeline struct {
 	// for one (docs/requirements.md#cc-approval: requiresApproval tools and guard prompts); nil
 	// refuses every such call (fail closed).
 	Approvals Approver
-	// CheckParamHeaders checks a 2026-07-28 call's Mcp-Param-* headers
-	// (CallRequest.Header) against its arguments under the x-mcp-header
-	// annotations of inputSchema, the called tool's, once the policy
-	// allowed the tool: the wiring sets wire.CheckParamHeaders, so that
-	// the pipeline imports no transport package. nil refuses every call
-	// that carries headers to check (fail closed).
-	CheckParamHeaders func(call *gateway.CallRequest, inputSchema json.RawMessage) error
 }
 
 // Call is the state of one tools/call. Each step reads what the steps

@@ -15,9 +15,10 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
-// policyRelay is a call's gateway.Relay as the decision's relay
+// policyRelay is a call's wire.Relay as the decision's relay
 // obligation allows it: a kind the policy does not relay to the caller is
 // refused, and so is a form elicitation whose requestedSchema asks for
 // what looks like a secret. It notes each kind relayed or refused for the
@@ -28,7 +29,7 @@ import (
 // normalised on the first form checked, and the audit codes are kept
 // once there is one.
 type policyRelay struct {
-	next  gateway.Relay
+	next  wire.Relay
 	kinds kindSet
 	words []string // the policy's secret words as it wrote them
 
@@ -39,7 +40,7 @@ type policyRelay struct {
 	noted map[string]bool
 }
 
-func newPolicyRelay(next gateway.Relay, rp *gateway.RelayPolicy) *policyRelay {
+func newPolicyRelay(next wire.Relay, rp *gateway.RelayPolicy) *policyRelay {
 	r := &policyRelay{next: next}
 	if rp != nil {
 		for _, k := range rp.Kinds {
@@ -50,7 +51,7 @@ func newPolicyRelay(next gateway.Relay, rp *gateway.RelayPolicy) *policyRelay {
 	return r
 }
 
-// kindSet is a set of the relay kinds gateway.RelayKindOf knows, one bit
+// kindSet is a set of the relay kinds wire.RelayKindOf knows, one bit
 // each; a kind it does not know is never in it (no method has it).
 type kindSet uint8
 
@@ -135,7 +136,7 @@ func (r *policyRelay) ProgressToken() json.RawMessage {
 }
 
 func (r *policyRelay) Notify(ctx context.Context, method string, params json.RawMessage) error {
-	kind, ok := gateway.RelayKindOf(method)
+	kind, ok := wire.RelayKindOf(method)
 	if !ok || !r.kinds.has(kind) {
 		r.note(relayCodePrefix + string(kind) + relayRefusedSuffix)
 		return errRelayRefused
@@ -148,21 +149,21 @@ func (r *policyRelay) Notify(ctx context.Context, method string, params json.Raw
 }
 
 func (r *policyRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	kind, ok := gateway.RelayKindOf(method)
+	kind, ok := wire.RelayKindOf(method)
 	if !ok || !r.kinds.has(kind) {
 		if ok {
 			r.note(relayCodePrefix + string(kind) + relayRefusedSuffix)
 		}
-		return nil, &gateway.RPCError{Code: gateway.RPCMethodNotFound, Message: errRelayNotRelayed + method + " to this caller"}
+		return nil, &wire.RPCError{Code: wire.RPCMethodNotFound, Message: errRelayNotRelayed + method + " to this caller"}
 	}
 	if kind == gateway.RelayElicitation {
 		if prop := r.secretText(params); prop != "" {
 			r.note(relaySecretRefused)
-			return nil, &gateway.RPCError{Code: gateway.RPCInvalidParams, Message: errRelayAsksSecrets + strconvQuote(prop) + " looks like one; ask for it out of band (URL elicitation) instead"}
+			return nil, &wire.RPCError{Code: wire.RPCInvalidParams, Message: errRelayAsksSecrets + strconvQuote(prop) + " looks like one; ask for it out of band (URL elicitation) instead"}
 		}
 		if why := r.modeRefused(params); why != "" {
 			r.note(relayCodePrefix + string(kind) + relayRefusedSuffix)
-			return nil, &gateway.RPCError{Code: gateway.RPCInvalidParams, Message: errRelayMode + why}
+			return nil, &wire.RPCError{Code: wire.RPCInvalidParams, Message: errRelayMode + why}
 		}
 	}
 	res, err := r.next.Request(ctx, method, params)
@@ -342,15 +343,15 @@ func normalWord(s string) string {
 }
 
 // elicitModes are the elicitation modes the caller's client declared:
-// what a session client declared at initialize (gateway.ElicitationModes),
+// what a session client declared at initialize (wire.ElicitationModes),
 // else the capabilities of a 2026-07-28 round, else form only.
 func (r *policyRelay) elicitModes() (form, url bool) {
-	if m, ok := r.next.(gateway.ElicitationModes); ok {
+	if m, ok := r.next.(wire.ElicitationModes); ok {
 		return m.ElicitationModes()
 	}
-	if in, ok := r.next.(gateway.InputRelay); ok {
+	if in, ok := r.next.(wire.InputRelay); ok {
 		if round := in.Round(); round != nil {
-			return gateway.ElicitationModesOf(round.Capabilities)
+			return wire.ElicitationModesOf(round.Capabilities)
 		}
 	}
 	return true, false
@@ -390,7 +391,7 @@ func (r *policyRelay) modeRefused(params json.RawMessage) string {
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
-var _ gateway.InputRelay = (*policyRelay)(nil)
+var _ wire.InputRelay = (*policyRelay)(nil)
 
 // capabilityKinds maps the client capabilities of MCP to the kind of input
 // an upstream asks for with them, in name order (the order Round writes
@@ -407,8 +408,8 @@ var capabilityKinds = [...]struct {
 // sent upstream holds the members kept (the last of a repeated name, as
 // a decoder reads it), in name order, each value as the client wrote it;
 // capabilities that are not one JSON object keep none ("{}").
-func (r *policyRelay) Round() *gateway.InputRound {
-	next, ok := r.next.(gateway.InputRelay)
+func (r *policyRelay) Round() *wire.InputRound {
+	next, ok := r.next.(wire.InputRelay)
 	if !ok {
 		return nil
 	}
@@ -473,7 +474,7 @@ func (r *policyRelay) InputRequired(_ context.Context, requests json.RawMessage)
 	slices.Sort(keys)
 	for _, k := range keys {
 		req := in[k]
-		kind, ok := gateway.RelayKindOf(req.Method)
+		kind, ok := wire.RelayKindOf(req.Method)
 		if !ok || kind == gateway.RelayProgress || kind == gateway.RelayLog || !r.kinds.has(kind) {
 			code := relayCodePrefix + "input" + relayRefusedSuffix
 			if ok {
@@ -498,7 +499,7 @@ func (r *policyRelay) InputRequired(_ context.Context, requests json.RawMessage)
 		}
 	}
 	for _, k := range keys {
-		kind, _ := gateway.RelayKindOf(in[k].Method)
+		kind, _ := wire.RelayKindOf(in[k].Method)
 		r.note(relayCodePrefix + string(kind))
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // clientRelay stands for the transport's relay: it accepts everything.
@@ -88,8 +89,8 @@ func TestPolicyRelayFollowsKinds(t *testing.T) {
 		t.Errorf("log not relayed: %v", err)
 	}
 	_, err := r.Request(context.Background(), "sampling/createMessage", json.RawMessage(`{}`))
-	var rpc *gateway.RPCError
-	if !errors.As(err, &rpc) || rpc.Code != gateway.RPCMethodNotFound || len(client.requests) > 0 {
+	var rpc *wire.RPCError
+	if !errors.As(err, &rpc) || rpc.Code != wire.RPCMethodNotFound || len(client.requests) > 0 {
 		t.Errorf("sampling: %v, client sent %v; want -32601 and nothing sent", err, client.requests)
 	}
 	if got, want := r.codes(), []string{"relay.log", "relay.progress.refused", "relay.sampling.refused"}; !slices.Equal(got, want) {
@@ -104,10 +105,10 @@ func TestPolicyRelayFollowsKinds(t *testing.T) {
 // statelessRelay stands for the transport's relay of a 2026-07-28 call.
 type statelessRelay struct {
 	clientRelay
-	round gateway.InputRound
+	round wire.InputRound
 }
 
-func (s *statelessRelay) Round() *gateway.InputRound { return &s.round }
+func (s *statelessRelay) Round() *wire.InputRound { return &s.round }
 func (s *statelessRelay) InputRequired(context.Context, json.RawMessage) error {
 	return nil
 }
@@ -136,7 +137,7 @@ func TestPolicyRelayInputRequired(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			// A client that declared form elicitation, as a 2026-07-28 client asked for one would have.
-			r := newPolicyRelay(&statelessRelay{round: gateway.InputRound{Capabilities: json.RawMessage(`{"elicitation":{}}`)}}, tc.policy)
+			r := newPolicyRelay(&statelessRelay{round: wire.InputRound{Capabilities: json.RawMessage(`{"elicitation":{}}`)}}, tc.policy)
 			err := r.InputRequired(context.Background(), json.RawMessage(tc.requests))
 			var ge *gateway.Error
 			switch {
@@ -151,7 +152,7 @@ func TestPolicyRelayInputRequired(t *testing.T) {
 		})
 	}
 
-	caps := &statelessRelay{round: gateway.InputRound{Capabilities: json.RawMessage(`{"elicitation":{"form":{}},"sampling":{},"roots":{},"experimental":{}}`), State: json.RawMessage(`"s"`)}}
+	caps := &statelessRelay{round: wire.InputRound{Capabilities: json.RawMessage(`{"elicitation":{"form":{}},"sampling":{},"roots":{},"experimental":{}}`), State: json.RawMessage(`"s"`)}}
 	round := newPolicyRelay(caps, onlyElicit).Round()
 	if string(round.Capabilities) != `{"elicitation":{"form":{}}}` || string(round.State) != `"s"` {
 		t.Errorf("round = %s %s, want only the elicitation capability and the state unchanged", round.Capabilities, round.State)
@@ -187,7 +188,7 @@ func TestPolicyRelayRoundCapabilities(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			round := newPolicyRelay(&statelessRelay{round: gateway.InputRound{Capabilities: json.RawMessage(tc.caps)}}, tc.policy).Round()
+			round := newPolicyRelay(&statelessRelay{round: wire.InputRound{Capabilities: json.RawMessage(tc.caps)}}, tc.policy).Round()
 			if got := string(round.Capabilities); got != tc.want {
 				t.Errorf("capabilities %s, want %s", got, tc.want)
 			}
@@ -210,8 +211,8 @@ func (*bothModesClient) ElicitationModes() (form, url bool) { return true, true 
 func wantElicitRefused(t *testing.T, r *policyRelay, client *clientRelay, params string, refused bool) {
 	t.Helper()
 	_, err := r.Request(context.Background(), "elicitation/create", json.RawMessage(params))
-	var rpc *gateway.RPCError
-	if got := errors.As(err, &rpc) && rpc.Code == gateway.RPCInvalidParams; got != refused {
+	var rpc *wire.RPCError
+	if got := errors.As(err, &rpc) && rpc.Code == wire.RPCInvalidParams; got != refused {
 		t.Fatalf("refused = %v (%v), want %v", got, err, refused)
 	}
 	if refused == (len(client.requests) > 0) {
@@ -275,12 +276,12 @@ func TestURLElicitationNotRelayedToFormOnlyClient(t *testing.T) {
 	client := &formOnlyClient{}
 	r := newPolicyRelay(client, allKinds)
 	_, err := r.Request(context.Background(), "elicitation/create", json.RawMessage(urlMode))
-	var rpc *gateway.RPCError
+	var rpc *wire.RPCError
 	if !errors.As(err, &rpc) || len(client.requests) > 0 {
 		t.Errorf("URL mode to a form-only session client: %v, sent %v; want refused, nothing sent", err, client.requests)
 	}
 	for caps, relayed := range map[string]bool{`{"elicitation":{}}`: false, `{"elicitation":{"form":{}}}`: false, `{}`: false, `{"elicitation":{"url":{}}}`: true} {
-		up := &statelessRelay{round: gateway.InputRound{Capabilities: json.RawMessage(caps)}}
+		up := &statelessRelay{round: wire.InputRound{Capabilities: json.RawMessage(caps)}}
 		r := newPolicyRelay(up, allKinds)
 		err := r.InputRequired(context.Background(), json.RawMessage(`{"a":{"method":"elicitation/create","params":`+urlMode+`}}`))
 		if (err == nil) != relayed {

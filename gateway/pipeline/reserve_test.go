@@ -92,7 +92,7 @@ func newFixture(t *testing.T) *fixture {
 	up := &adapter{}
 	return &fixture{
 		pl: &pipeline.Pipeline{Store: s, Decider: decider{deny: map[string]bool{"app.pause": true}}, Catalog: cat, Adapter: up,
-			Logger: zap.NewNop(), RateLimits: &rules, CheckParamHeaders: wire.CheckParamHeaders},
+			Logger: zap.NewNop(), RateLimits: &rules},
 		store: s, up: up,
 		p: &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t1", ProfileID: "p1"},
 	}
@@ -242,7 +242,7 @@ func TestStoreFailureIsInternalOnTheWire(t *testing.T) {
 	f := newFixture(t)
 	f.pl.Store = brokenReservations{f.store}
 	err := f.call("t1", "projects.list", nil)
-	if code := gateway.ErrorCodeOf(err); wire.RPCCode(code) != gateway.RPCInternalError || code.Class() != "Internal" {
+	if code := gateway.ErrorCodeOf(err); wire.RPCCode(code) != wire.RPCInternalError || code.Class() != "Internal" {
 		t.Fatalf("error %v maps to %d/%s, want -32603/Internal", err, wire.RPCCode(code), code.Class())
 	}
 	if f.up.calls.Load() != 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // resolveTool looks the tool up in the catalog and puts its tier into the
@@ -234,18 +235,13 @@ func denial(tool string, d *gateway.Decision) error {
 
 // checkParamHeaders checks a 2026-07-28 call's Mcp-Param-* headers against
 // its arguments under the x-mcp-header annotations of the tool's schema
-// (gateway.CallRequest.CheckParamHeaders), once the policy allowed the
-// tool, as validateArguments does, and before it: a header that does not
-// match the body is the transport's refusal (HTTP 400, HeaderMismatch),
-// whatever the arguments are.
+// (wire.CheckParamHeaders), once the policy allowed the tool, as
+// validateArguments does, and before it: a header that does not match the
+// body is the transport's refusal (HTTP 400, HeaderMismatch), whatever the
+// arguments are. A call of the session-based versions has no such headers,
+// and malformed params are refused by resolveTool.
 func (pl *Pipeline) checkParamHeaders(_ context.Context, c *Call) error {
-	if c.Params.Header == nil || c.Params.ArgumentsErr != nil {
-		return nil // the session-based versions have no such headers; malformed params are refused by resolveTool
-	}
-	if pl.CheckParamHeaders == nil {
-		return withDecision(gateway.Errorf(gateway.EInternal, "the gateway cannot check the Mcp-Param-* headers of this call (no check configured); the operator must wire one"), c.Decision)
-	}
-	return withDecision(pl.CheckParamHeaders(c.Params, c.Tool.InputSchema), c.Decision)
+	return withDecision(wire.CheckParamHeaders(c.Params, c.Tool.InputSchema), c.Decision)
 }
 
 // validateArguments checks the arguments against the tool's schema, once
@@ -311,9 +307,9 @@ func (pl *Pipeline) callAdapter(ctx context.Context, c *Call) (*gateway.ToolResu
 	}
 	p := c.Principal
 	var relay *policyRelay
-	if next := gateway.RelayFrom(ctx); next != nil {
+	if next := wire.RelayFrom(ctx); next != nil {
 		relay = newPolicyRelay(next, c.Decision.Obligations.Relay)
-		ctx = gateway.WithRelay(ctx, relay)
+		ctx = wire.WithRelay(ctx, relay)
 	}
 	res, err := pl.adapter(c.Tool).CallTool(ctx, gateway.ToolCall{
 		WorkspaceID: p.WorkspaceID, TaskID: p.TaskID, Actor: p.Subject,

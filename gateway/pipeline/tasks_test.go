@@ -79,7 +79,7 @@ func TestTaskRegistrationStoreDown(t *testing.T) {
 	s := &countingTasks{Store: f.store, down: true}
 	f.pl.Store = s
 	err := f.call("t-new", "projects.list", nil)
-	if wire.RPCCode(gateway.ErrorCodeOf(err)) != gateway.RPCInternalError || f.up.calls.Load() != 0 {
+	if wire.RPCCode(gateway.ErrorCodeOf(err)) != wire.RPCInternalError || f.up.calls.Load() != 0 {
 		t.Fatalf("call = %v (dispatched %d), want -32603 and nothing dispatched", err, f.up.calls.Load())
 	}
 }

@@ -14,12 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pressly/goose/v3"
-
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 	"github.com/mcpgate/mcpgate/gateway/postgres/pgtest"
-	"github.com/mcpgate/mcpgate/migrations"
 )
 
 // ownDatabase creates a database of its own for t (dropped when t ends)
@@ -259,65 +256,46 @@ func slotWindow(key string, day time.Time) time.Time {
 // BenchmarkReserve measures Reserve of an ops call (three slots: its own
 // task, its workspace's day, its workspace's hour; four workspaces) from 16
 // goroutines, on one store and on two stores (replicas, 8 goroutines
-// each), with the reservation functions of migration 00015 (each call's
-// counters locked in turn) and of 00016 (all of a batch's counters locked
-// in one order first), in the same run.
+// each), on the schema of every migration (since 00016 a call's counters
+// are locked in one order first). A deadlock would cost its call
+// deadlock_timeout: calls>900ms counts them.
 func BenchmarkReserve(b *testing.B) {
-	for _, version := range []int64{15, 16} {
-		for _, replicas := range []int{1, 2} {
-			b.Run(fmt.Sprintf("migration=%05d/replicas=%d", version, replicas), func(b *testing.B) {
-				benchReserve(b, version, replicas)
-			})
-		}
-	}
-}
-
-// storeAt is a migrated test store taken down to migration version.
-func storeAt(b *testing.B, version int64) (*postgres.Store, string) {
-	first, dsn := pgtest.NewWithURL(b)
-	p, err := goose.NewProvider(goose.DialectPostgres, first.DB().DB, migrations.Postgres, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := p.DownTo(context.Background(), version); err != nil {
-		b.Fatal(err)
-	}
-	return first, dsn
-}
-
-// BenchmarkReserveBatch measures one mcpgate_reserve_batch statement of 16
-// ops calls (16 tasks in 4 workspaces: 24 distinct counters), one after
-// another, with the functions of migrations 00015 and 00016.
-func BenchmarkReserveBatch(b *testing.B) {
-	for _, version := range []int64{15, 16} {
-		b.Run(fmt.Sprintf("migration=%05d", version), func(b *testing.B) {
-			s, _ := storeAt(b, version)
-			day := time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC)
-			limits := map[string]int64{}
-			evs := make([]*gateway.AuditEvent, 16)
-			slots := make([][]gateway.Slot, 16)
-			for g := range evs {
-				c := lockCall{ws: fmt.Sprintf("ws%d", g%4), task: fmt.Sprintf("t%d", g)}
-				for _, key := range []string{"task:" + c.task, "day:" + c.ws, "hour:" + c.ws} {
-					limits[key] = 1 << 40
-				}
-				evs[g] = &gateway.AuditEvent{WorkspaceID: c.ws, TaskID: c.task, Tool: "schedule.pause", Status: gateway.AuditAllowed}
-				slots[g] = c.slots(day, limits)
-			}
-			b.ResetTimer()
-			for b.Loop() {
-				if res, err := postgres.ReserveBatch(context.Background(), s, evs, slots); err != nil || len(res) != 16 || res[15].AuditID == 0 {
-					b.Fatalf("batch: %+v, %v", res, err)
-				}
-			}
+	for _, replicas := range []int{1, 2} {
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			benchReserve(b, replicas)
 		})
 	}
 }
 
-func benchReserve(b *testing.B, version int64, replicas int) {
+// BenchmarkReserveBatch measures one mcpgate_reserve_batch statement of 16
+// ops calls (16 tasks in 4 workspaces: 24 distinct counters), one after
+// another, on the schema of every migration.
+func BenchmarkReserveBatch(b *testing.B) {
+	s := pgtest.New(b)
+	day := time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC)
+	limits := map[string]int64{}
+	evs := make([]*gateway.AuditEvent, 16)
+	slots := make([][]gateway.Slot, 16)
+	for g := range evs {
+		c := lockCall{ws: fmt.Sprintf("ws%d", g%4), task: fmt.Sprintf("t%d", g)}
+		for _, key := range []string{"task:" + c.task, "day:" + c.ws, "hour:" + c.ws} {
+			limits[key] = 1 << 40
+		}
+		evs[g] = &gateway.AuditEvent{WorkspaceID: c.ws, TaskID: c.task, Tool: "schedule.pause", Status: gateway.AuditAllowed}
+		slots[g] = c.slots(day, limits)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if res, err := postgres.ReserveBatch(context.Background(), s, evs, slots); err != nil || len(res) != 16 || res[15].AuditID == 0 {
+			b.Fatalf("batch: %+v, %v", res, err)
+		}
+	}
+}
+
+func benchReserve(b *testing.B, replicas int) {
 	const goroutines = 16
 	ctx := context.Background()
-	first, dsn := storeAt(b, version)
+	first, dsn := pgtest.NewWithURL(b)
 	stores := []*postgres.Store{first}
 	for len(stores) < replicas {
 		s, err := postgres.Open(ctx, dsn)

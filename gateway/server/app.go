@@ -26,7 +26,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/confirm"
 	"github.com/mcpgate/mcpgate/gateway/decisionlog"
-	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/metrics"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
@@ -147,18 +146,11 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	a.sweep(log)
 	a.seal(log)
 	answers := a.relayAnswers()
-	deps := a.deps(log, version, reg, main, approvals, answers)
-	if a.Server, err = New(deps); err != nil {
+	if a.Server, err = New(a.deps(log, version, reg, surfaces, approvals, answers)); err != nil {
 		return err
 	}
 	a.Server.Changes().OnTable(gateway.PinsTable, a.pinsChanged)
 	a.closers = append(a.closers, func() error { a.Server.Close(); return nil })
-	if a.CC != nil {
-		if err := a.CC.serve(deps); err != nil {
-			return err
-		}
-		a.closers = append(a.closers, func() error { a.CC.Close(); return nil })
-	}
 	if a.Feed, err = a.listen(ctx, log, answers); err != nil {
 		return err
 	}
@@ -248,7 +240,6 @@ func (a *App) surfacePipeline(sf *Surface, log *zap.Logger, approvals *approvals
 		Logger: log, Metrics: a.metrics, AuditArguments: cfg.AuditArguments,
 		RateLimits: sf.Limits, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 		Confirmer: sf.Confirmer, Surface: sf.Name, ListEveryTool: sf.ListEveryTool, WorkspaceFromPolicy: sf.WorkspaceFromPolicy,
-		CheckParamHeaders: wire.CheckParamHeaders,
 	}
 	if approvals != nil {
 		pl.Approvals = approvals
@@ -270,16 +261,16 @@ func (a *App) approvals() *approvals.Service {
 	return approvals.New(as, approvals.Options{TTL: a.Config.ApprovalTTL})
 }
 
-// deps are what New serves: the SupaCloud surface main, the admin API
-// over the store, the probes, the session ends and relayed answers on the
-// store's feed.
-func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, main *Surface, approvalsSvc *approvals.Service, answers *replica.Answers) Deps {
-	cfg := a.Config
+// deps are what New serves: the surfaces (the SupaCloud surface first),
+// the admin API over the store, the probes, the session ends and relayed
+// answers on the store's feed.
+func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, surfaces []*Surface, approvalsSvc *approvals.Service, answers *replica.Answers) Deps {
+	cfg, main := a.Config, surfaces[0]
 	if len(cfg.SessionSecret) == 0 {
 		log.Warn("MCPGATE_SESSION_SECRET is unset: MCP session ids are signed with a key of this process only, so another replica answers them 404 and they end when this process does; set the same ≥ 32-byte key on every replica")
 	}
 	d := Deps{Audit: a.Audit,
-		Store: a.Store, Surface: main, AdminToken: cfg.AdminToken,
+		Store: a.Store, Surfaces: surfaces, AdminToken: cfg.AdminToken,
 		ConsoleUsers:  a.JWT.ConsoleUsers(),
 		ValidateGrant: a.bridgedGrants(GrantValidator(a.Policy, a.Catalog)), Logger: log, Registry: reg, Policy: a.policies,
 		MaxBodyBytes: cfg.MaxBodyBytes, AllowedOrigins: cfg.AllowedOrigins, Version: version,

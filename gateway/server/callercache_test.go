@@ -18,7 +18,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/gateway/callercache"
 	"github.com/mcpgate/mcpgate/gateway/config"
-	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 	"github.com/mcpgate/mcpgate/gateway/server"
@@ -113,7 +112,7 @@ func newCachedGatewayOn(t testing.TB, fs server.FullStore, ttl time.Duration, li
 	cache := callercache.New(s, callercache.Options{TTL: ttl})
 	up := &infoAdapter{}
 	pl := &pipeline.Pipeline{Store: s, Callers: cache, Decider: engine, Catalog: cat, Adapter: up,
-		Logger: zap.NewNop(), RateLimits: &rules, CheckParamHeaders: wire.CheckParamHeaders}
+		Logger: zap.NewNop(), RateLimits: &rules}
 	srv, err := server.New(server.Deps{Store: s, Pipeline: pl, Auth: jwt, AdminToken: "admin-token",
 		ValidateGrant: server.GrantValidator(engine, cat), Logger: zap.NewNop(), Registry: prometheus.NewRegistry(),
 		Callers: cache})

@@ -3,11 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync/atomic"
 	"time"
 
-	"github.com/gorilla/mux"
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/adapters/ccdemo"
@@ -27,9 +25,9 @@ import (
 // gateway: a Surface of its own over the same store, metrics and
 // transport code, with the cc_server catalog, its Rego package
 // (data.ccserver), its callers (memberships), its adapter (the search
-// tools in front of its backend) and its rate limits. Handler serves POST
-// /mcp (Streamable HTTP) and GET /sse with POST /messages (2024-11-05) on
-// the listener of MCPGATE_CCSERVER_LISTEN.
+// tools in front of its backend) and its rate limits. Once New opened it,
+// Handler serves POST /mcp (Streamable HTTP) and GET /sse with POST
+// /messages (2024-11-05) on the listener of MCPGATE_CCSERVER_LISTEN.
 //
 // Its Policy decides the surface's calls: the bundle of
 // MCPGATE_POLICY_DIR (or the embedded one) under the same gated hot
@@ -39,8 +37,7 @@ import (
 // a membership of any workspace can change what a user reaches.
 type CCServer struct {
 	*Surface
-	JWT     *auth.JWT
-	Handler http.Handler
+	JWT *auth.JWT
 	// rules are the surface's rate limits, rebuilt after every swap of
 	// its policy (data.ccserver.limits).
 	rules *liveRules
@@ -83,13 +80,15 @@ func (cc *CCServer) setRules(a *App, log *zap.Logger, e *policy.Engine) {
 
 // ccServerSurface builds the cc_server surface when
 // MCPGATE_CCSERVER_LISTEN is set (nil otherwise): its catalog, policy,
-// credential, adapter, callers and rate limits; CCServer.serve serves it.
+// credential, adapter, callers, rate limits and listener; New opens it
+// with the others.
 func (a *App) ccServerSurface(ctx context.Context, log *zap.Logger, version string) (*CCServer, error) {
 	cfg := a.Config
 	if !cfg.CCServer.On() {
 		return nil, nil
 	}
-	cc := &CCServer{Surface: &Surface{Name: gateway.SurfaceCCServer, ListEveryTool: true, WorkspaceFromPolicy: true}, rules: &liveRules{}}
+	cc := &CCServer{Surface: &Surface{Name: gateway.SurfaceCCServer, ListEveryTool: true, WorkspaceFromPolicy: true, Listen: cfg.CCServer.Listen},
+		rules: &liveRules{}}
 	var err error
 	if cc.Catalog, err = tools.LoadCCServer(); err != nil {
 		return nil, fmt.Errorf("cc_server tool catalog: %w", err)
@@ -122,17 +121,6 @@ func (a *App) ccServerSurface(ctx context.Context, log *zap.Logger, version stri
 	log.Info("cc_server surface configured", zap.String("listen", cfg.CCServer.Listen), zap.Int("tools", cc.Catalog.Len()),
 		zap.Int("calls_per_minute", a.ccLimits(cc.Policy.Engine()).CCServerCallsPerMinute))
 	return cc, nil
-}
-
-// serve opens the surface on a handler of its own (Handler), with the
-// limits of d, for the listener of MCPGATE_CCSERVER_LISTEN.
-func (cc *CCServer) serve(d Deps) error {
-	r := mux.NewRouter()
-	if err := cc.open(d, r, "", ""); err != nil {
-		return err
-	}
-	cc.Handler = r
-	return nil
 }
 
 // ccPolicy compiles the cc_server bundle (data.ccserver) of

@@ -43,12 +43,14 @@ type FullStore = store.Store
 type Server struct {
 	handler http.Handler
 	// surface is the SupaCloud surface this handler serves (/mcp, and
-	// /api/mcp when Deps.APIAuth is set).
-	surface *Surface
-	store   pipeline.Store
-	log     *zap.Logger
-	probes  http.Handler // /healthz, /readyz, /metrics
-	callers CallerInvalidator
+	// /api/mcp when Deps.APIAuth is set); surfaces are every surface New
+	// opened, closed with the Server.
+	surface  *Surface
+	surfaces []*Surface
+	store    pipeline.Store
+	log      *zap.Logger
+	probes   http.Handler // /healthz, /readyz, /metrics
+	callers  CallerInvalidator
 	// changes handles announced changes (Changes), and counts those of
 	// this process's admin API.
 	changes *replica.Coordinator
@@ -72,10 +74,11 @@ type Deps struct {
 	// credentials on every endpoint and the admin API, admin writes);
 	// nil records none.
 	Audit *auditlog.Log
-	// Surface is the surface New serves (App: the SupaCloud surface, its
-	// Pipeline built); nil serves Pipeline on the endpoints of Auth and
-	// APIAuth.
-	Surface  *Surface
+	// Surfaces are the surfaces New opens, each with its Pipeline built
+	// (App: the SupaCloud surface, on the main handler, and cc_server, on
+	// its own listener when it is on; see openSurfaces); nil serves
+	// Pipeline on the endpoints of Auth and APIAuth.
+	Surfaces []*Surface
 	Pipeline *pipeline.Pipeline
 	Auth     mcp.Authenticator
 	// APIAuth authenticates the scmt_ API tokens of external coordinators
@@ -188,19 +191,19 @@ func New(d Deps) (*Server, error) {
 		}
 		metaURL = u
 	}
-	sf := d.Surface
-	if sf == nil {
-		sf = &Surface{Name: gateway.SurfaceSupaCloud, Pipeline: d.Pipeline, Endpoints: supacloudEndpoints(d.Auth, d.APIAuth)}
-	}
-	r := mux.NewRouter()
-	if err := sf.open(d, r, metaURL, strings.TrimSuffix(publicPath(d.HTTP.PublicURL), "/")); err != nil {
-		return nil, err
+	sfs := d.Surfaces
+	if sfs == nil {
+		sfs = []*Surface{{Name: gateway.SurfaceSupaCloud, Pipeline: d.Pipeline, Endpoints: supacloudEndpoints(d.Auth, d.APIAuth)}}
 	}
 	log := d.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{surface: sf, store: d.Store, log: log, callers: d.Callers, policy: d.Policy, bridges: d.Bridges}
+	s := &Server{store: d.Store, log: log, callers: d.Callers, policy: d.Policy, bridges: d.Bridges}
+	r := mux.NewRouter()
+	if err := s.openSurfaces(d, sfs, r, metaURL, strings.TrimSuffix(publicPath(d.HTTP.PublicURL), "/")); err != nil {
+		return nil, err
+	}
 	ends, _ := d.SessionEnds.(*replica.SessionEndCache) // kept current by the change feed
 	s.changes = replica.NewCoordinator(s, ends, log)
 	if d.HTTP.PublicURL != "" {
@@ -315,11 +318,13 @@ func checkHost(h http.Handler, hostOK func(string) bool) http.Handler {
 	})
 }
 
-// Close ends all MCP sessions and streams and the degraded refresh of
-// Changes.
+// Close ends all MCP sessions and streams, of every surface, and the
+// degraded refresh of Changes.
 func (s *Server) Close() {
 	s.changes.Close()
-	s.surface.Close()
+	for _, sf := range s.surfaces {
+		sf.Close()
+	}
 }
 
 // ready answers /readyz: whether the audit store answers, and for

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"fmt"
+	"net/http"
+
 	"github.com/gorilla/mux"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -15,10 +18,11 @@ import (
 // Surface is one MCP surface of the gateway as a value: the catalog its
 // tools come from, the policy that decides them (its Rego package), the
 // adapter allowed calls go to, the callers it loads, its rate limits, and
-// its endpoints (a route and the credential it takes). Each surface is
-// built by a function of its own (App.supacloudSurface,
-// App.ccServerSurface); App.surfacePipeline turns one into its
-// pipeline.Pipeline, and open serves it.
+// its endpoints (a route and the credential it takes), and the listener
+// it is served on. Each surface is built by a function of its own
+// (App.supacloudSurface, App.ccServerSurface); App.surfacePipeline turns
+// one into its pipeline.Pipeline, and New opens them all with one loop
+// (openSurfaces).
 type Surface struct {
 	// Name is the surface in audit rows, decision logs and rate-limit
 	// rules (gateway.SurfaceSupaCloud, gateway.SurfaceCCServer).
@@ -46,6 +50,13 @@ type Surface struct {
 	ListEveryTool, WorkspaceFromPolicy bool
 	// Endpoints are the routes the surface is served on.
 	Endpoints []Endpoint
+	// Listen is the address of the listener of its own the surface is
+	// served on (cc_server: MCPGATE_CCSERVER_LISTEN); "" serves it on the
+	// main handler (the Server), beside the admin API and the probes.
+	Listen string
+	// Handler serves the endpoints of a surface with a listener of its
+	// own (Listen set), once New opened it; nil for the main handler's.
+	Handler http.Handler
 
 	// Pipeline is the request path over the fields above
 	// (App.surfacePipeline).
@@ -84,10 +95,48 @@ func supacloudEndpoints(agents, apiAuth mcp.Authenticator) []Endpoint {
 	return eps
 }
 
+// openSurfaces opens every surface of sfs, in order, each the same way
+// (open): on r, the main handler, with the resource metadata a 401 names
+// (metaURL) and the public path prefix; or, for a surface with a listener
+// of its own (Surface.Listen), on a handler of its own (Surface.Handler),
+// which serves neither. Exactly one surface is on the main handler: the
+// Server's change handling (admin changes, token revocations, other
+// replicas' announcements) reaches its sessions, as a surface with a
+// listener of its own is refreshed by its own policy's swaps.
+func (s *Server) openSurfaces(d Deps, sfs []*Surface, r *mux.Router, metaURL, prefix string) error {
+	for _, sf := range sfs {
+		var err error
+		switch {
+		case sf.Listen != "":
+			h := mux.NewRouter()
+			if err = sf.open(d, h, "", ""); err == nil {
+				sf.Handler = h
+			}
+		case s.surface != nil:
+			err = fmt.Errorf("surfaces %s and %s are both on the main listener; give one a listener of its own", s.surface.Name, sf.Name)
+		default:
+			if err = sf.open(d, r, metaURL, prefix); err == nil {
+				s.surface = sf
+			}
+		}
+		if err != nil {
+			for _, opened := range s.surfaces {
+				opened.Close()
+			}
+			return err
+		}
+		s.surfaces = append(s.surfaces, sf)
+	}
+	if s.surface == nil {
+		return fmt.Errorf("no surface on the main listener; the gateway serves the SupaCloud surface there")
+	}
+	return nil
+}
+
 // open serves sf on r: one transport per endpoint over sf.Pipeline, with
 // the limits of d; metaURL is the resource metadata a 401 names ("" for
 // none) and prefix the public path prefix the legacy "endpoint" event
-// names /messages under. Every surface is opened here.
+// names /messages under. Every surface is opened here (openSurfaces).
 func (sf *Surface) open(d Deps, r *mux.Router, metaURL, prefix string) error {
 	for _, ep := range sf.Endpoints {
 		t, err := newTransport(d, sf.Pipeline, d.Audit.Guard(sf.Name, ep.Auth), metaURL, ep.Instructions)

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // Secret is a value resolved from the upstreams file that may hold a key
@@ -33,9 +34,10 @@ const Redacted = "[redacted]"
 // NewSecret returns v as a Secret shown as Redacted.
 func NewSecret(v string) Secret { return Secret{&secretBox{value: v, shown: Redacted}} }
 
-// NewURLSecret returns the URL raw as a Secret shown as DisplayURL(raw).
+// NewURLSecret returns the URL raw as a Secret shown as
+// gateway.DisplayURL(raw).
 func NewURLSecret(raw string) Secret {
-	return Secret{&secretBox{value: raw, shown: DisplayURL(raw)}}
+	return Secret{&secretBox{value: raw, shown: gateway.DisplayURL(raw)}}
 }
 
 // Value is the secret itself, for the request that carries it.
@@ -75,16 +77,3 @@ func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) 
 
 // LogValue is the shown form for log/slog.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
-
-// DisplayURL is raw fit for messages, logs and probes: its scheme, host
-// and port only; the user, password, path, query and fragment, any of
-// which may carry a key, are left out (the same rule as
-// mcpupstream.DisplayURL). A URL that does not parse, or has no host, is
-// "(unparsable URL)".
-func DisplayURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(unparsable URL)"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // rawSession speaks MCP over plain HTTP so tests can send what no SDK would.
@@ -142,22 +143,22 @@ func TestBadInput(t *testing.T) {
 				mention string
 				audits  int // audit rows the request must add
 			}{
-				{"malformed JSON", `{"jsonrpc":"2.0","id":1,`, 400, gateway.RPCParseError, "", 0},
-				{"not an object", `42`, 400, gateway.RPCInvalidRequest, "", 0},
-				{"wrong jsonrpc version", `{"jsonrpc":"1.0","id":1,"method":"ping"}`, 400, gateway.RPCInvalidRequest, "", 0},
-				{"missing method", `{"jsonrpc":"2.0","id":1}`, 400, gateway.RPCInvalidRequest, "", 0},
-				{"batch on 2025-06-18", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, 400, gateway.RPCInvalidRequest, "batch", 0},
-				{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"resources/list"}`, 200, gateway.RPCMethodNotFound, "resources/list", 0},
-				{"unknown tool", callBody("app.teleport", `{}`), 200, gateway.RPCInvalidParams, "app.teleport", 1},
-				{"missing required field", callBody("project.get", `{}`), 200, gateway.RPCInvalidParams, "project_id", 1},
-				{"wrong type", callBody("projects.list", `{"limit":"ten"}`), 200, gateway.RPCInvalidParams, "limit", 1},
-				{"unknown field", callBody("projects.list", `{"colour":"red"}`), 200, gateway.RPCInvalidParams, "colour", 1},
-				{"arguments not an object", callBody("projects.list", `[1,2]`), 200, gateway.RPCInvalidParams, "object", 1},
+				{"malformed JSON", `{"jsonrpc":"2.0","id":1,`, 400, wire.RPCParseError, "", 0},
+				{"not an object", `42`, 400, wire.RPCInvalidRequest, "", 0},
+				{"wrong jsonrpc version", `{"jsonrpc":"1.0","id":1,"method":"ping"}`, 400, wire.RPCInvalidRequest, "", 0},
+				{"missing method", `{"jsonrpc":"2.0","id":1}`, 400, wire.RPCInvalidRequest, "", 0},
+				{"batch on 2025-06-18", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, 400, wire.RPCInvalidRequest, "batch", 0},
+				{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"resources/list"}`, 200, wire.RPCMethodNotFound, "resources/list", 0},
+				{"unknown tool", callBody("app.teleport", `{}`), 200, wire.RPCInvalidParams, "app.teleport", 1},
+				{"missing required field", callBody("project.get", `{}`), 200, wire.RPCInvalidParams, "project_id", 1},
+				{"wrong type", callBody("projects.list", `{"limit":"ten"}`), 200, wire.RPCInvalidParams, "limit", 1},
+				{"unknown field", callBody("projects.list", `{"colour":"red"}`), 200, wire.RPCInvalidParams, "colour", 1},
+				{"arguments not an object", callBody("projects.list", `[1,2]`), 200, wire.RPCInvalidParams, "object", 1},
 				{"bad arguments to a tool the profile may not call: the denial, not its schema", callBody("app.deploy", `{"x":1}`), 200, 0, "app.deploy", 1},
-				{"NUL in the tool name is still audited", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"app.pause\u0000","arguments":{}}}`, 200, gateway.RPCInvalidParams, "app.pause", 1},
-				{"tool name longer than any MCP tool name", callBody(strings.Repeat("b", 3000), `{}`), 200, gateway.RPCInvalidParams, "3000 bytes long", 1},
-				{"tools/call name not a string", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5,"arguments":{}}}`, 200, gateway.RPCInvalidParams, "name", 1},
-				{"tools/call params an array", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[1]}`, 200, gateway.RPCInvalidParams, "", 1},
+				{"NUL in the tool name is still audited", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"app.pause\u0000","arguments":{}}}`, 200, wire.RPCInvalidParams, "app.pause", 1},
+				{"tool name longer than any MCP tool name", callBody(strings.Repeat("b", 3000), `{}`), 200, wire.RPCInvalidParams, "3000 bytes long", 1},
+				{"tools/call name not a string", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5,"arguments":{}}}`, 200, wire.RPCInvalidParams, "name", 1},
+				{"tools/call params an array", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[1]}`, 200, wire.RPCInvalidParams, "", 1},
 				{"oversized body", callBody("memory.search", `{"query":"`+strings.Repeat("x", 5000)+`"}`), 413, 0, "", 0},
 			}
 			for _, c := range cases {
@@ -275,7 +276,7 @@ func TestSchemaViolationByVersion(t *testing.T) {
 				}
 				msg = te.Text
 			} else {
-				if r.Error == nil || r.Error.Code != gateway.RPCInvalidParams {
+				if r.Error == nil || r.Error.Code != wire.RPCInvalidParams {
 					t.Fatalf("reply %s %+v, want -32602", r.Result, r.Error)
 				}
 				msg = r.Error.Message

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 const confirmationSecret = "e2e-confirm-0123456789abcdef0123456789"
@@ -103,7 +104,7 @@ func TestDeployConfirmation(t *testing.T) {
 			other := g.demoIDs(t, "ws-a")["$app"].(string)
 			_, err = call(cs, "app.deploy", map[string]any{"app_id": other, "confirmation_token": token, "idempotency_key": "deploy-2"})
 			var werr *jsonrpc.Error
-			if err == nil || !contains(err.Error(), "other arguments") || (errors.As(err, &werr) && werr.Code != gateway.RPCInvalidParams) {
+			if err == nil || !contains(err.Error(), "other arguments") || (errors.As(err, &werr) && werr.Code != wire.RPCInvalidParams) {
 				t.Fatalf("old token, other app: %v, want -32602 saying the token is for other arguments", err)
 			}
 			if ev := g.lastAudit(t, "ws-a", "task-ws-a", "app.deploy"); ev.Status != gateway.AuditError || !containsString(ev.ReasonCodes, "confirmation.other_arguments") {
@@ -136,7 +137,7 @@ func TestDeployConfirmationFailsClosedWithoutSecret(t *testing.T) {
 			} {
 				_, err := call(cs, "app.deploy", args)
 				var werr *jsonrpc.Error
-				if err == nil || !contains(err.Error(), "SUPACLOUD_MCP_CONFIRMATION_SECRET") || (errors.As(err, &werr) && werr.Code != gateway.RPCInternalError) {
+				if err == nil || !contains(err.Error(), "SUPACLOUD_MCP_CONFIRMATION_SECRET") || (errors.As(err, &werr) && werr.Code != wire.RPCInternalError) {
 					t.Fatalf("app.deploy %v without a secret: %v, want -32603 naming SUPACLOUD_MCP_CONFIRMATION_SECRET", args, err)
 				}
 				if ev := g.lastAudit(t, "ws-a", "task-ws-a", "app.deploy"); ev.Status != gateway.AuditError || ev.ErrorClass != "Internal" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auth"
+	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
 )
 
 // The external MCP gateway (docs/requirements.md#external-gateway: /api/mcp, scmt_ API tokens) through
@@ -157,7 +158,7 @@ func TestCoordinatorScopeMatrix(t *testing.T) {
 							}
 							continue
 						}
-						if rpcCode(err) != gateway.RPCMethodNotFound {
+						if rpcCode(err) != wire.RPCMethodNotFound {
 							t.Errorf("%s: want -32601, got %v %+v", tool, err, res)
 						}
 						if !contains(err.Error(), `tool "`+tool+`" not found`) {
@@ -176,7 +177,7 @@ func TestCoordinatorScopeMatrix(t *testing.T) {
 			}
 			h := strings.ReplaceAll(hidden.Error.Message, "app.deploy", "NAME") + string(hidden.Error.Data)
 			u := strings.ReplaceAll(unknown.Error.Message, "app.deploz", "NAME") + string(unknown.Error.Data)
-			if h != u || hidden.Error.Code != unknown.Error.Code || hidden.Error.Code != gateway.RPCMethodNotFound {
+			if h != u || hidden.Error.Code != unknown.Error.Code || hidden.Error.Code != wire.RPCMethodNotFound {
 				t.Errorf("hidden and unknown differ:\n %d %s\n %d %s", hidden.Error.Code, h, unknown.Error.Code, u)
 			}
 			// The hidden call is audited as a denial with the token's

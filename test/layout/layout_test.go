@@ -42,7 +42,8 @@ var (
 	jsonw  = "gateway/internal/jsonw"
 	// approvals holds the approval records the stores keep and the
 	// backend's human gates, beside the code that waits for them; it
-	// imports only the bottom.
+	// imports only the bottom, and the wire package for the elicitation
+	// it asks a person through.
 	approvals = "gateway/approvals"
 	// consoleSession is a signed-in console visitor as the stores keep
 	// it: the standard library only, so the stores do not link the
@@ -59,9 +60,11 @@ var (
 	policyStatus = "gateway/policy/policystatus"
 	anyPkg       = []string{"..."}
 	// pipelineUses are the siblings the tools/call pipeline composes: a
-	// composing package, but not the wiring, and no transport package
-	// (gateway/mcp/...): the transport hands it a gateway.CallRequest.
-	pipelineUses = []string{"gateway", "gateway/store", "gateway/approvals", "gateway/canon", "gateway/confirm", "gateway/policy", "gateway/ratelimit", "tools"}
+	// composing package, but not the wiring, and of the MCP tree only the
+	// wire package (the relay it wraps, the elicitation it asks through,
+	// the Mcp-Param-* check it calls), never the transport
+	// (gateway/mcp): the transport hands it a gateway.CallRequest.
+	pipelineUses = []string{"gateway", "gateway/store", "gateway/approvals", "gateway/canon", "gateway/confirm", "gateway/policy", "gateway/ratelimit", "gateway/mcp/wire", "tools"}
 	// wireUses: a package that speaks MCP to someone may also import the
 	// sanctioned wire package (error mapping, Mcp-Param-* headers).
 	wireUses = []string{"gateway", "gateway/canon", "gateway/store", "gateway/mcp/wire"}
@@ -91,14 +94,14 @@ var (
 		{pkg: "gateway/auth", allow: bottom, test: []string{"gateway/auth"}, why: "wraps golang-jwt"},
 		{pkg: "gateway/auditlog", allow: []string{"gateway"}, test: []string{"gateway/auditlog"}, forbid: noSDKs, why: "the audit events besides tool calls: a bounded queue off the request path, the flood bound of refused credentials"},
 		{pkg: "gateway/mcp/wire", allow: []string{"gateway"}, test: []string{"gateway/mcp/wire"}, forbid: noSDKs,
-			why: "what MCP puts on the wire around the domain (error mapping, Mcp-Param-* headers): the domain and the standard library only"},
+			why: "what MCP puts on the wire around the domain (error mapping, Mcp-Param-* headers, relay, elicitation): the domain and the standard library only"},
 		{pkg: "gateway/mcp/jsonrpc", allow: []string{"gateway", "gateway/canon", "gateway/mcp/wire"}, test: []string{"gateway/mcp/jsonrpc", "gateway/mcp/internal/jsontest"}, forbid: noSDKs,
 			why: "JSON-RPC framing: parses and frames messages, knows no session and no method"},
 		{pkg: "gateway/mcp/sessionid", allow: []string{"gateway"}, test: []string{"gateway/mcp/sessionid"}, forbid: noSDKs,
 			why: "signed session ids: the domain's principal and the standard library only"},
 		{pkg: "gateway/mcp/...", allow: []string{"gateway", "gateway/canon", "gateway/mcp/..."}, test: []string{"gateway/mcp/..."}, why: "wraps the MCP transport"},
-		{pkg: "gateway/approvals", allow: bottom, test: []string{"gateway/approvals", "gateway/sqlite"}, forbid: noSDKs,
-			why: "approvals a person decides: declares the store it consumes, imports no sibling"},
+		{pkg: "gateway/approvals", allow: append(slices.Clip(bottom), "gateway/mcp/wire"), test: []string{"gateway/approvals", "gateway/sqlite"}, forbid: noSDKs,
+			why: "approvals a person decides: declares the store it consumes, imports no sibling (of the MCP tree only the wire package's elicitation)"},
 		{pkg: "gateway/confirm", allow: bottom, test: []string{"gateway/confirm"}, why: "confirmation tokens"},
 		{pkg: policyStatus, test: []string{policyStatus}, forbid: []string{"*"},
 			why: "the policy lifecycle as an operator sees it: the standard library only, so its readers do not link OPA"},
@@ -116,8 +119,8 @@ var (
 		{pkg: "gateway/metrics", allow: bottom, test: []string{"gateway/metrics"}, forbid: noSDKs, why: "wraps Prometheus: the pipeline's observer"},
 		{pkg: "gateway/replica", allow: []string{"gateway", "gateway/store", "gateway/postgres", "gateway/policy", policyStatus}, test: []string{"gateway/replica", "gateway/postgres/..."}, forbid: []string{"github.com/modelcontextprotocol/..."},
 			why: "replica coordination: the store's feed (PostgreSQL's LISTEN/NOTIFY, or in-process), what a replica does with an announcement, the session-end cache, relayed answers, policy reloads on every replica; never the transport, the pipeline or the wiring"},
-		{pkg: "gateway/pipeline", allow: pipelineUses, test: []string{"gateway/sqlite", "gateway/metrics", "gateway/mcp", "gateway/mcp/wire", "policies"},
-			why: "the tools/call steps compose the decision, limits, confirmation, catalog and transport types, and declare the store, policy, adapter and metrics they consume; never a store, the admin API, auth, config or the wiring"},
+		{pkg: "gateway/pipeline", allow: pipelineUses, test: []string{"gateway/sqlite", "gateway/metrics", "gateway/mcp", "policies"},
+			why: "the tools/call steps compose the decision, limits, confirmation, catalog and the wire package's relay and checks, and declare the store, policy, adapter and metrics they consume; never a store, the transport, the admin API, auth, config or the wiring"},
 		{pkg: "tools", allow: bottom, test: []string{"tools"}, why: "the tool catalogs"},
 		{pkg: "tools/search", allow: []string{"gateway", "tools"}, test: []string{"tools/search", "tools"}, forbid: noSDKs, why: "BM25 over a tool catalog and the cc_server search tools: reads the catalog, declares the backend, callers and policy it consumes, wraps nothing else"},
 		{pkg: "adapters/bridge", allow: append(slices.Clip(wireUses), "adapters/mcpupstream"), test: anyPkg,
@@ -299,8 +302,10 @@ func TestViolationsAreReported(t *testing.T) {
 			"gateway/pipeline imports gateway/metrics"},
 		{"the pipeline imports the transport", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/mcp"}},
 			"gateway/pipeline imports gateway/mcp"},
-		{"the pipeline imports the wire package", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/mcp/wire"}},
-			"gateway/pipeline imports gateway/mcp/wire"},
+		{"the pipeline imports the JSON-RPC framing", pkgInfo{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/mcp/jsonrpc"}},
+			"gateway/pipeline imports gateway/mcp/jsonrpc"},
+		{"approvals import the transport", pkgInfo{ImportPath: module + "/gateway/approvals", Imports: []string{module + "/gateway/mcp"}},
+			"gateway/approvals imports gateway/mcp"},
 		{"an adapter imports the transport", pkgInfo{ImportPath: module + "/adapters/mcpupstream", Imports: []string{module + "/gateway/mcp"}},
 			"adapters/mcpupstream imports gateway/mcp"},
 		{"the wire package imports the transport", pkgInfo{ImportPath: module + "/gateway/mcp/wire", Imports: []string{module + "/gateway/mcp"}},
@@ -315,5 +320,8 @@ func TestViolationsAreReported(t *testing.T) {
 	}
 	if got := violations([]pkgInfo{{ImportPath: module + "/gateway/server", Imports: []string{module + "/gateway/postgres"}}}, std); len(got) != 0 {
 		t.Errorf("the composing package may import anything, got %q", got)
+	}
+	if got := violations([]pkgInfo{{ImportPath: module + "/gateway/pipeline", Imports: []string{module + "/gateway/mcp/wire"}}}, std); len(got) != 0 {
+		t.Errorf("the pipeline may import the wire package, got %q", got)
 	}
 }

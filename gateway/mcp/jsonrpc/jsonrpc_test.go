@@ -113,19 +113,19 @@ func FuzzParseBody(f *testing.F) {
 // HTTP 413, -32600.
 func isBatchTooLarge(err error) bool {
 	var pe *wire.ProtocolError
-	return errors.As(err, &pe) && pe.Status == 413 && pe.Code == gateway.RPCInvalidRequest
+	return errors.As(err, &pe) && pe.Status == 413 && pe.Code == wire.RPCInvalidRequest
 }
 
 func isParseError(err error) bool {
 	var pe *wire.ProtocolError
-	return errors.As(err, &pe) && pe.Code == gateway.RPCParseError
+	return errors.As(err, &pe) && pe.Code == wire.RPCParseError
 }
 
 func checkProtocolError(t *testing.T, err error) {
 	t.Helper()
 	var pe *wire.ProtocolError
 	if !errors.As(err, &pe) || pe.Status != 400 || pe.Class != gateway.EInvalid ||
-		(pe.Code != gateway.RPCParseError && pe.Code != gateway.RPCInvalidRequest) {
+		(pe.Code != wire.RPCParseError && pe.Code != wire.RPCInvalidRequest) {
 		t.Fatalf("refusal is %#v, want a 400 parse error or invalid request", err)
 	}
 }

@@ -2,9 +2,14 @@
 // the transport (gateway/mcp) and for the adapters that speak MCP to an
 // upstream: the one mapping of a gateway.Error to its JSON-RPC error
 // object and HTTP status, the transport's own refusals (ProtocolError),
-// and the 2026-07-28 Mcp-Param-* headers (x-mcp-header annotations, their
-// values, and the check of a call's headers against its arguments). It
-// imports only the domain package and the standard library.
+// the 2026-07-28 Mcp-Param-* headers (x-mcp-header annotations, their
+// values, and the check of a call's headers against its arguments), and
+// the seams through which a call talks back to its client: the relay of
+// what an upstream sends during a call (Relay, in the call's context) and
+// the elicitation the approval step asks through (Elicitor). The
+// transport makes them, the pipeline wraps and checks them, the adapters
+// and approvals use them. It imports only the domain package and the
+// standard library.
 package wire
 
 import (
@@ -16,8 +21,19 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// JSON-RPC codes of MCP itself, beside the JSON-RPC 2.0 codes of the
-// relay contract (gateway.RPCParseError ... gateway.RPCInternalError).
+// JSON-RPC 2.0 error codes (JSON-RPC 2.0 §5.1), in which the relay
+// contract speaks too: a relayed request that the client, the transport or
+// the policy refuses ends with an *RPCError of one of them, which the
+// adapter answers the upstream with.
+const (
+	RPCParseError     = -32700
+	RPCInvalidRequest = -32600
+	RPCMethodNotFound = -32601
+	RPCInvalidParams  = -32602
+	RPCInternalError  = -32603
+)
+
+// JSON-RPC codes of MCP itself, beside the JSON-RPC 2.0 codes above.
 const (
 	// RPCMissingClientCapability is MissingRequiredClientCapabilityError of
 	// MCP 2026-07-28 (SEP-2575): the spec's own code, not one the gateway
@@ -45,15 +61,15 @@ func RPCCode(c gateway.ErrorCode) int {
 	case gateway.EInvalid, gateway.EConflict:
 		// A conflict on the MCP path is a client's reuse of an idempotency
 		// key with other arguments: something the caller fixes, not -32603.
-		return gateway.RPCInvalidParams
+		return RPCInvalidParams
 	case gateway.EMethodNotFound:
-		return gateway.RPCMethodNotFound
+		return RPCMethodNotFound
 	case gateway.EMissingCapability:
 		return RPCMissingClientCapability
 	case gateway.EForbidden, gateway.ERateLimited, gateway.EUnauthenticated:
-		return gateway.RPCInvalidRequest
+		return RPCInvalidRequest
 	default:
-		return gateway.RPCInternalError
+		return RPCInternalError
 	}
 }
 
@@ -102,19 +118,19 @@ func IsProtocolError(err error) bool {
 
 // ErrParse is the reply to a body that is not JSON (HTTP 400, -32700).
 func ErrParse(format string, args ...any) *ProtocolError {
-	return &ProtocolError{Status: http.StatusBadRequest, Code: gateway.RPCParseError, Class: gateway.EInvalid, Msg: fmt.Sprintf(format, args...)}
+	return &ProtocolError{Status: http.StatusBadRequest, Code: RPCParseError, Class: gateway.EInvalid, Msg: fmt.Sprintf(format, args...)}
 }
 
 // ErrInvalidRequest is the reply to JSON that is not an acceptable
 // JSON-RPC request for this endpoint (HTTP 400, -32600).
 func ErrInvalidRequest(format string, args ...any) *ProtocolError {
-	return &ProtocolError{Status: http.StatusBadRequest, Code: gateway.RPCInvalidRequest, Class: gateway.EInvalid, Msg: fmt.Sprintf(format, args...)}
+	return &ProtocolError{Status: http.StatusBadRequest, Code: RPCInvalidRequest, Class: gateway.EInvalid, Msg: fmt.Sprintf(format, args...)}
 }
 
 // ErrStatus is a transport error with its own HTTP status (403, 404, 405,
 // 406, 409, 413); the JSON-RPC code stays -32600.
 func ErrStatus(status int, class gateway.ErrorCode, format string, args ...any) *ProtocolError {
-	return &ProtocolError{Status: status, Code: gateway.RPCInvalidRequest, Class: class, Msg: fmt.Sprintf(format, args...)}
+	return &ProtocolError{Status: status, Code: RPCInvalidRequest, Class: class, Msg: fmt.Sprintf(format, args...)}
 }
 
 // ErrHeaderMismatch is HTTP 400 with HeaderMismatch (-32020).

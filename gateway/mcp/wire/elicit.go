@@ -1,4 +1,4 @@
-package gateway
+package wire
 
 import "context"
 
@@ -10,7 +10,7 @@ import "context"
 type Elicitor interface {
 	// Elicit sends req to the client and returns the user's answer. It
 	// returns when the client answers, ctx ends (ctx.Err()) or the session
-	// cannot carry the request (an EUnavailable error).
+	// cannot carry the request (a gateway.EUnavailable error).
 	Elicit(ctx context.Context, req ElicitRequest) (ElicitResult, error)
 }
 
@@ -36,18 +36,19 @@ type ElicitResult struct {
 	Content map[string]any `json:"content,omitempty"`
 }
 
-const elicitorKey ctxKey = iota + 100
+// elicitorKey is the context key of the request's Elicitor.
+type elicitorKey struct{}
 
 // WithElicitor returns ctx carrying e, the elicitation path to the user of
 // the client that sent the request.
 func WithElicitor(ctx context.Context, e Elicitor) context.Context {
-	return context.WithValue(ctx, elicitorKey, e)
+	return context.WithValue(ctx, elicitorKey{}, e)
 }
 
 // ElicitorFrom returns the Elicitor ctx carries, or nil when the calling
 // client did not declare the elicitation capability (or its transport
 // cannot send server-to-client requests).
 func ElicitorFrom(ctx context.Context) Elicitor {
-	e, _ := ctx.Value(elicitorKey).(Elicitor)
+	e, _ := ctx.Value(elicitorKey{}).(Elicitor)
 	return e
 }
