@@ -171,6 +171,13 @@ func (s *JWKS) Status() JWKSStatus {
 	return st
 }
 
+// Refresh fetches the key set now, as the background refresh does, and
+// reports whether it succeeded (the cached keys stay when it did not).
+func (s *JWKS) Refresh() bool {
+	s.refresh()
+	return s.Status().State == "ok"
+}
+
 // Generation changes whenever the key set does.
 func (s *JWKS) Generation() uint64 { return s.gen.Load() }
 

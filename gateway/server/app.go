@@ -66,6 +66,9 @@ type App struct {
 	// Bridges are the bridged upstreams of MCPGATE_UPSTREAMS_FILE, by
 	// surface (only surfaces that have some); nil without the file.
 	Bridges map[string]*bridge.Bridge
+	// Keys is the identity provider's key set both surfaces' JWTs verify
+	// with (MCPGATE_JWT_JWKS_URL, MCPGATE_JWT_DISCOVERY); nil without.
+	Keys    *auth.JWKS
 	closers []func() error
 
 	// metrics is the Prometheus observer of the request path and of the
@@ -81,9 +84,6 @@ type App struct {
 	policies  *surfacePolicies
 	policyCtx context.Context
 	tested    *policy.TestedBundles
-	// keys is the identity provider's key set both surfaces' JWTs verify
-	// with (MCPGATE_JWT_JWKS_URL, MCPGATE_JWT_DISCOVERY); nil without.
-	keys *auth.JWKS
 }
 
 // Open opens the store named by cfg.DatabaseURL and applies its migrations,
@@ -107,11 +107,11 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	a.metrics, a.tested = metrics.New(reg), policy.NewTestedBundles(0)
 	a.openFanout(log)
 	var err error
-	if a.keys, err = a.openKeys(log, reg); err != nil {
+	if a.Keys, err = a.openKeys(log, reg); err != nil {
 		return err
 	}
 	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
-		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM, Keys: a.keys,
+		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM, Keys: a.Keys,
 		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Leeway: cfg.JWTLeeway,
 	}); err != nil {
 		return err
@@ -283,7 +283,7 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, ma
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
 		SessionSecret: cfg.SessionSecret, SessionEnds: replica.NewSessionEndCache(a.Store, 0, !a.feed.Shared()),
-		Explain: a.explain(main.Adapter), Keys: a.keys,
+		Explain: a.explain(main.Adapter), Keys: a.Keys,
 	}
 	if approvalsSvc != nil {
 		d.Approvals = approvalsSvc
