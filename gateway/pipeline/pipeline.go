@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -175,6 +176,10 @@ type Pipeline struct {
 	// the pipeline imports no transport package. nil refuses every call
 	// that carries headers to check (fail closed).
 	CheckParamHeaders func(call *gateway.CallRequest, inputSchema json.RawMessage) error
+	// Tracer, when set, traces each tools/call: a server span per call
+	// and a child span per step (trace.go, DESIGN §13); nil (tracing
+	// off, the default) costs one nil check per step.
+	Tracer trace.Tracer
 }
 
 // Call is the state of one tools/call. Each step reads what the steps
@@ -275,6 +280,7 @@ var callSteps = []step{
 // CallTool runs one tools/call through callSteps and writes exactly one
 // audit row for it, whatever the outcome, before it returns.
 func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, params *gateway.CallRequest) (*gateway.ToolResult, error) {
+	ctx, span := pl.startCallSpan(ctx, params)
 	c := pl.newCall(ctx, p, params)
 	defer func() {
 		if c.storeCancel != nil {
@@ -282,12 +288,14 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, params *
 		}
 	}()
 	var err error
-	for _, s := range callSteps {
-		if err = s(pl, ctx, c); err != nil || c.Answered {
+	for i, s := range callSteps {
+		if err = pl.runStep(ctx, i, s, c); err != nil || c.Answered {
 			break
 		}
 	}
-	return pl.finish(ctx, c, err)
+	res, err := pl.finish(ctx, c, err)
+	endCallSpan(span, c, res, err)
+	return res, err
 }
 
 // newCall starts the state of a call: its audit row as far as the

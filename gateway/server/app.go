@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/adapters/bridge"
@@ -84,6 +85,9 @@ type App struct {
 	policies  *surfacePolicies
 	policyCtx context.Context
 	tested    *policy.TestedBundles
+	// tracer starts the pipelines' spans when OTEL_EXPORTER_OTLP_ENDPOINT
+	// configures traces (openTracing); nil: off.
+	tracer trace.Tracer
 }
 
 // Open opens the store named by cfg.DatabaseURL and applies its migrations,
@@ -108,6 +112,9 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	a.openFanout(log)
 	var err error
 	if a.Keys, err = a.openKeys(log, reg); err != nil {
+		return err
+	}
+	if err := a.openTracing(ctx, log, version); err != nil {
 		return err
 	}
 	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
@@ -245,7 +252,7 @@ func (a *App) surfacePipeline(sf *Surface, log *zap.Logger, approvals *approvals
 		Logger: log, Metrics: a.metrics, AuditArguments: cfg.AuditArguments,
 		RateLimits: sf.Limits, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 		Confirmer: sf.Confirmer, Surface: sf.Name, ListEveryTool: sf.ListEveryTool, WorkspaceFromPolicy: sf.WorkspaceFromPolicy,
-		CheckParamHeaders: wire.CheckParamHeaders,
+		CheckParamHeaders: wire.CheckParamHeaders, Tracer: a.tracer,
 	}
 	if approvals != nil {
 		pl.Approvals = approvals
@@ -283,7 +290,7 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, ma
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
 		SessionSecret: cfg.SessionSecret, SessionEnds: replica.NewSessionEndCache(a.Store, 0, !a.feed.Shared()),
-		Explain: a.explain(main.Adapter), Keys: a.Keys,
+		Explain: a.explain(main.Adapter), Keys: a.Keys, Traced: a.tracer != nil,
 	}
 	if approvalsSvc != nil {
 		d.Approvals = approvalsSvc

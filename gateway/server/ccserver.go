@@ -126,7 +126,7 @@ func (cc *CCServer) serve(d Deps) error {
 	if err := cc.open(d, r, "", ""); err != nil {
 		return err
 	}
-	cc.Handler = r
+	cc.Handler = traced(r, d.Traced)
 	return nil
 }
 

@@ -148,6 +148,10 @@ type Deps struct {
 	// Keys is the identity provider's key set, whose state /readyz shows
 	// (App.openKeys); nil: none.
 	Keys *auth.JWKS
+	// Traced reads each request's trace context (traceparent) and MCP
+	// session headers for the pipeline's spans (tracing.Middleware); set
+	// when tracing is on.
+	Traced bool
 }
 
 // apiMCPPath is the external MCP gateway (docs/requirements.md#external-gateway; external
@@ -247,7 +251,7 @@ func New(d Deps) (*Server, error) {
 			r.Handle(path, checked)
 		}
 	}
-	s.handler, s.probes = r, checked
+	s.handler, s.probes = traced(r, d.Traced), checked
 	return s, nil
 }
 
