@@ -422,14 +422,21 @@ func (s *JWKS) refreshForUnknown() bool {
 // errNoKey is a token whose key the set does not hold.
 var errNoKey = errors.New("no key of the identity provider's key set")
 
-// keyfunc returns the key that verifies t: by kid (refreshing the set
-// once for an unknown one), or for a token without kid every key of the
-// token's algorithm. The key's own algorithm must be the token's.
+// keyfunc returns the key that verifies t: by kid, or for a token without
+// kid every key of the token's algorithm. The key's own algorithm must be
+// the token's. When the set holds no such key it is refreshed once (at
+// most once per unknownKIDEvery, whoever asks) and looked up again.
 func (s *JWKS) keyfunc(t *jwt.Token) (any, error) {
-	k, err := s.kf.KeyfuncCtx(s.ctx)(t)
-	if errors.Is(err, jwkset.ErrKeyNotFound) && s.refreshForUnknown() {
-		k, err = s.kf.KeyfuncCtx(s.ctx)(t)
+	k, err := s.lookup(t)
+	if errors.Is(err, errNoKey) && s.refreshForUnknown() {
+		k, err = s.lookup(t)
 	}
+	return k, err
+}
+
+// lookup is keyfunc on the keys held now.
+func (s *JWKS) lookup(t *jwt.Token) (any, error) {
+	k, err := s.kf.KeyfuncCtx(s.ctx)(t)
 	if errors.Is(err, jwkset.ErrKeyNotFound) {
 		return nil, errNoKey
 	}

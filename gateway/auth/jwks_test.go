@@ -346,3 +346,52 @@ func TestJWKSRefreshFollowsCachingHeaders(t *testing.T) {
 		t.Fatalf("next refresh in %s, want the provider's max-age of 15m", got)
 	}
 }
+
+// A provider that was down when the gateway started: the first token
+// (here one without kid) refreshes the empty set once it answers.
+func TestJWKSEmptySetRefreshesForAToken(t *testing.T) {
+	shortUnknownKID(t)
+	k := testKeys()
+	p := newProvider(t)
+	p.serve([]byte("starting"))
+	s, _ := newJWKS(t, JWKSConfig{URL: p.URL})
+	if st := s.Status(); st.Keys != 0 {
+		t.Fatalf("status %+v, want no key yet", st)
+	}
+	p.serveKeys(t, jwkOf{kid: "a", pub: &k.rsa.PublicKey})
+	j := newVerifier(t, JWTConfig{Keys: s})
+	if _, err := authenticate(j, "Bearer "+sign(jwt.SigningMethodRS256, k.rsa, claims())); err != nil {
+		t.Fatalf("a token once the provider answers: %v", err)
+	}
+}
+
+// PublicJWKS publishes the keys Signer signs with: a token of either key
+// verifies against the document, and a bad key is refused by position.
+func TestPublicJWKS(t *testing.T) {
+	k := testKeys()
+	pems := [][]byte{pkcs8(t, k.rsa), pkcs8(t, k.ec)}
+	doc, err := PublicJWKS(pems...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProvider(t)
+	p.serve(doc)
+	s, _ := newJWKS(t, JWKSConfig{URL: p.URL})
+	j := newVerifier(t, JWTConfig{Keys: s})
+	for i, pem := range pems {
+		signer, err := NewSigner(SignerConfig{PrivateKeyPEM: pem, Audience: DefaultAudience, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := signer.Sign(AgentClaims{Subject: "u", WorkspaceID: "w", TaskID: "t"}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := authenticate(j, "Bearer "+tok); err != nil {
+			t.Fatalf("key %d: %v", i+1, err)
+		}
+	}
+	if _, err := PublicJWKS(pems[0], []byte("not a key")); err == nil || !strings.Contains(err.Error(), "key 2") {
+		t.Fatalf("a bad second key: %v, want an error naming key 2", err)
+	}
+}
