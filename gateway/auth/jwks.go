@@ -102,11 +102,14 @@ type JWKS struct {
 	// tokens it accepted under an older one.
 	gen atomic.Uint64
 
-	mu          sync.Mutex // serialises refreshes; guards the fields below
-	jwksURL     string     // discovered or configured
-	fingerprint string     // of the key set held
-	lastErr     error      // of the last refresh; nil: fresh
-	lastOK      time.Time
+	// fetching serialises refreshes and guards jwksURL and fingerprint;
+	// mu guards the state Status and refreshForUnknown read, so neither
+	// waits for a provider that is slow to answer.
+	fetching    sync.Mutex
+	jwksURL     string // discovered or configured
+	fingerprint string // of the key set held
+	mu          sync.Mutex
+	lastErr     error     // of the last refresh; nil: fresh
 	lastUnknown time.Time // last refresh an unknown kid started
 }
 
@@ -200,26 +203,28 @@ func (s *JWKS) loop(next time.Duration) {
 // and returns when to refresh next: the response's freshness, or
 // jwksRetry after a failure, which keeps the cached keys.
 func (s *JWKS) refresh() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.fetching.Lock()
+	defer s.fetching.Unlock()
 	age, err := s.fetch()
 	if s.cfg.OnRefresh != nil {
 		s.cfg.OnRefresh(err == nil)
 	}
+	s.mu.Lock()
+	was := s.lastErr
+	s.lastErr = err
+	s.mu.Unlock()
 	if err != nil {
-		s.lastErr = err
 		s.log.Warn("identity provider key set refresh failed; the cached keys keep verifying, /readyz shows degraded",
 			zap.String("jwks_url", s.jwksURL), zap.String("issuer", s.cfg.Issuer), zap.Error(err))
 		return jwksRetry
 	}
-	if s.lastErr != nil {
+	if was != nil {
 		s.log.Info("identity provider key set refreshed again", zap.String("jwks_url", s.jwksURL))
 	}
-	s.lastErr, s.lastOK = nil, time.Now()
 	return age
 }
 
-// fetch runs one refresh under s.mu.
+// fetch runs one refresh under s.fetching.
 func (s *JWKS) fetch() (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
 	defer cancel()

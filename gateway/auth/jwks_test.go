@@ -395,3 +395,35 @@ func TestPublicJWKS(t *testing.T) {
 		t.Fatalf("a bad second key: %v, want an error naming key 2", err)
 	}
 }
+
+// Status (and so /readyz) answers while a refresh waits for a provider
+// that does not answer.
+func TestJWKSStatusDoesNotWaitForARefresh(t *testing.T) {
+	k := testKeys()
+	p := newProvider(t)
+	p.serveKeys(t, jwkOf{kid: "a", pub: &k.rsa.PublicKey})
+	s, _ := newJWKS(t, JWKSConfig{URL: p.URL, Timeout: time.Minute})
+	arrived, release := make(chan struct{}), make(chan struct{})
+	p.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	refreshed := make(chan struct{})
+	go func() { s.refresh(); close(refreshed) }()
+	<-arrived
+	status := make(chan JWKSStatus)
+	go func() { status <- s.Status() }()
+	select {
+	case st := <-status:
+		if st.Keys != 1 {
+			t.Errorf("status during a refresh %+v, want the cached key", st)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("Status waited for the refresh in progress")
+	}
+	close(release)
+	<-refreshed
+}
