@@ -331,6 +331,15 @@ func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *g
 // tools/call. A principal whose workspace the store does not know sees no
 // tool (every call would be refused); tools/call says why.
 func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]gateway.ListedTool, error) {
+	if ctx, span := pl.listSpan(ctx); span != nil {
+		defer span.End()
+		return pl.listTools(ctx, p)
+	}
+	return pl.listTools(ctx, p)
+}
+
+// listTools is ListTools.
+func (pl *Pipeline) listTools(ctx context.Context, p *gateway.Principal) ([]gateway.ListedTool, error) {
 	if pl.ListEveryTool {
 		out := make([]gateway.ListedTool, 0, pl.Catalog.Len())
 		for _, t := range pl.Catalog.Tools() {

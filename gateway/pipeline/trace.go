@@ -47,18 +47,31 @@ func (pl *Pipeline) startCallSpan(ctx context.Context, params *gateway.CallReque
 			ctx = tracing.FromMeta(ctx, meta)
 		}
 	}
+	return pl.startServerSpan(ctx, "tools/call "+params.Name, "tools/call",
+		attribute.String(attrToolName, params.Name), attribute.String(attrOperation, "execute_tool"))
+}
+
+// startServerSpan starts the server span name of an MCP request of
+// method, with the session and protocol version of its HTTP request.
+func (pl *Pipeline) startServerSpan(ctx context.Context, name, method string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	attrs = append(attrs, attribute.String(attrMethod, method))
 	session, version := tracing.Transport(ctx)
-	attrs := []attribute.KeyValue{
-		attribute.String(attrMethod, "tools/call"), attribute.String(attrToolName, params.Name),
-		attribute.String(attrOperation, "execute_tool"),
-	}
 	if session != "" {
 		attrs = append(attrs, attribute.String(attrSession, session))
 	}
 	if version != "" {
 		attrs = append(attrs, attribute.String(attrProtocolVersion, version))
 	}
-	return pl.Tracer.Start(ctx, "tools/call "+params.Name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	return pl.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+}
+
+// listSpan starts the server span of a tools/list when tracing is on
+// (nil when off); the caller ends it.
+func (pl *Pipeline) listSpan(ctx context.Context) (context.Context, trace.Span) {
+	if pl.Tracer == nil {
+		return ctx, nil
+	}
+	return pl.startServerSpan(ctx, "tools/list", "tools/list")
 }
 
 // endCallSpan records the call's decision and outcome on span (nil: off)

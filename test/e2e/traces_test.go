@@ -173,6 +173,7 @@ const (
 	allowedTrace  = "4bf92f3577b34da6a3ce929d0e0e4736"
 	refusedTrace  = "5bf92f3577b34da6a3ce929d0e0e4736"
 	upstreamTrace = "6bf92f3577b34da6a3ce929d0e0e4736"
+	listTrace     = "7bf92f3577b34da6a3ce929d0e0e4736"
 	clientSpan    = "00f067aa0ba902b7"
 )
 
@@ -230,6 +231,15 @@ func TestTraces(t *testing.T) {
 	steps = strings.Join(children(spans, call), " ")
 	if !strings.Contains(steps, "mcpgate.decide") || strings.Contains(steps, "mcpgate.dispatch") {
 		t.Errorf("refused call's step spans %q: want the decision and no dispatch", steps)
+	}
+
+	// tools/list is a server span too.
+	if code := tracedPost(t, s, traceparent(listTrace), `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`); code != http.StatusOK {
+		t.Fatalf("tools/list: HTTP %d", code)
+	}
+	list := span(t, recv.trace(t, listTrace, "tools/list"), "tools/list")
+	if a := attrs(list); list.Kind != tracepb.Span_SPAN_KIND_SERVER || a["mcp.method.name"] != "tools/list" || a["mcp.session.id"] != s.sid {
+		t.Fatalf("tools/list span: kind %v attributes %v", list.Kind, a)
 	}
 
 	// The decision log names each call's trace.
