@@ -241,10 +241,11 @@ func (s *JWKS) fetch() (time.Duration, error) {
 		Client: s.client(&hdr), Ctx: ctx, HTTPTimeout: s.cfg.Timeout, Storage: staging,
 	})
 	if err != nil {
+		err = fmt.Errorf("JWKS %s: %w", s.jwksURL, err)
 		if s.cfg.URL == "" {
 			s.jwksURL = "" // discover again: the provider may have moved it
 		}
-		return 0, fmt.Errorf("JWKS %s: %w", s.jwksURL, err)
+		return 0, err
 	}
 	fetched, _ := staging.KeyReadAll(ctx)
 	usable := s.screen(fetched)
