@@ -341,7 +341,7 @@ func (a *Adapter) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway
 			k = kindOf(input.Round().Capabilities) // a stateless client on a session-only upstream
 		}
 		raw, err = a.roundTripOn(ctx, k, "tools/call "+call.Tool, false, relay, func(id int64) []byte {
-			return callBody(id, call, args, progress, nil)
+			return callBody(id, call, args, progress, nil, traceMeta(ctx))
 		})
 	}
 	if err != nil {
@@ -398,7 +398,7 @@ func arguments(call gateway.ToolCall) (json.RawMessage, *gateway.Error) {
 // nil) also carries the client's inputResponses and requestState, and in
 // _meta the protocol version, the client capabilities the policy left and
 // log level debug (the relay filters by the client's own level).
-func callBody(id int64, call gateway.ToolCall, args json.RawMessage, progress bool, round *wire.InputRound) []byte {
+func callBody(id int64, call gateway.ToolCall, args json.RawMessage, progress bool, round *wire.InputRound, trace [2]string) []byte {
 	b := make([]byte, 0, 160+len(call.Tool)+len(args)+len(call.WorkspaceID)+len(call.TaskID)+len(call.Actor))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendInt(b, id, 10)
@@ -425,7 +425,8 @@ func callBody(id int64, call gateway.ToolCall, args json.RawMessage, progress bo
 		b = append(b, caps...)
 		first = false
 	}
-	for _, kv := range [...][2]string{{MetaWorkspaceID, call.WorkspaceID}, {MetaTaskID, call.TaskID}, {MetaActor, call.Actor}} {
+	for _, kv := range [...][2]string{{MetaWorkspaceID, call.WorkspaceID}, {MetaTaskID, call.TaskID}, {MetaActor, call.Actor},
+		{metaTraceparent, trace[0]}, {metaTracestate, trace[1]}} {
 		if kv[1] == "" {
 			continue
 		}

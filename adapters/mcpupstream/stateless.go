@@ -47,7 +47,7 @@ func (a *Adapter) callStateless(ctx context.Context, call gateway.ToolCall, args
 	defer cancel()
 	s := &upSession{version: statelessVersion, tool: call.Tool, params: a.paramHeaders(call, args)}
 	id := a.ids.Add(1)
-	raw, _, err := a.exchange(ctx, s, id, callBody(id, call, args, progress, round), relay)
+	raw, _, err := a.exchange(ctx, s, id, callBody(id, call, args, progress, round, traceMeta(ctx)), relay)
 	if err == nil {
 		return raw, nil
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
+	"github.com/mcpgate/mcpgate/gateway/tracing"
 )
 
 // upSession is the adapter's session with the upstream.
@@ -373,6 +374,14 @@ func (a *Adapter) send(ctx context.Context, s *upSession, body []byte) (*http.Re
 		h["Mcp-Session-Id"] = []string{s.id}
 	}
 	h["Mcp-Protocol-Version"] = []string{s.version}
+	if tp, ts := tracing.Inject(ctx); tp != "" {
+		// The call's trace goes on to the upstream (DESIGN §13), in the
+		// headers as in params._meta (callBody).
+		h["Traceparent"] = []string{tp}
+		if ts != "" {
+			h["Tracestate"] = []string{ts}
+		}
+	}
 	if s.tool != "" {
 		h["Mcp-Method"] = []string{"tools/call"}
 		h["Mcp-Name"] = []string{headerName(s.tool)}

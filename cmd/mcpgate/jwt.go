@@ -85,7 +85,45 @@ is owner or admin, U signs in at /console with it and manages W's API tokens.`,
 	f.StringVar(&o.kind, "kind", "", "with --cc: user or agent, the kind claim (absent: agent when --workspace is given, else user)")
 	f.BoolVar(&o.console, "console", false, "a console sign-in JWT for --user of --workspace (aud "+auth.ConsoleAudience+", at most "+auth.ConsoleMaxLifetime.String()+"): an owner or admin of the workspace manages its API tokens in /console")
 	f.BoolVar(&o.dev, "dev", false, "use the secret of `mcpgate serve --dev` ("+devSecretsFile+" in the current folder)")
-	cmd.AddCommand(mint)
+	cmd.AddCommand(mint, newJWKSCmd(out))
+	return cmd
+}
+
+// newJWKSCmd prints the JWKS of private keys: the key set a development
+// identity provider publishes (docs/operations.md, "Identity provider").
+func newJWKSCmd(out io.Writer) *cobra.Command {
+	var keyFiles []string
+	cmd := &cobra.Command{
+		Use:   "jwks --key-file KEY [--key-file KEY2 …]",
+		Short: "print the JWKS of PEM private keys, for a development identity provider (MCPGATE_JWT_JWKS_URL)",
+		Long: `Print the JWKS document ({"keys":[…]}) of the public halves of the given PEM
+private keys (RSA of at least 2048 bits, ECDSA P-256 or Ed25519), each with
+use "sig", its algorithm and a kid derived from the key. Served by any web
+server, it is a key set the gateway verifies agent and cc_server JWTs with
+(MCPGATE_JWT_JWKS_URL) while "mcpgate jwt mint --key-file KEY" signs them;
+give two keys to rotate from one to the other.`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			if len(keyFiles) == 0 {
+				return fmt.Errorf("give at least one --key-file (a PEM private key)")
+			}
+			pems := make([][]byte, 0, len(keyFiles))
+			for _, f := range keyFiles {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					return fmt.Errorf("--key-file: %w", err)
+				}
+				pems = append(pems, b)
+			}
+			doc, err := auth.PublicJWKS(pems...)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(out, "%s\n", doc)
+			return err
+		},
+	}
+	cmd.Flags().StringArrayVar(&keyFiles, "key-file", nil, "PEM private key (repeat for several)")
 	return cmd
 }
 

@@ -17,6 +17,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,8 +46,8 @@ const (
 	minRSABits = 2048
 )
 
-// JWTConfig configures agent session JWT verification. Exactly one of Secret
-// and PublicKeyPEM must be set.
+// JWTConfig configures agent session JWT verification. Exactly one of Secret,
+// PublicKeyPEM and Keys must be set.
 type JWTConfig struct {
 	// Secret is the HS256 key (MCPGATE_JWT_SECRET), at least 32 bytes.
 	Secret []byte
@@ -54,6 +55,12 @@ type JWTConfig struct {
 	// MCPGATE_JWT_PUBLIC_KEY_FILE): RSA (≥ 2048 bits) selects RS256, ECDSA
 	// P-256 selects ES256, Ed25519 selects EdDSA.
 	PublicKeyPEM []byte
+	// Keys is an identity provider's key set (MCPGATE_JWT_JWKS_URL or
+	// MCPGATE_JWT_DISCOVERY, DESIGN §12): each token is verified by the
+	// key its kid names, with the algorithm that key fixes. The verifier
+	// does not own it (the caller closes it); several verifiers may share
+	// one.
+	Keys *JWKS
 	// Issuer, when set, is the iss every token must carry (MCPGATE_JWT_ISSUER).
 	Issuer string
 	// Audience is the aud every token must include; "" means "mcpgate".
@@ -70,7 +77,9 @@ type JWTConfig struct {
 // It is safe for concurrent use.
 type JWT struct {
 	alg      string
-	key      any // []byte for HS256, else the public key
+	key      any // []byte for HS256, else the public key; nil with jwks
+	jwks     *JWKS
+	keyfunc  jwt.Keyfunc // j.key, or the key set's lookup
 	audience string
 	issuer   string
 	now      func() time.Time
@@ -89,10 +98,18 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 	if err != nil {
 		return nil, err
 	}
+	methods := []string{alg}
+	if cfg.Keys != nil {
+		methods = jwksMethods
+	}
 	if cfg.Leeway < 0 {
 		return nil, fmt.Errorf("JWT leeway %s is negative; use a duration ≥ 0 (%s)", cfg.Leeway, EnvLeeway)
 	}
-	j := &JWT{alg: alg, key: key, audience: cfg.Audience, issuer: cfg.Issuer, now: cfg.Now}
+	j := &JWT{alg: alg, key: key, jwks: cfg.Keys, audience: cfg.Audience, issuer: cfg.Issuer, now: cfg.Now}
+	j.keyfunc = func(*jwt.Token) (any, error) { return j.key, nil }
+	if j.jwks != nil {
+		j.keyfunc = j.jwks.keyfunc
+	}
 	if j.audience == "" {
 		j.audience = DefaultAudience
 	}
@@ -107,7 +124,7 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 	leeway := cfg.Leeway
 	j.leeway = leeway
 	opts := []jwt.ParserOption{
-		jwt.WithValidMethods([]string{alg}),
+		jwt.WithValidMethods(methods),
 		jwt.WithAudience(j.audience),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
@@ -124,13 +141,33 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 }
 
 // Algorithm returns the one JWS algorithm this verifier accepts
-// ("HS256", "RS256", "ES256" or "EdDSA").
+// ("HS256", "RS256", "ES256" or "EdDSA"), or with an identity provider's
+// key set jwksAlgorithms: each key fixes its own.
 func (j *JWT) Algorithm() string { return j.alg }
+
+// jwksMethods are the algorithms keys of a key set may fix; each token
+// must use its key's (JWKS.keyfunc).
+var jwksMethods = []string{jwt.SigningMethodRS256.Alg(), jwt.SigningMethodES256.Alg(), jwt.SigningMethodEdDSA.Alg()}
+
+// jwksAlgorithms is Algorithm with a key set.
+const jwksAlgorithms = "RS256, ES256 or EdDSA (the algorithm of the identity provider's key)"
+
+// accepts reports whether a token whose header names alg can verify.
+func (j *JWT) accepts(alg string) bool {
+	if j.jwks != nil {
+		return slices.Contains(jwksMethods, alg)
+	}
+	return alg == j.alg
+}
 
 // loadKey picks the algorithm from whichever key is configured.
 func loadKey(cfg JWTConfig) (string, any, error) {
 	hasSecret, hasPEM := len(cfg.Secret) > 0, len(cfg.PublicKeyPEM) > 0
 	switch {
+	case cfg.Keys != nil && (hasSecret || hasPEM):
+		return "", nil, fmt.Errorf("%s (or %s) is set with %s or %s; choose one source of keys", EnvJWKSURL, EnvDiscovery, EnvSecret, EnvPublicKeyFile)
+	case cfg.Keys != nil:
+		return jwksAlgorithms, nil, nil
 	case hasSecret && hasPEM:
 		return "", nil, fmt.Errorf("both %s and %s are set; set exactly one (a shared HS256 secret or a public key)", EnvSecret, EnvPublicKeyFile)
 	case hasSecret:

@@ -47,8 +47,8 @@ func (j *JWT) Authenticate(r *http.Request) (*gateway.Principal, error) {
 	if len(raw) > maxTokenBytes {
 		return nil, unauthenticated("bearer token is longer than %d bytes; send the agent session JWT issued for the task", maxTokenBytes)
 	}
-	now := j.now()
-	if p, ok := j.verified.get(raw, now, j.leeway); ok {
+	now, gen := j.now(), j.generation()
+	if p, ok := j.verified.get(raw, now, j.leeway, gen); ok {
 		return p, nil
 	}
 	var c sessionClaims
@@ -67,8 +67,17 @@ func (j *JWT) Authenticate(r *http.Request) (*gateway.Principal, error) {
 		ProfileID:   c.ProfileID,
 		ExpiresAt:   c.ExpiresAt.Time.UTC(),
 	}
-	j.verified.put(raw, p, &c, now, j.leeway)
+	j.verified.put(raw, p, &c, now, j.leeway, gen)
 	return p, nil
+}
+
+// generation is the key set's generation (JWKS.Generation), 0 with a
+// fixed key: a token verified under another generation is verified again.
+func (j *JWT) generation() uint64 {
+	if j.jwks == nil {
+		return 0
+	}
+	return j.jwks.Generation()
 }
 
 // BearerToken returns the credential of "Authorization: Bearer <token>"
@@ -113,8 +122,15 @@ func (j *JWT) explain(err error, tok *jwt.Token, c *sessionClaims) error {
 	if tok == nil || errors.Is(err, jwt.ErrTokenMalformed) {
 		return malformed(err)
 	}
-	if alg, _ := tok.Header["alg"].(string); alg != j.alg {
+	if alg, _ := tok.Header["alg"].(string); !j.accepts(alg) {
 		return j.wrongAlgorithm(alg)
+	}
+	if errors.Is(err, errNoKey) {
+		kid, _ := tok.Header["kid"].(string)
+		return unauthenticated("token's key (kid %s) is not in the identity provider's key set, or verifies another algorithm; request a new token (keys the provider removed stop verifying)", displayWord(kid))
+	}
+	if errors.Is(err, jwt.ErrTokenSignatureInvalid) && j.jwks != nil {
+		return unauthenticated("token signature does not verify with the identity provider's keys; request a token from the issuer this gateway trusts (%s)", EnvIssuer)
 	}
 	if errors.Is(err, jwt.ErrTokenSignatureInvalid) {
 		return unauthenticated("token signature does not verify with the configured %s key; request a token issued for this gateway", j.alg)

@@ -38,7 +38,7 @@ const maxShownMember = 40
 // explained, since the claims decoded may be the confused ones.
 // A refusal is an EUnauthenticated *gateway.Error naming the member.
 func (j *JWT) parseStrict(p *jwt.Parser, raw string, c jwt.Claims, known []string) (*jwt.Token, error) {
-	tok, err := p.ParseWithClaims(raw, c, func(*jwt.Token) (any, error) { return j.key, nil })
+	tok, err := p.ParseWithClaims(raw, c, j.keyfunc)
 	if tok == nil || errors.Is(err, jwt.ErrTokenMalformed) || errors.Is(err, jwt.ErrTokenSignatureInvalid) || errors.Is(err, jwt.ErrTokenUnverifiable) {
 		return tok, err
 	}

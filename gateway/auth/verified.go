@@ -19,6 +19,7 @@ const maxVerifiedTokens = 4096
 type verifiedToken struct {
 	p             gateway.Principal
 	exp, nbf, iat time.Time
+	gen           uint64 // the key set generation it verified under
 }
 
 // validAt reports whether the time checks the parser made still hold at
@@ -40,17 +41,18 @@ type verifiedTokens struct {
 	m  map[string]*verifiedToken
 }
 
-// get returns the principal of raw when raw was verified before and its
-// time claims hold at now; a cached token that no longer holds is
-// forgotten (the caller verifies it again, which explains the refusal).
-func (c *verifiedTokens) get(raw string, now time.Time, leeway time.Duration) (*gateway.Principal, bool) {
+// get returns the principal of raw when raw was verified before, under
+// key set generation gen, and its time claims hold at now; a cached token
+// that no longer holds is forgotten (the caller verifies it again, which
+// explains the refusal): a key the provider removed stops verifying.
+func (c *verifiedTokens) get(raw string, now time.Time, leeway time.Duration, gen uint64) (*gateway.Principal, bool) {
 	c.mu.RLock()
 	v := c.m[raw]
 	c.mu.RUnlock()
 	if v == nil {
 		return nil, false
 	}
-	if !v.validAt(now, leeway) {
+	if v.gen != gen || !v.validAt(now, leeway) {
 		c.mu.Lock()
 		if c.m[raw] == v {
 			delete(c.m, raw)
@@ -62,12 +64,13 @@ func (c *verifiedTokens) get(raw string, now time.Time, leeway time.Duration) (*
 	return &p, true
 }
 
-// put remembers raw, verified at now, as naming p with claims c. When the
+// put remembers raw, verified at now under key set generation gen, as
+// naming p with claims c. When the
 // cache is full, the tokens no longer valid are dropped, and if that
 // frees nothing the whole cache is, so it never holds more than
 // maxVerifiedTokens.
-func (c *verifiedTokens) put(raw string, p *gateway.Principal, cl *sessionClaims, now time.Time, leeway time.Duration) {
-	v := &verifiedToken{p: *p, exp: numericTime(cl.ExpiresAt), nbf: numericTime(cl.NotBefore), iat: numericTime(cl.IssuedAt)}
+func (c *verifiedTokens) put(raw string, p *gateway.Principal, cl *sessionClaims, now time.Time, leeway time.Duration, gen uint64) {
+	v := &verifiedToken{p: *p, exp: numericTime(cl.ExpiresAt), nbf: numericTime(cl.NotBefore), iat: numericTime(cl.IssuedAt), gen: gen}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {

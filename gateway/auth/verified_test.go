@@ -90,7 +90,7 @@ func TestVerifiedTokensBounded(t *testing.T) {
 	if n := len(j.verified.m); n > maxVerifiedTokens {
 		t.Fatalf("cache holds %d tokens, want at most %d", n, maxVerifiedTokens)
 	}
-	if _, ok := j.verified.get(tok, now, j.leeway); !ok {
+	if _, ok := j.verified.get(tok, now, j.leeway, 0); !ok {
 		t.Fatal("the newest token is not cached")
 	}
 }

@@ -31,6 +31,13 @@ type Config struct {
 	JWTPublicKeyPEM []byte
 	// JWTIssuer (MCPGATE_JWT_ISSUER) is required in "iss" when set.
 	JWTIssuer string
+	// JWTJWKSURL (MCPGATE_JWT_JWKS_URL) is an identity provider's key set
+	// that verifies agent and cc_server JWTs instead of a secret or key
+	// file (DESIGN §12).
+	JWTJWKSURL string
+	// JWTDiscovery (MCPGATE_JWT_DISCOVERY=true) finds the key set from
+	// JWTIssuer's OpenID configuration instead.
+	JWTDiscovery bool
 	// JWTAudience (MCPGATE_JWT_AUDIENCE, default mcpgate) is required in "aud".
 	JWTAudience string
 	// JWTLeeway is the clock skew tolerated on a JWT's exp, nbf and iat
@@ -189,6 +196,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		AdminToken:         getenv("MCPGATE_ADMIN_TOKEN"),
 		JWTSecret:          []byte(getenv("MCPGATE_JWT_SECRET")),
 		JWTIssuer:          getenv("MCPGATE_JWT_ISSUER"),
+		JWTJWKSURL:         getenv("MCPGATE_JWT_JWKS_URL"),
+		JWTDiscovery:       r.boolean("MCPGATE_JWT_DISCOVERY"),
 		JWTAudience:        r.str("MCPGATE_JWT_AUDIENCE", "mcpgate"),
 		UpstreamURL:        getenv("MCPGATE_UPSTREAM_URL"),
 		UpstreamTier:       gateway.Tier(r.str("MCPGATE_UPSTREAM_TIER", string(gateway.TierOps))),
@@ -243,6 +252,7 @@ func (c *Config) validate(r *reader) {
 		r.fail("MCPGATE_DATABASE_URL: want postgres://… or sqlite:PATH")
 	}
 	switch {
+	case c.identityProvider(r): // checked there
 	case len(c.JWTSecret) > 0 && len(c.JWTPublicKeyPEM) > 0:
 		r.fail("MCPGATE_JWT_SECRET and MCPGATE_JWT_PUBLIC_KEY_FILE are both set; choose one key")
 	case len(c.JWTSecret) == 0 && len(c.JWTPublicKeyPEM) == 0:

@@ -8,6 +8,8 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
@@ -44,6 +46,11 @@ type Event struct {
 	// Custom is OPA's field for what a deployment adds: mcpgate puts the
 	// tool name and the request id there ("tool", "request_id").
 	Custom map[string]any `json:"custom,omitempty"`
+	// TraceID and SpanID name the span of the decision when the call is
+	// traced (DESIGN §13), as OPA's own events do with distributed
+	// tracing on; empty otherwise.
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 }
 
 // BundleInfo is OPA's per-bundle metadata of an event.
@@ -157,6 +164,9 @@ func (l *Logger) logDecision(ctx context.Context, surface string, d *gateway.Dec
 	}
 	if id := gateway.RequestIDFrom(ctx); id != "" {
 		ev.Custom["request_id"] = id
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		ev.TraceID, ev.SpanID = sc.TraceID().String(), sc.SpanID().String()
 	}
 	if revision != "" {
 		ev.Bundles = map[string]BundleInfo{surface: {Revision: revision}}

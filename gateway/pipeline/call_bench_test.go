@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/canon"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
@@ -99,6 +101,33 @@ func benchPipeline(b *testing.B, bundle fstest.MapFS, adapter pipeline.Adapter) 
 func BenchmarkCallTool(b *testing.B) {
 	ctx := context.Background()
 	pl, p := benchPipeline(b, allowBundle, structuredAdapter{})
+	raw := json.RawMessage(`{"workflow_id":"wfl-1","inputs":{"date":"2026-11-30","count":3}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		args, err := canon.Decode(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := pl.CallTool(ctx, p, &gateway.CallRequest{Name: "workflow.trigger", Arguments: args.(map[string]any), RawArguments: raw})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(res); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallToolTraced is BenchmarkCallTool with tracing on: every
+// call sampled, its server span and step spans recorded (and dropped, no
+// exporter), for the cost tracing adds against BenchmarkCallTool, where
+// it is off (docs/benchmarks.md).
+func BenchmarkCallToolTraced(b *testing.B) {
+	ctx := context.Background()
+	pl, p := benchPipeline(b, allowBundle, structuredAdapter{})
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	b.Cleanup(func() { _ = tp.Shutdown(ctx) })
+	pl.Tracer = tp.Tracer("bench")
 	raw := json.RawMessage(`{"workflow_id":"wfl-1","inputs":{"date":"2026-11-30","count":3}}`)
 	b.ReportAllocs()
 	for b.Loop() {

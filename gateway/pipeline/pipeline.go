@@ -18,6 +18,7 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -176,6 +177,10 @@ type Pipeline struct {
 	// for one (docs/requirements.md#cc-approval: requiresApproval tools and guard prompts); nil
 	// refuses every such call (fail closed).
 	Approvals Approver
+	// Tracer, when set, traces each tools/call: a server span per call
+	// and a child span per step (trace.go; docs/operations.md, "Traces"); nil (tracing
+	// off, the default) costs one nil check per step.
+	Tracer trace.Tracer
 }
 
 // Call is the state of one tools/call. Each step reads what the steps
@@ -284,6 +289,7 @@ var callSteps = []step{
 // CallTool runs one tools/call through callSteps and writes exactly one
 // audit row for it, whatever the outcome, before it returns.
 func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, params *gateway.CallRequest) (*gateway.ToolResult, error) {
+	ctx, span := pl.startCallSpan(ctx, params)
 	c := pl.newCall(ctx, p, params)
 	defer func() {
 		if c.storeCancel != nil {
@@ -292,7 +298,7 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, params *
 	}()
 	var err error
 	for i, retries := 0, 0; i < len(callSteps); i++ {
-		err = callSteps[i](pl, ctx, c)
+		err = pl.runStep(ctx, i, callSteps[i], c)
 		if errors.Is(err, errFlowChanged) && retries < maxFlowRetries {
 			// Another call of the session read new labels after this
 			// one's decision: decide again on the history as it is now.
@@ -307,7 +313,9 @@ func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, params *
 			break
 		}
 	}
-	return pl.finish(ctx, c, err)
+	res, err := pl.finish(ctx, c, err)
+	endCallSpan(span, c, res, err)
+	return res, err
 }
 
 // newCall starts the state of a call: its audit row as far as the
@@ -343,6 +351,15 @@ func (pl *Pipeline) newCall(ctx context.Context, p *gateway.Principal, params *g
 // tools/call. A principal whose workspace the store does not know sees no
 // tool (every call would be refused); tools/call says why.
 func (pl *Pipeline) ListTools(ctx context.Context, p *gateway.Principal) ([]gateway.ListedTool, error) {
+	if ctx, span := pl.listSpan(ctx); span != nil {
+		defer span.End()
+		return pl.listTools(ctx, p)
+	}
+	return pl.listTools(ctx, p)
+}
+
+// listTools is ListTools.
+func (pl *Pipeline) listTools(ctx context.Context, p *gateway.Principal) ([]gateway.ListedTool, error) {
 	cat := pl.catalog()
 	if pl.ListEveryTool {
 		out := make([]gateway.ListedTool, 0, cat.Len())

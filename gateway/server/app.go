@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/mcpgate/mcpgate/adapters/bridge"
@@ -68,7 +69,10 @@ type App struct {
 	Bridges map[string]*bridge.Bridge
 	// Audit writes the audit events besides tool calls (DESIGN.md §10)
 	// off the request path, until the App closes.
-	Audit   *auditlog.Log
+	Audit *auditlog.Log
+	// Keys is the identity provider's key set both surfaces' JWTs verify
+	// with (MCPGATE_JWT_JWKS_URL, MCPGATE_JWT_DISCOVERY); nil without.
+	Keys    *auth.JWKS
 	closers []func() error
 	// syncs keep each bridged surface's registry in step with its bridge
 	// and the pins (upstreams.go); upstreamTools is their gauge.
@@ -88,6 +92,9 @@ type App struct {
 	policies  *surfacePolicies
 	policyCtx context.Context
 	tested    *policy.TestedBundles
+	// tracer starts the pipelines' spans when OTEL_EXPORTER_OTLP_ENDPOINT
+	// configures traces (openTracing); nil: off.
+	tracer trace.Tracer
 }
 
 // Open opens the store named by cfg.DatabaseURL and applies its migrations,
@@ -111,8 +118,14 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	a.metrics, a.tested = metrics.New(reg), policy.NewTestedBundles(0)
 	a.openFanout(log)
 	var err error
+	if a.Keys, err = a.openKeys(log, reg); err != nil {
+		return err
+	}
+	if err := a.openTracing(ctx, log, version); err != nil {
+		return err
+	}
 	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
-		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM,
+		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM, Keys: a.Keys,
 		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Leeway: cfg.JWTLeeway,
 	}); err != nil {
 		return err
@@ -240,6 +253,7 @@ func (a *App) surfacePipeline(sf *Surface, log *zap.Logger, approvals *approvals
 		Logger: log, Metrics: a.metrics, AuditArguments: cfg.AuditArguments,
 		RateLimits: sf.Limits, Refusals: pipeline.NewRefusalLimiter(cfg.RefusedCallsPerSecond),
 		Confirmer: sf.Confirmer, Surface: sf.Name, ListEveryTool: sf.ListEveryTool, WorkspaceFromPolicy: sf.WorkspaceFromPolicy,
+		Tracer: a.tracer,
 	}
 	if approvals != nil {
 		pl.Approvals = approvals
@@ -277,7 +291,7 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, su
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
 		SessionSecret: cfg.SessionSecret, SessionEnds: replica.NewSessionEndCache(a.Store, 0, !a.feed.Shared()),
-		Explain: a.explain(main.Adapter),
+		Explain: a.explain(main.Adapter), Keys: a.Keys, Traced: a.tracer != nil,
 	}
 	if approvalsSvc != nil {
 		d.Approvals = approvalsSvc

@@ -98,7 +98,7 @@ func (a *App) ccServerSurface(ctx context.Context, log *zap.Logger, version stri
 		return nil, err
 	}
 	if cc.JWT, err = auth.NewJWT(auth.JWTConfig{
-		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM, Issuer: cfg.JWTIssuer, Audience: cfg.CCServer.JWTAudience,
+		Secret: cfg.JWTSecret, PublicKeyPEM: cfg.JWTPublicKeyPEM, Keys: a.Keys, Issuer: cfg.JWTIssuer, Audience: cfg.CCServer.JWTAudience,
 		Leeway: cfg.JWTLeeway,
 	}); err != nil {
 		return nil, err

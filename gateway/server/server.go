@@ -56,6 +56,7 @@ type Server struct {
 	changes *replica.Coordinator
 	policy  admin.Policy
 	bridges map[string]Bridged // /readyz
+	keys    *auth.JWKS         // /readyz
 }
 
 // CallerInvalidator drops cached callers; *callercache.Cache implements
@@ -156,6 +157,13 @@ type Deps struct {
 	// Bridges are the bridged upstreams by surface, whose states /readyz
 	// shows; nil: none.
 	Bridges map[string]Bridged
+	// Keys is the identity provider's key set, whose state /readyz shows
+	// (App.openKeys); nil: none.
+	Keys *auth.JWKS
+	// Traced reads each request's trace context (traceparent) and MCP
+	// session headers for the pipeline's spans (tracing.Middleware); set
+	// when tracing is on.
+	Traced bool
 }
 
 // apiMCPPath is the external MCP gateway (docs/requirements.md#external-gateway; external
@@ -199,7 +207,7 @@ func New(d Deps) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{store: d.Store, log: log, callers: d.Callers, policy: d.Policy, bridges: d.Bridges}
+	s := &Server{store: d.Store, log: log, callers: d.Callers, policy: d.Policy, bridges: d.Bridges, keys: d.Keys}
 	r := mux.NewRouter()
 	if err := s.openSurfaces(d, sfs, r, metaURL, strings.TrimSuffix(publicPath(d.HTTP.PublicURL), "/")); err != nil {
 		return nil, err
@@ -257,7 +265,7 @@ func New(d Deps) (*Server, error) {
 			r.Handle(path, checked)
 		}
 	}
-	s.handler, s.probes = r, checked
+	s.handler, s.probes = traced(r, d.Traced), checked
 	return s, nil
 }
 
@@ -349,6 +357,15 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		// A degraded upstream leaves the replica ready: everything else
 		// (and the other upstreams) serve; operators read the states.
 		body["upstreams"] = readyUpstreams(s.bridges)
+	}
+	if s.keys != nil {
+		st, ok := readyKeys(s.keys)
+		body["jwks"] = st
+		if !ok {
+			body["status"], body["reason"] = "unavailable", "no key of the identity provider verifies yet; see the gateway's log"
+			writeJSON(w, http.StatusServiceUnavailable, body)
+			return
+		}
 	}
 	if err := s.store.Ping(ctx); err != nil {
 		s.log.Warn("readyz: the audit store does not answer; the gateway refuses tool calls until it does", zap.Error(err))

@@ -110,7 +110,7 @@ func (s *Server) openSurfaces(d Deps, sfs []*Surface, r *mux.Router, metaURL, pr
 		case sf.Listen != "":
 			h := mux.NewRouter()
 			if err = sf.open(d, h, "", ""); err == nil {
-				sf.Handler = h
+				sf.Handler = traced(h, d.Traced)
 			}
 		case s.surface != nil:
 			err = fmt.Errorf("surfaces %s and %s are both on the main listener; give one a listener of its own", s.surface.Name, sf.Name)

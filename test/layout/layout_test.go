@@ -64,12 +64,16 @@ var (
 	// wire package (the relay it wraps, the elicitation it asks through,
 	// the Mcp-Param-* check it calls), never the transport
 	// (gateway/mcp): the transport hands it a gateway.CallRequest.
-	pipelineUses = []string{"gateway", "gateway/store", "gateway/approvals", "gateway/canon", "gateway/confirm", "gateway/policy", "gateway/ratelimit", "gateway/mcp/wire", "tools"}
+	pipelineUses = []string{"gateway", "gateway/store", "gateway/approvals", "gateway/canon", "gateway/confirm", "gateway/policy", "gateway/ratelimit", "gateway/mcp/wire", "tools", tracing}
 	// wireUses: a package that speaks MCP to someone may also import the
 	// sanctioned wire package (error mapping, Mcp-Param-* headers).
-	wireUses = []string{"gateway", "gateway/canon", "gateway/store", "gateway/mcp/wire"}
-	noSDKs   = []string{"github.com/open-policy-agent/...", "github.com/modelcontextprotocol/...", "github.com/santhosh-tekuri/jsonschema/..."}
-	rules    = []rule{
+	wireUses = []string{"gateway", "gateway/canon", "gateway/store", "gateway/mcp/wire", tracing}
+	// tracing wraps the OpenTelemetry SDK and the W3C trace context in
+	// HTTP headers and params._meta (SEP-414): the pipeline's spans and
+	// the adapters' propagation to an upstream read it.
+	tracing = "gateway/tracing"
+	noSDKs  = []string{"github.com/open-policy-agent/...", "github.com/modelcontextprotocol/...", "github.com/santhosh-tekuri/jsonschema/..."}
+	rules   = []rule{
 		{pkg: "gateway", why: "domain types: the standard library only, and the one JSON encoder",
 			allow: []string{jsonw}, forbid: []string{"*"}},
 		{pkg: "gateway/canon", allow: []string{jsonw}, test: []string{"gateway/canon"}, forbid: noSDKs,
@@ -116,6 +120,7 @@ var (
 		{pkg: "gateway/callercache", allow: bottom, test: []string{"gateway/callercache"}, why: "the caller cache"},
 		{pkg: "gateway/decisionlog", allow: bottom, test: []string{"gateway/decisionlog"},
 			why: "the decision log (OPA's event format, its file and HTTP sinks): it declares the Masker and Stats it consumes and imports no sibling"},
+		{pkg: tracing, test: []string{tracing}, forbid: noSDKs, why: "wraps the OpenTelemetry SDK (OTLP exporter, sampler from OTEL_*) and the trace context in HTTP headers and params._meta; imports none of ours"},
 		{pkg: "gateway/metrics", allow: bottom, test: []string{"gateway/metrics"}, forbid: noSDKs, why: "wraps Prometheus: the pipeline's observer"},
 		{pkg: "gateway/replica", allow: []string{"gateway", "gateway/store", "gateway/postgres", "gateway/policy", policyStatus}, test: []string{"gateway/replica", "gateway/postgres/..."}, forbid: []string{"github.com/modelcontextprotocol/..."},
 			why: "replica coordination: the store's feed (PostgreSQL's LISTEN/NOTIFY, or in-process), what a replica does with an announcement, the session-end cache, relayed answers, policy reloads on every replica; never the transport, the pipeline or the wiring"},

@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/tracing"
+)
+
+// Span attributes of a tools/call (DESIGN §13): the OpenTelemetry MCP
+// semantic conventions' names, and mcpgate's decision.
+const (
+	attrMethod          = "mcp.method.name"
+	attrSession         = "mcp.session.id"
+	attrProtocolVersion = "mcp.protocol.version"
+	attrToolName        = "gen_ai.tool.name"
+	attrOperation       = "gen_ai.operation.name"
+	attrErrorType       = "error.type"
+	attrAllowed         = "mcpgate.decision.allowed"
+	attrDecisionID      = "mcpgate.decision.id"
+	attrRevision        = "mcpgate.policy.revision"
+	attrReason          = "mcpgate.decision.reason"
+	attrAuditStatus     = "mcpgate.audit.status"
+)
+
+// startCallSpan starts the server span of a tools/call when tracing is
+// on, named "tools/call {tool}" as the MCP semantic conventions say, a
+// child of the trace context in params._meta (SEP-414) or else of the
+// HTTP request's traceparent (tracing.Middleware). Off, it returns ctx
+// and a nil span.
+func (pl *Pipeline) startCallSpan(ctx context.Context, params *gateway.CallRequest) (context.Context, trace.Span) {
+	if pl.Tracer == nil {
+		return ctx, nil
+	}
+	if len(params.Meta) > 0 {
+		var meta map[string]any
+		if json.Unmarshal(params.Meta, &meta) == nil {
+			ctx = tracing.FromMeta(ctx, meta)
+		}
+	}
+	return pl.startServerSpan(ctx, "tools/call "+params.Name, "tools/call",
+		attribute.String(attrToolName, params.Name), attribute.String(attrOperation, "execute_tool"))
+}
+
+// startServerSpan starts the server span name of an MCP request of
+// method, with the session and protocol version of its HTTP request.
+func (pl *Pipeline) startServerSpan(ctx context.Context, name, method string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	attrs = append(attrs, attribute.String(attrMethod, method))
+	session, version := tracing.Transport(ctx)
+	if session != "" {
+		attrs = append(attrs, attribute.String(attrSession, session))
+	}
+	if version != "" {
+		attrs = append(attrs, attribute.String(attrProtocolVersion, version))
+	}
+	return pl.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+}
+
+// listSpan starts the server span of a tools/list when tracing is on
+// (nil when off); the caller ends it.
+func (pl *Pipeline) listSpan(ctx context.Context) (context.Context, trace.Span) {
+	if pl.Tracer == nil {
+		return ctx, nil
+	}
+	return pl.startServerSpan(ctx, "tools/list", "tools/list")
+}
+
+// endCallSpan records the call's decision and outcome on span (nil: off)
+// and ends it.
+func endCallSpan(span trace.Span, c *Call, res *gateway.ToolResult, err error) {
+	if span == nil {
+		return
+	}
+	ev := c.Event
+	span.SetAttributes(attribute.String(attrAuditStatus, ev.Status), attribute.String(attrRevision, ev.PolicyRevision))
+	if d := c.Decision; d != nil {
+		span.SetAttributes(attribute.Bool(attrAllowed, d.Allow), attribute.String(attrDecisionID, d.ID))
+	} else {
+		span.SetAttributes(attribute.Bool(attrAllowed, false))
+	}
+	if len(ev.ReasonCodes) > 0 {
+		span.SetAttributes(attribute.String(attrReason, ev.ReasonCodes[0]))
+	}
+	switch {
+	case err != nil:
+		span.SetAttributes(attribute.String(attrErrorType, string(gateway.ErrorCodeOf(err))))
+		span.SetStatus(codes.Error, gateway.ErrorMessageOf(err))
+	case res != nil && res.IsError:
+		span.SetAttributes(attribute.String(attrErrorType, "tool_error"))
+		span.SetStatus(codes.Error, "tool_error")
+	}
+	span.End()
+}
+
+// runStep runs step i of callSteps, in a child span named after the step
+// when tracing is on (the one hook on the step loop: steps know nothing
+// of tracing).
+func (pl *Pipeline) runStep(ctx context.Context, i int, s step, c *Call) error {
+	if pl.Tracer == nil {
+		return s(pl, ctx, c)
+	}
+	ctx, span := pl.Tracer.Start(ctx, stepNames()[i])
+	err := s(pl, ctx, c)
+	if err != nil {
+		span.SetStatus(codes.Error, gateway.ErrorMessageOf(err))
+	}
+	span.End()
+	return err
+}
+
+// stepNames are the names of callSteps' methods ("decide", "dispatch",
+// …), read once from the functions themselves, so a step added to the
+// list is named without more code.
+var stepNames = sync.OnceValue(func() []string {
+	out := make([]string, len(callSteps))
+	for i, s := range callSteps {
+		name := runtime.FuncForPC(reflect.ValueOf(s).Pointer()).Name() // …/pipeline.(*Pipeline).decide-fm
+		name = strings.TrimSuffix(name[strings.LastIndexByte(name, '.')+1:], "-fm")
+		out[i] = "mcpgate." + name
+	}
+	return out
+})
+
+// traceID is the trace id of ctx's span, "" without one.
+func traceID(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		return sc.TraceID().String()
+	}
+	return ""
+}

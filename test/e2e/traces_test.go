@@ -1,0 +1,321 @@
+package e2e
+
+import (
+	"context"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mcpgate/mcpgate/gateway"
+)
+
+// otlpReceiver is an OTLP/HTTP trace receiver: it decodes the real
+// protobuf export requests and keeps every span with its service name.
+type otlpReceiver struct {
+	*httptest.Server
+	mu    sync.Mutex
+	spans []receivedSpan
+}
+
+type receivedSpan struct {
+	service string
+	*tracepb.Span
+}
+
+func newReceiver(t *testing.T) *otlpReceiver {
+	t.Helper()
+	r := &otlpReceiver{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		var export collectortrace.ExportTraceServiceRequest
+		if req.URL.Path != "/v1/traces" || proto.Unmarshal(body, &export) != nil {
+			http.Error(w, "want an OTLP/HTTP protobuf trace export on /v1/traces", http.StatusBadRequest)
+			return
+		}
+		r.mu.Lock()
+		for _, rs := range export.ResourceSpans {
+			service := ""
+			for _, a := range rs.Resource.GetAttributes() {
+				if a.Key == "service.name" {
+					service = a.Value.GetStringValue()
+				}
+			}
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					r.spans = append(r.spans, receivedSpan{service, s})
+				}
+			}
+		}
+		r.mu.Unlock()
+		out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// trace waits until the spans of traceID include one named name and
+// returns them all.
+func (r *otlpReceiver) trace(t *testing.T, traceID, name string) []receivedSpan {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var out []receivedSpan
+		found := false
+		r.mu.Lock()
+		for _, s := range r.spans {
+			if hex.EncodeToString(s.TraceId) == traceID {
+				out = append(out, s)
+				found = found || s.Name == name
+			}
+		}
+		r.mu.Unlock()
+		if found {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no span %q of trace %s received within 10 s; got %d spans of it", name, traceID, len(out))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// span returns the span of spans named name.
+func span(t *testing.T, spans []receivedSpan, name string) receivedSpan {
+	t.Helper()
+	for _, s := range spans {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no span %q among %v", name, names(spans))
+	return receivedSpan{}
+}
+
+func names(spans []receivedSpan) []string {
+	out := make([]string, len(spans))
+	for i, s := range spans {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// children are the names of the spans of spans whose parent is p.
+func children(spans []receivedSpan, p receivedSpan) []string {
+	var out []string
+	for _, s := range spans {
+		if string(s.ParentSpanId) == string(p.SpanId) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// attrs are a span's string, bool and integer attributes as text.
+func attrs(s receivedSpan) map[string]string {
+	out := map[string]string{}
+	for _, a := range s.Attributes {
+		switch v := a.Value.GetValue().(type) {
+		case *commonpb.AnyValue_StringValue:
+			out[a.Key] = v.StringValue
+		case *commonpb.AnyValue_BoolValue:
+			out[a.Key] = strconv.FormatBool(v.BoolValue)
+		case *commonpb.AnyValue_IntValue:
+			out[a.Key] = strconv.FormatInt(v.IntValue, 10)
+		}
+	}
+	return out
+}
+
+// tracedPost posts body on s with header traceparent (none when "").
+func tracedPost(t *testing.T, s *rawSession, traceparent, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Mcp-Session-Id", s.sid)
+	req.Header.Set("MCP-Protocol-Version", s.version)
+	if traceparent != "" {
+		req.Header.Set("traceparent", traceparent)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	_, _ = io.ReadAll(resp.Body)
+	return resp.StatusCode
+}
+
+// Trace contexts the client sends: 4bf92f… is the W3C example's trace.
+const (
+	allowedTrace  = "4bf92f3577b34da6a3ce929d0e0e4736"
+	refusedTrace  = "5bf92f3577b34da6a3ce929d0e0e4736"
+	upstreamTrace = "6bf92f3577b34da6a3ce929d0e0e4736"
+	listTrace     = "7bf92f3577b34da6a3ce929d0e0e4736"
+	clientSpan    = "00f067aa0ba902b7"
+)
+
+func traceparent(traceID string) string { return "00-" + traceID + "-" + clientSpan + "-01" }
+
+// TestTraces: with OTEL_EXPORTER_OTLP_ENDPOINT set, each tools/call is a
+// server span named after the MCP semantic conventions, a child of the
+// client's trace context (the HTTP traceparent, or params._meta's), with
+// a child span per pipeline step and the decision as attributes; the
+// decision log names the trace; an upstream receives the context in its
+// headers and _meta, so its span is a child of the gateway's dispatch
+// (DESIGN §13). Spans are sent as OTLP/HTTP protobuf to a receiver here.
+func TestTraces(t *testing.T) {
+	recv := newReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	logFile := filepath.Join(t.TempDir(), "decisions.jsonl")
+	g := startGateway(t, "sqlite:"+filepath.Join(t.TempDir(), "traces.db"), map[string]string{"MCPGATE_DECISION_LOG_FILE": logFile})
+	seedFixtures(t, g)
+	s := g.raw(t, g.token(t, "ws-a", "mia", "task-ws-a", "reader"))
+
+	// An allowed call, its context in the HTTP header.
+	if code := tracedPost(t, s, traceparent(allowedTrace), callBody("projects.list", `{}`)); code != http.StatusOK {
+		t.Fatalf("allowed call: HTTP %d", code)
+	}
+	spans := recv.trace(t, allowedTrace, "tools/call projects.list")
+	call := span(t, spans, "tools/call projects.list")
+	a := attrs(call)
+	if call.Kind != tracepb.Span_SPAN_KIND_SERVER || hex.EncodeToString(call.ParentSpanId) != clientSpan ||
+		a["mcp.method.name"] != "tools/call" || a["gen_ai.tool.name"] != "projects.list" || a["mcp.session.id"] != s.sid ||
+		a["mcp.protocol.version"] != protocolVersion || a["mcpgate.decision.allowed"] != "true" ||
+		a["mcpgate.decision.id"] == "" || a["mcpgate.policy.revision"] == "" || a["mcpgate.audit.status"] != "allowed" {
+		t.Fatalf("allowed call's span: kind %v parent %x attributes %v", call.Kind, call.ParentSpanId, a)
+	}
+	steps := strings.Join(children(spans, call), " ")
+	for _, want := range []string{"mcpgate.resolveTool", "mcpgate.decide", "mcpgate.confirmOrReserve", "mcpgate.dispatch"} {
+		if !strings.Contains(steps, want) {
+			t.Errorf("allowed call's step spans %q lack %s", steps, want)
+		}
+	}
+
+	// A refused call, its context in params._meta (SEP-414) only.
+	refused := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"app.deploy","arguments":{"app_id":"x"},"_meta":{"traceparent":"` + traceparent(refusedTrace) + `"}}}`
+	if code := tracedPost(t, s, "", refused); code != http.StatusOK {
+		t.Fatalf("refused call: HTTP %d", code)
+	}
+	spans = recv.trace(t, refusedTrace, "tools/call app.deploy")
+	call = span(t, spans, "tools/call app.deploy")
+	a = attrs(call)
+	if hex.EncodeToString(call.ParentSpanId) != clientSpan || a["mcpgate.decision.allowed"] != "false" || a["mcpgate.decision.reason"] == "" ||
+		a["mcpgate.audit.status"] != "denied" || call.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
+		t.Fatalf("refused call's span: parent %x status %v attributes %v", call.ParentSpanId, call.Status, a)
+	}
+	steps = strings.Join(children(spans, call), " ")
+	if !strings.Contains(steps, "mcpgate.decide") || strings.Contains(steps, "mcpgate.dispatch") {
+		t.Errorf("refused call's step spans %q: want the decision and no dispatch", steps)
+	}
+
+	// tools/list is a server span too.
+	if code := tracedPost(t, s, traceparent(listTrace), `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`); code != http.StatusOK {
+		t.Fatalf("tools/list: HTTP %d", code)
+	}
+	list := span(t, recv.trace(t, listTrace, "tools/list"), "tools/list")
+	if a := attrs(list); list.Kind != tracepb.Span_SPAN_KIND_SERVER || a["mcp.method.name"] != "tools/list" || a["mcp.session.id"] != s.sid {
+		t.Fatalf("tools/list span: kind %v attributes %v", list.Kind, a)
+	}
+
+	// The decision log names each call's trace.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(logFile)
+		if strings.Contains(string(b), `"trace_id":"`+allowedTrace+`"`) && strings.Contains(string(b), `"trace_id":"`+refusedTrace+`"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("decision log without the calls' trace ids: %s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// An upstream call: the upstream's span is a child of the dispatch.
+	up, metaSeen := tracedUpstream(t, recv.URL)
+	gu := startGateway(t, "sqlite:"+filepath.Join(t.TempDir(), "upstream.db"), map[string]string{
+		"MCPGATE_UPSTREAM_URL": up, "MCPGATE_UPSTREAM_TIER": "read",
+	})
+	st, ctx := gu.app.Store, context.Background()
+	must(t, st.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-a", Name: "Workspace ws-a", Slug: "ws-a"}))
+	must(t, st.PutTask(ctx, &gateway.Task{WorkspaceID: "ws-a", ID: "task-ws-a", Status: gateway.TaskRunning}))
+	must(t, st.PutMember(ctx, &gateway.Member{WorkspaceID: "ws-a", UserID: "mia", Role: "member"}))
+	must(t, st.PutProfile(ctx, &gateway.Profile{WorkspaceID: "ws-a", ID: "reader", Name: "reader", Allowlist: []string{"supacloud.read.*"}}))
+	su := gu.raw(t, gu.token(t, "ws-a", "mia", "task-ws-a", "reader"))
+	if code := tracedPost(t, su, traceparent(upstreamTrace), callBody("echo", `{}`)); code != http.StatusOK {
+		t.Fatalf("upstream call: HTTP %d", code)
+	}
+	recv.trace(t, upstreamTrace, "upstream tools/call")
+	spans = recv.trace(t, upstreamTrace, "tools/call echo") // the gateway's span ends last
+	call = span(t, spans, "tools/call echo")
+	dispatch, upstream := span(t, spans, "mcpgate.dispatch"), span(t, spans, "upstream tools/call")
+	if string(dispatch.ParentSpanId) != string(call.SpanId) || string(upstream.ParentSpanId) != string(dispatch.SpanId) ||
+		call.service != "mcpgate" || upstream.service != "upstream" {
+		t.Fatalf("upstream trace: call %x, dispatch %x (parent %x), upstream span parent %x; services %s, %s",
+			call.SpanId, dispatch.SpanId, dispatch.ParentSpanId, upstream.ParentSpanId, call.service, upstream.service)
+	}
+	if got := <-metaSeen; !strings.Contains(got, hex.EncodeToString(dispatch.SpanId)) || !strings.Contains(got, upstreamTrace) {
+		t.Fatalf("the upstream's params._meta traceparent %q: want the dispatch span %x of trace %s", got, dispatch.SpanId, upstreamTrace)
+	}
+}
+
+// tracedUpstream is an upstream MCP server (the official SDK) whose tool
+// "echo" reports the traceparent of its params._meta, and whose HTTP
+// handler records a span "upstream tools/call" for each tools/call,
+// child of the traceparent header, exported to the receiver at otlp.
+func tracedUpstream(t *testing.T, otlp string) (string, <-chan string) {
+	t.Helper()
+	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(otlp+"/v1/traces"))
+	must(t, err)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
+		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName("upstream"))))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tracer := tp.Tracer("upstream")
+	meta := make(chan string, 1)
+	s := sdk.NewServer(&sdk.Implementation{Name: "traced", Version: "1"}, nil)
+	s.AddTool(&sdk.Tool{Name: "echo", InputSchema: &jsonschema.Schema{Type: "object"}}, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		tp, _ := req.Params.Meta["traceparent"].(string)
+		select {
+		case meta <- tp:
+		default:
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "echo"}}}, nil
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("traceparent") == "" { // the adapter's own requests (initialize, tools/list)
+			h.ServeHTTP(w, r)
+			return
+		}
+		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := tracer.Start(ctx, "upstream tools/call", trace.WithSpanKind(trace.SpanKindServer))
+		defer span.End()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, meta
+}
