@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Session flow rules (docs/requirements.md#flow-rules, DESIGN §11): the
+// Session flow rules (docs/requirements.md#flow-rules): the
 // gateway records, per flow key, the data labels that allowed calls have
 // read and the tools they called, and hands them to the policy as
 // input.session, so that a rule can decide a call by what the same
@@ -71,7 +71,7 @@ type FlowRecord struct {
 }
 
 // FlowKey is the key of the session p's calls on surface belong to
-// (DESIGN §11): the API token of a coordinator; the task of a SupaCloud
+// (docs/requirements.md#flow-rules): the API token of a coordinator; the task of a SupaCloud
 // agent; on cc_server the conversation (JWT claim conversation_id), else
 // the principal and its ticket. "" when p has none of them (an agent
 // without a task): such calls have no history. Each part is written with

@@ -12,7 +12,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/canon"
 )
 
-// Definition is what a pin covers of a listed tool (DESIGN §9: name,
+// Definition is what a pin covers of a listed tool (docs/requirements.md#pinned-tools: name,
 // title, description, inputSchema, outputSchema, annotations), as one
 // JSON object, its hash ("sha256:<hex>" of its RFC 8785 form,
 // gateway/canon) and the hash of the same object without the name (how a

@@ -375,7 +375,7 @@ func (a *Adapter) send(ctx context.Context, s *upSession, body []byte) (*http.Re
 	}
 	h["Mcp-Protocol-Version"] = []string{s.version}
 	if tp, ts := tracing.Inject(ctx); tp != "" {
-		// The call's trace goes on to the upstream (DESIGN §13), in the
+		// The call's trace goes on to the upstream (docs/operations.md, "Traces"), in the
 		// headers as in params._meta (callBody).
 		h["Traceparent"] = []string{tp}
 		if ts != "" {

@@ -11,7 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// Auditor records the audit events of the admin API (DESIGN.md §10):
+// Auditor records the audit events of the admin API (docs/operations.md, "Audit trail"):
 // every write, and every refused credential. The server passes its
 // auditlog.Log; both methods return at once and never fail the request.
 type Auditor interface {

@@ -18,7 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// Refusal is one refused credential (DESIGN.md §10): never the token
+// Refusal is one refused credential (docs/operations.md, "Audit trail"): never the token
 // itself, only its fingerprint (the first 16 hex characters of its
 // SHA-256, as API token listings show) or, for a JWT whose claims are
 // readable, its sub and jti.

@@ -56,7 +56,7 @@ type JWTConfig struct {
 	// P-256 selects ES256, Ed25519 selects EdDSA.
 	PublicKeyPEM []byte
 	// Keys is an identity provider's key set (MCPGATE_JWT_JWKS_URL or
-	// MCPGATE_JWT_DISCOVERY, DESIGN §12): each token is verified by the
+	// MCPGATE_JWT_DISCOVERY, docs/operations.md, "Identity provider"): each token is verified by the
 	// key its kid names, with the algorithm that key fixes. The verifier
 	// does not own it (the caller closes it); several verifiers may share
 	// one.

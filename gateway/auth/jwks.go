@@ -22,7 +22,7 @@ import (
 )
 
 // Environment variables of the identity provider's key set
-// (docs/configuration.md, DESIGN §12).
+// (docs/configuration.md; docs/operations.md, "Identity provider").
 const (
 	EnvJWKSURL   = "MCPGATE_JWT_JWKS_URL"
 	EnvDiscovery = "MCPGATE_JWT_DISCOVERY"
@@ -47,7 +47,7 @@ const (
 	DefaultJWKSTimeout = 10 * time.Second
 	// jwksMinAge and jwksMaxAge clamp the freshness the provider's
 	// caching headers give: no tighter than a minute, and at least one
-	// refresh a day (DESIGN §12).
+	// refresh a day (docs/operations.md, "Identity provider").
 	jwksMinAge = time.Minute
 	jwksMaxAge = 24 * time.Hour
 	// jwksDefaultAge is the freshness of a response without caching

@@ -33,7 +33,7 @@ type Config struct {
 	JWTIssuer string
 	// JWTJWKSURL (MCPGATE_JWT_JWKS_URL) is an identity provider's key set
 	// that verifies agent and cc_server JWTs instead of a secret or key
-	// file (DESIGN §12).
+	// file (docs/operations.md, "Identity provider").
 	JWTJWKSURL string
 	// JWTDiscovery (MCPGATE_JWT_DISCOVERY=true) finds the key set from
 	// JWTIssuer's OpenID configuration instead.

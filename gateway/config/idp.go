@@ -1,6 +1,6 @@
 package config
 
-// identityProvider checks the identity provider variables (DESIGN §12,
+// identityProvider checks the identity provider variables (docs/operations.md, "Identity provider",
 // docs/configuration.md "Identity provider") and reports whether they
 // are the source of the JWT keys. With one, the protected resource
 // metadata names the issuer as its authorization server (RFC 9728) unless

@@ -47,7 +47,7 @@ type Event struct {
 	// tool name and the request id there ("tool", "request_id").
 	Custom map[string]any `json:"custom,omitempty"`
 	// TraceID and SpanID name the span of the decision when the call is
-	// traced (DESIGN §13), as OPA's own events do with distributed
+	// traced (docs/operations.md, "Traces"), as OPA's own events do with distributed
 	// tracing on; empty otherwise.
 	TraceID string `json:"trace_id,omitempty"`
 	SpanID  string `json:"span_id,omitempty"`

@@ -4,7 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // JWKSRefreshes registers mcpgate_jwks_refreshes_total{outcome} on reg
 // (outcome ok or error: refreshes of the identity provider's key set,
-// DESIGN §12; a rising error count with /readyz "degraded" means the
+// docs/operations.md, "Identity provider"; a rising error count with /readyz "degraded" means the
 // cached keys are verifying while the provider does not answer) and
 // returns the function that counts one refresh (auth.JWKSConfig.OnRefresh).
 func JWKSRefreshes(reg prometheus.Registerer) func(ok bool) {

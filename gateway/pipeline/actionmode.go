@@ -8,7 +8,7 @@ import (
 )
 
 // actionMode is the one cc_server mode in which a tool that declares an
-// action class may run (seed 003: action-class tools refuse the read-only
+// action class may run (docs/requirements.md#cc-action-classes: action-class tools refuse the read-only
 // modes plan, review and orchestrate); a credential without a mode is in
 // it.
 const actionMode = "chat"

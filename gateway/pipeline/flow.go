@@ -11,7 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/store"
 )
 
-// Session flow rules (docs/policy.md, "Flow rules"; DESIGN §11): for a
+// Session flow rules (docs/policy.md, "Flow rules"; docs/requirements.md#flow-rules): for a
 // workspace whose policy switches the rule set on, loadSession reads the
 // history of the call's flow key before the decision (the policy's
 // input.session), and the reservation records the call in it

@@ -16,7 +16,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/tracing"
 )
 
-// Span attributes of a tools/call (DESIGN §13): the OpenTelemetry MCP
+// Span attributes of a tools/call (docs/operations.md, "Traces"): the OpenTelemetry MCP
 // semantic conventions' names, and mcpgate's decision.
 const (
 	attrMethod          = "mcp.method.name"

@@ -9,7 +9,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// Session flow rules (DESIGN §11; docs/policy.md, "Flow rules"). A
+// Session flow rules (docs/requirements.md#flow-rules; docs/policy.md, "Flow rules"). A
 // tools/call input carries input.session when the call's ToolRef has a
 // Session (the pipeline loads it for the workspaces the bundle switches
 // on, FlowRules):

@@ -67,7 +67,7 @@ type App struct {
 	// Bridges are the bridged upstreams of MCPGATE_UPSTREAMS_FILE, by
 	// surface (only surfaces that have some); nil without the file.
 	Bridges map[string]*bridge.Bridge
-	// Audit writes the audit events besides tool calls (DESIGN.md §10)
+	// Audit writes the audit events besides tool calls (docs/operations.md, "Audit trail")
 	// off the request path, until the App closes.
 	Audit *auditlog.Log
 	// Keys is the identity provider's key set both surfaces' JWTs verify

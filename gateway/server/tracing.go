@@ -12,7 +12,7 @@ import (
 )
 
 // openTracing starts traces when the standard OTEL_* variables configure
-// an OTLP endpoint (DESIGN §13; tracing.Enabled); off, every pipeline's
+// an OTLP endpoint (docs/operations.md, "Traces"; tracing.Enabled); off, every pipeline's
 // Tracer stays nil. The exporter reads the environment itself, so these
 // variables are read from the process, not from Config.
 func (a *App) openTracing(ctx context.Context, log *zap.Logger, version string) error {

@@ -329,7 +329,7 @@ type AuditChain interface {
 	VerifyAuditChain(ctx context.Context) (auditchain.Report, error)
 }
 
-// Flows is the session history of flow rules (DESIGN §11,
+// Flows is the session history of flow rules (docs/requirements.md#flow-rules,
 // docs/policy.md "Flow rules"): per flow key (gateway.FlowKey) the labels
 // allowed calls read, each with the first call that read it, and the
 // tools they called. A call is recorded by its reservation

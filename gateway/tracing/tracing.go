@@ -1,4 +1,4 @@
-// Package tracing sets up OpenTelemetry traces (DESIGN §13,
+// Package tracing sets up OpenTelemetry traces (docs/operations.md, "Traces",
 // docs/operations.md "Traces"): an OTLP/HTTP exporter and a sampler
 // configured by the standard OTEL_* variables, and the W3C trace context
 // carried in HTTP headers and in an MCP request's params._meta (SEP-414).

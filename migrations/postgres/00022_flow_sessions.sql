@@ -1,4 +1,4 @@
--- The session history of flow rules (issue 28; DESIGN §11,
+-- The session history of flow rules (docs/requirements.md#flow-rules,
 -- docs/architecture.md "Flow rules and their order"): one row per flow key
 -- (a task, an API token, a cc_server conversation). reads is a JSON array
 -- of the first call that read each label, sorted by label

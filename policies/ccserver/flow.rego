@@ -1,4 +1,4 @@
-# Session flow rules (DESIGN §11; docs/policy.md, "Flow rules") for the
+# Session flow rules (docs/requirements.md#flow-rules; docs/policy.md, "Flow rules") for the
 # cc_server registry, as policies/supacloud/flow.rego for SupaCloud: the
 # labels and egress flag of each tool, and the shipped rule set, off by
 # default. The flow key is the conversation (JWT claim conversation_id),

@@ -1,4 +1,4 @@
-# Session flow rules (DESIGN §11; docs/policy.md, "Flow rules"): decide a
+# Session flow rules (docs/requirements.md#flow-rules; docs/policy.md, "Flow rules"): decide a
 # call by what the same session already read. Each tool may carry, in
 # flow_labels, the labels of the data its result holds (reads) and whether
 # it sends data out of the workspace (egress). The gateway records the

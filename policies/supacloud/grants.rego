@@ -61,7 +61,7 @@ grants := {
 		"deploy": {"wildcard": "supacloud.deploy.*", "always_on": false, "roles": ["owner", "admin"]},
 	},
 	"full": "supacloud.full",
-	# write_tiers are the tiers whose tools change state (seed 001: the ops
+	# write_tiers are the tiers whose tools change state (docs/requirements.md#tiers: the ops
 	# tier is "Write tools", scaffold creates proposals and spawns tasks,
 	# deploy changes deployments); a viewer calls none of them.
 	"write_tiers": ["ops", "scaffold", "deploy"],

@@ -253,6 +253,34 @@ func TestRequirementAnchorsCitedExist(t *testing.T) {
 	})
 }
 
+// outsideCite matches a citation of a document the repository does not
+// carry (the design document's sections, the source documents by number):
+// the repository cites its own docs/requirements.md anchors instead.
+var outsideCite = regexp.MustCompile(`DESIGN(\.md)? *§|\bseeds?[ /]0\d\d\b|shared/seeds`)
+
+// TestCitesOnlyItsOwnDocuments: no source file or page cites a document
+// outside the repository; a reader of the clone can follow every cite.
+func TestCitesOnlyItsOwnDocuments(t *testing.T) {
+	walkFiles(t, func(path string) error {
+		switch filepath.Ext(path) {
+		case ".go", ".rego", ".md", ".yaml", ".sql":
+		default:
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, l := range strings.Split(string(b), "\n") {
+			if outsideCite.MatchString(l) && !strings.Contains(l, "outsideCite") {
+				rel, _ := filepath.Rel(root, path)
+				t.Errorf("%s:%d cites a document outside the repository (%s); cite a docs/requirements.md anchor or a docs/ page", rel, i+1, outsideCite.FindString(l))
+			}
+		}
+		return nil
+	})
+}
+
 var (
 	headingLine = regexp.MustCompile(`^#{1,6} +(.+?) *#*$`)
 	htmlAnchor  = regexp.MustCompile(`<a (?:id|name)="([^"]+)"`)

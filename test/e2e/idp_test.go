@@ -169,7 +169,7 @@ func (g *gatewayUnderTest) get(t *testing.T, path string) (int, string) {
 }
 
 // TestIdentityProviderRotation runs the gateway against a real OpenID
-// provider found by discovery (DESIGN §12): its tokens open sessions, a
+// provider found by discovery (docs/operations.md, "Identity provider"): its tokens open sessions, a
 // key rotated in works without a restart, a key removed stops verifying
 // after the next refresh, and a provider that goes away leaves the
 // cached keys working with /readyz degraded.

@@ -185,7 +185,7 @@ func traceparent(traceID string) string { return "00-" + traceID + "-" + clientS
 // a child span per pipeline step and the decision as attributes; the
 // decision log names the trace; an upstream receives the context in its
 // headers and _meta, so its span is a child of the gateway's dispatch
-// (DESIGN §13). Spans are sent as OTLP/HTTP protobuf to a receiver here.
+// (docs/operations.md, "Traces"). Spans are sent as OTLP/HTTP protobuf to a receiver here.
 func TestTraces(t *testing.T) {
 	recv := newReceiver(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)

@@ -13,7 +13,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-// The session history of flow rules (store.Flows; DESIGN §11): one
+// The session history of flow rules (store.Flows; docs/requirements.md#flow-rules): one
 // flow_sessions row per flow key, its reads and tools as JSON text, so
 // that both databases keep it with the same statements.
 
