@@ -66,7 +66,8 @@ const (
 // credential that opened it, every field of gateway.Principal except the
 // expiry (a renewed token keeps its sessions). A session id presented with
 // a credential that differs in any of them (another user, workspace, task,
-// agent profile, kind, token, scope set, cc_server mode or ticket) is
+// agent profile, kind, token, scope set, cc_server mode, ticket or
+// conversation) is
 // treated as unknown (404): it
 // cannot use, stream, cancel calls of, post to or end the session, so a
 // leaked session id is useless without the credential that opened it (MCP
@@ -81,6 +82,7 @@ type Identity struct {
 	scopes    string // sorted and quoted: ["mcp:ops" "mcp:read"]
 	mode      string // cc_server conversation mode
 	ticket    string // cc_server run's ticket
+	convo     string // cc_server conversation (its flow key)
 }
 
 // IdentityOf is p's identity; identities compare with ==.
@@ -90,7 +92,7 @@ func IdentityOf(p *gateway.Principal) Identity {
 	return Identity{
 		kind: p.Kind, subject: p.Subject, workspace: p.WorkspaceID, task: p.TaskID,
 		profile: p.ProfileID, tokenFP: p.TokenFingerprint, scopes: fmt.Sprintf("%q", scopes),
-		mode: p.Mode, ticket: p.TicketID,
+		mode: p.Mode, ticket: p.TicketID, convo: p.ConversationID,
 	}
 }
 
@@ -150,11 +152,16 @@ func identityDigest(p *gateway.Principal) [sha256.Size]byte {
 	// principal keep the digest they had before those fields existed
 	// (replicas of two versions accept each other's ids); a set field
 	// makes the encoding longer, so still no two identities share one.
-	if id.mode != "" || id.ticket != "" {
+	if id.mode != "" || id.ticket != "" || id.convo != "" {
 		for _, f := range [...]string{id.mode, id.ticket} {
 			b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
 			b = append(b, f...)
 		}
+	}
+	// The conversation likewise, as a third field only when set.
+	if id.convo != "" {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(id.convo)))
+		b = append(b, id.convo...)
 	}
 	return sha256.Sum256(b)
 }
