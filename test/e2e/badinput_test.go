@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -325,7 +326,9 @@ func TestBadTokens(t *testing.T) {
 		"no workspace_id": sign(jwt.SigningMethodHS256, []byte(jwtSecret), with("workspace_id", nil)),
 		"api token":       "scmt_abcdef",
 	}
-	n := g.countAudit(t, gateway.AuditFilter{})
+	calls := gateway.AuditFilter{Kind: gateway.AuditKindToolCall}
+	refusals := gateway.AuditFilter{Kind: "auth"}
+	n, nAuth := g.countAudit(t, calls), g.countAudit(t, refusals)
 	for note, tok := range cases {
 		t.Run(note, func(t *testing.T) {
 			s := &rawSession{t: t, url: g.srv.URL + "/mcp", token: tok}
@@ -341,7 +344,28 @@ func TestBadTokens(t *testing.T) {
 			}
 		})
 	}
-	if got := g.countAudit(t, gateway.AuditFilter{}); got != n {
-		t.Errorf("unauthenticated requests wrote %d audit rows", got-n)
+	if got := g.countAudit(t, calls); got != n {
+		t.Errorf("unauthenticated requests wrote %d tool-call audit rows", got-n)
+	}
+	// Each refusal is an audit event of kind auth (written off the request
+	// path, within a moment), and none holds the token it refused.
+	deadline := time.Now().Add(10 * time.Second)
+	for g.countAudit(t, refusals) < nAuth+len(cases) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	evs, err := g.app.Store.ListAuditEvents(context.Background(), gateway.AuditFilter{Kind: "auth", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) < nAuth+len(cases) {
+		t.Errorf("%d refused credentials recorded, want %d", len(evs)-nAuth, len(cases))
+	}
+	for _, ev := range evs {
+		b, _ := json.Marshal(ev)
+		for note, tok := range cases {
+			if len(tok) > 12 && strings.Contains(string(b), tok) {
+				t.Errorf("the auth audit event of %q holds the token: %s", note, b)
+			}
+		}
 	}
 }

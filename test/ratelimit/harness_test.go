@@ -278,7 +278,9 @@ func seed(t *testing.T, base string, tasks ...string) {
 	}
 }
 
-// auditCounts returns the audit rows of ws-rl by status, through the admin API.
+// auditCounts returns the tool-call audit rows of ws-rl by status, through
+// the admin API (the admin writes that set the workspace up are rows of
+// their own kind).
 func auditCounts(t *testing.T, base string, filter string) map[string]int {
 	t.Helper()
 	var list struct {
@@ -286,7 +288,7 @@ func auditCounts(t *testing.T, base string, filter string) map[string]int {
 			Status string `json:"status"`
 		} `json:"events"`
 	}
-	body := admin(t, base, http.MethodGet, "/audit-events?workspace_id="+workspace+"&limit=1000"+filter, nil)
+	body := admin(t, base, http.MethodGet, "/audit-events?kind=tool_call&workspace_id="+workspace+"&limit=1000"+filter, nil)
 	if err := json.Unmarshal(body, &list); err != nil {
 		t.Fatalf("audit listing: %v: %s", err, body)
 	}
