@@ -111,6 +111,9 @@ func (l *Log) Record(ev *gateway.AuditEvent) {
 	}
 }
 
+// writeTimeout bounds one flush's writes.
+const writeTimeout = 5 * time.Second
+
 // Run writes the queued events every FlushEvery, and the aggregated rows
 // of each minute of refused credentials once it is over, until ctx ends;
 // then it writes what is left (with a bounded wait) and returns.
@@ -127,7 +130,11 @@ func (l *Log) Run(ctx context.Context) {
 			cancel()
 			return
 		case <-tick.C:
-			pending = l.write(ctx, l.collect(pending, false))
+			// Bounded: a database that stops answering must not hold the
+			// writer (and what it holds) forever; the events stay pending.
+			wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+			pending = l.write(wctx, l.collect(pending, false))
+			cancel()
 		}
 	}
 }

@@ -141,7 +141,7 @@ func TestDatabaseStalled(t *testing.T) {
 			t.Fatalf("call %d during the stall: %+v, result %s; want -32603 class Internal", i, r.err, r.result)
 		}
 		if took > 6*time.Second {
-			t.Errorf("call %d during the stall was refused after %v; want within the 5 s store deadline", i, took)
+			t.Errorf("call %d during the stall was refused after %v (%s); want within the 5 s store deadline", i, took, r.err.Message)
 		}
 	}
 	start := time.Now()

@@ -20,18 +20,39 @@ import (
 type Prepared struct {
 	Query string
 	ready atomic.Pointer[sql.Stmt] // lock-free read on the hot path
-	mu    sync.Mutex               // serialises preparing and closing
+	// sem serialises preparing and closing. A channel rather than a mutex:
+	// a prepare on a database that does not answer holds it until its own
+	// context ends, and a caller with an earlier deadline (a call's store
+	// deadline) must give up at that deadline, not queue behind it.
+	sem  chan struct{}
+	init sync.Once
 }
 
+// lock takes p's semaphore, or returns ctx's error once ctx ends first.
+func (p *Prepared) lock(ctx context.Context) error {
+	p.init.Do(func() { p.sem = make(chan struct{}, 1) })
+	select {
+	case p.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *Prepared) unlock() { <-p.sem }
+
 // Get returns the statement, preparing it on db on the first call. A
-// prepare error is passed through translate (the store's driver-error
+// prepare error, or ctx's error when ctx ends while another caller is
+// preparing it, is passed through translate (the store's driver-error
 // translation) before it is returned.
 func (p *Prepared) Get(ctx context.Context, db *sqlx.DB, translate func(error) error) (*sql.Stmt, error) {
 	if stmt := p.ready.Load(); stmt != nil {
 		return stmt, nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	if err := p.lock(ctx); err != nil {
+		return nil, translate(err)
+	}
+	defer p.unlock()
 	if stmt := p.ready.Load(); stmt != nil {
 		return stmt, nil
 	}
@@ -46,8 +67,8 @@ func (p *Prepared) Get(ctx context.Context, db *sqlx.DB, translate func(error) e
 // Close releases the statement, if it was prepared; a later Get prepares
 // it again (and so reports a closed pool as the store's error).
 func (p *Prepared) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	_ = p.lock(context.Background())
+	defer p.unlock()
 	stmt := p.ready.Swap(nil)
 	if stmt == nil {
 		return nil
