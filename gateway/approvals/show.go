@@ -39,9 +39,9 @@ func CanonicalArguments(args map[string]any) (json.RawMessage, error) {
 }
 
 // Pretty returns raw (an approval's arguments) indented for a person,
-// with every invisible format character (bidi overrides, zero-width
-// spaces, tag characters) written as its \u escape, so the text shown is
-// the text that runs. Arguments not recorded (an approval stored before
+// with every invisible format or control character (bidi overrides,
+// zero-width spaces, tag characters, DEL) written as its \u escape
+// (Visible), so the text shown is the text that runs. Arguments not recorded (an approval stored before
 // they were kept: nil, or null once it went through JSON, as the console
 // reads it from the admin API) read "(not recorded)".
 func Pretty(raw json.RawMessage) string {
@@ -62,11 +62,21 @@ func Pretty(raw json.RawMessage) string {
 		return string(raw)
 	}
 	buf.Truncate(buf.Len() - 1) // Encode's newline
+	// Only inside strings (JSON whitespace is plain): an escape keeps the
+	// document's meaning.
+	return Visible(buf.String())
+}
+
+// Visible returns s with every invisible format character (bidi
+// overrides, zero-width spaces, tag characters, the line and paragraph
+// separators) and every control character but newline and tab written as
+// its \u escape, so the text a person reads is the text a program gets:
+// the approvals' arguments (Pretty) and a bridged tool's definition under
+// review (docs/requirements.md#pinned-tools) are shown through it.
+func Visible(s string) string {
 	var out strings.Builder
-	for _, r := range buf.String() {
-		if unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
-			// Only inside strings (JSON whitespace is plain): an escape
-			// keeps the document's meaning.
+	for _, r := range s {
+		if unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' || unicode.IsControl(r) && r != '\n' && r != '\t' {
 			if r > 0xFFFF {
 				r1, r2 := utf16.EncodeRune(r)
 				fmt.Fprintf(&out, `\u%04x\u%04x`, r1, r2)

@@ -27,8 +27,8 @@
 // (SignInLimits). The token is never written into a page.
 //
 // The admin API's replies are read into the types that own them (the
-// domain's Workspace, Member, Profile, APIToken and AuditEvent,
-// approvals.Approval and Gate, policystatus.Status),
+// domain's Workspace, Member, Profile, APIToken, AuditEvent and
+// ToolPin, approvals.Approval and Gate, policystatus.Status),
 // and an approval's arguments are shown by approvals.Pretty, as the
 // elicitation shows them: the console keeps no copy of them. It imports
 // the domain and those owners, never a store or the wiring (test/layout).
@@ -135,8 +135,9 @@ type Console struct {
 // sign-in page; the workspaces, members, permission overrides (with each
 // member's resolved precedence chain), agent profiles and API tokens
 // pages; the approvals inbox (tabs Pending approvals and Human gates),
-// audit events, decision playground and policy status; and the embedded
-// stylesheet.
+// audit events, decision playground and policy status; the bridged
+// upstreams with their tools' pinned definitions under review; and the
+// embedded stylesheet.
 func New(opts Options) *Console {
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = DefaultSessionTTL
@@ -212,6 +213,8 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("POST "+Prefix+"/playground", c.change(c.explainCall))
 	m.HandleFunc("GET "+Prefix+"/policy", c.adminOnly(c.policyPage))
 	m.HandleFunc("POST "+Prefix+"/policy/reload", c.change(c.reloadPolicy))
+	m.HandleFunc("GET "+Prefix+"/upstreams", c.adminOnly(c.upstreamsPage))
+	m.HandleFunc("POST "+Prefix+"/upstreams/{name}/tools/{tool}", c.change(c.decidePin))
 	m.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusNotFound, "error.html", nil, errorView{
 			Title: "Not found", Message: "There is no console page at " + r.URL.Path + ". Start again from the workspaces list."})

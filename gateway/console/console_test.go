@@ -177,7 +177,7 @@ func TestTokenNeverInAPage(t *testing.T) {
 	for _, path := range []string{"/console/", "/console/workspaces", "/console/workspaces/ws-1", "/console/workspaces/ws-1/profiles",
 		"/console/workspaces/ws-1/profiles/new", "/console/workspaces/ws-1/profiles/p1", "/console/workspaces/ws-1/tokens",
 		"/console/workspaces/nope", "/console/no-such-page", "/console/login", "/console/workspaces/ws-1/permissions",
-		"/console/approvals", "/console/audit", "/console/audit?tool=bad%20tool", "/console/playground", "/console/policy"} {
+		"/console/approvals", "/console/audit", "/console/audit?tool=bad%20tool", "/console/playground", "/console/policy", "/console/upstreams"} {
 		pages["GET "+path] = v.get(path)
 	}
 	pages["POST bad token"] = v.post("/console/workspaces/ws-1/tokens", url.Values{"csrf": {csrf}, "label": {""}})

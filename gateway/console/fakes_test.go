@@ -295,3 +295,54 @@ func (f *fakeGates) DecideGate(_ context.Context, ws, id string, d approvals.Gat
 	}
 	return approvals.Gate{}, gateway.Errorf(gateway.ENotFound, "gate %s not found in this workspace", id)
 }
+
+// fakeUpstreams answers the admin API's upstream routes with one bridged
+// upstream, forge (surface supacloud, prefix "forge."), whose tools are
+// the pins of the test store: a decision is the store's own
+// DecideToolPin, as the gateway's admin view makes it.
+type fakeUpstreams struct{ st *sqlite.Store }
+
+// forgeTool is one tool of GET /admin/v1/upstreams/forge/tools.
+type forgeTool struct {
+	Name string `json:"name"`
+	gateway.ToolPin
+	Listed bool `json:"listed"`
+}
+
+func (f fakeUpstreams) List(ctx context.Context) (any, error) {
+	pins, err := f.st.ToolPins(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := map[gateway.PinState]int{gateway.PinPinned: 0, gateway.PinQuarantined: 0, gateway.PinRejected: 0}
+	for _, p := range pins {
+		n[p.State]++
+	}
+	return map[string]any{"upstreams": []map[string]any{{"name": "forge", "surface": "supacloud", "state": "ok", "tools": n}}}, nil
+}
+
+func (f fakeUpstreams) Tools(ctx context.Context, name string) (any, error) {
+	if name != "forge" {
+		return nil, gateway.Errorf(gateway.ENotFound, "no bridged upstream %q; GET /admin/v1/upstreams lists them", name)
+	}
+	pins, err := f.st.ToolPins(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []forgeTool{}
+	for _, p := range pins {
+		out = append(out, forgeTool{Name: "forge." + p.Tool, ToolPin: p, Listed: p.State == gateway.PinPinned})
+	}
+	return map[string]any{"upstream": name, "tools": out}, nil
+}
+
+func (f fakeUpstreams) Decide(ctx context.Context, name, tool string, approve bool, by string) (any, error) {
+	if name != "forge" {
+		return nil, gateway.Errorf(gateway.ENotFound, "no bridged upstream %q; GET /admin/v1/upstreams lists them", name)
+	}
+	p, err := f.st.DecideToolPin(ctx, gateway.SurfaceSupaCloud, name, tool, approve, by, time.Now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	return forgeTool{Name: "forge." + p.Tool, ToolPin: *p, Listed: true}, nil
+}

@@ -204,6 +204,10 @@ func (c *Console) decideGate(w http.ResponseWriter, r *http.Request, sess *sessi
 	http.Redirect(w, r, Prefix+"/approvals/gates?notice="+notice+"#gates-"+esc(ws), http.StatusSeeOther)
 }
 
+// signInNameHint follows a refusal for a missing decided_by: the console
+// records a decision as the name given at sign-in, never a form field.
+const signInNameHint = "The console names you by the name you gave at sign-in: sign out, then sign in again with your name."
+
 // gateFieldError places the admin API's refusal of a gate decision next to
 // the field at fault: a field the message names (`field "answer" …`), or
 // the answer when an approval with no answer was refused as invalid (the
@@ -214,7 +218,7 @@ func gateFieldError(err error, verb, answer string) *formError {
 	e := fieldError(err, "answer", "note")
 	switch {
 	case strings.HasPrefix(e.Message, `field "decided_by"`):
-		e.Message += ". The console names you by the name you gave at sign-in: sign out, then sign in again with your name."
+		e.Message += ". " + signInNameHint
 	case e.Field == "" && verb == "approve" && strings.TrimSpace(answer) == "" && status(err) == http.StatusBadRequest:
 		e.Field = "answer"
 	}

@@ -70,7 +70,8 @@ func newGateway(t *testing.T) *gatewayUnderTest {
 			return errString("grants no tool of the catalog")
 		}
 		return nil
-	}, TokenReader: tokenReader(st), WorkspaceAdmin: workspaceAdminHook, Explain: g.explainer.explain, Approvals: g.approvals, Policy: g.policy, Gates: g.gates})
+	}, TokenReader: tokenReader(st), WorkspaceAdmin: workspaceAdminHook, Explain: g.explainer.explain, Approvals: g.approvals, Policy: g.policy, Gates: g.gates,
+		Upstreams: fakeUpstreams{st}})
 	mux := http.NewServeMux()
 	mux.Handle(admin.Prefix+"/", g.admin)
 	// The approvals page reloads itself every 5 s by default; the browser

@@ -213,6 +213,8 @@ var noticeText = map[string]string{
 	"gate-approved":   "The human gate was approved; the paused task or workflow run goes on.",
 	"gate-rejected":   "The human gate was rejected; the backend has the decision, and the task or workflow run it paused was told.",
 	"reloaded":        "The policy was reloaded.",
+	"pin-approved":    "The tool's current definition was approved and pinned; every replica lists and serves it within a second.",
+	"pin-rejected":    "The tool's current definition was rejected; it stays out of tools/list, and its calls are refused, while the upstream lists that definition.",
 }
 
 func (c *Console) showProfiles(w http.ResponseWriter, r *http.Request, sess *session, code int, notice string, fe *formError) {
