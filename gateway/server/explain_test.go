@@ -21,20 +21,7 @@ import (
 // granting supacloud.read.*, and one audited call of u1 in task t-old.
 func explainApp(t *testing.T) *server.App {
 	t.Helper()
-	vars := map[string]string{
-		"MCPGATE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "explain.db"),
-		"MCPGATE_JWT_SECRET":   "explain-test-secret-0123456789abcdef0123",
-		"MCPGATE_ADMIN_TOKEN":  "explain-admin-token",
-	}
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := server.Open(context.Background(), cfg, zap.NewNop(), "explain-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Close() })
+	app := openExplainApp(t, nil)
 	ctx, s := context.Background(), app.Store
 	for _, err := range []error{
 		s.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-a", Name: "A", OrgPlan: "team"}),
@@ -48,6 +35,30 @@ func explainApp(t *testing.T) *server.App {
 			t.Fatal(err)
 		}
 	}
+	return app
+}
+
+// openExplainApp is a gateway on a new embedded store with the admin
+// token postExplain sends, and the variables extra.
+func openExplainApp(t *testing.T, extra map[string]string) *server.App {
+	t.Helper()
+	vars := map[string]string{
+		"MCPGATE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "explain.db"),
+		"MCPGATE_JWT_SECRET":   "explain-test-secret-0123456789abcdef0123",
+		"MCPGATE_ADMIN_TOKEN":  "explain-admin-token",
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := server.Open(context.Background(), cfg, zap.NewNop(), "explain-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close() })
 	return app
 }
 
@@ -165,21 +176,7 @@ func contains(list []string, s string) bool {
 // reason that decided) and the revision the call's audit row names. A
 // gateway without the cc_server surface says it does not serve it.
 func TestExplainCCServerCall(t *testing.T) {
-	vars := map[string]string{
-		"MCPGATE_DATABASE_URL":    "sqlite:" + filepath.Join(t.TempDir(), "ccexplain.db"),
-		"MCPGATE_JWT_SECRET":      "explain-test-secret-0123456789abcdef0123",
-		"MCPGATE_ADMIN_TOKEN":     "explain-admin-token",
-		"MCPGATE_CCSERVER_LISTEN": "127.0.0.1:0",
-	}
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := server.Open(context.Background(), cfg, zap.NewNop(), "explain-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Close() })
+	app := openExplainApp(t, map[string]string{"MCPGATE_CCSERVER_LISTEN": "127.0.0.1:0"})
 	ctx := context.Background()
 	if err := app.Store.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-acme", Name: "Acme", Slug: "acme"}); err != nil {
 		t.Fatal(err)
