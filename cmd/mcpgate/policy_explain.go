@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +13,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/config"
-	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/server"
 	"github.com/mcpgate/mcpgate/tools"
 )
@@ -27,7 +27,7 @@ func newPolicyExplainCmd(out io.Writer, getenv func(string) string) *cobra.Comma
 	var args string
 	var asJSON, allPerms bool
 	cmd := withEnv(&cobra.Command{
-		Use:   "explain --workspace W --task T [--profile P] [--user U] --tool X [--args JSON]",
+		Use:   "explain --workspace W --task T [--profile P] [--user U] --tool X [--args JSON] | --surface ccserver --user U [--kind K] [--mode M] [--workspace W] [--ticket T] --tool X [--args JSON]",
 		Short: "explain the decision of one call, with the live store's data",
 		Long: `Decide one tools/call of an agent task session as the gateway would, and say
 why: every reason, the gate and rule that decided, the allowlist entry that
@@ -41,8 +41,10 @@ The caller is loaded from the store MCPGATE_DATABASE_URL names, as the
 gateway loads it; the bundle is the one the gateway runs (MCPGATE_POLICY_DIR
 or the embedded one) and the explanation is the bundle's own
 data.supacloud.explain. Nothing is written. Without --user the acting user is
-the actor of the task's latest audited call. POST /admin/v1/explain answers
-the same on a running gateway.`,
+the actor of the task's latest audited call. With --surface ccserver the call
+is a cc_server credential's (--user, --kind, --mode, --workspace, --ticket),
+decided and explained by data.ccserver (memberships from the store). POST
+/admin/v1/explain answers the same on a running gateway.`,
 		Example: `  mcpgate policy explain --workspace ws-demo --task t-1 --profile p-ops --user u-olivia --tool script.run --args '{"slug":"nightly-report"}'`,
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -63,10 +65,14 @@ the same on a running gateway.`,
 		},
 	}, databaseURLEnv, editionEnv, policyDirEnv)
 	f := cmd.Flags()
-	f.StringVar(&req.Workspace, "workspace", "", "workspace id (required)")
-	f.StringVar(&req.Task, "task", "", "task id of the session (required)")
+	f.StringVar(&req.Workspace, "workspace", "", "workspace id (required on supacloud; on ccserver an agent's own workspace)")
+	f.StringVar(&req.Task, "task", "", "task id of the session (required on supacloud)")
 	f.StringVar(&req.Profile, "profile", "", "agent_profile_id of the session (default: none, so the workspace default profile)")
-	f.StringVar(&req.User, "user", "", "acting user (default: the actor of the task's latest audited call)")
+	f.StringVar(&req.User, "user", "", "acting user, the credential's sub (required on ccserver; on supacloud default: the actor of the task's latest audited call)")
+	f.StringVar(&req.Surface, "surface", "", "surface whose policy decides the call: supacloud (default) or ccserver")
+	f.StringVar(&req.Kind, "kind", "", "ccserver: principal kind, user (default) or agent")
+	f.StringVar(&req.Mode, "mode", "", "ccserver: conversation mode claim (default chat)")
+	f.StringVar(&req.Ticket, "ticket", "", "ccserver: the run's own ticket (ticket_id claim)")
 	f.StringVar(&req.Tool, "tool", "", "tool to call (required)")
 	f.StringVar(&args, "args", "", "the call's arguments as a JSON object")
 	f.BoolVar(&asJSON, "json", false, "print the answer of POST /admin/v1/explain instead of text")
@@ -77,12 +83,16 @@ the same on a running gateway.`,
 // explainWith explains req on store with the bundle and edition the
 // environment names, through the gateway's own explainer (server.Explain).
 func explainWith(ctx context.Context, store server.FullStore, getenv func(string) string, req admin.ExplainRequest) (*server.ExplainAnswer, error) {
-	cfg, cat, err := bundleConfig(getenv)
+	cfg, _, err := bundleConfig(getenv)
 	if err != nil {
 		return nil, err
 	}
-	explain := server.Explain(server.ExplainDeps{Store: store, Catalog: cat,
-		Explainer: func() (*policy.Explainer, error) { return server.NewExplainer(ctx, cfg, cat) }})
+	surface := cmp.Or(req.Surface, gateway.SurfaceSupaCloud)
+	sf, err := server.NewExplainSurface(ctx, cfg, store, surface)
+	if err != nil {
+		return nil, err
+	}
+	explain := server.Explain(server.ExplainDeps{Store: store, Surfaces: map[string]server.ExplainSurface{surface: sf}})
 	ans, err := explain(ctx, req)
 	if err != nil {
 		if msg := gateway.ErrorMessageOf(err); msg != "" && gateway.ErrorCodeOf(err) != gateway.EInternal {
@@ -136,6 +146,9 @@ func printExplanation(out io.Writer, ans *server.ExplainAnswer, all bool) {
 			mark = "FAIL"
 		}
 		fmt.Fprintf(out, "  %s  %-12v %v (denies with %v)\n", mark, m["gate"], m["rule"], m["denies_with"])
+	}
+	if ws, ok := x["workspace"].(map[string]any); ok { // cc_server
+		fmt.Fprintf(out, "mode: %v; workspace of the call: %v; reachable: %v\n", orDash(x["mode"]), orDash(ws["call"]), ws["reachable"])
 	}
 	if p, ok := x["profile"].(map[string]any); ok {
 		fmt.Fprintf(out, "profile: %v, source %v; allowlist: %s\n", p["label"], p["source"], joinList(p["allowlist"]))

@@ -116,3 +116,28 @@ func TestPolicyExplainOnlyTheToolsKeysByDefault(t *testing.T) {
 		t.Errorf("want an allowed decision naming no permission key:\n%s", out)
 	}
 }
+
+// With --surface ccserver the call is a cc_server credential's, decided
+// and explained by data.ccserver with the user's memberships from the
+// store.
+func TestPolicyExplainCCServer(t *testing.T) {
+	out, err := runCmd(t, map[string]string{"MCPGATE_DATABASE_URL": seedExplain(t)},
+		"policy", "explain", "--surface", "ccserver", "--user", "u1", "--mode", "plan", "--tool", "create_ticket", "--args", `{"workspace_id":"ws-e"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"decision: denied", "for user u1",
+		"decided by: gate mode_tool (data.ccserver.mode_visible), reason mode.tool_not_allowed",
+		"pass  workspace", "FAIL  mode_tool",
+		"mode: plan; workspace of the call: ws-e; reachable: the workspaces you are a member of: ws-e",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if _, err := runCmd(t, map[string]string{"MCPGATE_DATABASE_URL": seedExplain(t)},
+		"policy", "explain", "--surface", "ccserver", "--user", "u1", "--task", "t-1", "--tool", "create_ticket"); err == nil || !strings.Contains(err.Error(), "task is not a field of a ccserver session") {
+		t.Errorf("err %v, want the task refused", err)
+	}
+}

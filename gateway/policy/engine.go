@@ -136,10 +136,12 @@ type Engine struct {
 	revision     string
 	evalTimeout  time.Duration // Options.EvalTimeout, defaulted
 
-	// cc is set for the cc_server surface (ccinput.go); limits are its
-	// data.<surface>.limits, read at load.
-	cc     bool
-	limits map[string]any
+	// surface is the Rego package the engine decides with
+	// (Options.Surface, defaulted); cc is set for the cc_server surface
+	// (ccinput.go); limits are its data.<surface>.limits, read at load.
+	surface string
+	cc      bool
+	limits  map[string]any
 	// overrides are the bundle's data.<surface>.bridged_tools (bridged.go);
 	// setState the Options.ToolSet and this engine's term of it.
 	overrides map[string]bridgedOverride
@@ -188,7 +190,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		edition: ast.StringTerm(string(opts.Edition)), cc: surface == gateway.SurfaceCCServer,
+		edition: ast.StringTerm(string(opts.Edition)), surface: surface, cc: surface == gateway.SurfaceCCServer,
 		cache: newDecisionCache(cacheSize, opts.CacheBytes), args: analyseArguments(compiler, surface),
 		session:   analyseSession(compiler, surface),
 		keepInput: opts.KeepInput, revision: opts.Revision, evalTimeout: opts.EvalTimeout,

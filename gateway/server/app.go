@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -393,20 +394,46 @@ func (a *App) listen(ctx context.Context, log *zap.Logger, answers *replica.Answ
 }
 
 // explain is the explainer of POST /admin/v1/explain over the App's
-// store, catalog and adapter (for resources); it explains with the live
-// engine (liveExplainer), so its decisions name the live revision.
+// store and each surface's catalog, adapter (for resources) and callers;
+// it explains with each surface's live engine (liveExplainer), so its
+// decisions name the revision the surface's audit rows name.
 func (a *App) explain(adapter pipeline.Adapter) admin.Explainer {
-	return Explain(ExplainDeps{Store: a.Store, Catalog: a.Catalog, Adapter: adapter, Explainer: liveExplainer(a.Policy)})
+	d := ExplainDeps{Store: a.Store, Surfaces: map[string]ExplainSurface{
+		gateway.SurfaceSupaCloud: {Catalog: a.Catalog, Adapter: adapter, Explainer: liveExplainer(a.Policy)},
+	}}
+	if a.CC != nil {
+		d.Surfaces[gateway.SurfaceCCServer] = ExplainSurface{Catalog: a.CC.Catalog, Adapter: a.CC.Adapter,
+			Explainer: liveExplainer(a.CC.Policy), Callers: memberships{a.Store}}
+	}
+	return Explain(d)
 }
 
-// NewExplainer compiles the bundle NewEngine would and prepares its
-// explanation query (policy.NewExplainer).
-func NewExplainer(ctx context.Context, cfg *config.Config, cat *tools.Catalog) (*policy.Explainer, error) {
-	x, err := policy.NewExplainer(ctx, engineOptions(cfg, cat))
-	if err != nil {
-		return nil, fmt.Errorf("policy bundle cannot explain decisions: %w", err)
+// NewExplainSurface is the ExplainSurface of surface (gateway.SurfaceSupaCloud
+// or gateway.SurfaceCCServer) outside a running gateway (`mcpgate policy
+// explain`): the surface's catalog, the bundle the gateway would run
+// (cfg.PolicyDir, else the embedded one) compiled on the first explain
+// (policy.NewExplainer), and on cc_server the users' memberships from
+// store. It has no backend, so records are not looked up (Notes say so).
+func NewExplainSurface(ctx context.Context, cfg *config.Config, store FullStore, surface string) (ExplainSurface, error) {
+	load, sf := tools.Load, ExplainSurface{}
+	if surface == gateway.SurfaceCCServer {
+		load, sf.Callers = tools.LoadCCServer, memberships{store}
 	}
-	return x, nil
+	cat, err := load()
+	if err != nil {
+		return sf, fmt.Errorf("%s tool catalog: %w", surface, err)
+	}
+	opts := engineOptions(cfg, cat)
+	opts.Surface = surface
+	sf.Catalog = cat
+	sf.Explainer = sync.OnceValues(func() (*policy.Explainer, error) {
+		x, err := policy.NewExplainer(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("policy bundle cannot explain decisions: %w", err)
+		}
+		return x, nil
+	})
+	return sf, nil
 }
 
 // rateLimits builds the rate-limit rules (docs/requirements.md#rate-limits)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,36 +24,52 @@ type ExplainStore interface {
 }
 
 // ExplainAnswer is the reply of POST /admin/v1/explain and what `mcpgate
-// policy explain` prints: the acting user explained, what the explanation
-// had to assume (Notes), and the decision with its explanation.
+// policy explain` prints: the surface and the acting user explained, what
+// the explanation had to assume (Notes), and the decision with its
+// explanation.
 type ExplainAnswer struct {
-	User  string   `json:"user"`
-	Notes []string `json:"notes"`
+	Surface string   `json:"surface"`
+	User    string   `json:"user"`
+	Notes   []string `json:"notes"`
 	*policy.Explanation
+}
+
+// ExplainSurface is what explaining a call of one surface composes: the
+// parts of the surface's request path that decide it.
+type ExplainSurface struct {
+	// Explainer returns the explainer of the surface's running bundle,
+	// built once (its error is returned to every request).
+	Explainer func() (*policy.Explainer, error)
+	Catalog   *tools.Catalog
+	// Adapter looks up the record a call addresses (approval.decide's
+	// gate, a cc_server ticket's workspace) when it is a
+	// pipeline.ResourceResolver, as the request path does; it is never
+	// called. nil resolves nothing, which Notes then say.
+	Adapter pipeline.Adapter
+	// Callers loads the caller as the surface's request path does,
+	// writing nothing (cc_server: the user's memberships); nil loads an
+	// agent task session's caller with ExplainDeps.Store.
+	Callers pipeline.CallerLoader
 }
 
 // ExplainDeps are what Explain composes.
 type ExplainDeps struct {
 	Store ExplainStore
-	// Explainer returns the explainer of the running bundle, built once
-	// (its error is returned to every request).
-	Explainer func() (*policy.Explainer, error)
-	Catalog   *tools.Catalog
-	// Adapter looks up the record a call addresses (approval.decide's
-	// gate) when it is a pipeline.ResourceResolver, as the request path
-	// does; it is never called. nil resolves nothing, which Notes then
-	// say.
-	Adapter pipeline.Adapter
+	// Surfaces are the surfaces a call may be explained on, by name
+	// (gateway.SurfaceSupaCloud, gateway.SurfaceCCServer): each is
+	// explained the same way, with its own parts.
+	Surfaces map[string]ExplainSurface
 }
 
 // Explain returns the admin.Explainer of POST /admin/v1/explain and
 // `mcpgate policy explain`: it runs the request path's own first steps in
 // a dry run (pipeline.Pipeline.DryRun: the catalog entry, the caller, the
-// addressed record; no reservation, no audit row, no dispatch) and
-// decides and explains the call with the engine on their state. The
-// caller is loaded from the store without registering anything: a task
-// the store has not seen is explained as the gateway would register it on
-// the first request (running). Errors: EInvalid for an unknown tool,
+// addressed record; no reservation, no audit row, no dispatch) on the
+// surface the request names and decides and explains the call with that
+// surface's engine on their state. The caller is loaded from the store
+// without registering anything: a task the store has not seen is
+// explained as the gateway would register it on the first request
+// (running). Errors: EInvalid for a surface not served, an unknown tool,
 // arguments that are not a JSON object, or no user when the task has no
 // audited call; ENotFound for an unknown workspace; the engine's errors.
 func Explain(d ExplainDeps) admin.Explainer {
@@ -65,33 +82,33 @@ func explainCall(ctx context.Context, d ExplainDeps, req admin.ExplainRequest) (
 	if err := admin.CheckExplainRequest(req); err != nil {
 		return nil, err
 	}
-	if _, ok := d.Catalog.Lookup(req.Tool); !ok {
-		return nil, gateway.Errorf(gateway.EInvalid, "tool %q is not in the catalog, so the gateway answers it as an unknown tool before any policy runs; use a tool name from tools/list", req.Tool)
+	name := cmp.Or(req.Surface, gateway.SurfaceSupaCloud)
+	sf, ok := d.Surfaces[name]
+	if !ok {
+		return nil, gateway.Errorf(gateway.EInvalid, "this gateway does not serve the %s surface, so its calls cannot be explained here; start it with that surface on (cc_server: MCPGATE_CCSERVER_LISTEN)", name)
+	}
+	if _, ok := sf.Catalog.Lookup(req.Tool); !ok {
+		return nil, gateway.Errorf(gateway.EInvalid, "tool %q is not in the catalog of the %s surface, so the gateway answers it as an unknown tool before any policy runs; use a tool name from tools/list", req.Tool, name)
 	}
 	args, err := explainArgs(req.Args)
 	if err != nil {
 		return nil, err
 	}
-	x, err := d.Explainer()
+	x, err := sf.Explainer()
 	if err != nil {
 		return nil, err
 	}
-	ans := &ExplainAnswer{User: req.User, Notes: []string{}}
-	if ans.User == "" {
-		evs, err := d.Store.ListAuditEvents(ctx, gateway.AuditFilter{WorkspaceID: req.Workspace, TaskID: req.Task, Limit: 1})
-		if err != nil {
-			return nil, err
-		}
-		if len(evs) == 0 || evs[0].Actor == "" {
-			return nil, gateway.Errorf(gateway.EInvalid, "task %s of workspace %s has no audited call, so its acting user is unknown; give the user (the session token's sub)", req.Task, req.Workspace)
-		}
-		ans.User = evs[0].Actor
-		ans.Notes = append(ans.Notes, fmt.Sprintf("user %s is the actor of the task's latest audited call (%s)", ans.User, evs[0].Time.Format("2006-01-02T15:04:05Z07:00")))
+	ans := &ExplainAnswer{Surface: name, User: req.User, Notes: []string{}}
+	p, err := explainPrincipal(ctx, d.Store, name, req, ans)
+	if err != nil {
+		return nil, err
 	}
-	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: ans.User, WorkspaceID: req.Workspace, TaskID: req.Task, ProfileID: req.Profile}
-	callers := &explainCallers{s: d.Store, notes: &ans.Notes}
-	dry := &pipeline.Pipeline{Catalog: d.Catalog, Callers: callers}
-	resolver, _ := d.Adapter.(pipeline.ResourceResolver)
+	callers := &explainCallers{l: sf.Callers, notes: &ans.Notes}
+	if callers.l == nil {
+		callers.l = d.Store
+	}
+	dry := &pipeline.Pipeline{Catalog: sf.Catalog, Callers: callers, Surface: name}
+	resolver, _ := sf.Adapter.(pipeline.ResourceResolver)
 	if resolver != nil {
 		dry.Adapter = explainResolver{r: resolver, notes: &ans.Notes}
 	}
@@ -108,7 +125,7 @@ func explainCall(ctx context.Context, d ExplainDeps, req admin.ExplainRequest) (
 	if ref := c.Tool.Resource; ref != nil && c.Resource["id"] == "" {
 		ans.Notes = append(ans.Notes, fmt.Sprintf("the call names no %s (argument %s), so the policy sees no record", ref.Kind, ref.IDArgument))
 	}
-	ex, err := x.Explain(ctx, p, c.Caller, c.ToolRef(), d.Catalog.PolicyArguments(c.Tool.Name, args))
+	ex, err := x.Explain(ctx, p, c.Caller, c.ToolRef(), sf.Catalog.PolicyArguments(c.Tool.Name, args))
 	if err != nil {
 		return nil, err
 	}
@@ -116,18 +133,42 @@ func explainCall(ctx context.Context, d ExplainDeps, req admin.ExplainRequest) (
 	return ans, nil
 }
 
-// explainCallers loads the caller of an explanation's dry run from the
-// store and registers nothing: a task the store has not seen is given as
+// explainPrincipal is the principal of req on surface, as its credential
+// would give it: on cc_server the claims the request names (kind, by
+// default user; mode; a server-started agent's workspace; the run's
+// ticket), on SupaCloud an agent task session whose acting user, when
+// req names none, is the actor of the task's latest audited call.
+func explainPrincipal(ctx context.Context, s ExplainStore, surface string, req admin.ExplainRequest, ans *ExplainAnswer) (*gateway.Principal, error) {
+	if surface == gateway.SurfaceCCServer {
+		kind := gateway.PrincipalKind(cmp.Or(req.Kind, string(gateway.PrincipalUser)))
+		return &gateway.Principal{Kind: kind, Subject: req.User, WorkspaceID: req.Workspace, Mode: req.Mode, TicketID: req.Ticket}, nil
+	}
+	if ans.User == "" {
+		evs, err := s.ListAuditEvents(ctx, gateway.AuditFilter{WorkspaceID: req.Workspace, TaskID: req.Task, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(evs) == 0 || evs[0].Actor == "" {
+			return nil, gateway.Errorf(gateway.EInvalid, "task %s of workspace %s has no audited call, so its acting user is unknown; give the user (the session token's sub)", req.Task, req.Workspace)
+		}
+		ans.User = evs[0].Actor
+		ans.Notes = append(ans.Notes, fmt.Sprintf("user %s is the actor of the task's latest audited call (%s)", ans.User, evs[0].Time.Format("2006-01-02T15:04:05Z07:00")))
+	}
+	return &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: ans.User, WorkspaceID: req.Workspace, TaskID: req.Task, ProfileID: req.Profile}, nil
+}
+
+// explainCallers loads the caller of an explanation's dry run with l and
+// registers nothing: a task the store has not seen is given as
 // pipeline.RegisterTasks would register it on the first request, and
 // Notes say so. err keeps the store's error.
 type explainCallers struct {
-	s     ExplainStore
+	l     pipeline.CallerLoader
 	notes *[]string
 	err   error
 }
 
 func (l *explainCallers) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
-	caller, err := l.s.LoadCaller(ctx, p)
+	caller, err := l.l.LoadCaller(ctx, p)
 	if err != nil {
 		l.err = err
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,20 +21,7 @@ import (
 // granting supacloud.read.*, and one audited call of u1 in task t-old.
 func explainApp(t *testing.T) *server.App {
 	t.Helper()
-	vars := map[string]string{
-		"MCPGATE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "explain.db"),
-		"MCPGATE_JWT_SECRET":   "explain-test-secret-0123456789abcdef0123",
-		"MCPGATE_ADMIN_TOKEN":  "explain-admin-token",
-	}
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := server.Open(context.Background(), cfg, zap.NewNop(), "explain-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Close() })
+	app := openExplainApp(t, nil)
 	ctx, s := context.Background(), app.Store
 	for _, err := range []error{
 		s.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-a", Name: "A", OrgPlan: "team"}),
@@ -47,6 +35,30 @@ func explainApp(t *testing.T) *server.App {
 			t.Fatal(err)
 		}
 	}
+	return app
+}
+
+// openExplainApp is a gateway on a new embedded store with the admin
+// token postExplain sends, and the variables extra.
+func openExplainApp(t *testing.T, extra map[string]string) *server.App {
+	t.Helper()
+	vars := map[string]string{
+		"MCPGATE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "explain.db"),
+		"MCPGATE_JWT_SECRET":   "explain-test-secret-0123456789abcdef0123",
+		"MCPGATE_ADMIN_TOKEN":  "explain-admin-token",
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := server.Open(context.Background(), cfg, zap.NewNop(), "explain-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close() })
 	return app
 }
 
@@ -156,4 +168,61 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestExplainCCServerCall: POST /admin/v1/explain with "surface":
+// "ccserver" explains a cc_server call through the same explainer, with
+// the cc_server engine (data.ccserver.explain names the gate, rule and
+// reason that decided) and the revision the call's audit row names. A
+// gateway without the cc_server surface says it does not serve it.
+func TestExplainCCServerCall(t *testing.T) {
+	app := openExplainApp(t, map[string]string{"MCPGATE_CCSERVER_LISTEN": "127.0.0.1:0"})
+	ctx := context.Background()
+	if err := app.Store.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-acme", Name: "Acme", Slug: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Store.PutMember(ctx, &gateway.Member{WorkspaceID: "ws-acme", UserID: "ada", Role: gateway.RoleOwner}); err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"workspace_id": "ws-acme", "title": "x"}
+	raw, _ := json.Marshal(args)
+	p := &gateway.Principal{Kind: gateway.PrincipalUser, Subject: "ada", Mode: "plan"}
+	if res, err := app.CC.Surface.Pipeline.CallTool(ctx, p, &gateway.CallRequest{Name: "create_ticket", Arguments: args, RawArguments: raw}); err == nil && !res.IsError {
+		t.Fatalf("create_ticket in plan mode was allowed: %+v", res)
+	}
+	evs, err := app.Store.ListAuditEvents(ctx, gateway.AuditFilter{Actor: "ada", Tool: "create_ticket", Limit: 1})
+	if err != nil || len(evs) != 1 || evs[0].Surface != gateway.SurfaceCCServer || evs[0].PolicyRevision == "" {
+		t.Fatalf("audit rows %+v %v, want the cc_server call's", evs, err)
+	}
+	code, r := postExplain(t, app, `{"surface":"ccserver","user":"ada","mode":"plan","tool":"create_ticket","args":{"workspace_id":"ws-acme","title":"x"}}`)
+	if code != 200 || r.Decision.Allow {
+		t.Fatalf("%d %+v", code, r)
+	}
+	if r.Decision.Revision != evs[0].PolicyRevision {
+		t.Errorf("explained with revision %q, the call's audit row names %q", r.Decision.Revision, evs[0].PolicyRevision)
+	}
+	if r.Explain.DecidedBy.Gate != "mode_tool" || r.Explain.DecidedBy.Rule != "data.ccserver.mode_visible" ||
+		r.Explain.DecidedBy.Code != "mode.tool_not_allowed" || !slices.Equal(evs[0].ReasonCodes, []string{"mode.tool_not_allowed"}) {
+		t.Errorf("decided_by %+v, audit reasons %v; want the mode gate's mode.tool_not_allowed in both", r.Explain.DecidedBy, evs[0].ReasonCodes)
+	}
+	if m, _ := r.Input["memberships"].([]any); len(m) != 1 || m[0] != "ws-acme" {
+		t.Errorf("input.memberships %v, want ada's from the store", r.Input["memberships"])
+	}
+	t.Run("refused fields", func(t *testing.T) {
+		for _, tc := range []struct{ body, want string }{
+			{`{"surface":"ccserver","tool":"create_ticket"}`, "user is required"},
+			{`{"surface":"ccserver","user":"ada","task":"t-1","tool":"create_ticket"}`, "task is not a field of a ccserver session"},
+			{`{"surface":"ccserver","user":"ada","kind":"robot","tool":"create_ticket"}`, "not a cc_server principal"},
+			{`{"surface":"ccserver","user":"ada","tool":"project.get"}`, "not in the catalog of the ccserver surface"},
+		} {
+			if code, r := postExplain(t, app, tc.body); code != 400 || !strings.Contains(r.Error.Message, tc.want) {
+				t.Errorf("%s: %d %+v, want 400 with %q", tc.body, code, r.Error, tc.want)
+			}
+		}
+	})
+	t.Run("a gateway without cc_server", func(t *testing.T) {
+		if code, r := postExplain(t, explainApp(t), `{"surface":"ccserver","user":"ada","tool":"create_ticket"}`); code != 400 || !strings.Contains(r.Error.Message, "does not serve the ccserver surface") {
+			t.Errorf("%d %+v", code, r.Error)
+		}
+	})
 }
