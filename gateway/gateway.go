@@ -96,13 +96,18 @@ type Principal struct {
 }
 
 // Workspace is a tenant. OrgPlan names the organisation plan whose
-// permissions sit fourth in the precedence chain.
+// permissions sit fourth in the precedence chain. FlowRules switches the
+// shipped flow rule set on for the workspace (docs/policy.md, "Flow
+// rules"; docs/requirements.md#flow-rules): set only through the admin
+// API's flow-rules route (Admin.SetWorkspaceFlowRules), kept by
+// PutWorkspace, and shown to the policy as input.workspace.flow_rules.
 type Workspace struct {
 	ID        string    `json:"id" db:"id"`
 	Name      string    `json:"name" db:"name"`
 	Slug      string    `json:"slug" db:"slug"`
 	OrgPlan   string    `json:"org_plan" db:"org_plan"`
 	CreatedAt time.Time `json:"created_at" db:"created_at"`
+	FlowRules bool      `json:"flow_rules" db:"flow_rules"`
 }
 
 // Member roles of a workspace. Deploy-tier tools need RoleOwner or RoleAdmin

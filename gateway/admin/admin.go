@@ -175,6 +175,7 @@ func (h *handler) routes() *mux.Router {
 	h.route(r, ws+"/tasks/{task}", methods{put: h.putTask, get: h.getTask})
 	h.route(r, ws+"/api-tokens", methods{http.MethodPost: h.createToken, get: h.listTokens})
 	h.route(r, ws+"/external-limits", methods{put: h.putExternalLimits, get: h.getExternalLimits})
+	h.route(r, ws+"/flow-rules", methods{put: h.putFlowRules, get: h.getFlowRules})
 	h.route(r, ws+GatesPath, methods{get: h.listGates})
 	h.route(r, ws+GateDecisionPath, methods{http.MethodPost: h.decideGate})
 	h.route(r, Prefix+"/seat-types", methods{get: h.listSeatTypes})

@@ -478,6 +478,60 @@ func TestExternalLimits(t *testing.T) {
 	})
 }
 
+// TestFlowRules: PUT /workspaces/{ws}/flow-rules switches the shipped
+// flow rule set of the workspace on and off through the store, announces
+// the change (so cached callers are dropped), and refuses a body without
+// a boolean "enabled", an unknown workspace, and every caller but the
+// admin token.
+func TestFlowRules(t *testing.T) {
+	p := wsPath + "/flow-rules"
+	stored := func(want bool) func(*testing.T, *fakeStore, *httptest.ResponseRecorder) {
+		return func(t *testing.T, s *fakeStore, _ *httptest.ResponseRecorder) {
+			if got := s.workspaces["ws-1"].FlowRules; got != want {
+				t.Errorf("stored flow rules %v, want %v", got, want)
+			}
+		}
+	}
+	on := func(s *fakeStore) { w := s.workspaces["ws-1"]; w.FlowRules = true; s.workspaces["ws-1"] = w }
+	ok := []string{"SetWorkspaceFlowRules"}
+	reader := func(o *Options) {
+		o.TokenReader = func(r *http.Request) (string, bool) {
+			return "ws-1", r.Header.Get("Authorization") == "Bearer scmt_reader"
+		}
+	}
+	wsAdmin := func(o *Options) {
+		o.WorkspaceAdmin = func(r *http.Request) (string, string, bool) {
+			return "ws-1", "u-1", r.Header.Get("Authorization") == "Bearer jwt-u-1"
+		}
+	}
+	ownerOfWS1 := func(s *fakeStore) {
+		s.members[[2]string{"ws-1", "u-1"}] = gateway.Member{WorkspaceID: "ws-1", UserID: "u-1", Role: "owner", SeatType: "standard"}
+	}
+	runCases(t, []apiCase{
+		{name: "on", path: p, body: `{"enabled":true}`, wantStatus: 200, wantBody: `{"workspace_id":"ws-1","enabled":true}`,
+			wantCalls: ok, wantChange: []string{"ws-1"}, check: stored(true)},
+		{name: "off", path: p, body: `{"enabled":false}`, setup: on, wantStatus: 200, wantBody: `"enabled":false`,
+			wantCalls: ok, wantChange: []string{"ws-1"}, check: stored(false)},
+		{name: "get", method: get, path: p, setup: on, wantStatus: 200, wantBody: `{"workspace_id":"ws-1","enabled":true}`, wantCalls: []string{"Workspace"}},
+		{name: "the workspace shows it", method: get, path: wsPath, setup: on, wantStatus: 200, wantBody: `"flow_rules":true`, wantCalls: []string{"Workspace"}},
+		{name: "a replace of the workspace keeps it", path: wsPath, body: `{"name":"One","slug":"one"}`, setup: on, wantStatus: 200,
+			wantBody: `"flow_rules":true`, wantCalls: []string{"PutWorkspace"}, wantChange: []string{"ws-1"}, check: stored(true)},
+		{name: "missing enabled", path: p, body: `{}`, wantStatus: 400, wantBody: `field \"enabled\" is required`, check: stored(false)},
+		{name: "not a bool", path: p, body: `{"enabled":"yes"}`, wantStatus: 400, wantBody: "must be true or false", check: stored(false)},
+		{name: "null", path: p, body: `{"enabled":null}`, wantStatus: 400, wantBody: `field \"enabled\" is required`, check: stored(false)},
+		{name: "unknown field", path: p, body: `{"enabled":true,"all":true}`, wantStatus: 400, wantBody: "accepted fields: enabled", check: stored(false)},
+		{name: "unknown workspace", path: "/admin/v1/workspaces/ws-9/flow-rules", body: `{"enabled":true}`, wantStatus: 404,
+			wantBody: "create it with PUT", wantCalls: ok},
+		{name: "get unknown workspace", method: get, path: "/admin/v1/workspaces/ws-9/flow-rules", wantStatus: 404, wantCalls: []string{"Workspace"}},
+		{name: "a read-only token reads it", method: get, path: p, header: hdr("Bearer scmt_reader"), opts: reader, wantStatus: 200,
+			wantBody: `"enabled":false`, wantCalls: []string{"Workspace"}},
+		{name: "a read-only token may not set it", path: p, body: `{"enabled":true}`, header: hdr("Bearer scmt_reader"), opts: reader,
+			wantStatus: 403, check: stored(false)},
+		{name: "a workspace owner may not set it", path: p, body: `{"enabled":true}`, header: hdr("Bearer jwt-u-1"), opts: wsAdmin,
+			setup: ownerOfWS1, wantStatus: 403, wantCalls: []string{"Member"}, check: stored(false)},
+	})
+}
+
 func ptrEqual(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 func TestAuditEvents(t *testing.T) {

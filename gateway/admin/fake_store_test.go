@@ -85,6 +85,7 @@ func (s *fakeStore) PutWorkspace(_ context.Context, w *gateway.Workspace) error 
 	if err := s.begin("PutWorkspace"); err != nil {
 		return err
 	}
+	w.FlowRules = s.workspaces[w.ID].FlowRules // a replace keeps the switch, as the stores do
 	s.workspaces[w.ID] = *w
 	return nil
 }
@@ -256,6 +257,21 @@ func (s *fakeStore) PutExternalLimits(_ context.Context, ws string, l gateway.Ex
 		return err
 	}
 	s.limits[ws] = l
+	return nil
+}
+
+func (s *fakeStore) SetWorkspaceFlowRules(_ context.Context, ws string, on bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("SetWorkspaceFlowRules"); err != nil {
+		return err
+	}
+	if err := s.needWorkspace(ws); err != nil {
+		return err
+	}
+	w := s.workspaces[ws]
+	w.FlowRules = on
+	s.workspaces[ws] = w
 	return nil
 }
 

@@ -309,3 +309,51 @@ func (h *handler) putExternalLimits(w http.ResponseWriter, r *http.Request) erro
 	writeJSON(w, http.StatusOK, limitsOut(ids[0], in))
 	return nil
 }
+
+// flowRulesView is the body of PUT and the reply of GET and PUT
+// /workspaces/{ws}/flow-rules: whether the workspace's calls are decided
+// by the shipped flow rule set (docs/policy.md, "Flow rules").
+type flowRulesView struct {
+	WorkspaceID string `json:"workspace_id"`
+	Enabled     bool   `json:"enabled"`
+}
+
+// putFlowRules: PUT /workspaces/{ws}/flow-rules {"enabled": true|false}
+// switches the shipped flow rule set on or off for the workspace
+// (docs/requirements.md#flow-rules); the next call of the workspace on
+// every replica is decided with it (the change feed drops cached callers).
+func (h *handler) putFlowRules(w http.ResponseWriter, r *http.Request) error {
+	ids, err := pathIDs(r, "ws")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := h.decode(w, r, &in); err != nil {
+		return err
+	}
+	if in.Enabled == nil {
+		return invalid(`field "enabled" is required; send {"enabled": true} to switch the flow rule set on, {"enabled": false} to switch it off`)
+	}
+	if err := h.store.SetWorkspaceFlowRules(r.Context(), ids[0], *in.Enabled); err != nil {
+		return err
+	}
+	h.changed(r, ids[0])
+	writeJSON(w, http.StatusOK, flowRulesView{WorkspaceID: ids[0], Enabled: *in.Enabled})
+	return nil
+}
+
+// getFlowRules: GET /workspaces/{ws}/flow-rules → flowRulesView.
+func (h *handler) getFlowRules(w http.ResponseWriter, r *http.Request) error {
+	ids, err := pathIDs(r, "ws")
+	if err != nil {
+		return err
+	}
+	ws, err := h.store.Workspace(r.Context(), ids[0])
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, flowRulesView{WorkspaceID: ws.ID, Enabled: ws.FlowRules})
+	return nil
+}

@@ -29,6 +29,7 @@ func TestPutThenGet(t *testing.T) {
 		{wsPath + "/tasks/t-1", `{"status":"running"}`},
 		{wsPath + "/external-limits", `{"reads_per_tool_hourly":200}`},
 		{wsPath + "/external-limits", `{}`},
+		{wsPath + "/flow-rules", `{"enabled":true}`},
 		{"/admin/v1/seat-types/sso-admin", `{"enterprise_only":true,"permissions":{"sso.manage":true}}`},
 		{"/admin/v1/seat-types/basic", `{}`},
 		{"/admin/v1/org-plans/enterprise", `{"permissions":{"sso.*":true}}`},

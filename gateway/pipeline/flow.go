@@ -12,7 +12,7 @@ import (
 )
 
 // Session flow rules (docs/policy.md, "Flow rules"; docs/requirements.md#flow-rules): for a
-// workspace whose policy switches the rule set on, loadSession reads the
+// workspace whose admin or policy switches the rule set on, loadSession reads the
 // history of the call's flow key before the decision (the policy's
 // input.session), and the reservation records the call in it
 // (gateway.Reservation.Flow) in the transaction of its audit row, under a
@@ -25,7 +25,8 @@ type FlowStore = store.Flows
 
 // FlowScope is an optional interface of a Decider (*policy.Engine,
 // *policy.Snapshot): whether its bundle switches the flow rule set on
-// for a workspace. A Decider without it never gets input.session.
+// for a workspace. A Decider without it gets input.session only for the
+// workspaces whose admin switched flow rules on (flowRulesOn).
 type FlowScope interface {
 	FlowRules(workspaceID string) bool
 }
@@ -50,15 +51,14 @@ var flowRestart = func() int {
 	panic("pipeline: loadSession is not a step of callSteps")
 }()
 
-// loadSession loads the history of the call's flow key when the policy
-// in force switches flow rules on for the principal's workspace and the
-// store keeps histories; c.Session stays nil otherwise (no input.session,
-// nothing recorded). A store that cannot read it refuses the call.
+// loadSession loads the history of the call's flow key when flow rules
+// are on for the principal's workspace (flowRulesOn) and the store keeps
+// histories; c.Session stays nil otherwise (no input.session, nothing
+// recorded). A store that cannot read it refuses the call.
 func (pl *Pipeline) loadSession(ctx context.Context, c *Call) error {
 	c.Session, c.flowKey = nil, ""
 	fs, ok := pl.Store.(FlowStore)
-	scope, on := c.Policy.(FlowScope)
-	if !ok || !on || !scope.FlowRules(c.Principal.WorkspaceID) {
+	if !ok || !flowRulesOn(c) {
 		return nil
 	}
 	key := gateway.FlowKey(pl.surface(), c.Principal)
@@ -71,6 +71,18 @@ func (pl *Pipeline) loadSession(ctx context.Context, c *Call) error {
 	}
 	c.Session, c.flowKey = s, key
 	return nil
+}
+
+// flowRulesOn reports whether flow rules are on for the call's
+// workspace: its admin switched them on (gateway.Workspace.FlowRules, the
+// policy's input.workspace.flow_rules), or the policy in force does in
+// its data (FlowScope).
+func flowRulesOn(c *Call) bool {
+	if c.Caller != nil && c.Caller.Workspace != nil && c.Caller.Workspace.FlowRules {
+		return true
+	}
+	scope, ok := c.Policy.(FlowScope)
+	return ok && scope.FlowRules(c.Principal.WorkspaceID)
 }
 
 // flowRecord is what the call's reservation records in its session's

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -98,5 +99,45 @@ func TestFlowToolsCalledOnlyWhenRead(t *testing.T) {
 		if got := e.CacheStats().Decisions; got != tc.entries {
 			t.Errorf("bundle %q: %d cached decisions after two tool lists, want %d", tc.extra, got, tc.entries)
 		}
+	}
+}
+
+// The workspace's own switch (gateway.Workspace.FlowRules, set through the
+// admin API) is input.workspace.flow_rules, true, only while on: the
+// cache keys on it, so a decision made before the switch is never served
+// after it, and the input of a workspace left off is as it was.
+func TestFlowWorkspaceSwitchInTheInput(t *testing.T) {
+	const mod = `package supacloud
+
+default switched := false
+
+switched if input.workspace.flow_rules == true
+
+decision := {"allow": true, "visible": true, "reasons": [], "obligations": {"approval_required": switched}}
+
+visible_tools := set()
+`
+	e, err := policy.New(context.Background(), policy.Options{FS: fstest.MapFS{"supacloud/p.rego": {Data: []byte(mod)}}, KeepInput: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u", WorkspaceID: "ws-b", TaskID: "t"}
+	tool := policy.ToolRef{Name: "pr.create", Tier: gateway.TierOps, Session: &gateway.FlowSession{Key: "k"}}
+	for i, on := range []bool{false, true, true, false} {
+		c := &gateway.Caller{Workspace: &gateway.Workspace{ID: "ws-b", FlowRules: on}}
+		d, err := e.Decide(context.Background(), p, c, tool, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Obligations.ApprovalRequired != on {
+			t.Errorf("decision %d (switch %v): approval_required = %v", i, on, d.Obligations.ApprovalRequired)
+		}
+		in, _ := d.Input.(map[string]any)
+		if ws, ok := in["workspace"]; ok != on || (on && !reflect.DeepEqual(ws, map[string]any{"flow_rules": true})) {
+			t.Errorf("decision %d (switch %v): input.workspace = %v (present %v); want {\"flow_rules\": true} only while on", i, on, ws, ok)
+		}
+	}
+	if got := e.CacheStats().Decisions; got != 2 {
+		t.Errorf("%d cached decisions for two inputs, want 2", got)
 	}
 }

@@ -32,6 +32,7 @@ SELECT w.id, w.name, w.slug, w.org_plan, w.created_at,
   (SELECT json_build_object('workspace_id', t.workspace_id, 'id', t.id, 'status', t.status,
           'updated_at', t.updated_at)
      FROM tasks t WHERE t.workspace_id = w.id AND t.id = $4) AS task,
-  EXISTS (SELECT 1 FROM deleted_agent_profiles d WHERE d.workspace_id = w.id AND d.id = $3) AS profile_deleted
+  EXISTS (SELECT 1 FROM deleted_agent_profiles d WHERE d.workspace_id = w.id AND d.id = $3) AS profile_deleted,
+  w.flow_rules
 FROM workspaces w
 WHERE w.id = $1`

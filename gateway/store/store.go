@@ -160,6 +160,11 @@ type Admin interface {
 	// RevokeAPIToken marks the token revoked; ENotFound if unknown.
 	RevokeAPIToken(ctx context.Context, fingerprint string) error
 	PutExternalLimits(ctx context.Context, workspaceID string, l gateway.ExternalLimits) error
+	// SetWorkspaceFlowRules switches the shipped flow rule set on or off
+	// for the workspace (gateway.Workspace.FlowRules, which Workspace,
+	// ListWorkspaces and LoadCaller return); ENotFound for an unknown
+	// workspace.
+	SetWorkspaceFlowRules(ctx context.Context, workspaceID string, on bool) error
 	// Workspace returns one workspace; ListWorkspaces at most limit
 	// workspaces with ids after after ("" from the start).
 	Workspace(ctx context.Context, id string) (*gateway.Workspace, error)

@@ -56,6 +56,45 @@ var adminTests = []test{
 			t.Errorf("refused replace changed ws-b to %+v", *got)
 		}
 	}},
+	{"WorkspaceFlowRules", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		putWorkspace(t, s, "ws-b")
+		// flowRules reads the switch every way the store returns a workspace.
+		flowRules := func(ws string) [3]bool {
+			t.Helper()
+			w, err := s.Workspace(ctx(t), ws)
+			must(t, err, "Workspace")
+			list, err := s.ListWorkspaces(ctx(t), "", 10)
+			must(t, err, "ListWorkspaces")
+			listed := false
+			for _, l := range list {
+				if l.ID == ws {
+					listed = l.FlowRules
+				}
+			}
+			return [3]bool{w.FlowRules, listed, loadAs(t, s, ws, "", "", "").Workspace.FlowRules}
+		}
+		if got := flowRules("ws-a"); got != [3]bool{} {
+			t.Fatalf("a new workspace's flow rules (Workspace, ListWorkspaces, LoadCaller) = %v, want all off", got)
+		}
+		must(t, s.SetWorkspaceFlowRules(ctx(t), "ws-a", true), "switch on")
+		if got := flowRules("ws-a"); got != [3]bool{true, true, true} {
+			t.Fatalf("after switching on: %v, want all on", got)
+		}
+		if got := flowRules("ws-b"); got != [3]bool{} {
+			t.Errorf("switching ws-a on changed ws-b: %v", got)
+		}
+		w := &gateway.Workspace{ID: "ws-a", Name: "Renamed", OrgPlan: "team"}
+		must(t, s.PutWorkspace(ctx(t), w), "replace")
+		if !w.FlowRules || flowRules("ws-a") != [3]bool{true, true, true} {
+			t.Errorf("PutWorkspace dropped the switch: returned %v, stored %v", w.FlowRules, flowRules("ws-a"))
+		}
+		must(t, s.SetWorkspaceFlowRules(ctx(t), "ws-a", false), "switch off")
+		if got := flowRules("ws-a"); got != [3]bool{} {
+			t.Errorf("after switching off: %v, want all off", got)
+		}
+		wantNotFound(t, s.SetWorkspaceFlowRules(ctx(t), "ws-9", true), "SetWorkspaceFlowRules", "workspace")
+	}},
 	{"PutMember", func(t *testing.T, s Store) {
 		putWorkspace(t, s, "ws-a")
 		m := &gateway.Member{WorkspaceID: "ws-a", UserID: "u1", Role: gateway.RoleMember, SeatType: "standard"}

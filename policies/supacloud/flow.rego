@@ -12,7 +12,8 @@ package supacloud
 # flow_rules switches the rule set on, for every workspace
 # (all_workspaces) or for the workspace ids listed; off by default. The
 # gateway reads it at load, and records and sends a session's history
-# only for the workspaces it switches on.
+# only for the workspaces it, or the workspace's admin
+# (input.workspace.flow_rules), switches on.
 flow_rules := {"all_workspaces": false, "workspaces": []}
 
 # flow_labels: what each tool's result holds and whether it sends data
@@ -79,6 +80,14 @@ flow_on if {
 flow_on if {
 	input.session
 	input.principal.workspace_id in object.get(data.supacloud.flow_rules, "workspaces", [])
+}
+
+# The workspace's admin switched the rule set on for it (PUT
+# /admin/v1/workspaces/{ws}/flow-rules): the gateway sends
+# input.workspace.flow_rules, true, from the store.
+flow_on if {
+	input.session
+	input.workspace.flow_rules == true
 }
 
 # flow_reads are the labels of what this call's result holds, which the

@@ -39,6 +39,25 @@ test_flow_on_for_every_workspace if {
 	d.obligations.approval_required
 }
 
+# The workspace's admin switched the rule set on (input.workspace, from
+# the store): on for this workspace although policy data leaves it off.
+test_flow_on_by_the_workspace_switch if {
+	d := supacloud.decision with input as call(object.union(tainted, {"workspace": {"flow_rules": true}}), "pr.create", {})
+	d.obligations.approval_required
+	d.obligations.approval_because == ["flow.tainted"]
+}
+
+# A switch that is not true leaves the rule set off.
+test_flow_workspace_switch_off if {
+	d := supacloud.decision with input as call(object.union(tainted, {"workspace": {"flow_rules": false}}), "pr.create", {})
+	not d.obligations.approval_required
+}
+
+test_flow_workspace_switch_not_a_bool if {
+	d := supacloud.decision with input as call(object.union(tainted, {"workspace": {"flow_rules": "true"}}), "pr.create", {})
+	not d.obligations.approval_required
+}
+
 test_flow_other_workspace_unaffected if {
 	d := supacloud.decision with input as call(tainted, "pr.create", {}) with data.supacloud.flow_rules as {"all_workspaces": false, "workspaces": ["ws-9"]}
 	not d.obligations.approval_required

@@ -23,33 +23,41 @@ const MaxListedReferences = 20
 
 // Workspace returns workspace id.
 func (c *Core) Workspace(ctx context.Context, id string) (*gateway.Workspace, error) {
-	var r struct {
-		ID, Name, Slug string
-		OrgPlan        string `db:"org_plan"`
-		CreatedAt      Time   `db:"created_at"`
-	}
-	err := c.R.GetContext(ctx, &r, c.Q(`SELECT id, name, slug, org_plan, created_at FROM workspaces WHERE id = ?`), id)
+	var r workspaceRow
+	err := c.R.GetContext(ctx, &r, c.Q(`SELECT `+workspaceColumns+` FROM workspaces WHERE id = ?`), id)
 	if err != nil {
 		return nil, c.Translate(err, Msgs{NotFound: WorkspaceNotFound(id)})
 	}
-	return &gateway.Workspace{ID: r.ID, Name: r.Name, Slug: r.Slug, OrgPlan: r.OrgPlan, CreatedAt: r.CreatedAt.Time}, nil
+	return r.workspace(), nil
+}
+
+// workspaceColumns are the columns of a workspaces row a workspaceRow
+// holds.
+const workspaceColumns = `id, name, slug, org_plan, created_at, flow_rules`
+
+// workspaceRow is one row of workspaceColumns.
+type workspaceRow struct {
+	ID, Name, Slug string
+	OrgPlan        string `db:"org_plan"`
+	CreatedAt      Time   `db:"created_at"`
+	FlowRules      bool   `db:"flow_rules"`
+}
+
+func (r *workspaceRow) workspace() *gateway.Workspace {
+	return &gateway.Workspace{ID: r.ID, Name: r.Name, Slug: r.Slug, OrgPlan: r.OrgPlan, CreatedAt: r.CreatedAt.Time, FlowRules: r.FlowRules}
 }
 
 // ListWorkspaces returns at most limit workspaces whose id sorts after
 // after ("" for the first page), by id.
 func (c *Core) ListWorkspaces(ctx context.Context, after string, limit int) ([]gateway.Workspace, error) {
-	var rows []struct {
-		ID, Name, Slug string
-		OrgPlan        string `db:"org_plan"`
-		CreatedAt      Time   `db:"created_at"`
-	}
-	const q = `SELECT id, name, slug, org_plan, created_at FROM workspaces WHERE id > ? ORDER BY id LIMIT ?`
+	var rows []workspaceRow
+	const q = `SELECT ` + workspaceColumns + ` FROM workspaces WHERE id > ? ORDER BY id LIMIT ?`
 	if err := c.R.SelectContext(ctx, &rows, c.Q(q), after, limit); err != nil {
 		return nil, c.DriverError(err)
 	}
 	out := make([]gateway.Workspace, len(rows))
-	for i, r := range rows {
-		out[i] = gateway.Workspace{ID: r.ID, Name: r.Name, Slug: r.Slug, OrgPlan: r.OrgPlan, CreatedAt: r.CreatedAt.Time}
+	for i := range rows {
+		out[i] = *rows[i].workspace()
 	}
 	return out, nil
 }

@@ -16,15 +16,15 @@ type callerRow struct {
 	SeatType, Plan                    []byte
 	UserOverrides, WorkspaceOverrides []byte
 	Task                              []byte
-	ProfileDeleted                    bool
+	ProfileDeleted, FlowRules         bool
 }
 
 // LoadCaller loads, in one query (Dialect.CallerQuery, prepared once on
 // R), what the policy needs about p: the workspace, p.Subject's
 // membership and seat type, the requested profile (p.ProfileID), the
 // workspace default profile, the org plan, both override sets and the
-// task (p.TaskID), all scoped to p.WorkspaceID. Parts that do not exist
-// are nil. ProfileDeleted says that p.ProfileID names a profile deleted
+// task (p.TaskID), all scoped to p.WorkspaceID; the workspace carries
+// its flow_rules switch. Parts that do not exist are nil. ProfileDeleted says that p.ProfileID names a profile deleted
 // from the workspace (DeleteProfile) and not re-created. Errors: ENotFound when the workspace does not exist,
 // EUnavailable when the database cannot be reached or read.
 func (c *Core) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
@@ -35,12 +35,13 @@ func (c *Core) LoadCaller(ctx context.Context, p *gateway.Principal) (*gateway.C
 	var r callerRow
 	err = stmt.QueryRowContext(ctx, p.WorkspaceID, p.Subject, p.ProfileID, p.TaskID).Scan(
 		&r.ID, &r.Name, &r.Slug, &r.OrgPlan, &r.CreatedAt, &r.Member, &r.Profile, &r.DefaultProfile,
-		&r.SeatType, &r.Plan, &r.UserOverrides, &r.WorkspaceOverrides, &r.Task, &r.ProfileDeleted)
+		&r.SeatType, &r.Plan, &r.UserOverrides, &r.WorkspaceOverrides, &r.Task, &r.ProfileDeleted, &r.FlowRules)
 	if err != nil {
 		return nil, c.Translate(err, Msgs{NotFound: WorkspaceNotFound(p.WorkspaceID)})
 	}
 	caller := &gateway.Caller{
-		Workspace:        &gateway.Workspace{ID: r.ID, Name: r.Name, Slug: r.Slug, OrgPlan: r.OrgPlan, CreatedAt: r.CreatedAt.Time},
+		Workspace: &gateway.Workspace{ID: r.ID, Name: r.Name, Slug: r.Slug, OrgPlan: r.OrgPlan, CreatedAt: r.CreatedAt.Time,
+			FlowRules: r.FlowRules},
 		ProfileRequested: p.ProfileID,
 	}
 	parts := []struct {

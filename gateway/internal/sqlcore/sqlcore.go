@@ -98,8 +98,9 @@ type Dialect struct {
 	// and the task; its columns the workspace's id, name, slug, org plan
 	// and created_at, then, as JSON or NULL, the member, the requested and
 	// the default profile, the seat type, the org plan, the member's and
-	// the workspace's overrides, and the task; last a boolean: the
-	// requested profile is in deleted_agent_profiles.
+	// the workspace's overrides, and the task; then a boolean: the
+	// requested profile is in deleted_agent_profiles; last the
+	// workspace's flow_rules (a boolean).
 	CallerQuery string
 	// InsertAudit inserts one audit_events row from AuditArgs (22 ?
 	// placeholders in their order), open (a reservation's), and returns

@@ -15,7 +15,8 @@ import (
 // write changes nothing.
 
 // PutWorkspace creates or replaces workspace w.ID (name, slug, org plan) and
-// sets w.CreatedAt to the stored creation time, which a replace keeps.
+// sets w.CreatedAt to the stored creation time and w.FlowRules to the
+// stored switch, which a replace keeps (SetWorkspaceFlowRules sets it).
 // Errors: EInvalid for an empty id, EConflict when another workspace uses
 // the slug.
 func (c *Core) PutWorkspace(ctx context.Context, w *gateway.Workspace) error {
@@ -24,14 +25,32 @@ func (c *Core) PutWorkspace(ctx context.Context, w *gateway.Workspace) error {
 INSERT INTO workspaces (id, name, slug, org_plan, created_at, updated_at) VALUES (?, ?, ?, ?, ` + now + `, ` + now + `)
 ON CONFLICT (id) DO UPDATE
    SET name = excluded.name, slug = excluded.slug, org_plan = excluded.org_plan, updated_at = excluded.updated_at
-RETURNING created_at`
+RETURNING created_at, flow_rules`
 	args := append(append([]any{w.ID, w.Name, w.Slug, w.OrgPlan}, at...), at...)
 	var created Time
-	if err := c.W.QueryRowContext(ctx, c.Q(q), args...).Scan(&created); err != nil {
+	if err := c.W.QueryRowContext(ctx, c.Q(q), args...).Scan(&created, &w.FlowRules); err != nil {
 		return c.Translate(err, Msgs{Conflict: fmt.Sprintf(
 			"workspace slug %q is already used by another workspace; choose another slug", w.Slug)})
 	}
 	w.CreatedAt = created.Time
+	return nil
+}
+
+// SetWorkspaceFlowRules switches the shipped flow rule set on or off for
+// workspaceID (gateway.Workspace.FlowRules). Errors: ENotFound for an
+// unknown workspace.
+func (c *Core) SetWorkspaceFlowRules(ctx context.Context, workspaceID string, on bool) error {
+	now, at := c.now()
+	q := `UPDATE workspaces SET flow_rules = ?, updated_at = ` + now + ` WHERE id = ?`
+	res, err := c.W.ExecContext(ctx, c.Q(q), append(append([]any{on}, at...), workspaceID)...)
+	if err != nil {
+		return c.DriverError(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return c.DriverError(err)
+	} else if n == 0 {
+		return gateway.Errorf(gateway.ENotFound, "%s", WorkspaceNotFound(workspaceID))
+	}
 	return nil
 }
 
