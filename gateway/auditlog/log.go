@@ -1,5 +1,5 @@
-// Package auditlog writes the audit events besides tool calls (DESIGN.md
-// §10: refused credentials, methods refused before policy, admin and
+// Package auditlog writes the audit events besides tool calls (docs/operations.md,
+// "Audit trail": refused credentials, methods refused before policy, admin and
 // console writes, API tokens, approval, upstream and policy decisions)
 // off the request path, through a bounded queue, and bounds a flood of
 // refused credentials per source and minute.

@@ -9,8 +9,8 @@ import (
 )
 
 // openKeys starts the identity provider's key set when
-// MCPGATE_JWT_JWKS_URL or MCPGATE_JWT_DISCOVERY configure one (DESIGN
-// §12); the agent and cc_server verifiers share it. nil otherwise.
+// MCPGATE_JWT_JWKS_URL or MCPGATE_JWT_DISCOVERY configure one
+// (docs/operations.md, "Identity provider"); the agent and cc_server verifiers share it. nil otherwise.
 func (a *App) openKeys(log *zap.Logger, reg prometheus.Registerer) (*auth.JWKS, error) {
 	cfg := a.Config
 	if cfg.JWTJWKSURL == "" && !cfg.JWTDiscovery {

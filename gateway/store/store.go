@@ -299,8 +299,8 @@ type Usage interface {
 	ProfileToolUsage(ctx context.Context, workspaceID, profileID string, since time.Time) ([]gateway.ToolUsage, error)
 }
 
-// AuditLog records the audit events that are not tool calls (DESIGN.md
-// §10; docs/architecture.md, "Audit events besides tool calls"): refused
+// AuditLog records the audit events that are not tool calls (docs/operations.md,
+// "Audit trail"; docs/architecture.md, "Audit events besides tool calls"): refused
 // credentials, methods refused before policy, admin and console writes,
 // API tokens, approval, upstream and policy decisions. They go into the
 // same trail as the calls (one listing, filtered by kind and actor) and
