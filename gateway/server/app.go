@@ -256,9 +256,7 @@ func (a *App) surfacePipeline(sf *Surface, log *zap.Logger, approvals *approvals
 		Confirmer: sf.Confirmer, Surface: sf.Name, ListEveryTool: sf.ListEveryTool, WorkspaceFromPolicy: sf.WorkspaceFromPolicy,
 		Tracer: a.tracer,
 	}
-	if approvals != nil {
-		pl.Approvals = approvals
-	}
+	pl.Approvals = approvals
 	if a.DecisionLog != nil {
 		pl.DecisionLog = a.DecisionLog.ForSurface(sf.Name)
 	}
@@ -266,14 +264,10 @@ func (a *App) surfacePipeline(sf *Surface, log *zap.Logger, approvals *approvals
 }
 
 // approvals is the service of the approvals a person decides, shared by
-// every surface's pipeline and the admin API; nil for a store without
-// them (both stores have them).
+// every surface's pipeline and the admin API (the store contract includes
+// the approvals part, so every store has them).
 func (a *App) approvals() *approvals.Service {
-	as, ok := a.Store.(approvals.Store)
-	if !ok {
-		return nil
-	}
-	return approvals.New(as, approvals.Options{TTL: a.Config.ApprovalTTL})
+	return approvals.New(a.Store, approvals.Options{TTL: a.Config.ApprovalTTL})
 }
 
 // deps are what New serves: the surfaces (the SupaCloud surface first),
