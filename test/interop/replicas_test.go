@@ -111,12 +111,10 @@ func startReplicas(t *testing.T, s *stack) *replicaSet {
 	for i := range 3 {
 		log := filepath.Join(s.dir, fmt.Sprintf("replica-%d.log", i+1))
 		// serve --dev would open the cc_server surface on 127.0.0.1:9030
-		// in every replica: each takes a free port of its own.
-		cc, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		base, err := s.launchGateway(log, append(slices.Clone(env), "MCPGATE_CCSERVER_LISTEN="+cc))
+		// in every replica: each binds a port of the kernel's choosing
+		// (a port picked free beforehand could be taken by another test
+		// process before the replica binds it).
+		base, err := s.launchGateway(log, append(slices.Clone(env), "MCPGATE_CCSERVER_LISTEN=127.0.0.1:0"))
 		if err != nil {
 			data, _ := os.ReadFile(log)
 			t.Fatalf("replica %d: %v\n%s", i+1, err, data)
@@ -707,6 +705,17 @@ func newRoundRobin(bases []string) (*roundRobin, error) {
 		// rebinding); a load balancer in front of it is configured
 		// with the name it serves, here the replica's.
 		r.Host = ""
+		// Without full duplex, net/http's HTTP/1 server consumes and
+		// closes the rest of the request body once the response starts
+		// (golang/go#40747); the backend transport's last read of that
+		// body (its check for trailing bytes) then fails under load, it
+		// closes the backend connection, and the streamed response is
+		// cut off mid-body ("other side closed" in the client). Real
+		// load balancers stream both ways.
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
 		rr.proxies[i].ServeHTTP(w, r)
 	}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = rr.srv.Serve(ln) }()
