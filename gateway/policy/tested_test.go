@@ -101,3 +101,44 @@ func TestVouchSkipsTestsOfTheSameBytesOnly(t *testing.T) {
 		t.Errorf("reload of the live bytes taken on another replica's tests: %+v %v, want unchanged, still tests_from replica", at, err)
 	}
 }
+
+// TestUnchangedShadowFolderIsNotTestedAgain: a reload reads the shadow
+// folder and tests it only when its bytes changed since its last attempt:
+// a refused shadow candidate (its own test fails, which no cache of passes
+// remembers) keeps its attempt through reloads of the live folder, and a
+// change of its bytes is tested (and here goes into shadow).
+func TestUnchangedShadowFolderIsNotTestedAgain(t *testing.T) {
+	dir, shadow := t.TempDir(), t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-1", true, false))
+	writeBundle(t, shadow, tinyBundle("shadow-1", false, true))
+	l := newLive(t, dir, shadow, &countingObserver{})
+	ctx := context.Background()
+	first := l.Status().Shadow.LastAttempt
+	if first == nil || first.Outcome != policystatus.Refused || first.Content != contentOf(t, shadow) {
+		t.Fatalf("start: shadow attempt %+v, want refused with the folder's content hash", first)
+	}
+	for i, rev := range []string{"rev-2", "rev-3"} {
+		writeBundle(t, dir, tinyBundle(rev, true, false))
+		if at, err := l.Reload(ctx, policy.TriggerAdmin); err != nil || at.Outcome != policystatus.Live {
+			t.Fatalf("reload %d: %+v %v, want %s live", i+1, at, err, rev)
+		}
+		if at := l.Status().Shadow.LastAttempt; at != first {
+			t.Fatalf("reload %d with the shadow folder unchanged: shadow attempt %+v, want the first one kept (%+v), its tests not run again", i+1, at, first)
+		}
+	}
+	writeBundle(t, shadow, tinyBundle("shadow-2", false, false))
+	if _, err := l.Reload(ctx, policy.TriggerAdmin); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Status().Shadow
+	if at := st.LastAttempt; at == first || at.Outcome != policystatus.Live || at.TestsFrom != policystatus.TestsRun || st.Revision != "shadow-2" {
+		t.Errorf("changed shadow folder: %+v (revision %s), want its tests run and shadow-2 loaded", at, st.Revision)
+	}
+	second := st.LastAttempt
+	if _, err := l.Reload(ctx, policy.TriggerAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if at := l.Status().Shadow.LastAttempt; at != second {
+		t.Errorf("passed shadow folder unchanged: %+v, want its attempt kept", at)
+	}
+}
