@@ -3,7 +3,9 @@ package policy_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/policy"
@@ -140,5 +142,33 @@ func TestUnchangedShadowFolderIsNotTestedAgain(t *testing.T) {
 	}
 	if at := l.Status().Shadow.LastAttempt; at != second {
 		t.Errorf("passed shadow folder unchanged: %+v, want its attempt kept", at)
+	}
+}
+
+// TestShadowCutOffByTheBudgetIsTestedAgain: a shadow candidate refused
+// because its tests ran past LiveOptions.TestBudget says more of the
+// machine's load than of its bytes, so the next reload tests the same
+// bytes again (a new attempt) rather than keeping the refusal.
+func TestShadowCutOffByTheBudgetIsTestedAgain(t *testing.T) {
+	dir, shadow := t.TempDir(), t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-1", true, false))
+	writeBundle(t, shadow, slowBundle("shadow-slow"))
+	l, err := policy.NewLive(context.Background(), policy.LiveOptions{
+		Engine: policy.Options{Edition: gateway.EditionCommunity, Tools: []policy.ToolRef{projectsList}},
+		Dir:    dir, ShadowDir: shadow, Embedded: policies.FS, Revision: policies.Revision, TestBudget: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l.Status().Shadow.LastAttempt
+	if first == nil || first.Outcome != policystatus.Refused || !strings.Contains(first.Error, "did not finish") {
+		t.Fatalf("start: shadow attempt %+v, want refused for its tests' time", first)
+	}
+	writeBundle(t, dir, tinyBundle("rev-2", true, false))
+	if _, err := l.Reload(context.Background(), policy.TriggerAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if at := l.Status().Shadow.LastAttempt; at == first || at.Outcome != policystatus.Refused || at.Trigger != policy.TriggerAdmin {
+		t.Errorf("reload after a shadow cut off by the budget: attempt %+v, want a new attempt of the same bytes", at)
 	}
 }
