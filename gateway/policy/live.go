@@ -153,9 +153,13 @@ type Live struct {
 	// folder once it runs.
 	asked atomic.Bool
 
-	mu     sync.Mutex // guards status and flips
+	mu     sync.Mutex // guards status, shadowFinal and flips
 	status policystatus.Status
-	flips  map[policystatus.ShadowFlips]int64 // by Tool and Direction (Count 0)
+	// shadowFinal says the shadow folder's last attempt is final for its
+	// bytes: it passed, or it was refused for a reason that the same
+	// bytes meet again (not a test budget or a context that ran out).
+	shadowFinal bool
+	flips       map[policystatus.ShadowFlips]int64 // by Tool and Direction (Count 0)
 }
 
 // NewLive loads the bundle of opts.Dir (or opts.Embedded) and, when set,
@@ -281,7 +285,7 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, 
 		at.Tests = n
 		if err != nil {
 			if errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-				err = fmt.Errorf("%w (they ran longer than %v in all; make them faster or fewer)", err, budget)
+				err = &budgetError{err: err, budget: budget}
 			}
 			return nil, err
 		}
@@ -300,14 +304,40 @@ func (l *Live) candidate(ctx context.Context, dir, trigger string, cur *Engine, 
 	return e, at, nil
 }
 
+// budgetError is a candidate's test failure once its tests ran past
+// LiveOptions.TestBudget: it says more of the machine's load than of the
+// bundle, so the same bytes are worth testing again.
+type budgetError struct {
+	err    error
+	budget time.Duration
+}
+
+func (e *budgetError) Error() string {
+	return fmt.Sprintf("%v (they ran longer than %v in all; make them faster or fewer)", e.err, e.budget)
+}
+
+func (e *budgetError) Unwrap() error { return e.err }
+
 // loadShadow loads the shadow candidate with the checks of candidate
 // (cur is the shadow engine in place, kept when the folder still holds
 // its bytes) and records the attempt; it returns nil when the candidate
-// was refused.
+// was refused. A folder that holds the bytes of the last attempt (its
+// content hash) is not read into a candidate nor tested again, whether
+// that attempt passed or was refused, unless it was refused for running
+// out of time or for a context that ended: cur is returned and the last
+// attempt stays in Status.
 func (l *Live) loadShadow(ctx context.Context, trigger string, cur *Engine) *Engine {
+	l.mu.Lock()
+	last, final := l.status.Shadow.LastAttempt, l.shadowFinal
+	l.mu.Unlock()
+	if last != nil && final && last.Content != "" && l.unchanged(l.opts.ShadowDir, last.Content) {
+		return cur
+	}
 	e, at, err := l.candidate(ctx, l.opts.ShadowDir, trigger, cur, nil)
+	var be *budgetError
 	l.mu.Lock()
 	l.status.Shadow.LastAttempt = at
+	l.shadowFinal = !errors.As(err, &be) && ctx.Err() == nil
 	if err == nil {
 		l.status.Shadow.Revision = e.Revision()
 	}

@@ -484,6 +484,20 @@ func copyBundle(tb testing.TB, dir string) {
 	writeBundle(tb, dir, files)
 }
 
+// slowBundle is tinyBundle(rev, true, false) with 20 more tests, each
+// well under OPA's per-test timeout and all together far over a test
+// budget of a few hundred milliseconds.
+func slowBundle(rev string) map[string]string {
+	slow := tinyBundle(rev, true, false)
+	var tests strings.Builder
+	tests.WriteString("package supacloud_test\n\n")
+	for i := range 20 {
+		fmt.Fprintf(&tests, "test_slow_%d if count([1 | some x in numbers.range(1, 1500); some y in numbers.range(1, 1500); x == y + 5000]) == 0\n\n", i)
+	}
+	slow["supacloud/slow_test.rego"] = tests.String()
+	return slow
+}
+
 // TestSlowCandidateTestsAreCutOff: a candidate whose own tests would take
 // far longer than LiveOptions.TestBudget (each under OPA's per-test
 // timeout, so only the total is out of bounds) is refused once the budget
@@ -499,14 +513,7 @@ func TestSlowCandidateTestsAreCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow := tinyBundle("rev-slow", true, false)
-	var tests strings.Builder
-	tests.WriteString("package supacloud_test\n\n")
-	for i := range 20 {
-		fmt.Fprintf(&tests, "test_slow_%d if count([1 | some x in numbers.range(1, 1500); some y in numbers.range(1, 1500); x == y + 5000]) == 0\n\n", i)
-	}
-	slow["supacloud/slow_test.rego"] = tests.String()
-	writeBundle(t, dir, slow)
+	writeBundle(t, dir, slowBundle("rev-slow"))
 	start := time.Now()
 	at, err := l.Reload(context.Background(), policy.TriggerAdmin)
 	if took := time.Since(start); err == nil || took > 10*time.Second {

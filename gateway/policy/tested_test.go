@@ -3,7 +3,9 @@ package policy_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/policy"
@@ -99,5 +101,74 @@ func TestVouchSkipsTestsOfTheSameBytesOnly(t *testing.T) {
 	}
 	if at, err := l.Reload(ctx, policy.TriggerAdmin); err != nil || at.Outcome != policystatus.Unchanged || at.TestsFrom != policystatus.TestsReplica {
 		t.Errorf("reload of the live bytes taken on another replica's tests: %+v %v, want unchanged, still tests_from replica", at, err)
+	}
+}
+
+// TestUnchangedShadowFolderIsNotTestedAgain: a reload reads the shadow
+// folder and tests it only when its bytes changed since its last attempt:
+// a refused shadow candidate (its own test fails, which no cache of passes
+// remembers) keeps its attempt through reloads of the live folder, and a
+// change of its bytes is tested (and here goes into shadow).
+func TestUnchangedShadowFolderIsNotTestedAgain(t *testing.T) {
+	dir, shadow := t.TempDir(), t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-1", true, false))
+	writeBundle(t, shadow, tinyBundle("shadow-1", false, true))
+	l := newLive(t, dir, shadow, &countingObserver{})
+	ctx := context.Background()
+	first := l.Status().Shadow.LastAttempt
+	if first == nil || first.Outcome != policystatus.Refused || first.Content != contentOf(t, shadow) {
+		t.Fatalf("start: shadow attempt %+v, want refused with the folder's content hash", first)
+	}
+	for i, rev := range []string{"rev-2", "rev-3"} {
+		writeBundle(t, dir, tinyBundle(rev, true, false))
+		if at, err := l.Reload(ctx, policy.TriggerAdmin); err != nil || at.Outcome != policystatus.Live {
+			t.Fatalf("reload %d: %+v %v, want %s live", i+1, at, err, rev)
+		}
+		if at := l.Status().Shadow.LastAttempt; at != first {
+			t.Fatalf("reload %d with the shadow folder unchanged: shadow attempt %+v, want the first one kept (%+v), its tests not run again", i+1, at, first)
+		}
+	}
+	writeBundle(t, shadow, tinyBundle("shadow-2", false, false))
+	if _, err := l.Reload(ctx, policy.TriggerAdmin); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Status().Shadow
+	if at := st.LastAttempt; at == first || at.Outcome != policystatus.Live || at.TestsFrom != policystatus.TestsRun || st.Revision != "shadow-2" {
+		t.Errorf("changed shadow folder: %+v (revision %s), want its tests run and shadow-2 loaded", at, st.Revision)
+	}
+	second := st.LastAttempt
+	if _, err := l.Reload(ctx, policy.TriggerAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if at := l.Status().Shadow.LastAttempt; at != second {
+		t.Errorf("passed shadow folder unchanged: %+v, want its attempt kept", at)
+	}
+}
+
+// TestShadowCutOffByTheBudgetIsTestedAgain: a shadow candidate refused
+// because its tests ran past LiveOptions.TestBudget says more of the
+// machine's load than of its bytes, so the next reload tests the same
+// bytes again (a new attempt) rather than keeping the refusal.
+func TestShadowCutOffByTheBudgetIsTestedAgain(t *testing.T) {
+	dir, shadow := t.TempDir(), t.TempDir()
+	writeBundle(t, dir, tinyBundle("rev-1", true, false))
+	writeBundle(t, shadow, slowBundle("shadow-slow"))
+	l, err := policy.NewLive(context.Background(), policy.LiveOptions{
+		Engine: policy.Options{Edition: gateway.EditionCommunity, Tools: []policy.ToolRef{projectsList}},
+		Dir:    dir, ShadowDir: shadow, Embedded: policies.FS, Revision: policies.Revision, TestBudget: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l.Status().Shadow.LastAttempt
+	if first == nil || first.Outcome != policystatus.Refused || !strings.Contains(first.Error, "did not finish") {
+		t.Fatalf("start: shadow attempt %+v, want refused for its tests' time", first)
+	}
+	writeBundle(t, dir, tinyBundle("rev-2", true, false))
+	if _, err := l.Reload(context.Background(), policy.TriggerAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if at := l.Status().Shadow.LastAttempt; at == first || at.Outcome != policystatus.Refused || at.Trigger != policy.TriggerAdmin {
+		t.Errorf("reload after a shadow cut off by the budget: attempt %+v, want a new attempt of the same bytes", at)
 	}
 }

@@ -39,46 +39,41 @@ test_invalid_tool if {
 	codes(d) == {"input.invalid"}
 }
 
-# Listed as callable iff the call (with valid arguments) is allowed, for
-# every mode, for the user and the pinned agent, with and without a
-# workspace: each test takes a group of principals (so the groups run in
-# parallel), and disagreeing lists the [principal, arguments, tool] of
-# every case that breaks the property.
-listed_iff_callable_principals := {
-	"user chat and plan": [user, in_mode("plan")],
-	"user review and orchestrate": [in_mode("review"), in_mode("orchestrate")],
-	"agent": [agent, agent_in_mode("plan")],
-}
-
-disagreeing(principals) := [[p, args, t.name] |
-	some p in principals
-	some args in [{}, acme, {"workspace_id": "ws-globex"}]
-	vis := ccserver.visible_tools with input as {"principal": p, "memberships": members, "tools": all_tools, "arguments": args}
-	some t in all_tools
-	d := ccserver.decision with input as object.union(
-		call(p, t, object.union(object.union(acme, args), {"ticket_id": "TCK-7"})),
-		{"guard": {"decision": "allow"}},
-	)
-	t.name in (vis != d.allow)
+# Listed iff callable (the call, with valid arguments, is allowed), for
+# every mode, for the user and the pinned agent, with no workspace, with
+# one it may act in and with another: listed_and_callable evaluates the
+# whole matrix once, tools/list's names beside the names whose call is
+# allowed, as two sets per principal and arguments.
+listed_iff_callable_principals := [
+	user, in_mode("plan"), in_mode("review"), in_mode("orchestrate"),
+	agent, agent_in_mode("plan"),
 ]
 
-test_visible_tools_agree_with_decision_user_chat_plan if {
-	disagreeing(listed_iff_callable_principals["user chat and plan"]) == []
+listed_iff_callable_arguments := [{}, acme, {"workspace_id": "ws-globex"}]
+
+listed_and_callable := {[p, args]: {"listed": listed, "callable": callable} |
+	some p in listed_iff_callable_principals
+	some args in listed_iff_callable_arguments
+	listed := ccserver.visible_tools with input as {"principal": p, "memberships": members, "tools": all_tools, "arguments": args}
+	call_args := object.union(object.union(acme, args), {"ticket_id": "TCK-7"})
+	callable := {t.name |
+		some t in all_tools
+		ccserver.allow with input as object.union(call(p, t, call_args), {"guard": {"decision": "allow"}})
+	}
 }
 
-test_visible_tools_agree_with_decision_user_review_orchestrate if {
-	disagreeing(listed_iff_callable_principals["user review and orchestrate"]) == []
-}
-
-test_visible_tools_agree_with_decision_agent if {
-	disagreeing(listed_iff_callable_principals.agent) == []
-}
-
-# The matrix covers the six principals, and is not trivial: some tools are
-# callable and some are not.
-test_visible_tools_matrix_is_not_trivial if {
-	count({p | some ps in listed_iff_callable_principals; some p in ps}) == 6
-	vis_plan := ccserver.visible_tools with input as {"principal": in_mode("plan"), "memberships": members, "tools": all_tools}
+# No entry of the matrix has listed and callable sets that differ, and the
+# matrix is not trivial: it covers the 6 principals with 3 kinds of
+# arguments each, some tools are callable and some are not. One test, so
+# the matrix is evaluated once.
+test_visible_tools_agree_with_decision if {
+	disagreeing := {k: v | some k, v in listed_and_callable; v.listed != v.callable}
+	disagreeing == {}
+	count(listed_and_callable) == 18
+	sizes := {count(v.callable) | some v in listed_and_callable}
+	max(sizes) > 0
+	min(sizes) < count(all_tools)
+	vis_plan := listed_and_callable[[in_mode("plan"), acme]].listed
 	"submit_plan" in vis_plan
 	not "create_ticket" in vis_plan
 }
