@@ -209,6 +209,10 @@ type Call struct {
 	// when flow rules are off for it; flowKey is that key.
 	Session *gateway.FlowSession
 	flowKey string
+	// flowSwitch is true when the admin of the workspace the call acts
+	// in switched flow rules on (callWorkspace, gateway.Caller.FlowRulesOn),
+	// set by loadSession: the policy's input.workspace.flow_rules.
+	flowSwitch bool
 	// Decision is the policy's answer (decide).
 	Decision *gateway.Decision
 	// Event is the call's audit row, filled in by every step and written

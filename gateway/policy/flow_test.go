@@ -122,9 +122,9 @@ visible_tools := set()
 		t.Fatal(err)
 	}
 	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u", WorkspaceID: "ws-b", TaskID: "t"}
-	tool := policy.ToolRef{Name: "pr.create", Tier: gateway.TierOps, Session: &gateway.FlowSession{Key: "k"}}
 	for i, on := range []bool{false, true, true, false} {
 		c := &gateway.Caller{Workspace: &gateway.Workspace{ID: "ws-b", FlowRules: on}}
+		tool := policy.ToolRef{Name: "pr.create", Tier: gateway.TierOps, Session: &gateway.FlowSession{Key: "k"}, FlowRules: c.FlowRulesOn(p.WorkspaceID)}
 		d, err := e.Decide(context.Background(), p, c, tool, nil)
 		if err != nil {
 			t.Fatal(err)

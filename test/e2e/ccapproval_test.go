@@ -82,7 +82,14 @@ func (a *approver) next(t *testing.T, tool, status string) approvals.Approval {
 func (a *approver) decide(t *testing.T, id, verb string) int {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"decided_by": "grace", "reason": "e2e " + verb})
-	req, err := http.NewRequest(http.MethodPost, a.g.srv.URL+"/admin/v1/approvals/"+id+"/"+verb, bytes.NewReader(body))
+	return a.g.adminSend(t, http.MethodPost, "/approvals/"+id+"/"+verb, body)
+}
+
+// adminSend sends body (JSON) to the admin API's path (under /admin/v1)
+// with the admin token and returns the HTTP status.
+func (g *gatewayUnderTest) adminSend(t *testing.T, method, path string, body []byte) int {
+	t.Helper()
+	req, err := http.NewRequest(method, g.srv.URL+"/admin/v1"+path, bytes.NewReader(body))
 	must(t, err)
 	req.Header.Set("Authorization", "Bearer e2e-admin-token")
 	req.Header.Set("Content-Type", "application/json")
