@@ -58,8 +58,11 @@ var flowRestart = func() int {
 func (pl *Pipeline) loadSession(ctx context.Context, c *Call) error {
 	c.Session, c.flowKey = nil, ""
 	c.flowSwitch = c.Caller.FlowRulesOn(pl.callWorkspace(c))
-	fs, ok := pl.Store.(FlowStore)
-	if !ok || !flowRulesOn(c) {
+	fs := pl.Flows
+	if fs == nil {
+		fs, _ = pl.Store.(FlowStore)
+	}
+	if fs == nil || !flowRulesOn(c) {
 		return nil
 	}
 	key := gateway.FlowKey(pl.surface(), c.Principal)

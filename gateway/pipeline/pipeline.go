@@ -115,6 +115,10 @@ type Pipeline struct {
 	// the admin API's changes invalidate. nil reads the store on every
 	// call.
 	Callers CallerLoader
+	// Flows, when set, reads the session histories instead of Store (a
+	// dry run's, which has no Store); nil takes Store's when it keeps
+	// them (FlowStore).
+	Flows   FlowStore
 	Decider Decider
 	Catalog *tools.Catalog
 	Adapter Adapter
