@@ -135,8 +135,8 @@ func TestSupaCloudFlowRules(t *testing.T) {
 func (g *ccGateway) putFlowRules(t *testing.T, ws string, on bool) {
 	t.Helper()
 	body := fmt.Sprintf(`{"enabled":%v}`, on)
-	if code := g.adminSend(t, http.MethodPut, "/workspaces/"+ws+"/flow-rules", []byte(body)); code != http.StatusOK {
-		t.Fatalf("PUT /admin/v1/workspaces/%s/flow-rules %s: HTTP %d", ws, body, code)
+	if code, reply := adminDo(t, g.gatewayUnderTest, http.MethodPut, "/workspaces/"+ws+"/flow-rules", "e2e-admin-token", body); code != http.StatusOK {
+		t.Fatalf("PUT /admin/v1/workspaces/%s/flow-rules %s: HTTP %d %s", ws, body, code, reply)
 	}
 }
 
