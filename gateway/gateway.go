@@ -228,6 +228,25 @@ type Caller struct {
 	// member of (the members table), sorted; nil on SupaCloud and for a
 	// pinned cc_server agent, whose workspace comes from its credential.
 	Memberships []string
+	// FlowRulesIn are the ids of the workspaces, among a cc_server
+	// caller's (its pinned workspace, or Memberships), whose admin
+	// switched the flow rule set on (Workspace.FlowRules), sorted; nil on
+	// SupaCloud, whose Workspace carries the switch.
+	FlowRulesIn []string
+}
+
+// FlowRulesOn reports whether the admin of workspaceID, the workspace a
+// call acts in, switched the shipped flow rule set on for it, as far as
+// c knows: Workspace.FlowRules on SupaCloud, FlowRulesIn on cc_server.
+// false for a nil Caller and for "" (docs/requirements.md#flow-rules).
+func (c *Caller) FlowRulesOn(workspaceID string) bool {
+	if c == nil || workspaceID == "" {
+		return false
+	}
+	if c.Workspace != nil && c.Workspace.ID == workspaceID && c.Workspace.FlowRules {
+		return true
+	}
+	return slices.Contains(c.FlowRulesIn, workspaceID)
 }
 
 // Reason explains one part of a decision with a stable code (for tests and

@@ -62,7 +62,7 @@ const (
 //     were refused (the running revision stayed);
 //   - mcpgate_policy_shadow_flips_total{tool,direction}: tools/call
 //     decisions the shadow candidate would have flipped, direction
-//     allow_to_deny or deny_to_allow.
+//     allow_to_deny, deny_to_allow, allow_to_approval or approval_to_allow.
 func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -19,12 +19,13 @@ type loggedDecision struct {
 	id, tool string
 	allow    bool
 	input    any
+	reasons  []gateway.Reason
 }
 
 func (r *decisionRecorder) LogDecision(_ context.Context, d *gateway.Decision, input any, tool, _ string, _ time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls = append(r.calls, loggedDecision{id: d.ID, tool: tool, allow: d.Allow, input: input})
+	r.calls = append(r.calls, loggedDecision{id: d.ID, tool: tool, allow: d.Allow, input: input, reasons: d.Reasons})
 }
 
 // Every tools/call the policy decides is logged once, allowed or denied,

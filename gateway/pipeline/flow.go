@@ -57,8 +57,12 @@ var flowRestart = func() int {
 // recorded). A store that cannot read it refuses the call.
 func (pl *Pipeline) loadSession(ctx context.Context, c *Call) error {
 	c.Session, c.flowKey = nil, ""
-	fs, ok := pl.Store.(FlowStore)
-	if !ok || !flowRulesOn(c) {
+	c.flowSwitch = c.Caller.FlowRulesOn(pl.callWorkspace(c))
+	fs := pl.Flows
+	if fs == nil {
+		fs, _ = pl.Store.(FlowStore)
+	}
+	if fs == nil || !flowRulesOn(c) {
 		return nil
 	}
 	key := gateway.FlowKey(pl.surface(), c.Principal)
@@ -74,15 +78,28 @@ func (pl *Pipeline) loadSession(ctx context.Context, c *Call) error {
 }
 
 // flowRulesOn reports whether flow rules are on for the call's
-// workspace: its admin switched them on (gateway.Workspace.FlowRules, the
-// policy's input.workspace.flow_rules), or the policy in force does in
-// its data (FlowScope).
+// workspace: its admin switched them on (c.flowSwitch, the policy's
+// input.workspace.flow_rules), or the policy in force does in its data
+// (FlowScope).
 func flowRulesOn(c *Call) bool {
-	if c.Caller != nil && c.Caller.Workspace != nil && c.Caller.Workspace.FlowRules {
+	if c.flowSwitch {
 		return true
 	}
 	scope, ok := c.Policy.(FlowScope)
 	return ok && scope.FlowRules(c.Principal.WorkspaceID)
+}
+
+// callWorkspace is the workspace the call acts in: the credential's, or,
+// on a surface whose policy takes it from the call (WorkspaceFromPolicy:
+// a cc_server user not pinned to one), the workspace_id argument, which
+// counts only where the caller is a member (gateway.Caller.FlowRulesIn
+// holds member workspaces only).
+func (pl *Pipeline) callWorkspace(c *Call) string {
+	if c.Principal.WorkspaceID != "" || !pl.WorkspaceFromPolicy {
+		return c.Principal.WorkspaceID
+	}
+	ws, _ := c.Params.Arguments["workspace_id"].(string)
+	return ws
 }
 
 // flowRecord is what the call's reservation records in its session's
@@ -99,7 +116,7 @@ func flowRecord(c *Call) *gateway.FlowRecord {
 // the addressed record and the session's history as loaded.
 func (c *Call) ToolRef() policy.ToolRef {
 	r := ToolRef(c.Tool, c.Resource)
-	r.Session = c.Session
+	r.Session, r.FlowRules = c.Session, c.flowSwitch
 	return r
 }
 

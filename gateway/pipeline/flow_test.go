@@ -48,7 +48,8 @@ func flowBundle(t *testing.T) fs.FS {
 
 // flowFixture is the reservation fixture deciding with the shipped bundle
 // (flow rules on for ws-a), u1 an owner of ws-a, no rate limits, and the
-// approval step on.
+// approval step on; its decisions keep their input, as with a decision
+// log.
 func flowFixture(t *testing.T) (*fixture, *approvals.Service) {
 	t.Helper()
 	f := newFixture(t)
@@ -56,7 +57,7 @@ func flowFixture(t *testing.T) (*fixture, *approvals.Service) {
 	if err := f.store.PutMember(ctx, &gateway.Member{WorkspaceID: "ws-a", UserID: "u1", Role: "owner"}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := policy.New(ctx, policy.Options{FS: flowBundle(t), Edition: gateway.EditionCommunity, Tools: pipeline.ToolRefs(f.pl.Catalog)})
+	e, err := policy.New(ctx, policy.Options{FS: flowBundle(t), Edition: gateway.EditionCommunity, Tools: pipeline.ToolRefs(f.pl.Catalog), KeepInput: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +127,49 @@ func TestFlowEgressAfterPrivateReadNeedsApproval(t *testing.T) {
 	// Another task is another session: clean.
 	if err := f.callAs(task("t2"), "pr.create"); err != nil {
 		t.Fatalf("pr.create in a new task: %v", err)
+	}
+}
+
+// The decision log shows the taint: the logged decision of an egress
+// after a private read carries the notice flow.tainted naming the read's
+// audit row, and its input the session's history with that read, which
+// is what replay re-decides on.
+func TestFlowDecisionLogShowsTheTaint(t *testing.T) {
+	f, _ := flowFixture(t)
+	rec := &decisionRecorder{}
+	f.pl.DecisionLog = rec
+	if err := f.callAs(f.p, "app.files.get"); err != nil {
+		t.Fatalf("app.files.get: %v", err)
+	}
+	read := lastAudit(t, f)
+	_ = f.callAs(f.p, "pr.create") // refused: no person to approve
+	if len(rec.calls) != 2 {
+		t.Fatalf("logged %d decisions, want 2", len(rec.calls))
+	}
+	egress := rec.calls[1]
+	in, err := json.Marshal(egress.input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type flowRead struct {
+		Tool    string `json:"tool"`
+		AuditID int64  `json:"audit_id"`
+	}
+	var input struct {
+		Session struct {
+			Reads []flowRead `json:"reads"`
+		} `json:"session"`
+	}
+	if err := json.Unmarshal(in, &input); err != nil {
+		t.Fatalf("logged input %s: %v", in, err)
+	}
+	r := input.Session.Reads
+	if len(r) == 0 || slices.ContainsFunc(r, func(r flowRead) bool { return r.Tool != "app.files.get" || r.AuditID != read.ID }) {
+		t.Errorf("logged input's session reads %+v; want each label read by app.files.get at audit row %d", r, read.ID)
+	}
+	want := "app.files.get (audit row " + strconv.FormatInt(read.ID, 10)
+	if !slices.ContainsFunc(egress.reasons, func(r gateway.Reason) bool { return r.Code == "flow.tainted" && strings.Contains(r.Message, want) }) {
+		t.Errorf("logged reasons %+v; want flow.tainted naming %s", egress.reasons, want)
 	}
 }
 

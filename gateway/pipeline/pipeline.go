@@ -115,6 +115,10 @@ type Pipeline struct {
 	// the admin API's changes invalidate. nil reads the store on every
 	// call.
 	Callers CallerLoader
+	// Flows, when set, reads the session histories instead of Store (a
+	// dry run's, which has no Store); nil takes Store's when it keeps
+	// them (FlowStore).
+	Flows   FlowStore
 	Decider Decider
 	Catalog *tools.Catalog
 	Adapter Adapter
@@ -209,6 +213,10 @@ type Call struct {
 	// when flow rules are off for it; flowKey is that key.
 	Session *gateway.FlowSession
 	flowKey string
+	// flowSwitch is true when the admin of the workspace the call acts
+	// in switched flow rules on (callWorkspace, gateway.Caller.FlowRulesOn),
+	// set by loadSession: the policy's input.workspace.flow_rules.
+	flowSwitch bool
 	// Decision is the policy's answer (decide).
 	Decision *gateway.Decision
 	// Event is the call's audit row, filled in by every step and written

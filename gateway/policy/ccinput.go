@@ -62,6 +62,7 @@ func (e *Engine) writeCCCall(w inputWriter, p *gateway.Principal, c *gateway.Cal
 	e.writeTool(w, tool)
 	w.close()
 	writeResource(w, tool.Resource)
+	writeWorkspace(w, tool.FlowRules)
 	e.writeSession(w, tool.Session)
 	w.term("arguments", args)
 	w.close()

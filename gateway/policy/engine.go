@@ -47,6 +47,11 @@ type ToolRef struct {
 	// set is off for the call's workspace (Engine.FlowRules). Only
 	// tools/call inputs carry it.
 	Session *gateway.FlowSession
+	// FlowRules is true when the admin of the workspace the call acts in
+	// switched the flow rule set on (gateway.Caller.FlowRulesOn), the
+	// policy's input.workspace.flow_rules on both surfaces. Only
+	// tools/call inputs carry it.
+	FlowRules bool
 	// Resource holds the attributes of the record the call addresses, as
 	// the gateway resolved them (policy input.resource: "kind", "id" and
 	// what the adapter told, e.g. "gate_class"); nil for a tool that

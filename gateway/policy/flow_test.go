@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"testing/fstest"
@@ -103,11 +104,12 @@ func TestFlowToolsCalledOnlyWhenRead(t *testing.T) {
 }
 
 // The workspace's own switch (gateway.Workspace.FlowRules, set through the
-// admin API) is input.workspace.flow_rules, true, only while on: the
+// admin API; on cc_server gateway.Caller.FlowRulesIn) is
+// input.workspace.flow_rules, true, only while on, on both surfaces: the
 // cache keys on it, so a decision made before the switch is never served
 // after it, and the input of a workspace left off is as it was.
 func TestFlowWorkspaceSwitchInTheInput(t *testing.T) {
-	const mod = `package supacloud
+	const mod = `package %s
 
 default switched := false
 
@@ -117,27 +119,38 @@ decision := {"allow": true, "visible": true, "reasons": [], "obligations": {"app
 
 visible_tools := set()
 `
-	e, err := policy.New(context.Background(), policy.Options{FS: fstest.MapFS{"supacloud/p.rego": {Data: []byte(mod)}}, KeepInput: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u", WorkspaceID: "ws-b", TaskID: "t"}
-	tool := policy.ToolRef{Name: "pr.create", Tier: gateway.TierOps, Session: &gateway.FlowSession{Key: "k"}}
-	for i, on := range []bool{false, true, true, false} {
-		c := &gateway.Caller{Workspace: &gateway.Workspace{ID: "ws-b", FlowRules: on}}
-		d, err := e.Decide(context.Background(), p, c, tool, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Obligations.ApprovalRequired != on {
-			t.Errorf("decision %d (switch %v): approval_required = %v", i, on, d.Obligations.ApprovalRequired)
-		}
-		in, _ := d.Input.(map[string]any)
-		if ws, ok := in["workspace"]; ok != on || (on && !reflect.DeepEqual(ws, map[string]any{"flow_rules": true})) {
-			t.Errorf("decision %d (switch %v): input.workspace = %v (present %v); want {\"flow_rules\": true} only while on", i, on, ws, ok)
-		}
-	}
-	if got := e.CacheStats().Decisions; got != 2 {
-		t.Errorf("%d cached decisions for two inputs, want 2", got)
+	for _, surface := range []string{gateway.SurfaceSupaCloud, gateway.SurfaceCCServer} {
+		t.Run(surface, func(t *testing.T) {
+			bundle := fstest.MapFS{surface + "/p.rego": {Data: fmt.Appendf(nil, mod, surface)}}
+			e, err := policy.New(context.Background(), policy.Options{FS: bundle, Surface: surface, KeepInput: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u", WorkspaceID: "ws-b", TaskID: "t"}
+			for i, on := range []bool{false, true, true, false} {
+				c := &gateway.Caller{Workspace: &gateway.Workspace{ID: "ws-b", FlowRules: on}}
+				if surface == gateway.SurfaceCCServer {
+					c = &gateway.Caller{}
+					if on {
+						c.FlowRulesIn = []string{"ws-b"}
+					}
+				}
+				tool := policy.ToolRef{Name: "pr.create", Tier: gateway.TierOps, Session: &gateway.FlowSession{Key: "k"}, FlowRules: c.FlowRulesOn(p.WorkspaceID)}
+				d, err := e.Decide(context.Background(), p, c, tool, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Obligations.ApprovalRequired != on {
+					t.Errorf("decision %d (switch %v): approval_required = %v", i, on, d.Obligations.ApprovalRequired)
+				}
+				in, _ := d.Input.(map[string]any)
+				if ws, ok := in["workspace"]; ok != on || (on && !reflect.DeepEqual(ws, map[string]any{"flow_rules": true})) {
+					t.Errorf("decision %d (switch %v): input.workspace = %v (present %v); want {\"flow_rules\": true} only while on", i, on, ws, ok)
+				}
+			}
+			if got := e.CacheStats().Decisions; got != 2 {
+				t.Errorf("%d cached decisions for two inputs, want 2", got)
+			}
+		})
 	}
 }

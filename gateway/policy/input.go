@@ -117,20 +117,20 @@ func (e *Engine) writeCall(w inputWriter, p *gateway.Principal, c *gateway.Calle
 	e.writeTool(w, tool)
 	w.close()
 	writeResource(w, tool.Resource)
-	writeWorkspace(w, c)
+	writeWorkspace(w, tool.FlowRules)
 	e.writeSession(w, tool.Session)
 	w.term("arguments", args)
 	w.close()
 }
 
 // writeWorkspace writes input.workspace, {"flow_rules": true}, when the
-// caller's workspace switched the shipped flow rule set on through the
-// admin API (gateway.Workspace.FlowRules; docs/policy.md, "Flow rules").
-// Only then, so that every other input, and its decision cache key, stays
-// as it was; the key changes with the switch, so no decision made before
-// it is served after it.
-func writeWorkspace(w inputWriter, c *gateway.Caller) {
-	if c == nil || c.Workspace == nil || !c.Workspace.FlowRules {
+// admin of the workspace the call acts in switched the shipped flow rule
+// set on (ToolRef.FlowRules; docs/policy.md, "Flow rules"), on both
+// surfaces. Only then, so that every other input, and its decision cache
+// key, stays as it was; the key changes with the switch, so no decision
+// made before it is served after it.
+func writeWorkspace(w inputWriter, on bool) {
+	if !on {
 		return
 	}
 	w.open("workspace")

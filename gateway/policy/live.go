@@ -46,16 +46,37 @@ type Observer interface {
 	// with whether a candidate passed (live or unchanged) or was refused.
 	PolicyReload(surface string, ok bool)
 	// ShadowFlip is called when the shadow candidate decides a call
-	// otherwise than the live bundle: direction FlipAllowToDeny or
-	// FlipDenyToAllow.
+	// otherwise than the live bundle, with one of the Flip directions.
 	ShadowFlip(tool, direction string)
 }
 
-// Directions of a shadow flip (Flip.Direction).
+// Directions of a shadow flip (Flip.Direction): the candidate would deny
+// or allow the call; or, both allowing it, only the candidate would make
+// it wait for a person's approval (the flow rule set switched on, say), or
+// only the live bundle does. The approval directions are named as `mcpgate
+// policy replay` names them.
 const (
-	FlipAllowToDeny = "allow_to_deny"
-	FlipDenyToAllow = "deny_to_allow"
+	FlipAllowToDeny     = "allow_to_deny"
+	FlipDenyToAllow     = "deny_to_allow"
+	FlipAllowToApproval = "allow_to_approval"
+	FlipApprovalToAllow = "approval_to_allow"
 )
+
+// flipDirection is the direction in which the shadow decision sd differs
+// from live, "" when it does not.
+func flipDirection(live, sd *gateway.Decision) string {
+	switch {
+	case live.Allow && !sd.Allow:
+		return FlipAllowToDeny
+	case !live.Allow && sd.Allow:
+		return FlipDenyToAllow
+	case !live.Allow || live.Obligations.ApprovalRequired == sd.Obligations.ApprovalRequired:
+		return ""
+	case sd.Obligations.ApprovalRequired:
+		return FlipAllowToApproval
+	}
+	return FlipApprovalToAllow
+}
 
 // Flip is one tools/call the shadow candidate would have decided
 // otherwise than the live bundle did. Live is the decision the call got;
@@ -587,14 +608,12 @@ func (s *Snapshot) compare(ctx context.Context, p *gateway.Principal, c *gateway
 			zap.String("tool", tool.Name), zap.String("shadow_revision", s.shadow.Revision()), zap.Error(err))
 		return
 	}
-	if sd.Allow == live.Allow {
+	dir := flipDirection(live, sd)
+	if dir == "" {
 		return
 	}
-	f := Flip{Principal: p, Tool: tool.Name, Direction: FlipAllowToDeny, LiveRevision: live.Revision,
+	f := Flip{Principal: p, Tool: tool.Name, Direction: dir, LiveRevision: live.Revision,
 		ShadowRevision: sd.Revision, Live: live, Shadow: sd}
-	if sd.Allow {
-		f.Direction = FlipDenyToAllow
-	}
 	s.l.observer().ShadowFlip(f.Tool, f.Direction)
 	s.l.countFlip(f.Tool, f.Direction)
 	s.l.log.Info("shadow policy would flip a decision", zap.String("tool", f.Tool), zap.String("direction", f.Direction),

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -353,26 +354,15 @@ func TestEmbeddedBundleNeverReloads(t *testing.T) {
 // revisions; the call keeps the live decision. A shadow that errs changes
 // nothing.
 func TestShadowFlipsAreCountedNeverEnforced(t *testing.T) {
-	dir, shadowDir := t.TempDir(), t.TempDir()
-	writeBundle(t, dir, tinyBundle("rev-live", true, false))
-	writeBundle(t, shadowDir, tinyBundle("rev-shadow", false, false))
-	obs := &countingObserver{}
-	var flips []policy.Flip
-	l, err := policy.NewLive(context.Background(), policy.LiveOptions{
-		Engine: policy.Options{Edition: gateway.EditionCommunity}, Dir: dir, ShadowDir: shadowDir,
-		Revision: policies.Revision, Observer: obs, OnFlip: func(_ context.Context, f policy.Flip) { flips = append(flips, f) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, shadowDir, obs, flips := shadowLive(t, tinyBundle("rev-live", true, false), tinyBundle("rev-shadow", false, false))
 	d, err := l.Decide(context.Background(), agent(""), caller(nil, "member"), projectsList, nil)
 	if err != nil || !d.Allow || d.Revision != "rev-live" {
 		t.Fatalf("decision %+v err %v, want the live allow", d, err)
 	}
-	if obs.flips["projects.list allow_to_deny"] != 1 || len(flips) != 1 {
-		t.Fatalf("flips counted %v, reported %d; want one allow_to_deny", obs.flips, len(flips))
+	if obs.flips["projects.list allow_to_deny"] != 1 || len(*flips) != 1 {
+		t.Fatalf("flips counted %v, reported %d; want one allow_to_deny", obs.flips, len(*flips))
 	}
-	if f := flips[0]; f.LiveRevision != "rev-live" || f.ShadowRevision != "rev-shadow" || f.Live != d || f.Shadow.Allow {
+	if f := (*flips)[0]; f.LiveRevision != "rev-live" || f.ShadowRevision != "rev-shadow" || f.Live != d || f.Shadow.Allow {
 		t.Errorf("flip %+v, want both revisions and both decisions", f)
 	}
 	if sh := l.Status().Shadow; sh == nil || sh.Revision != "rev-shadow" || sh.Source != shadowDir {
@@ -397,11 +387,67 @@ func TestShadowFlipsAreCountedNeverEnforced(t *testing.T) {
 		t.Fatalf("shadow revision %s after reload, want rev-erring", got)
 	}
 	d, err = l.Decide(context.Background(), agent(""), caller(nil, "member"), projectsList, nil)
-	if err != nil || !d.Allow || len(flips) != 2 {
-		t.Errorf("with an erring shadow: decision %+v err %v, %d flips; want the live allow and no new flip", d, err, len(flips))
+	if err != nil || !d.Allow || len(*flips) != 2 {
+		t.Errorf("with an erring shadow: decision %+v err %v, %d flips; want the live allow and no new flip", d, err, len(*flips))
 	}
 	if got := l.Status().Shadow.Flips; len(got) != 1 || got[0].Count != 2 {
 		t.Errorf("flips after a reload of the shadow = %+v; want the count since start kept (2)", got)
+	}
+}
+
+// shadowLive is a Live of bundle live with bundle shadow as its shadow
+// candidate (in shadowDir), an observer counting its flips, and the flips
+// it reports, in order.
+func shadowLive(t *testing.T, live, shadow map[string]string) (l *policy.Live, shadowDir string, obs *countingObserver, flips *[]policy.Flip) {
+	t.Helper()
+	dir, shadowDir := t.TempDir(), t.TempDir()
+	writeBundle(t, dir, live)
+	writeBundle(t, shadowDir, shadow)
+	obs, flips = &countingObserver{}, &[]policy.Flip{}
+	l, err := policy.NewLive(context.Background(), policy.LiveOptions{
+		Engine: policy.Options{Edition: gateway.EditionCommunity}, Dir: dir, ShadowDir: shadowDir,
+		Revision: policies.Revision, Observer: obs, OnFlip: func(_ context.Context, f policy.Flip) { *flips = append(*flips, f) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, shadowDir, obs, flips
+}
+
+// TestShadowApprovalFlips: a candidate that allows a call the live
+// bundle allows, but only with a person's approval (the flow rule set
+// switched on, say), is a flip too, allow_to_approval, and the other way
+// approval_to_allow; the same answer is none.
+func TestShadowApprovalFlips(t *testing.T) {
+	approving := func(rev string, approval bool) map[string]string {
+		b := tinyBundle(rev, true, false)
+		b["supacloud/decision.rego"] = strings.Replace(b["supacloud/decision.rego"], `"reasons": reasons}`,
+			fmt.Sprintf(`"reasons": reasons, "obligations": {"approval_required": %t}}`, approval), 1)
+		return b
+	}
+	for _, tc := range []struct {
+		live, shadow bool
+		want         string
+	}{
+		{false, true, policy.FlipAllowToApproval},
+		{true, false, policy.FlipApprovalToAllow},
+		{true, true, ""},
+	} {
+		l, _, obs, flips := shadowLive(t, approving("rev-live", tc.live), approving("rev-shadow", tc.shadow))
+		d, err := l.Decide(context.Background(), agent(""), caller(nil, "member"), projectsList, nil)
+		if err != nil || !d.Allow || d.Obligations.ApprovalRequired != tc.live {
+			t.Fatalf("live decision %+v, %v; want allowed, approval %v", d, err, tc.live)
+		}
+		var got []string
+		for _, f := range *flips {
+			got = append(got, f.Direction)
+		}
+		if want := []string{tc.want}; (tc.want == "" && len(got) != 0) || (tc.want != "" && !slices.Equal(got, want)) {
+			t.Errorf("live approval %v, shadow %v: flips %v; want %q", tc.live, tc.shadow, got, tc.want)
+		}
+		if tc.want != "" && obs.flips["projects.list "+tc.want] != 1 {
+			t.Errorf("flips counted %v; want one projects.list %s", obs.flips, tc.want)
+		}
 	}
 }
 

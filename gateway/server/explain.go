@@ -107,7 +107,14 @@ func explainCall(ctx context.Context, d ExplainDeps, req admin.ExplainRequest) (
 	if callers.l == nil {
 		callers.l = d.Store
 	}
-	dry := &pipeline.Pipeline{Catalog: sf.Catalog, Callers: callers, Surface: name}
+	// The dry run loads the session's history as the call would
+	// (pipeline.Pipeline.Flows), with the workspace the call acts in
+	// (WorkspaceFromPolicy on cc_server) and the bundle's own switch
+	// (its engine, a pipeline.FlowScope), so that the explanation shows
+	// the taint.
+	flows, _ := d.Store.(pipeline.FlowStore)
+	dry := &pipeline.Pipeline{Catalog: sf.Catalog, Callers: callers, Surface: name, Flows: flows,
+		Decider: x.Engine(), WorkspaceFromPolicy: name == gateway.SurfaceCCServer}
 	resolver, _ := sf.Adapter.(pipeline.ResourceResolver)
 	if resolver != nil {
 		dry.Adapter = explainResolver{r: resolver, notes: &ans.Notes}

@@ -3,8 +3,10 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +87,55 @@ func TestFlowRulesSwitchedOnThroughTheAdminAPI(t *testing.T) {
 	}
 	if n := g.adapter.calls.Load(); n != 4 {
 		t.Errorf("%d dispatches, want 4 (the approved egress ran once)", n)
+	}
+}
+
+// POST /admin/v1/explain shows the taint as the call would meet it: with
+// the workspace's flow rules switched on, an explanation of an egress in a
+// task that read private data carries the session's history in its input
+// and the notice flow.tainted naming the read's audit row, and asks for a
+// person's approval; switched off, neither.
+func TestExplainShowsTheTaint(t *testing.T) {
+	app := explainApp(t)
+	ctx, s := context.Background(), app.Store
+	if err := s.PutProfile(ctx, &gateway.Profile{WorkspaceID: "ws-a", ID: "p-ops", Name: "ops", Allowlist: []string{"supacloud.read.*", "supacloud.ops.*"}}); err != nil {
+		t.Fatal(err)
+	}
+	p := &gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a", TaskID: "t-old"}
+	read, err := s.Reserve(ctx, gateway.Reservation{
+		Event: &gateway.AuditEvent{WorkspaceID: "ws-a", TaskID: "t-old", Actor: "u1", PrincipalKind: gateway.PrincipalAgent,
+			Tool: "app.files.get", Tier: "read", Status: gateway.AuditAllowed, ReasonCodes: []string{}},
+		Flow: &gateway.FlowRecord{Key: gateway.FlowKey(gateway.SurfaceSupaCloud, p), WorkspaceID: "ws-a", TaskID: "t-old",
+			Tool: "app.files.get", Reads: []string{"private"}},
+	})
+	if err != nil || read.AuditID == 0 {
+		t.Fatalf("recording the read: %+v, %v", read, err)
+	}
+	args, _ := app.Catalog.ExampleArguments("pr.create")
+	raw, _ := json.Marshal(args)
+	body := `{"workspace":"ws-a","task":"t-old","profile":"p-ops","user":"u1","tool":"pr.create","args":` + string(raw) + `}`
+	for _, on := range []bool{false, true} {
+		if err := s.SetWorkspaceFlowRules(ctx, "ws-a", on); err != nil {
+			t.Fatal(err)
+		}
+		code, r := postExplain(t, app, body)
+		if code != http.StatusOK {
+			t.Fatalf("explain (flow rules %v): HTTP %d %+v", on, code, r.Error)
+		}
+		var notice string
+		for _, rs := range r.Decision.Reasons {
+			if rs.Code == "flow.tainted" {
+				notice = rs.Message
+			}
+		}
+		_, session := r.Input["session"]
+		want := fmt.Sprintf("through app.files.get (audit row %d", read.AuditID)
+		if on && (!session || !strings.Contains(notice, want) || !r.Decision.Obligations.ApprovalRequired) {
+			t.Errorf("explained with flow rules on: session in the input %v, notice %q (want one naming %q), approval %v",
+				session, notice, want, r.Decision.Obligations.ApprovalRequired)
+		}
+		if !on && (session || notice != "" || r.Decision.Obligations.ApprovalRequired) {
+			t.Errorf("explained with flow rules off: session in the input %v, notice %q, approval %v; want none", session, notice, r.Decision.Obligations.ApprovalRequired)
+		}
 	}
 }

@@ -288,7 +288,8 @@ type Approvals = approvals.Store
 type Memberships interface {
 	// UserWorkspaces returns the ids of the workspaces user is a member of.
 	UserWorkspaces(ctx context.Context, user string) ([]string, error)
-	// LoadMemberships loads a cc_server caller: the user's workspaces.
+	// LoadMemberships loads a cc_server caller: the user's workspaces,
+	// and which of its workspaces switched flow rules on (FlowRulesIn).
 	LoadMemberships(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error)
 }
 

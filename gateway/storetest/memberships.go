@@ -40,6 +40,31 @@ var membershipTests = []test{
 		if c.Memberships != nil {
 			t.Errorf("a pinned agent's memberships = %v, want none read", c.Memberships)
 		}
+		if c.FlowRulesIn != nil {
+			t.Errorf("flow rules on in %v before any workspace switched them on", c.FlowRulesIn)
+		}
+		// The switch shows for the pinned workspace, and for a user's
+		// workspace among its memberships, only while on.
+		must(t, s.SetWorkspaceFlowRules(ctx(t), "ws-b", true), "switch ws-b on")
+		user := &gateway.Principal{Kind: gateway.PrincipalUser, Subject: "u1"}
+		for _, tc := range []struct {
+			p    *gateway.Principal
+			want []string
+		}{
+			{user, []string{"ws-b"}},
+			{&gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-b"}, []string{"ws-b"}},
+			{&gateway.Principal{Kind: gateway.PrincipalAgent, Subject: "u1", WorkspaceID: "ws-a"}, nil},
+		} {
+			c, err = s.LoadMemberships(ctx(t), tc.p)
+			must(t, err, "after the switch")
+			if !slices.Equal(c.FlowRulesIn, tc.want) || c.FlowRulesOn("ws-b") != (tc.want != nil) {
+				t.Errorf("%s in %q: FlowRulesIn = %v, want %v", tc.p.Subject, tc.p.WorkspaceID, c.FlowRulesIn, tc.want)
+			}
+		}
+		must(t, s.SetWorkspaceFlowRules(ctx(t), "ws-b", false), "switch ws-b off")
+		if c, err = s.LoadMemberships(ctx(t), user); err != nil || c.FlowRulesIn != nil {
+			t.Errorf("switched off: FlowRulesIn = %v (%v), want none", c.FlowRulesIn, err)
+		}
 	}},
 	{"AuditSurfaceModeApproval", func(t *testing.T, s Store) {
 		ev := event(1, "ws-a", "", "close_ticket", gateway.AuditAllowed)

@@ -8,7 +8,8 @@ package ccserver
 # flow_rules switches the rule set on, for every workspace
 # (all_workspaces) or for the credential's pinned workspace when listed (a
 # user acting across workspaces is on only with all_workspaces); off by
-# default. The gateway reads it at load.
+# default. The gateway reads it at load; it is on too for a workspace
+# whose admin switches it on (input.workspace.flow_rules).
 flow_rules := {"all_workspaces": false, "workspaces": []}
 
 # flow_labels: what each tool's result holds and whether it sends data
@@ -58,6 +59,15 @@ flow_on if {
 flow_on if {
 	input.session
 	input.principal.workspace_id in object.get(data.ccserver.flow_rules, "workspaces", [])
+}
+
+# The admin of the workspace the call acts in switched the rule set on
+# for it (PUT /admin/v1/workspaces/{ws}/flow-rules): the gateway sends
+# input.workspace.flow_rules, true, from the store, for a pinned agent's
+# workspace and for a user's call in a workspace it is a member of.
+flow_on if {
+	input.session
+	input.workspace.flow_rules == true
 }
 
 # flow_reads are the labels of what this call's result holds, recorded

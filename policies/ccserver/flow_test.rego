@@ -25,6 +25,19 @@ test_flow_cc_off_by_default_and_for_unpinned_users if {
 	all.obligations.approval_required
 }
 
+# The workspace's admin switched the rule set on (input.workspace, from
+# the store): on for a pinned agent and for a user alike, although policy
+# data leaves it off; a switch that is not true leaves it off.
+test_flow_cc_on_by_the_workspace_switch if {
+	every p in [agent, user] {
+		d := ccserver.decision with input as object.union(tainted(p), {"workspace": {"flow_rules": true}})
+		d.obligations.approval_required
+		"flow.tainted" in d.obligations.approval_because
+	}
+	off := ccserver.decision with input as object.union(tainted(agent), {"workspace": {"flow_rules": false}})
+	not off.obligations.approval_required
+}
+
 test_flow_cc_reads if {
 	d := ccserver.decision with input as call(agent, t_search_code, acme)
 	d.obligations.flow_reads == ["private", "source"]

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -82,14 +81,8 @@ func (a *approver) next(t *testing.T, tool, status string) approvals.Approval {
 func (a *approver) decide(t *testing.T, id, verb string) int {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"decided_by": "grace", "reason": "e2e " + verb})
-	req, err := http.NewRequest(http.MethodPost, a.g.srv.URL+"/admin/v1/approvals/"+id+"/"+verb, bytes.NewReader(body))
-	must(t, err)
-	req.Header.Set("Authorization", "Bearer e2e-admin-token")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	must(t, err)
-	resp.Body.Close()
-	return resp.StatusCode
+	status, _ := adminDo(t, a.g.gatewayUnderTest, http.MethodPost, "/approvals/"+id+"/"+verb, "e2e-admin-token", string(body))
+	return status
 }
 
 // callResult is the outcome of a tools/call made in the background.

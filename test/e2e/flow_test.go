@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/approvals"
 	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/policies"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // bundleWithFlowRules is the shipped bundle with the flow rule set of
@@ -54,16 +56,8 @@ func TestCCServerFlowRules(t *testing.T) {
 				return g.ccToken(t, auth.CCClaims{Subject: "ada", ConversationID: id})
 			}
 			cs := g.ccConnect(t, conv("conv-1"), false)
-			spaces, err := ccCall(t, cs, "list_spaces", map[string]any{"workspace_id": "ws-acme"})
-			if err != nil || spaces.IsError {
-				t.Fatalf("list_spaces: %v %q", err, text(spaces))
-			}
-			raw, _ := json.Marshal(spaces.StructuredContent)
-			space := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(string(raw))
-			if space == nil {
-				t.Fatalf("list_spaces named no space: %s", raw)
-			}
-			msg := map[string]any{"workspace_id": "ws-acme", "space_id": space[1], "sender_agent": "ada-bot", "text": "status"}
+			space := acmeSpace(t, cs)
+			msg := map[string]any{"workspace_id": "ws-acme", "space_id": space, "sender_agent": "ada-bot", "text": "status"}
 			if res, err := ccCall(t, cs, "send_message", msg); err != nil || res.IsError {
 				t.Fatalf("send_message in a clean conversation: %v %q", err, text(res))
 			}
@@ -80,16 +74,7 @@ func TestCCServerFlowRules(t *testing.T) {
 				t.Errorf("refusal's audit row: %s %v; want denied with flow.tainted", ev.Status, ev.ReasonCodes)
 			}
 
-			person := g.openApprovalStream(t)
-			pending := callAsync(cs, "send_message", msg)
-			ap := person.next(t, "send_message", approvals.StatusPending)
-			if !containsCode(ap.Because, "flow.tainted") {
-				t.Errorf("approval asked because %v, want flow.tainted", ap.Because)
-			}
-			person.decide(t, ap.ID, "approve")
-			if r := <-pending; r.err != nil || r.res.IsError {
-				t.Fatalf("approved send_message: %v %q", r.err, text(r.res))
-			}
+			ap := approveTaintedSend(t, g, cs, msg)
 			if ev := g.lastCCAudit(t, "send_message"); ev.Status != gateway.AuditAllowed || ev.ApprovalID != ap.ID {
 				t.Errorf("approved call's audit row: %s approval %q; want allowed naming %s", ev.Status, ev.ApprovalID, ap.ID)
 			}
@@ -140,6 +125,100 @@ func TestSupaCloudFlowRules(t *testing.T) {
 			fresh := g.connect(t, g.token(t, "ws-a", "olivia", "task-new", "full"))
 			if res, err := ccCall(t, fresh, "conversation.reply", reply); err != nil || res.IsError {
 				t.Fatalf("conversation.reply in a new task: %v %q", err, text(res))
+			}
+		})
+	}
+}
+
+// putFlowRules switches the flow rule set of ws on or off through the
+// admin API, as a workspace's admin does.
+func (g *ccGateway) putFlowRules(t *testing.T, ws string, on bool) {
+	t.Helper()
+	body := fmt.Sprintf(`{"enabled":%v}`, on)
+	if code, reply := adminDo(t, g.gatewayUnderTest, http.MethodPut, "/workspaces/"+ws+"/flow-rules", "e2e-admin-token", body); code != http.StatusOK {
+		t.Fatalf("PUT /admin/v1/workspaces/%s/flow-rules %s: HTTP %d %s", ws, body, code, reply)
+	}
+}
+
+// approveTaintedSend calls send_message with msg in cs, which must wait
+// for a person's approval because flow.tainted; a person approves it
+// through the admin approvals stream, and the call must then succeed.
+func approveTaintedSend(t *testing.T, g *ccGateway, cs *mcp.ClientSession, msg map[string]any) approvals.Approval {
+	t.Helper()
+	person := g.openApprovalStream(t)
+	pending := callAsync(cs, "send_message", msg)
+	ap := person.next(t, "send_message", approvals.StatusPending)
+	if !containsCode(ap.Because, "flow.tainted") {
+		t.Errorf("approval asked because %v, want flow.tainted", ap.Because)
+	}
+	person.decide(t, ap.ID, "approve")
+	if r := <-pending; r.err != nil || r.res.IsError {
+		t.Fatalf("approved send_message: %v %q", r.err, text(r.res))
+	}
+	return ap
+}
+
+// acmeSpace is the id of the first space list_spaces names in ws-acme.
+func acmeSpace(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	spaces, err := ccCall(t, cs, "list_spaces", map[string]any{"workspace_id": "ws-acme"})
+	if err != nil || spaces.IsError {
+		t.Fatalf("list_spaces: %v %q", err, text(spaces))
+	}
+	raw, _ := json.Marshal(spaces.StructuredContent)
+	space := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(string(raw))
+	if space == nil {
+		t.Fatalf("list_spaces named no space: %s", raw)
+	}
+	return space[1]
+}
+
+// TestCCServerFlowRulesSwitchedThroughTheAdminAPI: on both stores, with
+// the shipped bundle (whose policy data leaves the flow rule set off), a
+// workspace's admin switches it on through the admin API; a cc_server
+// user's conversation that read private data (get_space_notes) then
+// sends a message only once a person approves that exact call, the
+// refusal naming the read; the approved message runs once. Switched off,
+// the same conversation's message runs at once.
+func TestCCServerFlowRulesSwitchedThroughTheAdminAPI(t *testing.T) {
+	for kind, dbURL := range storeKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			g := startCCGatewayEnv(t, dbURL(t), nil)
+			cs := g.ccConnect(t, g.ccToken(t, auth.CCClaims{Subject: "ada", ConversationID: "conv-switch"}), false)
+			space := acmeSpace(t, cs)
+			read := map[string]any{"workspace_id": "ws-acme", "space_id": space}
+			msg := map[string]any{"workspace_id": "ws-acme", "space_id": space, "sender_agent": "ada-bot", "text": "status"}
+			sends := func() int {
+				return g.countAudit(t, gateway.AuditFilter{Tool: "send_message", Status: gateway.AuditAllowed})
+			}
+
+			// Off (the shipped default): a read taints nothing.
+			if res, err := ccCall(t, cs, "get_space_notes", read); err != nil || res.IsError {
+				t.Fatalf("get_space_notes with flow rules off: %v %q", err, text(res))
+			}
+			if res, err := ccCall(t, cs, "send_message", msg); err != nil || res.IsError {
+				t.Fatalf("send_message with flow rules off: %v %q", err, text(res))
+			}
+
+			g.putFlowRules(t, "ws-acme", true)
+			if res, err := ccCall(t, cs, "get_space_notes", read); err != nil || res.IsError {
+				t.Fatalf("get_space_notes with flow rules on: %v %q", err, text(res))
+			}
+			tainting := g.lastCCAudit(t, "get_space_notes")
+			res, err := ccCall(t, cs, "send_message", msg)
+			if want := fmt.Sprintf("private data through get_space_notes (audit row %d", tainting.ID); err != nil || !res.IsError || !strings.Contains(text(res), want) {
+				t.Fatalf("send_message after the read, switched on: %v %q; want refused naming %q", err, text(res), want)
+			}
+
+			before := sends()
+			approveTaintedSend(t, g, cs, msg)
+			if n := sends() - before; n != 1 {
+				t.Errorf("the approved send_message ran %d times, want once", n)
+			}
+
+			g.putFlowRules(t, "ws-acme", false)
+			if res, err := ccCall(t, cs, "send_message", msg); err != nil || res.IsError {
+				t.Fatalf("send_message in the tainted conversation, switched off: %v %q", err, text(res))
 			}
 		})
 	}

@@ -1,7 +1,10 @@
 // Package ratelimit_test proves the rate limits of issue 3 end to end: the
 // real gateway (in process through server.Open, and as `mcpgate serve`
 // processes) on PostgreSQL and the embedded store, driven over HTTP with
-// JSON-RPC, with tool calls dispatched to a counting upstream MCP server.
+// JSON-RPC, with tool calls dispatched to a counting upstream MCP server;
+// and, on the same processes, the order in which a session's flow record,
+// taken in the reservation of the rate-limit slots, decides a read and an
+// egress sent at once (issue 28).
 package ratelimit_test
 
 import (

@@ -22,16 +22,32 @@ func (c *Core) UserWorkspaces(ctx context.Context, user string) ([]string, error
 }
 
 // LoadMemberships is the caller of a cc_server principal (gateway.Caller
-// with Memberships only): p.Subject's workspaces, or none for an agent
-// pinned to one (p.WorkspaceID set), whose workspace is its credential's.
-// Errors as UserWorkspaces.
+// with Memberships and FlowRulesIn only): p.Subject's workspaces, or none
+// for an agent pinned to one (p.WorkspaceID set), whose workspace is its
+// credential's; and which of these workspaces switched the flow rule set
+// on (FlowRulesIn). Errors as UserWorkspaces.
 func (c *Core) LoadMemberships(ctx context.Context, p *gateway.Principal) (*gateway.Caller, error) {
+	caller := &gateway.Caller{}
+	on := []string{}
 	if p.WorkspaceID != "" {
-		return &gateway.Caller{}, nil
+		const q = `SELECT id FROM workspaces WHERE id = ? AND flow_rules = ?`
+		if err := c.R.SelectContext(ctx, &on, c.Q(q), p.WorkspaceID, true); err != nil {
+			return nil, c.DriverError(err)
+		}
+	} else {
+		ids, err := c.UserWorkspaces(ctx, p.Subject)
+		if err != nil {
+			return nil, err
+		}
+		caller.Memberships = ids
+		const q = `SELECT m.workspace_id FROM members m JOIN workspaces w ON w.id = m.workspace_id
+ WHERE m.user_id = ? AND w.flow_rules = ? ORDER BY m.workspace_id`
+		if err := c.R.SelectContext(ctx, &on, c.Q(q), p.Subject, true); err != nil {
+			return nil, c.DriverError(err)
+		}
 	}
-	ids, err := c.UserWorkspaces(ctx, p.Subject)
-	if err != nil {
-		return nil, err
+	if len(on) > 0 {
+		caller.FlowRulesIn = on
 	}
-	return &gateway.Caller{Memberships: ids}, nil
+	return caller, nil
 }

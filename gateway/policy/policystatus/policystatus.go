@@ -124,7 +124,9 @@ type Shadow struct {
 type ShadowFlips struct {
 	Tool string `json:"tool"`
 	// Direction is "allow_to_deny" (the live bundle allowed, the shadow
-	// would deny) or "deny_to_allow".
+	// would deny), "deny_to_allow", "allow_to_approval" (both allow, only
+	// the shadow would have a person approve the call) or
+	// "approval_to_allow".
 	Direction string `json:"direction"`
 	Count     int64  `json:"count"`
 }
