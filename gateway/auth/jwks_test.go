@@ -262,6 +262,32 @@ func TestJWKSProviderThatNeverAnswers(t *testing.T) {
 	assertUnauthenticated(t, err, "not in the identity provider's key set", "")
 }
 
+// A token of an unknown kid does not wait for a refresh from a provider
+// whose last refresh failed within unknownKIDEvery: a provider that never
+// answers would hold the call for the whole request timeout. The
+// background refresh keeps trying (jwksRetry).
+func TestJWKSUnknownKIDAfterAFailedRefreshDoesNotWait(t *testing.T) {
+	var hits atomic.Int32
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(release) })
+	s, _ := newJWKS(t, JWKSConfig{URL: hang.URL, Timeout: 300 * time.Millisecond})
+	j := newVerifier(t, JWTConfig{Keys: s})
+	k := testKeys()
+	_, err := authenticate(j, "Bearer "+signKid(jwt.SigningMethodRS256, k.rsa, "a"))
+	assertUnauthenticated(t, err, "not in the identity provider's key set", "")
+	if got := hits.Load(); got != 1 {
+		t.Fatalf("the provider got %d requests; want 1 (the start's): the token must not wait for another", got)
+	}
+}
+
 func TestJWKSDiscovery(t *testing.T) {
 	k := testKeys()
 	keys := newProvider(t)
