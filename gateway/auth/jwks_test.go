@@ -242,9 +242,13 @@ func logged(logs *observer.ObservedLogs, want string) bool {
 	return false
 }
 
-func TestJWKSProviderThatNeverAnswers(t *testing.T) {
+// hangingProvider is a provider that never answers (until the test
+// ends); hits counts its requests.
+func hangingProvider(t *testing.T) (hang *httptest.Server, hits *atomic.Int32) {
+	hits = new(atomic.Int32)
 	release := make(chan struct{})
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hang = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -252,6 +256,11 @@ func TestJWKSProviderThatNeverAnswers(t *testing.T) {
 	}))
 	t.Cleanup(hang.Close)
 	t.Cleanup(func() { close(release) })
+	return hang, hits
+}
+
+func TestJWKSProviderThatNeverAnswers(t *testing.T) {
+	hang, _ := hangingProvider(t)
 	s, logs := newJWKS(t, JWKSConfig{URL: hang.URL, Timeout: 100 * time.Millisecond})
 	if st := s.Status(); st.State != "degraded" || !logged(logs, "context deadline exceeded") {
 		t.Fatalf("a provider that never answers: status %+v, log %v; want degraded and the timeout logged", st, logs.All())
@@ -267,17 +276,7 @@ func TestJWKSProviderThatNeverAnswers(t *testing.T) {
 // answers would hold the call for the whole request timeout. The
 // background refresh keeps trying (jwksRetry).
 func TestJWKSUnknownKIDAfterAFailedRefreshDoesNotWait(t *testing.T) {
-	var hits atomic.Int32
-	release := make(chan struct{})
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(hang.Close)
-	t.Cleanup(func() { close(release) })
+	hang, hits := hangingProvider(t)
 	s, _ := newJWKS(t, JWKSConfig{URL: hang.URL, Timeout: 300 * time.Millisecond})
 	j := newVerifier(t, JWTConfig{Keys: s})
 	k := testKeys()
