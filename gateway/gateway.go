@@ -374,6 +374,10 @@ type AuditEvent struct {
 	// ApprovalID names the approval the call waited for (the ID of
 	// gateway/approvals' Approval); "" for a call that needed none.
 	ApprovalID string `json:"approval_id,omitempty"`
+	// TraceID is the OpenTelemetry trace of the call (32 lowercase hex
+	// digits), when traces are on and the call had a span; "" otherwise
+	// (the store keeps NULL).
+	TraceID string `json:"trace_id,omitempty"`
 	// Kind is what the row records (AuditKinds); RecordAudit and Reserve
 	// write AuditKindToolCall for "".
 	Kind string `json:"kind"`

@@ -210,6 +210,9 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 		{method: del, path: "/admin/v1/org-plans/team", status: 204, setup: func(s *fakeStore) { clear(s.workspaces) }},
 		{method: del, path: "/admin/v1/api-tokens/0123456789abcdef", status: 204},
 		{method: get, path: "/admin/v1/audit-events?workspace_id=ws-1&limit=1", status: 200},
+		{method: get, path: "/admin/v1/audit-events?workspace_id=ws-1", status: 200, setup: func(s *fakeStore) {
+			s.events[0].TraceID = "4bf92f3577b34da6a3ce929d0e0e4736" // a call traced (docs/operations.md, "Traces")
+		}},
 		{method: get, path: Prefix + OpenAPIPath, status: 200},
 		{method: "POST", path: Prefix + ExplainPath, body: `{"workspace":"ws-1","task":"t-1","tool":"project.get","args":{"id":"pr-1"}}`, status: 200},
 		{method: get, path: "/admin/v1/policy", status: 200, policy: &fakePolicy{dir: "/etc/mcpgate/policies"}},

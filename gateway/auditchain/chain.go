@@ -53,10 +53,12 @@ const timeLayout = "2006-01-02T15:04:05.000000Z"
 // token_fingerprint, tool, tier, status, error_class, reason_codes (the
 // list, null when the column holds null), bucket, latency_us,
 // arguments_hash, arguments (the JSON value; left out when the column is
-// NULL), policy_revision, surface, mode, approval_id and open. Every
-// column is covered, seq included, so that a row moved to another place
-// no longer links. A column added later joins the form only when it is
-// not NULL, so the rows sealed before it keep their hashes. Arguments
+// NULL), policy_revision, surface, mode, approval_id, open and trace_id
+// (left out when the column is NULL or empty). Every column is covered,
+// seq included, so that a row moved to another place no longer links. A
+// column added later joins the form only when it is not NULL, so the
+// rows sealed before it keep their hashes (trace_id, added after rows
+// were sealed, is one). Arguments
 // that have no canonical form (canon refuses them, e.g. a number longer
 // than canon.MaxNumberLength, which PostgreSQL's jsonb writes out in
 // full) enter as their text, member arguments_text: no row may stop the
@@ -107,6 +109,9 @@ func canonicalByMap(ev *gateway.AuditEvent) ([]byte, error) {
 		"mode":              ev.Mode,
 		"approval_id":       ev.ApprovalID,
 		"open":              ev.Open,
+	}
+	if ev.TraceID != "" {
+		row["trace_id"] = ev.TraceID
 	}
 	if len(ev.Arguments) > 0 {
 		if v, err := canon.Decode(ev.Arguments); err == nil {

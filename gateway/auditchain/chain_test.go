@@ -51,6 +51,37 @@ func TestCanonicalForm(t *testing.T) {
 	}
 }
 
+// trace_id joined the form after rows were sealed: a row without one has
+// the form (and so the hash) it had before, byte for byte
+// (TestCanonicalForm's want); a row with one has the member, in its
+// RFC 8785 place between tool and workspace_id, so that changing it, or
+// giving one to a row sealed without, breaks the link.
+func TestCanonicalTraceID(t *testing.T) {
+	ev := row(1)
+	before, err := Canonical(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(before, []byte("trace_id")) {
+		t.Fatalf("a row without a trace id has a trace_id member: %s", before)
+	}
+	ev.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	got, err := Canonical(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Replace(before, []byte(`"tool":"app.list",`), []byte(`"tool":"app.list","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736",`), 1)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("canonical row with a trace id\n got %s\nwant %s", got, want)
+	}
+	plain, traced := row(1), ev
+	hPlain, _ := RowHash(Genesis, &plain)
+	hTraced, _ := RowHash(Genesis, &traced)
+	if hPlain == hTraced {
+		t.Fatal("a trace id does not change the row's hash")
+	}
+}
+
 // canonicalFast writes exactly what the definition writes, or declines.
 func TestCanonicalFastIsTheDefinition(t *testing.T) {
 	cases := map[string]func(ev *gateway.AuditEvent){
@@ -59,6 +90,7 @@ func TestCanonicalFastIsTheDefinition(t *testing.T) {
 		"empty reasons":   func(ev *gateway.AuditEvent) { ev.ReasonCodes = []string{} },
 		"escapes":         func(ev *gateway.AuditEvent) { ev.Tool = "a\"b\\c\n\x01\u2028 ü 😀" },
 		"open":            func(ev *gateway.AuditEvent) { ev.Open = true },
+		"trace id":        func(ev *gateway.AuditEvent) { ev.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736" },
 		"nested arguments": func(ev *gateway.AuditEvent) {
 			ev.Arguments = json.RawMessage(`{"b":[1,2.50,{"y":null,"x":true}],"a":-0}`)
 		},

@@ -99,6 +99,9 @@ func canonicalFast(ev *gateway.AuditEvent) ([]byte, bool) {
 	str("time", ev.Time.UTC().Format(timeLayout))
 	str("token_fingerprint", ev.TokenFP)
 	str("tool", ev.Tool)
+	if ev.TraceID != "" {
+		str("trace_id", ev.TraceID)
+	}
 	str("workspace_id", ev.WorkspaceID)
 	b[0] = '{' // the first member's comma
 	return append(b, '}'), ok

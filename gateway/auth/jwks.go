@@ -110,6 +110,7 @@ type JWKS struct {
 	fingerprint string // of the key set held
 	mu          sync.Mutex
 	lastErr     error     // of the last refresh; nil: fresh
+	lastFailed  time.Time // when a refresh last failed
 	lastUnknown time.Time // last refresh an unknown kid started
 }
 
@@ -212,6 +213,9 @@ func (s *JWKS) refresh() time.Duration {
 	s.mu.Lock()
 	was := s.lastErr
 	s.lastErr = err
+	if err != nil {
+		s.lastFailed = time.Now()
+	}
 	s.mu.Unlock()
 	if err != nil {
 		s.log.Warn("identity provider key set refresh failed; the cached keys keep verifying, /readyz shows degraded",
@@ -411,11 +415,14 @@ func fingerprint(keys []jwkset.JWK) string {
 }
 
 // refreshForUnknown refreshes once for a token whose kid the set lacks,
-// unless a refresh for an unknown kid ran in the last unknownKIDEvery.
-// It reports whether it refreshed.
+// unless a refresh for an unknown kid ran in the last unknownKIDEvery, or
+// the last refresh failed within it: a provider that is down, or never
+// answers, would hold the call until the request timeout, and the
+// background refresh tries again anyway (jwksRetry). It reports whether
+// it refreshed.
 func (s *JWKS) refreshForUnknown() bool {
 	s.mu.Lock()
-	if time.Since(s.lastUnknown) < unknownKIDEvery {
+	if time.Since(s.lastUnknown) < unknownKIDEvery || (s.lastErr != nil && time.Since(s.lastFailed) < unknownKIDEvery) {
 		s.mu.Unlock()
 		return false
 	}

@@ -242,9 +242,13 @@ func logged(logs *observer.ObservedLogs, want string) bool {
 	return false
 }
 
-func TestJWKSProviderThatNeverAnswers(t *testing.T) {
+// hangingProvider is a provider that never answers (until the test
+// ends); hits counts its requests.
+func hangingProvider(t *testing.T) (hang *httptest.Server, hits *atomic.Int32) {
+	hits = new(atomic.Int32)
 	release := make(chan struct{})
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hang = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -252,6 +256,11 @@ func TestJWKSProviderThatNeverAnswers(t *testing.T) {
 	}))
 	t.Cleanup(hang.Close)
 	t.Cleanup(func() { close(release) })
+	return hang, hits
+}
+
+func TestJWKSProviderThatNeverAnswers(t *testing.T) {
+	hang, _ := hangingProvider(t)
 	s, logs := newJWKS(t, JWKSConfig{URL: hang.URL, Timeout: 100 * time.Millisecond})
 	if st := s.Status(); st.State != "degraded" || !logged(logs, "context deadline exceeded") {
 		t.Fatalf("a provider that never answers: status %+v, log %v; want degraded and the timeout logged", st, logs.All())
@@ -260,6 +269,22 @@ func TestJWKSProviderThatNeverAnswers(t *testing.T) {
 	k := testKeys()
 	_, err := authenticate(j, "Bearer "+signKid(jwt.SigningMethodRS256, k.rsa, "a"))
 	assertUnauthenticated(t, err, "not in the identity provider's key set", "")
+}
+
+// A token of an unknown kid does not wait for a refresh from a provider
+// whose last refresh failed within unknownKIDEvery: a provider that never
+// answers would hold the call for the whole request timeout. The
+// background refresh keeps trying (jwksRetry).
+func TestJWKSUnknownKIDAfterAFailedRefreshDoesNotWait(t *testing.T) {
+	hang, hits := hangingProvider(t)
+	s, _ := newJWKS(t, JWKSConfig{URL: hang.URL, Timeout: 300 * time.Millisecond})
+	j := newVerifier(t, JWTConfig{Keys: s})
+	k := testKeys()
+	_, err := authenticate(j, "Bearer "+signKid(jwt.SigningMethodRS256, k.rsa, "a"))
+	assertUnauthenticated(t, err, "not in the identity provider's key set", "")
+	if got := hits.Load(); got != 1 {
+		t.Fatalf("the provider got %d requests; want 1 (the start's): the token must not wait for another", got)
+	}
 }
 
 func TestJWKSDiscovery(t *testing.T) {

@@ -299,6 +299,9 @@ var callSteps = []step{
 func (pl *Pipeline) CallTool(ctx context.Context, p *gateway.Principal, params *gateway.CallRequest) (*gateway.ToolResult, error) {
 	ctx, span := pl.startCallSpan(ctx, params)
 	c := pl.newCall(ctx, p, params)
+	if span != nil {
+		c.Event.TraceID = traceID(ctx) // the audit row names the call's trace
+	}
 	defer func() {
 		if c.storeCancel != nil {
 			c.storeCancel()

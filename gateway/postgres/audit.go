@@ -10,19 +10,19 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 )
 
-// auditInsertValues are the audit row's parameters ($1…$22, in
+// auditInsertValues are the audit row's parameters ($1…$23, in
 // sqlcore.AuditInsertColumns order), typed so that they also stand in a
 // SELECT list (reserveAndAudit).
 const auditInsertValues = `$1::timestamptz, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text,
     $8::text, $9::text, $10::text, $11::text, $12::text, $13::text, $14::jsonb, $15::text,
-    $16::bigint, $17::text, $18::jsonb, $19::text, $20::text, $21::text, $22::text`
+    $16::bigint, $17::text, $18::jsonb, $19::text, $20::text, $21::text, $22::text, $23::text`
 
 // insertAudit writes one audit_events row, open (a reservation's), and
 // returns its id (sqlcore.Dialect.InsertAudit); recordAudit writes a
-// finished one of kind $23 (sqlcore.Dialect.RecordAudit).
+// finished one of kind $24 (sqlcore.Dialect.RecordAudit).
 const (
 	insertAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `) VALUES (` + auditInsertValues + `) RETURNING id`
-	recordAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `, kind, open) VALUES (` + auditInsertValues + `, $23::text, false) RETURNING id`
+	recordAudit = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `, kind, open) VALUES (` + auditInsertValues + `, $24::text, false) RETURNING id`
 )
 
 // sealLease is sqlcore.Dialect.SealLease: the transaction-scoped advisory

@@ -37,7 +37,7 @@ func (r *rateStatements) close() error {
 // counter rows in the one global order first, and holds them until the
 // transaction ends: a concurrent reservation of the same bucket, in this
 // process or another replica, waits and then sees the committed count),
-// and inserts the audit row ($1…$22), returning its id. At a full
+// and inserts the audit row ($1…$23), returning its id. At a full
 // counter the function raises (fullSlotCode), and the whole statement
 // rolls back: no slot, no counter row, no audit row. So the statement is
 // atomic alone and runs in autocommit when there is no idempotency claim
@@ -45,19 +45,19 @@ func (r *rateStatements) close() error {
 // function runs exactly once, before the insert that depends on it.
 const reserveAndAudit = `
 WITH r AS MATERIALIZED (
-    SELECT mcpgate_take_slots($23::text[], $24::timestamptz[], $25::timestamptz[], $26::bigint[], $27::text[], $28::text[]) AS taken
+    SELECT mcpgate_take_slots($24::text[], $25::timestamptz[], $26::timestamptz[], $27::bigint[], $28::text[], $29::text[]) AS taken
 )
 INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
-SELECT ` + auditInsertValues + ` FROM r WHERE mcpgate_before($29::timestamptz)
+SELECT ` + auditInsertValues + ` FROM r WHERE mcpgate_before($30::timestamptz)
 RETURNING id`
 
 // reserveOneAndAudit is reserveAndAudit for a call of one slot, in plain
 // SQL: no PL/pgSQL function runs, so PostgreSQL spends no executor start
 // per statement inside one, and the arguments are scalars rather than
-// arrays to parse ($23 key, $24 window, $25 expiry or NULL, $26 limit, $27
-// and $28 the task's workspace and id or NULL). The upsert takes the
+// arrays to parse ($24 key, $25 window, $26 expiry or NULL, $27 limit, $28
+// and $29 the task's workspace and id or NULL). The upsert takes the
 // counter's row lock (one row: no order to keep) and bumps the count only
-// when it is below the limit ($26 >= 1, else reserveAndAudit runs); the
+// when it is below the limit ($27 >= 1, else reserveAndAudit runs); the
 // audit row is inserted only when it did. So a full counter leaves the
 // statement without a row and with nothing written (a counter it would
 // create starts at 1, within the limit), and takeSlots then runs
@@ -67,35 +67,36 @@ RETURNING id`
 const reserveOneAndAudit = `
 WITH s AS (
     INSERT INTO rate_limit_counters AS c (bucket_key, window_start, count, expires_at, task_workspace_id, task_id)
-    VALUES ($23::text, $24::timestamptz, 1, $25::timestamptz, $27::text, $28::text)
+    VALUES ($24::text, $25::timestamptz, 1, $26::timestamptz, $28::text, $29::text)
     ON CONFLICT (bucket_key, window_start) DO UPDATE SET count = c.count + 1,
         task_workspace_id = coalesce(c.task_workspace_id, excluded.task_workspace_id),
         task_id = coalesce(c.task_id, excluded.task_id)
-    WHERE c.count < $26::bigint
+    WHERE c.count < $27::bigint
     RETURNING 1
 )
 INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
-SELECT ` + auditInsertValues + ` FROM s WHERE mcpgate_before($29::timestamptz)
+SELECT ` + auditInsertValues + ` FROM s WHERE mcpgate_before($30::timestamptz)
 RETURNING id`
 
 // reserveBatch takes several calls' reservations in one statement, in
 // autocommit its own transaction (mcpgate_reserve_batch, migration 00015;
 // since 00016 it locks the union of the calls' counters in the global
-// order before it decides any call, so two batches cannot deadlock):
-// $1…$22 are the audit columns of the calls as arrays, $23 each call's
-// number of slots, $24…$29 the slots of all calls in mcpgate_take_slots's
+// order before it decides any call, so two batches cannot deadlock; since
+// 00025 it takes the trace ids too): $1…$23 are the audit columns of the
+// calls as arrays, $24 each call's
+// number of slots, $25…$30 the slots of all calls in mcpgate_take_slots's
 // arrays. One row per call, in order: the audit id, or NULL with the full
 // slot and its count before the call.
 const reserveBatch = `
 SELECT audit_id, full_slot, used FROM mcpgate_reserve_batch($1::timestamptz[], $2::text[], $3::text[],
     $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
     $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[],
-    $19::text[], $20::text[], $21::text[], $22::text[],
-    $23::integer[], $24::text[], $25::timestamptz[], $26::timestamptz[], $27::bigint[], $28::text[], $29::text[])
-WHERE mcpgate_before($30::timestamptz)`
+    $19::text[], $20::text[], $21::text[], $22::text[], $23::text[],
+    $24::integer[], $25::text[], $26::timestamptz[], $27::timestamptz[], $28::bigint[], $29::text[], $30::text[])
+WHERE mcpgate_before($31::timestamptz)`
 
 // auditColumnCount is the number of audit columns (sqlcore.AuditArgs).
-const auditColumnCount = 22
+const auditColumnCount = sqlcore.AuditColumnCount
 
 // lateCode is the SQLSTATE mcpgate_before raises (migration 00018): the
 // reservation reached PostgreSQL past its deadline and wrote nothing

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -31,6 +32,7 @@ func event(i int, ws, task, tool, status string) *gateway.AuditEvent {
 
 var auditTests = []test{
 	{"PolicyRevision", testPolicyRevision},
+	{"TraceID", testTraceID},
 	{"RoundTrip", func(t *testing.T, s Store) {
 		ev := event(1, "ws-a", "t1", "app.list", gateway.AuditDenied)
 		ev.PrincipalKind, ev.TokenFP, ev.ErrorClass = gateway.PrincipalCoordinator, "fp-1", "Forbidden"
@@ -294,6 +296,74 @@ func testPolicyRevision(t *testing.T, s Store) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("policy revisions read back %v, want %v", got, want)
 	}
+}
+
+// testTraceID: every path that writes an audit row keeps the call's
+// trace id, or none (NULL) when the call was not traced: RecordAudit,
+// Reserve with one slot, with two (one statement each on PostgreSQL),
+// with an idempotency claim (a transaction), and reservations at once
+// (a group commit: one statement for the batch on PostgreSQL); the
+// listing returns them, and the chain sealed over them verifies.
+func testTraceID(t *testing.T, s Store) {
+	putWorkspace(t, s, "ws-a")
+	trace := func(i int) string { return fmt.Sprintf("%032x", 0xabc0+i) }
+	want := map[string]string{}
+	write := func(i int, traced bool, r func(ev *gateway.AuditEvent) error) {
+		ev := event(i, "ws-a", "t1", "app.list", gateway.AuditAllowed)
+		if traced {
+			ev.TraceID = trace(i)
+		}
+		want[ev.RequestID] = ev.TraceID
+		must(t, r(ev), fmt.Sprintf("write %d", i))
+	}
+	record := func(ev *gateway.AuditEvent) error { return s.RecordAudit(ctx(t), ev) }
+	reserve := func(slots int, claim bool) func(ev *gateway.AuditEvent) error {
+		return func(ev *gateway.AuditEvent) error {
+			r := gateway.Reservation{Event: ev}
+			for j := range slots {
+				r.Slots = append(r.Slots, gateway.Slot{Bucket: "task.read", Key: fmt.Sprintf("trace:%s:%d", ev.RequestID, j), Window: time.Unix(0, 0).UTC(), Limit: 5})
+			}
+			if claim {
+				r.Claim = key("trace-"+ev.RequestID, "h")
+			}
+			res, err := s.Reserve(ctx(t), r)
+			if err == nil {
+				ev.ID = res.AuditID
+				err = s.FinishAudit(ctx(t), ev)
+			}
+			return err
+		}
+	}
+	write(1, true, record)
+	write(2, false, record)
+	write(3, true, reserve(1, false))
+	write(4, false, reserve(1, false))
+	write(5, true, reserve(2, false))
+	write(6, true, reserve(0, true))
+	var wg sync.WaitGroup
+	errs := make([]error, 16)
+	for j := range errs {
+		ev := event(10+j, "ws-a", "t1", "app.list", gateway.AuditAllowed)
+		if j%3 != 0 {
+			ev.TraceID = trace(10 + j)
+		}
+		want[ev.RequestID] = ev.TraceID
+		wg.Go(func() { errs[j] = reserve(1, false)(ev) })
+	}
+	wg.Wait()
+	must(t, errors.Join(errs...), "the reservations at once")
+	list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a"})
+	must(t, err, "list")
+	got := map[string]string{}
+	for _, ev := range list {
+		got[ev.RequestID] = ev.TraceID
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("trace ids read back by request id\n got %v\nwant %v", got, want)
+	}
+	n, err := s.SealAudit(ctx(t))
+	must(t, err, "SealAudit")
+	wantReport(t, s, int64(n), 0)
 }
 
 // wantEvent compares an event read back with the one written; Arguments

@@ -174,6 +174,9 @@ func wantReport(t *testing.T, s Store, verified, unsealed int64) {
 // tamperRows is how many sealed rows each tamper case starts from.
 const tamperRows = 8
 
+// tamperTrace is the trace id of the tamper cases' rows of even seq.
+const tamperTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+
 // Tamper changes a store's tables directly, as someone with write
 // access to the database could, in each way the chain must catch (one
 // field updated, a row deleted, a row forged at the end or in the middle,
@@ -215,6 +218,10 @@ func Tamper(t *testing.T, newStore func(t *testing.T) Store) {
 			`INSERT INTO audit_events (tool, status, open) VALUES ('app.deploy', 'allowed', ?)`,
 			`DELETE FROM audit_unsealed`,
 		}, 0, auditchain.Inserted},
+		// A row sealed without a trace id (traces off) given one, and a
+		// row sealed with one that loses it.
+		{"GiveATraceID", []string{`UPDATE audit_events SET trace_id = '` + tamperTrace + `' WHERE id = ` + sealed(3)}, 3, auditchain.Changed},
+		{"ClearATraceID", []string{`UPDATE audit_events SET trace_id = NULL WHERE id = ` + sealed(4)}, 4, auditchain.Changed},
 		{"SwapTwoRows", []string{
 			`UPDATE audit_seals SET seq = -1 WHERE seq = 3`,
 			`UPDATE audit_seals SET seq = 3 WHERE seq = 6`,
@@ -233,6 +240,9 @@ func Tamper(t *testing.T, newStore func(t *testing.T) Store) {
 			for i := range tamperRows {
 				ev := event(i, "ws-a", "t1", "app.list", gateway.AuditAllowed)
 				ev.Arguments = []byte(fmt.Sprintf(`{"n":%d,"big":12345678901234567890}`, i))
+				if i%2 == 1 { // the rows of seq 2, 4, …: written with traces on
+					ev.TraceID = tamperTrace
+				}
 				must(t, s.RecordAudit(ctx(t), ev), "record")
 			}
 			if n, err := s.SealAudit(ctx(t)); err != nil || n != tamperRows {

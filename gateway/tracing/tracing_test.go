@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/trace"
@@ -70,5 +71,56 @@ func TestMiddleware(t *testing.T) {
 	}
 	if s, v := Transport(got); s != "s-1" || v != "2025-06-18" {
 		t.Fatalf("Transport = %q %q", s, v)
+	}
+}
+
+// New's provider samples as OTEL_TRACES_SAMPLER and
+// OTEL_TRACES_SAMPLER_ARG say (docs/operations.md, "Traces"): the default
+// follows a caller's decision, always_off and a ratio of 0 keep nothing,
+// parentbased_traceidratio follows a sampled caller whatever the ratio.
+func TestNewHonoursTheSampler(t *testing.T) {
+	sampled := trace.TraceFlags(0).WithSampled(true)
+	tid, _ := trace.TraceIDFromHex(traceID)
+	sid, _ := trace.SpanIDFromHex(spanID)
+	parent := trace.ContextWithRemoteSpanContext(context.Background(),
+		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: sampled, Remote: true}))
+	unsampledParent := trace.ContextWithRemoteSpanContext(context.Background(),
+		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, Remote: true}))
+	for _, tc := range []struct {
+		sampler, arg               string
+		root, child, childOfUnsamp bool
+	}{
+		{"", "", true, true, false},
+		{"always_off", "", false, false, false},
+		{"always_on", "", true, true, true},
+		{"traceidratio", "0", false, false, false},
+		{"parentbased_traceidratio", "0", false, true, false},
+		{"parentbased_always_off", "", false, true, false},
+	} {
+		name := strings.TrimSpace(tc.sampler + " " + tc.arg)
+		if name == "" {
+			name = "unset"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+			t.Setenv("OTEL_TRACES_SAMPLER", tc.sampler)
+			t.Setenv("OTEL_TRACES_SAMPLER_ARG", tc.arg)
+			tr, err := New(context.Background(), "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tr.Shutdown(context.Background()) }()
+			for _, c := range []struct {
+				name string
+				ctx  context.Context
+				want bool
+			}{{"root", context.Background(), tc.root}, {"child of a sampled caller", parent, tc.child}, {"child of an unsampled caller", unsampledParent, tc.childOfUnsamp}} {
+				_, span := tr.Tracer.Start(c.ctx, "x")
+				if got := span.SpanContext().IsSampled(); got != c.want {
+					t.Errorf("%s: sampled %v, want %v", c.name, got, c.want)
+				}
+				span.End()
+			}
+		})
 	}
 }

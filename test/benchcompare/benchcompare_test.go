@@ -215,6 +215,10 @@ func TestLoadConfigs(t *testing.T) {
 		{"sqlite (baseline)", nil, true},
 		{"sqlite,sqlite", nil, true},
 		{"direct,floor,floor-sqlite,floor-postgres,sqlite,postgres", []string{"direct", "floor", "floor-sqlite", "floor-postgres", "sqlite", "postgres"}, false},
+		{"sqlite-traced,postgres-modern-traced", []string{"sqlite-traced", "postgres-modern-traced"}, false},
+		{"direct-traced", nil, true}, // only the gateway traces
+		{"floor-traced", nil, true},
+		{"sqlite-traced-modern", nil, true},
 		{"floor-modern", nil, true},        // the floor runs session clients only
 		{"floor-sqlite-modern", nil, true}, //
 		{"floor (baseline)", nil, true},

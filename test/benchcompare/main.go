@@ -12,6 +12,12 @@
 // headers), so that the session path and the stateless path are measured
 // side by side in one run.
 //
+// A store's configuration with the suffix -traced (sqlite-traced,
+// postgres-modern-traced, …), not in the default, runs the gateway with
+// traces on: every call sampled, its spans exported over OTLP/HTTP to a
+// sink in this process, so that its rows beside the untraced ones give
+// what traces cost per call.
+//
 // Three more configurations, not in the default, are the floor: what a Go
 // net/http gateway that does nothing but forward adds on this machine,
 // with the gateway's two store round trips per tools/call (floor-sqlite,
@@ -130,9 +136,9 @@ func loadArgs(args []string) (options, error) {
 	for f := range strings.SplitSeq(env("BENCH_CONFIGS", defaultConfigs), ",") {
 		f = strings.TrimSpace(f)
 		store, _, _ := parseConfig(f)
-		if strings.HasSuffix(f, baselineSuffix) || store != cfgDirect && !isGateway(f) && !isFloor(f) {
-			return o, fmt.Errorf("BENCH_CONFIGS: %q is not direct, sqlite or postgres, with or without %s, nor %s, %s or %s (session clients only)",
-				f, modernSuffix, cfgFloor, cfgFloorSQLite, cfgFloorPostgres)
+		if strings.HasSuffix(f, baselineSuffix) || store != cfgDirect && !isGateway(f) && !isFloor(f) || isTraced(f) && !isGateway(f) {
+			return o, fmt.Errorf("BENCH_CONFIGS: %q is not direct, sqlite or postgres, with or without %s (and a store with or without %s after it), nor %s, %s or %s (session clients only)",
+				f, modernSuffix, tracedSuffix, cfgFloor, cfgFloorSQLite, cfgFloorPostgres)
 		}
 		if slices.Contains(o.configs, f) {
 			return o, fmt.Errorf("BENCH_CONFIGS: %q is listed twice", f)

@@ -64,6 +64,12 @@ const (
 	modernSuffix = "-modern"
 	// baselineSuffix marks a configuration run with options.baselineBin.
 	baselineSuffix = " (baseline)"
+	// tracedSuffix marks a gateway configuration with traces on
+	// (sqlite-traced, postgres-modern-traced, …): every call sampled
+	// (OTEL_TRACES_SAMPLER=always_on) and its spans exported over
+	// OTLP/HTTP to a sink in this process (traceSink), whose CPU is not
+	// the gateway's.
+	tracedSuffix = "-traced"
 	// The floor configurations (not in defaultConfigs) run test/benchfloor
 	// instead of the gateway, with session clients only: a net/http
 	// forwarder with no store (floor) or with the gateway's two store
@@ -106,8 +112,31 @@ func isGateway(cfg string) bool {
 // whether it runs options.baselineBin.
 func parseConfig(cfg string) (store string, modern, baseline bool) {
 	store, baseline = strings.CutSuffix(cfg, baselineSuffix)
+	store, _ = strings.CutSuffix(store, tracedSuffix)
 	store, modern = strings.CutSuffix(store, modernSuffix)
 	return store, modern, baseline
+}
+
+// isTraced reports whether cfg names tracedSuffix.
+func isTraced(cfg string) bool {
+	name, _ := strings.CutSuffix(cfg, baselineSuffix)
+	return strings.HasSuffix(name, tracedSuffix)
+}
+
+// traceSink is an OTLP/HTTP endpoint that takes every export and answers
+// 200 with an empty response (a valid empty protobuf message), for the
+// traced configurations; stop closes it.
+func traceSink() (endpoint string, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
 // sessionVersion is the protocol version the clients of cfg speak.
@@ -236,6 +265,14 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 			}
 			extra = []string{"MCPGATE_METRICS_LISTEN=" + profileURL, "MCPGATE_PPROF=true"}
 			profileURL = "http://" + profileURL + "/debug/pprof/profile"
+		}
+		if isTraced(cfg) {
+			sink, stop, err := traceSink()
+			if err != nil {
+				return res, err
+			}
+			cleanups = append(cleanups, stop)
+			extra = append(extra, "OTEL_EXPORTER_OTLP_ENDPOINT="+sink, "OTEL_TRACES_SAMPLER=always_on")
 		}
 		if gw, err = startGateway(bin, dbURL, up.url, extra...); err != nil {
 			return res, err

@@ -91,6 +91,12 @@ func postgresURL(t *testing.T) string {
 // the test defaults and serves it on a loopback httptest server.
 func startGateway(t *testing.T, dbURL string, env map[string]string) *gatewayUnderTest {
 	t.Helper()
+	return startGatewayLogging(t, dbURL, env, zap.NewNop())
+}
+
+// startGatewayLogging is startGateway with the gateway's log going to log.
+func startGatewayLogging(t *testing.T, dbURL string, env map[string]string, log *zap.Logger) *gatewayUnderTest {
+	t.Helper()
 	vars := map[string]string{
 		"MCPGATE_DATABASE_URL": dbURL,
 		"MCPGATE_JWT_SECRET":   jwtSecret,
@@ -103,7 +109,7 @@ func startGateway(t *testing.T, dbURL string, env map[string]string) *gatewayUnd
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := server.Open(context.Background(), cfg, zap.NewNop(), "e2e")
+	app, err := server.Open(context.Background(), cfg, log, "e2e")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,12 +14,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	"github.com/zitadel/oidc/v3/example/server/storage"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mcpgate/mcpgate/gateway/auth"
 )
 
 // rotatingProvider is zitadel/oidc's example OpenID provider (the real
@@ -216,4 +222,104 @@ func TestIdentityProviderRotation(t *testing.T) {
 	if code, body := g.initialize(t, newTok); code != http.StatusOK {
 		t.Fatalf("cached key with the provider down: %d %s", code, body)
 	}
+}
+
+// TestIdentityProviderBadInput starts the gateway against a JWKS URL that
+// serves what a broken or hostile provider could (docs/operations.md,
+// "Identity provider"): a page that is not JSON, a key whose alg is
+// none, an RSA key under 2048 bits, a 10 MB document, and a provider that
+// never answers. Each time the gateway starts within its bound (the
+// JWKS request timeout), logs a line that says what is wrong, reports
+// /readyz not ready with jwks degraded (no key ever fetched), and refuses
+// a token with 401, without crashing.
+func TestIdentityProviderBadInput(t *testing.T) {
+	t.Parallel()
+	small, err := rsa.GenerateKey(rand.Reader, 1024)
+	must(t, err)
+	good, err := rsa.GenerateKey(rand.Reader, 2048)
+	must(t, err)
+	jwks := func(keys ...jose.JSONWebKey) []byte {
+		b, err := json.Marshal(jose.JSONWebKeySet{Keys: keys})
+		must(t, err)
+		return b
+	}
+	for name, tc := range map[string]struct {
+		body []byte // nil: never answer
+		log  string
+	}{
+		"not JSON":      {[]byte("<html>sign in</html>"), "failed to decode JWK Set"},
+		"alg none":      {jwks(jose.JSONWebKey{Key: &good.PublicKey, KeyID: "n", Algorithm: "none", Use: "sig"}), `declares alg "none"`},
+		"RSA 1024 bits": {jwks(jose.JSONWebKey{Key: &small.PublicKey, KeyID: "s", Algorithm: "RS256", Use: "sig"}), "RSA key has 1024 bits; use at least 2048"},
+		"10 MB":         {[]byte(`{"keys":[` + strings.Repeat(`{"kty":"oct","k":"AAAA"},`, 10<<20/25) + `{}]}`), "larger than 1048576 bytes"},
+		"never answers": {nil, "context deadline exceeded"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			release := make(chan struct{})
+			provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.body == nil {
+					select {
+					case <-release:
+					case <-r.Context().Done():
+					}
+					return
+				}
+				_, _ = w.Write(tc.body)
+			}))
+			t.Cleanup(provider.Close)
+			t.Cleanup(func() { close(release) })
+			core, logs := observer.New(zap.InfoLevel)
+			start := time.Now()
+			g := startGatewayLogging(t, "sqlite:"+filepath.Join(t.TempDir(), "idp.db"), map[string]string{
+				"MCPGATE_JWT_SECRET": "", "MCPGATE_JWT_JWKS_URL": provider.URL, "MCPGATE_JWT_ISSUER": provider.URL,
+			}, zap.New(core))
+			if took := time.Since(start); took > auth.DefaultJWKSTimeout+5*time.Second {
+				t.Fatalf("the gateway took %s to start; want at most the JWKS timeout %s and a little", took, auth.DefaultJWKSTimeout)
+			}
+			if !loggedLine(logs, tc.log) {
+				t.Fatalf("no log line saying %q: %v", tc.log, logs.All())
+			}
+			if code, body := g.get(t, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"jwks":{"state":"degraded","keys":0}`) {
+				t.Fatalf("/readyz: %d %s; want 503 with jwks degraded and no key", code, body)
+			}
+			tok := signRS256(t, good, "a")
+			began := time.Now()
+			if code, body := g.initialize(t, tok); code != http.StatusUnauthorized {
+				t.Fatalf("a token with no key to verify it: %d %s; want 401", code, body)
+			}
+			if took := time.Since(began); took > auth.DefaultJWKSTimeout/2 {
+				t.Fatalf("the refusal took %s: the call waited for the provider", took)
+			}
+		})
+	}
+}
+
+// loggedLine reports whether a log line's message or one of its fields
+// contains want.
+func loggedLine(logs *observer.ObservedLogs, want string) bool {
+	for _, e := range logs.All() {
+		if strings.Contains(e.Message, want) {
+			return true
+		}
+		for k, v := range e.ContextMap() {
+			if strings.Contains(k+"="+fmt.Sprint(v), want) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// signRS256 is a token of the test's claims signed by key with kid.
+func signRS256(t *testing.T, key *rsa.PrivateKey, kid string) string {
+	t.Helper()
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", kid).WithType("JWT"))
+	must(t, err)
+	payload, _ := json.Marshal(map[string]any{"sub": "mia", "aud": "mcpgate", "workspace_id": "ws-a", "task_id": "task-ws-a",
+		"exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix()})
+	jws, err := signer.Sign(payload)
+	must(t, err)
+	out, err := jws.CompactSerialize()
+	must(t, err)
+	return out
 }

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -318,4 +320,97 @@ func tracedUpstream(t *testing.T, otlp string) (string, <-chan string) {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL, meta
+}
+
+// auditTraces returns the trace_id of each audit row of tool in ws-a,
+// newest first, as GET /admin/v1/audit-events lists them.
+func auditTraces(t *testing.T, g *gatewayUnderTest, tool string) []string {
+	t.Helper()
+	status, body := adminDo(t, g, http.MethodGet, "/audit-events?workspace_id=ws-a&tool="+tool, "e2e-admin-token", "")
+	var page struct{ Events []gateway.AuditEvent }
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil {
+		t.Fatalf("GET /admin/v1/audit-events: HTTP %d %s", status, body)
+	}
+	out := make([]string, len(page.Events))
+	for i, ev := range page.Events {
+		out[i] = ev.TraceID
+	}
+	return out
+}
+
+// TestTracesInTheAuditTrail: with traces on, a call's audit row names the
+// trace of the server span the gateway exported (trace_id in GET
+// /admin/v1/audit-events), for a call the client traced in its HTTP
+// header, one traced in params._meta and refused, and one the client did
+// not trace (the gateway's span starts the trace), on both stores; with
+// traces off a row has no trace id, whatever the client sent
+// (docs/operations.md, "Traces").
+func TestTracesInTheAuditTrail(t *testing.T) {
+	recv := newReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	for kind, dbURL := range storeKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			g := startGateway(t, dbURL(t), nil)
+			seedFixtures(t, g)
+			s := g.raw(t, g.token(t, "ws-a", "mia", "task-ws-a", "reader"))
+			headerTrace, metaTrace := randomTrace(t), randomTrace(t)
+
+			if code := tracedPost(t, s, traceparent(headerTrace), callBody("projects.list", `{}`)); code != http.StatusOK {
+				t.Fatalf("allowed call: HTTP %d", code)
+			}
+			refused := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"app.deploy","arguments":{"app_id":"x"},"_meta":{"traceparent":"` + traceparent(metaTrace) + `"}}}`
+			if code := tracedPost(t, s, "", refused); code != http.StatusOK {
+				t.Fatalf("refused call: HTTP %d", code)
+			}
+			if code := tracedPost(t, s, "", callBody("projects.list", `{}`)); code != http.StatusOK {
+				t.Fatalf("untraced call: HTTP %d", code)
+			}
+
+			lists := auditTraces(t, g, "projects.list")
+			deploys := auditTraces(t, g, "app.deploy")
+			if len(lists) != 2 || len(deploys) != 1 {
+				t.Fatalf("audit rows: %d of projects.list, %d of app.deploy; want 2 and 1", len(lists), len(deploys))
+			}
+			for _, tc := range []struct{ note, audit, span string }{
+				{"the header's trace", lists[1], "tools/call projects.list"},
+				{"params._meta's trace", deploys[0], "tools/call app.deploy"},
+				{"the gateway's own trace", lists[0], "tools/call projects.list"},
+			} {
+				if len(tc.audit) != 32 {
+					t.Fatalf("%s: audit row trace_id %q, want 32 hex digits", tc.note, tc.audit)
+				}
+				call := span(t, recv.trace(t, tc.audit, tc.span), tc.span)
+				if got := hex.EncodeToString(call.TraceId); got != tc.audit {
+					t.Errorf("%s: the exported span's trace %s, the audit row's %s", tc.note, got, tc.audit)
+				}
+			}
+			if lists[1] != headerTrace || deploys[0] != metaTrace || lists[0] == headerTrace || lists[0] == metaTrace {
+				t.Errorf("audit trace ids %v %v: want %s (header), %s (_meta) and a new one", lists, deploys, headerTrace, metaTrace)
+			}
+		})
+	}
+
+	t.Run("off", func(t *testing.T) {
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+		g := startGateway(t, "sqlite:"+filepath.Join(t.TempDir(), "off.db"), nil)
+		seedFixtures(t, g)
+		s := g.raw(t, g.token(t, "ws-a", "mia", "task-ws-a", "reader"))
+		if code := tracedPost(t, s, traceparent(randomTrace(t)), callBody("projects.list", `{}`)); code != http.StatusOK {
+			t.Fatalf("call: HTTP %d", code)
+		}
+		if got := auditTraces(t, g, "projects.list"); len(got) != 1 || got[0] != "" {
+			t.Fatalf("audit trace ids with traces off: %q, want one row without", got)
+		}
+	})
+}
+
+// randomTrace is a fresh W3C trace id (32 hex digits).
+func randomTrace(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 16)
+	_, err := rand.Read(b)
+	must(t, err)
+	return hex.EncodeToString(b)
 }

@@ -22,7 +22,7 @@ const (
 // AuditInsertColumns are the columns AuditArgs fills, in its order.
 const AuditInsertColumns = `time, request_id, decision_id, workspace_id, task_id, profile_id, actor,
     principal_kind, token_fingerprint, tool, tier, status, error_class, reason_codes, bucket,
-    latency_us, arguments_hash, arguments, policy_revision, surface, mode, approval_id`
+    latency_us, arguments_hash, arguments, policy_revision, surface, mode, approval_id, trace_id`
 
 // RecordAudit inserts ev into audit_events, finished (not open: the
 // sealer may seal it at once), with one INSERT … RETURNING id and sets
@@ -113,18 +113,27 @@ func (c *Core) CheckReservation(ev *gateway.AuditEvent) error {
 }
 
 // AuditArgs are the parameters of Dialect.InsertAudit for ev, in
-// AuditInsertColumns order; Arguments only when non-empty. The slice has
-// room for RecordAudit's kind, so that appending it allocates nothing.
+// AuditInsertColumns order; Arguments and TraceID only when non-empty
+// (NULL otherwise: the chain's canonical form leaves a NULL trace_id out).
+// The slice has room for RecordAudit's kind, so that appending it
+// allocates nothing.
 func (c *Core) AuditArgs(ev *gateway.AuditEvent) []any {
-	var args any
+	var args, traceID any
 	if len(ev.Arguments) > 0 {
 		args = string(ev.Arguments)
 	}
-	return append(make([]any, 0, 23), c.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
+	if ev.TraceID != "" {
+		traceID = ev.TraceID
+	}
+	return append(make([]any, 0, AuditColumnCount+1), c.Time(ev.Time), ev.RequestID, ev.DecisionID, ev.WorkspaceID, ev.TaskID,
 		ev.ProfileID, ev.Actor, string(ev.PrincipalKind), ev.TokenFP, ev.Tool, string(ev.Tier), ev.Status,
 		ev.ErrorClass, JSONList(ev.ReasonCodes), ev.Bucket, ev.LatencyMicros, ev.ArgumentsHash, args, ev.PolicyRevision,
-		ev.Surface, ev.Mode, ev.ApprovalID)
+		ev.Surface, ev.Mode, ev.ApprovalID, traceID)
 }
+
+// AuditColumnCount is the number of AuditInsertColumns (and of AuditArgs'
+// values).
+const AuditColumnCount = 23
 
 // FinishArgs are the values a store's FinishBatch writes for ev: status,
 // error class, latency, reason codes (JSON) and the policy revision that
@@ -173,6 +182,7 @@ type auditRow struct {
 	Surface       string         `db:"surface"`
 	Mode          string         `db:"mode"`
 	ApprovalID    string         `db:"approval_id"`
+	TraceID       sql.NullString `db:"trace_id"`
 	Kind          string         `db:"kind"`
 	Open          bool           `db:"open"`
 	Seq           sql.NullInt64  `db:"seq"`
@@ -186,7 +196,7 @@ func (r auditRow) event() (gateway.AuditEvent, error) {
 		PrincipalKind: gateway.PrincipalKind(r.PrincipalKind), TokenFP: r.TokenFP, Tool: r.Tool,
 		Tier: gateway.Tier(r.Tier), Status: r.Status, ErrorClass: r.ErrorClass, Bucket: r.Bucket,
 		LatencyMicros: r.LatencyMicros, ArgumentsHash: r.ArgumentsHash, PolicyRevision: r.PolicyRev,
-		Surface: r.Surface, Mode: r.Mode, ApprovalID: r.ApprovalID,
+		Surface: r.Surface, Mode: r.Mode, ApprovalID: r.ApprovalID, TraceID: r.TraceID.String,
 		Kind: r.Kind, Open: r.Open, Seq: r.Seq.Int64, Hash: r.Hash.String}
 	if r.Arguments != nil {
 		ev.Arguments = json.RawMessage(r.Arguments)

@@ -102,10 +102,10 @@ type Dialect struct {
 	// requested profile is in deleted_agent_profiles; last the
 	// workspace's flow_rules (a boolean).
 	CallerQuery string
-	// InsertAudit inserts one audit_events row from AuditArgs (22 ?
-	// placeholders in their order), open (a reservation's), and returns
-	// its id. RecordAudit is the same for a finished row, with a 23rd
-	// placeholder for its kind: open false.
+	// InsertAudit inserts one audit_events row from AuditArgs
+	// (AuditColumnCount placeholders in their order), open (a
+	// reservation's), and returns its id. RecordAudit is the same for a
+	// finished row, with one more placeholder for its kind: open false.
 	InsertAudit, RecordAudit string
 	// SealLease is a SELECT of one boolean that runs first in a sealing
 	// transaction and tells whether this process holds the sealing lease
