@@ -332,6 +332,21 @@ type AuditChain interface {
 	// not sealed yet. An error means the store could not be read, not
 	// that the chain is broken.
 	VerifyAuditChain(ctx context.Context) (auditchain.Report, error)
+	// AuditChainHead returns the last sealed seq and its hash (0 and
+	// auditchain.Genesis before the first seal).
+	AuditChainHead(ctx context.Context) (auditchain.Head, error)
+	// SealedAuditRows returns at most limit sealed rows after seq after,
+	// in seq order, each with its Seq and Hash: what an export streams.
+	SealedAuditRows(ctx context.Context, after int64, limit int) ([]gateway.AuditEvent, error)
+	// AddAuditCheckpoint stores cp (audit_checkpoints) unless a
+	// checkpoint of its seq exists, and reports whether it stored it.
+	AddAuditCheckpoint(ctx context.Context, cp auditchain.Checkpoint) (bool, error)
+	// LatestAuditCheckpoint returns the checkpoint of the highest seq
+	// whose Time is at or before before; false when there is none.
+	LatestAuditCheckpoint(ctx context.Context, before time.Time) (auditchain.Checkpoint, bool, error)
+	// AuditCheckpoints returns the checkpoints with after < Seq <=
+	// through, in seq order.
+	AuditCheckpoints(ctx context.Context, after, through int64) ([]auditchain.Checkpoint, error)
 }
 
 // Flows is the session history of flow rules (docs/requirements.md#flow-rules,

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -125,6 +127,7 @@ var chainTests = []test{
 		}
 		wantCode(t, s.RecordAudit(ctx(t), &gateway.AuditEvent{Kind: "nonsense"}), gateway.EInvalid, "an unknown kind")
 	}},
+	{"CheckpointsSignTheHead", testCheckpoints},
 	// Calls keep coming while two sealers (two replicas) run rounds: the
 	// chain ends with every row, seq 1..n without a hole, and verifies.
 	{"ConcurrentSealersAndCalls", func(t *testing.T, s Store) {
@@ -349,5 +352,83 @@ func testRecordEvents(t *testing.T, s Store) {
 	must(t, err, "list")
 	if len(list) != 1 || list[0].Seq != 2 || list[0].Hash == "" || !sameJSON(list[0].Arguments, admin.Arguments) {
 		t.Fatalf("the admin event read back as %+v; want seq 2, sealed, its before and after", list)
+	}
+}
+
+// testCheckpoints checks the checkpoints the sealer's loop writes: one of
+// the head, signed, at most one per interval and only when the head
+// moved; one per seq however many replicas write it; read back exactly.
+func testCheckpoints(t *testing.T, s Store) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	must(t, err, "key")
+	pub := key.Public().(ed25519.PublicKey)
+	cps := &auditchain.Checkpointer{Store: s, Key: key, Every: time.Minute}
+	now := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC)
+	if wrote, err := cps.Round(ctx(t), now); err != nil || wrote {
+		t.Fatalf("round on an empty chain: %v, %v; want nothing written", wrote, err)
+	}
+	sealN := func(n int) {
+		t.Helper()
+		for i := range n {
+			must(t, s.RecordAudit(ctx(t), event(i, "ws-a", "t1", "app.list", gateway.AuditAllowed)), "record")
+		}
+		if k, err := s.SealAudit(ctx(t)); err != nil || k != n {
+			t.Fatalf("SealAudit = %d, %v; want %d", k, err, n)
+		}
+	}
+	sealN(3)
+	for i, tc := range []struct {
+		at    time.Time
+		wrote bool
+	}{
+		{now, true},
+		{now.Add(time.Second), false},     // too soon
+		{now.Add(2 * time.Minute), false}, // the head did not move
+	} {
+		if wrote, err := cps.Round(ctx(t), tc.at); err != nil || wrote != tc.wrote {
+			t.Fatalf("round %d: wrote %v, %v; want %v", i, wrote, err, tc.wrote)
+		}
+	}
+	sealN(2)
+	if wrote, err := cps.Round(ctx(t), now.Add(3*time.Minute)); err != nil || !wrote {
+		t.Fatalf("round after the head moved: %v, %v; want a checkpoint", wrote, err)
+	}
+	head, err := s.AuditChainHead(ctx(t))
+	must(t, err, "head")
+	list, err := s.AuditCheckpoints(ctx(t), 0, head.Seq)
+	must(t, err, "checkpoints")
+	if len(list) != 2 || list[0].Seq != 3 || list[1].Seq != 5 || list[1].Hash != head.Hash || !list[0].Time.Equal(now.Truncate(time.Microsecond)) {
+		t.Fatalf("checkpoints %+v; want seq 3 at %v and seq 5 at the head %s", list, now, head.Hash)
+	}
+	rows, err := s.SealedAuditRows(ctx(t), 2, 10)
+	must(t, err, "sealed rows")
+	if len(rows) != 3 || rows[0].Seq != 3 || rows[0].Hash != list[0].Hash.String() {
+		t.Fatalf("sealed rows after seq 2: %d, first %+v; want seq 3..5, seq 3's hash the checkpoint's", len(rows), rows)
+	}
+	for _, cp := range list {
+		if err := cp.CheckSignature(pub); err != nil {
+			t.Errorf("checkpoint read back: %v", err)
+		}
+	}
+	if latest, ok, err := s.LatestAuditCheckpoint(ctx(t), now.Add(time.Minute)); err != nil || !ok || latest.Seq != 3 {
+		t.Errorf("latest checkpoint before now+1m: %+v, %v, %v; want seq 3", latest, ok, err)
+	}
+	if _, ok, err := s.LatestAuditCheckpoint(ctx(t), now.Add(-time.Second)); err != nil || ok {
+		t.Errorf("a checkpoint before the first: %v, %v; want none", ok, err)
+	}
+	again := list[1]
+	again.Time = again.Time.Add(time.Hour)
+	if added, err := s.AddAuditCheckpoint(ctx(t), again); err != nil || added {
+		t.Errorf("a second checkpoint of seq 5 (another replica's): %v, %v; want the first kept", added, err)
+	}
+	unsigned := &auditchain.Checkpointer{Store: s}
+	sealN(1)
+	if wrote, err := unsigned.Round(ctx(t), now.Add(5*time.Minute)); err != nil || !wrote {
+		t.Fatalf("unsigned round: %v, %v", wrote, err)
+	}
+	list, err = s.AuditCheckpoints(ctx(t), 5, 6)
+	must(t, err, "checkpoints")
+	if len(list) != 1 || list[0].KeyID != "" || list[0].Signature != nil || list[0].CheckSignature(pub) == nil {
+		t.Fatalf("unsigned checkpoint %+v; want no key id, no signature, refused by a public key", list)
 	}
 }

@@ -263,7 +263,7 @@ const verifyPage = 20_000
 func (c *Core) VerifyAuditChain(ctx context.Context) (auditchain.Report, error) {
 	v := auditchain.NewVerifier()
 	var rep auditchain.Report
-	q := c.Q(`SELECT ` + auditColumns + ` FROM audit_seals s JOIN audit_events e ON e.id = s.id WHERE s.seq > ? ORDER BY s.seq LIMIT ?`)
+	q := c.Q(sealedRows)
 	for {
 		more, read, err := c.verifyRows(ctx, v, q, v.Next()-1)
 		if err != nil {
