@@ -3,11 +3,13 @@ package auditchain
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 
@@ -118,6 +120,91 @@ func (x *ExportWriter) End(head Head) error {
 		x.err = x.w.Flush()
 	}
 	return x.err
+}
+
+// ExportSource is what Export reads of a store (store.AuditChain).
+type ExportSource interface {
+	AuditChainHead(ctx context.Context) (Head, error)
+	LatestAuditCheckpoint(ctx context.Context, before time.Time) (Checkpoint, bool, error)
+	// SealedAuditRows returns at most limit sealed rows after seq after,
+	// in seq order, with Seq and Hash.
+	SealedAuditRows(ctx context.Context, after int64, limit int) ([]gateway.AuditEvent, error)
+	// AuditCheckpoints returns the checkpoints with after < Seq <=
+	// through, in seq order.
+	AuditCheckpoints(ctx context.Context, after, through int64) ([]Checkpoint, error)
+}
+
+// exportPage is how many sealed rows Export reads per call.
+const exportPage = 5000
+
+// Export writes to out the export of store's sealed rows from the last
+// checkpoint at or before since (the first row when since is zero or no
+// checkpoint is that old) to the chain head it reads first, with the
+// checkpoints among them (ExportWriter). It does not verify: a changed
+// row is written as it now is, for VerifyExport to name.
+func Export(ctx context.Context, store ExportSource, since time.Time, out io.Writer) error {
+	head, err := store.AuditChainHead(ctx)
+	if err != nil {
+		return err
+	}
+	var from *Checkpoint
+	if !since.IsZero() {
+		cp, ok, err := store.LatestAuditCheckpoint(ctx, since)
+		if err != nil {
+			return err
+		}
+		if ok {
+			from = &cp
+		}
+	}
+	x := NewExportWriter(out, from, time.Now())
+	after := int64(0)
+	if from != nil {
+		after = from.Seq
+	}
+	for after < head.Seq {
+		rows, err := store.SealedAuditRows(ctx, after, exportPage)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			break // rows deleted under the head: the export shows it, verify names it
+		}
+		last := min(rows[len(rows)-1].Seq, head.Seq)
+		cps, err := store.AuditCheckpoints(ctx, after, last)
+		if err != nil {
+			return err
+		}
+		for i := range rows {
+			ev := &rows[i]
+			if ev.Seq > head.Seq {
+				break
+			}
+			if err := x.Row(ev); err != nil {
+				return err
+			}
+			for len(cps) > 0 && cps[0].Seq <= ev.Seq {
+				if err := x.Checkpoint(cps[0]); err != nil {
+					return err
+				}
+				cps = cps[1:]
+			}
+		}
+		after = last
+	}
+	// Checkpoints past the last row exported vouch for rows that are
+	// gone (the tail deleted, the head moved back): VerifyExport names
+	// them.
+	cps, err := store.AuditCheckpoints(ctx, after, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	for _, cp := range cps {
+		if err := x.Checkpoint(cp); err != nil {
+			return err
+		}
+	}
+	return x.End(head)
 }
 
 // exportRow is a row line as a Row: position is the line's seq, text the

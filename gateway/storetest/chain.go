@@ -174,6 +174,36 @@ func wantReport(t *testing.T, s Store, verified, unsealed int64) {
 	}
 }
 
+// forgedHash is the hash a forged seal carries.
+const forgedHash = "ab00000000000000000000000000000000000000000000000000000000000000"
+
+// insertAt5 forges a row in at seq 5: the seals from 5 on move one up.
+var insertAt5 = []string{
+	`UPDATE audit_seals SET seq = -seq WHERE seq >= 5`,
+	`UPDATE audit_seals SET seq = 1 - seq WHERE seq < 0`,
+	`INSERT INTO audit_events (tool, status, open) VALUES ('app.deploy', 'allowed', ?)`,
+	`DELETE FROM audit_unsealed`,
+	`INSERT INTO audit_seals (seq, id, hash) SELECT 5, max(id), '` + forgedHash + `' FROM audit_events`,
+}
+
+// sealed is the SQL of the id of the row sealed as seq.
+func sealed(seq int) string { return fmt.Sprintf("(SELECT id FROM audit_seals WHERE seq = %d)", seq) }
+
+// execAll runs the tamper statements sqls on db directly; a ? in one is
+// open = false, a boolean of the driver's.
+func execAll(t *testing.T, db *sqlx.DB, sqls []string) {
+	t.Helper()
+	for _, q := range sqls {
+		var args []any
+		if strings.Contains(q, "?") {
+			args = append(args, false)
+		}
+		if _, err := db.ExecContext(ctx(t), db.Rebind(q), args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
 // tamperRows is how many sealed rows each tamper case starts from.
 const tamperRows = 8
 
@@ -184,8 +214,7 @@ const tamperRows = 8
 // VerifyAuditChain names the exact seq and what happened. newStore
 // returns an empty, migrated store that has DB() (both stores).
 func Tamper(t *testing.T, newStore func(t *testing.T) Store) {
-	sealed := func(seq int) string { return fmt.Sprintf("(SELECT id FROM audit_seals WHERE seq = %d)", seq) }
-	const forged = "ab00000000000000000000000000000000000000000000000000000000000000"
+	const forged = forgedHash
 	for _, tc := range []struct {
 		name string
 		sql  []string
@@ -205,13 +234,7 @@ func Tamper(t *testing.T, newStore func(t *testing.T) Store) {
 			`DELETE FROM audit_unsealed`,
 			`INSERT INTO audit_seals (seq, id, hash) SELECT 9, max(id), '` + forged + `' FROM audit_events`,
 		}, 9, auditchain.Inserted},
-		{"InsertInTheMiddle", []string{
-			`UPDATE audit_seals SET seq = -seq WHERE seq >= 5`,
-			`UPDATE audit_seals SET seq = 1 - seq WHERE seq < 0`,
-			`INSERT INTO audit_events (tool, status, open) VALUES ('app.deploy', 'allowed', ?)`,
-			`DELETE FROM audit_unsealed`,
-			`INSERT INTO audit_seals (seq, id, hash) SELECT 5, max(id), '` + forged + `' FROM audit_events`,
-		}, 5, auditchain.Inserted},
+		{"InsertInTheMiddle", insertAt5, 5, auditchain.Inserted},
 		// A row neither sealed nor waiting to be sealed (its
 		// audit_unsealed entry deleted, so that no sealer takes it).
 		{"InsertWithoutSeq", []string{
@@ -242,15 +265,7 @@ func Tamper(t *testing.T, newStore func(t *testing.T) Store) {
 				t.Fatalf("SealAudit = %d, %v; want %d", n, err, tamperRows)
 			}
 			wantReport(t, s, tamperRows, 0)
-			for _, q := range tc.sql {
-				var args []any
-				if strings.Contains(q, "?") {
-					args = append(args, false) // open, a boolean of the driver's
-				}
-				if _, err := db.ExecContext(ctx(t), db.Rebind(q), args...); err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
+			execAll(t, db, tc.sql)
 			rep, err := s.VerifyAuditChain(ctx(t))
 			must(t, err, "VerifyAuditChain")
 			if p := rep.Problem; p == nil || p.Seq != tc.seq || p.What != tc.what {
@@ -430,5 +445,98 @@ func testCheckpoints(t *testing.T, s Store) {
 	must(t, err, "checkpoints")
 	if len(list) != 1 || list[0].KeyID != "" || list[0].Signature != nil || list[0].CheckSignature(pub) == nil {
 		t.Fatalf("unsigned checkpoint %+v; want no key id, no signature, refused by a public key", list)
+	}
+}
+
+// ExportTamper changes a store's tables directly, as Tamper does, on a
+// chain with a signed checkpoint at seq 5 of 8, and checks that both
+// VerifyAuditChain and the offline verification of an export
+// (auditchain.Export, auditchain.VerifyExport with the public key) name
+// the exact seq: one field updated, a row deleted, a row forged in, two
+// rows swapped, the tail cut off after the checkpoint, and the tail cut
+// through it with the head moved back. An export checked with another
+// public key is refused at the checkpoint. newStore returns an empty,
+// migrated store that has DB() (both stores).
+func ExportTamper(t *testing.T, newStore func(t *testing.T) Store) {
+	for _, tc := range []struct {
+		name       string
+		sql        []string
+		seq        int64
+		what, says string // says: in the export's problem
+	}{
+		{"Whole", nil, 0, "", ""},
+		{"UpdateOneField", []string{`UPDATE audit_events SET status = 'denied' WHERE id = ` + sealed(3)}, 3, auditchain.Changed, "content was changed"},
+		{"DeleteARow", []string{`DELETE FROM audit_events WHERE id = ` + sealed(4), `DELETE FROM audit_seals WHERE seq = 4`}, 4, auditchain.Deleted, ""},
+		{"InsertInTheMiddle", insertAt5, 5, auditchain.Inserted, ""},
+		{"SwapTwoRows", []string{
+			`UPDATE audit_seals SET seq = -1 WHERE seq = 3`,
+			`UPDATE audit_seals SET seq = 3 WHERE seq = 6`,
+			`UPDATE audit_seals SET seq = 6 WHERE seq = -1`,
+		}, 3, auditchain.Reordered, "swapped"},
+		{"TruncateAfterTheCheckpoint", []string{
+			`DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_seals WHERE seq >= 7)`, `DELETE FROM audit_seals WHERE seq >= 7`,
+		}, 7, auditchain.Deleted, "rows after were deleted"},
+		{"TruncateThroughTheCheckpointAndMoveTheHead", []string{
+			`DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_seals WHERE seq >= 4)`, `DELETE FROM audit_seals WHERE seq >= 4`,
+			`UPDATE audit_chain SET seq = 3, hash = (SELECT hash FROM audit_seals WHERE seq = 3)`,
+		}, 4, auditchain.Deleted, "checkpoint seq 5 vouches for rows the export lacks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			db := s.(rawDB).DB()
+			_, key, err := ed25519.GenerateKey(rand.Reader)
+			must(t, err, "key")
+			pub := key.Public().(ed25519.PublicKey)
+			at := time.Now().Add(-time.Hour)
+			for i := range 8 {
+				ev := event(i, "ws-a", "t1", "app.list", gateway.AuditAllowed)
+				ev.Arguments = []byte(fmt.Sprintf(`{"n":%d,"big":12345678901234567890}`, i))
+				must(t, s.RecordAudit(ctx(t), ev), "record")
+				if i == 4 {
+					if n, err := s.SealAudit(ctx(t)); err != nil || n != 5 {
+						t.Fatalf("SealAudit = %d, %v; want 5", n, err)
+					}
+					cps := &auditchain.Checkpointer{Store: s, Key: key}
+					if wrote, err := cps.Round(ctx(t), at); err != nil || !wrote {
+						t.Fatalf("checkpoint: %v, %v", wrote, err)
+					}
+				}
+			}
+			if n, err := s.SealAudit(ctx(t)); err != nil || n != 3 {
+				t.Fatalf("SealAudit = %d, %v; want 3", n, err)
+			}
+			execAll(t, db, tc.sql)
+			rep, err := s.VerifyAuditChain(ctx(t))
+			must(t, err, "VerifyAuditChain")
+			var buf strings.Builder
+			must(t, auditchain.Export(ctx(t), s, time.Time{}, &buf), "Export")
+			ex, err := auditchain.VerifyExport(strings.NewReader(buf.String()), pub)
+			must(t, err, "VerifyExport")
+			if tc.what == "" {
+				if rep.Problem != nil || ex.Problem != nil || ex.Verified != 8 || ex.Signed != 1 || ex.LastCheckpoint != 5 {
+					t.Fatalf("whole chain: store %v, export %+v (%v)", rep.Problem, ex, ex.Problem)
+				}
+				// From a time after the checkpoint: anchored at it.
+				buf.Reset()
+				must(t, auditchain.Export(ctx(t), s, at.Add(time.Second), &buf), "Export since")
+				ex, err := auditchain.VerifyExport(strings.NewReader(buf.String()), pub)
+				if err != nil || ex.Problem != nil || ex.From.Seq != 5 || ex.Verified != 3 {
+					t.Fatalf("export since the checkpoint: %+v (%v), %v; want seq 6 to 8 from the checkpoint", ex, ex.Problem, err)
+				}
+				_, other, _ := ed25519.GenerateKey(rand.Reader)
+				ex, err = auditchain.VerifyExport(strings.NewReader(buf.String()), other.Public().(ed25519.PublicKey))
+				if err != nil || ex.Problem == nil || ex.Problem.What != auditchain.BadCheckpoint || ex.Problem.Seq != 5 {
+					t.Fatalf("another public key: %v, %v; want the checkpoint at seq 5 refused", ex.Problem, err)
+				}
+				return
+			}
+			if p := rep.Problem; p == nil || p.Seq != tc.seq || p.What != tc.what {
+				t.Errorf("store verify after tampering: %v; want %s at seq %d", p, tc.what, tc.seq)
+			}
+			if p := ex.Problem; p == nil || p.Seq != tc.seq || p.What != tc.what || !strings.Contains(p.Detail, tc.says) {
+				t.Errorf("export verify after tampering: %v; want %s at seq %d saying %q", p, tc.what, tc.seq, tc.says)
+			}
+		})
 	}
 }
