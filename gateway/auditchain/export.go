@@ -157,6 +157,11 @@ func Export(ctx context.Context, store ExportSource, since time.Time, out io.Wri
 			from = &cp
 		}
 	}
+	if from == nil {
+		if from, err = pruneAnchor(ctx, store, head); err != nil {
+			return err
+		}
+	}
 	x := NewExportWriter(out, from, time.Now())
 	after := int64(0)
 	if from != nil {
@@ -205,6 +210,28 @@ func Export(ctx context.Context, store ExportSource, since time.Time, out io.Wri
 		}
 	}
 	return x.End(head)
+}
+
+// pruneAnchor is the checkpoint an export from the first row starts at
+// when the rows before the first sealed one were pruned: the checkpoint
+// of the seq before it (every sealed row pruned: the last checkpoint);
+// nil when the rows start at seq 1 or no checkpoint anchors them (then
+// VerifyExport names the rows from seq 1 as deleted).
+func pruneAnchor(ctx context.Context, store ExportSource, head Head) (*Checkpoint, error) {
+	first, err := store.SealedAuditRows(ctx, 0, 1)
+	if err != nil || head.Seq == 0 || (len(first) == 1 && first[0].Seq <= 1) {
+		return nil, err
+	}
+	var cps []Checkpoint
+	if len(first) == 1 {
+		cps, err = store.AuditCheckpoints(ctx, first[0].Seq-2, first[0].Seq-1)
+	} else {
+		cps, err = store.AuditCheckpoints(ctx, head.Seq-1, head.Seq)
+	}
+	if err != nil || len(cps) == 0 {
+		return nil, err
+	}
+	return &cps[0], nil
 }
 
 // exportRow is a row line as a Row: position is the line's seq, text the

@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"os"
+	"time"
 )
 
 // Audit configures the audit chain's checkpoints (docs/configuration.md,
@@ -18,9 +19,25 @@ type Audit struct {
 	SigningKeyFile string
 	// SigningKey is the key read from SigningKeyFile, nil when unset.
 	SigningKey ed25519.PrivateKey
+	// Retention is MCPGATE_AUDIT_RETENTION: a Go duration of at least
+	// MinAuditRetention; the sweep prunes whole ranges of sealed rows up
+	// to the last checkpoint older than that. 0 (the default) keeps all.
+	Retention time.Duration
 }
 
+// MinAuditRetention is the shortest Retention accepted: the usage views
+// and the day's rate-limit windows read the last day's rows.
+const MinAuditRetention = 24 * time.Hour
+
 func (c *Config) loadAudit(r *reader) {
+	if v := r.getenv("MCPGATE_AUDIT_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || (d != 0 && d < MinAuditRetention) {
+			r.fail("MCPGATE_AUDIT_RETENTION=%q: want a duration of at least %v, such as 2160h (90 days), or 0 to keep every row", v, MinAuditRetention)
+		} else {
+			c.Audit.Retention = d
+		}
+	}
 	const name = "MCPGATE_AUDIT_SIGNING_KEY_FILE"
 	f := r.getenv(name)
 	c.Audit.SigningKeyFile = f

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writePEM writes one PEM block of typ around der into a file of dir.
@@ -74,6 +75,23 @@ func TestAuditSigningKey(t *testing.T) {
 		}
 		if name != "missing" && (err == nil || !strings.Contains(err.Error(), "openssl genpkey -algorithm ed25519")) {
 			t.Errorf("%s: %v; want how to write a key", name, err)
+		}
+	}
+}
+
+// MCPGATE_AUDIT_RETENTION: 0 (keep all) by default, a duration of at
+// least a day, anything else refused naming the variable.
+func TestAuditRetention(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 0, "0": 0, "2160h": 2160 * time.Hour, "24h": 24 * time.Hour} {
+		c, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_AUDIT_RETENTION": v}))
+		if err != nil || c.Audit.Retention != want {
+			t.Errorf("%q: %v; want %v", v, err, want)
+		}
+	}
+	for _, v := range []string{"1h", "-48h", "90d"} {
+		_, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_AUDIT_RETENTION": v}))
+		if err == nil || !strings.Contains(err.Error(), "MCPGATE_AUDIT_RETENTION") {
+			t.Errorf("%q: %v; want refused naming the variable", v, err)
 		}
 	}
 }

@@ -484,6 +484,11 @@ func (a *App) sweep(log *zap.Logger) {
 				if _, err := a.Store.DeleteEndedFlows(ctx, now, now.Add(-flowIdle)); err != nil && ctx.Err() == nil {
 					log.Warn("flow history sweep failed; histories of ended tasks stay until the next sweep", zap.Error(err))
 				}
+				if keep := a.Config.Audit.Retention; keep > 0 {
+					if _, _, err := a.Store.PruneAudit(ctx, now.Add(-keep)); err != nil && ctx.Err() == nil {
+						log.Warn("audit retention sweep failed; the old rows stay until the next sweep", zap.Error(err))
+					}
+				}
 				if _, err := a.Store.DeleteExpiredConsoleSessions(ctx, now); err != nil && ctx.Err() == nil {
 					log.Warn("console session sweep failed; expired console sessions (never served) stay until the next sweep", zap.Error(err))
 				}

@@ -347,6 +347,12 @@ type AuditChain interface {
 	// AuditCheckpoints returns the checkpoints with after < Seq <=
 	// through, in seq order.
 	AuditCheckpoints(ctx context.Context, after, through int64) ([]auditchain.Checkpoint, error)
+	// PruneAudit deletes whole old ranges of the trail: every sealed row
+	// up to the last checkpoint whose Time is at or before before, with
+	// its seal, and the checkpoints before that one, which stays as the
+	// anchor the rest verifies from. It returns the anchor's seq (0:
+	// nothing was old enough) and how many audit rows it deleted.
+	PruneAudit(ctx context.Context, before time.Time) (anchor, deleted int64, err error)
 }
 
 // Flows is the session history of flow rules (docs/requirements.md#flow-rules,

@@ -128,6 +128,7 @@ var chainTests = []test{
 		wantCode(t, s.RecordAudit(ctx(t), &gateway.AuditEvent{Kind: "nonsense"}), gateway.EInvalid, "an unknown kind")
 	}},
 	{"CheckpointsSignTheHead", testCheckpoints},
+	{"PruneKeepsTheAnchor", testPrune},
 	// Calls keep coming while two sealers (two replicas) run rounds: the
 	// chain ends with every row, seq 1..n without a hole, and verifies.
 	{"ConcurrentSealersAndCalls", func(t *testing.T, s Store) {
@@ -538,5 +539,73 @@ func ExportTamper(t *testing.T, newStore func(t *testing.T) Store) {
 				t.Errorf("export verify after tampering: %v; want %s at seq %d saying %q", p, tc.what, tc.seq, tc.says)
 			}
 		})
+	}
+}
+
+// testPrune checks retention: PruneAudit deletes whole ranges up to the
+// last checkpoint old enough, keeps that checkpoint, and the store's
+// verify and an export's offline verify still pass from it; without the
+// anchor the pruned rows are named deleted.
+func testPrune(t *testing.T, s Store) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	must(t, err, "key")
+	pub := key.Public().(ed25519.PublicKey)
+	t0 := time.Now().Add(-72 * time.Hour).UTC().Truncate(time.Microsecond)
+	cps := &auditchain.Checkpointer{Store: s, Key: key}
+	for i, n := range []int{5, 3, 2} {
+		for j := range n {
+			must(t, s.RecordAudit(ctx(t), event(j, "ws-a", "t1", "app.list", gateway.AuditAllowed)), "record")
+		}
+		if k, err := s.SealAudit(ctx(t)); err != nil || k != n {
+			t.Fatalf("SealAudit = %d, %v; want %d", k, err, n)
+		}
+		if i < 2 {
+			if ok, err := cps.Round(ctx(t), t0.Add(time.Duration(i)*time.Hour)); err != nil || !ok {
+				t.Fatalf("checkpoint %d: %v, %v", i, ok, err)
+			}
+		}
+	}
+	if anchor, n, err := s.PruneAudit(ctx(t), t0.Add(-time.Minute)); err != nil || anchor != 0 || n != 0 {
+		t.Fatalf("prune before any checkpoint: %d, %d, %v; want nothing", anchor, n, err)
+	}
+	check := func(from, verified int64) {
+		t.Helper()
+		rep, err := s.VerifyAuditChain(ctx(t))
+		if err != nil || rep.Problem != nil || rep.Verified != verified || rep.Head.Seq != 10 {
+			t.Fatalf("verify after the prune: %+v (%v), %v; want seq %d to 10 verified", rep, rep.Problem, err, from+1)
+		}
+		var buf strings.Builder
+		must(t, auditchain.Export(ctx(t), s, time.Time{}, &buf), "export")
+		ex, err := auditchain.VerifyExport(strings.NewReader(buf.String()), pub)
+		if err != nil || ex.Problem != nil || ex.From.Seq != from || ex.Verified != verified || ex.Head.Seq != 10 {
+			t.Fatalf("export after the prune: %+v (%v), %v; want seq %d to 10 from the anchor", ex, ex.Problem, err, from+1)
+		}
+	}
+	for _, tc := range []struct {
+		before                time.Time
+		anchor, deleted, left int64
+	}{
+		{t0.Add(time.Minute), 5, 5, 5},
+		{t0.Add(2 * time.Hour), 8, 3, 2},
+		{t0.Add(3 * time.Hour), 8, 0, 2},
+	} {
+		anchor, n, err := s.PruneAudit(ctx(t), tc.before)
+		if err != nil || anchor != tc.anchor || n != tc.deleted {
+			t.Fatalf("prune before %v: anchor %d, %d deleted, %v; want %d, %d", tc.before, anchor, n, err, tc.anchor, tc.deleted)
+		}
+		check(tc.anchor, tc.left)
+		list, err := s.AuditCheckpoints(ctx(t), 0, 10)
+		must(t, err, "checkpoints")
+		if len(list) == 0 || list[0].Seq != tc.anchor || list[len(list)-1].Seq != 8 {
+			t.Fatalf("checkpoints after the prune: %+v; want the anchor, seq %d, first, none before it", list, tc.anchor)
+		}
+	}
+	// Without its anchor the pruned rows are named deleted.
+	_, err = s.(rawDB).DB().ExecContext(ctx(t), `DELETE FROM audit_checkpoints`)
+	must(t, err, "delete the anchor")
+	rep, err := s.VerifyAuditChain(ctx(t))
+	must(t, err, "verify")
+	if p := rep.Problem; p == nil || p.Seq != 1 || p.What != auditchain.Deleted {
+		t.Fatalf("verify without the anchor: %v; want deleted at seq 1", p)
 	}
 }

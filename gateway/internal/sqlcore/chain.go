@@ -264,8 +264,11 @@ const verifyPage = 20_000
 // problem. The rows are read on R, outside any transaction: a sealer may
 // run at the same time.
 func (c *Core) VerifyAuditChain(ctx context.Context) (auditchain.Report, error) {
-	v := auditchain.NewVerifier()
 	var rep auditchain.Report
+	v, from, err := c.verifyFrom(ctx)
+	if err != nil {
+		return rep, err
+	}
 	q := c.Q(sealedRows)
 	for {
 		more, read, err := c.verifyRows(ctx, v, q, v.Next()-1)
@@ -291,7 +294,7 @@ func (c *Core) VerifyAuditChain(ctx context.Context) (auditchain.Report, error) 
 	if rep.Problem != nil {
 		return rep, nil
 	}
-	p, err := c.checkCheckpoints(ctx, rep.Head)
+	p, err := c.checkCheckpoints(ctx, from, rep.Head)
 	if p != nil || err != nil {
 		rep.Problem = p
 		return rep, err
@@ -337,16 +340,17 @@ func (c *Core) verifyRows(ctx context.Context, v *auditchain.Verifier, q string,
 // checkCheckpoints compares the checkpoints with the verified chain: the
 // first whose seq is past the head (the tail after the head was deleted
 // and the head moved back) or whose hash is not its row's (the chain was
-// rewritten with recomputed hashes). Signatures are checked offline
+// rewritten with recomputed hashes), after the anchor from (a pruned
+// trail's first checkpoint, whose row is gone). Signatures are checked offline
 // (mcpgate audit verify --export), where the public key is.
-func (c *Core) checkCheckpoints(ctx context.Context, head auditchain.Head) (*auditchain.Problem, error) {
+func (c *Core) checkCheckpoints(ctx context.Context, from int64, head auditchain.Head) (*auditchain.Problem, error) {
 	var bad []struct {
 		Seq  int64          `db:"seq"`
 		Hash string         `db:"hash"`
 		Row  sql.NullString `db:"row_hash"`
 	}
-	err := c.R.SelectContext(ctx, &bad, `SELECT c.seq, c.hash, s.hash AS row_hash FROM audit_checkpoints c LEFT JOIN audit_seals s ON s.seq = c.seq
-    WHERE s.hash IS NULL OR s.hash <> c.hash ORDER BY c.seq LIMIT 1`)
+	err := c.R.SelectContext(ctx, &bad, c.Q(`SELECT c.seq, c.hash, s.hash AS row_hash FROM audit_checkpoints c LEFT JOIN audit_seals s ON s.seq = c.seq
+    WHERE c.seq > ? AND (s.hash IS NULL OR s.hash <> c.hash) ORDER BY c.seq LIMIT 1`), from)
 	if err != nil || len(bad) == 0 {
 		return nil, c.DriverError(err)
 	}
