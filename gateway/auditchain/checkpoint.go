@@ -144,16 +144,26 @@ type Checkpoints interface {
 
 // Checkpointer writes the periodic checkpoints: at most one every Every
 // (CheckpointEvery when 0), of the chain head, signed with Key (nil:
-// unsigned).
+// unsigned). It is not safe for concurrent use (one sealing loop runs
+// it).
 type Checkpointer struct {
 	Store Checkpoints
 	Key   ed25519.PrivateKey
 	Every time.Duration
+	// next is when Round next looks at the store: the loop's rounds
+	// between cost nothing.
+	next time.Time
 }
+
+// idleLook is how long Round waits before it looks again at a head that
+// had not moved.
+const idleLook = 10 * time.Second
 
 // Round writes a checkpoint of the chain head at now when the last one is
 // at least Every old (or there is none) and the head moved past it. It
-// reports whether it wrote one. Replicas may all run it: the last
+// reports whether it wrote one. Between looks at the store (until the
+// last checkpoint is Every old, or idleLook after a head that had not
+// moved) it returns at once. Replicas may all run it: the last
 // checkpoint's time spaces them, and a checkpoint of a seq that exists is
 // not written twice.
 func (c *Checkpointer) Round(ctx context.Context, now time.Time) (bool, error) {
@@ -161,15 +171,20 @@ func (c *Checkpointer) Round(ctx context.Context, now time.Time) (bool, error) {
 	if every <= 0 {
 		every = CheckpointEvery
 	}
+	if now.Before(c.next) {
+		return false, nil
+	}
 	last, ok, err := c.Store.LatestAuditCheckpoint(ctx, now.Add(every))
 	if err != nil {
 		return false, err
 	}
 	if ok && now.Sub(last.Time) < every {
+		c.next = last.Time.Add(every)
 		return false, nil
 	}
 	head, err := c.Store.AuditChainHead(ctx)
 	if err != nil || head.Seq == 0 || (ok && head.Seq <= last.Seq) {
+		c.next = now.Add(min(idleLook, every))
 		return false, err
 	}
 	cp := Checkpoint{Seq: head.Seq, Hash: head.Hash, Time: now}

@@ -1,6 +1,7 @@
 package auditchain
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -80,5 +81,61 @@ func TestParsePublicKey(t *testing.T) {
 	priv, _ := x509.MarshalPKCS8PrivateKey(key)
 	if _, err := ParsePublicKey(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: priv})); err == nil || !strings.Contains(err.Error(), "-pubout") {
 		t.Errorf("a private key given as the public one: %v; want refused, saying how to write the public key", err)
+	}
+}
+
+// countingCheckpoints is a store of one chain head that counts reads.
+type countingCheckpoints struct {
+	head  Head
+	cps   []Checkpoint
+	reads int
+}
+
+func (s *countingCheckpoints) AuditChainHead(context.Context) (Head, error) {
+	s.reads++
+	return s.head, nil
+}
+
+func (s *countingCheckpoints) LatestAuditCheckpoint(_ context.Context, before time.Time) (Checkpoint, bool, error) {
+	s.reads++
+	for i := len(s.cps) - 1; i >= 0; i-- {
+		if !s.cps[i].Time.After(before) {
+			return s.cps[i], true, nil
+		}
+	}
+	return Checkpoint{}, false, nil
+}
+
+func (s *countingCheckpoints) AddAuditCheckpoint(_ context.Context, cp Checkpoint) (bool, error) {
+	s.cps = append(s.cps, cp)
+	return true, nil
+}
+
+// The sealing loop runs Round four times a second: between looks it
+// reads nothing, and it writes one checkpoint per interval when the head
+// moves.
+func TestCheckpointerReadsOnlyWhenDue(t *testing.T) {
+	s := &countingCheckpoints{head: Head{Seq: 3, Hash: Link(Genesis, []byte("a"))}}
+	c := &Checkpointer{Store: s, Every: time.Minute}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	wrote := 0
+	for i := range 4 * 180 { // three minutes of rounds
+		now := t0.Add(time.Duration(i) * Every)
+		if i == 4*90 {
+			s.head = Head{Seq: 9, Hash: Link(s.head.Hash, []byte("b"))}
+		}
+		ok, err := c.Round(context.Background(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			wrote++
+		}
+	}
+	if wrote != 2 || s.cps[0].Seq != 3 || s.cps[1].Seq != 9 || !s.cps[1].Time.Equal(t0.Add(90*time.Second)) {
+		t.Fatalf("checkpoints %+v; want seq 3 at once and seq 9 when the head moved (90 s)", s.cps)
+	}
+	if s.reads > 40 {
+		t.Fatalf("%d store reads in 720 rounds; want a few per interval", s.reads)
 	}
 }
