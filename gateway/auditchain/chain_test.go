@@ -233,7 +233,7 @@ func TestLoopRunsUntilCancelled(t *testing.T) {
 	failed := make(chan error, 100)
 	done := make(chan struct{})
 	go func() {
-		Loop(ctx, s, time.Millisecond, func(err error) {
+		Loop(ctx, s, nil, time.Millisecond, func(err error) {
 			select {
 			case failed <- err:
 			default:

@@ -19,11 +19,13 @@ type Sealer interface {
 // rows.
 const Every = 250 * time.Millisecond
 
-// Loop runs a sealing round every interval until ctx ends, and reports
-// each failed round to failed (the next round tries again; nothing is
-// lost, the rows stay unsealed until then). It returns when ctx ends,
-// after the round under way.
-func Loop(ctx context.Context, s Sealer, interval time.Duration, failed func(error)) {
+// Loop runs a sealing round every interval until ctx ends, then, when cp
+// is not nil, a checkpoint round (Checkpointer.Round: at most one
+// checkpoint every cp.Every), and reports each failed round to failed
+// (the next round tries again; nothing is lost, the rows stay unsealed
+// until then). It returns when ctx ends, after the round under way.
+// Checkpoints are written here, off the calls' path.
+func Loop(ctx context.Context, s Sealer, cp *Checkpointer, interval time.Duration, failed func(error)) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -32,6 +34,12 @@ func Loop(ctx context.Context, s Sealer, interval time.Duration, failed func(err
 			return
 		case <-tick.C:
 			if _, err := s.SealAudit(ctx); err != nil && ctx.Err() == nil {
+				failed(err)
+			}
+			if cp == nil {
+				continue
+			}
+			if _, err := cp.Round(ctx, time.Now()); err != nil && ctx.Err() == nil {
 				failed(err)
 			}
 		}

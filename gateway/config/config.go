@@ -130,6 +130,8 @@ type Config struct {
 	Pprof bool
 	// DecisionLog configures the decision log sinks (decisionlog.go).
 	DecisionLog DecisionLog
+	// Audit configures the audit chain's signed checkpoints (audit.go).
+	Audit Audit
 	// Limits are the rate limits of docs/requirements.md#rate-limits, and the
 	// cc_server per-principal cap (CCServer.CallsPerMinute).
 	Limits Limits
@@ -223,6 +225,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.loadHTTP(&r)
 	c.loadConn(&r)
 	c.loadDecisionLog(&r)
+	c.loadAudit(&r)
 	c.loadCCServer(&r)
 	c.loadUpstreams(&r)
 	if f := getenv("MCPGATE_JWT_PUBLIC_KEY_FILE"); f != "" {

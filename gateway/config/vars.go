@@ -45,6 +45,8 @@ var Vars = []Var{
 	{"MCPGATE_CALLER_CACHE_TTL", durationText(DefaultCallerCacheTTL), "how long a loaded caller is reused, 0 (off) to 1s"},
 	{"MCPGATE_APPROVAL_TTL", durationText(DefaultApprovalTTL), "how long a call waits for a person's approval, 1s to 24h"},
 	{"MCPGATE_AUDIT_ARGUMENTS", "false", "true: audit rows hold the call arguments, not only their hash"},
+	{"MCPGATE_AUDIT_RETENTION", "0", "how long sealed audit rows are kept, at least 24h; 0: all (whole ranges up to an old checkpoint are pruned)"},
+	{"MCPGATE_AUDIT_SIGNING_KEY_FILE", "", "PEM Ed25519 private key (openssl genpkey -algorithm ed25519) signing the audit checkpoints; unset: unsigned"},
 	{"MCPGATE_DECISION_LOG_FILE", "", "a file the decision log is appended to"},
 	{"MCPGATE_DECISION_LOG_URL", "", "a service the decision log is sent to (OPA's /logs API)"},
 	{"MCPGATE_DECISION_LOG_INTERVAL", "5s", "the longest an event waits to be uploaded"},

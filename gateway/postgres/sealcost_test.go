@@ -73,7 +73,7 @@ func benchSealerCost(b *testing.B, sealer bool) {
 	var loop sync.WaitGroup
 	if sealer {
 		loop.Go(func() {
-			auditchain.Loop(loopCtx, s, auditchain.Every, func(err error) { b.Error(err) })
+			auditchain.Loop(loopCtx, s, nil, auditchain.Every, func(err error) { b.Error(err) })
 		})
 	}
 	before := backendCPU(b, s, app)

@@ -31,6 +31,11 @@ func TestAuditChainTamper(t *testing.T) {
 	storetest.Tamper(t, func(t *testing.T) storetest.Store { return pgtest.New(t) })
 }
 
+// An export of a tampered store is refused offline at the exact seq.
+func TestAuditExportTamper(t *testing.T) {
+	storetest.ExportTamper(t, func(t *testing.T) storetest.Store { return pgtest.New(t) })
+}
+
 // BenchmarkVerifyAuditChain: rows/s of mcpgate audit verify's work
 // (MCPGATE_BENCH_AUDIT_ROWS rows, default 100,000).
 func BenchmarkVerifyAuditChain(b *testing.B) { storetest.BenchVerify(b, pgtest.New(b)) }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -483,6 +484,11 @@ func (a *App) sweep(log *zap.Logger) {
 				if _, err := a.Store.DeleteEndedFlows(ctx, now, now.Add(-flowIdle)); err != nil && ctx.Err() == nil {
 					log.Warn("flow history sweep failed; histories of ended tasks stay until the next sweep", zap.Error(err))
 				}
+				if keep := a.Config.Audit.Retention; keep > 0 {
+					if _, _, err := a.Store.PruneAudit(ctx, now.Add(-keep)); err != nil && ctx.Err() == nil {
+						log.Warn("audit retention sweep failed; the old rows stay until the next sweep", zap.Error(err))
+					}
+				}
 				if _, err := a.Store.DeleteExpiredConsoleSessions(ctx, now); err != nil && ctx.Err() == nil {
 					log.Warn("console session sweep failed; expired console sessions (never served) stay until the next sweep", zap.Error(err))
 				}
@@ -501,15 +507,24 @@ func (a *App) sweep(log *zap.Logger) {
 // under way, before the store closes. On PostgreSQL every replica runs
 // it and the holder of the sealing lease seals. A failed round is
 // logged at most every sealWarnEvery; the rows stay unsealed until a
-// round succeeds.
+// round succeeds. The same loop writes the chain's checkpoints
+// (auditchain.Checkpointer, signed with MCPGATE_AUDIT_SIGNING_KEY_FILE's
+// key; unset, unsigned, which it logs once).
 func (a *App) seal(log *zap.Logger) {
+	key := a.Config.Audit.SigningKey
+	if key == nil {
+		log.Warn("MCPGATE_AUDIT_SIGNING_KEY_FILE is unset: the audit chain's checkpoints are written unsigned, so they cannot prove the chain to someone who trusts only the key; see docs/configuration.md")
+	} else {
+		log.Info("audit checkpoints are signed", zap.String("key_id", auditchain.KeyID(key.Public().(ed25519.PublicKey))))
+	}
+	cp := &auditchain.Checkpointer{Store: a.Store, Key: key}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
 	go func() {
 		defer close(done)
 		var warned time.Time
-		auditchain.Loop(ctx, a.Store, auditchain.Every, func(err error) {
+		auditchain.Loop(ctx, a.Store, cp, auditchain.Every, func(err error) {
 			if time.Since(warned) >= sealWarnEvery {
 				warned = time.Now()
 				log.Warn("audit chain not sealed this round; the rows wait for the next (mcpgate audit verify shows the chain)", zap.Error(err))

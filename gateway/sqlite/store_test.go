@@ -235,3 +235,10 @@ func BenchmarkCallWritesSerial(b *testing.B) {
 		cancel()
 	}
 }
+
+// An export of a tampered store is refused offline at the exact seq.
+func TestAuditExportTamper(t *testing.T) {
+	storetest.ExportTamper(t, func(t *testing.T) storetest.Store {
+		return newStore(t, filepath.Join(t.TempDir(), "mcpgate.db"))
+	})
+}

@@ -333,6 +333,27 @@ type AuditChain interface {
 	// not sealed yet. An error means the store could not be read, not
 	// that the chain is broken.
 	VerifyAuditChain(ctx context.Context) (auditchain.Report, error)
+	// AuditChainHead returns the last sealed seq and its hash (0 and
+	// auditchain.Genesis before the first seal).
+	AuditChainHead(ctx context.Context) (auditchain.Head, error)
+	// SealedAuditRows returns at most limit sealed rows after seq after,
+	// in seq order, each with its Seq and Hash: what an export streams.
+	SealedAuditRows(ctx context.Context, after int64, limit int) ([]gateway.AuditEvent, error)
+	// AddAuditCheckpoint stores cp (audit_checkpoints) unless a
+	// checkpoint of its seq exists, and reports whether it stored it.
+	AddAuditCheckpoint(ctx context.Context, cp auditchain.Checkpoint) (bool, error)
+	// LatestAuditCheckpoint returns the checkpoint of the highest seq
+	// whose Time is at or before before; false when there is none.
+	LatestAuditCheckpoint(ctx context.Context, before time.Time) (auditchain.Checkpoint, bool, error)
+	// AuditCheckpoints returns the checkpoints with after < Seq <=
+	// through, in seq order.
+	AuditCheckpoints(ctx context.Context, after, through int64) ([]auditchain.Checkpoint, error)
+	// PruneAudit deletes whole old ranges of the trail: every sealed row
+	// up to the last checkpoint whose Time is at or before before, with
+	// its seal, and the checkpoints before that one, which stays as the
+	// anchor the rest verifies from. It returns the anchor's seq (0:
+	// nothing was old enough) and how many audit rows it deleted.
+	PruneAudit(ctx context.Context, before time.Time) (anchor, deleted int64, err error)
 }
 
 // Flows is the session history of flow rules (docs/requirements.md#flow-rules,

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -125,6 +127,8 @@ var chainTests = []test{
 		}
 		wantCode(t, s.RecordAudit(ctx(t), &gateway.AuditEvent{Kind: "nonsense"}), gateway.EInvalid, "an unknown kind")
 	}},
+	{"CheckpointsSignTheHead", testCheckpoints},
+	{"PruneKeepsTheAnchor", testPrune},
 	// Calls keep coming while two sealers (two replicas) run rounds: the
 	// chain ends with every row, seq 1..n without a hole, and verifies.
 	{"ConcurrentSealersAndCalls", func(t *testing.T, s Store) {
@@ -171,6 +175,36 @@ func wantReport(t *testing.T, s Store, verified, unsealed int64) {
 	}
 }
 
+// forgedHash is the hash a forged seal carries.
+const forgedHash = "ab00000000000000000000000000000000000000000000000000000000000000"
+
+// insertAt5 forges a row in at seq 5: the seals from 5 on move one up.
+var insertAt5 = []string{
+	`UPDATE audit_seals SET seq = -seq WHERE seq >= 5`,
+	`UPDATE audit_seals SET seq = 1 - seq WHERE seq < 0`,
+	`INSERT INTO audit_events (tool, status, open) VALUES ('app.deploy', 'allowed', ?)`,
+	`DELETE FROM audit_unsealed`,
+	`INSERT INTO audit_seals (seq, id, hash) SELECT 5, max(id), '` + forgedHash + `' FROM audit_events`,
+}
+
+// sealed is the SQL of the id of the row sealed as seq.
+func sealed(seq int) string { return fmt.Sprintf("(SELECT id FROM audit_seals WHERE seq = %d)", seq) }
+
+// execAll runs the tamper statements sqls on db directly; a ? in one is
+// open = false, a boolean of the driver's.
+func execAll(t *testing.T, db *sqlx.DB, sqls []string) {
+	t.Helper()
+	for _, q := range sqls {
+		var args []any
+		if strings.Contains(q, "?") {
+			args = append(args, false)
+		}
+		if _, err := db.ExecContext(ctx(t), db.Rebind(q), args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
 // tamperRows is how many sealed rows each tamper case starts from.
 const tamperRows = 8
 
@@ -184,8 +218,7 @@ const tamperTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 // VerifyAuditChain names the exact seq and what happened. newStore
 // returns an empty, migrated store that has DB() (both stores).
 func Tamper(t *testing.T, newStore func(t *testing.T) Store) {
-	sealed := func(seq int) string { return fmt.Sprintf("(SELECT id FROM audit_seals WHERE seq = %d)", seq) }
-	const forged = "ab00000000000000000000000000000000000000000000000000000000000000"
+	const forged = forgedHash
 	for _, tc := range []struct {
 		name string
 		sql  []string
@@ -205,13 +238,7 @@ func Tamper(t *testing.T, newStore func(t *testing.T) Store) {
 			`DELETE FROM audit_unsealed`,
 			`INSERT INTO audit_seals (seq, id, hash) SELECT 9, max(id), '` + forged + `' FROM audit_events`,
 		}, 9, auditchain.Inserted},
-		{"InsertInTheMiddle", []string{
-			`UPDATE audit_seals SET seq = -seq WHERE seq >= 5`,
-			`UPDATE audit_seals SET seq = 1 - seq WHERE seq < 0`,
-			`INSERT INTO audit_events (tool, status, open) VALUES ('app.deploy', 'allowed', ?)`,
-			`DELETE FROM audit_unsealed`,
-			`INSERT INTO audit_seals (seq, id, hash) SELECT 5, max(id), '` + forged + `' FROM audit_events`,
-		}, 5, auditchain.Inserted},
+		{"InsertInTheMiddle", insertAt5, 5, auditchain.Inserted},
 		// A row neither sealed nor waiting to be sealed (its
 		// audit_unsealed entry deleted, so that no sealer takes it).
 		{"InsertWithoutSeq", []string{
@@ -249,15 +276,7 @@ func Tamper(t *testing.T, newStore func(t *testing.T) Store) {
 				t.Fatalf("SealAudit = %d, %v; want %d", n, err, tamperRows)
 			}
 			wantReport(t, s, tamperRows, 0)
-			for _, q := range tc.sql {
-				var args []any
-				if strings.Contains(q, "?") {
-					args = append(args, false) // open, a boolean of the driver's
-				}
-				if _, err := db.ExecContext(ctx(t), db.Rebind(q), args...); err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
+			execAll(t, db, tc.sql)
 			rep, err := s.VerifyAuditChain(ctx(t))
 			must(t, err, "VerifyAuditChain")
 			if p := rep.Problem; p == nil || p.Seq != tc.seq || p.What != tc.what {
@@ -359,5 +378,244 @@ func testRecordEvents(t *testing.T, s Store) {
 	must(t, err, "list")
 	if len(list) != 1 || list[0].Seq != 2 || list[0].Hash == "" || !sameJSON(list[0].Arguments, admin.Arguments) {
 		t.Fatalf("the admin event read back as %+v; want seq 2, sealed, its before and after", list)
+	}
+}
+
+// testCheckpoints checks the checkpoints the sealer's loop writes: one of
+// the head, signed, at most one per interval and only when the head
+// moved; one per seq however many replicas write it; read back exactly.
+func testCheckpoints(t *testing.T, s Store) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	must(t, err, "key")
+	pub := key.Public().(ed25519.PublicKey)
+	cps := &auditchain.Checkpointer{Store: s, Key: key, Every: time.Minute}
+	now := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC)
+	if wrote, err := cps.Round(ctx(t), now.Add(-time.Hour)); err != nil || wrote {
+		t.Fatalf("round on an empty chain: %v, %v; want nothing written", wrote, err)
+	}
+	sealN := func(n int) {
+		t.Helper()
+		for i := range n {
+			must(t, s.RecordAudit(ctx(t), event(i, "ws-a", "t1", "app.list", gateway.AuditAllowed)), "record")
+		}
+		if k, err := s.SealAudit(ctx(t)); err != nil || k != n {
+			t.Fatalf("SealAudit = %d, %v; want %d", k, err, n)
+		}
+	}
+	sealN(3)
+	for i, tc := range []struct {
+		at    time.Time
+		wrote bool
+	}{
+		{now, true},
+		{now.Add(time.Second), false},     // too soon
+		{now.Add(2 * time.Minute), false}, // the head did not move
+	} {
+		if wrote, err := cps.Round(ctx(t), tc.at); err != nil || wrote != tc.wrote {
+			t.Fatalf("round %d: wrote %v, %v; want %v", i, wrote, err, tc.wrote)
+		}
+	}
+	sealN(2)
+	if wrote, err := cps.Round(ctx(t), now.Add(3*time.Minute)); err != nil || !wrote {
+		t.Fatalf("round after the head moved: %v, %v; want a checkpoint", wrote, err)
+	}
+	head, err := s.AuditChainHead(ctx(t))
+	must(t, err, "head")
+	list, err := s.AuditCheckpoints(ctx(t), 0, head.Seq)
+	must(t, err, "checkpoints")
+	if len(list) != 2 || list[0].Seq != 3 || list[1].Seq != 5 || list[1].Hash != head.Hash || !list[0].Time.Equal(now.Truncate(time.Microsecond)) {
+		t.Fatalf("checkpoints %+v; want seq 3 at %v and seq 5 at the head %s", list, now, head.Hash)
+	}
+	rows, err := s.SealedAuditRows(ctx(t), 2, 10)
+	must(t, err, "sealed rows")
+	if len(rows) != 3 || rows[0].Seq != 3 || rows[0].Hash != list[0].Hash.String() {
+		t.Fatalf("sealed rows after seq 2: %d, first %+v; want seq 3..5, seq 3's hash the checkpoint's", len(rows), rows)
+	}
+	for _, cp := range list {
+		if err := cp.CheckSignature(pub); err != nil {
+			t.Errorf("checkpoint read back: %v", err)
+		}
+	}
+	if latest, ok, err := s.LatestAuditCheckpoint(ctx(t), now.Add(time.Minute)); err != nil || !ok || latest.Seq != 3 {
+		t.Errorf("latest checkpoint before now+1m: %+v, %v, %v; want seq 3", latest, ok, err)
+	}
+	if _, ok, err := s.LatestAuditCheckpoint(ctx(t), now.Add(-time.Second)); err != nil || ok {
+		t.Errorf("a checkpoint before the first: %v, %v; want none", ok, err)
+	}
+	again := list[1]
+	again.Time = again.Time.Add(time.Hour)
+	if added, err := s.AddAuditCheckpoint(ctx(t), again); err != nil || added {
+		t.Errorf("a second checkpoint of seq 5 (another replica's): %v, %v; want the first kept", added, err)
+	}
+	unsigned := &auditchain.Checkpointer{Store: s}
+	sealN(1)
+	if wrote, err := unsigned.Round(ctx(t), now.Add(5*time.Minute)); err != nil || !wrote {
+		t.Fatalf("unsigned round: %v, %v", wrote, err)
+	}
+	list, err = s.AuditCheckpoints(ctx(t), 5, 6)
+	must(t, err, "checkpoints")
+	if len(list) != 1 || list[0].KeyID != "" || list[0].Signature != nil || list[0].CheckSignature(pub) == nil {
+		t.Fatalf("unsigned checkpoint %+v; want no key id, no signature, refused by a public key", list)
+	}
+}
+
+// ExportTamper changes a store's tables directly, as Tamper does, on a
+// chain with a signed checkpoint at seq 5 of 8, and checks that both
+// VerifyAuditChain and the offline verification of an export
+// (auditchain.Export, auditchain.VerifyExport with the public key) name
+// the exact seq: one field updated, a row deleted, a row forged in, two
+// rows swapped, the tail cut off after the checkpoint, and the tail cut
+// through it with the head moved back. An export checked with another
+// public key is refused at the checkpoint. newStore returns an empty,
+// migrated store that has DB() (both stores).
+func ExportTamper(t *testing.T, newStore func(t *testing.T) Store) {
+	for _, tc := range []struct {
+		name       string
+		sql        []string
+		seq        int64
+		what, says string // says: in the export's problem
+	}{
+		{"Whole", nil, 0, "", ""},
+		{"UpdateOneField", []string{`UPDATE audit_events SET status = 'denied' WHERE id = ` + sealed(3)}, 3, auditchain.Changed, "content was changed"},
+		{"DeleteARow", []string{`DELETE FROM audit_events WHERE id = ` + sealed(4), `DELETE FROM audit_seals WHERE seq = 4`}, 4, auditchain.Deleted, ""},
+		{"InsertInTheMiddle", insertAt5, 5, auditchain.Inserted, ""},
+		{"SwapTwoRows", []string{
+			`UPDATE audit_seals SET seq = -1 WHERE seq = 3`,
+			`UPDATE audit_seals SET seq = 3 WHERE seq = 6`,
+			`UPDATE audit_seals SET seq = 6 WHERE seq = -1`,
+		}, 3, auditchain.Reordered, "swapped"},
+		{"TruncateAfterTheCheckpoint", []string{
+			`DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_seals WHERE seq >= 7)`, `DELETE FROM audit_seals WHERE seq >= 7`,
+		}, 7, auditchain.Deleted, "rows after were deleted"},
+		{"TruncateThroughTheCheckpointAndMoveTheHead", []string{
+			`DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_seals WHERE seq >= 4)`, `DELETE FROM audit_seals WHERE seq >= 4`,
+			`UPDATE audit_chain SET seq = 3, hash = (SELECT hash FROM audit_seals WHERE seq = 3)`,
+		}, 4, auditchain.Deleted, "checkpoint seq 5 vouches for rows the export lacks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			db := s.(rawDB).DB()
+			_, key, err := ed25519.GenerateKey(rand.Reader)
+			must(t, err, "key")
+			pub := key.Public().(ed25519.PublicKey)
+			at := time.Now().Add(-time.Hour)
+			for i := range 8 {
+				ev := event(i, "ws-a", "t1", "app.list", gateway.AuditAllowed)
+				ev.Arguments = []byte(fmt.Sprintf(`{"n":%d,"big":12345678901234567890}`, i))
+				must(t, s.RecordAudit(ctx(t), ev), "record")
+				if i == 4 {
+					if n, err := s.SealAudit(ctx(t)); err != nil || n != 5 {
+						t.Fatalf("SealAudit = %d, %v; want 5", n, err)
+					}
+					cps := &auditchain.Checkpointer{Store: s, Key: key}
+					if wrote, err := cps.Round(ctx(t), at); err != nil || !wrote {
+						t.Fatalf("checkpoint: %v, %v", wrote, err)
+					}
+				}
+			}
+			if n, err := s.SealAudit(ctx(t)); err != nil || n != 3 {
+				t.Fatalf("SealAudit = %d, %v; want 3", n, err)
+			}
+			execAll(t, db, tc.sql)
+			rep, err := s.VerifyAuditChain(ctx(t))
+			must(t, err, "VerifyAuditChain")
+			var buf strings.Builder
+			must(t, auditchain.Export(ctx(t), s, time.Time{}, &buf), "Export")
+			ex, err := auditchain.VerifyExport(strings.NewReader(buf.String()), pub)
+			must(t, err, "VerifyExport")
+			if tc.what == "" {
+				if rep.Problem != nil || ex.Problem != nil || ex.Verified != 8 || ex.Signed != 1 || ex.LastCheckpoint != 5 {
+					t.Fatalf("whole chain: store %v, export %+v (%v)", rep.Problem, ex, ex.Problem)
+				}
+				// From a time after the checkpoint: anchored at it.
+				buf.Reset()
+				must(t, auditchain.Export(ctx(t), s, at.Add(time.Second), &buf), "Export since")
+				ex, err := auditchain.VerifyExport(strings.NewReader(buf.String()), pub)
+				if err != nil || ex.Problem != nil || ex.From.Seq != 5 || ex.Verified != 3 {
+					t.Fatalf("export since the checkpoint: %+v (%v), %v; want seq 6 to 8 from the checkpoint", ex, ex.Problem, err)
+				}
+				_, other, _ := ed25519.GenerateKey(rand.Reader)
+				ex, err = auditchain.VerifyExport(strings.NewReader(buf.String()), other.Public().(ed25519.PublicKey))
+				if err != nil || ex.Problem == nil || ex.Problem.What != auditchain.BadCheckpoint || ex.Problem.Seq != 5 {
+					t.Fatalf("another public key: %v, %v; want the checkpoint at seq 5 refused", ex.Problem, err)
+				}
+				return
+			}
+			if p := rep.Problem; p == nil || p.Seq != tc.seq || p.What != tc.what {
+				t.Errorf("store verify after tampering: %v; want %s at seq %d", p, tc.what, tc.seq)
+			}
+			if p := ex.Problem; p == nil || p.Seq != tc.seq || p.What != tc.what || !strings.Contains(p.Detail, tc.says) {
+				t.Errorf("export verify after tampering: %v; want %s at seq %d saying %q", p, tc.what, tc.seq, tc.says)
+			}
+		})
+	}
+}
+
+// testPrune checks retention: PruneAudit deletes whole ranges up to the
+// last checkpoint old enough, keeps that checkpoint, and the store's
+// verify and an export's offline verify still pass from it; without the
+// anchor the pruned rows are named deleted.
+func testPrune(t *testing.T, s Store) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	must(t, err, "key")
+	pub := key.Public().(ed25519.PublicKey)
+	t0 := time.Now().Add(-72 * time.Hour).UTC().Truncate(time.Microsecond)
+	cps := &auditchain.Checkpointer{Store: s, Key: key}
+	for i, n := range []int{5, 3, 2} {
+		for j := range n {
+			must(t, s.RecordAudit(ctx(t), event(j, "ws-a", "t1", "app.list", gateway.AuditAllowed)), "record")
+		}
+		if k, err := s.SealAudit(ctx(t)); err != nil || k != n {
+			t.Fatalf("SealAudit = %d, %v; want %d", k, err, n)
+		}
+		if i < 2 {
+			if ok, err := cps.Round(ctx(t), t0.Add(time.Duration(i)*time.Hour)); err != nil || !ok {
+				t.Fatalf("checkpoint %d: %v, %v", i, ok, err)
+			}
+		}
+	}
+	if anchor, n, err := s.PruneAudit(ctx(t), t0.Add(-time.Minute)); err != nil || anchor != 0 || n != 0 {
+		t.Fatalf("prune before any checkpoint: %d, %d, %v; want nothing", anchor, n, err)
+	}
+	check := func(from, verified int64) {
+		t.Helper()
+		rep, err := s.VerifyAuditChain(ctx(t))
+		if err != nil || rep.Problem != nil || rep.Verified != verified || rep.Head.Seq != 10 {
+			t.Fatalf("verify after the prune: %+v (%v), %v; want seq %d to 10 verified", rep, rep.Problem, err, from+1)
+		}
+		var buf strings.Builder
+		must(t, auditchain.Export(ctx(t), s, time.Time{}, &buf), "export")
+		ex, err := auditchain.VerifyExport(strings.NewReader(buf.String()), pub)
+		if err != nil || ex.Problem != nil || ex.From.Seq != from || ex.Verified != verified || ex.Head.Seq != 10 {
+			t.Fatalf("export after the prune: %+v (%v), %v; want seq %d to 10 from the anchor", ex, ex.Problem, err, from+1)
+		}
+	}
+	for _, tc := range []struct {
+		before                time.Time
+		anchor, deleted, left int64
+	}{
+		{t0.Add(time.Minute), 5, 5, 5},
+		{t0.Add(2 * time.Hour), 8, 3, 2},
+		{t0.Add(3 * time.Hour), 8, 0, 2},
+	} {
+		anchor, n, err := s.PruneAudit(ctx(t), tc.before)
+		if err != nil || anchor != tc.anchor || n != tc.deleted {
+			t.Fatalf("prune before %v: anchor %d, %d deleted, %v; want %d, %d", tc.before, anchor, n, err, tc.anchor, tc.deleted)
+		}
+		check(tc.anchor, tc.left)
+		list, err := s.AuditCheckpoints(ctx(t), 0, 10)
+		must(t, err, "checkpoints")
+		if len(list) == 0 || list[0].Seq != tc.anchor || list[len(list)-1].Seq != 8 {
+			t.Fatalf("checkpoints after the prune: %+v; want the anchor, seq %d, first, none before it", list, tc.anchor)
+		}
+	}
+	// Without its anchor the pruned rows are named deleted.
+	_, err = s.(rawDB).DB().ExecContext(ctx(t), `DELETE FROM audit_checkpoints`)
+	must(t, err, "delete the anchor")
+	rep, err := s.VerifyAuditChain(ctx(t))
+	must(t, err, "verify")
+	if p := rep.Problem; p == nil || p.Seq != 1 || p.What != auditchain.Deleted {
+		t.Fatalf("verify without the anchor: %v; want deleted at seq 1", p)
 	}
 }

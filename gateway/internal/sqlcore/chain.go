@@ -2,6 +2,8 @@ package sqlcore
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -257,13 +259,17 @@ const verifyPage = 20_000
 // then the chain head, read after the rows (rows sealed meanwhile are
 // read next, until the head is not past the last row read), then the
 // rows that carry a hash but no seq (forged: the sealer gives both at
-// once) and the count of rows not sealed yet. Reading stops at the first
+// once), the checkpoints against the chain (checkCheckpoints) and the
+// count of rows not sealed yet. Reading stops at the first
 // problem. The rows are read on R, outside any transaction: a sealer may
 // run at the same time.
 func (c *Core) VerifyAuditChain(ctx context.Context) (auditchain.Report, error) {
-	v := auditchain.NewVerifier()
 	var rep auditchain.Report
-	q := c.Q(`SELECT ` + auditColumns + ` FROM audit_seals s JOIN audit_events e ON e.id = s.id WHERE s.seq > ? ORDER BY s.seq LIMIT ?`)
+	v, from, err := c.verifyFrom(ctx)
+	if err != nil {
+		return rep, err
+	}
+	q := c.Q(sealedRows)
 	for {
 		more, read, err := c.verifyRows(ctx, v, q, v.Next()-1)
 		if err != nil {
@@ -288,6 +294,11 @@ func (c *Core) VerifyAuditChain(ctx context.Context) (auditchain.Report, error) 
 	if rep.Problem != nil {
 		return rep, nil
 	}
+	p, err := c.checkCheckpoints(ctx, from, rep.Head)
+	if p != nil || err != nil {
+		rep.Problem = p
+		return rep, err
+	}
 	var forged []int64
 	if err := c.R.SelectContext(ctx, &forged, `SELECT e.id FROM audit_events e WHERE NOT EXISTS (SELECT 1 FROM audit_seals s WHERE s.id = e.id)
     AND NOT EXISTS (SELECT 1 FROM audit_unsealed u WHERE u.id = e.id) ORDER BY e.id LIMIT 1`); err != nil {
@@ -298,7 +309,7 @@ func (c *Core) VerifyAuditChain(ctx context.Context) (auditchain.Report, error) 
 			Detail: "row id " + strconv.FormatInt(forged[0], 10) + " is neither sealed nor waiting to be sealed; every row the gateway writes is one or the other"}
 		return rep, nil
 	}
-	err := c.R.QueryRowxContext(ctx, `SELECT count(*) FROM audit_unsealed`).Scan(&rep.Unsealed)
+	err = c.R.QueryRowxContext(ctx, `SELECT count(*) FROM audit_unsealed`).Scan(&rep.Unsealed)
 	return rep, c.DriverError(err)
 }
 
@@ -324,4 +335,30 @@ func (c *Core) verifyRows(ctx context.Context, v *auditchain.Verifier, q string,
 		more = v.Add(&ev)
 	}
 	return more, read, c.DriverError(rows.Err())
+}
+
+// checkCheckpoints compares the checkpoints with the verified chain: the
+// first whose seq is past the head (the tail after the head was deleted
+// and the head moved back) or whose hash is not its row's (the chain was
+// rewritten with recomputed hashes), after the anchor from (a pruned
+// trail's first checkpoint, whose row is gone). Signatures are checked offline
+// (mcpgate audit verify --export), where the public key is.
+func (c *Core) checkCheckpoints(ctx context.Context, from int64, head auditchain.Head) (*auditchain.Problem, error) {
+	var bad []struct {
+		Seq  int64          `db:"seq"`
+		Hash string         `db:"hash"`
+		Row  sql.NullString `db:"row_hash"`
+	}
+	err := c.R.SelectContext(ctx, &bad, c.Q(`SELECT c.seq, c.hash, s.hash AS row_hash FROM audit_checkpoints c LEFT JOIN audit_seals s ON s.seq = c.seq
+    WHERE c.seq > ? AND (s.hash IS NULL OR s.hash <> c.hash) ORDER BY c.seq LIMIT 1`), from)
+	if err != nil || len(bad) == 0 {
+		return nil, c.DriverError(err)
+	}
+	b := bad[0]
+	if !b.Row.Valid || b.Seq > head.Seq {
+		return &auditchain.Problem{Seq: head.Seq + 1, What: auditchain.Deleted, Detail: fmt.Sprintf(
+			"checkpoint seq %d vouches for rows up to seq %d, but the chain ends at seq %d: the tail after seq %d is missing", b.Seq, b.Seq, head.Seq, head.Seq)}, nil
+	}
+	return &auditchain.Problem{Seq: b.Seq, What: auditchain.BadCheckpoint, Detail: fmt.Sprintf(
+		"checkpoint seq %d vouches for hash %s, the chain has %s there: rows up to seq %d were rewritten and their hashes recomputed", b.Seq, b.Hash, b.Row.String, b.Seq)}, nil
 }
