@@ -111,10 +111,12 @@ func startReplicas(t *testing.T, s *stack) *replicaSet {
 	for i := range 3 {
 		log := filepath.Join(s.dir, fmt.Sprintf("replica-%d.log", i+1))
 		// serve --dev would open the cc_server surface on 127.0.0.1:9030
-		// in every replica: each binds a port of the kernel's choosing
-		// (a port picked free beforehand could be taken by another test
-		// process before the replica binds it).
-		base, err := s.launchGateway(log, append(slices.Clone(env), "MCPGATE_CCSERVER_LISTEN=127.0.0.1:0"))
+		// in every replica: each takes a free port of its own.
+		cc, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, err := s.launchGateway(log, append(slices.Clone(env), "MCPGATE_CCSERVER_LISTEN="+cc))
 		if err != nil {
 			data, _ := os.ReadFile(log)
 			t.Fatalf("replica %d: %v\n%s", i+1, err, data)
