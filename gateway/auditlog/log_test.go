@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/auditlog"
@@ -147,6 +148,34 @@ func TestRefusalOfNamesTheTokenNotItsValue(t *testing.T) {
 	ref = auditlog.RefusalOf("admin", r, errors.New("missing Authorization: Bearer header"))
 	if ref.Fingerprint != "" || ref.Reason != "credential.missing" {
 		t.Fatalf("refusal without a token %+v", ref)
+	}
+}
+
+// A refused credential's row names the trace of its request, as a tool
+// call's row does: the trace context the server read from the request's
+// traceparent header into its context (the row's trace_id); a request
+// without one gets a row without.
+func TestRefusedCredentialNamesItsTrace(t *testing.T) {
+	mem := &memory{}
+	log := auditlog.New(mem, auditlog.Options{Queue: 10, PerSource: 10, Sources: 5})
+	auth := log.Guard(gateway.SurfaceCCServer, denyAll{})
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { log.Run(ctx); close(done) }()
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	traced := httptest.NewRequest("POST", "/mcp", nil)
+	traced.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+	traced = traced.WithContext(propagation.TraceContext{}.Extract(traced.Context(), propagation.HeaderCarrier(traced.Header)))
+	for _, r := range []*http.Request{traced, httptest.NewRequest("POST", "/mcp", nil)} {
+		if _, err := auth.Authenticate(r); gateway.ErrorCodeOf(err) != gateway.EUnauthenticated {
+			t.Fatalf("the guard changed the answer: %v", err)
+		}
+	}
+	stop()
+	<-done
+	rows := mem.all()
+	if len(rows) != 2 || rows[0].TraceID != traceID || rows[1].TraceID != "" {
+		t.Fatalf("rows %+v; want the traced refusal's with trace %s, then one without", rows, traceID)
 	}
 }
 

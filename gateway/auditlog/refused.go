@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -33,6 +34,11 @@ type Refusal struct {
 	Reason string
 	// Fingerprint, Subject and JTI identify the token where they can.
 	Fingerprint, Subject, JTI string
+	// TraceID is the trace the request belongs to (32 lowercase hex
+	// digits), as a tool call's row names its trace: the trace context
+	// of its traceparent header, which the server reads into the
+	// request's context only when traces are on; "" without one.
+	TraceID string
 }
 
 // Refused records r, one row each for the first Options.PerSource
@@ -52,7 +58,7 @@ func (l *Log) Refused(r Refusal) {
 	args, _ := json.Marshal(map[string]string{"source": r.Source, "jti": r.JTI})
 	l.Record(&gateway.AuditEvent{Kind: "auth", Tool: "auth.refused", Time: now, Surface: r.Surface,
 		Actor: r.Subject, TokenFP: r.Fingerprint, Status: gateway.AuditDenied,
-		ReasonCodes: []string{r.Reason}, Arguments: args})
+		ReasonCodes: []string{r.Reason}, Arguments: args, TraceID: r.TraceID})
 }
 
 // flood counts refusals per source in the current minute.
@@ -172,11 +178,15 @@ func (g guard) Authenticate(r *http.Request) (*gateway.Principal, error) {
 }
 
 // RefusalOf describes the refusal err of request r on surface: its
-// source, reason code (ReasonOf), and the bearer token's fingerprint and,
-// when it is a JWT, its unverified sub and jti (they identify what was
-// presented; they are not trusted for anything).
+// source, reason code (ReasonOf), the trace of r's context when it has
+// one, and the bearer token's fingerprint and, when it is a JWT, its
+// unverified sub and jti (they identify what was presented; they are not
+// trusted for anything).
 func RefusalOf(surface string, r *http.Request, err error) Refusal {
 	ref := Refusal{Surface: surface, Source: SourceOf(r), Reason: ReasonOf(err)}
+	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+		ref.TraceID = sc.TraceID().String()
+	}
 	scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	if tok = strings.TrimSpace(tok); !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return ref

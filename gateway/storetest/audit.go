@@ -301,9 +301,10 @@ func testPolicyRevision(t *testing.T, s Store) {
 // testTraceID: every path that writes an audit row keeps the call's
 // trace id, or none (NULL) when the call was not traced: RecordAudit,
 // Reserve with one slot, with two (one statement each on PostgreSQL),
-// with an idempotency claim (a transaction), and reservations at once
-// (a group commit: one statement for the batch on PostgreSQL); the
-// listing returns them, and the chain sealed over them verifies.
+// with an idempotency claim (a transaction), reservations at once
+// (a group commit: one statement for the batch on PostgreSQL), and
+// RecordEvents (a refused credential's row, traced or not); the listing
+// returns them, and the chain sealed over them verifies.
 func testTraceID(t *testing.T, s Store) {
 	putWorkspace(t, s, "ws-a")
 	trace := func(i int) string { return fmt.Sprintf("%032x", 0xabc0+i) }
@@ -334,6 +335,10 @@ func testTraceID(t *testing.T, s Store) {
 			return err
 		}
 	}
+	refusal := func(ev *gateway.AuditEvent) error {
+		ev.Kind, ev.Tool, ev.Status, ev.ReasonCodes = "auth", "auth.refused", gateway.AuditDenied, []string{"credential.rejected"}
+		return s.RecordEvents(ctx(t), []*gateway.AuditEvent{ev})
+	}
 	write(1, true, record)
 	write(2, false, record)
 	write(3, true, reserve(1, false))
@@ -352,6 +357,8 @@ func testTraceID(t *testing.T, s Store) {
 	}
 	wg.Wait()
 	must(t, errors.Join(errs...), "the reservations at once")
+	write(30, true, refusal)
+	write(31, false, refusal)
 	list, err := s.ListAuditEvents(ctx(t), gateway.AuditFilter{WorkspaceID: "ws-a"})
 	must(t, err, "list")
 	got := map[string]string{}

@@ -326,7 +326,14 @@ func tracedUpstream(t *testing.T, otlp string) (string, <-chan string) {
 // newest first, as GET /admin/v1/audit-events lists them.
 func auditTraces(t *testing.T, g *gatewayUnderTest, tool string) []string {
 	t.Helper()
-	status, body := adminDo(t, g, http.MethodGet, "/audit-events?workspace_id=ws-a&tool="+tool, "e2e-admin-token", "")
+	return auditTracesOf(t, g, "workspace_id=ws-a&tool="+tool)
+}
+
+// auditTracesOf returns the trace_id of each audit row GET
+// /admin/v1/audit-events lists for query, newest first.
+func auditTracesOf(t *testing.T, g *gatewayUnderTest, query string) []string {
+	t.Helper()
+	status, body := adminDo(t, g, http.MethodGet, "/audit-events?"+query, "e2e-admin-token", "")
 	var page struct{ Events []gateway.AuditEvent }
 	if status != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil {
 		t.Fatalf("GET /admin/v1/audit-events: HTTP %d %s", status, body)
@@ -342,9 +349,10 @@ func auditTraces(t *testing.T, g *gatewayUnderTest, tool string) []string {
 // trace of the server span the gateway exported (trace_id in GET
 // /admin/v1/audit-events), for a call the client traced in its HTTP
 // header, one traced in params._meta and refused, and one the client did
-// not trace (the gateway's span starts the trace), on both stores; with
-// traces off a row has no trace id, whatever the client sent
-// (docs/operations.md, "Traces").
+// not trace (the gateway's span starts the trace), and a refused
+// credential's row names the trace of its traceparent header, on both
+// stores; with traces off a row has no trace id, whatever the client
+// sent (docs/operations.md, "Traces").
 func TestTracesInTheAuditTrail(t *testing.T) {
 	recv := newReceiver(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
@@ -389,6 +397,11 @@ func TestTracesInTheAuditTrail(t *testing.T) {
 			if lists[1] != headerTrace || deploys[0] != metaTrace || lists[0] == headerTrace || lists[0] == metaTrace {
 				t.Errorf("audit trace ids %v %v: want %s (header), %s (_meta) and a new one", lists, deploys, headerTrace, metaTrace)
 			}
+
+			refusedTrace := refuseTraced(t, s)
+			if refused := refusedTraces(t, g); len(refused) != 1 || refused[0] != refusedTrace {
+				t.Errorf("refused credentials' audit trace ids %q; want one, %s (its header's)", refused, refusedTrace)
+			}
 		})
 	}
 
@@ -403,7 +416,37 @@ func TestTracesInTheAuditTrail(t *testing.T) {
 		if got := auditTraces(t, g, "projects.list"); len(got) != 1 || got[0] != "" {
 			t.Fatalf("audit trace ids with traces off: %q, want one row without", got)
 		}
+		refuseTraced(t, s)
+		if refused := refusedTraces(t, g); len(refused) != 1 || refused[0] != "" {
+			t.Fatalf("refused credentials' audit trace ids with traces off: %q, want one row without", refused)
+		}
 	})
+}
+
+// refuseTraced posts a tools/call of s's session with a token the
+// gateway does not know and a fresh traceparent header, which it must
+// refuse (HTTP 401); it returns the header's trace id.
+func refuseTraced(t *testing.T, s *rawSession) string {
+	t.Helper()
+	bad := *s
+	bad.token = "not-a-token"
+	id := randomTrace(t)
+	if code := tracedPost(t, &bad, traceparent(id), callBody("projects.list", `{}`)); code != http.StatusUnauthorized {
+		t.Fatalf("a call with an unknown token: HTTP %d, want 401", code)
+	}
+	return id
+}
+
+// refusedTraces waits for the refused credentials' audit rows (written
+// off the request path) and returns their trace ids, newest first.
+func refusedTraces(t *testing.T, g *gatewayUnderTest) []string {
+	t.Helper()
+	var out []string
+	waitFor(t, "the refused credential's audit row", func() bool {
+		out = auditTracesOf(t, g, "kind=auth&tool=auth.refused")
+		return len(out) > 0
+	})
+	return out
 }
 
 // randomTrace is a fresh W3C trace id (32 hex digits).
