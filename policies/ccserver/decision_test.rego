@@ -39,43 +39,67 @@ test_invalid_tool if {
 	codes(d) == {"input.invalid"}
 }
 
-# Listed iff callable (the call, with valid arguments, is allowed), for
-# every mode, for the user and the pinned agent, with no workspace, with
-# one it may act in and with another: listed_and_callable evaluates the
-# whole matrix once, tools/list's names beside the names whose call is
-# allowed, as two sets per principal and arguments.
-listed_iff_callable_principals := [
-	user, in_mode("plan"), in_mode("review"), in_mode("orchestrate"),
-	agent, agent_in_mode("plan"),
+# Listed iff callable (the call, with valid arguments, is allowed) for one
+# principal and arguments of each rule path: tool_visible is the mode's
+# reach and read-only lock (the principal's mode, whatever the workspace)
+# and the workspace rules (the principal's pin or memberships and the
+# arguments' workspace_id, whatever the mode), so every mode is met in a
+# workspace the caller may act in, and the user and the pinned agent with
+# no workspace, with one it may act in and with another.
+# listed_and_callable evaluates the matrix once, tools/list's names beside
+# the names whose call is allowed, as two sets per principal and
+# arguments.
+listed_iff_callable_cases := [
+	[user, {}], [user, acme], [user, {"workspace_id": "ws-globex"}],
+	[in_mode("plan"), acme], [in_mode("review"), acme], [in_mode("orchestrate"), acme],
+	[agent, {}], [agent, acme], [agent, {"workspace_id": "ws-globex"}],
+	[agent_in_mode("plan"), acme],
 ]
 
-listed_iff_callable_arguments := [{}, acme, {"workspace_id": "ws-globex"}]
+# matrix_tools are the catalog's tools and one that a read-only mode
+# reaches but must refuse: an always-allowed name declaring an action
+# class, so the read-only lock is met on both sides.
+matrix_tools := array.concat(all_tools, [{"name": "code_impact", "group": "code", "requires_approval": false, "action_classes": ["processSpawn"]}])
 
 listed_and_callable := {[p, args]: {"listed": listed, "callable": callable} |
-	some p in listed_iff_callable_principals
-	some args in listed_iff_callable_arguments
-	listed := ccserver.visible_tools with input as {"principal": p, "memberships": members, "tools": all_tools, "arguments": args}
+	some [p, args] in listed_iff_callable_cases
+	listed := ccserver.visible_tools with input as {"principal": p, "memberships": members, "tools": matrix_tools, "arguments": args}
 	call_args := object.union(object.union(acme, args), {"ticket_id": "TCK-7"})
 	callable := {t.name |
-		some t in all_tools
+		some t in matrix_tools
 		ccserver.allow with input as object.union(call(p, t, call_args), {"guard": {"decision": "allow"}})
 	}
 }
 
 # No entry of the matrix has listed and callable sets that differ, and the
-# matrix is not trivial: it covers the 6 principals with 3 kinds of
-# arguments each, some tools are callable and some are not. One test, so
-# the matrix is evaluated once.
+# matrix is not trivial: it covers its 10 cases, some tools are callable
+# and some are not. One test, so the matrix is evaluated once.
 test_visible_tools_agree_with_decision if {
 	disagreeing := {k: v | some k, v in listed_and_callable; v.listed != v.callable}
 	disagreeing == {}
-	count(listed_and_callable) == 18
+	count(listed_and_callable) == 10
 	sizes := {count(v.callable) | some v in listed_and_callable}
 	max(sizes) > 0
-	min(sizes) < count(all_tools)
+	min(sizes) < count(matrix_tools)
 	vis_plan := listed_and_callable[[in_mode("plan"), acme]].listed
 	"submit_plan" in vis_plan
 	not "create_ticket" in vis_plan
+	not "code_impact" in vis_plan
+	"code_impact" in listed_and_callable[[user, acme]].listed
+}
+
+# The matrix is not vacuous: a listing that leaves out a tool a call may
+# use, or shows one no call may use, disagrees (over a one-tool catalog,
+# so the check stays cheap; the same cases agree with the real listing).
+test_visible_tools_matrix_catches_a_broken_listing if {
+	agreeing := {k | some k, v in listed_and_callable; v.listed == v.callable} with matrix_tools as [t_browser_use]
+	count(agreeing) == 10
+	left_out := {k | some k, v in listed_and_callable; v.listed != v.callable} with matrix_tools as [t_search_memory]
+		with ccserver.visible_tools as set()
+	count(left_out) > 0
+	shown := {k | some k, v in listed_and_callable; v.listed != v.callable} with matrix_tools as [t_browser_use]
+		with ccserver.visible_tools as {"browser_use"}
+	[in_mode("plan"), acme] in shown
 }
 
 test_visible_tools_without_session if {

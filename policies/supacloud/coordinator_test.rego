@@ -27,7 +27,7 @@ scope_matrix := {
 	"scopes not an array": {"scopes": "mcp:read", "tools": set()},
 }
 
-# Both matrix tests assert over the whole matrix in one comprehension
+# The listing of every scope set of the matrix, in one comprehension
 # (decision_test.rego says why).
 test_coordinator_lists_its_scopes if {
 	failing := {note: listed |
@@ -38,16 +38,27 @@ test_coordinator_lists_its_scopes if {
 	failing == {}
 }
 
-# The scopes that reach tools and those that reach none, in two tests so
-# they run in parallel.
-test_coordinator_listed_iff_callable_reaching if {
-	failing := {note | some note, tc in scope_matrix; count(tc.tools) > 0; not listed_iff_callable(coordinator(tc.scopes))}
-	failing == set()
-}
+# Listed <=> callable (matrix_row, decision_test.rego) for one scope set of
+# each rule path: scopes that reach tools (both levels, so the union, the
+# excluded deploy tier and the tools no scope names are all met), a scope
+# the grants do not name (as are no scopes and management:read: nothing
+# to look up reaches a tool), and scopes that are not an array. Their
+# listings are asserted above; the ones that reach nothing are in a test
+# of their own so the two run in parallel.
+test_coordinator_listed_iff_callable_reaching if coordinator_matrix_failures({"read and ops"}) == {}
 
 test_coordinator_listed_iff_callable_reaching_nothing if {
-	failing := {note | some note, tc in scope_matrix; count(tc.tools) == 0; not listed_iff_callable(coordinator(tc.scopes))}
-	failing == set()
+	coordinator_matrix_failures({"unknown scope", "scopes not an array"}) == {}
+}
+
+# coordinator_matrix_failures are the notes whose matrix_row differs from
+# their scope_matrix entry's: its tools listed, none broken (a note not in
+# scope_matrix fails too: it expects a tool that no scopes list).
+coordinator_matrix_failures(notes) := {note: row |
+	some note in notes
+	tc := object.get(scope_matrix, note, {"scopes": [], "tools": {"a note of scope_matrix"}})
+	row := matrix_row(coordinator(tc.scopes))
+	row != [count(tc.tools), set()]
 }
 
 test_coordinator_never_reaches_deploy if {

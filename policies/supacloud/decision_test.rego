@@ -4,49 +4,71 @@ import data.supacloud
 
 # Sessions for the listed <=> callable matrix (docs/architecture.md, Invariants): a mix of
 # editions, roles, profile sources, grants and broken gates, in small groups
-# so each test stays well inside opa test's per-test timeout.
+# so the tests run in parallel, each session with the number of tools it
+# lists. One session per rule path: every failed session gate (an invalid
+# edition, no member, a task not running, a profile not in the workspace)
+# fails agent_session_ok, which visible_tools and the decision both check
+# first, so "task completed" stands for them all here; the others' listings
+# are asserted in matrix_gated_counts and their refusals by
+# test_edition_gate, test_profile_not_in_workspace and session_test.rego.
 matrix_grant_sessions := {
-	"community owner full": with_profile(["supacloud.full"], null),
-	"empty allowlist": with_profile([], null),
-	"exact names": with_profile(["project.get", "supacloud.app.deploy", "script.run", "supacloud.pr.create"], ["x", "y"]),
+	"community owner full": [with_profile(["supacloud.full"], null), 71],
+	"empty allowlist": [with_profile([], null), 8],
+	"exact names": [with_profile(["project.get", "supacloud.app.deploy", "script.run", "supacloud.pr.create"], ["x", "y"]), 12],
 }
 
 matrix_profile_sessions := {
-	"read-only fallback": object.union(object.remove(session, ["profile"]), {"profile_requested": ""}),
-	"default profile conversation": object.union(
-		object.remove(session, ["profile"]),
-		{"profile_requested": "", "default_profile": profile("p-d", ["supacloud.conversation.*", "supacloud.scaffold.*"], null)},
-	),
+	"read-only fallback": [object.union(object.remove(session, ["profile"]), {"profile_requested": ""}), 39],
+	"default profile conversation": [
+		object.union(
+			object.remove(session, ["profile"]),
+			{"profile_requested": "", "default_profile": profile("p-d", ["supacloud.conversation.*", "supacloud.scaffold.*"], null)},
+		),
+		16,
+	],
 }
 
 matrix_role_sessions := {
-	"enterprise admin full, one script": object.union(
-		with_profile(["supacloud.full"], ["nightly"]),
-		{"edition": "enterprise", "member": {"role": "admin"}},
-	),
-	"member full": object.union(with_profile(["supacloud.full"], null), {"member": {"role": "member"}}),
-	"viewer read and ops": object.union(
-		with_profile(["supacloud.read.*", "supacloud.ops.*"], null),
-		{"member": {"role": "viewer"}},
-	),
+	"enterprise admin full, one script": [
+		object.union(with_profile(["supacloud.full"], ["nightly"]), {"edition": "enterprise", "member": {"role": "admin"}}),
+		71,
+	],
+	"member full": [object.union(with_profile(["supacloud.full"], null), {"member": {"role": "member"}}), 66],
+	"viewer read and ops": [
+		object.union(with_profile(["supacloud.read.*", "supacloud.ops.*"], null), {"member": {"role": "viewer"}}),
+		39,
+	],
 }
 
 matrix_script_sessions := {
-	"non-member full": object.remove(with_profile(["supacloud.full"], null), ["member"]),
-	"script carve-out, empty script list": with_profile(["supacloud.script.run"], []),
+	"script carve-out, empty script list": [with_profile(["supacloud.script.run"], []), 8],
+	"non-member full": [object.remove(with_profile(["supacloud.full"], null), ["member"]), 0],
 }
 
 matrix_gate_sessions := {
-	"coordinator": object.union(with_profile(["supacloud.full"], null), {"principal": {"kind": "coordinator"}}),
-	"task completed": object.union(with_profile(["supacloud.full"], null), {"task": {"status": "completed"}}),
-	"profile not in workspace": object.union(with_profile(["supacloud.full"], null), {"profile_requested": "p-9"}),
-	"invalid edition": object.union(with_profile(["supacloud.full"], null), {"edition": "gold"}),
+	"coordinator": [object.union(with_profile(["supacloud.full"], null), {"principal": {"kind": "coordinator"}}), 0],
+	"task completed": [object.union(with_profile(["supacloud.full"], null), {"task": {"status": "completed"}}), 0],
 }
 
 matrix_sessions := object.union_n([
 	matrix_grant_sessions, matrix_profile_sessions, matrix_role_sessions,
 	matrix_script_sessions, matrix_gate_sessions,
 ])
+
+# The failed session gates the matrix leaves to "task completed" and
+# "non-member full": each lists nothing.
+matrix_gated_sessions := {
+	"profile not in workspace": object.union(with_profile(["supacloud.full"], null), {"profile_requested": "p-9"}),
+	"invalid edition": object.union(with_profile(["supacloud.full"], null), {"edition": "gold"}),
+}
+
+test_matrix_gated_sessions_list_nothing if {
+	listed := {n: c |
+		some n, base in matrix_gated_sessions
+		c := count(supacloud.visible_tools) with input as listing(base)
+	}
+	listed == {"profile not in workspace": 0, "invalid edition": 0}
+}
 
 # valid_arguments are arguments a call may carry for the session: a slug from
 # the script_allowlist when there is a non-empty one.
@@ -55,72 +77,83 @@ valid_arguments(base) := {"slug": min({s | some s in base.profile.script_allowli
 	count(base.profile.script_allowlist) > 0
 } else := {"slug": "any-script"}
 
-# listed_iff_callable holds when, for every catalog tool, the tool is in
-# visible_tools iff the decision for that tool is visible, a call with valid
-# arguments is allowed iff visible, and a denial always has a reason.
-listed_iff_callable(base) if {
+# matrix_row is what the matrix finds for one session: how many tools
+# tools/list shows, and the catalog tools that break listed <=> callable
+# (empty when it holds): for every catalog tool, the tool is in
+# visible_tools iff the decision for that tool is visible, a call with
+# valid arguments is allowed iff visible, and a denial always has a reason
+# (an allowed call none).
+matrix_row(base) := [count(listed), broken] if {
 	listed := supacloud.visible_tools with input as listing(base)
 	arguments := valid_arguments(base)
-	every tool in catalog {
+	broken := {tool.name |
+		some tool in catalog
 		d := supacloud.decision with input as object.union(base, {"tool": tool, "arguments": arguments, "resource": question_gate})
-		is_listed := tool.name in listed
-		is_listed == d.visible
-		d.allow == d.visible
-		no_reasons := count(d.reasons) == 0
-		no_reasons == d.allow
+		not listed_agrees(tool.name in listed, d)
 	}
+}
+
+# listed_agrees holds when a tool's listing (is_listed) and its decision d
+# agree.
+listed_agrees(is_listed, d) if {
+	is_listed == d.visible
+	d.allow == d.visible
+	no_reasons := count(d.reasons) == 0
+	no_reasons == d.allow
+}
+
+# listed_iff_callable holds when no catalog tool breaks listed <=> callable
+# for the session base.
+listed_iff_callable(base) if {
+	[_, broken] := matrix_row(base)
+	broken == set()
+}
+
+# matrix_failures are the sessions of group whose row differs from what
+# they should find: their listing's size and the tools that break the
+# property; {} when the whole group holds.
+matrix_failures(group) := {name: row |
+	some name, [base, listed] in group
+	row := matrix_row(base)
+	row != [listed, set()]
 }
 
 # Each matrix test evaluates its whole group in one comprehension and asserts
-# that no session breaks the property; failing names the sessions that do
-# (opa test -v --var-values shows it). A per-case test_x[name] rule would be
-# traced on every run, at several times the cost of the evaluation itself
-# (docs/policy.md#testing-a-change).
-test_listed_iff_callable_grants if {
-	failing := {name | some name, base in matrix_grant_sessions; not listed_iff_callable(base)}
-	failing == set()
-}
+# that no session breaks the property or lists another number of tools than
+# it should; the failure names the session, its listing's size and the
+# tools that break it (opa test -v --var-values shows it). A per-case
+# test_x[name] rule would be traced on every run, at several times the cost
+# of the evaluation itself (docs/policy.md#testing-a-change).
+test_listed_iff_callable_grants if matrix_failures(matrix_grant_sessions) == {}
 
-test_listed_iff_callable_profiles if {
-	failing := {name | some name, base in matrix_profile_sessions; not listed_iff_callable(base)}
-	failing == set()
-}
+test_listed_iff_callable_profiles if matrix_failures(matrix_profile_sessions) == {}
 
-test_listed_iff_callable_roles if {
-	failing := {name | some name, base in matrix_role_sessions; not listed_iff_callable(base)}
-	failing == set()
-}
+test_listed_iff_callable_roles if matrix_failures(matrix_role_sessions) == {}
 
-test_listed_iff_callable_scripts if {
-	failing := {name | some name, base in matrix_script_sessions; not listed_iff_callable(base)}
-	failing == set()
-}
+test_listed_iff_callable_scripts if matrix_failures(matrix_script_sessions) == {}
 
-test_listed_iff_callable_gates if {
-	failing := {name | some name, base in matrix_gate_sessions; not listed_iff_callable(base)}
-	failing == set()
-}
+test_listed_iff_callable_gates if matrix_failures(matrix_gate_sessions) == {}
 
-# The matrix covers every session.
-test_matrix_has_14_sessions if count(matrix_sessions) == 14
-
-# The matrix must not pass vacuously: some sessions list tools, some list none.
+# The matrix covers every session, and does not pass vacuously: some
+# sessions list every tool, some a few, some none.
 test_matrix_lists_something_and_nothing if {
-	counts := {n: c |
-		some n, base in matrix_sessions
-		c := count(supacloud.visible_tools) with input as listing(base)
-	}
-	counts["community owner full"] == 71
-	counts["enterprise admin full, one script"] == 71
-	counts["member full"] == 66
-	counts["viewer read and ops"] == 39
-	counts["non-member full"] == 0
-	counts["read-only fallback"] == 39
-	counts["default profile conversation"] == 16
-	counts["script carve-out, empty script list"] == 8
-	counts["exact names"] == 12
-	counts.coordinator == 0
-	counts["invalid edition"] == 0
+	count(matrix_sessions) == 12
+	sizes := {listed | some [_, listed] in matrix_sessions}
+	sizes == {0, 8, 12, 16, 39, 66, 71}
+}
+
+# The matrix is not vacuous: a listing that leaves out a tool a call may
+# use, or shows one no call may use, breaks the property at that tool
+# (over a one-tool catalog, so the check costs two decisions; the same
+# sessions hold with the real listing).
+test_matrix_catches_a_broken_listing if {
+	deploy := [t | some t in catalog; t.name == "app.deploy"]
+	full := with_profile(["supacloud.full"], null)
+	none := with_profile([], null)
+	matrix_row(full) == [1, set()] with catalog as deploy
+	matrix_row(none) == [0, set()] with catalog as deploy
+	matrix_row(full) == [0, {"app.deploy"}] with catalog as deploy with supacloud.visible_tools as set()
+	matrix_row(none) == [1, {"app.deploy"}] with catalog as deploy with supacloud.visible_tools as {"app.deploy"}
 }
 
 # The decision is defined, denies, and explains itself for any input.
@@ -231,10 +264,13 @@ bench_cases := {
 	"bench_denied": {"input": bench_denied, "allow": false},
 }
 
-test_bench_inputs[note] if {
-	some note, tc in bench_cases
-	supacloud.decision.allow == tc.allow with input as tc.input
+test_bench_inputs if {
+	failing := {note | some note, tc in bench_cases; not bench_inputs_case(tc)}
+	failing == set()
 }
+
+# bench_inputs_case holds for one case of test_bench_inputs.
+bench_inputs_case(tc) if supacloud.decision.allow == tc.allow with input as tc.input
 
 test_bench_listings if {
 	count(supacloud.visible_tools) == 71 with input as bench_list
