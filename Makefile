@@ -151,7 +151,8 @@ bench-e2e: pg build
 # 2025-11-25 (sessions) and of 2026-07-28 (stateless, the -modern rows); closed loop, interleaved, fresh processes per run. BENCH_DURATION (10s), BENCH_REPS (3), BENCH_CONCURRENCY (1,16),
 # BENCH_WARMUP (1s), BENCH_CONFIGS, BENCH_RATE (calls/s over all sessions; unset: closed loop); BASELINE=path/to/an/older/mcpgate runs it beside bin/mcpgate, interleaved.
 # BENCH_CONFIGS may add floor, floor-sqlite and floor-postgres: test/benchfloor (bin/benchfloor) in the gateway's place, the least a Go gateway with its two store writes adds,
-# and a store's configuration with -traced (sqlite-traced, postgres-modern-traced): traces on, every call sampled and exported over OTLP/HTTP to a sink.
+# and a store's configuration with variants after it, in this order: -bridged (two upstreams in MCPGATE_UPSTREAMS_FILE, calls to their bridged echo tools),
+# -flow (the flow rule set switched on for the workspace), -traced (traces on, every call sampled and exported over OTLP/HTTP to a sink): sqlite-bridged, postgres-modern-flow-traced.
 .PHONY: bench-compare
 bench-compare: pg build
 	$(GO) build -o bin/benchupstream ./test/benchupstream

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/upstreams"
 )
 
 func TestParseStat(t *testing.T) {
@@ -200,6 +203,58 @@ func TestConfigs(t *testing.T) {
 	}
 }
 
+// TestVariants: a configuration's variants follow its store and -modern
+// in variantSuffixes' order; a bridged configuration's sessions call the
+// bridged echo tools in turn, the others echo.
+func TestVariants(t *testing.T) {
+	for _, c := range []struct {
+		cfg   string
+		store string
+		want  variants
+	}{
+		{"sqlite", cfgSQLite, variants{}},
+		{"sqlite-bridged", cfgSQLite, variants{bridged: true}},
+		{"postgres-modern-flow", cfgPostgres, variants{flow: true}},
+		{"postgres-modern-bridged-flow-traced (baseline)", cfgPostgres, variants{true, true, true}},
+		{"sqlite-traced", cfgSQLite, variants{traced: true}},
+	} {
+		store, _, _ := parseConfig(c.cfg)
+		if got := variantsOf(c.cfg); got != c.want || store != c.store || !isGateway(c.cfg) {
+			t.Errorf("%q: variants %+v, store %q, gateway %v; want %+v, %q, a gateway", c.cfg, got, store, isGateway(c.cfg), c.want, c.store)
+		}
+	}
+	var tools []string
+	for i := range 4 {
+		tools = append(tools, toolOf("sqlite-bridged", i))
+	}
+	if want := []string{"bench-a.echo", "bench-b.echo", "bench-a.echo", "bench-b.echo"}; !slices.Equal(tools, want) || toolOf("sqlite-flow", 1) != "echo" {
+		t.Errorf("tools of sqlite-bridged's sessions %v, of sqlite-flow's %q; want %v and echo", tools, toolOf("sqlite-flow", 1), want)
+	}
+}
+
+// TestUpstreamsFile: the bridged configuration's file is one the gateway
+// takes (gateway/upstreams parses it), two read-tier upstreams whose
+// default prefixes make the names bridgedTools calls.
+func TestUpstreamsFile(t *testing.T) {
+	urls := []string{"http://127.0.0.1:1/mcp", "http://127.0.0.1:2/mcp"}
+	path, err := upstreamsFile(t.TempDir(), urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := upstreams.Load(path, upstreams.Options{})
+	if err != nil {
+		t.Fatalf("the gateway refuses the bridged configuration's upstreams file: %v", err)
+	}
+	if len(f.Upstreams) != len(bridgedTools) {
+		t.Fatalf("%d upstreams; want %d", len(f.Upstreams), len(bridgedTools))
+	}
+	for i, u := range f.Upstreams {
+		if u.Prefix+"echo" != bridgedTools[i] || u.URL.Value() != urls[i] || u.Tier != gateway.TierRead || u.Surface != gateway.SurfaceSupaCloud {
+			t.Errorf("upstream %d: %s, prefix %q, url %s, tier %q, surface %q; want %s from %s, read, supacloud", i, u.Name, u.Prefix, u.URL.Value(), u.Tier, u.Surface, bridgedTools[i], urls[i])
+		}
+	}
+}
+
 // TestLoadConfigs checks BENCH_CONFIGS: the default runs session and
 // 2026-07-28 rows of both stores; unknown and repeated names are refused.
 func TestLoadConfigs(t *testing.T) {
@@ -219,6 +274,13 @@ func TestLoadConfigs(t *testing.T) {
 		{"direct-traced", nil, true}, // only the gateway traces
 		{"floor-traced", nil, true},
 		{"sqlite-traced-modern", nil, true},
+		{"sqlite-bridged,postgres-modern-flow,sqlite-bridged-flow-traced", []string{"sqlite-bridged", "postgres-modern-flow", "sqlite-bridged-flow-traced"}, false},
+		{"direct-bridged", nil, true}, // the variants are the gateway's
+		{"floor-flow", nil, true},
+		{"sqlite-flow-bridged", nil, true}, // variants in variantSuffixes' order only
+		{"sqlite-traced-flow", nil, true},
+		{"sqlite-bridged-bridged", nil, true},
+		{"sqlite-bridged-modern", nil, true},
 		{"floor-modern", nil, true},        // the floor runs session clients only
 		{"floor-sqlite-modern", nil, true}, //
 		{"floor (baseline)", nil, true},

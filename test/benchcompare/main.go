@@ -12,11 +12,19 @@
 // headers), so that the session path and the stateless path are measured
 // side by side in one run.
 //
-// A store's configuration with the suffix -traced (sqlite-traced,
-// postgres-modern-traced, …), not in the default, runs the gateway with
-// traces on: every call sampled, its spans exported over OTLP/HTTP to a
-// sink in this process, so that its rows beside the untraced ones give
-// what traces cost per call.
+// A store's configuration may name variants, none in the default, after
+// its store and -modern, in this order, so that their rows beside the
+// plain ones give what each costs per call:
+//
+//   - -bridged (sqlite-bridged, …): two upstreams behind the gateway,
+//     declared in MCPGATE_UPSTREAMS_FILE, the sessions calling their
+//     bridged echo tools (half each) instead of the one upstream of
+//     MCPGATE_UPSTREAM_URL;
+//   - -flow (postgres-flow, …): the shipped flow rule set switched on for
+//     the workspace through the admin API;
+//   - -traced (sqlite-traced, postgres-modern-traced, …): traces on,
+//     every call sampled, its spans exported over OTLP/HTTP to a sink in
+//     this process.
 //
 // Three more configurations, not in the default, are the floor: what a Go
 // net/http gateway that does nothing but forward adds on this machine,
@@ -136,9 +144,9 @@ func loadArgs(args []string) (options, error) {
 	for f := range strings.SplitSeq(env("BENCH_CONFIGS", defaultConfigs), ",") {
 		f = strings.TrimSpace(f)
 		store, _, _ := parseConfig(f)
-		if strings.HasSuffix(f, baselineSuffix) || store != cfgDirect && !isGateway(f) && !isFloor(f) || isTraced(f) && !isGateway(f) {
-			return o, fmt.Errorf("BENCH_CONFIGS: %q is not direct, sqlite or postgres, with or without %s (and a store with or without %s after it), nor %s, %s or %s (session clients only)",
-				f, modernSuffix, tracedSuffix, cfgFloor, cfgFloorSQLite, cfgFloorPostgres)
+		if strings.HasSuffix(f, baselineSuffix) || store != cfgDirect && !isGateway(f) && !isFloor(f) || variantsOf(f).any() && !isGateway(f) {
+			return o, fmt.Errorf("BENCH_CONFIGS: %q is not direct, sqlite or postgres, with or without %s (and a store with any of %s after it, in that order), nor %s, %s or %s (session clients only)",
+				f, modernSuffix, strings.Join(variantSuffixes, ", "), cfgFloor, cfgFloorSQLite, cfgFloorPostgres)
 		}
 		if slices.Contains(o.configs, f) {
 			return o, fmt.Errorf("BENCH_CONFIGS: %q is listed twice", f)
@@ -450,6 +458,12 @@ func table(o options, results map[key][]result) string {
 	b.WriteString("\nCPU per call is user + system time from /proc/<pid>/stat over the measured window divided by the calls completed in it. \"PostgreSQL\" is the backends (and autovacuum workers) serving the run's own database; \"PostgreSQL server\" is every process of the server (postmaster, reaped and live children), so it adds the shared background processes (WAL writer, checkpointer, …) and whatever else uses the server meanwhile. \"client\" is the benchmark's own process, where the c load clients run (the Go SDK; at 2026-07-28 it sends _meta and headers with every call): the cores are shared, so a client that costs more leaves less for the rest, fewer calls/s, and at lower rates every process spends more CPU per call.\n")
 	if slices.ContainsFunc(o.configs, isFloor) {
 		b.WriteString("\nThe floor rows run test/benchfloor in the gateway's place: a net/http forwarder with no auth, policy or limits that, on floor-sqlite and floor-postgres, inserts one row per tools/call before forwarding it (committed synchronously) and updates it after (on PostgreSQL with synchronous_commit off), the least a Go gateway with the gateway's two store round trips adds here; their \"gateway CPU\" is the benchfloor process.\n")
+	}
+	if slices.ContainsFunc(o.configs, func(cfg string) bool { return variantsOf(cfg).bridged }) {
+		fmt.Fprintf(&b, "\nThe -bridged rows put two upstreams (two benchupstream processes) behind the gateway through MCPGATE_UPSTREAMS_FILE, the sessions calling their bridged tools %s in turn, instead of the one upstream of MCPGATE_UPSTREAM_URL; their upstream CPU is both processes'.\n", strings.Join(bridgedTools, " and "))
+	}
+	if slices.ContainsFunc(o.configs, func(cfg string) bool { return variantsOf(cfg).flow }) {
+		b.WriteString("\nThe -flow rows switch the shipped flow rule set on for the workspace (PUT /admin/v1/workspaces/{id}/flow-rules): every call loads its session's history and its reservation records it.\n")
 	}
 	for _, n := range notes {
 		b.WriteString("\n" + n + "\n")

@@ -64,8 +64,23 @@ const (
 	modernSuffix = "-modern"
 	// baselineSuffix marks a configuration run with options.baselineBin.
 	baselineSuffix = " (baseline)"
-	// tracedSuffix marks a gateway configuration with traces on
-	// (sqlite-traced, postgres-modern-traced, …): every call sampled
+	// The variants of a gateway configuration (none in defaultConfigs)
+	// follow its store and -modern, each at most once and in this order
+	// (variantSuffixes): sqlite-bridged, postgres-modern-flow,
+	// sqlite-bridged-flow-traced, ….
+	//
+	// bridgedSuffix: the gateway reaches two upstreams (two benchupstream
+	// processes) declared in MCPGATE_UPSTREAMS_FILE instead of one through
+	// MCPGATE_UPSTREAM_URL, and each session calls one of their bridged
+	// echo tools (bridgedTools), the sessions split between the two; the
+	// upstream CPU is both processes'.
+	bridgedSuffix = "-bridged"
+	// flowSuffix: the shipped flow rule set switched on for the
+	// benchmark's workspace through the admin API (PUT
+	// /admin/v1/workspaces/{id}/flow-rules), so every call loads its
+	// session's history and its reservation records it.
+	flowSuffix = "-flow"
+	// tracedSuffix: traces on, every call sampled
 	// (OTEL_TRACES_SAMPLER=always_on) and its spans exported over
 	// OTLP/HTTP to a sink in this process (traceSink), whose CPU is not
 	// the gateway's.
@@ -107,20 +122,80 @@ func isGateway(cfg string) bool {
 	return store == cfgSQLite || store == cfgPostgres
 }
 
+// variantSuffixes are the variants' suffixes in the order a configuration
+// names them.
+var variantSuffixes = []string{bridgedSuffix, flowSuffix, tracedSuffix}
+
+// variants are the variant suffixes a configuration names.
+type variants struct{ bridged, flow, traced bool }
+
+// any reports whether v names a variant.
+func (v variants) any() bool { return v != variants{} }
+
+// bridgedTools are the tools the sessions of a bridged configuration call,
+// session i the one at i modulo their number: benchupstream's echo under
+// each upstream's default prefix (its name and a dot).
+var bridgedTools = []string{"bench-a.echo", "bench-b.echo"}
+
 // parseConfig splits a configuration name into its store (cfgDirect,
 // cfgSQLite or cfgPostgres), whether its clients speak modernVersion, and
 // whether it runs options.baselineBin.
 func parseConfig(cfg string) (store string, modern, baseline bool) {
 	store, baseline = strings.CutSuffix(cfg, baselineSuffix)
-	store, _ = strings.CutSuffix(store, tracedSuffix)
+	store, _ = cutVariants(store)
 	store, modern = strings.CutSuffix(store, modernSuffix)
 	return store, modern, baseline
 }
 
-// isTraced reports whether cfg names tracedSuffix.
-func isTraced(cfg string) bool {
+// cutVariants is name without its variant suffixes, and the variants it
+// named (only in variantSuffixes' order: what is left otherwise stays in
+// the name, which is then no store).
+func cutVariants(name string) (string, variants) {
+	var v variants
+	named := []*bool{&v.bridged, &v.flow, &v.traced} // variantSuffixes' order
+	for i := len(variantSuffixes) - 1; i >= 0; i-- {
+		name, *named[i] = strings.CutSuffix(name, variantSuffixes[i])
+	}
+	return name, v
+}
+
+// variantsOf is the variants cfg names.
+func variantsOf(cfg string) variants {
 	name, _ := strings.CutSuffix(cfg, baselineSuffix)
-	return strings.HasSuffix(name, tracedSuffix)
+	_, v := cutVariants(name)
+	return v
+}
+
+// toolOf is the tool session i of cfg calls.
+func toolOf(cfg string, i int) string {
+	if variantsOf(cfg).bridged {
+		return bridgedTools[i%len(bridgedTools)]
+	}
+	return "echo"
+}
+
+// upstreamsFile writes, in dir, the MCPGATE_UPSTREAMS_FILE of a bridged
+// configuration: one read-tier upstream per URL, named after
+// bridgedTools, and returns its path.
+func upstreamsFile(dir string, urls []string) (string, error) {
+	type upstream struct {
+		Name string `json:"name"`
+		URL  string `json:"url"`
+		Tier string `json:"tier"`
+	}
+	var f struct {
+		Upstreams []upstream `json:"upstreams"`
+	}
+	for i, u := range urls {
+		name, _, _ := strings.Cut(bridgedTools[i], ".")
+		f.Upstreams = append(f.Upstreams, upstream{Name: name, URL: u, Tier: "read"})
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "upstreams.json")
+	return path, os.WriteFile(path, b, 0o600)
 }
 
 // traceSink is an OTLP/HTTP endpoint that takes every export and answers
@@ -205,6 +280,18 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	}
 	cleanups = append(cleanups, up.stop)
 	endpoint := up.url
+	v := variantsOf(cfg)
+	ups := []*proc{up} // every upstream of the run, whose CPU is the upstream's
+	if v.bridged {
+		for range bridgedTools[1:] {
+			more, err := startUpstream(o.upstreamBin, false)
+			if err != nil {
+				return res, err
+			}
+			cleanups = append(cleanups, more.stop)
+			ups = append(ups, more)
+		}
+	}
 
 	var gw *proc
 	var meter *backendMeter
@@ -266,7 +353,27 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 			extra = []string{"MCPGATE_METRICS_LISTEN=" + profileURL, "MCPGATE_PPROF=true"}
 			profileURL = "http://" + profileURL + "/debug/pprof/profile"
 		}
-		if isTraced(cfg) {
+		if v.bridged {
+			dir, err := os.MkdirTemp(o.tmp, "upstreams-")
+			if err != nil {
+				return res, err
+			}
+			cleanups = append(cleanups, func() { _ = os.RemoveAll(dir) })
+			urls := make([]string, len(ups))
+			for i, u := range ups {
+				urls[i] = u.url
+			}
+			file, err := upstreamsFile(dir, urls)
+			if err != nil {
+				return res, err
+			}
+			extra = append(extra, "MCPGATE_UPSTREAMS_FILE="+file)
+		} else {
+			// echo is not in the SupaCloud catalog; as a read-tier tool it
+			// has only the per-task bucket.
+			extra = append(extra, "MCPGATE_UPSTREAM_URL="+up.url, "MCPGATE_UPSTREAM_TIER=read")
+		}
+		if v.traced {
 			sink, stop, err := traceSink()
 			if err != nil {
 				return res, err
@@ -274,11 +381,11 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 			cleanups = append(cleanups, stop)
 			extra = append(extra, "OTEL_EXPORTER_OTLP_ENDPOINT="+sink, "OTEL_TRACES_SAMPLER=always_on")
 		}
-		if gw, err = startGateway(bin, dbURL, up.url, extra...); err != nil {
+		if gw, err = startGateway(bin, dbURL, extra...); err != nil {
 			return res, err
 		}
 		cleanups = append(cleanups, gw.stop)
-		if err := seed(ctx, gw.url, c); err != nil {
+		if err := seed(ctx, gw.url, c, v.flow); err != nil {
 			return res, fmt.Errorf("seeding the gateway: %w\n%s", err, gw.logs())
 		}
 		endpoint = gw.url + "/mcp"
@@ -313,7 +420,7 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	for i, s := range sessions {
 		lat[i] = make([]time.Duration, 0, 1<<16)
 		wg.Go(func() {
-			params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": fmt.Sprintf("hello from session %d", i)}}
+			params := &mcp.CallToolParams{Name: toolOf(cfg, i), Arguments: map[string]any{"text": fmt.Sprintf("hello from session %d", i)}}
 			pace := newPacer(o.rate, c, i)
 			for lctx.Err() == nil {
 				if !pace.wait(lctx) {
@@ -359,7 +466,7 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	// before it. The CPU window is therefore the calls' window, plus the
 	// calls in flight at its edges (at most c of them, not counted).
 	winStart.Store(int64(time.Since(base)))
-	gw0, up0, cl0 := cpuOf(gw), cpuOf(up), selfCPU()
+	gw0, up0, cl0 := cpuOf(gw), cpuOf(ups...), selfCPU()
 	if meter != nil {
 		meter.Start()
 	}
@@ -380,7 +487,7 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	if meter != nil {
 		pgUse = meter.Stop()
 	}
-	gw1, up1, cl1 := cpuOf(gw), cpuOf(up), selfCPU()
+	gw1, up1, cl1 := cpuOf(gw), cpuOf(ups...), selfCPU()
 	winEnd.Store(int64(time.Since(base)))
 	res.window = time.Duration(winEnd.Load() - winStart.Load())
 	stopLoad()
@@ -415,12 +522,17 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 	return res, nil
 }
 
-func cpuOf(p *proc) time.Duration {
-	if p == nil {
-		return 0
+// cpuOf is the CPU time so far of the processes ps, summed (nil ones
+// count 0).
+func cpuOf(ps ...*proc) time.Duration {
+	var sum time.Duration
+	for _, p := range ps {
+		if p != nil {
+			d, _ := processCPU(p.cmd.Process.Pid)
+			sum += d
+		}
 	}
-	d, _ := processCPU(p.cmd.Process.Pid)
-	return d
+	return sum
 }
 
 // pacer spaces one session's calls so that c sessions together make rate
@@ -580,17 +692,14 @@ func startFloor(bin string, args []string) (*proc, error) {
 }
 
 // startGateway runs `mcpgate serve` (production mode, not --dev) on a free
-// loopback port in front of the upstream, on the store dbURL names.
-func startGateway(bin, dbURL, upstreamURL string, extraEnv ...string) (*proc, error) {
+// loopback port, on the store dbURL names; extraEnv names its upstreams
+// (MCPGATE_UPSTREAM_URL or MCPGATE_UPSTREAMS_FILE) and any other setting.
+func startGateway(bin, dbURL string, extraEnv ...string) (*proc, error) {
 	env := []string{
 		"MCPGATE_LISTEN=127.0.0.1:0",
 		"MCPGATE_DATABASE_URL=" + dbURL,
 		"MCPGATE_JWT_SECRET=" + jwtSecret,
 		"MCPGATE_ADMIN_TOKEN=" + adminToken,
-		"MCPGATE_UPSTREAM_URL=" + upstreamURL,
-		// echo is not in the SupaCloud catalog; as a read-tier tool it has
-		// only the per-task bucket.
-		"MCPGATE_UPSTREAM_TIER=read",
 		"MCPGATE_LOG_FORMAT=json",
 		"AGENT_MCP_TOOL_RATE_LIMIT=" + perTaskLimit,
 	}
@@ -666,9 +775,10 @@ func redact(raw string) string {
 // ---- the gateway's workspace, and the MCP sessions ----
 
 // seed creates, through the admin API, the workspace, its member, a
-// profile granting the read tier (echo is a read-tier tool) and one running
-// task per session.
-func seed(ctx context.Context, base string, c int) error {
+// profile granting the read tier (echo, and the bridged echo tools, are
+// read-tier tools) and one running task per session; with flow, it then
+// switches the flow rule set on for the workspace.
+func seed(ctx context.Context, base string, c int, flow bool) error {
 	ws := "/workspaces/" + workspace
 	reqs := []struct {
 		path string
@@ -683,6 +793,12 @@ func seed(ctx context.Context, base string, c int) error {
 			path string
 			body any
 		}{fmt.Sprintf("%s/tasks/task-%d", ws, i), map[string]any{"status": "running"}})
+	}
+	if flow {
+		reqs = append(reqs, struct {
+			path string
+			body any
+		}{ws + "/flow-rules", map[string]any{"enabled": true}})
 	}
 	for _, r := range reqs {
 		body, _ := json.Marshal(r.body)
