@@ -8,9 +8,10 @@ import data.supacloud
 # lists. One session per rule path: every failed session gate (an invalid
 # edition, no member, a task not running, a profile not in the workspace)
 # fails agent_session_ok, which visible_tools and the decision both check
-# first, so "task completed" stands for them all here; the others' listings
-# are asserted in matrix_gated_counts and their refusals by
-# test_edition_gate, test_profile_not_in_workspace and session_test.rego.
+# first, so "task completed" and "non-member full" stand for them all here;
+# the others' listings are asserted by
+# test_matrix_gated_sessions_list_nothing and their refusals by
+# test_edition_gate and test_profile_not_in_workspace.
 matrix_grant_sessions := {
 	"community owner full": [with_profile(["supacloud.full"], null), 71],
 	"empty allowlist": [with_profile([], null), 8],
