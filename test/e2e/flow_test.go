@@ -18,10 +18,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// bundleWithFlowRules is the shipped bundle with the flow rule set of
-// surface switched on as rules says, and one test of its own instead of
-// the shipped ones (a folder runs its tests when it loads).
-func bundleWithFlowRules(t *testing.T, surface, rules string) string {
+// bundleWithoutTests is a copy of the shipped bundle in a temporary
+// folder without its tests, for a test to change a rule and add a test of
+// its own (a folder runs its tests when it loads).
+func bundleWithoutTests(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	must(t, os.CopyFS(dir, policies.FS))
@@ -31,6 +31,15 @@ func bundleWithFlowRules(t *testing.T, surface, rules string) string {
 		}
 		return err
 	}))
+	return dir
+}
+
+// bundleWithFlowRules is the shipped bundle with the flow rule set of
+// surface switched on as rules says, and one test of its own instead of
+// the shipped ones (a folder runs its tests when it loads).
+func bundleWithFlowRules(t *testing.T, surface, rules string) string {
+	t.Helper()
+	dir := bundleWithoutTests(t)
 	f := filepath.Join(dir, surface, "flow.rego")
 	b, err := os.ReadFile(f)
 	must(t, err)
