@@ -202,21 +202,29 @@ func (s *stack) startGateway() error {
 // launchGateway runs `mcpgate serve --dev` with env, logging to logFile, and
 // returns its base URL (http://127.0.0.1:PORT) once the banner shows it.
 func (s *stack) launchGateway(logFile string, env []string) (string, error) {
+	u, _, err := s.launchGatewayProcess(logFile, env)
+	return u, err
+}
+
+// launchGatewayProcess is launchGateway that also returns the process, for
+// a test to stop it before what it depends on goes away (the stack stops
+// it at the end otherwise).
+func (s *stack) launchGatewayProcess(logFile string, env []string) (string, *process, error) {
 	banner := &bannerWatcher{found: make(chan string, 1)}
 	p, err := startProcess(logFile, banner, env, os.Getenv("MCPGATE_BIN"), "serve", "--dev")
 	if err != nil {
-		return "", fmt.Errorf("gateway: %w", err)
+		return "", nil, fmt.Errorf("gateway: %w", err)
 	}
 	s.mu.Lock()
 	s.procs = append(s.procs, p)
 	s.mu.Unlock()
 	select {
 	case u := <-banner.found:
-		return u, nil
+		return u, p, nil
 	case <-p.done:
-		return "", fmt.Errorf("gateway exited before listening: %v", p.err)
+		return "", p, fmt.Errorf("gateway exited before listening: %v", p.err)
 	case <-time.After(30 * time.Second):
-		return "", errors.New("gateway printed no banner within 30 s")
+		return "", p, errors.New("gateway printed no banner within 30 s")
 	}
 }
 
