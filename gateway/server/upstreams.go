@@ -176,7 +176,9 @@ func (s *bridgedSync) sync(reload bool) {
 	}
 	listed := b.Tools()
 	rev := bridge.ReviewTools(s.name, b.Upstreams(), listed, s.pins, time.Now().UTC())
-	if len(rev.Add)+len(rev.Update) > 0 {
+	// Twice at most: a write another replica beat (EConflict) is reviewed
+	// again against the pins as it left them.
+	for round := 0; round < 2 && len(rev.Add)+len(rev.Update) > 0; round++ {
 		for _, p := range rev.Add {
 			added, err := s.store.AddToolPin(ctx, p)
 			if err != nil {
@@ -186,7 +188,9 @@ func (s *bridgedSync) sync(reload bool) {
 			}
 		}
 		for _, p := range rev.Update {
-			if err := s.store.UpdateToolPin(ctx, p); err != nil {
+			if err := s.store.UpdateToolPin(ctx, p); gateway.ErrorCodeOf(err) == gateway.EConflict {
+				continue // another replica wrote this change, or decided it, first: it records it
+			} else if err != nil {
 				s.log.Warn("bridged tool pin not updated", zap.String("upstream", p.Upstream), zap.String("tool", p.Tool), zap.Error(err))
 				continue
 			}

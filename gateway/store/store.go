@@ -388,7 +388,11 @@ type Pins interface {
 	AddToolPin(ctx context.Context, p gateway.ToolPin) (bool, error)
 	// UpdateToolPin replaces the state, change, renamed_from, hash,
 	// definition, current_hash and current of the pin p names (a
-	// quarantine, or a pinned definition the upstream lists again);
+	// quarantine, or a pinned definition the upstream lists again),
+	// only while the stored pin still holds p's pinned hash and is not
+	// already quarantined with p's current definition: EConflict when
+	// another replica wrote that change or decided the pin first (so one
+	// replica records each quarantine, and no review undoes a decision);
 	// ENotFound when there is none.
 	UpdateToolPin(ctx context.Context, p gateway.ToolPin) error
 	// DecideToolPin approves (the current definition becomes the pinned

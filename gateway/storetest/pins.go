@@ -55,6 +55,40 @@ var pinTests = []test{
 			t.Errorf("%d of 8 concurrent first sights inserted; want 1", inserted)
 		}
 	}},
+	{"of replicas quarantining one change at once exactly one writes it; a review older than a decision does not undo it", func(t *testing.T, s Store) {
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		_, err := s.AddToolPin(ctx(t), pin("drift", "sha256:old", now))
+		must(t, err, "AddToolPin")
+		q := pin("drift", "sha256:old", now)
+		q.State, q.Change, q.CurrentHash, q.Current = gateway.PinQuarantined, gateway.PinChangeDefinition, "sha256:new", json.RawMessage(`{"name":"drift","description":"new"}`)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		codes := map[gateway.ErrorCode]int{}
+		for range 8 {
+			wg.Go(func() {
+				err := s.UpdateToolPin(ctx(t), q)
+				mu.Lock()
+				defer mu.Unlock()
+				codes[gateway.ErrorCodeOf(err)]++
+			})
+		}
+		wg.Wait()
+		if codes[""] != 1 || codes[gateway.EConflict] != 7 {
+			t.Errorf("8 concurrent quarantines of one change: %v; want 1 written and 7 EConflict", codes)
+		}
+		_, err = s.DecideToolPin(ctx(t), gateway.SurfaceSupaCloud, "forge", "drift", true, "ada", now)
+		must(t, err, "approve")
+		stale := q // reviewed against the pin before the approval, the upstream listing yet another definition
+		stale.CurrentHash, stale.Current = "sha256:third", json.RawMessage(`{"name":"drift","description":"third"}`)
+		wantCode(t, s.UpdateToolPin(ctx(t), stale), gateway.EConflict, "a quarantine reviewed against the pin before its approval")
+		pins, err := s.ToolPins(ctx(t))
+		must(t, err, "ToolPins")
+		for _, p := range pins {
+			if p.Tool == "drift" && (p.State != gateway.PinPinned || p.Hash != "sha256:new") {
+				t.Errorf("after the stale review: %+v; want the approved definition still pinned", p)
+			}
+		}
+	}},
 	{"a quarantined tool is approved or rejected once, with decided_by", func(t *testing.T, s Store) {
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		for _, tool := range []string{"a", "b"} {

@@ -42,7 +42,8 @@ func (c *client) listedTools(t *testing.T) []string {
 // the other two serve the new definition within 1 s, and a rejection
 // through the third has the first two refuse the new tool as rejected
 // within 1 s: the pins and decisions are in the store and every process
-// hears them on the change feed.
+// hears them on the change feed. Each drift is one audit event, however
+// many processes saw it.
 func TestBridgedDecisionsAcrossProcesses(t *testing.T) {
 	dbURL := pgtest.SchemaURL(t)
 	s, upURL := upstreamtest.Start(t, "issues.list")
@@ -136,6 +137,29 @@ func TestBridgedDecisionsAcrossProcesses(t *testing.T) {
 		if m := metricsOf(t, p.url); !strings.Contains(m, `mcpgate_upstream_tools{state="rejected",upstream="forge"} 1`) {
 			t.Errorf("process %d: /metrics does not count the rejected tool:\n%s", i, grepMetric(m, "mcpgate_upstream_tools"))
 		}
+	}
+	// Three processes saw each drift; each is one audit event, by the
+	// process whose write quarantined it (written after it: polled).
+	drift := map[string]int{}
+	for deadline := time.Now().Add(5 * time.Second); drift["issues.list"] == 0 || drift["issues.reopen"] == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			break
+		}
+		var evs struct {
+			Events []struct {
+				Tool string `json:"tool"`
+			} `json:"events"`
+		}
+		if err := json.Unmarshal(admin(t, procs[0].url, http.MethodGet, "/audit-events?kind=upstream&actor=gateway", nil), &evs); err != nil {
+			t.Fatal(err)
+		}
+		drift = map[string]int{}
+		for _, ev := range evs.Events {
+			drift[ev.Tool]++
+		}
+	}
+	if drift["issues.list"] != 1 || drift["issues.reopen"] != 1 {
+		t.Errorf("quarantine audit events by tool: %v; want one each for issues.list and issues.reopen", drift)
 	}
 }
 

@@ -87,16 +87,34 @@ ON CONFLICT (surface, upstream, tool) DO NOTHING`
 
 // UpdateToolPin replaces what a review of the upstream's listing changes
 // in the pin p names (state, change, renamed_from, hash, definition,
-// current_hash, current, updated_at); ENotFound when there is none.
+// current_hash, current, updated_at), only while the stored pin still
+// holds the pinned hash p was reviewed against and is not yet quarantined
+// with p's current definition: of replicas reviewing one change at once
+// one writes it, and a review made before another replica's decision
+// does not undo that decision (both get EConflict). ENotFound when there
+// is no such pin.
 func (c *Core) UpdateToolPin(ctx context.Context, p gateway.ToolPin) error {
 	if err := checkPin(p); err != nil {
 		return err
 	}
 	const q = `UPDATE upstream_tool_pins SET state = ?, change = ?, renamed_from = ?, hash = ?, definition = ?,
-current_hash = ?, current = ?, updated_at = ? WHERE surface = ? AND upstream = ? AND tool = ?`
+current_hash = ?, current = ?, updated_at = ? WHERE surface = ? AND upstream = ? AND tool = ?
+AND hash = ? AND NOT (state = ? AND current_hash = ?)`
 	res, err := c.W.ExecContext(ctx, c.Q(q), string(p.State), p.Change, p.RenamedFrom, p.Hash, string(p.Definition),
-		p.CurrentHash, string(p.Current), c.Time(p.UpdatedAt), p.Surface, p.Upstream, p.Tool)
-	return c.ExpectOne(res, err, pinGone(p.Surface, p.Upstream, p.Tool))
+		p.CurrentHash, string(p.Current), c.Time(p.UpdatedAt), p.Surface, p.Upstream, p.Tool,
+		p.Hash, string(p.State), p.CurrentHash)
+	if err := c.ExpectOne(res, err, pinGone(p.Surface, p.Upstream, p.Tool)); gateway.ErrorCodeOf(err) != gateway.ENotFound {
+		return err
+	}
+	var n int
+	if err := c.W.GetContext(ctx, &n, c.Q(`SELECT COUNT(*) FROM upstream_tool_pins WHERE surface = ? AND upstream = ? AND tool = ?`),
+		p.Surface, p.Upstream, p.Tool); err != nil {
+		return c.DriverError(err)
+	}
+	if n == 0 {
+		return gateway.Errorf(gateway.ENotFound, "%s", pinGone(p.Surface, p.Upstream, p.Tool))
+	}
+	return gateway.Errorf(gateway.EConflict, "tool %q of upstream %q was reviewed or decided through another replica first; its pin is read again from the change feed", p.Tool, p.Upstream)
 }
 
 // DecideToolPin approves or rejects a quarantined tool in one
