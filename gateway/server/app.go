@@ -287,7 +287,7 @@ func (a *App) deps(log *zap.Logger, version string, reg *prometheus.Registry, su
 		MaxBatchMessages: cfg.MaxBatchMessages, MaxBatchReplyBytes: cfg.MaxBatchReplyBytes, MaxHeldBodyBytes: cfg.MaxHeldBodyBytes,
 		HTTP: cfg.HTTP, ProbesApart: cfg.MetricsListen != "", Pprof: cfg.Pprof, WriteTimeout: cfg.WriteTimeout, Callers: a.Callers,
 		SessionSecret: cfg.SessionSecret, SessionEnds: replica.NewSessionEndCache(a.Store, 0, !a.feed.Shared()),
-		Explain: a.explain(main.Adapter), Keys: a.Keys, Traced: a.tracer != nil,
+		Explain: a.explain(main), Keys: a.Keys, Traced: a.tracer != nil,
 	}
 	if approvalsSvc != nil {
 		d.Approvals = approvalsSvc
@@ -389,15 +389,16 @@ func (a *App) listen(ctx context.Context, log *zap.Logger, answers *replica.Answ
 }
 
 // explain is the explainer of POST /admin/v1/explain over the App's
-// store and each surface's catalog, adapter (for resources) and callers;
+// store and each surface's registry (catalog and bridged tools), adapter
+// (for resources) and callers;
 // it explains with each surface's live engine (liveExplainer), so its
 // decisions name the revision the surface's audit rows name.
-func (a *App) explain(adapter pipeline.Adapter) admin.Explainer {
+func (a *App) explain(main *Surface) admin.Explainer {
 	d := ExplainDeps{Store: a.Store, Surfaces: map[string]ExplainSurface{
-		gateway.SurfaceSupaCloud: {Catalog: a.Catalog, Adapter: adapter, Explainer: liveExplainer(a.Policy)},
+		gateway.SurfaceSupaCloud: {Catalog: a.Catalog, Registry: main.Registry, Adapter: main.Adapter, Explainer: liveExplainer(a.Policy)},
 	}}
 	if a.CC != nil {
-		d.Surfaces[gateway.SurfaceCCServer] = ExplainSurface{Catalog: a.CC.Catalog, Adapter: a.CC.Adapter,
+		d.Surfaces[gateway.SurfaceCCServer] = ExplainSurface{Catalog: a.CC.Catalog, Registry: a.CC.Registry, Adapter: a.CC.Adapter,
 			Explainer: liveExplainer(a.CC.Policy), Callers: memberships{a.Store}}
 	}
 	return Explain(d)

@@ -41,6 +41,11 @@ type ExplainSurface struct {
 	// built once (its error is returned to every request).
 	Explainer func() (*policy.Explainer, error)
 	Catalog   *tools.Catalog
+	// Registry, when set, is the surface's registry (Catalog with the
+	// bridged tools on top, docs/requirements.md#bridged-tools): a call is
+	// explained against its tools now, a quarantined tool refused as the
+	// request path refuses it. nil explains against Catalog alone.
+	Registry *tools.Registry
 	// Adapter looks up the record a call addresses (approval.decide's
 	// gate, a cc_server ticket's workspace) when it is a
 	// pipeline.ResourceResolver, as the request path does; it is never
@@ -87,7 +92,11 @@ func explainCall(ctx context.Context, d ExplainDeps, req admin.ExplainRequest) (
 	if !ok {
 		return nil, gateway.Errorf(gateway.EInvalid, "this gateway does not serve the %s surface, so its calls cannot be explained here; start it with that surface on (cc_server: MCPGATE_CCSERVER_LISTEN)", name)
 	}
-	if _, ok := sf.Catalog.Lookup(req.Tool); !ok {
+	cat := sf.Catalog
+	if sf.Registry != nil {
+		cat = sf.Registry.Catalog()
+	}
+	if _, ok := cat.Lookup(req.Tool); !ok {
 		return nil, gateway.Errorf(gateway.EInvalid, "tool %q is not in the catalog of the %s surface, so the gateway answers it as an unknown tool before any policy runs; use a tool name from tools/list", req.Tool, name)
 	}
 	args, err := explainArgs(req.Args)
@@ -113,7 +122,7 @@ func explainCall(ctx context.Context, d ExplainDeps, req admin.ExplainRequest) (
 	// (its engine, a pipeline.FlowScope), so that the explanation shows
 	// the taint.
 	flows, _ := d.Store.(pipeline.FlowStore)
-	dry := &pipeline.Pipeline{Catalog: sf.Catalog, Callers: callers, Surface: name, Flows: flows,
+	dry := &pipeline.Pipeline{Catalog: cat, Registry: sf.Registry, Callers: callers, Surface: name, Flows: flows,
 		Decider: x.Engine(), WorkspaceFromPolicy: name == gateway.SurfaceCCServer}
 	resolver, _ := sf.Adapter.(pipeline.ResourceResolver)
 	if resolver != nil {
@@ -132,7 +141,7 @@ func explainCall(ctx context.Context, d ExplainDeps, req admin.ExplainRequest) (
 	if ref := c.Tool.Resource; ref != nil && c.Resource["id"] == "" {
 		ans.Notes = append(ans.Notes, fmt.Sprintf("the call names no %s (argument %s), so the policy sees no record", ref.Kind, ref.IDArgument))
 	}
-	ex, err := x.Explain(ctx, p, c.Caller, c.ToolRef(), sf.Catalog.PolicyArguments(c.Tool.Name, args))
+	ex, err := x.Explain(ctx, p, c.Caller, c.ToolRef(), cat.PolicyArguments(c.Tool.Name, args))
 	if err != nil {
 		return nil, err
 	}

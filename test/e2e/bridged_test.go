@@ -13,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/auth"
 	"github.com/mcpgate/mcpgate/test/upstreamtest"
 )
 
@@ -21,21 +23,21 @@ import (
 // on /mcp and /api/mcp, on both stores.
 
 // bundleWithBridgedTools is the shipped bundle, without its tests, with
-// data.supacloud.bridged_tools set to overrides (a Rego object) and one
+// data.<surface>.bridged_tools set to overrides (a Rego object) and one
 // test of its own (a folder runs its tests when it loads).
-func bundleWithBridgedTools(t *testing.T, overrides string) string {
+func bundleWithBridgedTools(t *testing.T, surface, overrides string) string {
 	t.Helper()
 	dir := bundleWithoutTests(t)
-	f := filepath.Join(dir, "supacloud", "bridged.rego")
+	f := filepath.Join(dir, surface, "bridged.rego")
 	b, err := os.ReadFile(f)
 	must(t, err)
 	const none = "bridged_tools := {}"
 	if !strings.Contains(string(b), none) {
-		t.Fatalf("supacloud/bridged.rego no longer holds %s", none)
+		t.Fatalf("%s/bridged.rego no longer holds %s", surface, none)
 	}
 	must(t, os.WriteFile(f, []byte(strings.Replace(string(b), none, "bridged_tools := "+overrides, 1)), 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, "supacloud", "overrides_test.rego"),
-		[]byte("package supacloud_test\n\ntest_bridged_tools_set if count(data.supacloud.bridged_tools) > 0\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, surface, "overrides_test.rego"),
+		[]byte("package "+surface+"_test\n\ntest_bridged_tools_set if count(data."+surface+".bridged_tools) > 0\n"), 0o644))
 	return dir
 }
 
@@ -111,7 +113,7 @@ func TestBridgedTools(t *testing.T) {
 			g := startGateway(t, dbURL(t), map[string]string{
 				"MCPGATE_UPSTREAMS_FILE":   file,
 				"MCPGATE_UPSTREAM_TIMEOUT": "5s",
-				"MCPGATE_POLICY_DIR":       bundleWithBridgedTools(t, `{"forge.issues.list": {"tier": "read", "coordinator_scopes": ["mcp:read"]}}`),
+				"MCPGATE_POLICY_DIR":       bundleWithBridgedTools(t, "supacloud", `{"forge.issues.list": {"tier": "read", "coordinator_scopes": ["mcp:read"]}}`),
 			})
 			s, ctx := g.app.Store, context.Background()
 			must(t, s.PutWorkspace(ctx, &gateway.Workspace{ID: "ws-a", Name: "A", Slug: "a"}))
@@ -211,6 +213,65 @@ func TestBridgedTools(t *testing.T) {
 			})
 			if metrics := get(t, g.srv.URL+"/metrics", ""); !contains(metrics, `mcpgate_upstream_tools{state="pinned",upstream="forge"} 2`) {
 				t.Errorf("/metrics lacks mcpgate_upstream_tools{state=\"pinned\",upstream=\"forge\"} 2")
+			}
+		})
+	}
+}
+
+// TestBridgedToolsCCServerOverrides: on both stores, policy data gives a
+// bridged cc_server tool the action class networkEgress and a group of
+// its own (docs/requirements.md#bridged-tools): the policy decides with
+// both (POST /admin/v1/explain shows them, and the upstream's
+// readOnlyHint only as its claim), and in chat mode the tool now waits for
+// a person's approval like a catalog action tool (refused at once with
+// approval.no_person when nobody could approve), while the same
+// upstream's tool without an override runs.
+func TestBridgedToolsCCServerOverrides(t *testing.T) {
+	t.Parallel()
+	for kind, dbURL := range storeKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			browser, browserURL := upstreamtest.Start(t, "read_page")
+			upstreamtest.SetTool(browser, "open_page", "Open a page.", true) // claims it only reads
+			file := filepath.Join(t.TempDir(), "upstreams.json")
+			must(t, os.WriteFile(file, []byte(`{"upstreams":[{"name":"browser","surface":"ccserver","url":"`+browserURL+`","group":"rigs"}]}`), 0o600))
+			g := startCCGatewayEnv(t, dbURL(t), map[string]string{
+				"MCPGATE_UPSTREAMS_FILE":   file,
+				"MCPGATE_UPSTREAM_TIMEOUT": "5s",
+				"MCPGATE_POLICY_DIR":       bundleWithBridgedTools(t, "ccserver", `{"browser.open_page": {"group": "browsing", "action_classes": ["networkEgress"]}}`),
+			})
+			cs := g.ccConnect(t, g.ccToken(t, auth.CCClaims{Subject: "ada"}), false)
+			ws := map[string]any{"workspace_id": "ws-acme"}
+			ctx := context.Background()
+			mine, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_my_tools", Arguments: ws})
+			if err != nil || mine.IsError {
+				t.Fatalf("list_my_tools: %v %+v", err, mine)
+			}
+			// Both tools are callable (the one with action classes after a
+			// person's approval, like a catalog action tool).
+			if b, _ := json.Marshal(mine.StructuredContent); !contains(string(b), `"name":"browser.open_page"`) || !contains(string(b), `"name":"browser.read_page"`) {
+				t.Errorf("list_my_tools: %s; want both bridged tools callable", b)
+			}
+			// The policy decides with the overridden group and action
+			// classes, and sees the upstream's claim as a claim (the
+			// explanation shows its decision and input).
+			code, body := adminDo(t, g.gatewayUnderTest, http.MethodPost, "/explain", "e2e-admin-token",
+				`{"surface":"ccserver","user":"ada","tool":"browser.open_page","args":{"workspace_id":"ws-acme"}}`)
+			for _, want := range []string{`"group":"browsing"`, `"action_classes":["networkEgress"]`, `"approval_required":true`, `"upstream_annotations":{"idempotentHint":false,"readOnlyHint":true}`} {
+				if code != http.StatusOK || !contains(body, want) {
+					t.Errorf("POST /admin/v1/explain of the bridged tool: %d, lacks %s: %s", code, want, body)
+				}
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser.read_page", Arguments: ws})
+			if err != nil || res.IsError || textOf(res) != "read_page ran" {
+				t.Errorf("the tool without an override: %v %+v; want it to run", err, res)
+			}
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser.open_page", Arguments: ws})
+			if err != nil || !res.IsError || !contains(textOf(res), "no one who could approve it is connected") {
+				t.Fatalf("the tool with action classes: %v %+v; want it held for a person's approval", err, res)
+			}
+			if ev := g.lastCCAudit(t, "browser.open_page"); ev.Status != gateway.AuditDenied || !containsCode(ev.ReasonCodes, approvals.ReasonNoPerson) {
+				t.Errorf("audit row of the held call: %s %v", ev.Status, ev.ReasonCodes)
 			}
 		})
 	}
