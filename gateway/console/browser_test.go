@@ -536,7 +536,8 @@ func TestBrowser(t *testing.T) {
 	// quarantined bridged tool on the Upstreams page: the side-by-side
 	// diff shows the changed description (the upstream's markup as text,
 	// no script), Approve pins the current definition as decided by her,
-	// and the page comes back without the tool under review.
+	// Reject keeps another tool out as decided by her, and the page comes
+	// back without the tool under review each time.
 	g.seedPins(t)
 	run("upstreams",
 		chromedp.SendKeys(chromedp.ID("operator"), "grace"),
@@ -563,6 +564,17 @@ func TestBrowser(t *testing.T) {
 	}
 	if eval("issues.create still under review", `document.querySelector('section.review[data-tool="issues.create"]') !== null`) {
 		t.Error("the page after Approve still shows issues.create under review")
+	}
+	run("reject a bridged tool",
+		navigates(chromedp.Click(chromedp.CSS(`button[aria-label="Reject forge.issues.close"]`))),
+		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
+		shot("22c-upstreams-rejected"),
+	)
+	if got := g.storedPin(t, "issues.close"); got.State != gateway.PinRejected || got.DecidedBy != "grace" {
+		t.Errorf("issues.close after Reject in the browser: %s by %q; want rejected by grace", got.State, got.DecidedBy)
+	}
+	if eval("issues.close still under review", `document.querySelector('section.review[data-tool="issues.close"]') !== null`) {
+		t.Error("the page after Reject still shows issues.close under review")
 	}
 	run("sign out of the upstreams page",
 		navigates(chromedp.Click(`//button[text()="Sign out"]`)),
