@@ -98,7 +98,7 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 // the tool is quarantined (gone from tools/list, the client told, a call
 // refused with tool.quarantined), an audit row and a metric; an approval
 // through the admin API serves the new definition again and tells the
-// client.
+// client. A rename and a new tool are quarantined as well.
 func TestBridgedTools(t *testing.T) {
 	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
@@ -213,6 +213,26 @@ func TestBridgedTools(t *testing.T) {
 			})
 			if metrics := get(t, g.srv.URL+"/metrics", ""); !contains(metrics, `mcpgate_upstream_tools{state="pinned",upstream="forge"} 2`) {
 				t.Errorf("/metrics lacks mcpgate_upstream_tools{state=\"pinned\",upstream=\"forge\"} 2")
+			}
+
+			// A rename (issues.close's definition under a new name) and a
+			// tool new since the first review are quarantined too.
+			forge.RemoveTools("issues.close")
+			upstreamtest.SetTool(forge, "issues.shut", "Close an issue.", true)
+			upstreamtest.SetTool(forge, "issues.reopen", "Reopen an issue.", true)
+			eventually(t, 10*time.Second, "the rename and the new tool to be reviewed", func() bool {
+				code, body := adminDo(t, g, http.MethodGet, "/upstreams/forge/tools", "e2e-admin-token", "")
+				return code == http.StatusOK && contains(body, `"renamed_from":"issues.close"`) && contains(body, `"change":"new"`)
+			})
+			got := listed(t, cs)
+			for tool, what := range map[string]string{"forge.issues.shut": "a rename", "forge.issues.reopen": "new since the upstream was first reviewed"} {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+				if got[tool] || err != nil || !res.IsError || !containsString(denialCodes(res), "tool.quarantined") || !contains(textOf(res), what) {
+					t.Errorf("%s: listed %v, call %v %+v; want it unlisted and refused with tool.quarantined saying %q", tool, got[tool], err, res, what)
+				}
+			}
+			if !got["forge.issues.list"] {
+				t.Errorf("tools/list lost the approved tool: %v", got)
 			}
 		})
 	}
