@@ -20,8 +20,12 @@ import (
 // FlowSession returns the history of key: an empty one (no reads, no
 // tools) when nothing was recorded under it.
 func (c *Core) FlowSession(ctx context.Context, key string) (*gateway.FlowSession, error) {
+	stmt, err := c.flowRead.Get(ctx, c.R, c.DriverError)
+	if err != nil {
+		return nil, err
+	}
 	var reads, tools string
-	err := c.R.QueryRowxContext(ctx, c.Q(`SELECT reads, tools FROM flow_sessions WHERE flow_key = ?`), key).Scan(&reads, &tools)
+	err = stmt.QueryRowContext(ctx, key).Scan(&reads, &tools)
 	s := &gateway.FlowSession{Key: key}
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, nil
@@ -45,6 +49,27 @@ func decodeFlow(reads, tools string, s *gateway.FlowSession) error {
 	return nil
 }
 
+// selectFlow reads a session's history (FlowSession).
+const selectFlow = `SELECT reads, tools FROM flow_sessions WHERE flow_key = ?`
+
+// saveFlow writes a session's history back (recordFlow).
+const saveFlow = `UPDATE flow_sessions SET reads = ?, tools = ? WHERE flow_key = ?`
+
+// prepareFlow prepares lockFlow and saveFlow on W when r records in a
+// session, before the reservation's transaction takes a connection: on
+// SQLite W is one connection, which a prepare inside the transaction
+// would wait for.
+func (c *Core) prepareFlow(ctx context.Context, r gateway.Reservation) error {
+	if r.Flow == nil {
+		return nil
+	}
+	if _, err := c.flowLock.Get(ctx, c.W, c.DriverError); err != nil {
+		return err
+	}
+	_, err := c.flowSave.Get(ctx, c.W, c.DriverError)
+	return err
+}
+
 // lockFlow creates the row of key unless it exists and returns it as the
 // transaction now holds it: the upsert takes the row's lock on
 // PostgreSQL (a concurrent reservation of the same key waits for this
@@ -56,13 +81,17 @@ VALUES (?, ?, ?, '[]', '[]', ?)
 ON CONFLICT (flow_key) DO UPDATE SET updated_at = excluded.updated_at
 RETURNING reads, tools`
 
-// lockFlowIn locks r.Flow's row in tx (lockFlow) and reports whether its
+// lockFlowIn locks r.Flow's row in tx (lockFlow, prepared by prepareFlow) and reports whether its
 // labels changed since the call was decided (FlowRecord.Seen); it
 // returns the history as locked, for recordFlow.
 func (c *Core) lockFlowIn(ctx context.Context, tx *sqlx.Tx, r gateway.Reservation) (*gateway.FlowSession, bool, error) {
 	f := r.Flow
+	stmt, err := c.flowLock.Get(ctx, c.W, c.DriverError)
+	if err != nil {
+		return nil, false, err
+	}
 	var reads, tools string
-	err := tx.QueryRowxContext(ctx, c.Q(lockFlow), f.Key, f.WorkspaceID, f.TaskID, c.Time(r.Event.Time)).Scan(&reads, &tools)
+	err = tx.StmtContext(ctx, stmt).QueryRowContext(ctx, f.Key, f.WorkspaceID, f.TaskID, c.Time(r.Event.Time)).Scan(&reads, &tools)
 	if err != nil {
 		return nil, false, c.DriverError(err)
 	}
@@ -107,7 +136,11 @@ func (c *Core) recordFlow(ctx context.Context, tx *sqlx.Tx, r gateway.Reservatio
 	if err != nil {
 		return gateway.Wrap(gateway.EInternal, err, "the flow history could not be encoded")
 	}
-	_, err = tx.ExecContext(ctx, c.Q(`UPDATE flow_sessions SET reads = ?, tools = ? WHERE flow_key = ?`), string(reads), JSONList(s.Tools), f.Key)
+	stmt, err := c.flowSave.Get(ctx, c.W, c.DriverError)
+	if err != nil {
+		return err
+	}
+	_, err = tx.StmtContext(ctx, stmt).ExecContext(ctx, string(reads), JSONList(s.Tools), f.Key)
 	return c.DriverError(err)
 }
 

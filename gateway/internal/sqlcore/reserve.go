@@ -42,6 +42,9 @@ func (c *Core) InsertAudit(ctx context.Context, ev *gateway.AuditEvent, id *int6
 // the limiter errs on the side of fewer calls.
 func (c *Core) ReserveTx(ctx context.Context, r gateway.Reservation, take TakeSlots) (gateway.ReservationResult, error) {
 	audit, err := c.Audit.Get(ctx, c.W, c.DriverError)
+	if err == nil {
+		err = c.prepareFlow(ctx, r)
+	}
 	if err != nil {
 		return gateway.ReservationResult{}, err
 	}
@@ -116,6 +119,11 @@ func (c *Core) ReserveSavepoints(ctx context.Context, items []*ReserveItem, take
 	audit, err := c.Audit.Get(ctx, c.W, c.DriverError)
 	if err != nil {
 		return nil, err
+	}
+	for _, it := range items {
+		if err := c.prepareFlow(ctx, it.R); err != nil {
+			return nil, err
+		}
 	}
 	tx, err := c.W.BeginTxx(ctx, nil)
 	if err != nil {

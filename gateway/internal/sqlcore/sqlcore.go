@@ -137,9 +137,14 @@ type Core struct {
 	Audit, Record sqlstmt.Prepared
 	// Add is the prepared addCount (AddRateCount), on W.
 	Add   sqlstmt.Prepared
-	load  sqlstmt.Prepared  // Dialect.CallerQuery, on R
-	ended sqlstmt.Prepared  // selectSessionEnded, on R
-	lit   *strings.Replacer // the dialect's literals (sql)
+	load  sqlstmt.Prepared // Dialect.CallerQuery, on R
+	ended sqlstmt.Prepared // selectSessionEnded, on R
+	// The flow rules' statements, prepared as the hot path's others are:
+	// with the rule set on, every call reads its session (flowRead, on R)
+	// and locks it in its reservation (flowLock, and flowSave when the
+	// call adds to it, on W).
+	flowRead, flowLock, flowSave sqlstmt.Prepared
+	lit                          *strings.Replacer // the dialect's literals (sql)
 	// seal is the sealer's memory of the open rows it has seen (SealAudit).
 	seal sealState
 }
@@ -152,6 +157,9 @@ func New(w, r *sqlx.DB, d Dialect) *Core {
 	c.Add.Query = c.Q(addCount)
 	c.load.Query = c.Q(d.CallerQuery)
 	c.ended.Query = c.Q(selectSessionEnded)
+	c.flowRead.Query = c.Q(selectFlow)
+	c.flowLock.Query = c.Q(lockFlow)
+	c.flowSave.Query = c.Q(saveFlow)
 	c.lit = strings.NewReplacer("{true}", d.True, "{false}", d.False, "{lock}", d.LockRow,
 		"{each}", d.JSONEach, "{bool}", d.JSONBool)
 	return c
@@ -161,7 +169,8 @@ func New(w, r *sqlx.DB, d Dialect) *Core {
 // after closing the store's group commits (Group.Close), which wait for
 // the writes under way, and before closing the pools.
 func (c *Core) Close() error {
-	return errors.Join(c.Audit.Close(), c.Record.Close(), c.Add.Close(), c.load.Close(), c.ended.Close())
+	return errors.Join(c.Audit.Close(), c.Record.Close(), c.Add.Close(), c.load.Close(), c.ended.Close(),
+		c.flowRead.Close(), c.flowLock.Close(), c.flowSave.Close())
 }
 
 // Q rebinds q, written with ? placeholders, to the dialect's.
