@@ -4,7 +4,8 @@
 // JSON-RPC, with tool calls dispatched to a counting upstream MCP server;
 // and, on the same processes, the order in which a session's flow record,
 // taken in the reservation of the rate-limit slots, decides a read and an
-// egress sent at once (issue 28).
+// egress sent at once (issue 28), and the audit chain sealed on by the
+// replicas left when one is killed (issue 26).
 package ratelimit_test
 
 import (
