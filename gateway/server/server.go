@@ -236,6 +236,7 @@ func New(d Deps) (*Server, error) {
 		Policy:         d.Policy,
 		Approvals:      d.Approvals,
 		Gates:          d.Gates,
+		Chain:          d.Store,
 	})
 	r.PathPrefix(admin.Prefix).Handler(adminAPI)
 	if d.AdminToken != "" { // the console works through the admin API, so it is off with it
