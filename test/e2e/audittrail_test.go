@@ -23,7 +23,8 @@ import (
 // reload is refused, and each shows up in GET /admin/v1/audit-events,
 // filtered by its kind and actor, with what it did (the profile's before
 // and after, never the token's value) and, within the sealing bound, its
-// place in the chain.
+// place in the chain; the chain then verifies through
+// GET /admin/v1/audit-chain/verify.
 func TestAuditTrailNamesWhoDidWhat(t *testing.T) {
 	t.Parallel()
 	for kind, dbURL := range storeKinds(t) {
@@ -106,6 +107,17 @@ func TestAuditTrailNamesWhoDidWhat(t *testing.T) {
 			reload := g.auditRow(t, "policy", admin, "POST /admin/v1/policy/reload", `"http.422"`)
 			if !strings.Contains(reload, `"status":"denied"`) {
 				t.Errorf("the refused reload's row: %s; want status denied", reload)
+			}
+
+			// The whole trail verifies through the admin API, as the
+			// console's audit page asks it.
+			status, body = adminDo(t, g.gatewayUnderTest, http.MethodGet, "/audit-chain/verify", "e2e-admin-token", "")
+			var ver struct {
+				Verified bool
+				Rows     int64
+			}
+			if status != http.StatusOK || json.Unmarshal([]byte(body), &ver) != nil || !ver.Verified || ver.Rows < 7 {
+				t.Errorf("GET /admin/v1/audit-chain/verify: %d %s; want the chain verified, the rows above in it", status, body)
 			}
 		})
 	}
