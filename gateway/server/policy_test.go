@@ -248,3 +248,68 @@ func TestRefusedPolicyFolderSaysWhatToDo(t *testing.T) {
 		})
 	}
 }
+
+// Every policy reload attempt a replica makes is an audit event of kind
+// policy by the gateway, naming its trigger, outcome and revision, and
+// for a refused candidate why (status denied); a reload asked for through
+// the admin API is recorded once, as the admin write, with its actor.
+func TestPolicyReloadAttemptsAreAudited(t *testing.T) {
+	dir := t.TempDir()
+	useBundle(t, dir, "allow")
+	app := openPolicyApp(t, dir)
+	ctx := context.Background()
+	// wantRow waits for one of the newest policy rows by actor to hold
+	// every string of want, and returns it (the folder's watch may
+	// reload too).
+	wantRow := func(actor string, want ...string) string {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		var last string
+		for time.Now().Before(deadline) {
+			evs, err := app.Store.ListAuditEvents(ctx, gateway.AuditFilter{Kind: "policy", Actor: actor, Limit: 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range evs {
+				b, _ := json.Marshal(ev)
+				last = string(b)
+				ok := true
+				for _, w := range want {
+					ok = ok && strings.Contains(last, w)
+				}
+				if ok {
+					return last
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("no policy row by %s holding %q; the newest: %s", actor, want, last)
+		return ""
+	}
+	useBundle(t, dir, "deny")
+	if _, err := app.Policy.Reload(ctx, "watch"); err != nil {
+		t.Fatal(err)
+	}
+	wantRow("gateway", `"tool":"policy.reload"`, `"status":"allowed"`, `"trigger":"watch"`, `"outcome":"live"`, `"revision":"rev-deny"`, `"surface":"supacloud"`)
+	if err := os.WriteFile(filepath.Join(dir, "supacloud", "decision_test.rego"),
+		[]byte("package supacloud_test\n\nimport data.supacloud\n\ntest_allow if supacloud.allow\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Policy.Reload(ctx, "watch"); err == nil {
+		t.Fatal("a candidate whose test fails was not refused")
+	}
+	wantRow("gateway", `"status":"denied"`, `"policy.refused"`, `test_allow: FAIL`)
+	if code, body := request(t, app, http.MethodPost, "/admin/v1/policy/reload"); code != http.StatusUnprocessableEntity {
+		t.Fatalf("admin reload: %d %s", code, body)
+	}
+	wantRow("admin-token", `"tool":"POST /admin/v1/policy/reload"`, `"http.422"`)
+	evs, err := app.Store.ListAuditEvents(ctx, gateway.AuditFilter{Kind: "policy", Actor: "gateway", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if strings.Contains(string(ev.Arguments), `"trigger":"admin"`) {
+			t.Errorf("the admin API's reload was recorded twice: %s", ev.Arguments)
+		}
+	}
+}
