@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -19,8 +20,8 @@ import (
 
 // TestAuditTrailNamesWhoDidWhat is issue 26's proof of a complete trail,
 // on both stores: an admin edits a profile, an API token is created and
-// revoked, a bad token is tried, an approval is decided and a policy
-// reload is refused, and each shows up in GET /admin/v1/audit-events,
+// revoked, a bad token is tried, a method the endpoint does not serve is
+// called, an approval is decided and a policy reload is refused, and each shows up in GET /admin/v1/audit-events,
 // filtered by its kind and actor, with what it did (the profile's before
 // and after, never the token's value) and, within the sealing bound, its
 // place in the chain; the chain then verifies through
@@ -84,6 +85,14 @@ func TestAuditTrailNamesWhoDidWhat(t *testing.T) {
 			if _, body := adminDo(t, g.gatewayUnderTest, http.MethodGet, "/audit-events?kind=auth&limit=10", "e2e-admin-token", ""); strings.Contains(body, tok.Token) || strings.Count(body, `"tool":"auth.refused"`) != 2 {
 				t.Errorf("the auth rows: %s; want both refusals, without the tokens", body)
 			}
+
+			// A method the endpoint does not serve is refused before any
+			// policy is asked.
+			agent := g.connect(t, g.token(t, "ws-acme", "ada", "task-audit", ""))
+			if _, err := agent.ListResources(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "not served") {
+				t.Fatalf("resources/list: %v; want -32601, not served", err)
+			}
+			g.auditRow(t, "method", "ada", "resources/list", `"method.not_found"`)
 
 			// An approval is decided.
 			cs := g.ccConnect(t, g.ccToken(t, auth.CCClaims{Subject: "ada"}), false)
