@@ -145,6 +145,7 @@ func (a *App) ccPolicy(ctx context.Context, log *zap.Logger, cc *CCServer) (*pol
 			cc.RefreshTools(func(*gateway.Principal) bool { return true })
 		},
 		OnAttempt: a.policyAttempts(gateway.SurfaceCCServer),
+		OnShadow:  a.shadowAttempts(gateway.SurfaceCCServer),
 		Tested:    a.tested,
 	})
 	if err != nil {
