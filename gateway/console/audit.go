@@ -66,7 +66,7 @@ type chainPlace struct {
 // auditChain reads the chain's state for the admin token's session, and
 // verifies it when verify is set; a failure is shown on the page, next
 // to the events, not instead of them.
-func (c *Console) auditChain(r *http.Request, sess *session, verify bool) *chainView {
+func (c *Console) auditChain(w http.ResponseWriter, r *http.Request, sess *session, verify bool) *chainView {
 	if sess.reader != "" {
 		return nil
 	}
@@ -79,9 +79,16 @@ func (c *Console) auditChain(r *http.Request, sess *session, verify bool) *chain
 		if err := c.call(r.Context(), sess.token, http.MethodGet, "/audit-chain/verify", nil, &v.Verify); err != nil {
 			v.Error = err.Error()
 		}
+		// The verification may outlast the server's write timeout, which
+		// counts from the request: the page gets a deadline of its own.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(verifyWriteGrace))
 	}
 	return v
 }
+
+// verifyWriteGrace is how long the audit page has to be written once a
+// verification it asked for is done, as the admin API's reply has.
+const verifyWriteGrace = 30 * time.Second
 
 // auditPage lists audit events newest first, 50 a page, with the filters
 // of the form (sent as given; the admin API checks them and its message
@@ -90,7 +97,7 @@ func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, sess *sessio
 	in := r.URL.Query()
 	q := url.Values{"limit": {"50"}}
 	v := auditView{Filter: map[string]string{}, Statuses: auditStatuses, Kinds: gateway.AuditKinds,
-		Chain: c.auditChain(r, sess, in.Get("verify") == "1")}
+		Chain: c.auditChain(w, r, sess, in.Get("verify") == "1")}
 	for _, k := range auditFilters {
 		if s := in.Get(k); s != "" {
 			q.Set(k, s)
