@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,7 +35,11 @@ database as serve), export it, and verify an export offline.`,
 chain head. Prints one line and exits 0 when the chain verifies; otherwise
 names the first seq whose row was changed, deleted, inserted or reordered and
 exits 3 (1 when the store cannot be read). Rows not sealed yet (the last
-second's, calls still running) are counted, not verified.
+second's, calls still running) are counted, not verified. With --public-key
+(the PEM public key of MCPGATE_AUDIT_SIGNING_KEY_FILE's key) it also checks
+the Ed25519 signature of every checkpoint the database keeps: one unsigned,
+signed by another key or changed is refused (exit 3), so a chain rewritten
+with recomputed hashes and checkpoints is told apart.
 
 With --export FILE it verifies a file written by mcpgate audit export instead,
 without the database: the chain from the export's anchor, every checkpoint's
@@ -45,22 +48,24 @@ MCPGATE_AUDIT_SIGNING_KEY_FILE's key), its Ed25519 signature; an unsigned
 checkpoint or one signed by another key is refused (exit 3), as is a tail cut
 off after the last checkpoint.`,
 		Example: `  MCPGATE_DATABASE_URL=postgres://… mcpgate audit verify
+  MCPGATE_DATABASE_URL=postgres://… mcpgate audit verify --public-key audit-key.pub.pem
   mcpgate audit verify --export audit.jsonl --public-key audit-key.pub.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if exportFile != "" {
-				return auditVerifyExport(exportFile, publicKey, out)
+			key, err := readPublicKey(publicKey)
+			if err != nil {
+				return err
 			}
-			if publicKey != "" {
-				return usageError(errors.New("--public-key checks an export's checkpoints: give the file with --export"))
+			if exportFile != "" {
+				return auditVerifyExport(exportFile, key, out)
 			}
 			return withStore(c.Context(), getenv, func(store server.FullStore) error {
-				return auditVerify(c.Context(), store, out)
+				return auditVerify(c.Context(), store, key, out)
 			})
 		},
 	}, databaseURLEnv)
 	verify.Flags().StringVar(&exportFile, "export", "", "verify this export file (mcpgate audit export) instead of the database")
-	verify.Flags().StringVar(&publicKey, "public-key", "", "PEM Ed25519 public key that must have signed every checkpoint of the export")
+	verify.Flags().StringVar(&publicKey, "public-key", "", "PEM Ed25519 public key that must have signed every checkpoint (of the export, or of the database)")
 	var since, format string
 	export := withEnv(&cobra.Command{
 		Use:   "export",
@@ -111,9 +116,26 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return now.Add(-d), nil
 }
 
-// auditVerify verifies store's chain and prints the summary, or returns
-// the first problem (exit status exitBroken).
-func auditVerify(ctx context.Context, store server.FullStore, out io.Writer) error {
+// readPublicKey reads --public-key's PEM file; nil when file is "".
+func readPublicKey(file string) (ed25519.PublicKey, error) {
+	if file == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--public-key: %w", err)
+	}
+	key, err := auditchain.ParsePublicKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("--public-key %s: %w", file, err)
+	}
+	return key, nil
+}
+
+// auditVerify verifies store's chain and, with key, the signatures of
+// its checkpoints, and prints the summary, or returns the first problem
+// (exit status exitBroken).
+func auditVerify(ctx context.Context, store server.FullStore, key ed25519.PublicKey, out io.Writer) error {
 	rep, err := store.VerifyAuditChain(ctx)
 	if err != nil {
 		return err
@@ -121,25 +143,26 @@ func auditVerify(ctx context.Context, store server.FullStore, out io.Writer) err
 	if rep.Problem != nil {
 		return &exitError{code: exitBroken, err: fmt.Errorf("%w; %d rows before it verified", rep.Problem, rep.Verified)}
 	}
-	fmt.Fprintf(out, "audit chain verified: %d rows, seq 1 to %d, head %s; %d rows not sealed yet\n",
-		rep.Verified, rep.Head.Seq, rep.Head.Hash, rep.Unsealed)
+	signed := ""
+	if key != nil {
+		n, p, err := auditchain.CheckSignatures(ctx, store, rep.Head.Seq, key)
+		if err != nil {
+			return err
+		}
+		if p != nil {
+			return &exitError{code: exitBroken, err: fmt.Errorf("%w; the %d checkpoints before it verified", p, n)}
+		}
+		signed = fmt.Sprintf("; %d checkpoint signatures verified", n)
+	}
+	fmt.Fprintf(out, "audit chain verified: %d rows, seq 1 to %d, head %s%s; %d rows not sealed yet\n",
+		rep.Verified, rep.Head.Seq, rep.Head.Hash, signed, rep.Unsealed)
 	return nil
 }
 
 // auditVerifyExport verifies the export in file offline, with the public
-// key in publicKey when given, and prints the summary, or returns the
-// first problem (exit status exitBroken).
-func auditVerifyExport(file, publicKey string, out io.Writer) error {
-	var key ed25519.PublicKey
-	if publicKey != "" {
-		b, err := os.ReadFile(publicKey)
-		if err != nil {
-			return fmt.Errorf("--public-key: %w", err)
-		}
-		if key, err = auditchain.ParsePublicKey(b); err != nil {
-			return fmt.Errorf("--public-key %s: %w", publicKey, err)
-		}
-	}
+// key when given, and prints the summary, or returns the first problem
+// (exit status exitBroken).
+func auditVerifyExport(file string, key ed25519.PublicKey, out io.Writer) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return fmt.Errorf("--export: %w", err)

@@ -91,6 +91,10 @@ type Options struct {
 	// pins and the decisions on quarantined ones; admin token only); nil
 	// answers those routes 404.
 	Upstreams Upstreams
+	// Chain, when set, is the store's audit chain, shown by GET
+	// /audit-chain and verified by GET /audit-chain/verify (admin token
+	// only); nil answers both 404.
+	Chain AuditChain
 	// Audit, when set, records every write (after authentication, with
 	// its actor, before and after) and every refused credential
 	// (docs/operations.md, "Audit trail"); nil records nothing.
@@ -184,6 +188,8 @@ func (h *handler) routes() *mux.Router {
 	h.route(r, Prefix+"/org-plans/{name}", methods{put: h.putOrgPlan, get: h.getOrgPlan, del: h.deleteOrgPlan})
 	h.route(r, Prefix+"/api-tokens/{fingerprint}", methods{del: h.revokeToken})
 	h.route(r, Prefix+"/audit-events", methods{get: h.listAuditEvents})
+	h.route(r, Prefix+"/audit-chain", methods{get: h.getAuditChain})
+	h.route(r, Prefix+"/audit-chain/verify", methods{get: h.verifyAuditChain})
 	h.route(r, Prefix+"/policy", methods{get: h.policyStatus})
 	h.route(r, Prefix+"/policy/reload", methods{http.MethodPost: h.reloadPolicy})
 	h.route(r, Prefix+OpenAPIPath, methods{get: h.openAPI})

@@ -147,6 +147,7 @@ type exchange struct {
 	badRequest         bool   // the request breaks the schema on purpose: check only the reply
 	policy             Policy // Options.Policy; nil: none
 	noGates            bool   // Options.Gates nil
+	broken             bool   // Options.Chain's verification names a problem
 }
 
 // TestOpenAPIDescribesReplies sends a request to every operation (and a
@@ -213,6 +214,9 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 		{method: get, path: "/admin/v1/audit-events?workspace_id=ws-1", status: 200, setup: func(s *fakeStore) {
 			s.events[0].TraceID = "4bf92f3577b34da6a3ce929d0e0e4736" // a call traced (docs/operations.md, "Traces")
 		}},
+		{method: get, path: "/admin/v1/audit-chain", status: 200},
+		{method: get, path: "/admin/v1/audit-chain/verify", status: 200},
+		{method: get, path: "/admin/v1/audit-chain/verify", status: 200, broken: true},
 		{method: get, path: Prefix + OpenAPIPath, status: 200},
 		{method: "POST", path: Prefix + ExplainPath, body: `{"workspace":"ws-1","task":"t-1","tool":"project.get","args":{"id":"pr-1"}}`, status: 200},
 		{method: get, path: "/admin/v1/policy", status: 200, policy: &fakePolicy{dir: "/etc/mcpgate/policies"}},
@@ -249,7 +253,8 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(store)
 			}
-			opts := Options{Token: adminToken, Now: func() time.Time { return testNow }, Policy: tc.policy, Explain: fakeExplain, Approvals: newFakeApprovals(), Gates: newFakeGates(), Upstreams: fakeUpstreams{}}
+			opts := Options{Token: adminToken, Now: func() time.Time { return testNow }, Policy: tc.policy, Explain: fakeExplain, Approvals: newFakeApprovals(), Gates: newFakeGates(), Upstreams: fakeUpstreams{},
+				Chain: testChain(tc.broken)}
 			if tc.noGates {
 				opts.Gates = nil
 			}

@@ -191,3 +191,30 @@ func (c *Checkpointer) Round(ctx context.Context, now time.Time) (bool, error) {
 	cp.Sign(c.Key)
 	return c.Store.AddAuditCheckpoint(ctx, cp)
 }
+
+// CheckpointLister is what CheckSignatures reads of a store
+// (store.AuditChain).
+type CheckpointLister interface {
+	// AuditCheckpoints returns the checkpoints with after < Seq <=
+	// through, in seq order.
+	AuditCheckpoints(ctx context.Context, after, through int64) ([]Checkpoint, error)
+}
+
+// CheckSignatures checks that pub signed every checkpoint store keeps up
+// to seq through (the chain head, whose rows a verification recomputed and
+// compared with the checkpoints' hashes). It returns how many signatures
+// verified, and the first checkpoint refused (unsigned, signed by another
+// key, or changed) as a Problem of What BadCheckpoint; the error is for a
+// store that cannot be read.
+func CheckSignatures(ctx context.Context, store CheckpointLister, through int64, pub ed25519.PublicKey) (int, *Problem, error) {
+	cps, err := store.AuditCheckpoints(ctx, 0, through)
+	if err != nil {
+		return 0, nil, err
+	}
+	for i := range cps {
+		if err := cps[i].CheckSignature(pub); err != nil {
+			return i, &Problem{Seq: cps[i].Seq, What: BadCheckpoint, Detail: err.Error()}, nil
+		}
+	}
+	return len(cps), nil, nil
+}

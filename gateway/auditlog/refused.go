@@ -242,3 +242,23 @@ func (l *Log) RefusedRequest(surface string, r *http.Request, err error) {
 	}
 	l.Refused(RefusalOf(surface, r, err))
 }
+
+// RefusedMethod returns the recorder of the requests surface refuses with
+// -32601 before any policy is asked, because the endpoint does not serve
+// their method (mcp.Options.RefusedMethod): one event of kind method each,
+// with the caller as actor (its subject), its workspace, the method
+// (clipped) as tool, status denied and reason method.not_found. nil for a
+// nil Log.
+func (l *Log) RefusedMethod(surface string) func(p *gateway.Principal, method string) {
+	if l == nil {
+		return nil
+	}
+	return func(p *gateway.Principal, method string) {
+		ev := &gateway.AuditEvent{Kind: "method", Surface: surface, Tool: strings.ToValidUTF8(clip(method), ""), Status: gateway.AuditDenied,
+			ReasonCodes: []string{"method.not_found"}}
+		if p != nil {
+			ev.Actor, ev.PrincipalKind, ev.WorkspaceID, ev.TaskID = p.Subject, p.Kind, p.WorkspaceID, p.TaskID
+		}
+		l.Record(ev)
+	}
+}

@@ -2,6 +2,8 @@ package console_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/admin"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
+	"github.com/mcpgate/mcpgate/gateway/auditchain"
 	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 )
 
@@ -456,12 +459,66 @@ func TestBrowser(t *testing.T) {
 		t.Error("the Human gates tab reloads itself: a person typing an answer would lose it")
 	}
 
-	// Audit events: filter by tool, see reasons and revision.
+	// Audit events: the chain's state, the kinds besides tool calls;
+	// filter by tool, see reasons and revision. The rows are sealed and a
+	// checkpoint signed, as the gateway's sealing loop does.
+	if err := g.store.RecordAudit(context.Background(), &gateway.AuditEvent{Kind: "auth", Tool: "auth.refused", Actor: "mallory",
+		Surface: gateway.SurfaceSupaCloud, TokenFP: "0123456789abcdef", Status: gateway.AuditDenied, ReasonCodes: []string{"credential.rejected"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := g.store.SealAudit(context.Background()); err != nil || n != 4 {
+		t.Fatalf("SealAudit = %d, %v; want the 4 rows sealed", n, err)
+	}
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpr := &auditchain.Checkpointer{Store: g.store, Key: key}
+	if ok, err := cpr.Round(context.Background(), time.Now()); err != nil || !ok {
+		t.Fatalf("checkpoint: %v %v", ok, err)
+	}
+	keyID := auditchain.KeyID(key.Public().(ed25519.PublicKey))
 	run("audit",
 		chromedp.Navigate(base+"/audit"),
 		chromedp.WaitVisible(chromedp.ID("audit-events")),
 		shot("17-audit"),
 	)
+	if got := read("chain state", chromedp.Text(chromedp.ID("audit-chain"))); !strings.Contains(got, "seq 4, hash") ||
+		!strings.Contains(got, "signed by key "+keyID) || !strings.Contains(got, "not checked on this page") {
+		t.Errorf("the chain's state: %q; want the head at seq 4, the checkpoint signed by %s, not verified yet", got, keyID)
+	}
+	if kinds := read("kinds", chromedp.Text(chromedp.CSS(`#audit-events tbody`))); !strings.Contains(kinds, "auth") || !strings.Contains(kinds, "tool_call") || !strings.Contains(kinds, "mallory") {
+		t.Errorf("the audit rows do not show their kinds and actors: %q", kinds)
+	}
+	run("verify the chain",
+		navigates(chromedp.Click(chromedp.ID("verify-chain"))),
+		chromedp.WaitVisible(chromedp.ID("chain-verified")),
+		shot("17a-audit-chain-verified"),
+	)
+	if got := read("verified", chromedp.Text(chromedp.ID("chain-verified"))); !strings.HasPrefix(got, "yes: 4 rows recomputed up to seq 4") {
+		t.Errorf("the verified chain: %q", got)
+	}
+	run("filter by kind",
+		chromedp.SetValue(chromedp.ID("f-kind"), "auth"),
+		navigates(chromedp.Submit(chromedp.ID("f-kind"))),
+		chromedp.WaitVisible(chromedp.ID("audit-events")),
+	)
+	if rows := read("auth rows", chromedp.Text(chromedp.CSS(`#audit-events tbody`))); !strings.Contains(rows, "auth.refused") || strings.Contains(rows, "tool_call") {
+		t.Errorf("kind=auth rows: %q", rows)
+	}
+	// A row changed by SQL run on the database: the page names its seq.
+	if _, err := g.store.DB().ExecContext(context.Background(), `UPDATE audit_events SET actor = 'someone-else' WHERE id = (SELECT id FROM audit_seals WHERE seq = 2)`); err != nil {
+		t.Fatal(err)
+	}
+	run("verify a changed chain",
+		chromedp.Navigate(base+"/audit?verify=1"),
+		chromedp.WaitVisible(chromedp.ID("chain-verified")),
+		shot("17b-audit-chain-broken"),
+	)
+	if got := read("broken", chromedp.Text(chromedp.ID("chain-verified"))); !strings.HasPrefix(got, "no: seq 2 changed") || !strings.Contains(got, "1 rows before it verified") {
+		t.Errorf("the changed chain: %q; want seq 2 named changed", got)
+	}
+	run("audit again", chromedp.Navigate(base+"/audit"), chromedp.WaitVisible(chromedp.ID("audit-events")))
 	// Issue 30, point 8: the audit table fits a 1280 px window (no
 	// horizontal scrolling), revisions shortened with the full value on
 	// hover (title).

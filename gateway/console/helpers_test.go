@@ -71,7 +71,7 @@ func newGateway(t *testing.T) *gatewayUnderTest {
 		}
 		return nil
 	}, TokenReader: tokenReader(st), WorkspaceAdmin: workspaceAdminHook, Explain: g.explainer.explain, Approvals: g.approvals, Policy: g.policy, Gates: g.gates,
-		Upstreams: fakeUpstreams{st}})
+		Upstreams: fakeUpstreams{st}, Chain: st})
 	mux := http.NewServeMux()
 	mux.Handle(admin.Prefix+"/", g.admin)
 	// The approvals page reloads itself every 5 s by default; the browser

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,5 +261,31 @@ func TestUndeclaredCapabilityWireError(t *testing.T) {
 	var required map[string]json.RawMessage
 	if json.Unmarshal(r.Error.Data.RequiredCapabilities, &required) != nil || string(required["sampling"]) != "{}" {
 		t.Errorf("data.requiredCapabilities = %s, want {\"sampling\":{}}", r.Error.Data.RequiredCapabilities)
+	}
+}
+
+// A stateless request of a method the endpoint does not serve is told to
+// Options.RefusedMethod with its caller (the server records it as an
+// audit event of kind method); a served one is not.
+func TestModernRefusedMethodIsTold(t *testing.T) {
+	var mu sync.Mutex
+	var told []string
+	e := newEnv(t, func(o *Options) {
+		o.RefusedMethod = func(p *gateway.Principal, method string) {
+			mu.Lock()
+			defer mu.Unlock()
+			told = append(told, p.Subject+" "+method)
+		}
+	})
+	if resp, _ := e.modernPost("prompts/list", `{`+modernMeta+`}`, nil); resp.StatusCode != 404 {
+		t.Fatalf("prompts/list: %d, want 404", resp.StatusCode)
+	}
+	if resp, _ := e.modernPost("server/discover", `{`+modernMeta+`}`, nil); resp.StatusCode != 200 {
+		t.Fatalf("server/discover: %d, want 200", resp.StatusCode)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 1 || told[0] != "user-a prompts/list" {
+		t.Errorf("RefusedMethod heard %q, want the one refused request", told)
 	}
 }

@@ -409,7 +409,15 @@ func TestProtocolVersionHeader(t *testing.T) {
 }
 
 func TestMethods(t *testing.T) {
-	e := newEnv(t, nil)
+	var mu sync.Mutex
+	var refused []string // "subject method" of each RefusedMethod
+	e := newEnv(t, func(o *Options) {
+		o.RefusedMethod = func(p *gateway.Principal, method string) {
+			mu.Lock()
+			defer mu.Unlock()
+			refused = append(refused, p.Subject+" "+method)
+		}
+	})
 	sid := e.initialize(tokAlice, Version20251125)
 	tests := []struct {
 		name, method, params string
@@ -443,6 +451,14 @@ func TestMethods(t *testing.T) {
 				t.Fatalf("-32601 must name the method and come with HTTP 200: %d %q", code, r.Error.Message)
 			}
 		})
+	}
+	// Options.RefusedMethod heard of each method refused as not served,
+	// with its caller, and of nothing else.
+	want := []string{"user-a resources/list", "user-a resources/read", "user-a prompts/list", "user-a completion/complete"}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(refused, want) {
+		t.Errorf("RefusedMethod heard %q, want %q", refused, want)
 	}
 }
 

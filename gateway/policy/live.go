@@ -127,6 +127,13 @@ type LiveOptions struct {
 	// (TriggerAdmin, TriggerWatch) to the other replicas. Reloads skipped
 	// by ReloadIfChanged are no attempt.
 	OnAttempt func(trigger string, at *policystatus.Attempt, err error)
+	// OnShadow, when set, is called after every load of the shadow folder
+	// (ShadowDir) that read a candidate, at the start too, with its
+	// trigger, the attempt (Outcome Live: the candidate is decided beside
+	// the live bundle from now on) and its error, once Status shows it;
+	// a folder skipped as unchanged is no attempt. The wiring records
+	// each as an audit event.
+	OnShadow func(trigger string, at *policystatus.Attempt, err error)
 	// Debounce is how long Watch waits after the last change in a folder
 	// before it reloads; 0 means DefaultDebounce.
 	Debounce time.Duration
@@ -363,6 +370,9 @@ func (l *Live) loadShadow(ctx context.Context, trigger string, cur *Engine) *Eng
 		l.status.Shadow.Revision = e.Revision()
 	}
 	l.mu.Unlock()
+	if l.opts.OnShadow != nil {
+		l.opts.OnShadow(trigger, at, err)
+	}
 	if err != nil {
 		l.log.Error("shadow policy bundle refused; the previous shadow candidate (if any) stays, nothing is enforced from it",
 			zap.String("dir", l.opts.ShadowDir), zap.String("trigger", trigger), zap.Error(err))

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -32,6 +33,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/metrics"
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
+	"github.com/mcpgate/mcpgate/gateway/policy/policystatus"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
 	"github.com/mcpgate/mcpgate/gateway/replica"
@@ -116,6 +118,9 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if err := a.openStore(ctx); err != nil {
 		return err
 	}
+	// Before the policies and the bridges: a shadow bundle loaded at the
+	// start and a quarantine at a bridge's first listing are audit events.
+	a.auditLog(log)
 	reg := prometheus.NewRegistry()
 	a.metrics, a.tested = metrics.New(reg), policy.NewTestedBundles(0)
 	a.openFanout(log)
@@ -142,7 +147,6 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if a.CC, err = a.ccServerSurface(ctx, log, version); err != nil {
 		return err
 	}
-	a.auditLog(log) // before the bridges: a quarantine at their first listing is an audit event
 	if err := a.openBridges(ctx, log, version, main, reg); err != nil {
 		return err
 	}
@@ -196,6 +200,49 @@ func (a *App) openFanout(log *zap.Logger) {
 		Retest: a.Config.PolicyRetestOnReplicas, Ctx: policyCtx, Log: log}
 }
 
+// policyAttempts is the OnAttempt of surface's policy: the fan-out of
+// reloads asked for here to the other replicas, and one audit event of
+// kind policy (actor gateway, tool policy.reload) per attempt this
+// replica made, with its trigger, outcome, candidate revision and why a
+// refused one was refused, except those POST /admin/v1/policy/reload
+// asked for: the admin API records those as the write they are, with the
+// person or token that asked. a.Audit is started before the policies
+// (open).
+func (a *App) policyAttempts(surface string) func(string, *policystatus.Attempt, error) {
+	fan := a.fanout.OnAttempt(surface)
+	return func(trigger string, at *policystatus.Attempt, err error) {
+		fan(trigger, at, err)
+		if trigger != policy.TriggerAdmin {
+			a.recordPolicy(surface, "policy.reload", trigger, at)
+		}
+	}
+}
+
+// shadowAttempts is the OnShadow of surface's policy: each load of the
+// shadow folder (a shadow start, at the gateway's start or on a reload)
+// is an audit event of kind policy by the gateway, tool policy.shadow,
+// with its trigger, outcome, revision and why a refused one was refused.
+func (a *App) shadowAttempts(surface string) func(string, *policystatus.Attempt, error) {
+	return func(trigger string, at *policystatus.Attempt, _ error) {
+		a.recordPolicy(surface, "policy.shadow", trigger, at)
+	}
+}
+
+// recordPolicy records the policy attempt at of surface as an audit event
+// of kind policy by the gateway; status denied when it was refused.
+func (a *App) recordPolicy(surface, tool, trigger string, at *policystatus.Attempt) {
+	if a.Audit == nil || at == nil {
+		return
+	}
+	status := gateway.AuditAllowed
+	if at.Outcome == policystatus.Refused {
+		status = gateway.AuditDenied
+	}
+	args, _ := json.Marshal(map[string]string{"trigger": trigger, "outcome": at.Outcome, "revision": at.Revision, "error": at.Error})
+	a.Audit.Record(&gateway.AuditEvent{Kind: "policy", Actor: "gateway", Surface: surface, Tool: tool,
+		Status: status, ReasonCodes: []string{"policy." + at.Outcome}, Arguments: args})
+}
+
 // supacloudSurface builds the SupaCloud surface: the catalog (with an
 // upstream's tools merged in), the adapter, the policy over that catalog,
 // the callers, the rate limits, and the endpoints /mcp (agent sessions)
@@ -226,8 +273,10 @@ func (a *App) supacloudSurface(ctx context.Context, log *zap.Logger, version str
 		// custom.shadow with both revisions. a.DecisionLog is set below,
 		// before any call can be decided.
 		OnFlip: a.logFlip(policy.Surface),
-		// A reload asked for here is asked of every replica.
-		OnAttempt: a.fanout.OnAttempt(policy.Surface),
+		// A reload asked for here is asked of every replica, and each
+		// replica's attempt is an audit event.
+		OnAttempt: a.policyAttempts(policy.Surface),
+		OnShadow:  a.shadowAttempts(policy.Surface),
 		Tested:    a.tested,
 	}); err != nil {
 		return nil, err

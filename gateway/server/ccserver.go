@@ -144,7 +144,8 @@ func (a *App) ccPolicy(ctx context.Context, log *zap.Logger, cc *CCServer) (*pol
 			cc.setRules(a, log, cur)
 			cc.RefreshTools(func(*gateway.Principal) bool { return true })
 		},
-		OnAttempt: a.fanout.OnAttempt(gateway.SurfaceCCServer),
+		OnAttempt: a.policyAttempts(gateway.SurfaceCCServer),
+		OnShadow:  a.shadowAttempts(gateway.SurfaceCCServer),
 		Tested:    a.tested,
 	})
 	if err != nil {

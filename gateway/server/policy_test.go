@@ -40,12 +40,21 @@ func useBundle(t *testing.T, dir, name string) {
 // folder dir.
 func openPolicyApp(t *testing.T, dir string) *server.App {
 	t.Helper()
+	return openPolicyAppEnv(t, dir, nil)
+}
+
+// openPolicyAppEnv is openPolicyApp with extra environment on top.
+func openPolicyAppEnv(t *testing.T, dir string, extra map[string]string) *server.App {
+	t.Helper()
 	vars := map[string]string{
 		"MCPGATE_DATABASE_URL":      "sqlite:" + filepath.Join(t.TempDir(), "policy.db"),
 		"MCPGATE_JWT_SECRET":        "policy-test-secret-0123456789abcdef0123",
 		"MCPGATE_ADMIN_TOKEN":       "policy-admin-token",
 		"MCPGATE_POLICY_DIR":        dir,
 		"AGENT_MCP_TOOL_RATE_LIMIT": "1000000",
+	}
+	for k, v := range extra {
+		vars[k] = v
 	}
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
@@ -247,4 +256,90 @@ func TestRefusedPolicyFolderSaysWhatToDo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every policy reload attempt a replica makes is an audit event of kind
+// policy by the gateway, naming its trigger, outcome and revision, and
+// for a refused candidate why (status denied); a reload asked for through
+// the admin API is recorded once, as the admin write, with its actor.
+func TestPolicyReloadAttemptsAreAudited(t *testing.T) {
+	dir := t.TempDir()
+	useBundle(t, dir, "allow")
+	app := openPolicyApp(t, dir)
+	ctx := context.Background()
+	wantRow := func(actor string, want ...string) string { t.Helper(); return wantPolicyRow(t, app, actor, want...) }
+	useBundle(t, dir, "deny")
+	if _, err := app.Policy.Reload(ctx, "watch"); err != nil {
+		t.Fatal(err)
+	}
+	wantRow("gateway", `"tool":"policy.reload"`, `"status":"allowed"`, `"trigger":"watch"`, `"outcome":"live"`, `"revision":"rev-deny"`, `"surface":"supacloud"`)
+	if err := os.WriteFile(filepath.Join(dir, "supacloud", "decision_test.rego"),
+		[]byte("package supacloud_test\n\nimport data.supacloud\n\ntest_allow if supacloud.allow\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Policy.Reload(ctx, "watch"); err == nil {
+		t.Fatal("a candidate whose test fails was not refused")
+	}
+	wantRow("gateway", `"status":"denied"`, `"policy.refused"`, `test_allow: FAIL`)
+	if code, body := request(t, app, http.MethodPost, "/admin/v1/policy/reload"); code != http.StatusUnprocessableEntity {
+		t.Fatalf("admin reload: %d %s", code, body)
+	}
+	wantRow("admin-token", `"tool":"POST /admin/v1/policy/reload"`, `"http.422"`)
+	evs, err := app.Store.ListAuditEvents(ctx, gateway.AuditFilter{Kind: "policy", Actor: "gateway", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if strings.Contains(string(ev.Arguments), `"trigger":"admin"`) {
+			t.Errorf("the admin API's reload was recorded twice: %s", ev.Arguments)
+		}
+	}
+}
+
+// wantPolicyRow waits for one of the newest policy rows of app's trail by
+// actor to hold every string of want (in its JSON), and returns it (a
+// policy folder's watch may reload too).
+func wantPolicyRow(t *testing.T, app *server.App, actor string, want ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		evs, err := app.Store.ListAuditEvents(context.Background(), gateway.AuditFilter{Kind: "policy", Actor: actor, Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			b, _ := json.Marshal(ev)
+			last = string(b)
+			ok := true
+			for _, w := range want {
+				ok = ok && strings.Contains(last, w)
+			}
+			if ok {
+				return last
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no policy row by %s holding %q; the newest: %s", actor, want, last)
+	return ""
+}
+
+// A shadow bundle loaded at the start is an audit event of kind policy
+// by the gateway (tool policy.shadow, trigger start, its revision); a
+// shadow candidate refused on a later reload is one too, status denied.
+func TestShadowStartsAreAudited(t *testing.T) {
+	dir, shadow := t.TempDir(), t.TempDir()
+	useBundle(t, dir, "allow")
+	useBundle(t, shadow, "deny")
+	app := openPolicyAppEnv(t, dir, map[string]string{"MCPGATE_SHADOW_POLICY_DIR": shadow})
+	wantPolicyRow(t, app, "gateway", `"tool":"policy.shadow"`, `"status":"allowed"`, `"trigger":"start"`, `"revision":"rev-deny"`, `"surface":"supacloud"`)
+	if err := os.WriteFile(filepath.Join(shadow, "supacloud", "decision_test.rego"),
+		[]byte("package supacloud_test\n\nimport data.supacloud\n\ntest_allow if supacloud.allow\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Policy.Reload(context.Background(), "watch"); err != nil {
+		t.Fatal(err)
+	}
+	wantPolicyRow(t, app, "gateway", `"tool":"policy.shadow"`, `"status":"denied"`, `"policy.refused"`, `test_allow: FAIL`)
 }

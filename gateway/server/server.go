@@ -236,6 +236,7 @@ func New(d Deps) (*Server, error) {
 		Policy:         d.Policy,
 		Approvals:      d.Approvals,
 		Gates:          d.Gates,
+		Chain:          d.Store,
 	})
 	r.PathPrefix(admin.Prefix).Handler(adminAPI)
 	if d.AdminToken != "" { // the console works through the admin API, so it is off with it
@@ -270,10 +271,12 @@ func New(d Deps) (*Server, error) {
 }
 
 // newTransport builds one MCP endpoint over pl with the limits of d,
-// authenticating with a and sending instructions at initialize.
-func newTransport(d Deps, pl *pipeline.Pipeline, a mcp.Authenticator, metaURL, instructions string) (*mcp.Transport, error) {
+// authenticating with a, telling refused of the methods it does not serve
+// and sending instructions at initialize.
+func newTransport(d Deps, pl *pipeline.Pipeline, a mcp.Authenticator, refused func(*gateway.Principal, string), metaURL, instructions string) (*mcp.Transport, error) {
 	return mcp.NewHandler(mcp.Options{
 		Authenticator:       a,
+		RefusedMethod:       refused,
 		Handler:             pl,
 		Logger:              d.Logger,
 		MaxBodyBytes:        d.MaxBodyBytes,

@@ -139,7 +139,7 @@ func (s *Server) openSurfaces(d Deps, sfs []*Surface, r *mux.Router, metaURL, pr
 // names /messages under. Every surface is opened here (openSurfaces).
 func (sf *Surface) open(d Deps, r *mux.Router, metaURL, prefix string) error {
 	for _, ep := range sf.Endpoints {
-		t, err := newTransport(d, sf.Pipeline, d.Audit.Guard(sf.Name, ep.Auth), metaURL, ep.Instructions)
+		t, err := newTransport(d, sf.Pipeline, d.Audit.Guard(sf.Name, ep.Auth), d.Audit.RefusedMethod(sf.Name), metaURL, ep.Instructions)
 		if err != nil {
 			sf.Close()
 			return err

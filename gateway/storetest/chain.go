@@ -286,14 +286,24 @@ func Tamper(t *testing.T, newStore func(t *testing.T) Store) {
 	}
 }
 
-// BenchVerify measures VerifyAuditChain over a sealed chain of
-// MCPGATE_BENCH_AUDIT_ROWS rows (default 100,000), written straight into
-// the table and sealed before the timer starts, and reports rows/s.
-func BenchVerify(b *testing.B, s Store) {
-	n := 100_000
-	if v, err := strconv.Atoi(os.Getenv("MCPGATE_BENCH_AUDIT_ROWS")); err == nil && v > 0 {
-		n = v
+// EnvBenchAuditRows names the variable that sets how many rows the audit
+// chain's measurements seed (BenchVerify; default 100,000).
+const EnvBenchAuditRows = "MCPGATE_BENCH_AUDIT_ROWS"
+
+// BenchAuditRows is EnvBenchAuditRows's value, def when it is unset or
+// not a positive integer.
+func BenchAuditRows(def int) int {
+	if v, err := strconv.Atoi(os.Getenv(EnvBenchAuditRows)); err == nil && v > 0 {
+		return v
 	}
+	return def
+}
+
+// SeedSealedChain writes n finished audit rows straight into s's table
+// (in statements of 100,000 rows) and seals them all; it logs how fast
+// they sealed.
+func SeedSealedChain(tb testing.TB, s Store, n int) {
+	tb.Helper()
 	c := context.Background()
 	db := s.(rawDB).DB()
 	seed := `INSERT INTO audit_events (time, request_id, workspace_id, task_id, actor, tool, tier, status, reason_codes, latency_us, arguments_hash, open)
@@ -309,7 +319,7 @@ FROM g`
 	// timeout.
 	for left := n; left > 0; left -= 100_000 {
 		if _, err := db.ExecContext(c, db.Rebind(seed), min(left, 100_000)); err != nil {
-			b.Fatalf("seeding %d rows: %v", n, err)
+			tb.Fatalf("seeding %d rows: %v", n, err)
 		}
 	}
 	start := time.Now()
@@ -317,14 +327,23 @@ FROM g`
 	for {
 		k, err := s.SealAudit(c)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		if k == 0 {
 			break
 		}
 		sealed += k
 	}
-	b.Logf("sealed %d rows in %v (%.0f rows/s)", sealed, time.Since(start), float64(sealed)/time.Since(start).Seconds())
+	tb.Logf("sealed %d rows in %v (%.0f rows/s)", sealed, time.Since(start), float64(sealed)/time.Since(start).Seconds())
+}
+
+// BenchVerify measures VerifyAuditChain over a sealed chain of
+// BenchAuditRows(100,000) rows, seeded and sealed before the timer
+// starts (SeedSealedChain), and reports rows/s.
+func BenchVerify(b *testing.B, s Store) {
+	n := BenchAuditRows(100_000)
+	SeedSealedChain(b, s, n)
+	c := context.Background()
 	b.ResetTimer()
 	for b.Loop() {
 		rep, err := s.VerifyAuditChain(c)

@@ -4,9 +4,10 @@
 // JSON-RPC, with tool calls dispatched to a counting upstream MCP server;
 // and, on the same processes, the order in which a session's flow record,
 // taken in the reservation of the rate-limit slots, decides a read and an
-// egress sent at once (issue 28); and that a decision on a bridged tool's
+// egress sent at once (issue 28); that a decision on a bridged tool's
 // pinned definition made through one `mcpgate serve` process applies on
-// the others within a second (issue 25).
+// the others within a second (issue 25); and the audit chain sealed on
+// by the replicas left when one is killed (issue 26).
 package ratelimit_test
 
 import (

@@ -341,8 +341,9 @@ func (c *Core) verifyRows(ctx context.Context, v *auditchain.Verifier, q string,
 // first whose seq is past the head (the tail after the head was deleted
 // and the head moved back) or whose hash is not its row's (the chain was
 // rewritten with recomputed hashes), after the anchor from (a pruned
-// trail's first checkpoint, whose row is gone). Signatures are checked offline
-// (mcpgate audit verify --export), where the public key is.
+// trail's first checkpoint, whose row is gone). Signatures are checked
+// where the public key is: auditchain.CheckSignatures (mcpgate audit
+// verify --public-key) and VerifyExport.
 func (c *Core) checkCheckpoints(ctx context.Context, from int64, head auditchain.Head) (*auditchain.Problem, error) {
 	var bad []struct {
 		Seq  int64          `db:"seq"`
