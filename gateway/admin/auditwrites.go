@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
@@ -71,9 +73,15 @@ func (h *handler) audited(w http.ResponseWriter, r *http.Request) {
 	if ws == "" {
 		ws = pathWorkspace(r.URL.Path)
 	}
-	h.opts.Audit.Record(&gateway.AuditEvent{Kind: writeKind(r.URL.Path), Actor: actorOf(r), WorkspaceID: ws,
+	ev := &gateway.AuditEvent{Kind: writeKind(r.URL.Path), Actor: actorOf(r), WorkspaceID: ws,
 		Tool: r.Method + " " + r.URL.Path, Status: status, Surface: AuditSurface, Arguments: args,
-		ReasonCodes: []string{"http." + strconv.Itoa(rec.status)}})
+		ReasonCodes: []string{"http." + strconv.Itoa(rec.status)}}
+	// The trace the write was made in (traces on, a traceparent or the
+	// router's own span), as a tool call's row names its trace.
+	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+		ev.TraceID = sc.TraceID().String()
+	}
+	h.opts.Audit.Record(ev)
 }
 
 // readBack is the API's GET of r's path as the caller would get it (nil

@@ -1,12 +1,16 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -73,5 +77,33 @@ func TestWritesAreAudited(t *testing.T) {
 	}
 	if len(spy.refused) != 1 || !strings.HasPrefix(spy.refused[0], "admin "+profile) {
 		t.Errorf("refused credentials: %q; want the one bad token", spy.refused)
+	}
+}
+
+// A write made within a trace names it in its audit event, as a tool
+// call's row does; one made outside any trace names none.
+func TestWriteEventsNameTheirTrace(t *testing.T) {
+	spy := &auditSpy{}
+	h := NewHandler(newFakeStore(), Options{Token: adminToken, Now: func() time.Time { return testNow }, Audit: spy})
+	profile := wsPath + "/profiles/p-1"
+	body := `{"name":"Ops","allowlist":["supacloud.read.*"]}`
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled})
+	r := httptest.NewRequestWithContext(trace.ContextWithSpanContext(context.Background(), sc), http.MethodPut, profile, strings.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+adminToken)
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	assertReply(t, w, 200, "")
+	assertReply(t, serve(h, http.MethodPut, profile, body, nil), 200, "")
+	if len(spy.events) != 2 {
+		t.Fatalf("%d events recorded; want 2", len(spy.events))
+	}
+	if got := spy.events[0].TraceID; got != tid.String() {
+		t.Errorf("traced write's event names trace %q; want %s", got, tid)
+	}
+	if got := spy.events[1].TraceID; got != "" {
+		t.Errorf("untraced write's event names trace %q; want none", got)
 	}
 }
