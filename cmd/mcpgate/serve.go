@@ -117,13 +117,15 @@ func serve(ctx context.Context, dev bool, out io.Writer, getenv func(string) str
 
 // newLogger returns a zap logger: JSON for production, console for make run,
 // coloured only when its output (stderr) is a terminal, so that a log file
-// or a pipe gets no ANSI escape codes. Tokens and secrets are never passed
-// to it.
+// or a pipe gets no ANSI escape codes. The console log carries a stack trace
+// from errors on, as the JSON one does (zap's development default, from
+// warnings on, printed Go frames under each warning of an ordinary start).
+// Tokens and secrets are never passed to it.
 func newLogger(format string) (*zap.Logger, error) {
 	if format == "console" {
 		cfg := zap.NewDevelopmentConfig()
 		cfg.EncoderConfig = consoleEncoderConfig(term.IsTerminal(int(os.Stderr.Fd())))
-		return cfg.Build()
+		return cfg.Build(zap.AddStacktrace(zapcore.ErrorLevel))
 	}
 	return zap.NewProduction()
 }

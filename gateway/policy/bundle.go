@@ -61,6 +61,29 @@ func readBundle(dir string) (fs.FS, error) {
 	return out, nil
 }
 
+// passedCases is how many tests of r passed, counted as `opa test` (and so
+// `mcpgate policy test`) counts them: a test with a name argument
+// (test_x[n]) is one test per case, each leaf of its sub-results; any other
+// is one. A skipped or erroring test counts none.
+func passedCases(r *tester.Result) int {
+	if r.Skip || r.Error != nil {
+		return 0
+	}
+	if len(r.SubResults) == 0 {
+		if r.Pass() {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	for _, sr := range r.SubResults.Iter {
+		if len(sr.SubResults) == 0 && !sr.Fail {
+			n++
+		}
+	}
+	return n
+}
+
 // testTimeout bounds one Rego test of a candidate. OPA's own default (5 s)
 // is too short for the shipped bundle's listed-⇔-callable matrices on a
 // busy gateway, where a reload shares the CPU with live calls: a test
@@ -69,7 +92,7 @@ const testTimeout = time.Minute
 
 // runBundleTests runs the Rego tests (*_test.rego) of the bundle in fsys
 // in-process with OPA's tester, as `opa test` does, and returns how many
-// passed. A failing or erroring test is an error naming each one with
+// passed, counted as `opa test` counts them (passedCases). A failing or erroring test is an error naming each one with
 // OPA's message; so is a bundle without a test that passes (a bundle
 // that tests nothing proves nothing). The tests run on every core
 // (GOMAXPROCS): the gate is what an edit waits for before it goes live,
@@ -102,6 +125,7 @@ func runBundleTests(ctx context.Context, fsys fs.FS) (int, error) {
 	passed := 0
 	var failed []string
 	for r := range ch {
+		passed += passedCases(r)
 		switch {
 		case r.Skip:
 		case r.Error != nil:
@@ -112,8 +136,6 @@ func runBundleTests(ctx context.Context, fsys fs.FS) (int, error) {
 				at = fmt.Sprintf(" (%s:%d)", r.Location.File, r.Location.Row)
 			}
 			failed = append(failed, fmt.Sprintf("%s.%s: FAIL%s", r.Package, r.Name, at))
-		default:
-			passed++
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -38,6 +38,7 @@ func runStart(t *testing.T, gw, stub string) (ok bool, out string, ran bool) {
 	cmd := exec.CommandContext(ctx, "bash", "-c", fn+"\nstart")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GW="+gw, "PATH="+dir+":"+os.Getenv("PATH"))
+	cmd.WaitDelay = 5 * time.Second // a child of bash (curl) still holding the output ends the wait too
 	b, err := cmd.CombinedOutput()
 	_, statErr := os.Stat(marker)
 	return err == nil, string(b), statErr == nil
@@ -60,19 +61,36 @@ func TestWalkthroughStartRefusesAnotherGateway(t *testing.T) {
 }
 
 // A gateway that stops (its address in use, say) ends start with the end
-// of its log.
+// of its log: on a free address, and on one where a program takes the
+// connections but never answers, which does not hold start up (each check
+// gives up after a few seconds).
 func TestWalkthroughStartReportsAGatewayThatStops(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	free := "http://" + ln.Addr().String()
-	_ = ln.Close()
-	ok, out, ran := runStart(t, free, "echo 'mcpgate: MCPGATE_LISTEN=x: another process already listens on x'; exit 1")
-	if ok || !ran || !strings.Contains(out, "another process already listens") {
-		t.Fatalf("start with a gateway that stops: ok=%v, ran=%v, output:\n%s\nwant its log's end", ok, ran, out)
+	for _, silent := range []bool{false, true} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw := "http://" + ln.Addr().String()
+		if !silent {
+			_ = ln.Close()
+		} else {
+			defer ln.Close()
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					defer c.Close() // held open, never answered, until the test ends
+				}
+			}()
+		}
+		ok, out, ran := runStart(t, gw, "echo 'mcpgate: MCPGATE_LISTEN=x: another process already listens on x'; exit 1")
+		if ok || !ran || !strings.Contains(out, "another process already listens") {
+			t.Errorf("start with a gateway that stops (a silent listener on the address: %v): ok=%v, ran=%v, output:\n%s\nwant its log's end", silent, ok, ran, out)
+		}
 	}
 }

@@ -27,7 +27,7 @@ var walkthroughEdit = map[string][][2]string{
 		`"scaffold": {"wildcard": "supacloud.scaffold.*", "always_on": false, "roles": ["owner", "admin"]}`,
 	}},
 	"supacloud/deploy_test.rego":   {{`, "scaffold": "scaffold.app.propose"`, ``}, {"count(names) == 66\n", "count(names) == 60\n"}},
-	"supacloud/decision_test.rego": {{`counts["member full"] == 66` + "\n", `counts["member full"] == 60` + "\n"}},
+	"supacloud/decision_test.rego": {{`"member"}}), 66],` + "\n", `"member"}}), 60],` + "\n"}, {"39, 66, 71}\n", "39, 60, 71}\n"}},
 }
 
 // walkthroughBroken is step 6's edit: every profile would get the ops
