@@ -171,12 +171,14 @@ func TestBridgeListsAndRoutes(t *testing.T) {
 }
 
 // One upstream misbehaving (slow past the timeout, a reply that never
-// ends, not JSON, a JSON-RPC error, down) fails only its own calls, as a
-// tool execution error naming it and not its address, while calls to the
+// ends, not JSON, a JSON-RPC error, down, a 10 MB reply past the default
+// bound) fails only its own calls, within the timeout, as a tool
+// execution error naming it and not its address, while calls to the
 // other upstream, made during the bad call, succeed.
 func TestBridgeIsolatesAMisbehavingUpstream(t *testing.T) {
 	good, bad := newSDKServer(t, "good"), newSDKServer(t, "bad")
-	b := newBridge(t, bridge.Options{Timeout: 3 * time.Second, MaxMessageBytes: 1 << 20}, good, bad)
+	const timeout = 3 * time.Second
+	b := newBridge(t, bridge.Options{Timeout: timeout}, good, bad)
 	host := strings.TrimPrefix(bad.url, "http://")
 	host = host[:strings.IndexByte(host, '/')]
 	for _, tc := range []struct{ mode, want, reason string }{
@@ -185,16 +187,20 @@ func TestBridgeIsolatesAMisbehavingUpstream(t *testing.T) {
 		{"garbage", "not a JSON-RPC message", "[upstream.malformed_reply]"},
 		{"rpc-error", "backend exploded", "[upstream.rpc_error]"},
 		{"down", "502", "[upstream.malformed_reply]"},
-		{"huge", "1 MiB", "[upstream.reply_too_large]"},
+		{"huge", "8 MiB", "[upstream.reply_too_large]"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			bad.mode.Store(tc.mode)
 			defer bad.mode.Store("")
 			badDone := make(chan *gateway.ToolResult, 1)
 			go func() {
+				start := time.Now()
 				res, err := b.CallTool(context.Background(), gateway.ToolCall{Tool: "bad.echo", RawArguments: json.RawMessage(`{}`)})
 				if err != nil {
 					t.Errorf("bad.echo returned an error instead of a tool execution error: %v", err)
+				}
+				if took := time.Since(start); took > timeout+time.Second {
+					t.Errorf("bad.echo (%s) answered after %v; want within the timeout (%v)", tc.mode, took, timeout)
 				}
 				badDone <- res
 			}()
@@ -363,4 +369,38 @@ func TestBridgeHearsListChanged(t *testing.T) {
 	if _, ok := b.Lookup("notifying.fresh"); !ok {
 		t.Errorf("registry after list_changed: %+v", b.Tools())
 	}
+}
+
+// Without a Refresh call or a list_changed (the upstream offers no GET
+// stream), the refresh interval alone lists again: an upstream down at
+// start has its tools once it answers, and a tool it adds later shows,
+// each within an interval or two.
+func TestBridgeRefreshesEveryInterval(t *testing.T) {
+	s := newSDKServer(t, "late")
+	s.noGET.Store(true)
+	s.down.Store(true)
+	const interval = 200 * time.Millisecond
+	b := newBridge(t, bridge.Options{Refresh: interval, Timeout: 2 * time.Second}, s)
+	if st := b.Status(); st[0].State != bridge.StateDegraded || len(b.Tools()) != 0 {
+		t.Fatalf("status with the upstream down at start: %+v, tools %+v", st, b.Tools())
+	}
+	within := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * interval)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %v of a %v refresh interval", what, 5*interval, interval)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	s.down.Store(false)
+	within("the upstream's tools once it answers", func() bool {
+		_, ok := b.Lookup("late.echo")
+		return ok && b.Status()[0].State == bridge.StateOK
+	})
+	s.AddTool(&mcp.Tool{Name: "later", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	within("a tool the upstream added", func() bool { _, ok := b.Lookup("late.later"); return ok })
 }
