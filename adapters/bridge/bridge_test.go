@@ -1,12 +1,10 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/adapters/bridge"
+	"github.com/mcpgate/mcpgate/adapters/bridge/bridgetest"
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
@@ -66,48 +65,13 @@ func (s *sdkServer) serve(w http.ResponseWriter, r *http.Request, sdk http.Handl
 		http.Error(w, "no stream", http.StatusMethodNotAllowed)
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	_ = json.Unmarshal(body, &msg)
-	mode := s.mode.Load().(string)
-	if msg.Method != "tools/call" || mode == "" {
-		sdk.ServeHTTP(w, r)
-		return
-	}
-	s.entered <- struct{}{}
-	switch mode {
-	case "slow": // answers nothing until the client gives up
-		<-r.Context().Done()
-	case "endless": // an event stream that never carries the response
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		for {
-			if _, err := io.WriteString(w, ": still here\n\n"); err != nil {
-				return
-			}
-			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
+	bridgetest.Wrap(sdk, func(string) string {
+		mode := s.mode.Load().(string)
+		if mode != "" {
+			s.entered <- struct{}{}
 		}
-	case "garbage":
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, "<html>this is not JSON</html>")
-	case "rpc-error":
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"backend exploded"}}`, msg.ID)
-	case "down":
-		http.Error(w, "bad gateway", http.StatusBadGateway)
-	case "huge": // a 10 MB result, past the bridge's bound in the test
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}`, msg.ID, strings.Repeat("x", 10<<20))
-	}
+		return mode
+	}).ServeHTTP(w, r)
 }
 
 func newBridge(t *testing.T, opts bridge.Options, servers ...*sdkServer) *bridge.Bridge {
@@ -188,6 +152,7 @@ func TestBridgeIsolatesAMisbehavingUpstream(t *testing.T) {
 		{"rpc-error", "backend exploded", "[upstream.rpc_error]"},
 		{"down", "502", "[upstream.malformed_reply]"},
 		{"huge", "8 MiB", "[upstream.reply_too_large]"},
+		{"truncated", "not a JSON-RPC message", "[upstream.malformed_reply]"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			bad.mode.Store(tc.mode)
