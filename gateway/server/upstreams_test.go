@@ -126,9 +126,16 @@ func TestServeBridgesTheUpstreamsFile(t *testing.T) {
 }
 
 // A bad upstreams file stops the start with a message naming the upstream
-// and the field.
+// and the field (every problem of the file at once).
 func TestServeRefusesABadUpstreamsFile(t *testing.T) {
 	for note, tc := range map[string]struct{ file, want string }{
+		"duplicate name, prefix collision, ftp URL": {`{"upstreams":[
+		  {"name":"forge","url":"http://127.0.0.1:9/mcp","tier":"read"},
+		  {"name":"forge","prefix":"forge2.","url":"http://127.0.0.1:9/mcp","tier":"read"},
+		  {"name":"git","prefix":"forge.x.","url":"ftp://127.0.0.1/mcp","tier":"read"}]}`,
+			`upstream "forge": name: is given to two upstreams` + "\n" +
+				`upstream "git": prefix: "forge.x." collides with the prefix "forge." of upstream "forge"` + "\n" +
+				`upstream "git": url: scheme "ftp"`},
 		"unset variable":   {`{"upstreams":[{"name":"forge","url":"http://127.0.0.1:9/mcp","tier":"read","headers":{"Authorization":"Bearer ${env:MCPGATE_TEST_UNSET_VARIABLE}"}}]}`, `upstream "forge": headers.Authorization: ${env:MCPGATE_TEST_UNSET_VARIABLE}`},
 		"catalog prefix":   {`{"upstreams":[{"name":"forge","prefix":"project.","url":"http://127.0.0.1:9/mcp","tier":"read"}]}`, `upstream "forge": prefix: "project." collides with the supacloud catalog's tool`},
 		"ccserver catalog": {`{"upstreams":[{"name":"t","surface":"ccserver","prefix":"ticket","group":"tickets","url":"http://127.0.0.1:9/mcp"}]}`, `upstream "t": prefix: "ticket" collides with the ccserver catalog's tool`},
@@ -136,9 +143,15 @@ func TestServeRefusesABadUpstreamsFile(t *testing.T) {
 		"unknown field":    {`{"upstreams":[{"name":"forge","url":"http://127.0.0.1:9/mcp","tier":"read","trust":true}]}`, `upstream "forge": unknown field "trust"`},
 	} {
 		t.Run(note, func(t *testing.T) {
+			t.Parallel() // each start fails in its own folder
 			_, _, err := upstreamsApp(t, tc.file)
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "MCPGATE_UPSTREAMS_FILE") {
-				t.Fatalf("start: %v; want it refused saying %q", err, tc.want)
+			if err == nil || !strings.Contains(err.Error(), "MCPGATE_UPSTREAMS_FILE") {
+				t.Fatalf("start: %v; want it refused naming MCPGATE_UPSTREAMS_FILE", err)
+			}
+			for _, want := range strings.Split(tc.want, "\n") {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("start refused with %q\nwant it to say %q", err, want)
+				}
 			}
 		})
 	}
