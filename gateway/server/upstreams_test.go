@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/server"
+	"github.com/mcpgate/mcpgate/test/upstreamtest"
 )
 
 const upstreamToken = "bridged-upstream-token-7c1d9e"
@@ -154,5 +155,30 @@ func TestServeRefusesABadUpstreamsFile(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// MCPGATE_UPSTREAM_URL keeps working beside MCPGATE_UPSTREAMS_FILE: its
+// one upstream's tools join the catalog (with MCPGATE_UPSTREAM_TIER), the
+// file's upstreams are bridged beside them, a call of each reaches its own
+// server, and a file prefix that would take one of that upstream's tool
+// names is refused like a collision with the catalog.
+func TestUpstreamURLBesideTheUpstreamsFile(t *testing.T) {
+	_, singleURL := upstreamtest.Start(t, "wiki.page")
+	_, forgeURL := upstreamtest.Start(t, "issues.list")
+	single := map[string]string{"MCPGATE_UPSTREAM_URL": singleURL, "MCPGATE_UPSTREAM_TIER": "read"}
+	app, _, err := upstreamsAppWith(t, `{"upstreams":[{"name":"forge","url":"`+forgeURL+`","tier":"read"}]}`, single)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := seedAgent(t, app, "wiki.page", "forge.issues.list")
+	for tool, want := range map[string]string{"wiki.page": "wiki.page ran", "forge.issues.list": "issues.list ran"} {
+		if text, code := callBridged(app, p, tool); code != "" || text != want {
+			t.Errorf("call of %s: %q %s; want %q", tool, text, code, want)
+		}
+	}
+	_, _, err = upstreamsAppWith(t, `{"upstreams":[{"name":"forge","prefix":"wiki.","url":"`+forgeURL+`","tier":"read"}]}`, single)
+	if err == nil || !strings.Contains(err.Error(), `upstream "forge": prefix: "wiki." collides with the supacloud catalog's tool "wiki.page"`) {
+		t.Fatalf("a prefix over MCPGATE_UPSTREAM_URL's tool: %v; want it refused naming the tool", err)
 	}
 }
