@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -86,8 +87,9 @@ func badUpstream(t *testing.T) string {
 }
 
 // agentClient connects a go-sdk client with opts to the app's /mcp as
-// alice (task t1, profile bot).
-func agentClient(t *testing.T, app *server.App, opts *mcp.ClientOptions) *mcp.ClientSession {
+// alice (task t1, profile bot), at protocol version ("": the client's
+// latest).
+func agentClient(t *testing.T, app *server.App, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	srv := httptest.NewServer(app.Server)
 	t.Cleanup(srv.Close)
@@ -96,11 +98,14 @@ func agentClient(t *testing.T, app *server.App, opts *mcp.ClientOptions) *mcp.Cl
 		t.Fatal(err)
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bridged-calls-test", Version: "1"}, opts).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}}}, nil)
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
+	if got := cs.InitializeResult(); version != "" && (got == nil || got.ProtocolVersion != version) {
+		t.Fatalf("the session's protocol is %+v; want %s", got, version)
+	}
 	return cs
 }
 
@@ -134,110 +139,116 @@ func TestBridgedCallsThroughTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	seedAgent(t, app, "supacloud.forge.*", "supacloud.bad.*")
-	var mu sync.Mutex
-	var progress, logs []string
-	cs := agentClient(t, app, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			mu.Lock()
-			defer mu.Unlock()
-			progress = append(progress, fmt.Sprintf("%v:%v", r.Params.ProgressToken, r.Params.Progress))
-		},
-		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			mu.Lock()
-			defer mu.Unlock()
-			logs = append(logs, fmt.Sprint(r.Params.Data))
-		},
-	})
-	ctx := context.Background()
+	// Both ways a client talks to the gateway: a session (2025-11-25),
+	// and stateless requests (2026-07-28, the client's default).
+	for _, version := range []string{"2025-11-25", ""} {
+		t.Run("protocol "+cmp.Or(version, "latest"), func(t *testing.T) {
+			var mu sync.Mutex
+			var progress, logs []string
+			cs := agentClient(t, app, version, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+					mu.Lock()
+					defer mu.Unlock()
+					progress = append(progress, fmt.Sprintf("%v:%v", r.Params.ProgressToken, r.Params.Progress))
+				},
+				LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+					mu.Lock()
+					defer mu.Unlock()
+					logs = append(logs, fmt.Sprint(r.Params.Data))
+				},
+			})
+			ctx := context.Background()
 
-	t.Run("exact bytes", func(t *testing.T) {
-		args := `{"n":123456789012345678901234567890.000001,"f":1.50,"s":"\u00e9","u":"\u0000"}`
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "forge.echo", Arguments: json.RawMessage(args)})
-		if err != nil || res.IsError || resultText(res) != args {
-			t.Fatalf("forge.echo answered %q (%v, %v); want the upstream's echo to have received exactly %s", resultText(res), res, err, args)
-		}
-	})
-	t.Run("isError result", func(t *testing.T) {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "forge.fails", Arguments: map[string]any{}})
-		if err != nil || !res.IsError || resultText(res) != "the forge said no" {
-			t.Fatalf("forge.fails: %+v %v; want the upstream's isError result as it sent it", res, err)
-		}
-	})
-	t.Run("progress and log", func(t *testing.T) {
-		params := &mcp.CallToolParams{Name: "forge.chatty", Arguments: map[string]any{}}
-		params.SetProgressToken("tok-7")
-		params.Meta["io.modelcontextprotocol/logLevel"] = "info" // 2026-07-28: log messages only with a level
-		res, err := cs.CallTool(ctx, params)
-		if err != nil || res.IsError || resultText(res) != "done" {
-			t.Fatalf("forge.chatty: %+v %v", res, err)
-		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			mu.Lock()
-			p, l := strings.Join(progress, ","), strings.Join(logs, ",")
-			mu.Unlock()
-			if p == "tok-7:0,tok-7:50,tok-7:100" && l == "half way there" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the client heard progress [%s] and log [%s]; want progress 0, 50, 100 on its token tok-7 and the upstream's log message", p, l)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
-	t.Run("cancellation", func(t *testing.T) {
-		cctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		done := make(chan error, 1)
-		go func() {
-			_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "forge.wait", Arguments: map[string]any{}})
-			done <- err
-		}()
-		select {
-		case <-entered:
-		case <-time.After(5 * time.Second):
-			t.Fatal("forge.wait never reached the upstream")
-		}
-		cancel()
-		select {
-		case <-cancelled:
-		case <-time.After(5 * time.Second):
-			t.Fatal("the client's cancellation never reached the upstream's tool")
-		}
-		<-done
-	})
-	t.Run("misbehaving upstream", func(t *testing.T) {
-		var wg sync.WaitGroup
-		badDone := make(chan struct{})
-		for _, mode := range bridgetest.Modes {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				start := time.Now()
-				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bad." + mode, Arguments: map[string]any{}})
-				took := time.Since(start)
-				if want := badReasons[mode]; err != nil || !res.IsError || !strings.Contains(resultText(res), `upstream "bad"`) || !strings.Contains(resultText(res), want) {
-					t.Errorf("bad.%s: %v %.300q; want a tool execution error naming upstream \"bad\" with %s", mode, err, resultText(res), want)
+			t.Run("exact bytes", func(t *testing.T) {
+				args := `{"n":123456789012345678901234567890.000001,"f":1.50,"s":"\u00e9","u":"\u0000"}`
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "forge.echo", Arguments: json.RawMessage(args)})
+				if err != nil || res.IsError || resultText(res) != args {
+					t.Fatalf("forge.echo answered %q (%v, %v); want the upstream's echo to have received exactly %s", resultText(res), res, err, args)
 				}
-				if took > timeout+time.Second {
-					t.Errorf("bad.%s answered after %v; want within MCPGATE_UPSTREAM_TIMEOUT (%v)", mode, took, timeout)
+			})
+			t.Run("isError result", func(t *testing.T) {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "forge.fails", Arguments: map[string]any{}})
+				if err != nil || !res.IsError || resultText(res) != "the forge said no" {
+					t.Fatalf("forge.fails: %+v %v; want the upstream's isError result as it sent it", res, err)
 				}
-			}()
-		}
-		go func() { wg.Wait(); close(badDone) }()
-		time.Sleep(200 * time.Millisecond) // the bad calls are at the upstream
-		for i := range 3 {
-			args := fmt.Sprintf(`{"i":%d}`, i)
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "forge.echo", Arguments: json.RawMessage(args)})
-			if err != nil || res.IsError || resultText(res) != args {
-				t.Errorf("forge.echo while bad misbehaves: %+v %v", res, err)
-			}
-		}
-		select {
-		case <-badDone:
-			t.Error("the slow calls of bad ended before the calls of forge made during them; want forge answered at once")
-		default:
-		}
-		<-badDone
-	})
+			})
+			t.Run("progress and log", func(t *testing.T) {
+				params := &mcp.CallToolParams{Name: "forge.chatty", Arguments: map[string]any{}}
+				params.SetProgressToken("tok-7")
+				params.Meta["io.modelcontextprotocol/logLevel"] = "info" // 2026-07-28: log messages only with a level
+				res, err := cs.CallTool(ctx, params)
+				if err != nil || res.IsError || resultText(res) != "done" {
+					t.Fatalf("forge.chatty: %+v %v", res, err)
+				}
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					mu.Lock()
+					p, l := strings.Join(progress, ","), strings.Join(logs, ",")
+					mu.Unlock()
+					if p == "tok-7:0,tok-7:50,tok-7:100" && l == "half way there" {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("the client heard progress [%s] and log [%s]; want progress 0, 50, 100 on its token tok-7 and the upstream's log message", p, l)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			})
+			t.Run("cancellation", func(t *testing.T) {
+				cctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				done := make(chan error, 1)
+				go func() {
+					_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "forge.wait", Arguments: map[string]any{}})
+					done <- err
+				}()
+				select {
+				case <-entered:
+				case <-time.After(5 * time.Second):
+					t.Fatal("forge.wait never reached the upstream")
+				}
+				cancel()
+				select {
+				case <-cancelled:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the client's cancellation never reached the upstream's tool")
+				}
+				<-done
+			})
+			t.Run("misbehaving upstream", func(t *testing.T) {
+				var wg sync.WaitGroup
+				badDone := make(chan struct{})
+				for _, mode := range bridgetest.Modes {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						start := time.Now()
+						res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bad." + mode, Arguments: map[string]any{}})
+						took := time.Since(start)
+						if want := badReasons[mode]; err != nil || !res.IsError || !strings.Contains(resultText(res), `upstream "bad"`) || !strings.Contains(resultText(res), want) {
+							t.Errorf("bad.%s: %v %.300q; want a tool execution error naming upstream \"bad\" with %s", mode, err, resultText(res), want)
+						}
+						if took > timeout+time.Second {
+							t.Errorf("bad.%s answered after %v; want within MCPGATE_UPSTREAM_TIMEOUT (%v)", mode, took, timeout)
+						}
+					}()
+				}
+				go func() { wg.Wait(); close(badDone) }()
+				time.Sleep(200 * time.Millisecond) // the bad calls are at the upstream
+				for i := range 3 {
+					args := fmt.Sprintf(`{"i":%d}`, i)
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "forge.echo", Arguments: json.RawMessage(args)})
+					if err != nil || res.IsError || resultText(res) != args {
+						t.Errorf("forge.echo while bad misbehaves: %+v %v", res, err)
+					}
+				}
+				select {
+				case <-badDone:
+					t.Error("the slow calls of bad ended before the calls of forge made during them; want forge answered at once")
+				default:
+				}
+				<-badDone
+			})
+		})
+	}
 }

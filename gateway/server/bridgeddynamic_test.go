@@ -67,8 +67,9 @@ func toldAndCallable(t *testing.T, cs *mcp.ClientSession, changed <-chan struct{
 // tools are absent and /readyz names it degraded (by name, not address)
 // while the other upstream serves. Once it answers, the refresh interval
 // alone (it sends no list_changed) brings its tools in, the connected
-// client is told with tools/list_changed and can call them, and /readyz
-// says ok.
+// clients are told with tools/list_changed (a 2026-07-28 client on its
+// subscription, a 2025-11-25 session on its GET stream) and can call
+// them, and /readyz says ok.
 func TestBridgedUpstreamDownAtStartComesBack(t *testing.T) {
 	var trackerDown, forgeDown atomic.Bool
 	trackerDown.Store(true)
@@ -82,7 +83,12 @@ func TestBridgedUpstreamDownAtStartComesBack(t *testing.T) {
 		t.Fatalf("an upstream down at start stopped the start: %v", err)
 	}
 	p := seedAgent(t, app, "supacloud.forge.*", "supacloud.tracker.*")
-	cs, changed := agentSession(t, app)
+	cs, changed := agentSession(t, app) // 2026-07-28: told on its subscriptions/listen stream
+	oldChanged := make(chan struct{}, 16)
+	old := agentClient(t, app, "2025-11-25", &mcp.ClientOptions{ // a session: told on its GET stream
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { oldChanged <- struct{}{} },
+	})
+	sessionTools(t, old) // its baseline
 	if got := sessionTools(t, cs); !slices.Contains(got, "forge.issues.list") || slices.Contains(got, "tracker.tickets.get") {
 		t.Fatalf("tools/list with tracker down: %v; want forge's tool and none of tracker's", got)
 	}
@@ -98,6 +104,7 @@ func TestBridgedUpstreamDownAtStartComesBack(t *testing.T) {
 
 	trackerDown.Store(false)
 	toldAndCallable(t, cs, changed, "tracker.tickets.get", "tickets.get ran", 4*time.Second)
+	toldAndCallable(t, old, oldChanged, "tracker.tickets.get", "tickets.get ran", time.Second)
 	if _, ready := request(t, app, http.MethodGet, "/readyz"); !strings.Contains(ready, `"forge":"ok","tracker":"ok"`) {
 		t.Errorf("/readyz once tracker answers: %s", ready)
 	}
