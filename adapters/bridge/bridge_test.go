@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -368,4 +369,29 @@ func TestBridgeRefreshesEveryInterval(t *testing.T) {
 		return &mcp.CallToolResult{}, nil
 	})
 	within("a tool the upstream added", func() bool { _, ok := b.Lookup("late.later"); return ok })
+}
+
+// An upstream that accepts the connection and never answers (not even the
+// handshake) holds the start at most the timeout: New returns with it
+// degraded and the other upstream's tools listed.
+func TestBridgeStartBoundedByTheTimeout(t *testing.T) {
+	hung := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body) // so that net/http hears the client hang up, which ends r's context
+		<-r.Context().Done()
+	}))
+	t.Cleanup(hung.Close)
+	steady := newSDKServer(t, "steady")
+	const timeout = time.Second
+	start := time.Now()
+	b := newBridge(t, bridge.Options{Timeout: timeout, Upstreams: []bridge.Upstream{{Name: "hung", Prefix: "hung.", URL: hung.URL + "/mcp", Tier: gateway.TierRead}}}, steady)
+	if took := time.Since(start); took > timeout+time.Second {
+		t.Errorf("New took %v with an upstream that never answers; want at most the timeout (%v) and some slack", took, timeout)
+	}
+	st := b.Status()
+	if st[0].Name != "hung" || st[0].State != bridge.StateDegraded || st[1].State != bridge.StateOK {
+		t.Errorf("status %+v; want hung degraded and steady ok", st)
+	}
+	if _, ok := b.Lookup("steady.echo"); !ok {
+		t.Errorf("registry %+v; want steady's tool", b.Tools())
+	}
 }
