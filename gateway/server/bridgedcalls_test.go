@@ -215,6 +215,11 @@ func TestBridgedCallsThroughTheGateway(t *testing.T) {
 				}
 				<-done
 			})
+			// The misbehaving upstream's errors are isError results, which
+			// both protocols carry alike (isError result): run once.
+			if version != "" {
+				return
+			}
 			t.Run("misbehaving upstream", func(t *testing.T) {
 				var wg sync.WaitGroup
 				badDone := make(chan struct{})
