@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
@@ -180,5 +181,19 @@ func TestUpstreamURLBesideTheUpstreamsFile(t *testing.T) {
 	_, _, err = upstreamsAppWith(t, `{"upstreams":[{"name":"forge","prefix":"wiki.","url":"`+forgeURL+`","tier":"read"}]}`, single)
 	if err == nil || !strings.Contains(err.Error(), `upstream "forge": prefix: "wiki." collides with the supacloud catalog's tool "wiki.page"`) {
 		t.Fatalf("a prefix over MCPGATE_UPSTREAM_URL's tool: %v; want it refused naming the tool", err)
+	}
+}
+
+// A mistake in the upstreams file stops the start before the store is
+// reached: with a database nobody answers, the error is the file's.
+func TestServeChecksTheUpstreamsFileFirst(t *testing.T) {
+	start := time.Now()
+	_, _, err := upstreamsAppWith(t, `{"upstreams":[{"name":"forge","url":"ftp://127.0.0.1/mcp","tier":"read"}]}`,
+		map[string]string{"MCPGATE_DATABASE_URL": "postgres://nobody@127.0.0.1:9/nothing?connect_timeout=5"})
+	if err == nil || !strings.Contains(err.Error(), `upstream "forge": url: scheme "ftp"`) {
+		t.Fatalf("start: %v; want the upstreams file's mistake", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the refusal took %v; want it before anything is opened", took)
 	}
 }
