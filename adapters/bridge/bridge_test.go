@@ -150,6 +150,9 @@ func TestBridgeIsolatesAMisbehavingUpstream(t *testing.T) {
 		{"slow", "did not answer", "[upstream.timeout]"},
 		{"endless", "did not answer", "[upstream.timeout]"},
 		{"garbage", "not a JSON-RPC message", "[upstream.malformed_reply]"},
+		// An event that is not JSON is skipped (as a ping of some servers
+		// is); the call still ends at the timeout.
+		{"garbage-event", "did not answer", "[upstream.timeout]"},
 		{"rpc-error", "backend exploded", "[upstream.rpc_error]"},
 		{"down", "502", "[upstream.malformed_reply]"},
 		{"huge", "8 MiB", "[upstream.reply_too_large]"},

@@ -64,7 +64,7 @@ func chattyUpstream(t *testing.T, entered, cancelled chan<- struct{}) string {
 // badUpstream's tool of each bridgetest mode names.
 var badReasons = map[string]string{
 	bridgetest.Slow: "[upstream.timeout]", bridgetest.Endless: "[upstream.timeout]",
-	bridgetest.Garbage: "[upstream.malformed_reply]", bridgetest.RPCError: "[upstream.rpc_error]",
+	bridgetest.Garbage: "[upstream.malformed_reply]", bridgetest.GarbageEvent: "[upstream.timeout]", bridgetest.RPCError: "[upstream.rpc_error]",
 	bridgetest.Down: "[upstream.malformed_reply]", bridgetest.Huge: "[upstream.reply_too_large]",
 	bridgetest.Truncated: "[upstream.malformed_reply]",
 }
@@ -233,7 +233,7 @@ func TestBridgedCallsThroughTheGateway(t *testing.T) {
 						if want := badReasons[mode]; err != nil || !res.IsError || !strings.Contains(resultText(res), `upstream "bad"`) || !strings.Contains(resultText(res), want) {
 							t.Errorf("bad.%s: %v %.300q; want a tool execution error naming upstream \"bad\" with %s", mode, err, resultText(res), want)
 						}
-						if took > timeout+time.Second {
+						if took > timeout+2*time.Second { // slack for a loaded machine
 							t.Errorf("bad.%s answered after %v; want within MCPGATE_UPSTREAM_TIMEOUT (%v)", mode, took, timeout)
 						}
 					}()

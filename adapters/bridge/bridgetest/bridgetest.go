@@ -21,6 +21,9 @@ const (
 	Endless = "endless"
 	// Garbage answers a body that is not JSON.
 	Garbage = "garbage"
+	// GarbageEvent opens an event stream whose one event is not JSON,
+	// and keeps it open.
+	GarbageEvent = "garbage-event"
 	// RPCError answers a JSON-RPC error ("backend exploded").
 	RPCError = "rpc-error"
 	// Down answers 502, as a proxy in front of a dead upstream does.
@@ -32,7 +35,7 @@ const (
 )
 
 // Modes are every way Misbehave knows, in a fixed order.
-var Modes = []string{Slow, Endless, Garbage, RPCError, Down, Huge, Truncated}
+var Modes = []string{Slow, Endless, Garbage, GarbageEvent, RPCError, Down, Huge, Truncated}
 
 // Misbehave answers the JSON-RPC request of id (its raw id) in the way
 // mode names, instead of with its result; it returns once the reply is
@@ -58,6 +61,12 @@ func Misbehave(w http.ResponseWriter, r *http.Request, mode string, id json.RawM
 	case Garbage:
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, "<html>this is not JSON</html>")
+	case GarbageEvent:
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "event: message\ndata: <html>this is not JSON</html>\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
 	case RPCError:
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"backend exploded"}}`, id)
