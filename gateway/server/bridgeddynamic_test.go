@@ -69,7 +69,9 @@ func toldAndCallable(t *testing.T, cs *mcp.ClientSession, changed <-chan struct{
 // alone (it sends no list_changed) brings its tools in, the connected
 // clients are told with tools/list_changed (a 2026-07-28 client on its
 // subscription, a 2025-11-25 session on its GET stream) and can call
-// them, and /readyz says ok.
+// them, and /readyz says ok. An upstream that stops answering after it
+// was listed keeps its tools listed, is named degraded, and a call of
+// its tool is refused naming it.
 func TestBridgedUpstreamDownAtStartComesBack(t *testing.T) {
 	var trackerDown, forgeDown atomic.Bool
 	trackerDown.Store(true)
@@ -107,6 +109,22 @@ func TestBridgedUpstreamDownAtStartComesBack(t *testing.T) {
 	toldAndCallable(t, old, oldChanged, "tracker.tickets.get", "tickets.get ran", time.Second)
 	if _, ready := request(t, app, http.MethodGet, "/readyz"); !strings.Contains(ready, `"forge":"ok","tracker":"ok"`) {
 		t.Errorf("/readyz once tracker answers: %s", ready)
+	}
+
+	// forge stops answering after it was listed: a failed refresh keeps
+	// its tools listed (the client sees the same list), /readyz names it
+	// degraded, and a call of its tool is refused naming it.
+	forgeDown.Store(true)
+	waitFor(t, "/readyz to name forge degraded", func() bool {
+		_, ready := request(t, app, http.MethodGet, "/readyz")
+		return strings.Contains(ready, `"forge":"degraded","tracker":"ok"`)
+	})
+	if got := sessionTools(t, cs); !slices.Contains(got, "forge.issues.list") {
+		t.Errorf("tools/list with forge down after it was listed: %v; want its last listed tools kept", got)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "forge.issues.list", Arguments: map[string]any{}})
+	if msg := fmt.Sprint(err) + resultText(res); !strings.Contains(msg, `upstream "forge"`) || (err == nil && !res.IsError) {
+		t.Errorf("call of forge's tool while it is down: %+v %v; want an error naming it", res, err)
 	}
 }
 
