@@ -42,6 +42,12 @@ import (
 // Options.Refresh is zero (MCPGATE_UPSTREAM_REFRESH's default).
 const DefaultRefresh = 5 * time.Minute
 
+// DefaultMaxMessageBytes bounds one message of a bridged upstream's reply
+// when Options.MaxMessageBytes is zero: 8 MiB, so that a reply of 10 MB
+// (an upstream answering garbage) is a tool execution error naming the
+// upstream (upstream.reply_too_large), not a result passed to the client.
+const DefaultMaxMessageBytes = 8 << 20
+
 // Upstream declares one bridged MCP server (gateway/upstreams.Upstream,
 // as the wiring hands it over).
 type Upstream struct {
@@ -83,9 +89,10 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives an upstream's listing failures; nil: none.
 	Logger *zap.Logger
-	// MaxMessageBytes, when positive, bounds one message of an
-	// upstream's reply below mcpupstream's 16 MiB; a reply past it is a
-	// tool execution error (upstream.reply_too_large).
+	// MaxMessageBytes bounds one message of an upstream's reply, in
+	// bytes; zero is DefaultMaxMessageBytes, and mcpupstream's own bound
+	// (16 MiB) caps it. A reply past it is a tool execution error
+	// (upstream.reply_too_large).
 	MaxMessageBytes int
 	// OnChange is called after a refresh changed the registry (a tool
 	// added, removed or redefined), without locks held; nil: nothing.
@@ -167,6 +174,9 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = mcpupstream.DefaultTimeout
+	}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	b := &Bridge{opts: opts, tools: map[string]*Tool{}, kick: make(chan struct{}, 1)}
 	seen := map[string]bool{}

@@ -1,7 +1,6 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/adapters/bridge"
+	"github.com/mcpgate/mcpgate/adapters/bridge/bridgetest"
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
@@ -66,48 +66,13 @@ func (s *sdkServer) serve(w http.ResponseWriter, r *http.Request, sdk http.Handl
 		http.Error(w, "no stream", http.StatusMethodNotAllowed)
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	_ = json.Unmarshal(body, &msg)
-	mode := s.mode.Load().(string)
-	if msg.Method != "tools/call" || mode == "" {
-		sdk.ServeHTTP(w, r)
-		return
-	}
-	s.entered <- struct{}{}
-	switch mode {
-	case "slow": // answers nothing until the client gives up
-		<-r.Context().Done()
-	case "endless": // an event stream that never carries the response
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		for {
-			if _, err := io.WriteString(w, ": still here\n\n"); err != nil {
-				return
-			}
-			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
+	bridgetest.Wrap(sdk, func(string) string {
+		mode := s.mode.Load().(string)
+		if mode != "" {
+			s.entered <- struct{}{}
 		}
-	case "garbage":
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, "<html>this is not JSON</html>")
-	case "rpc-error":
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"backend exploded"}}`, msg.ID)
-	case "down":
-		http.Error(w, "bad gateway", http.StatusBadGateway)
-	case "huge": // a 10 MB result, past the bridge's bound in the test
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}`, msg.ID, strings.Repeat("x", 10<<20))
-	}
+		return mode
+	}).ServeHTTP(w, r)
 }
 
 func newBridge(t *testing.T, opts bridge.Options, servers ...*sdkServer) *bridge.Bridge {
@@ -171,30 +136,40 @@ func TestBridgeListsAndRoutes(t *testing.T) {
 }
 
 // One upstream misbehaving (slow past the timeout, a reply that never
-// ends, not JSON, a JSON-RPC error, down) fails only its own calls, as a
-// tool execution error naming it and not its address, while calls to the
+// ends, not JSON, a JSON-RPC error, down, a 10 MB reply past the default
+// bound) fails only its own calls, within the timeout, as a tool
+// execution error naming it and not its address, while calls to the
 // other upstream, made during the bad call, succeed.
 func TestBridgeIsolatesAMisbehavingUpstream(t *testing.T) {
 	good, bad := newSDKServer(t, "good"), newSDKServer(t, "bad")
-	b := newBridge(t, bridge.Options{Timeout: 3 * time.Second, MaxMessageBytes: 1 << 20}, good, bad)
+	const timeout = 3 * time.Second
+	b := newBridge(t, bridge.Options{Timeout: timeout}, good, bad)
 	host := strings.TrimPrefix(bad.url, "http://")
 	host = host[:strings.IndexByte(host, '/')]
 	for _, tc := range []struct{ mode, want, reason string }{
 		{"slow", "did not answer", "[upstream.timeout]"},
 		{"endless", "did not answer", "[upstream.timeout]"},
 		{"garbage", "not a JSON-RPC message", "[upstream.malformed_reply]"},
+		// An event that is not JSON is skipped (as a ping of some servers
+		// is); the call still ends at the timeout.
+		{"garbage-event", "did not answer", "[upstream.timeout]"},
 		{"rpc-error", "backend exploded", "[upstream.rpc_error]"},
 		{"down", "502", "[upstream.malformed_reply]"},
-		{"huge", "1 MiB", "[upstream.reply_too_large]"},
+		{"huge", "8 MiB", "[upstream.reply_too_large]"},
+		{"truncated", "not a JSON-RPC message", "[upstream.malformed_reply]"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			bad.mode.Store(tc.mode)
 			defer bad.mode.Store("")
 			badDone := make(chan *gateway.ToolResult, 1)
 			go func() {
+				start := time.Now()
 				res, err := b.CallTool(context.Background(), gateway.ToolCall{Tool: "bad.echo", RawArguments: json.RawMessage(`{}`)})
 				if err != nil {
 					t.Errorf("bad.echo returned an error instead of a tool execution error: %v", err)
+				}
+				if took := time.Since(start); took > timeout+time.Second {
+					t.Errorf("bad.echo (%s) answered after %v; want within the timeout (%v)", tc.mode, took, timeout)
 				}
 				badDone <- res
 			}()
@@ -362,5 +337,64 @@ func TestBridgeHearsListChanged(t *testing.T) {
 	}
 	if _, ok := b.Lookup("notifying.fresh"); !ok {
 		t.Errorf("registry after list_changed: %+v", b.Tools())
+	}
+}
+
+// Without a Refresh call or a list_changed (the upstream offers no GET
+// stream), the refresh interval alone lists again: an upstream down at
+// start has its tools once it answers, and a tool it adds later shows,
+// each within an interval or two.
+func TestBridgeRefreshesEveryInterval(t *testing.T) {
+	s := newSDKServer(t, "late")
+	s.noGET.Store(true)
+	s.down.Store(true)
+	const interval = 200 * time.Millisecond
+	b := newBridge(t, bridge.Options{Refresh: interval, Timeout: 2 * time.Second}, s)
+	if st := b.Status(); st[0].State != bridge.StateDegraded || len(b.Tools()) != 0 {
+		t.Fatalf("status with the upstream down at start: %+v, tools %+v", st, b.Tools())
+	}
+	within := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * interval)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %v of a %v refresh interval", what, 5*interval, interval)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	s.down.Store(false)
+	within("the upstream's tools once it answers", func() bool {
+		_, ok := b.Lookup("late.echo")
+		return ok && b.Status()[0].State == bridge.StateOK
+	})
+	s.AddTool(&mcp.Tool{Name: "later", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	within("a tool the upstream added", func() bool { _, ok := b.Lookup("late.later"); return ok })
+}
+
+// An upstream that accepts the connection and never answers (not even the
+// handshake) holds the start at most the timeout: New returns with it
+// degraded and the other upstream's tools listed.
+func TestBridgeStartBoundedByTheTimeout(t *testing.T) {
+	hung := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body) // so that net/http hears the client hang up, which ends r's context
+		<-r.Context().Done()
+	}))
+	t.Cleanup(hung.Close)
+	steady := newSDKServer(t, "steady")
+	const timeout = time.Second
+	start := time.Now()
+	b := newBridge(t, bridge.Options{Timeout: timeout, Upstreams: []bridge.Upstream{{Name: "hung", Prefix: "hung.", URL: hung.URL + "/mcp", Tier: gateway.TierRead}}}, steady)
+	if took := time.Since(start); took > timeout+time.Second {
+		t.Errorf("New took %v with an upstream that never answers; want at most the timeout (%v) and some slack", took, timeout)
+	}
+	st := b.Status()
+	if st[0].Name != "hung" || st[0].State != bridge.StateDegraded || st[1].State != bridge.StateOK {
+		t.Errorf("status %+v; want hung degraded and steady ok", st)
+	}
+	if _, ok := b.Lookup("steady.echo"); !ok {
+		t.Errorf("registry %+v; want steady's tool", b.Tools())
 	}
 }

@@ -38,7 +38,9 @@ func TestUpstreams(t *testing.T) {
 			t.Errorf("%s=%s: %v, want an error naming the variable", name, v, err)
 		}
 	}
-	if _, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_UPSTREAM_TIMEOUT": "soon"})); err == nil || !strings.Contains(err.Error(), "MCPGATE_UPSTREAM_TIMEOUT") {
-		t.Errorf("MCPGATE_UPSTREAM_TIMEOUT=soon: %v", err)
+	for _, v := range []string{"soon", "0s", "-5s"} {
+		if _, err := Load(env(map[string]string{"MCPGATE_JWT_SECRET": secret, "MCPGATE_UPSTREAM_TIMEOUT": v})); err == nil || !strings.Contains(err.Error(), "MCPGATE_UPSTREAM_TIMEOUT") {
+			t.Errorf("MCPGATE_UPSTREAM_TIMEOUT=%s: %v, want it refused (a bridged upstream's operations are always bounded)", v, err)
+		}
 	}
 }

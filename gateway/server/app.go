@@ -115,6 +115,9 @@ func Open(ctx context.Context, cfg *config.Config, log *zap.Logger, version stri
 
 func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	cfg := a.Config
+	if err := a.checkUpstreamsFile(); err != nil {
+		return err
+	}
 	if err := a.openStore(ctx); err != nil {
 		return err
 	}

@@ -186,18 +186,7 @@ func TestBridgedListChangedReachesClients(t *testing.T) {
 		t.Fatalf("tools/list before the change: %v", got)
 	}
 	upstreamtest.SetTool(forge, "issues.close", "Close an issue.", false)
-	select {
-	case <-changed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no notifications/tools/list_changed after the upstream added a tool")
-	}
-	if got := sessionTools(t, cs); !slices.Contains(got, "forge.issues.close") {
-		t.Fatalf("tools/list after the change: %v, want forge.issues.close", got)
-	}
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "forge.issues.close", Arguments: map[string]any{}})
-	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "issues.close ran" {
-		t.Fatalf("call of the new tool: %+v %v", res, err)
-	}
+	toldAndCallable(t, cs, changed, "forge.issues.close", "issues.close ran", 10*time.Second)
 }
 
 // On the cc_server surface bridged tools join the registry too: tools/list
@@ -448,24 +437,61 @@ func TestBridgedGrantsAreValidEntries(t *testing.T) {
 }
 
 // The upstreams file's secrets (a header from ${env:…}, a key in the
-// URL's query) reach none of the gateway's outputs after a bridged call:
-// the log, the audit rows (admin API), the decision log, /metrics,
-// /readyz and the admin API's upstream listing.
+// URL's query, an OAuth client secret from ${file:…} and the token it
+// gets) reach none of the gateway's outputs after bridged calls, one of
+// them to an upstream that has gone away since it was listed: the
+// errors and results the caller gets, the log, the audit rows (admin
+// API), the decision log, /metrics, /readyz and the admin API's upstream
+// listing.
 func TestBridgedSecretsReachNoOutput(t *testing.T) {
+	const clientSecret = "bridged-oauth-client-secret-41f0"
 	t.Setenv("BRIDGED_TOKEN", upstreamToken)
 	decisions := filepath.Join(t.TempDir(), "decisions.jsonl")
+	secretFile := filepath.Join(t.TempDir(), "client_secret")
+	if err := os.WriteFile(secretFile, []byte(clientSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The token endpoint gives the client credentials upstreamToken, which
+	// the upstream wants as its bearer token.
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id, secret, ok := r.BasicAuth(); !ok || id != "gw" || secret != clientSecret {
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"access_token":%q,"token_type":"bearer","expires_in":3600}`, upstreamToken)
+	}))
+	t.Cleanup(tokens.Close)
+	gone, _ := upstreamtest.Start(t, "vanishes")
+	goneSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return gone }, nil))
+	t.Cleanup(goneSrv.Close)
 	app, logs, err := upstreamsAppWith(t, `{"upstreams":[
-	  {"name":"forge","url":"`+bridgedUpstream(t)+`?key=`+upstreamToken+`","tier":"read","headers":{"Authorization":"Bearer ${env:BRIDGED_TOKEN}"}}
+	  {"name":"forge","url":"`+bridgedUpstream(t)+`?key=`+upstreamToken+`","tier":"read","headers":{"Authorization":"Bearer ${env:BRIDGED_TOKEN}"}},
+	  {"name":"vault","url":"`+bridgedUpstream(t)+`","tier":"read",
+	   "oauth":{"token_url":"`+tokens.URL+`/token?key=`+upstreamToken+`","client_id":"gw","client_secret":"${file:`+secretFile+`}"}},
+	  {"name":"gone","url":"`+goneSrv.URL+`/mcp?key=`+upstreamToken+`","tier":"read","headers":{"X-Key":"${env:BRIDGED_TOKEN}"}}
 	]}`, map[string]string{"MCPGATE_DECISION_LOG_FILE": decisions})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := seedAgent(t, app, "supacloud.forge.*")
-	if text, code := callBridged(app, p, "forge.issues.list"); code != "" {
-		t.Fatalf("bridged call: %s %s", text, code)
+	p := seedAgent(t, app, "supacloud.forge.*", "supacloud.vault.*", "supacloud.gone.*")
+	for _, tool := range []string{"forge.issues.list", "vault.issues.list"} {
+		if text, code := callBridged(app, p, tool); code != "" {
+			t.Fatalf("bridged call of %s: %s %s", tool, text, code)
+		}
 	}
-	_, _ = app.Pipeline.CallTool(context.Background(), p, &gateway.CallRequest{Name: "forge.nope", Arguments: map[string]any{}})
-	outputs := map[string]string{"the log": logs.String()}
+	goneSrv.CloseClientConnections()
+	goneSrv.Close()
+	var answers []string
+	for _, tool := range []string{"gone.vanishes", "forge.nope"} {
+		res, err := app.Pipeline.CallTool(context.Background(), p, &gateway.CallRequest{Name: tool, Arguments: map[string]any{}, RawArguments: json.RawMessage(`{}`)})
+		b, _ := json.Marshal(res)
+		answers = append(answers, fmt.Sprintf("%v %s %s", err, gateway.ErrorMessageOf(err), b))
+	}
+	if !strings.Contains(answers[0], `upstream "gone"`) {
+		t.Fatalf("the call of the vanished upstream's tool: %s; want an error naming it", answers[0])
+	}
+	outputs := map[string]string{"the log": logs.String(), "the caller's errors and results": strings.Join(answers, "\n")}
 	_, outputs["/metrics"] = request(t, app, http.MethodGet, "/metrics")
 	_, outputs["/readyz"] = request(t, app, http.MethodGet, "/readyz")
 	_, outputs["the audit rows"] = adminDo(t, app, http.MethodGet, "/admin/v1/audit-events?workspace_id=ws-a", "")
@@ -480,8 +506,8 @@ func TestBridgedSecretsReachNoOutput(t *testing.T) {
 		return strings.Contains(string(b), "forge.issues.list")
 	})
 	for what, s := range outputs {
-		if strings.Contains(s, upstreamToken) {
-			t.Errorf("%s holds the upstream's secret", what)
+		if strings.Contains(s, upstreamToken) || strings.Contains(s, clientSecret) {
+			t.Errorf("%s holds the upstream's secret: %.2000s", what, s)
 		}
 	}
 }

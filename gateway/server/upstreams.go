@@ -60,10 +60,7 @@ func (a *App) openBridges(ctx context.Context, log *zap.Logger, version string, 
 	if err != nil {
 		return err
 	}
-	file, err := upstreams.Load(cfg.File, upstreams.Options{Catalogs: map[string][]string{
-		gateway.SurfaceSupaCloud: toolNames(a.Catalog),
-		gateway.SurfaceCCServer:  toolNames(ccCat),
-	}, Reserved: reservedNames(a.Policy)})
+	file, err := upstreams.Load(cfg.File, upstreamsOptions(a.Catalog, ccCat, reservedNames(a.Policy)))
 	if err != nil {
 		return err
 	}
@@ -113,6 +110,36 @@ func (a *App) openBridges(ctx context.Context, log *zap.Logger, version string, 
 		}
 	}
 	return nil
+}
+
+// checkUpstreamsFile reads MCPGATE_UPSTREAMS_FILE against the built-in
+// catalogs before anything is opened, so that a mistake in it stops the
+// start at once, not after the store was reached (or in its place, when
+// the store cannot be). openBridges reads it again once the catalog holds
+// MCPGATE_UPSTREAM_URL's tools and the policy's own grants are known.
+func (a *App) checkUpstreamsFile() error {
+	if a.Config.Upstreams.File == "" {
+		return nil
+	}
+	sc, err := tools.Load()
+	if err != nil {
+		return fmt.Errorf("tool catalog: %w", err)
+	}
+	cc, err := tools.LoadCCServer()
+	if err != nil {
+		return fmt.Errorf("cc_server tool catalog: %w", err)
+	}
+	_, err = upstreams.Load(a.Config.Upstreams.File, upstreamsOptions(sc, cc, nil))
+	return err
+}
+
+// upstreamsOptions checks an upstreams file against the surfaces'
+// catalogs and the names reserved for the policy's own grants.
+func upstreamsOptions(supacloud, ccserver *tools.Catalog, reserved []string) upstreams.Options {
+	return upstreams.Options{Catalogs: map[string][]string{
+		gateway.SurfaceSupaCloud: toolNames(supacloud),
+		gateway.SurfaceCCServer:  toolNames(ccserver),
+	}, Reserved: reserved}
 }
 
 // bridgedSync keeps a surface's registry, and the tool list its policy

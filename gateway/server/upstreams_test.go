@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/server"
+	"github.com/mcpgate/mcpgate/test/upstreamtest"
 )
 
 const upstreamToken = "bridged-upstream-token-7c1d9e"
@@ -126,9 +128,16 @@ func TestServeBridgesTheUpstreamsFile(t *testing.T) {
 }
 
 // A bad upstreams file stops the start with a message naming the upstream
-// and the field.
+// and the field (every problem of the file at once).
 func TestServeRefusesABadUpstreamsFile(t *testing.T) {
 	for note, tc := range map[string]struct{ file, want string }{
+		"duplicate name, prefix collision, ftp URL": {`{"upstreams":[
+		  {"name":"forge","url":"http://127.0.0.1:9/mcp","tier":"read"},
+		  {"name":"forge","prefix":"forge2.","url":"http://127.0.0.1:9/mcp","tier":"read"},
+		  {"name":"git","prefix":"forge.x.","url":"ftp://127.0.0.1/mcp","tier":"read"}]}`,
+			`upstream "forge": name: is given to two upstreams` + "\n" +
+				`upstream "git": prefix: "forge.x." collides with the prefix "forge." of upstream "forge"` + "\n" +
+				`upstream "git": url: scheme "ftp"`},
 		"unset variable":   {`{"upstreams":[{"name":"forge","url":"http://127.0.0.1:9/mcp","tier":"read","headers":{"Authorization":"Bearer ${env:MCPGATE_TEST_UNSET_VARIABLE}"}}]}`, `upstream "forge": headers.Authorization: ${env:MCPGATE_TEST_UNSET_VARIABLE}`},
 		"catalog prefix":   {`{"upstreams":[{"name":"forge","prefix":"project.","url":"http://127.0.0.1:9/mcp","tier":"read"}]}`, `upstream "forge": prefix: "project." collides with the supacloud catalog's tool`},
 		"ccserver catalog": {`{"upstreams":[{"name":"t","surface":"ccserver","prefix":"ticket","group":"tickets","url":"http://127.0.0.1:9/mcp"}]}`, `upstream "t": prefix: "ticket" collides with the ccserver catalog's tool`},
@@ -136,10 +145,55 @@ func TestServeRefusesABadUpstreamsFile(t *testing.T) {
 		"unknown field":    {`{"upstreams":[{"name":"forge","url":"http://127.0.0.1:9/mcp","tier":"read","trust":true}]}`, `upstream "forge": unknown field "trust"`},
 	} {
 		t.Run(note, func(t *testing.T) {
+			t.Parallel() // each start fails in its own folder
 			_, _, err := upstreamsApp(t, tc.file)
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "MCPGATE_UPSTREAMS_FILE") {
-				t.Fatalf("start: %v; want it refused saying %q", err, tc.want)
+			if err == nil || !strings.Contains(err.Error(), "MCPGATE_UPSTREAMS_FILE") {
+				t.Fatalf("start: %v; want it refused naming MCPGATE_UPSTREAMS_FILE", err)
+			}
+			for _, want := range strings.Split(tc.want, "\n") {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("start refused with %q\nwant it to say %q", err, want)
+				}
 			}
 		})
+	}
+}
+
+// MCPGATE_UPSTREAM_URL keeps working beside MCPGATE_UPSTREAMS_FILE: its
+// one upstream's tools join the catalog (with MCPGATE_UPSTREAM_TIER), the
+// file's upstreams are bridged beside them, a call of each reaches its own
+// server, and a file prefix that would take one of that upstream's tool
+// names is refused like a collision with the catalog.
+func TestUpstreamURLBesideTheUpstreamsFile(t *testing.T) {
+	_, singleURL := upstreamtest.Start(t, "wiki.page")
+	_, forgeURL := upstreamtest.Start(t, "issues.list")
+	single := map[string]string{"MCPGATE_UPSTREAM_URL": singleURL, "MCPGATE_UPSTREAM_TIER": "read"}
+	app, _, err := upstreamsAppWith(t, `{"upstreams":[{"name":"forge","url":"`+forgeURL+`","tier":"read"}]}`, single)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := seedAgent(t, app, "wiki.page", "forge.issues.list")
+	for tool, want := range map[string]string{"wiki.page": "wiki.page ran", "forge.issues.list": "issues.list ran"} {
+		if text, code := callBridged(app, p, tool); code != "" || text != want {
+			t.Errorf("call of %s: %q %s; want %q", tool, text, code, want)
+		}
+	}
+	_, _, err = upstreamsAppWith(t, `{"upstreams":[{"name":"forge","prefix":"wiki.","url":"`+forgeURL+`","tier":"read"}]}`, single)
+	if err == nil || !strings.Contains(err.Error(), `upstream "forge": prefix: "wiki." collides with the supacloud catalog's tool "wiki.page"`) {
+		t.Fatalf("a prefix over MCPGATE_UPSTREAM_URL's tool: %v; want it refused naming the tool", err)
+	}
+}
+
+// A mistake in the upstreams file stops the start before the store is
+// reached: with a database nobody answers, the error is the file's.
+func TestServeChecksTheUpstreamsFileFirst(t *testing.T) {
+	start := time.Now()
+	_, _, err := upstreamsAppWith(t, `{"upstreams":[{"name":"forge","url":"ftp://127.0.0.1/mcp","tier":"read"}]}`,
+		map[string]string{"MCPGATE_DATABASE_URL": "postgres://nobody@127.0.0.1:9/nothing?connect_timeout=5"})
+	if err == nil || !strings.Contains(err.Error(), `upstream "forge": url: scheme "ftp"`) {
+		t.Fatalf("start: %v; want the upstreams file's mistake", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the refusal took %v; want it before anything is opened", took)
 	}
 }

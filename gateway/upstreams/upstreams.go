@@ -188,6 +188,10 @@ func Parse(data []byte, opts Options) (*File, error) {
 	if err := strictDecode(data, &raw); err != nil {
 		return nil, fmt.Errorf(`not an upstreams file {"upstreams": [...]}: %s`, decodeProblem(err, "upstreams"))
 	}
+	// An upstream with other problems still takes part in the checks of
+	// names and prefixes (when those two are well-formed), so that a
+	// clash is reported with them, not after they are fixed; any problem
+	// returns no File.
 	f := &File{}
 	for i, entry := range raw.Upstreams {
 		if u, ok := p.upstream(i, entry); ok {
@@ -252,7 +256,9 @@ func kindOf(k string) string {
 	return k
 }
 
-// upstream checks and resolves entry i.
+// upstream checks and resolves entry i; false when it could not be
+// decoded or its name or prefix is malformed (it then takes no part in
+// the checks of names and prefixes).
 func (p *parser) upstream(i int, entry json.RawMessage) (Upstream, bool) {
 	var named struct {
 		Name any `json:"name"`
@@ -267,9 +273,9 @@ func (p *parser) upstream(i int, entry json.RawMessage) (Upstream, bool) {
 		p.errs = append(p.errs, fmt.Sprintf("upstream %s: %s", who, decodeProblem(err, upstreamFields)))
 		return Upstream{}, false
 	}
-	before := len(p.errs)
 	u := Upstream{Name: r.Name, Surface: r.Surface, Prefix: r.Name + ".", NewTools: NewTools(r.NewTools)}
-	if !nameRE.MatchString(r.Name) {
+	wellFormed := nameRE.MatchString(r.Name)
+	if !wellFormed {
 		p.fail(who, "name", "must be 1 to 32 of a-z, 0-9 and -")
 	}
 	if u.Surface == "" {
@@ -285,6 +291,7 @@ func (p *parser) upstream(i int, entry json.RawMessage) (Upstream, bool) {
 		u.Prefix = *r.Prefix
 	}
 	if !prefixRE.MatchString(u.Prefix) {
+		wellFormed = false
 		p.fail(who, "prefix", "%q must be 1 to 64 of A-Z, a-z, 0-9, _, ., / and - (default: the name and a dot)", u.Prefix)
 	}
 	for _, sf := range []string{gateway.SurfaceSupaCloud, gateway.SurfaceCCServer} {
@@ -329,7 +336,7 @@ func (p *parser) upstream(i int, entry json.RawMessage) (Upstream, bool) {
 	if r.OAuth != nil {
 		u.OAuth = p.oauth(who, r.OAuth)
 	}
-	return u, len(p.errs) == before
+	return u, wellFormed
 }
 
 // checkURL is what is wrong with raw as an upstream URL, "" when nothing.

@@ -131,11 +131,17 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
-// Every problem of a file is reported at once.
+// Every problem of a file is reported at once, a clash of names or
+// prefixes too when an upstream in it has another problem.
 func TestParseReportsEveryProblem(t *testing.T) {
-	_, err := parse(t, `{"upstreams":[{"name":"a","url":"ftp://x","tier":"read"},{"name":"b","url":"https://x","tier":"nope"}]}`, nil)
-	if err == nil || !strings.Contains(err.Error(), `upstream "a": url`) || !strings.Contains(err.Error(), `upstream "b": tier`) {
-		t.Fatalf("error %v: want both problems", err)
+	_, err := parse(t, `{"upstreams":[{"name":"a","url":"ftp://x","tier":"read"},{"name":"b","url":"https://x","tier":"nope"},
+	  {"name":"a","prefix":"a2.","url":"https://x","tier":"read","headers":{"X-Key":"${env:NOPE}"}},
+	  {"name":"c","prefix":"b.x.","url":"https://x","tier":"ops","new_tools":"trust"}]}`, nil)
+	for _, want := range []string{`upstream "a": url`, `upstream "b": tier`, `upstream "a": headers.X-Key`, `upstream "c": new_tools`,
+		`upstream "a": name: is given to two upstreams`, `upstream "c": prefix: "b.x." collides with the prefix "b." of upstream "b"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v: want it to say %q", err, want)
+		}
 	}
 }
 
