@@ -54,7 +54,9 @@ var flowRestart = func() int {
 // loadSession loads the history of the call's flow key when flow rules
 // are on for the principal's workspace (flowRulesOn) and the store keeps
 // histories; c.Session stays nil otherwise (no input.session, nothing
-// recorded). A store that cannot read it refuses the call.
+// recorded). A history this process read within flowCacheTTL stands in
+// for the read, unless the call is decided again because the history
+// changed (c.flowStale). A store that cannot read it refuses the call.
 func (pl *Pipeline) loadSession(ctx context.Context, c *Call) error {
 	c.Session, c.flowKey = nil, ""
 	c.flowSwitch = c.Caller.FlowRulesOn(pl.callWorkspace(c))
@@ -69,10 +71,16 @@ func (pl *Pipeline) loadSession(ctx context.Context, c *Call) error {
 	if key == "" {
 		return nil
 	}
+	now := pl.now()
+	if s := pl.flows.get(key, now); s != nil && !c.flowStale {
+		c.Session, c.flowKey = s, key
+		return nil
+	}
 	s, err := fs.FlowSession(c.storeContext(ctx), key)
 	if err != nil {
 		return gateway.Wrap(gateway.EUnavailable, err, "the audit store could not read this session's history, which the flow rules decide on, so "+c.Params.Name+" was refused; retry when the store is back")
 	}
+	pl.flows.put(key, s, now)
 	c.Session, c.flowKey = s, key
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -230,5 +231,77 @@ func TestFlowEgressDecidedAgainAfterAConcurrentRead(t *testing.T) {
 	}
 	if n := f.up.calls.Load(); n != 0 {
 		t.Errorf("%d dispatches, want none", n)
+	}
+}
+
+// countingFlows counts the session histories read from the store.
+type countingFlows struct {
+	pipeline.FlowStore
+	reads atomic.Int64
+}
+
+func (c *countingFlows) FlowSession(ctx context.Context, key string) (*gateway.FlowSession, error) {
+	c.reads.Add(1)
+	return c.FlowStore.FlowSession(ctx, key)
+}
+
+// A session's history read within a second stands in for a read: the
+// session's next call decides on it, unless its own record changed the
+// history (a new tool, a new label) or the second has passed.
+func TestFlowHistoryReadOncePerSecond(t *testing.T) {
+	f, _ := flowFixture(t)
+	flows := &countingFlows{FlowStore: f.store}
+	now := time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
+	f.pl.Flows, f.pl.Now = flows, func() time.Time { return now }
+	step := func(tool string, wantReads int64) {
+		t.Helper()
+		if err := f.callAs(f.p, tool); err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		if n := flows.reads.Load(); n != wantReads {
+			t.Fatalf("after %s: %d history reads, want %d", tool, n, wantReads)
+		}
+	}
+	step("pr.create", 1) // first sight: read, then dropped (its record adds the tool)
+	step("pr.create", 2) // read again: the record changes nothing now
+	step("pr.create", 2) // from the cache
+	now = now.Add(time.Second)
+	step("pr.create", 3)     // a second later: read again
+	step("app.files.get", 3) // from the cache, but its record adds a label: dropped
+	step("app.files.get", 4)
+	if err := f.callAs(f.p, "pr.create"); err == nil {
+		t.Fatal("pr.create after the private read ran; want the approval refusal")
+	}
+}
+
+// A history cached before another process recorded a private read in the
+// session does not let an egress through: the reservation finds more
+// labels than the call was decided on, and the call is decided again on
+// the store's history.
+func TestFlowStaleCachedHistoryIsDecidedAgain(t *testing.T) {
+	f, _ := flowFixture(t)
+	flows := &countingFlows{FlowStore: f.store}
+	f.pl.Flows = flows
+	for range 2 {
+		if err := f.callAs(f.p, "pr.create"); err != nil {
+			t.Fatalf("pr.create in a clean session: %v", err)
+		}
+	}
+	key := gateway.FlowKey(gateway.SurfaceSupaCloud, f.p)
+	ev := &gateway.AuditEvent{Time: time.Now(), WorkspaceID: "ws-a", TaskID: "t1", Tool: "script.get", Status: gateway.AuditAllowed, Kind: gateway.AuditKindToolCall}
+	if _, err := f.store.Reserve(context.Background(), gateway.Reservation{Event: ev,
+		Flow: &gateway.FlowRecord{Key: key, WorkspaceID: "ws-a", TaskID: "t1", Tool: "script.get", Reads: []string{"private"}}}); err != nil {
+		t.Fatal(err)
+	}
+	before := flows.reads.Load()
+	err := f.callAs(f.p, "pr.create")
+	if ge, _ := err.(*gateway.Error); ge == nil || !strings.Contains(ge.Message, "private data through script.get") {
+		t.Fatalf("pr.create after another process's read: %v; want the approval refusal naming script.get", err)
+	}
+	if n := flows.reads.Load() - before; n != 1 {
+		t.Errorf("%d history reads for the egress; want 1 (decided on the cache, then again on the store's)", n)
+	}
+	if n := f.up.calls.Load(); n != 2 {
+		t.Errorf("%d dispatches, want 2 (the egress after the read never ran)", n)
 	}
 }

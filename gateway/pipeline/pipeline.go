@@ -118,7 +118,9 @@ type Pipeline struct {
 	// Flows, when set, reads the session histories instead of Store (a
 	// dry run's, which has no Store); nil takes Store's when it keeps
 	// them (FlowStore).
-	Flows   FlowStore
+	Flows FlowStore
+	// flows holds the session histories read lately (flowCache).
+	flows   flowCache
 	Decider Decider
 	Catalog *tools.Catalog
 	Adapter Adapter
@@ -217,6 +219,11 @@ type Call struct {
 	// in switched flow rules on (callWorkspace, gateway.Caller.FlowRulesOn),
 	// set by loadSession: the policy's input.workspace.flow_rules.
 	flowSwitch bool
+	// flowStale is true once the reservation found the session changed
+	// since the decision: loadSession then reads the store, not the
+	// cache, which another call of the session may have filled meanwhile
+	// with what it read before the change.
+	flowStale bool
 	// Decision is the policy's answer (decide).
 	Decision *gateway.Decision
 	// Event is the call's audit row, filled in by every step and written

@@ -59,8 +59,13 @@ func (pl *Pipeline) reserve(ctx context.Context, c *Call) (*gateway.IdempotencyR
 		}
 	}
 	var res gateway.ReservationResult
+	flow := flowRecord(c)
 	if err == nil {
-		res, err = pl.Store.Reserve(ctx, gateway.Reservation{Event: ev, Slots: plan.Counters(), Claim: c.Claim, Flow: flowRecord(c)})
+		res, err = pl.Store.Reserve(ctx, gateway.Reservation{Event: ev, Slots: plan.Counters(), Claim: c.Claim, Flow: flow})
+	}
+	if flow != nil && (res.FlowChanged || res.AuditID != 0 && changes(c.Session, flow)) {
+		pl.flows.drop(flow.Key)
+		c.flowStale = c.flowStale || res.FlowChanged
 	}
 	switch {
 	case err != nil:
