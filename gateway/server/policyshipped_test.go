@@ -74,9 +74,17 @@ func TestShippedPolicyReachesEveryReplicaWithinASecond(t *testing.T) {
 		t.Fatalf("A's attempt %+v: want the shipped bundle's tests run on A", want.LastAttempt)
 	}
 	t.Logf("A tested and loaded %s (%d tests) in %v", want.Revision, want.LastAttempt.Tests, reloaded.Sub(began))
-	st, ok := b.waitPolicy(t, time.Second, func(st policystatus.Status) bool { return st.Revision == want.Revision })
+	// Within a second; under the race detector, on a loaded machine, B's
+	// compile alone can take longer, so the bound is wider there: what
+	// it still shows is that B does not run the bundle's tests (tens of
+	// seconds here), which TestsFrom below asserts too.
+	within := time.Second
+	if raceEnabled {
+		within = 5 * time.Second
+	}
+	st, ok := b.waitPolicy(t, within, func(st policystatus.Status) bool { return st.Revision == want.Revision })
 	if !ok {
-		t.Fatalf("B serves %q 1 s after A's reload answered (last attempt %+v), want %s", st.Revision, st.LastAttempt, want.Revision)
+		t.Fatalf("B serves %q %v after A's reload answered (last attempt %+v), want %s", st.Revision, within, st.LastAttempt, want.Revision)
 	}
 	t.Logf("B serves it %v after A's reload answered", time.Since(reloaded))
 	if at := st.LastAttempt; at.Trigger != "replica" || at.TestsFrom != policystatus.TestsReplica || at.Content != want.LastAttempt.Content || at.Tests != want.LastAttempt.Tests {
