@@ -19,6 +19,8 @@ func TestToolCallRefusals(t *testing.T) {
 		schemaText = "invalid arguments for tool schema: /project_id: missing required property"
 		denyMeta   = `{"class":"Forbidden","status":403,"code":"allowlist_missing","decision_id":"dec-1","reasons":[{"code":"allowlist_missing","message":"profile lacks supacloud.ops.*"}]}`
 		limitMeta  = `{"class":"Forbidden","status":403,"code":"rate_limit.exceeded","reasons":[{"code":"rate_limit.exceeded","message":"Rate limit exceeded for tool 'limit'"}],"bucket":"task"}`
+		downText   = `upstream_down was not run: upstream "forge", which serves it, could not take the call (connection refused); try again later`
+		downMeta   = `{"class":"Internal","status":503,"code":"upstream.unreachable","reasons":[{"code":"upstream.unreachable","message":"upstream_down was not run: upstream \"forge\", which serves it, could not take the call (connection refused); try again later"}]}`
 		schemaMeta = `{"class":"Invalid","status":400,"code":"arguments.invalid","decision_id":"dec-2","reasons":[{"code":"arguments.invalid","message":"invalid arguments for tool schema: /project_id: missing required property"}]}`
 	)
 	type want struct {
@@ -26,6 +28,7 @@ func TestToolCallRefusals(t *testing.T) {
 		text, meta string // of the tool execution error
 	}
 	deny, limit := want{text: denyText, meta: denyMeta}, want{text: limitText, meta: limitMeta}
+	down := want{text: downText, meta: downMeta}
 	schemaResult, schemaRPC := want{text: schemaText, meta: schemaMeta}, want{code: -32602}
 	tests := []struct {
 		tool string
@@ -36,6 +39,8 @@ func TestToolCallRefusals(t *testing.T) {
 		{"schema", map[string]want{Version20250326: schemaRPC, Version20250618: schemaRPC, Version20251125: schemaResult, Version20260728: schemaResult}},
 		{"invalid", map[string]want{Version20250326: {code: -32602}, Version20250618: {code: -32602}, Version20251125: {code: -32602}, Version20260728: {code: -32602}}},
 		{"unknown", map[string]want{Version20250326: {code: -32601}, Version20250618: {code: -32601}, Version20251125: {code: -32601}, Version20260728: {code: -32601}}},
+		{"upstream_down", map[string]want{Version20250326: down, Version20250618: down, Version20251125: down, Version20260728: down}},
+		{"unavailable_unmarked", map[string]want{Version20250326: {code: -32603}, Version20250618: {code: -32603}, Version20251125: {code: -32603}, Version20260728: {code: -32603}}},
 		{"internal", map[string]want{Version20250326: {code: -32603}, Version20250618: {code: -32603}, Version20251125: {code: -32603}, Version20260728: {code: -32603}}},
 	}
 	e := newEnv(t, nil)
