@@ -134,8 +134,12 @@ func TestBadInput(t *testing.T) {
 			seedFixtures(t, g)
 			tok := g.token(t, "ws-a", "mia", "task-ws-a", "reader")
 			s := g.raw(t, tok)
-			all := gateway.AuditFilter{WorkspaceID: "ws-a"}
+			// Tool-call rows; the refused method's own event (kind method)
+			// is recorded in the background and checked at the end.
+			all := gateway.AuditFilter{WorkspaceID: "ws-a", Kind: gateway.AuditKindToolCall}
 			before := g.countAudit(t, all)
+			methods := gateway.AuditFilter{WorkspaceID: "ws-a", Kind: "method"}
+			methodsBefore := g.countAudit(t, methods)
 			cases := []struct {
 				note    string
 				body    string
@@ -201,6 +205,9 @@ func TestBadInput(t *testing.T) {
 			if got := g.countAudit(t, all) - before; got != 10 {
 				t.Errorf("audit rows added %d, want 10 (one per tools/call that reached the gateway's request path)", got)
 			}
+			eventually(t, 5*time.Second, "the unknown method's audit event (kind method)", func() bool {
+				return g.countAudit(t, methods)-methodsBefore == 1
+			})
 			if ev := g.lastAudit(t, "ws-a", "task-ws-a", "app.deploy"); ev.Status != gateway.AuditDenied || len(ev.ReasonCodes) == 0 {
 				t.Errorf("bad arguments to a denied tool audited as %q %v, want denied with reasons", ev.Status, ev.ReasonCodes)
 			}
