@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -102,10 +103,10 @@ func endCallSpan(span trace.Span, c *Call, res *gateway.ToolResult, err error) {
 }
 
 // runStep runs step i of callSteps, in a child span named after the step
-// when tracing is on (the one hook on the step loop: steps know nothing
-// of tracing).
+// when tracing is on and the step is one of spannedSteps (the one hook on
+// the step loop: steps know nothing of tracing).
 func (pl *Pipeline) runStep(ctx context.Context, i int, s step, c *Call) error {
-	if pl.Tracer == nil {
+	if pl.Tracer == nil || !spanSteps()[i] {
 		return s(pl, ctx, c)
 	}
 	ctx, span := pl.Tracer.Start(ctx, stepNames()[i])
@@ -116,6 +117,24 @@ func (pl *Pipeline) runStep(ctx context.Context, i int, s step, c *Call) error {
 	span.End()
 	return err
 }
+
+// spannedSteps are the steps that get a child span of the call's:
+// the decision, a person's approval, the reservation and the dispatch,
+// where a call waits on the policy, a person, the store or the upstream.
+// The other steps are checks in memory (or a cached read) whose time the
+// call's span holds; a span each would cost every traced call more than
+// they take (docs/benchmarks.md, "Tracing").
+var spannedSteps = []string{"mcpgate.decide", "mcpgate.awaitApproval", "mcpgate.confirmOrReserve", "mcpgate.dispatch"}
+
+// spanSteps reports by callSteps index whether the step gets a span
+// (spannedSteps).
+var spanSteps = sync.OnceValue(func() []bool {
+	out := make([]bool, len(callSteps))
+	for i, name := range stepNames() {
+		out[i] = slices.Contains(spannedSteps, name)
+	}
+	return out
+})
 
 // stepNames are the names of callSteps' methods ("decide", "dispatch",
 // …), read once from the functions themselves, so a step added to the
