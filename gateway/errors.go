@@ -53,6 +53,11 @@ type Error struct {
 	// 2025-11-25 on answers as a tool execution error so that the model
 	// can correct its call (older protocols: -32602).
 	ToolInput bool
+	// UpstreamFailure marks an error as a failure of the tool's upstream
+	// that the model should read (a bridged upstream that could not take
+	// the call): answered as a tool execution error naming the upstream at
+	// every protocol version, whatever Code says of it.
+	UpstreamFailure bool
 	// RequiredCapabilities is, for EMissingCapability, the ClientCapabilities
 	// object (JSON, e.g. {"sampling":{}}) the call needs and the client did
 	// not declare; nil otherwise.

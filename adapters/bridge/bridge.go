@@ -466,10 +466,11 @@ func (b *Bridge) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.
 
 // notRun is the error of a call of tool that never reached upstream:
 // EUnavailable with reason as its one reason, cause (marked
-// gateway.ErrNotDispatched) wrapped.
+// gateway.ErrNotDispatched) wrapped, and marked UpstreamFailure, so the
+// client gets a tool execution error naming the upstream.
 func notRun(tool, upstream, reason, why string, cause error) error {
 	msg := fmt.Sprintf("%s was not run: upstream %q, which serves it, could not take the call (%s); try again later", tool, upstream, why)
-	return &gateway.Error{Code: gateway.EUnavailable, Err: cause, Message: msg,
+	return &gateway.Error{Code: gateway.EUnavailable, Err: cause, Message: msg, UpstreamFailure: true,
 		Reasons: []gateway.Reason{{Code: reason, Message: msg}}}
 }
 

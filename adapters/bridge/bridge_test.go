@@ -215,9 +215,9 @@ func TestBridgeUnreachableIsNotDispatched(t *testing.T) {
 	gone.srv.Close()
 	_, err := b.CallTool(context.Background(), gateway.ToolCall{Tool: "gone.echo", RawArguments: json.RawMessage(`{}`)})
 	var ge *gateway.Error
-	if !errors.As(err, &ge) || !errors.Is(err, gateway.ErrNotDispatched) || len(ge.Reasons) != 1 ||
+	if !errors.As(err, &ge) || !errors.Is(err, gateway.ErrNotDispatched) || !ge.UpstreamFailure || len(ge.Reasons) != 1 ||
 		ge.Reasons[0].Code != "upstream.unreachable" || !strings.Contains(ge.Message, `upstream "gone"`) {
-		t.Fatalf("call of a tool whose upstream refuses connections: %v (%+v); want a not-dispatched error naming it, reason upstream.unreachable", err, ge)
+		t.Fatalf("call of a tool whose upstream refuses connections: %v (%+v); want a not-dispatched upstream failure naming it, reason upstream.unreachable", err, ge)
 	}
 	res, err := b.CallTool(context.Background(), gateway.ToolCall{Tool: "good.echo", RawArguments: json.RawMessage(`{}`)})
 	if err != nil || res.IsError {

@@ -192,7 +192,7 @@ func (h *fakeHandler) CallTool(ctx context.Context, p *gateway.Principal, call *
 		return nil, gateway.Wrap(gateway.EInternal, errBoom, "policy evaluation failed; the call was not dispatched")
 	case "upstream_down": // as a bridged upstream that refuses the connection answers
 		msg := `upstream_down was not run: upstream "forge", which serves it, could not take the call (connection refused); try again later`
-		return nil, &gateway.Error{Code: gateway.EUnavailable, Err: gateway.NotDispatched(errBoom), Message: msg,
+		return nil, &gateway.Error{Code: gateway.EUnavailable, Err: gateway.NotDispatched(errBoom), Message: msg, UpstreamFailure: true,
 			Reasons: []gateway.Reason{{Code: "upstream.unreachable", Message: msg}}}
 	case "unavailable_unmarked": // unavailable, but not an upstream's: stays a JSON-RPC error
 		return nil, gateway.Wrap(gateway.EUnavailable, errBoom, "the audit store could not be reached; the call was not dispatched")

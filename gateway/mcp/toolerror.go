@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/mcp/wire"
@@ -11,21 +10,6 @@ import (
 // DenialMetaKey is the member of a tool execution error's _meta that holds
 // the refusal's machine-readable part, a Denial (docs/http.md, Errors).
 const DenialMetaKey = "io.mcpgate/denial"
-
-// upstreamReasonPrefix begins the reason codes of a bridged upstream's
-// failures (upstream.unreachable, upstream.timeout, ...).
-const upstreamReasonPrefix = "upstream."
-
-// upstreamNotRun reports whether err is a bridged upstream's refusal of a
-// call that never reached its tool (EUnavailable, marked
-// gateway.ErrNotDispatched, with an upstream.* reason): a tool execution
-// error naming the upstream, as its other failures are, so the model
-// reads it (docs/http.md, Errors); the pipeline still knows the tool did
-// not run.
-func upstreamNotRun(err error, ge *gateway.Error) bool {
-	return ge.Code == gateway.EUnavailable && errors.Is(err, gateway.ErrNotDispatched) &&
-		len(ge.Reasons) > 0 && strings.HasPrefix(ge.Reasons[0].Code, upstreamReasonPrefix)
-}
 
 // Reason codes of a refusal whose error carries none of its own.
 const (
@@ -75,8 +59,9 @@ type TextBlock struct {
 // isError; arguments that fail the tool's input schema
 // (gateway.Error.ToolInput) from 2025-11-25 on, which made input
 // validation errors tool execution errors (SEP-1303); before it they are
-// -32602; and a bridged upstream's refusal of a call its tool never
-// received (upstreamNotRun). Everything else stays a JSON-RPC error: malformed params and an
+// -32602; and a failure of the tool's upstream (gateway.Error's
+// UpstreamFailure: a bridged upstream that could not take the call).
+// Everything else stays a JSON-RPC error: malformed params and an
 // unknown tool -32602, a store or policy failure -32603.
 func ToolError(err error, version string) *ToolErrorResult {
 	var ge *gateway.Error
@@ -90,7 +75,7 @@ func ToolError(err error, version string) *ToolErrorResult {
 		fallback = reasonRateLimited
 	case ge.Code == gateway.EInvalid && ge.ToolInput && versionOf(version).InputErrorsAsResults:
 		fallback = reasonInvalidInput
-	case upstreamNotRun(err, ge):
+	case ge.UpstreamFailure:
 	default:
 		return nil
 	}
