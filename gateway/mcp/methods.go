@@ -354,7 +354,9 @@ func decodeParams(params json.RawMessage, v any) error {
 		values = make([][]byte, len(names))
 	}
 	ok, repeated := jsonrpc.ReadMembers(params, names, values)
-	if repeated != "" {
+	if ok && repeated != "" {
+		// Only for a whole object: bytes that are not JSON get the
+		// syntax error, whichever member repeats before the defect.
 		return jsonrpc.RepeatedMember(repeated)
 	}
 	if !ok {
