@@ -109,6 +109,18 @@ func (e *Engine) bridged(t ToolRef) ToolRef {
 	return t
 }
 
+// BridgedGroup returns the group this bundle gives the bridged tool
+// name: data.<surface>.bridged_tools' group when it names one, else
+// group (the upstreams file's). The cc_server search tools show and
+// filter by it, so that list_my_tools' group is the one the policy
+// decided the call on.
+func (e *Engine) BridgedGroup(name, group string) string {
+	if o, ok := e.overrides[name]; ok && o.Group != "" {
+		return o.Group
+	}
+	return group
+}
+
 // writeBridged writes what a bridged tool adds to input.tool: its
 // upstream, its data labels and the upstream's annotations (an object,
 // {} when it sent none). Nothing for a catalog tool, so their inputs

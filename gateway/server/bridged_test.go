@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -189,14 +190,15 @@ func TestBridgedListChangedReachesClients(t *testing.T) {
 	toldAndCallable(t, cs, changed, "forge.issues.close", "issues.close ran", 10*time.Second)
 }
 
-// On the cc_server surface bridged tools join the registry too: tools/list
-// offers them, and list_my_tools and search_tool_bm25 call a bridged
-// tool callable exactly when a call of it is allowed (here: in chat mode
-// with a workspace the caller is a member of; in plan mode not at all).
-func TestBridgedToolsOnCCServer(t *testing.T) {
+// ccBrowserApp opens a gateway whose cc_server surface bridges one
+// upstream, browser (tool open_page, group rigs), with the variables of
+// more, and a workspace ws-acme whose owner is ada.
+func ccBrowserApp(t *testing.T, more map[string]string) *server.App {
+	t.Helper()
 	_, browserURL := upstreamtest.Start(t, "open_page")
-	app, _, err := upstreamsAppWith(t, `{"upstreams":[{"name":"browser","surface":"ccserver","url":"`+browserURL+`","group":"rigs"}]}`,
-		map[string]string{"MCPGATE_CCSERVER_LISTEN": "127.0.0.1:0"})
+	vars := map[string]string{"MCPGATE_CCSERVER_LISTEN": "127.0.0.1:0"}
+	maps.Copy(vars, more)
+	app, _, err := upstreamsAppWith(t, `{"upstreams":[{"name":"browser","surface":"ccserver","url":"`+browserURL+`","group":"rigs"}]}`, vars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +209,16 @@ func TestBridgedToolsOnCCServer(t *testing.T) {
 	if err := app.Store.PutMember(ctx, &gateway.Member{WorkspaceID: "ws-acme", UserID: "ada", Role: gateway.RoleOwner}); err != nil {
 		t.Fatal(err)
 	}
+	return app
+}
+
+// On the cc_server surface bridged tools join the registry too: tools/list
+// offers them, and list_my_tools and search_tool_bm25 call a bridged
+// tool callable exactly when a call of it is allowed (here: in chat mode
+// with a workspace the caller is a member of; in plan mode not at all).
+func TestBridgedToolsOnCCServer(t *testing.T) {
+	app := ccBrowserApp(t, nil)
+	ctx := context.Background()
 	pl := app.CC.Surface.Pipeline
 	listed, err := pl.ListTools(ctx, &gateway.Principal{Kind: gateway.PrincipalUser, Subject: "ada", Mode: "chat"})
 	if err != nil || !slices.ContainsFunc(listed, func(x gateway.ListedTool) bool { return x.Name == "browser.open_page" }) {
@@ -243,6 +255,54 @@ func TestBridgedToolsOnCCServer(t *testing.T) {
 		if want := mode == "chat"; callable != want {
 			t.Errorf("%s: browser.open_page callable = %v, want %v", mode, callable, want)
 		}
+	}
+}
+
+// A bundle that moves a bridged tool to another group
+// (data.ccserver.bridged_tools) moves it in list_my_tools and
+// search_tool_bm25 too: both show, and list_my_tools filters by, the
+// group the policy decides the call on, not the upstreams file's.
+func TestBridgedGroupOverrideOnCCServer(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "policies")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "policies"))); err != nil {
+		t.Fatal(err)
+	}
+	rego := filepath.Join(dir, "ccserver", "bridged.rego")
+	b, err := os.ReadFile(rego)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := strings.Replace(string(b), "bridged_tools := {}", `bridged_tools := {"browser.open_page": {"group": "memory"}}`, 1)
+	if moved == string(b) {
+		t.Fatal("policies/ccserver/bridged.rego no longer defines bridged_tools := {}")
+	}
+	if err := os.WriteFile(rego, []byte(moved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app := ccBrowserApp(t, map[string]string{"MCPGATE_POLICY_DIR": dir})
+	ctx := context.Background()
+	pl := app.CC.Surface.Pipeline
+	p := &gateway.Principal{Kind: gateway.PrincipalUser, Subject: "ada", Mode: "chat"}
+	call := func(tool string, args map[string]any) string {
+		t.Helper()
+		raw, _ := json.Marshal(args)
+		res, err := pl.CallTool(ctx, p, &gateway.CallRequest{Name: tool, Arguments: args, RawArguments: raw})
+		if err != nil || res.IsError {
+			t.Fatalf("%s %v: %v %+v", tool, args, err, res)
+		}
+		out, _ := json.Marshal(res.StructuredContent)
+		return string(out)
+	}
+	call("browser.open_page", map[string]any{"workspace_id": "ws-acme"}) // callable in chat mode
+	const shown = `"group":"memory","name":"browser.open_page"`
+	if got := call("list_my_tools", map[string]any{"workspace_id": "ws-acme", "group": "memory"}); !strings.Contains(got, shown) {
+		t.Errorf("list_my_tools of group memory: %s; want browser.open_page under group memory", got)
+	}
+	if got := call("list_my_tools", map[string]any{"workspace_id": "ws-acme", "group": "rigs"}); strings.Contains(got, "browser.open_page") {
+		t.Errorf("list_my_tools of group rigs: %s; the bundle moved browser.open_page to memory", got)
+	}
+	if got := call("search_tool_bm25", map[string]any{"query": "open page", "workspace_id": "ws-acme"}); !strings.Contains(got, `"group":"memory","input_schema":{"type":"object"},"name":"browser.open_page"`) {
+		t.Errorf("search_tool_bm25: %s; want browser.open_page under group memory", got)
 	}
 }
 

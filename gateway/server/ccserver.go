@@ -116,7 +116,7 @@ func (a *App) ccServerSurface(ctx context.Context, log *zap.Logger, version stri
 	}
 	cc.Adapter = search.NewRegistryTools(backend, func(ctx context.Context, p *gateway.Principal, c *gateway.Caller, ws string) (map[string]bool, error) {
 		return cc.Policy.Engine().VisibleIn(ctx, p, c, ws)
-	}, cc.Callers, reg)
+	}, cc.Callers, reg, func(name, group string) string { return cc.Policy.Engine().BridgedGroup(name, group) })
 	cc.Endpoints = []Endpoint{{Path: "/mcp", Auth: auth.CCServer{J: cc.JWT}, Instructions: ccInstructions, Legacy: true}}
 	log.Info("cc_server surface configured", zap.String("listen", cfg.CCServer.Listen), zap.Int("tools", cc.Catalog.Len()),
 		zap.Int("calls_per_minute", a.ccLimits(cc.Policy.Engine()).CCServerCallsPerMinute))

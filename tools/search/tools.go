@@ -42,6 +42,11 @@ type CallerLoader interface {
 // modified.
 type Callable func(ctx context.Context, p *gateway.Principal, c *gateway.Caller, ws string) (map[string]bool, error)
 
+// GroupOf returns the group the live policy gives the bridged tool name
+// whose upstreams file says group (policy.Engine.BridgedGroup): a bundle
+// may move a bridged tool to another group.
+type GroupOf func(name, group string) string
+
 // Tools is the cc_server adapter: it answers list_my_tools and
 // search_tool_bm25 from the catalog, the BM25 index and the policy's
 // visible_tools for the calling principal (each tool says whether it is
@@ -52,6 +57,7 @@ type Tools struct {
 	next     Backend
 	callable Callable
 	callers  CallerLoader
+	groupOf  GroupOf
 	registry *tools.Registry
 	ranked   atomic.Pointer[ranked]
 }
@@ -64,15 +70,24 @@ type ranked struct {
 
 // NewTools returns the adapter over next, ranking cat.
 func NewTools(next Backend, callable Callable, callers CallerLoader, cat *tools.Catalog) *Tools {
-	return NewRegistryTools(next, callable, callers, tools.NewRegistry(cat))
+	return NewRegistryTools(next, callable, callers, tools.NewRegistry(cat), nil)
 }
 
 // NewRegistryTools returns the adapter over next, ranking the tools of
 // reg as they are at each call: the catalog and the bridged tools
 // (docs/requirements.md#bridged-tools), indexed again once after each
-// change of the registry.
-func NewRegistryTools(next Backend, callable Callable, callers CallerLoader, reg *tools.Registry) *Tools {
-	return &Tools{next: next, callable: callable, callers: callers, registry: reg}
+// change of the registry. A bridged tool is shown and filtered under the
+// group groupOf gives it (nil: the upstreams file's).
+func NewRegistryTools(next Backend, callable Callable, callers CallerLoader, reg *tools.Registry, groupOf GroupOf) *Tools {
+	return &Tools{next: next, callable: callable, callers: callers, registry: reg, groupOf: groupOf}
+}
+
+// group is t's group as the policy sees it.
+func (s *Tools) group(t tools.Tool) string {
+	if t.Upstream == "" || s.groupOf == nil {
+		return t.Group
+	}
+	return s.groupOf(t.Name, t.Group)
 }
 
 // now returns the registry now and its index, built on first use of
@@ -116,9 +131,9 @@ func (s *Tools) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.T
 	}
 	var out map[string]any
 	if r := s.now(); call.Tool == ToolListMine {
-		out = r.listMine(call.Arguments, callable)
+		out = r.listMine(call.Arguments, callable, s.group)
 	} else {
-		out = r.search(call.Arguments, callable)
+		out = r.search(call.Arguments, callable, s.group)
 	}
 	out["mode"] = modeOf(call.Principal)
 	if ws != "" {
@@ -129,12 +144,12 @@ func (s *Tools) CallTool(ctx context.Context, call gateway.ToolCall) (*gateway.T
 
 // listMine lists the callable tools in catalog order, optionally of one
 // group.
-func (s *ranked) listMine(args map[string]any, callable map[string]bool) map[string]any {
+func (s *ranked) listMine(args map[string]any, callable map[string]bool, groupOf func(tools.Tool) string) map[string]any {
 	group, _ := args["group"].(string)
 	list := []map[string]any{}
 	for _, t := range s.catalog.Tools() {
-		if callable[t.Name] && (group == "" || t.Group == group) {
-			list = append(list, map[string]any{"name": t.Name, "group": t.Group, "description": t.Description,
+		if g := groupOf(t); callable[t.Name] && (group == "" || g == group) {
+			list = append(list, map[string]any{"name": t.Name, "group": g, "description": t.Description,
 				"requires_approval": t.RequiresApproval, "callable": true})
 		}
 	}
@@ -143,7 +158,7 @@ func (s *ranked) listMine(args map[string]any, callable map[string]bool) map[str
 
 // search ranks the catalog for the query; every hit carries its schema
 // and whether it is callable now.
-func (s *ranked) search(args map[string]any, callable map[string]bool) map[string]any {
+func (s *ranked) search(args map[string]any, callable map[string]bool, groupOf func(tools.Tool) string) map[string]any {
 	q, _ := args["query"].(string)
 	limit := 10
 	switch n := args["limit"].(type) {
@@ -157,7 +172,7 @@ func (s *ranked) search(args map[string]any, callable map[string]bool) map[strin
 	hits := []map[string]any{}
 	for _, h := range s.index.Search(q, limit) {
 		t, _ := s.catalog.Lookup(h.Name)
-		hits = append(hits, map[string]any{"name": t.Name, "group": t.Group, "description": t.Description,
+		hits = append(hits, map[string]any{"name": t.Name, "group": groupOf(*t), "description": t.Description,
 			"score": h.Score, "input_schema": json.RawMessage(t.InputSchema), "requires_approval": t.RequiresApproval,
 			"callable": callable[t.Name]})
 	}
