@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
@@ -54,6 +56,11 @@ type Options struct {
 	Failed func(error)
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// Tracer, when traces are on, records each refusal the Log is told
+	// of before a call's span exists (a refused credential, a method not
+	// served) as a server span of its own, whose trace the refusal's row
+	// names (refusalSpan); nil: no spans.
+	Tracer trace.Tracer
 }
 
 // Log is the bounded, asynchronous writer of audit events. Its methods

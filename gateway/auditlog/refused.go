@@ -1,6 +1,7 @@
 package auditlog
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpgate/mcpgate/gateway"
@@ -172,9 +175,43 @@ type guard struct {
 func (g guard) Authenticate(r *http.Request) (*gateway.Principal, error) {
 	p, err := g.a.Authenticate(r)
 	if err != nil && gateway.ErrorCodeOf(err) == gateway.EUnauthenticated {
-		g.l.Refused(RefusalOf(g.surface, r, err))
+		g.l.RefusedRequest(g.surface, r, err)
 	}
 	return p, err
+}
+
+// Span attributes of a refusal's span (refusalSpan), beside the HTTP or
+// MCP ones of what was refused.
+const (
+	attrErrorType = "error.type"
+	attrReason    = "mcpgate.refusal.reason"
+	attrSurface   = "mcpgate.surface"
+)
+
+// refusalSpan records a refusal that happens before a call's span exists
+// as a server span name of its own, a child of ctx's trace context (the
+// client's traceparent, when it sent one) or else the root of a new
+// trace, with status error, error.type errType, the reason code and
+// attrs, and returns ctx with it, so the refusal's audit row names its
+// trace. Without Options.Tracer (traces off) it returns ctx.
+func (l *Log) refusalSpan(ctx context.Context, name, surface, errType, reason string, attrs ...attribute.KeyValue) context.Context {
+	if l == nil || l.opt.Tracer == nil {
+		return ctx
+	}
+	attrs = append(attrs, attribute.String(attrErrorType, errType), attribute.String(attrReason, reason), attribute.String(attrSurface, surface))
+	ctx, span := l.opt.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	span.SetStatus(codes.Error, reason)
+	span.End()
+	return ctx
+}
+
+// traceOf is the trace id of ctx's span (32 lowercase hex digits), ""
+// when it has none.
+func traceOf(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		return sc.TraceID().String()
+	}
+	return ""
 }
 
 // RefusalOf describes the refusal err of request r on surface: its
@@ -183,10 +220,7 @@ func (g guard) Authenticate(r *http.Request) (*gateway.Principal, error) {
 // unverified sub and jti (they identify what was presented; they are not
 // trusted for anything).
 func RefusalOf(surface string, r *http.Request, err error) Refusal {
-	ref := Refusal{Surface: surface, Source: SourceOf(r), Reason: ReasonOf(err)}
-	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
-		ref.TraceID = sc.TraceID().String()
-	}
+	ref := Refusal{Surface: surface, Source: SourceOf(r), Reason: ReasonOf(err), TraceID: traceOf(r.Context())}
 	scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	if tok = strings.TrimSpace(tok); !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return ref
@@ -235,27 +269,36 @@ func clip(s string) string {
 }
 
 // RefusedRequest records the refusal err of request r on surface
-// (RefusalOf, then Refused); admin.Auditor.
+// (RefusalOf, then Refused); admin.Auditor. With traces on, the refusal
+// is a server span of its own, "{method} {path}" (refusalSpan, with the
+// HTTP method, path and status 401), whose trace the row names.
 func (l *Log) RefusedRequest(surface string, r *http.Request, err error) {
 	if l == nil {
 		return
 	}
-	l.Refused(RefusalOf(surface, r, err))
+	ctx := l.refusalSpan(r.Context(), r.Method+" "+r.URL.Path, surface, "unauthenticated", ReasonOf(err),
+		attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
+		attribute.Int("http.response.status_code", http.StatusUnauthorized))
+	l.Refused(RefusalOf(surface, r.WithContext(ctx), err))
 }
 
 // RefusedMethod returns the recorder of the requests surface refuses with
 // -32601 before any policy is asked, because the endpoint does not serve
 // their method (mcp.Options.RefusedMethod): one event of kind method each,
 // with the caller as actor (its subject), its workspace, the method
-// (clipped) as tool, status denied and reason method.not_found. nil for a
-// nil Log.
-func (l *Log) RefusedMethod(surface string) func(p *gateway.Principal, method string) {
+// (clipped) as tool, status denied, reason method.not_found and, when
+// traces are on, the trace of a server span named after the method
+// (refusalSpan, a child of the request's trace context). nil for a nil
+// Log.
+func (l *Log) RefusedMethod(surface string) func(ctx context.Context, p *gateway.Principal, method string) {
 	if l == nil {
 		return nil
 	}
-	return func(p *gateway.Principal, method string) {
-		ev := &gateway.AuditEvent{Kind: "method", Surface: surface, Tool: strings.ToValidUTF8(clip(method), ""), Status: gateway.AuditDenied,
-			ReasonCodes: []string{"method.not_found"}}
+	return func(ctx context.Context, p *gateway.Principal, method string) {
+		tool := strings.ToValidUTF8(clip(method), "")
+		ctx = l.refusalSpan(ctx, tool, surface, "-32601", "method.not_found", attribute.String("mcp.method.name", tool))
+		ev := &gateway.AuditEvent{Kind: "method", Surface: surface, Tool: tool, Status: gateway.AuditDenied,
+			ReasonCodes: []string{"method.not_found"}, TraceID: traceOf(ctx)}
 		if p != nil {
 			ev.Actor, ev.PrincipalKind, ev.WorkspaceID, ev.TaskID = p.Subject, p.Kind, p.WorkspaceID, p.TaskID
 		}

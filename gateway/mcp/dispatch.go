@@ -114,16 +114,16 @@ func (t *Transport) dispatch(ctx context.Context, rq request) (any, error) {
 	if serve := info(rq.m).session; serve != nil {
 		return serve(t, ctx, rq)
 	}
-	t.refusedMethod(rq.p, rq.m.Method)
+	t.refusedMethod(ctx, rq.p, rq.m.Method)
 	return nil, gateway.Errorf(gateway.EMethodNotFound,
 		"method %q is not served by this MCP endpoint; it serves %s", rq.m.Method, sessionMethods)
 }
 
 // refusedMethod tells Options.RefusedMethod, when set, that p's request
 // of method was refused as not served.
-func (t *Transport) refusedMethod(p *gateway.Principal, method string) {
+func (t *Transport) refusedMethod(ctx context.Context, p *gateway.Principal, method string) {
 	if t.opts.RefusedMethod != nil {
-		t.opts.RefusedMethod(p, method)
+		t.opts.RefusedMethod(ctx, p, method)
 	}
 }
 

@@ -139,7 +139,7 @@ func (t *Transport) serveModern(w http.ResponseWriter, r *http.Request, p *gatew
 		mi.stream(t, w, r, rq)
 		return
 	case mi.stateless == nil:
-		t.refusedMethod(p, m.Method)
+		t.refusedMethod(r.Context(), p, m.Method)
 		t.replyError(w, r, m.ID, errModernMethodNotFound(m.Method))
 		return
 	}

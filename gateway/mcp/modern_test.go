@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -271,7 +272,7 @@ func TestModernRefusedMethodIsTold(t *testing.T) {
 	var mu sync.Mutex
 	var told []string
 	e := newEnv(t, func(o *Options) {
-		o.RefusedMethod = func(p *gateway.Principal, method string) {
+		o.RefusedMethod = func(_ context.Context, p *gateway.Principal, method string) {
 			mu.Lock()
 			defer mu.Unlock()
 			told = append(told, p.Subject+" "+method)

@@ -82,10 +82,10 @@ type Options struct {
 	// RefusedMethod, when set, is told of every request this endpoint
 	// refuses with -32601 because it does not serve the method (on a
 	// session, or statelessly), with the authenticated caller and the
-	// method as sent; it runs on the request's goroutine, so keep it
-	// fast (the server queues an audit event of kind method). nil: nobody
-	// is told.
-	RefusedMethod func(p *gateway.Principal, method string)
+	// method as sent, and the request's context (its trace); it runs on
+	// the request's goroutine, so keep it fast (the server queues an
+	// audit event of kind method). nil: nobody is told.
+	RefusedMethod func(ctx context.Context, p *gateway.Principal, method string)
 	// Logger receives internal errors (error level) and request details
 	// (debug). Never a credential. Default: no logging.
 	Logger *zap.Logger

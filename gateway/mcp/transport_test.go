@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -412,7 +413,7 @@ func TestMethods(t *testing.T) {
 	var mu sync.Mutex
 	var refused []string // "subject method" of each RefusedMethod
 	e := newEnv(t, func(o *Options) {
-		o.RefusedMethod = func(p *gateway.Principal, method string) {
+		o.RefusedMethod = func(_ context.Context, p *gateway.Principal, method string) {
 			mu.Lock()
 			defer mu.Unlock()
 			refused = append(refused, p.Subject+" "+method)

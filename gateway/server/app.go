@@ -121,6 +121,11 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	if err := a.openStore(ctx); err != nil {
 		return err
 	}
+	// Before the audit log, whose refusals before a call's span are
+	// spans of their own.
+	if err := a.openTracing(ctx, log, version); err != nil {
+		return err
+	}
 	// Before the policies and the bridges: a shadow bundle loaded at the
 	// start and a quarantine at a bridge's first listing are audit events.
 	a.auditLog(log)
@@ -129,9 +134,6 @@ func (a *App) open(ctx context.Context, log *zap.Logger, version string) error {
 	a.openFanout(log)
 	var err error
 	if a.Keys, err = a.openKeys(log, reg); err != nil {
-		return err
-	}
-	if err := a.openTracing(ctx, log, version); err != nil {
 		return err
 	}
 	if a.JWT, err = auth.NewJWT(auth.JWTConfig{
@@ -591,7 +593,7 @@ func (a *App) seal(log *zap.Logger) {
 // logged at most every sealWarnEvery (the events are tried again).
 func (a *App) auditLog(log *zap.Logger) {
 	var warned time.Time
-	a.Audit = auditlog.New(a.Store, auditlog.Options{Failed: func(err error) {
+	a.Audit = auditlog.New(a.Store, auditlog.Options{Tracer: a.tracer, Failed: func(err error) {
 		if time.Since(warned) >= sealWarnEvery {
 			warned = time.Now()
 			log.Warn("audit events not written yet; they are tried again", zap.Error(err))

@@ -273,7 +273,7 @@ func New(d Deps) (*Server, error) {
 // newTransport builds one MCP endpoint over pl with the limits of d,
 // authenticating with a, telling refused of the methods it does not serve
 // and sending instructions at initialize.
-func newTransport(d Deps, pl *pipeline.Pipeline, a mcp.Authenticator, refused func(*gateway.Principal, string), metaURL, instructions string) (*mcp.Transport, error) {
+func newTransport(d Deps, pl *pipeline.Pipeline, a mcp.Authenticator, refused func(context.Context, *gateway.Principal, string), metaURL, instructions string) (*mcp.Transport, error) {
 	return mcp.NewHandler(mcp.Options{
 		Authenticator:       a,
 		RefusedMethod:       refused,

@@ -405,6 +405,37 @@ func TestTracesInTheAuditTrail(t *testing.T) {
 			if refused := refusedTraces(t, g); len(refused) != 1 || refused[0] != refusedTrace {
 				t.Errorf("refused credentials' audit trace ids %q; want one, %s (its header's)", refused, refusedTrace)
 			}
+			// Refused before a call's span exists, without a traceparent:
+			// the refusal is a span of its own, which its row names.
+			bad := *s
+			bad.token = "not-a-token"
+			if code := tracedPost(t, &bad, "", callBody("projects.list", `{}`)); code != http.StatusUnauthorized {
+				t.Fatalf("a call with an unknown token: HTTP %d, want 401", code)
+			}
+			var auths []string
+			waitFor(t, "the second refused credential's audit row", func() bool {
+				auths = auditTracesOf(t, g, "kind=auth&tool=auth.refused")
+				return len(auths) == 2
+			})
+			own := span(t, recv.trace(t, auths[0], "POST /mcp"), "POST /mcp")
+			if a := attrs(own); own.Kind != tracepb.Span_SPAN_KIND_SERVER || len(own.ParentSpanId) != 0 || a["error.type"] != "unauthenticated" ||
+				a["mcpgate.refusal.reason"] == "" || a["http.response.status_code"] != "401" {
+				t.Errorf("the untraced refused credential's span: kind %v parent %x attributes %v", own.Kind, own.ParentSpanId, a)
+			}
+			if code := tracedPost(t, s, "", `{"jsonrpc":"2.0","id":10,"method":"prompts/list"}`); code != http.StatusOK {
+				t.Fatalf("prompts/list: HTTP %d", code)
+			}
+			var methods []string
+			waitFor(t, "the refused method's audit row", func() bool {
+				methods = auditTracesOf(t, g, "kind=method")
+				return len(methods) == 1
+			})
+			if len(methods[0]) != 32 {
+				t.Fatalf("the refused method's audit row has trace_id %q, want 32 hex digits", methods[0])
+			}
+			if m := span(t, recv.trace(t, methods[0], "prompts/list"), "prompts/list"); attrs(m)["mcp.method.name"] != "prompts/list" || attrs(m)["error.type"] != "-32601" {
+				t.Errorf("the refused method's span: attributes %v", attrs(m))
+			}
 		})
 	}
 
