@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/approvals"
@@ -226,4 +231,39 @@ func hasReason(err error, code string) bool {
 		}
 	}
 	return false
+}
+
+// With traces on, the approval step is a child span of the call's only
+// when the decision asks for a person: a call that waited for one shows
+// where it waited, a call that did not has no empty span for it.
+func TestApprovalStepSpanOnlyWhenAsked(t *testing.T) {
+	f, svc, ch, _ := approvalFixture(t)
+	spans := tracetest.NewSpanRecorder()
+	f.pl.Tracer = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)).Tracer("test")
+	done := callAsync(f, `{"schedule_id":"sch_1"}`)
+	if _, err := svc.Decide(context.Background(), pendingOf(t, ch).ID, approvals.StatusApproved, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := errOf(t, done); err != nil {
+		t.Fatalf("approved call: %v", err)
+	}
+	if _, err := f.pl.CallTool(context.Background(), f.p, &gateway.CallRequest{Name: "run.events", Arguments: map[string]any{"run_id": "r1"},
+		RawArguments: json.RawMessage(`{"run_id":"r1"}`)}); err != nil {
+		t.Fatalf("run.events: %v", err)
+	}
+	steps := map[string][]string{} // call span name -> its children's names
+	names := map[trace.SpanID]string{}
+	for _, s := range spans.Ended() {
+		names[s.SpanContext().SpanID()] = s.Name()
+	}
+	for _, s := range spans.Ended() {
+		if parent := names[s.Parent().SpanID()]; parent != "" {
+			steps[parent] = append(steps[parent], s.Name())
+		}
+	}
+	for call, want := range map[string]bool{"tools/call schedule.pause": true, "tools/call run.events": false} {
+		if got := slices.Contains(steps[call], "mcpgate.awaitApproval"); got != want || !slices.Contains(steps[call], "mcpgate.dispatch") {
+			t.Errorf("%s's step spans %v: awaitApproval %v, want %v (and a dispatch)", call, steps[call], got, want)
+		}
+	}
 }

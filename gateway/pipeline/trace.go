@@ -106,7 +106,7 @@ func endCallSpan(span trace.Span, c *Call, res *gateway.ToolResult, err error) {
 // when tracing is on and the step is one of spannedSteps (the one hook on
 // the step loop: steps know nothing of tracing).
 func (pl *Pipeline) runStep(ctx context.Context, i int, s step, c *Call) error {
-	if pl.Tracer == nil || !spanSteps()[i] {
+	if pl.Tracer == nil || !spanSteps()[i] || (stepNames()[i] == approvalStep && !needsApproval(c)) {
 		return s(pl, ctx, c)
 	}
 	ctx, span := pl.Tracer.Start(ctx, stepNames()[i])
@@ -123,8 +123,13 @@ func (pl *Pipeline) runStep(ctx context.Context, i int, s step, c *Call) error {
 // where a call waits on the policy, a person, the store or the upstream.
 // The other steps are checks in memory (or a cached read) whose time the
 // call's span holds; a span each would cost every traced call more than
-// they take (docs/benchmarks.md, "Tracing").
-var spannedSteps = []string{"mcpgate.decide", "mcpgate.awaitApproval", "mcpgate.confirmOrReserve", "mcpgate.dispatch"}
+// they take (docs/benchmarks.md, "Tracing"). The approval step gets its
+// span only when the decision asks for a person (needsApproval): for
+// any other call it returns at once.
+var spannedSteps = []string{"mcpgate.decide", approvalStep, "mcpgate.confirmOrReserve", "mcpgate.dispatch"}
+
+// approvalStep is the span name of awaitApproval.
+const approvalStep = "mcpgate.awaitApproval"
 
 // spanSteps reports by callSteps index whether the step gets a span
 // (spannedSteps).
