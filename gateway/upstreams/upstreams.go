@@ -21,6 +21,8 @@ import (
 	"sort"
 	"strings"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
@@ -115,11 +117,19 @@ type Options struct {
 }
 
 // Load reads the upstreams file at path and parses it (Parse); relative
-// ${file:…} paths start from the file's folder. Errors name the file.
+// ${file:…} paths start from the file's folder. A file named *.yaml or
+// *.yml is YAML: the same document, read as JSON once sigs.k8s.io/yaml
+// has converted it (so the same fields and checks apply). Errors name
+// the file.
 func Load(path string, opts Options) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("MCPGATE_UPSTREAMS_FILE=%s: cannot read it: %w", path, err)
+	}
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".yaml" || ext == ".yml" {
+		if data, err = yaml.YAMLToJSON(data); err != nil {
+			return nil, fmt.Errorf("MCPGATE_UPSTREAMS_FILE=%s: not valid YAML (%s); fix the file, or write it as JSON named *.json", path, yamlProblem(err))
+		}
 	}
 	if opts.Dir == "" {
 		opts.Dir = filepath.Dir(path)
@@ -130,6 +140,23 @@ func Load(path string, opts Options) (*File, error) {
 	}
 	return f, nil
 }
+
+// yamlProblem is where a YAML error is and what it is ("line 3: did not
+// find expected ',' or '}'"), without quoting the file: a parser message
+// that quotes something (a value, which may be a secret written into the
+// file) is left out, and only its line is said.
+func yamlProblem(err error) string {
+	m := yamlLineRE.FindStringSubmatch(err.Error())
+	switch {
+	case m == nil:
+		return "the YAML parser cannot read it"
+	case strings.ContainsAny(m[2], "`\""):
+		return "line " + m[1]
+	}
+	return "line " + m[1] + ": " + m[2]
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+): (.*)$`)
 
 // Field names of an upstream entry, for the message of an unknown one.
 const (

@@ -165,6 +165,51 @@ func TestLoadNamesTheFile(t *testing.T) {
 	}
 }
 
+// A *.yaml (or *.yml) upstreams file is the same document in YAML: the
+// same fields, defaults, references and checks; a YAML syntax error names
+// its line and no value of the file.
+func TestLoadYAML(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "key"), []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	f, err := upstreams.Load(write("upstreams.yaml", `upstreams:
+  - name: github
+    url: https://mcp.example/mcp
+    tier: read
+    headers:
+      X-Key: ${file:key}
+  - name: tickets
+    surface: ccserver
+    url: http://127.0.0.1:9/mcp
+    group: tickets
+    new_tools: allow
+`), upstreams.Options{Catalogs: catalogs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Upstreams) != 2 || f.Upstreams[0].Prefix != "github." || f.Upstreams[0].Header().Get("X-Key") != secret ||
+		f.Upstreams[1].Surface != gateway.SurfaceCCServer || f.Upstreams[1].NewTools != upstreams.NewToolsAllow {
+		t.Fatalf("YAML file read as %+v", f.Upstreams)
+	}
+	_, err = upstreams.Load(write("unknown.yml", "upstreams:\n  - name: gh\n    url: https://x\n    tier: read\n    colour: blue\n"), upstreams.Options{})
+	if err == nil || !strings.Contains(err.Error(), `"colour"`) {
+		t.Errorf("unknown field in YAML: %v; want it named", err)
+	}
+	_, err = upstreams.Load(write("broken.yaml", "upstreams:\n  - name: gh\n    headers: {X-Key: "+secret+"\n"), upstreams.Options{})
+	if err == nil || !strings.Contains(err.Error(), "not valid YAML (line ") || strings.Contains(err.Error(), secret) {
+		t.Errorf("broken YAML: %v; want its line, without the file's values", err)
+	}
+}
+
 // The resolved secrets (header values, OAuth client secret, the URL's
 // user, path and query) never appear when the configuration is printed,
 // marshalled or logged.
