@@ -104,8 +104,8 @@ func FuzzEncodeUnchanged(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id []byte, text string, isError bool) {
 		if len(id) == 0 {
 			id = nil // no id: null
-		} else if _, err := jsonrpc.ParseID(id); err != nil || !json.Valid(id) {
-			return // not an id a request could carry
+		} else if _, err := jsonrpc.ParseID(id); err != nil || !json.Valid(id) || len(bytes.TrimSpace(id)) != len(id) {
+			return // not an id a request could carry (ReadMembers hands values over without the space around them)
 		}
 		res := &gateway.ToolResult{Content: []map[string]any{{"type": "text", "text": text}}, IsError: isError,
 			StructuredContent: map[string]any{"text": text, "n": json.Number("9007199254740993")}}
