@@ -45,11 +45,50 @@ func (r *rateStatements) close() error {
 // function runs exactly once, before the insert that depends on it.
 const reserveAndAudit = `
 WITH r AS MATERIALIZED (
-    SELECT mcpgate_take_slots($24::text[], $25::timestamptz[], $26::timestamptz[], $27::bigint[], $28::text[], $29::text[]) AS taken
+    SELECT ` + takeSlotsCall + ` AS taken
 )
-INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
+` + insertAuditAfterSlots
+
+// takeSlotsCall is reserveAndAudit's call of mcpgate_take_slots: the
+// slots as slotArgs's arrays, $24…$29.
+const takeSlotsCall = `mcpgate_take_slots($24::text[], $25::timestamptz[], $26::timestamptz[], $27::bigint[], $28::text[], $29::text[])`
+
+// insertAuditAfterSlots inserts the audit row ($1…$23) once for each row
+// of r (the slots taken), when the reservation is still within its
+// deadline ($30, mcpgate_before), and returns its id.
+const insertAuditAfterSlots = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
 SELECT ` + auditInsertValues + ` FROM r WHERE mcpgate_before($30::timestamptz)
 RETURNING id`
+
+// reserveFlowAndAudit is reserveAndAudit for a reservation that records
+// in a flow session (gateway.Reservation.Flow) and claims no key: one
+// statement, in autocommit its own transaction, in the order of
+// docs/architecture.md "Flow rules and their order" (migration 00026).
+// mcpgate_lock_flow upserts the flow row ($31 key, $32 workspace, $33
+// task; updated at $1, the call's time), which locks it before any
+// counter, and raises flowChangedCode when the row holds another number
+// of labels than $34 (FlowRecord.Seen); then the slots and the audit row
+// as reserveAndAudit; then mcpgate_record_flow adds the labels $35 the
+// row lacks, each with the tool $36, the audit id and the time $37 (as
+// encoding/json writes it), and the tool unless listed or the list holds
+// $38 (gateway.MaxFlowTools), and writes the row only when that changed
+// it. A raise anywhere (flow changed, a full slot, the deadline) rolls
+// the whole statement back: nothing written. Each CTE reads the one
+// before it, so they run in this order.
+const reserveFlowAndAudit = `
+WITH f AS MATERIALIZED (
+    SELECT mcpgate_lock_flow($31::text, $32::text, $33::text, $1::timestamptz, $34::integer) AS locked
+), r AS MATERIALIZED (
+    SELECT ` + takeSlotsCall + ` AS taken FROM f WHERE f.locked
+), a AS (
+` + insertAuditAfterSlots + `
+)
+SELECT mcpgate_record_flow($31::text, a.id, $35::text[], $36::text, $37::text, $38::integer) FROM a`
+
+// flowChangedCode is the SQLSTATE mcpgate_lock_flow raises when the flow
+// row holds another number of labels than the call was decided on
+// (migration 00026): the reservation wrote nothing (FlowChanged).
+const flowChangedCode = "MGFL1"
 
 // reserveOneAndAudit is reserveAndAudit for a call of one slot, in plain
 // SQL: no PL/pgSQL function runs, so PostgreSQL spends no executor start

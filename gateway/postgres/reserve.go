@@ -2,22 +2,28 @@ package postgres
 
 import (
 	"context"
+	"database/sql/driver"
 	"sync/atomic"
+	"time"
+
+	"github.com/lib/pq"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 )
 
-// Reserve carries out r (store.Calls.Reserve). Without a claim and with
-// slots, concurrent reservations share one statement and one commit
-// (reserveGroup); without slots or claim it is the audit INSERT alone;
-// with a claim or a flow record it is a transaction of its own
+// Reserve carries out r (store.Calls.Reserve). Without a claim or a flow
+// record and with slots, concurrent reservations share one statement and
+// one commit (reserveGroup); without slots, claim or flow record it is the
+// audit INSERT alone; with a flow record and no claim it is one statement
+// in autocommit (reserveFlow); with a claim it is a transaction of its own
 // (sqlcore.Core.ReserveTx: BEGIN, the flow key's lock, the claim,
-// takeSlots, the flow record, COMMIT), run again when PostgreSQL aborts
-// it to break a deadlock (at most maxDeadlockAttempts times in all; the
-// aborted reservation wrote nothing). The store's own reservations lock
-// their counter rows in one global order and cannot deadlock each other;
-// the retry is the backstop for a transaction outside that order.
+// takeSlots, the flow record, COMMIT). Each is run again when PostgreSQL
+// aborts it to break a deadlock (at most maxDeadlockAttempts times in all;
+// the aborted reservation wrote nothing). The store's own reservations
+// lock a flow row before any counter row and their counter rows in one
+// global order, so they cannot deadlock each other; the retry is the
+// backstop for a transaction outside that order.
 func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
 	if err := s.CheckReservation(r.Event); err != nil {
 		return gateway.ReservationResult{}, err
@@ -29,7 +35,10 @@ func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.Res
 		}
 		return it.Res, nil
 	}
-	if r.Claim == nil && r.Flow == nil {
+	if r.Claim == nil && r.Flow != nil {
+		return s.reserveFlow(ctx, r)
+	}
+	if r.Claim == nil {
 		var res gateway.ReservationResult
 		err := s.InsertAudit(ctx, r.Event, &res.AuditID)
 		return res, err
@@ -44,6 +53,47 @@ func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.Res
 			return res, err
 		}
 	}
+}
+
+// reserveFlow carries out r, which records in a flow session (r.Flow) and
+// claims no key, as one statement in autocommit (reserveFlowAndAudit):
+// one round trip, where a transaction takes five. Its result is
+// ReserveTx's: FlowChanged when the flow row holds more labels than the
+// call was decided on, the full slot, or the audit row's id; nothing is
+// written unless the id is returned.
+func (s *Store) reserveFlow(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
+	f := r.Flow
+	// The read's time as recordFlow keeps it, written as encoding/json
+	// writes a time.Time, so that decodeFlow reads either alike.
+	at := r.Event.Time.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+	args := append(append(s.AuditArgs(r.Event), slotArgs(r.Slots)...), s.commitDeadline(ctx),
+		f.Key, f.WorkspaceID, f.TaskID, int64(f.Seen), pq.Array(f.Reads), f.Tool, at, int64(gateway.MaxFlowTools))
+	row := make([]driver.Value, 1)
+	found, err := s.queryRow(ctx, reserveFlowAndAudit, args, row)
+	// In autocommit the statement is its whole transaction: one aborted
+	// to break a deadlock wrote nothing and runs again.
+	for attempt := 1; deadlocked(err) && attempt < maxDeadlockAttempts; attempt++ {
+		found, err = s.queryRow(ctx, reserveFlowAndAudit, args, row)
+	}
+	var res gateway.ReservationResult
+	if pe := pq.As(err); pe != nil {
+		switch pe.Code {
+		case flowChangedCode:
+			res.FlowChanged = true
+			return res, nil
+		case fullSlotCode:
+			return fullSlot(pe, len(r.Slots))
+		}
+	}
+	if err != nil {
+		return res, driverError(err)
+	}
+	id, ok := row[0].(int64)
+	if !found || !ok || id == 0 {
+		return res, gateway.Errorf(gateway.EInternal, "the flow reservation of %s returned no audit id (%v)", r.Event.Tool, row[0])
+	}
+	res.AuditID = id
+	return res, nil
 }
 
 // FinishAudit completes the row ev.ID after dispatch in a group commit
