@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -147,6 +148,98 @@ func TestReserveBatchIsAllOrNothingPerCall(t *testing.T) {
 	got.Time, want.Time = time.Time{}, time.Time{}
 	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
 		t.Errorf("batched audit row:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// A batch whose calls record in flow sessions (issue 28: flow
+// reservations join the group commit) decides each call as its own
+// statement would: a call decided on fewer labels than its key holds, or
+// on a key whose history ended, and a call at a full slot write nothing,
+// not even their flow rows; the others are written and recorded, the
+// labels of a read merged in byte order with the call's audit id and
+// time; a key named twice in one batch is refused as a whole.
+func TestReserveFlowBatchIsAllOrNothingPerCall(t *testing.T) {
+	s := pgtest.New(t)
+	ctx := context.Background()
+	epoch := time.Unix(0, 0).UTC()
+	at := time.Date(2026, 12, 1, 12, 0, 0, 123456789, time.UTC)
+	before := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+	ev := func(req string) *gateway.AuditEvent {
+		return &gateway.AuditEvent{Time: at, RequestID: req, WorkspaceID: "ws", Tool: "app.files.get", Status: gateway.AuditAllowed}
+	}
+	flow := func(key string, seen int, reads ...string) *gateway.FlowRecord {
+		return &gateway.FlowRecord{Key: key, WorkspaceID: "ws", Tool: "app.files.get", Reads: reads, Seen: seen}
+	}
+	// Key "held" read "private" an hour ago.
+	if _, err := s.DB().ExecContext(ctx, `INSERT INTO flow_sessions (flow_key, workspace_id, reads, tools, updated_at)
+VALUES ('held', 'ws', '[{"label":"private","tool":"t","audit_id":7,"time":"2026-12-01T11:00:00Z"}]', '["t"]', $1)`, before); err != nil {
+		t.Fatal(err)
+	}
+	k := []gateway.Slot{{Key: "k", Window: epoch, Limit: 10}}
+	full := []gateway.Slot{{Key: "full", Window: epoch, Limit: 0}}
+	res, err := postgres.ReserveBatchFlows(ctx, s,
+		[]*gateway.AuditEvent{ev("read"), ev("plain"), ev("ended"), ev("full"), ev("stale"), ev("held")},
+		[][]gateway.Slot{k, k, k, full, k, k},
+		[]*gateway.FlowRecord{flow("new", 0, "zeta", "Alpha"), nil, flow("gone", 1), flow("full", 0, "secret"),
+			flow("held", 0), flow("held2", 0, "secret")})
+	if err != nil || len(res) != 6 {
+		t.Fatalf("batch: %+v, %v", res, err)
+	}
+	// "held2" is a key of its own: written.
+	if res[0].AuditID == 0 || res[1].AuditID == 0 || res[5].AuditID == 0 {
+		t.Errorf("read, plain call, other key: %+v, %+v, %+v; want each written", res[0], res[1], res[5])
+	}
+	if !res[2].FlowChanged || res[2].AuditID != 0 || !res[4].FlowChanged || res[4].AuditID != 0 {
+		t.Errorf("calls on a history that ended or grew: %+v, %+v; want FlowChanged, nothing written", res[2], res[4])
+	}
+	if r := res[3]; r.Full != 1 || r.AuditID != 0 || r.FlowChanged {
+		t.Errorf("call at a full slot: %+v; want Full 1", r)
+	}
+	if n, err := s.RateCount(ctx, "k", epoch); err != nil || n != 3 {
+		t.Errorf("slot count %d (%v), want 3 (the written calls)", n, err)
+	}
+	var keys []string
+	rows, err := s.DB().QueryContext(ctx, `SELECT flow_key FROM flow_sessions ORDER BY flow_key`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(keys, []string{"held", "held2", "new"}) {
+		t.Errorf("flow rows %v, want [held held2 new]: a refused call creates none", keys)
+	}
+	var updated time.Time
+	if err := s.DB().QueryRowContext(ctx, `SELECT updated_at FROM flow_sessions WHERE flow_key = 'held'`).Scan(&updated); err != nil || !updated.Equal(before) {
+		t.Errorf("held's row updated at %v (%v), want %v: a refused call leaves it", updated, err, before)
+	}
+	f, err := s.FlowSession(ctx, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Labels(); !slices.Equal(got, []string{"Alpha", "zeta"}) || !slices.Equal(f.Tools, []string{"app.files.get"}) {
+		t.Errorf("new's history %+v, want labels [Alpha zeta] and the tool", f)
+	}
+	for _, r := range f.Reads {
+		if r.AuditID != res[0].AuditID || !r.Time.Equal(at.Truncate(time.Microsecond)) || r.Tool != "app.files.get" {
+			t.Errorf("read %+v, want audit id %d at %v", r, res[0].AuditID, at.Truncate(time.Microsecond))
+		}
+	}
+
+	_, err = postgres.ReserveBatchFlows(ctx, s, []*gateway.AuditEvent{ev("a"), ev("b")}, [][]gateway.Slot{k, k},
+		[]*gateway.FlowRecord{flow("twice", 0), flow("twice", 0)})
+	if err == nil {
+		t.Errorf("a batch naming one flow key twice was written")
+	}
+	if n, err := s.RateCount(ctx, "k", epoch); err != nil || n != 3 {
+		t.Errorf("slot count %d (%v) after the refused batch, want 3", n, err)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"sync/atomic"
-	"time"
 
 	"github.com/lib/pq"
 
@@ -12,11 +11,11 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/internal/sqlcore"
 )
 
-// Reserve carries out r (store.Calls.Reserve). Without a claim or a flow
-// record and with slots, concurrent reservations share one statement and
-// one commit (reserveGroup); without slots, claim or flow record it is the
-// audit INSERT alone; with a flow record and no claim it is one statement
-// in autocommit (reserveFlow); with a claim it is a transaction of its own
+// Reserve carries out r (store.Calls.Reserve). Without a claim and with
+// slots, concurrent reservations share one statement and one commit
+// (reserveGroup), with a flow record or without; without slots or claim
+// it is the audit INSERT alone, or with a flow record one statement in
+// autocommit (reserveFlow); with a claim it is a transaction of its own
 // (sqlcore.Core.ReserveTx: BEGIN, the flow key's lock, the claim,
 // takeSlots, the flow record, COMMIT). Each is run again when PostgreSQL
 // aborts it to break a deadlock (at most maxDeadlockAttempts times in all;
@@ -28,7 +27,7 @@ func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.Res
 	if err := s.CheckReservation(r.Event); err != nil {
 		return gateway.ReservationResult{}, err
 	}
-	if r.Claim == nil && r.Flow == nil && len(r.Slots) > 0 {
+	if r.Claim == nil && len(r.Slots) > 0 {
 		it := &sqlcore.ReserveItem{Ctx: ctx, R: r}
 		if err := s.res.Do(ctx, it); err != nil {
 			return gateway.ReservationResult{}, err
@@ -63,11 +62,8 @@ func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.Res
 // written unless the id is returned.
 func (s *Store) reserveFlow(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
 	f := r.Flow
-	// The read's time as recordFlow keeps it, written as encoding/json
-	// writes a time.Time, so that decodeFlow reads either alike.
-	at := r.Event.Time.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
 	args := append(append(s.AuditArgs(r.Event), slotArgs(r.Slots)...), s.commitDeadline(ctx),
-		f.Key, f.WorkspaceID, f.TaskID, int64(f.Seen), pq.Array(f.Reads), f.Tool, at, int64(gateway.MaxFlowTools))
+		f.Key, f.WorkspaceID, f.TaskID, int64(f.Seen), pq.Array(f.Reads), f.Tool, flowReadTime(r.Event), int64(gateway.MaxFlowTools))
 	row := make([]driver.Value, 1)
 	found, err := s.queryRow(ctx, reserveFlowAndAudit, args, row)
 	// In autocommit the statement is its whole transaction: one aborted
@@ -104,9 +100,13 @@ func (s *Store) FinishAudit(ctx context.Context, ev *gateway.AuditEvent) error {
 
 // reserveGroup is the flush of Reserve's group commit: the reservations
 // (each with slots, none with a claim) whose requests are still live go
-// to the database in one statement (reserveBatch), one commit. A lone
-// one takes its own statement (takeSlots in autocommit), so a call that
-// waits for no other costs nothing more. A
+// to the database in one statement (reserveBatch; reserveFlowBatch when
+// some record in flow sessions), one commit. A lone one takes its own
+// statement (takeSlots or reserveFlow in autocommit), so a call that
+// waits for no other costs nothing more. Of reservations that record
+// under one flow key, the first joins the batch and the others run after
+// it, each alone (reserveFlow), so that each is decided on the history
+// the one before recorded. A
 // reservation whose request has ended when its turn comes is not written
 // (EUnavailable); the batch stops when no caller waits for it any more.
 // When the batch statement fails, nothing of it is written, and the group
@@ -143,25 +143,73 @@ func (s *Store) reserveGroup(ctx context.Context, items []*sqlcore.ReserveItem) 
 	if err := s.prepareReserve(ctx); err != nil {
 		return nil, err
 	}
+	// A reservation whose flow key an earlier one of the batch records in
+	// waits for the batch (each key once per batch), then runs alone.
+	var flows []batchFlow
+	var later []int
+	seen := map[string]bool{}
+	for j := 0; j < len(live); j++ {
+		r := items[live[j]].R
+		if r.Flow == nil {
+			continue
+		}
+		if seen[r.Flow.Key] {
+			later = append(later, live[j])
+			live = append(live[:j], live[j+1:]...)
+			j--
+			continue
+		}
+		seen[r.Flow.Key] = true
+		if flows == nil {
+			flows = make([]batchFlow, len(items))
+		}
+		flows[live[j]] = batchFlow{rec: r.Flow, at: flowReadTime(r.Event)}
+	}
+	if err := s.reserveLive(ctx, items, live, flows, errs); err != nil {
+		return nil, err
+	}
+	for _, i := range later {
+		items[i].Res, errs[i] = s.reserveFlow(ctx, items[i].R)
+	}
+	return errs, nil
+}
+
+// reserveLive writes the reservations items[live] of a group commit,
+// whose flow keys (flows[i], by index of items; nil without any) differ:
+// a lone one in a statement of its own (reserveFlow or takeSlots), several
+// in one (reserveBatch). It sets each one's result and error (errs[i]),
+// or returns the error of the whole statement.
+func (s *Store) reserveLive(ctx context.Context, items []*sqlcore.ReserveItem, live []int, flows []batchFlow, errs []error) error {
 	if len(live) == 1 {
 		it := items[live[0]]
-		it.Res, errs[live[0]] = s.takeSlots(ctx, nil, s.AuditArgs(it.R.Event), it.R.Slots)
-		return errs, nil
+		if it.R.Flow != nil {
+			it.Res, errs[live[0]] = s.reserveFlow(ctx, it.R)
+		} else {
+			it.Res, errs[live[0]] = s.takeSlots(ctx, nil, s.AuditArgs(it.R.Event), it.R.Slots)
+		}
+		return nil
 	}
 	audits := make([][]any, len(live))
 	slots := make([][]gateway.Slot, len(live))
+	var fl []batchFlow
+	if flows != nil {
+		fl = make([]batchFlow, len(live))
+	}
 	for j, i := range live {
 		audits[j], slots[j] = s.AuditArgs(items[i].R.Event), items[i].R.Slots
+		if flows != nil {
+			fl[j] = flows[i]
+		}
 	}
-	res, err := s.reserveBatch(ctx, audits, slots)
+	res, err := s.reserveBatch(ctx, audits, slots, fl)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(res) != len(live) {
-		return nil, gateway.Errorf(gateway.EInternal, "audit store answered %d of a batch of %d reservations", len(res), len(live))
+		return gateway.Errorf(gateway.EInternal, "audit store answered %d of a batch of %d reservations", len(res), len(live))
 	}
 	for j, i := range live {
 		items[i].Res = res[j]
 	}
-	return errs, nil
+	return nil
 }

@@ -45,7 +45,7 @@ $$;
 
 -- +goose StatementBegin
 CREATE FUNCTION mcpgate_record_flow(f_key text, f_audit_id bigint, f_labels text[], f_tool text, f_time text,
-    f_max_tools integer)
+    f_max_tools integer, f_at timestamptz DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -70,13 +70,139 @@ BEGIN
         changed := true;
     END IF;
     IF changed THEN
-        UPDATE flow_sessions SET reads = r::text, tools = t::text WHERE flow_key = f_key;
+        UPDATE flow_sessions SET reads = r::text, tools = t::text, updated_at = coalesce(f_at, updated_at)
+        WHERE flow_key = f_key;
+    ELSIF f_at IS NOT NULL THEN
+        UPDATE flow_sessions SET updated_at = f_at WHERE flow_key = f_key;
     END IF;
     RETURN f_audit_id;
 END
 $$;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+CREATE FUNCTION mcpgate_pick(a anyarray, idx integer[]) RETURNS anyarray
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT ARRAY(SELECT a[k.i] FROM unnest(idx) WITH ORDINALITY AS k(i, o) ORDER BY k.o)
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION mcpgate_reserve_flow_batch(times timestamptz[], request_ids text[], decision_ids text[],
+    workspace_ids text[], task_ids text[], profile_ids text[], actors text[], principal_kinds text[],
+    token_fingerprints text[], tools text[], tiers text[], statuses text[], error_classes text[],
+    reason_codes text[], buckets text[], latencies bigint[], arguments_hashes text[], arguments text[],
+    policy_revisions text[], surfaces text[], modes text[], approval_ids text[], trace_ids text[],
+    slot_counts integer[], keys text[], windows timestamptz[], expires timestamptz[], limits bigint[],
+    task_workspaces text[], tasks text[],
+    flow_keys text[], flow_workspaces text[], flow_tasks text[], seens integer[], label_counts integer[],
+    labels text[], flow_tools text[], flow_times text[], max_tools integer)
+RETURNS TABLE (audit_id bigint, full_slot integer, used bigint, flow_changed boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    n integer := coalesce(array_length(times, 1), 0);
+    created boolean[];   -- per call: this function inserted its flow row
+    changed boolean[];   -- per call: its flow row holds another number of labels than seens
+    ids bigint[];
+    fulls integer[];
+    useds bigint[];
+    keep integer[];      -- the calls passed on to mcpgate_reserve_batch, in order
+    sidx integer[];      -- their slots
+    slo integer[];       -- each call's first slot
+    llo integer[];       -- each call's first label
+    nreads integer;
+    q integer;
+    prev text;
+    j integer := 0;
+    r record;
+BEGIN
+    -- Every call's slots and labels are consecutive in keys… and labels.
+    slo[1] := 1;
+    llo[1] := 1;
+    FOR i IN 1 .. n - 1 LOOP
+        slo[i + 1] := slo[i] + slot_counts[i];
+        llo[i + 1] := llo[i] + label_counts[i];
+    END LOOP;
+
+    -- Lock the calls' flow rows in key order (byte order), before any
+    -- counter: the existing row with SELECT … FOR NO KEY UPDATE, a
+    -- missing one by inserting it (deleted below unless its call is
+    -- written). A row another transaction is inserting is invisible to
+    -- the SELECT; the INSERT then waits for that transaction, and does
+    -- nothing if it committed: look again.
+    FOR q IN SELECT u.o FROM unnest(flow_keys) WITH ORDINALITY AS u(k, o) WHERE u.k IS NOT NULL
+             ORDER BY u.k COLLATE "C" LOOP
+        IF flow_keys[q] = prev THEN
+            RAISE EXCEPTION 'flow key % twice in one batch of reservations', prev;
+        END IF;
+        prev := flow_keys[q];
+        LOOP
+            SELECT jsonb_array_length(f.reads::jsonb) INTO nreads FROM flow_sessions f
+            WHERE f.flow_key = flow_keys[q] FOR NO KEY UPDATE;
+            IF FOUND THEN
+                created[q] := false;
+                EXIT;
+            END IF;
+            INSERT INTO flow_sessions (flow_key, workspace_id, task_id, reads, tools, updated_at)
+            VALUES (flow_keys[q], flow_workspaces[q], flow_tasks[q], '[]', '[]', times[q])
+            ON CONFLICT (flow_key) DO NOTHING;
+            IF FOUND THEN
+                nreads := 0;
+                created[q] := true;
+                EXIT;
+            END IF;
+        END LOOP;
+        changed[q] := nreads <> seens[q];
+    END LOOP;
+
+    -- The calls whose flow did not change take their slots and audit rows
+    -- as a batch without flows would.
+    keep := ARRAY(SELECT i FROM generate_series(1, n) AS i WHERE NOT coalesce(changed[i], false) ORDER BY i);
+    sidx := ARRAY(SELECT s FROM unnest(keep) WITH ORDINALITY AS k(i, o),
+                  generate_series(slo[k.i], slo[k.i] + slot_counts[k.i] - 1) AS s ORDER BY k.o, s);
+    IF array_length(keep, 1) > 0 THEN
+        FOR r IN SELECT * FROM mcpgate_reserve_batch(mcpgate_pick(times, keep), mcpgate_pick(request_ids, keep),
+                mcpgate_pick(decision_ids, keep), mcpgate_pick(workspace_ids, keep), mcpgate_pick(task_ids, keep),
+                mcpgate_pick(profile_ids, keep), mcpgate_pick(actors, keep), mcpgate_pick(principal_kinds, keep),
+                mcpgate_pick(token_fingerprints, keep), mcpgate_pick(tools, keep), mcpgate_pick(tiers, keep),
+                mcpgate_pick(statuses, keep), mcpgate_pick(error_classes, keep), mcpgate_pick(reason_codes, keep),
+                mcpgate_pick(buckets, keep), mcpgate_pick(latencies, keep), mcpgate_pick(arguments_hashes, keep),
+                mcpgate_pick(arguments, keep), mcpgate_pick(policy_revisions, keep), mcpgate_pick(surfaces, keep),
+                mcpgate_pick(modes, keep), mcpgate_pick(approval_ids, keep), mcpgate_pick(trace_ids, keep),
+                mcpgate_pick(slot_counts, keep), mcpgate_pick(keys, sidx), mcpgate_pick(windows, sidx),
+                mcpgate_pick(expires, sidx), mcpgate_pick(limits, sidx), mcpgate_pick(task_workspaces, sidx),
+                mcpgate_pick(tasks, sidx)) LOOP
+            j := j + 1;
+            ids[keep[j]] := r.audit_id;
+            fulls[keep[j]] := r.full_slot;
+            useds[keep[j]] := r.used;
+        END LOOP;
+    END IF;
+
+    -- Record each written call in its flow row; a row created for a call
+    -- that was not written goes again.
+    FOR i IN 1 .. n LOOP
+        IF flow_keys[i] IS NOT NULL AND ids[i] IS NOT NULL THEN
+            PERFORM mcpgate_record_flow(flow_keys[i], ids[i], labels[llo[i] : llo[i] + label_counts[i] - 1],
+                flow_tools[i], flow_times[i], max_tools, times[i]);
+        ELSIF flow_keys[i] IS NOT NULL AND created[i] THEN
+            DELETE FROM flow_sessions WHERE flow_key = flow_keys[i];
+        END IF;
+        audit_id := ids[i];
+        full_slot := coalesce(fulls[i], 0);
+        used := coalesce(useds[i], 0);
+        flow_changed := coalesce(changed[i], false);
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
-DROP FUNCTION mcpgate_record_flow(text, bigint, text[], text, text, integer);
+DROP FUNCTION mcpgate_reserve_flow_batch(timestamptz[], text[], text[], text[], text[], text[], text[], text[],
+    text[], text[], text[], text[], text[], text[], text[], bigint[], text[], text[], text[], text[], text[], text[],
+    text[], integer[], text[], timestamptz[], timestamptz[], bigint[], text[], text[],
+    text[], text[], text[], integer[], integer[], text[], text[], text[], integer);
+DROP FUNCTION mcpgate_pick(anyarray, integer[]);
+DROP FUNCTION mcpgate_record_flow(text, bigint, text[], text, text, integer, timestamptz);
 DROP FUNCTION mcpgate_lock_flow(text, text, text, timestamptz, integer);
