@@ -55,10 +55,12 @@ DECLARE
     changed boolean := false;
 BEGIN
     SELECT f.reads::jsonb, f.tools::jsonb INTO r, t FROM flow_sessions f WHERE f.flow_key = f_key;
-    SELECT jsonb_agg(jsonb_build_object('label', d.l, 'tool', f_tool, 'audit_id', f_audit_id, 'time', f_time))
-    INTO added
-    FROM (SELECT DISTINCT u.l FROM unnest(f_labels) AS u(l)) d
-    WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(r) AS e(v) WHERE e.v ->> 'label' = d.l);
+    IF cardinality(f_labels) > 0 THEN
+        SELECT jsonb_agg(jsonb_build_object('label', d.l, 'tool', f_tool, 'audit_id', f_audit_id, 'time', f_time))
+        INTO added
+        FROM (SELECT DISTINCT u.l FROM unnest(f_labels) AS u(l)) d
+        WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(r) AS e(v) WHERE e.v ->> 'label' = d.l);
+    END IF;
     IF added IS NOT NULL THEN
         SELECT jsonb_agg(x.v ORDER BY x.v ->> 'label' COLLATE "C") INTO r
         FROM (SELECT e.v FROM jsonb_array_elements(r) AS e(v)
@@ -101,6 +103,7 @@ RETURNS TABLE (audit_id bigint, full_slot integer, used bigint, flow_changed boo
 LANGUAGE plpgsql AS $$
 DECLARE
     n integer := coalesce(array_length(times, 1), 0);
+    call_times timestamptz[] := times;
     created boolean[];   -- per call: this function inserted its flow row
     changed boolean[];   -- per call: its flow row holds another number of labels than seens
     ids bigint[];
@@ -157,21 +160,47 @@ BEGIN
 
     -- The calls whose flow did not change take their slots and audit rows
     -- as a batch without flows would.
+    -- (the arguments are narrowed to them only when a call was left out).
     keep := ARRAY(SELECT i FROM generate_series(1, n) AS i WHERE NOT coalesce(changed[i], false) ORDER BY i);
-    sidx := ARRAY(SELECT s FROM unnest(keep) WITH ORDINALITY AS k(i, o),
-                  generate_series(slo[k.i], slo[k.i] + slot_counts[k.i] - 1) AS s ORDER BY k.o, s);
-    IF array_length(keep, 1) > 0 THEN
-        FOR r IN SELECT * FROM mcpgate_reserve_batch(mcpgate_pick(times, keep), mcpgate_pick(request_ids, keep),
-                mcpgate_pick(decision_ids, keep), mcpgate_pick(workspace_ids, keep), mcpgate_pick(task_ids, keep),
-                mcpgate_pick(profile_ids, keep), mcpgate_pick(actors, keep), mcpgate_pick(principal_kinds, keep),
-                mcpgate_pick(token_fingerprints, keep), mcpgate_pick(tools, keep), mcpgate_pick(tiers, keep),
-                mcpgate_pick(statuses, keep), mcpgate_pick(error_classes, keep), mcpgate_pick(reason_codes, keep),
-                mcpgate_pick(buckets, keep), mcpgate_pick(latencies, keep), mcpgate_pick(arguments_hashes, keep),
-                mcpgate_pick(arguments, keep), mcpgate_pick(policy_revisions, keep), mcpgate_pick(surfaces, keep),
-                mcpgate_pick(modes, keep), mcpgate_pick(approval_ids, keep), mcpgate_pick(trace_ids, keep),
-                mcpgate_pick(slot_counts, keep), mcpgate_pick(keys, sidx), mcpgate_pick(windows, sidx),
-                mcpgate_pick(expires, sidx), mcpgate_pick(limits, sidx), mcpgate_pick(task_workspaces, sidx),
-                mcpgate_pick(tasks, sidx)) LOOP
+    IF cardinality(keep) < n THEN
+        sidx := ARRAY(SELECT s FROM unnest(keep) WITH ORDINALITY AS k(i, o),
+                      generate_series(slo[k.i], slo[k.i] + slot_counts[k.i] - 1) AS s ORDER BY k.o, s);
+        times := mcpgate_pick(times, keep);
+        request_ids := mcpgate_pick(request_ids, keep);
+        decision_ids := mcpgate_pick(decision_ids, keep);
+        workspace_ids := mcpgate_pick(workspace_ids, keep);
+        task_ids := mcpgate_pick(task_ids, keep);
+        profile_ids := mcpgate_pick(profile_ids, keep);
+        actors := mcpgate_pick(actors, keep);
+        principal_kinds := mcpgate_pick(principal_kinds, keep);
+        token_fingerprints := mcpgate_pick(token_fingerprints, keep);
+        tools := mcpgate_pick(tools, keep);
+        tiers := mcpgate_pick(tiers, keep);
+        statuses := mcpgate_pick(statuses, keep);
+        error_classes := mcpgate_pick(error_classes, keep);
+        reason_codes := mcpgate_pick(reason_codes, keep);
+        buckets := mcpgate_pick(buckets, keep);
+        latencies := mcpgate_pick(latencies, keep);
+        arguments_hashes := mcpgate_pick(arguments_hashes, keep);
+        arguments := mcpgate_pick(arguments, keep);
+        policy_revisions := mcpgate_pick(policy_revisions, keep);
+        surfaces := mcpgate_pick(surfaces, keep);
+        modes := mcpgate_pick(modes, keep);
+        approval_ids := mcpgate_pick(approval_ids, keep);
+        trace_ids := mcpgate_pick(trace_ids, keep);
+        slot_counts := mcpgate_pick(slot_counts, keep);
+        keys := mcpgate_pick(keys, sidx);
+        windows := mcpgate_pick(windows, sidx);
+        expires := mcpgate_pick(expires, sidx);
+        limits := mcpgate_pick(limits, sidx);
+        task_workspaces := mcpgate_pick(task_workspaces, sidx);
+        tasks := mcpgate_pick(tasks, sidx);
+    END IF;
+    IF cardinality(keep) > 0 THEN
+        FOR r IN SELECT * FROM mcpgate_reserve_batch(times, request_ids, decision_ids, workspace_ids, task_ids,
+                profile_ids, actors, principal_kinds, token_fingerprints, tools, tiers, statuses, error_classes,
+                reason_codes, buckets, latencies, arguments_hashes, arguments, policy_revisions, surfaces, modes,
+                approval_ids, trace_ids, slot_counts, keys, windows, expires, limits, task_workspaces, tasks) LOOP
             j := j + 1;
             ids[keep[j]] := r.audit_id;
             fulls[keep[j]] := r.full_slot;
@@ -184,7 +213,7 @@ BEGIN
     FOR i IN 1 .. n LOOP
         IF flow_keys[i] IS NOT NULL AND ids[i] IS NOT NULL THEN
             PERFORM mcpgate_record_flow(flow_keys[i], ids[i], labels[llo[i] : llo[i] + label_counts[i] - 1],
-                flow_tools[i], flow_times[i], max_tools, times[i]);
+                flow_tools[i], flow_times[i], max_tools, call_times[i]);
         ELSIF flow_keys[i] IS NOT NULL AND created[i] THEN
             DELETE FROM flow_sessions WHERE flow_key = flow_keys[i];
         END IF;
