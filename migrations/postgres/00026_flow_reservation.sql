@@ -15,7 +15,21 @@
 -- 3. mcpgate_record_flow: the call's labels the row lacks (each with its
 --    tool, audit row and time), merged in byte order of label (COLLATE
 --    "C", as Go sorts them), and its tool unless listed or the list holds
---    max_tools; the row is written only when that changed it.
+--    max_tools; the row is written only when that changed it (or, with
+--    f_at, its time is set in any case).
+--
+-- Several such reservations at once join the group commit's one statement
+-- as reservations without flows do (reserveFlowBatch):
+-- mcpgate_reserve_flow_batch locks the calls' flow rows in key order (byte
+-- order), before any counter, the existing ones with SELECT … FOR NO KEY
+-- UPDATE and the missing ones by inserting them; it leaves the calls
+-- whose row holds another number of labels than they were decided on out
+-- (flow_changed, nothing written), passes the others to
+-- mcpgate_reserve_batch (mcpgate_pick narrows its arrays to them), records
+-- each written call with mcpgate_record_flow and deletes the rows it
+-- inserted for calls not written. The gateway sends each flow key at most
+-- once per batch (a second one raises): a call's check then depends on
+-- no other call of the batch.
 --
 -- reads and tools stay JSON text that the gateway decodes as before; the
 -- time of a read is passed as the gateway formats it (RFC 3339, UTC, at
