@@ -17,12 +17,14 @@ import (
 // it is the audit INSERT alone, or with a flow record one statement in
 // autocommit (reserveFlow); with a claim it is a transaction of its own
 // (sqlcore.Core.ReserveTx: BEGIN, the flow key's lock, the claim,
-// takeSlots, the flow record, COMMIT). Each is run again when PostgreSQL
-// aborts it to break a deadlock (at most maxDeadlockAttempts times in all;
-// the aborted reservation wrote nothing). The store's own reservations
-// lock a flow row before any counter row and their counter rows in one
-// global order, so they cannot deadlock each other; the retry is the
-// backstop for a transaction outside that order.
+// takeSlots, the flow record, COMMIT). A lone statement or transaction
+// that PostgreSQL aborts to break a deadlock runs again (at most
+// maxDeadlockAttempts times in all; the aborted reservation wrote
+// nothing), and a batch's reservations are then tried again each alone
+// (the group commit's retry). The store's own reservations lock their
+// flow rows (in key order) before any counter row and their counter rows
+// in one global order, so they cannot deadlock each other; the retry is
+// the backstop for a transaction outside that order.
 func (s *Store) Reserve(ctx context.Context, r gateway.Reservation) (gateway.ReservationResult, error) {
 	if err := s.CheckReservation(r.Event); err != nil {
 		return gateway.ReservationResult{}, err
