@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -414,4 +415,82 @@ func TestFlowOrderAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.FlowRace(t, a, b, 40)
+}
+
+// Reservations that record in flow sessions go through the group commit
+// (issue 28): of calls at once on one key, each reading a label of its
+// own and decided on the empty history, exactly one is written (whichever
+// locked the key first, in a batch or after it) and the others are
+// refused as FlowChanged with nothing written, whether they shared a
+// batch with it or ran after it; calls on other keys do not disturb each
+// other. The slot and the audit rows count the written calls only.
+func TestFlowReservationsInTheGroupCommit(t *testing.T) {
+	s := pgtest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	epoch := time.Unix(0, 0).UTC()
+	const keys, perKey, rounds = 4, 6, 5
+	written := 0
+	for round := range rounds {
+		type result struct {
+			key   string
+			label string
+			res   gateway.ReservationResult
+			err   error
+		}
+		results := make(chan result, keys*perKey)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for k := range keys {
+			for c := range perKey {
+				key, label := fmt.Sprintf("flow-%d-%d", round, k), fmt.Sprintf("label-%d", c)
+				wg.Go(func() {
+					<-start
+					res, err := s.Reserve(ctx, gateway.Reservation{
+						Event: &gateway.AuditEvent{Time: time.Now().UTC(), RequestID: key + label, WorkspaceID: "ws",
+							Tool: "app.files.get", Status: gateway.AuditAllowed},
+						Slots: []gateway.Slot{{Key: "k", Window: epoch, Limit: 1 << 40}},
+						Flow:  &gateway.FlowRecord{Key: key, WorkspaceID: "ws", Tool: "app.files.get", Reads: []string{label}},
+					})
+					results <- result{key, label, res, err}
+				})
+			}
+		}
+		close(start)
+		wg.Wait()
+		close(results)
+		winners := map[string]result{}
+		for r := range results {
+			switch {
+			case r.err != nil:
+				t.Fatalf("Reserve %s %s: %v", r.key, r.label, r.err)
+			case r.res.AuditID != 0:
+				if w, ok := winners[r.key]; ok {
+					t.Fatalf("round %d: %s written twice (%s and %s), each decided on the empty history", round, r.key, w.label, r.label)
+				}
+				winners[r.key] = r
+				written++
+			case !r.res.FlowChanged:
+				t.Fatalf("Reserve %s %s = %+v, want written or FlowChanged", r.key, r.label, r.res)
+			}
+		}
+		for k := range keys {
+			key := fmt.Sprintf("flow-%d-%d", round, k)
+			w, ok := winners[key]
+			f, err := s.FlowSession(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok || len(f.Reads) != 1 || f.Reads[0].Label != w.label || f.Reads[0].AuditID != w.res.AuditID {
+				t.Fatalf("round %d: %s's history %+v, want only the written call's label %q (audit id %d)", round, key, f.Reads, w.label, w.res.AuditID)
+			}
+		}
+	}
+	if n, err := s.RateCount(ctx, "k", epoch); err != nil || n != int64(written) {
+		t.Errorf("slot count %d (%v), want %d (the written calls)", n, err, written)
+	}
+	var rows int
+	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM audit_events`).Scan(&rows); err != nil || rows != written {
+		t.Errorf("%d audit rows (%v), want %d", rows, err, written)
+	}
 }

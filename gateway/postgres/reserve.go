@@ -171,6 +171,10 @@ func (s *Store) reserveGroup(ctx context.Context, items []*sqlcore.ReserveItem) 
 		return nil, err
 	}
 	for _, i := range later {
+		if err := items[i].Ctx.Err(); err != nil {
+			errs[i] = sqlcore.EndedBeforeTurn(err, items[i])
+			continue
+		}
 		items[i].Res, errs[i] = s.reserveFlow(ctx, items[i].R)
 	}
 	return errs, nil
