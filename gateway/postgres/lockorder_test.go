@@ -73,9 +73,16 @@ func (c lockCall) slots(day time.Time, limits map[string]int64) []gateway.Slot {
 	}
 }
 
+// flow is the record of c's call in its task's flow session: no labels,
+// so every call is decided on the history as it stays.
+func (c lockCall) flow() *gateway.FlowRecord {
+	return &gateway.FlowRecord{Key: "flow-" + c.task, WorkspaceID: c.ws, TaskID: c.task, Tool: "schedule.pause"}
+}
+
 // Issue 9: two replicas' batches whose calls name the same counters in
-// crossed order ([ws1 call, ws2 call] and [ws2 call, ws1 call]), and
-// claims' transactions among them, never deadlock (each transaction locks
+// crossed order ([ws1 call, ws2 call] and [ws2 call, ws1 call]), with and
+// without flow records (issue 28), and claims' transactions among them,
+// never deadlock (each transaction locks
 // its counters in one global order before it decides), and every limit
 // stays exact: each counter holds exactly the calls written against it,
 // and a call is refused only by a counter at its limit.
@@ -158,15 +165,24 @@ func TestCrossedReservationsNeverDeadlock(t *testing.T) {
 		if i == 1 {
 			slices.Reverse(order) // the other replica names the counters in crossed order
 		}
-		for range 3 {
+		for g := range 3 {
 			wg.Go(func() {
 				for time.Now().Before(stop) {
 					evs := make([]*gateway.AuditEvent, len(order))
 					slots := make([][]gateway.Slot, len(order))
+					flows := make([]*gateway.FlowRecord, len(order))
 					for j, c := range order {
-						evs[j], slots[j] = ev(c), c.slots(day, limits)
+						evs[j], slots[j], flows[j] = ev(c), c.slots(day, limits), c.flow()
 					}
-					res, err := postgres.ReserveBatch(ctx, s, evs, slots)
+					// Batches whose calls record in flow sessions lock
+					// those rows (in key order) before any counter.
+					var res []gateway.ReservationResult
+					var err error
+					if g == 0 {
+						res, err = postgres.ReserveBatch(ctx, s, evs, slots)
+					} else {
+						res, err = postgres.ReserveBatchFlows(ctx, s, evs, slots, flows)
+					}
 					if err == nil && len(res) != len(order) {
 						err = fmt.Errorf("batch of %d answered %d", len(order), len(res))
 					}
@@ -181,11 +197,16 @@ func TestCrossedReservationsNeverDeadlock(t *testing.T) {
 			})
 		}
 		// A confirmed call claims its idempotency key and takes its slots
-		// in a transaction of its own, among the batches.
+		// in a transaction of its own (the first one recording in its flow
+		// session first), among the batches.
 		for g, c := range []lockCall{order[0], order[len(order)-1]} {
 			wg.Go(func() {
 				for n := 0; time.Now().Before(stop); n++ {
-					res, err := s.Reserve(ctx, gateway.Reservation{Event: ev(c), Slots: c.slots(day, limits),
+					var flow *gateway.FlowRecord
+					if g == 0 {
+						flow = c.flow()
+					}
+					res, err := s.Reserve(ctx, gateway.Reservation{Event: ev(c), Slots: c.slots(day, limits), Flow: flow,
 						Claim: &gateway.IdempotencyRecord{WorkspaceID: c.ws, TaskID: c.task, Tool: "schedule.pause",
 							Key: fmt.Sprintf("k-%d-%d-%d", i, g, n), InputHash: "h"}})
 					record(c, res, err)

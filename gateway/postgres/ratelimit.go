@@ -21,15 +21,17 @@ type rateStatements struct {
 	reserveAudit prepared // reserveAndAudit
 	reserveOne   prepared // reserveOneAndAudit
 	reserveBatch prepared // reserveBatch
+	// reserveFlowBatch is reserveFlowBatch.
+	reserveFlowBatch prepared
 }
 
 func newRateStatements() *rateStatements {
 	return &rateStatements{reserveAudit: prepared{Query: reserveAndAudit}, reserveOne: prepared{Query: reserveOneAndAudit},
-		reserveBatch: prepared{Query: reserveBatch}}
+		reserveBatch: prepared{Query: reserveBatch}, reserveFlowBatch: prepared{Query: reserveFlowBatch}}
 }
 
 func (r *rateStatements) close() error {
-	return errors.Join(r.reserveAudit.Close(), r.reserveOne.Close(), r.reserveBatch.Close())
+	return errors.Join(r.reserveAudit.Close(), r.reserveOne.Close(), r.reserveBatch.Close(), r.reserveFlowBatch.Close())
 }
 
 // reserveAndAudit takes a call's slots, all or nothing, with the function
@@ -45,11 +47,50 @@ func (r *rateStatements) close() error {
 // function runs exactly once, before the insert that depends on it.
 const reserveAndAudit = `
 WITH r AS MATERIALIZED (
-    SELECT mcpgate_take_slots($24::text[], $25::timestamptz[], $26::timestamptz[], $27::bigint[], $28::text[], $29::text[]) AS taken
+    SELECT ` + takeSlotsCall + ` AS taken
 )
-INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
+` + insertAuditAfterSlots
+
+// takeSlotsCall is reserveAndAudit's call of mcpgate_take_slots: the
+// slots as slotArgs's arrays, $24…$29.
+const takeSlotsCall = `mcpgate_take_slots($24::text[], $25::timestamptz[], $26::timestamptz[], $27::bigint[], $28::text[], $29::text[])`
+
+// insertAuditAfterSlots inserts the audit row ($1…$23) once for each row
+// of r (the slots taken), when the reservation is still within its
+// deadline ($30, mcpgate_before), and returns its id.
+const insertAuditAfterSlots = `INSERT INTO audit_events (` + sqlcore.AuditInsertColumns + `)
 SELECT ` + auditInsertValues + ` FROM r WHERE mcpgate_before($30::timestamptz)
 RETURNING id`
+
+// reserveFlowAndAudit is reserveAndAudit for a reservation that records
+// in a flow session (gateway.Reservation.Flow) and claims no key: one
+// statement, in autocommit its own transaction, in the order of
+// docs/architecture.md "Flow rules and their order" (migration 00026).
+// mcpgate_lock_flow upserts the flow row ($31 key, $32 workspace, $33
+// task; updated at $1, the call's time), which locks it before any
+// counter, and raises flowChangedCode when the row holds another number
+// of labels than $34 (FlowRecord.Seen); then the slots and the audit row
+// as reserveAndAudit; then mcpgate_record_flow adds the labels $35 the
+// row lacks, each with the tool $36, the audit id and the time $37 (as
+// encoding/json writes it), and the tool unless listed or the list holds
+// $38 (gateway.MaxFlowTools), and writes the row only when that changed
+// it. A raise anywhere (flow changed, a full slot, the deadline) rolls
+// the whole statement back: nothing written. Each CTE reads the one
+// before it, so they run in this order.
+const reserveFlowAndAudit = `
+WITH f AS MATERIALIZED (
+    SELECT mcpgate_lock_flow($31::text, $32::text, $33::text, $1::timestamptz, $34::integer) AS locked
+), r AS MATERIALIZED (
+    SELECT ` + takeSlotsCall + ` AS taken FROM f WHERE f.locked
+), a AS (
+` + insertAuditAfterSlots + `
+)
+SELECT mcpgate_record_flow($31::text, a.id, $35::text[], $36::text, $37::text, $38::integer) FROM a`
+
+// flowChangedCode is the SQLSTATE mcpgate_lock_flow raises when the flow
+// row holds another number of labels than the call was decided on
+// (migration 00026): the reservation wrote nothing (FlowChanged).
+const flowChangedCode = "MGFL1"
 
 // reserveOneAndAudit is reserveAndAudit for a call of one slot, in plain
 // SQL: no PL/pgSQL function runs, so PostgreSQL spends no executor start
@@ -88,12 +129,35 @@ RETURNING id`
 // arrays. One row per call, in order: the audit id, or NULL with the full
 // slot and its count before the call.
 const reserveBatch = `
-SELECT audit_id, full_slot, used FROM mcpgate_reserve_batch($1::timestamptz[], $2::text[], $3::text[],
+SELECT audit_id, full_slot, used, false FROM mcpgate_reserve_batch(` + batchArgs + `)
+WHERE mcpgate_before($31::timestamptz)`
+
+// batchArgs are the arguments of reserveBatch and reserveFlowBatch
+// before their flows: the calls' audit columns and slots, $1…$30.
+const batchArgs = `$1::timestamptz[], $2::text[], $3::text[],
     $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
     $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[],
     $19::text[], $20::text[], $21::text[], $22::text[], $23::text[],
-    $24::integer[], $25::text[], $26::timestamptz[], $27::timestamptz[], $28::bigint[], $29::text[], $30::text[])
-WHERE mcpgate_before($31::timestamptz)`
+    $24::integer[], $25::text[], $26::timestamptz[], $27::timestamptz[], $28::bigint[], $29::text[], $30::text[]`
+
+// reserveFlowBatch is reserveBatch for a batch in which some calls
+// record in a flow session, each of another flow key
+// (mcpgate_reserve_flow_batch, migration 00026): after reserveBatch's
+// arguments, each call's flow key ($31, NULL for a call without a flow
+// record), workspace and task ($32, $33), the number of labels it was
+// decided on ($34), its number of labels read ($35), the labels of all
+// calls one call after another ($36), its tool and the time of its reads
+// as encoding/json writes it ($37, $38), and gateway.MaxFlowTools ($39).
+// The function locks the calls' flow rows in key order before any
+// counter, passes the calls whose row holds the labels they were decided
+// on to mcpgate_reserve_batch, and records each written call in its row,
+// as reserveFlowAndAudit does for one. One row per call, in order:
+// reserveBatch's, and whether the call's flow changed (nothing written).
+const reserveFlowBatch = `
+SELECT audit_id, full_slot, used, flow_changed FROM mcpgate_reserve_flow_batch(` + batchArgs + `,
+    $31::text[], $32::text[], $33::text[], $34::integer[], $35::integer[], $36::text[], $37::text[], $38::text[],
+    $39::integer)
+WHERE mcpgate_before($40::timestamptz)`
 
 // auditColumnCount is the number of audit columns (sqlcore.AuditArgs).
 const auditColumnCount = sqlcore.AuditColumnCount
@@ -215,19 +279,31 @@ func (s *Store) takeOneSlot(ctx context.Context, tx *sqlx.Tx, audit []any, q gat
 	return res, nil
 }
 
+// batchFlow is a flow record of a reservation of a batch (reserveBatch)
+// and the time of the reads it adds (flowReadTime).
+type batchFlow struct {
+	rec *gateway.FlowRecord
+	at  string
+}
+
 // reserveBatch runs the reserveBatch statement for the reservations of
 // one group commit (reserveGroup): audits[i] are the AuditArgs of
-// reservation i, slots[i] its slots (at least one). Each reservation is
-// all or nothing on its own, and a later one sees the slots of the
-// earlier ones; one result per reservation, in order. The audit
-// arguments of the calls go column by column as arrays, and their slots
-// one call after another.
-func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gateway.Slot) ([]gateway.ReservationResult, error) {
-	stmt, err := s.rate.reserveBatch.Get(ctx, s.db, driverError)
+// reservation i, slots[i] its slots (at least one). With flows (one per
+// reservation, each of another key where rec is set) it runs
+// reserveFlowBatch instead. Each reservation is all or nothing on its
+// own, and a later one sees the slots of the earlier ones; one result
+// per reservation, in order. The audit arguments of the calls go column
+// by column as arrays, and their slots one call after another.
+func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gateway.Slot, flows []batchFlow) ([]gateway.ReservationResult, error) {
+	prep := &s.rate.reserveBatch
+	if flows != nil {
+		prep = &s.rate.reserveFlowBatch
+	}
+	stmt, err := prep.Get(ctx, s.db, driverError)
 	if err != nil {
 		return nil, err
 	}
-	args := make([]any, 0, auditColumnCount+7)
+	args := make([]any, 0, auditColumnCount+17)
 	for col := range auditColumnCount {
 		vals := make([]any, len(audits))
 		for i, a := range audits {
@@ -244,7 +320,11 @@ func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gate
 		counts[i] = int64(len(sl))
 		all = append(all, sl...)
 	}
-	args = append(append(append(args, pq.Array(counts)), slotArgs(all)...), s.commitDeadline(ctx))
+	args = append(append(args, pq.Array(counts)), slotArgs(all)...)
+	if flows != nil {
+		args = append(args, flowArgs(flows)...)
+	}
+	args = append(args, s.commitDeadline(ctx))
 	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, driverError(err)
@@ -254,13 +334,16 @@ func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gate
 	for rows.Next() {
 		var id sql.NullInt64
 		var res gateway.ReservationResult
-		if err := rows.Scan(&id, &res.Full, &res.Used); err != nil {
+		if err := rows.Scan(&id, &res.Full, &res.Used, &res.FlowChanged); err != nil {
 			return nil, driverError(err)
 		}
 		i := len(out)
-		if id.Valid {
+		switch {
+		case id.Valid:
 			res = gateway.ReservationResult{AuditID: id.Int64}
-		} else if i >= len(slots) || res.Full < 1 || res.Full > len(slots[i]) {
+		case res.FlowChanged:
+			res = gateway.ReservationResult{FlowChanged: true}
+		case i >= len(slots) || res.Full < 1 || res.Full > len(slots[i]):
 			return nil, gateway.Errorf(gateway.EInternal,
 				"mcpgate_reserve_batch reported call %d of %d full at slot %d", i+1, len(slots), res.Full)
 		}
@@ -270,6 +353,42 @@ func (s *Store) reserveBatch(ctx context.Context, audits [][]any, slots [][]gate
 		return nil, driverError(err)
 	}
 	return out, nil
+}
+
+// flowArgs are reserveFlowBatch's arrays of flows ($31…$39): a call
+// without a flow record has a NULL key, and neither labels nor tool.
+func flowArgs(flows []batchFlow) []any {
+	keys := make([]sql.NullString, len(flows))
+	workspaces := make([]sql.NullString, len(flows))
+	tasks := make([]sql.NullString, len(flows))
+	seens := make([]int64, len(flows))
+	counts := make([]int64, len(flows))
+	var labels []string
+	tools := make([]sql.NullString, len(flows))
+	times := make([]sql.NullString, len(flows))
+	for i, f := range flows {
+		if f.rec == nil {
+			continue
+		}
+		keys[i] = sql.NullString{String: f.rec.Key, Valid: true}
+		workspaces[i] = sql.NullString{String: f.rec.WorkspaceID, Valid: true}
+		tasks[i] = sql.NullString{String: f.rec.TaskID, Valid: true}
+		seens[i], counts[i] = int64(f.rec.Seen), int64(len(f.rec.Reads))
+		labels = append(labels, f.rec.Reads...)
+		tools[i] = sql.NullString{String: f.rec.Tool, Valid: true}
+		times[i] = sql.NullString{String: f.at, Valid: true}
+	}
+	return []any{pq.GenericArray{A: keys}, pq.GenericArray{A: workspaces}, pq.GenericArray{A: tasks},
+		pq.Array(seens), pq.Array(counts), pq.StringArray(labels), pq.GenericArray{A: tools},
+		pq.GenericArray{A: times}, int64(gateway.MaxFlowTools)}
+}
+
+// flowReadTime is the time of the reads a reservation of ev adds to its
+// flow row (gateway.FlowRead.Time), as sqlcore's recordFlow keeps it (UTC,
+// to the microsecond) and written as encoding/json writes a time.Time,
+// so that decodeFlow reads the rows of either alike.
+func flowReadTime(ev *gateway.AuditEvent) string {
+	return ev.Time.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
 }
 
 // maxDeadlockAttempts is how many times takeSlots runs its statement in

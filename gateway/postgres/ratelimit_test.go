@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,6 +149,98 @@ func TestReserveBatchIsAllOrNothingPerCall(t *testing.T) {
 	got.Time, want.Time = time.Time{}, time.Time{}
 	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
 		t.Errorf("batched audit row:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// A batch whose calls record in flow sessions (issue 28: flow
+// reservations join the group commit) decides each call as its own
+// statement would: a call decided on fewer labels than its key holds, or
+// on a key whose history ended, and a call at a full slot write nothing,
+// not even their flow rows; the others are written and recorded, the
+// labels of a read merged in byte order with the call's audit id and
+// time; a key named twice in one batch is refused as a whole.
+func TestReserveFlowBatchIsAllOrNothingPerCall(t *testing.T) {
+	s := pgtest.New(t)
+	ctx := context.Background()
+	epoch := time.Unix(0, 0).UTC()
+	at := time.Date(2026, 12, 1, 12, 0, 0, 123456789, time.UTC)
+	before := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+	ev := func(req string) *gateway.AuditEvent {
+		return &gateway.AuditEvent{Time: at, RequestID: req, WorkspaceID: "ws", Tool: "app.files.get", Status: gateway.AuditAllowed}
+	}
+	flow := func(key string, seen int, reads ...string) *gateway.FlowRecord {
+		return &gateway.FlowRecord{Key: key, WorkspaceID: "ws", Tool: "app.files.get", Reads: reads, Seen: seen}
+	}
+	// Key "held" read "private" an hour ago.
+	if _, err := s.DB().ExecContext(ctx, `INSERT INTO flow_sessions (flow_key, workspace_id, reads, tools, updated_at)
+VALUES ('held', 'ws', '[{"label":"private","tool":"t","audit_id":7,"time":"2026-12-01T11:00:00Z"}]', '["t"]', $1)`, before); err != nil {
+		t.Fatal(err)
+	}
+	k := []gateway.Slot{{Key: "k", Window: epoch, Limit: 10}}
+	full := []gateway.Slot{{Key: "full", Window: epoch, Limit: 0}}
+	res, err := postgres.ReserveBatchFlows(ctx, s,
+		[]*gateway.AuditEvent{ev("read"), ev("plain"), ev("ended"), ev("full"), ev("stale"), ev("held")},
+		[][]gateway.Slot{k, k, k, full, k, k},
+		[]*gateway.FlowRecord{flow("new", 0, "zeta", "Alpha"), nil, flow("gone", 1), flow("full", 0, "secret"),
+			flow("held", 0), flow("held2", 0, "secret")})
+	if err != nil || len(res) != 6 {
+		t.Fatalf("batch: %+v, %v", res, err)
+	}
+	// "held2" is a key of its own: written.
+	if res[0].AuditID == 0 || res[1].AuditID == 0 || res[5].AuditID == 0 {
+		t.Errorf("read, plain call, other key: %+v, %+v, %+v; want each written", res[0], res[1], res[5])
+	}
+	if !res[2].FlowChanged || res[2].AuditID != 0 || !res[4].FlowChanged || res[4].AuditID != 0 {
+		t.Errorf("calls on a history that ended or grew: %+v, %+v; want FlowChanged, nothing written", res[2], res[4])
+	}
+	if r := res[3]; r.Full != 1 || r.AuditID != 0 || r.FlowChanged {
+		t.Errorf("call at a full slot: %+v; want Full 1", r)
+	}
+	if n, err := s.RateCount(ctx, "k", epoch); err != nil || n != 3 {
+		t.Errorf("slot count %d (%v), want 3 (the written calls)", n, err)
+	}
+	var keys []string
+	rows, err := s.DB().QueryContext(ctx, `SELECT flow_key FROM flow_sessions ORDER BY flow_key`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(keys, []string{"held", "held2", "new"}) {
+		t.Errorf("flow rows %v, want [held held2 new]: a refused call creates none", keys)
+	}
+	var updated time.Time
+	if err := s.DB().QueryRowContext(ctx, `SELECT updated_at FROM flow_sessions WHERE flow_key = 'held'`).Scan(&updated); err != nil || !updated.Equal(before) {
+		t.Errorf("held's row updated at %v (%v), want %v: a refused call leaves it", updated, err, before)
+	}
+	f, err := s.FlowSession(ctx, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Labels(); !slices.Equal(got, []string{"Alpha", "zeta"}) || !slices.Equal(f.Tools, []string{"app.files.get"}) {
+		t.Errorf("new's history %+v, want labels [Alpha zeta] and the tool", f)
+	}
+	for _, r := range f.Reads {
+		if r.AuditID != res[0].AuditID || !r.Time.Equal(at.Truncate(time.Microsecond)) || r.Tool != "app.files.get" {
+			t.Errorf("read %+v, want audit id %d at %v", r, res[0].AuditID, at.Truncate(time.Microsecond))
+		}
+	}
+
+	_, err = postgres.ReserveBatchFlows(ctx, s, []*gateway.AuditEvent{ev("a"), ev("b")}, [][]gateway.Slot{k, k},
+		[]*gateway.FlowRecord{flow("twice", 0), flow("twice", 0)})
+	if err == nil {
+		t.Errorf("a batch naming one flow key twice was written")
+	}
+	if n, err := s.RateCount(ctx, "k", epoch); err != nil || n != 3 {
+		t.Errorf("slot count %d (%v) after the refused batch, want 3", n, err)
 	}
 }
 
@@ -321,4 +415,82 @@ func TestFlowOrderAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.FlowRace(t, a, b, 40)
+}
+
+// Reservations that record in flow sessions go through the group commit
+// (issue 28): of calls at once on one key, each reading a label of its
+// own and decided on the empty history, exactly one is written (whichever
+// locked the key first, in a batch or after it) and the others are
+// refused as FlowChanged with nothing written, whether they shared a
+// batch with it or ran after it; calls on other keys do not disturb each
+// other. The slot and the audit rows count the written calls only.
+func TestFlowReservationsInTheGroupCommit(t *testing.T) {
+	s := pgtest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	epoch := time.Unix(0, 0).UTC()
+	const keys, perKey, rounds = 4, 6, 5
+	written := 0
+	for round := range rounds {
+		type result struct {
+			key   string
+			label string
+			res   gateway.ReservationResult
+			err   error
+		}
+		results := make(chan result, keys*perKey)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for k := range keys {
+			for c := range perKey {
+				key, label := fmt.Sprintf("flow-%d-%d", round, k), fmt.Sprintf("label-%d", c)
+				wg.Go(func() {
+					<-start
+					res, err := s.Reserve(ctx, gateway.Reservation{
+						Event: &gateway.AuditEvent{Time: time.Now().UTC(), RequestID: key + label, WorkspaceID: "ws",
+							Tool: "app.files.get", Status: gateway.AuditAllowed},
+						Slots: []gateway.Slot{{Key: "k", Window: epoch, Limit: 1 << 40}},
+						Flow:  &gateway.FlowRecord{Key: key, WorkspaceID: "ws", Tool: "app.files.get", Reads: []string{label}},
+					})
+					results <- result{key, label, res, err}
+				})
+			}
+		}
+		close(start)
+		wg.Wait()
+		close(results)
+		winners := map[string]result{}
+		for r := range results {
+			switch {
+			case r.err != nil:
+				t.Fatalf("Reserve %s %s: %v", r.key, r.label, r.err)
+			case r.res.AuditID != 0:
+				if w, ok := winners[r.key]; ok {
+					t.Fatalf("round %d: %s written twice (%s and %s), each decided on the empty history", round, r.key, w.label, r.label)
+				}
+				winners[r.key] = r
+				written++
+			case !r.res.FlowChanged:
+				t.Fatalf("Reserve %s %s = %+v, want written or FlowChanged", r.key, r.label, r.res)
+			}
+		}
+		for k := range keys {
+			key := fmt.Sprintf("flow-%d-%d", round, k)
+			w, ok := winners[key]
+			f, err := s.FlowSession(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok || len(f.Reads) != 1 || f.Reads[0].Label != w.label || f.Reads[0].AuditID != w.res.AuditID {
+				t.Fatalf("round %d: %s's history %+v, want only the written call's label %q (audit id %d)", round, key, f.Reads, w.label, w.res.AuditID)
+			}
+		}
+	}
+	if n, err := s.RateCount(ctx, "k", epoch); err != nil || n != int64(written) {
+		t.Errorf("slot count %d (%v), want %d (the written calls)", n, err, written)
+	}
+	var rows int
+	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM audit_events`).Scan(&rows); err != nil || rows != written {
+		t.Errorf("%d audit rows (%v), want %d", rows, err, written)
+	}
 }

@@ -30,6 +30,23 @@ func flowOf(t *testing.T, s Store, key string) *gateway.FlowSession {
 	return f
 }
 
+// wantFlow fails t unless f holds the reads want (times compared as
+// instants) and the tools.
+func wantFlow(t *testing.T, f *gateway.FlowSession, want []gateway.FlowRead, tools []string) {
+	t.Helper()
+	if len(f.Reads) != len(want) {
+		t.Fatalf("reads = %+v, want %+v", f.Reads, want)
+	}
+	for i := range want {
+		if got := f.Reads[i]; got.Label != want[i].Label || got.Tool != want[i].Tool || got.AuditID != want[i].AuditID || !got.Time.Equal(want[i].Time) {
+			t.Errorf("read %d = %+v, want %+v", i, got, want[i])
+		}
+	}
+	if !slices.Equal(f.Tools, tools) {
+		t.Errorf("tools = %v, want %v", f.Tools, tools)
+	}
+}
+
 var flowTests = []test{
 	{"an unknown key has an empty history", func(t *testing.T, s Store) {
 		f := flowOf(t, s, "nobody")
@@ -51,17 +68,7 @@ var flowTests = []test{
 			{Label: "secret", Tool: "script.get", AuditID: again.AuditID, Time: base.Add(2 * time.Second)},
 			{Label: "source", Tool: "app.files.get", AuditID: first.AuditID, Time: base.Add(time.Second)},
 		}
-		if len(f.Reads) != len(want) {
-			t.Fatalf("reads = %+v, want %+v", f.Reads, want)
-		}
-		for i := range want {
-			if got := f.Reads[i]; got.Label != want[i].Label || got.Tool != want[i].Tool || got.AuditID != want[i].AuditID || !got.Time.Equal(want[i].Time) {
-				t.Errorf("read %d = %+v, want %+v", i, got, want[i])
-			}
-		}
-		if !slices.Equal(f.Tools, []string{"app.files.get", "script.get"}) {
-			t.Errorf("tools = %v, want [app.files.get script.get]", f.Tools)
-		}
+		wantFlow(t, f, want, []string{"app.files.get", "script.get"})
 		if !slices.Equal(f.Labels(), []string{"private", "secret", "source"}) {
 			t.Errorf("Labels() = %v", f.Labels())
 		}
@@ -98,6 +105,66 @@ var flowTests = []test{
 		}
 		if f := flowOf(t, s, "flow-t1"); len(f.Reads) != 0 || len(f.Tools) != 0 {
 			t.Errorf("history after a refused reservation = %+v, want empty", f)
+		}
+	}},
+	{"a refused reservation leaves the flow row as it was, or absent", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		// Decided on a label the key never held (its history ended since),
+		// and refused for a full slot: neither creates the row.
+		res, err := s.Reserve(ctx(t), flowCall(1, "pr.create", 1, nil, 10))
+		must(t, err, "Reserve on a history that ended")
+		if !res.FlowChanged {
+			t.Fatalf("Reserve on a history that ended = %+v, want FlowChanged", res)
+		}
+		res, err = s.Reserve(ctx(t), flowCall(2, "app.files.get", 0, []string{"private"}, 0))
+		must(t, err, "Reserve at a full slot")
+		if res.Full != 1 {
+			t.Fatalf("Reserve at a full slot = %+v, want the slot full", res)
+		}
+		if n, err := s.DeleteEndedFlows(ctx(t), base, base.Add(time.Hour)); err != nil || n != 0 {
+			t.Fatalf("DeleteEndedFlows = %d, %v; want no row written by the refused reservations", n, err)
+		}
+		// A refused reservation does not touch an existing row either: it
+		// stays last updated by the read at base+3s.
+		_, err = s.Reserve(ctx(t), flowCall(3, "conversation.get", 0, []string{"private"}, 10))
+		must(t, err, "Reserve the read")
+		res, err = s.Reserve(ctx(t), flowCall(4, "conversation.reply", 0, nil, 10))
+		must(t, err, "Reserve the egress decided before the read")
+		if !res.FlowChanged {
+			t.Fatalf("Reserve the egress = %+v, want FlowChanged", res)
+		}
+		res, err = s.Reserve(ctx(t), flowCall(5, "conversation.reply", 1, nil, 1))
+		must(t, err, "Reserve the egress at a full slot")
+		if res.Full != 1 {
+			t.Fatalf("Reserve the egress at a full slot = %+v, want the slot full", res)
+		}
+		if n, err := s.DeleteEndedFlows(ctx(t), base, base.Add(3500*time.Millisecond)); err != nil || n != 1 {
+			t.Errorf("DeleteEndedFlows(idle since base+3.5s) = %d, %v; want 1: the refused reservations moved the row's time", n, err)
+		}
+	}},
+	{"labels are kept in byte order, each once, with its first call", func(t *testing.T, s Store) {
+		putWorkspace(t, s, "ws-a")
+		first := flowCall(1, "app.files.get", 0, []string{"zeta", "Alpha", "zeta"}, 10)
+		first.Event.Time = first.Event.Time.Add(456 * time.Nanosecond)
+		r1, err := s.Reserve(ctx(t), first)
+		must(t, err, "Reserve the first read")
+		r2, err := s.Reserve(ctx(t), flowCall(2, "script.get", 2, []string{"beta", "zeta", "Zulu", "beta"}, 10))
+		must(t, err, "Reserve the second read")
+		t1 := base.Add(time.Second).Truncate(time.Microsecond)
+		t2 := base.Add(2 * time.Second)
+		want := []gateway.FlowRead{
+			{Label: "Alpha", Tool: "app.files.get", AuditID: r1.AuditID, Time: t1},
+			{Label: "Zulu", Tool: "script.get", AuditID: r2.AuditID, Time: t2},
+			{Label: "beta", Tool: "script.get", AuditID: r2.AuditID, Time: t2},
+			{Label: "zeta", Tool: "app.files.get", AuditID: r1.AuditID, Time: t1},
+		}
+		f := flowOf(t, s, "flow-t1")
+		wantFlow(t, f, want, []string{"app.files.get", "script.get"})
+		// A call that adds nothing leaves the history as it was.
+		_, err = s.Reserve(ctx(t), flowCall(3, "script.get", 4, []string{"Alpha"}, 10))
+		must(t, err, "Reserve a read of a label held")
+		if got := flowOf(t, s, "flow-t1"); !slices.Equal(got.Labels(), []string{"Alpha", "Zulu", "beta", "zeta"}) || len(got.Tools) != 2 {
+			t.Errorf("history after a call that adds nothing = %+v", got)
 		}
 	}},
 	{"the tools called are bounded", func(t *testing.T, s Store) {
