@@ -130,6 +130,7 @@ var dialect = sqlcore.Dialect{
 	InsertAudit:         insertAudit,
 	RecordAudit:         recordAudit,
 	SealRows:            sealRows,
+	ClaimSealed:         claimSealed,
 	DeleteExpiredCounts: `DELETE FROM rate_limit_counters WHERE expires_at <= ?`,
 	DeleteEndedTaskCounts: `DELETE FROM rate_limit_counters WHERE task_id IS NOT NULL AND EXISTS (
     SELECT 1 FROM tasks t WHERE t.workspace_id = rate_limit_counters.task_workspace_id

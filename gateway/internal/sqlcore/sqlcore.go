@@ -117,6 +117,13 @@ type Dialect struct {
 	// SealRows inserts the audit_seals rows of one sealing round from one
 	// ? parameter: a JSON array of [id, seq, "hash"] arrays.
 	SealRows string
+	// ClaimSealed deletes the audit_unsealed entries of the rows in
+	// SealRows' parameter, where the sealing transaction holds the
+	// database's only writer (SQLite): a round then reads its rows in one
+	// statement and claims them as it seals them. "" (PostgreSQL): a
+	// round claims its rows first (DELETE … RETURNING), which waits for a
+	// finish under way on one of them.
+	ClaimSealed string
 	// DeleteExpiredCounts deletes the rate-limit counters whose expires_at
 	// is at or before ? (Core.DeleteExpiredRateCounts);
 	// DeleteEndedTaskCounts those of tasks in a terminal state whose
