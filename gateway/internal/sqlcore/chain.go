@@ -173,7 +173,7 @@ func (c *Core) sealIn(ctx context.Context, tx *sqlx.Tx, stale []int64) (int, err
 	round := `SELECT u.id FROM audit_unsealed u WHERE ` + where + ` ORDER BY u.id LIMIT ?`
 	args = append(args, sealBatch)
 	var evs []gateway.AuditEvent
-	if c.D.ClaimSealed != "" {
+	if c.D.OneWriter {
 		evs, err = c.readRound(ctx, tx, round, args)
 	} else {
 		evs, err = c.claimRound(ctx, tx, round, args)
@@ -181,8 +181,6 @@ func (c *Core) sealIn(ctx context.Context, tx *sqlx.Tx, stale []int64) (int, err
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
-	set := make([]byte, 0, len(evs)*96)
-	set = append(set, '[')
 	for i := range evs {
 		ev := &evs[i]
 		ev.Seq = headSeq + int64(i) + 1
@@ -191,28 +189,15 @@ func (c *Core) sealIn(ctx context.Context, tx *sqlx.Tx, stale []int64) (int, err
 			return 0, gateway.Wrap(gateway.EInternal, err, "cannot seal the audit trail")
 		}
 		prev = h
-		if i > 0 {
-			set = append(set, ',')
-		}
-		set = append(set, '[')
-		set = strconv.AppendInt(set, ev.ID, 10)
-		set = append(set, ',')
-		set = strconv.AppendInt(set, ev.Seq, 10)
-		set = append(set, ",\""...)
-		set = append(set, h.String()...)
-		set = append(set, "\"]"...)
+		ev.Hash = h.String()
 	}
-	set = append(set, ']')
-	for _, q := range []string{c.D.SealRows, c.D.ClaimSealed} {
-		if q == "" {
-			continue
-		}
-		res, err := tx.ExecContext(ctx, c.Q(q), string(set))
+	for _, w := range c.sealWrites(evs) {
+		res, err := tx.ExecContext(ctx, w.q, w.args...)
 		if err != nil {
 			return 0, c.DriverError(err)
 		}
 		if n, err := res.RowsAffected(); err != nil || n != int64(len(evs)) {
-			return 0, gateway.Errorf(gateway.EInternal, "sealing the audit trail set or claimed %d of %d rows; nothing was sealed", n, len(evs))
+			return 0, gateway.Errorf(gateway.EInternal, "sealing the audit trail wrote or claimed %d of %d rows; nothing was sealed", n, len(evs))
 		}
 	}
 	_, err = tx.ExecContext(ctx, c.Q(`UPDATE audit_chain SET seq = ?, hash = ?, sealed_at = ? WHERE id = 1`),
@@ -221,6 +206,50 @@ func (c *Core) sealIn(ctx context.Context, tx *sqlx.Tx, stale []int64) (int, err
 		return 0, c.DriverError(err)
 	}
 	return len(evs), nil
+}
+
+// sealWrite is one statement of a sealing round that writes a row per
+// sealed row.
+type sealWrite struct {
+	q    string
+	args []any
+}
+
+// sealWrites are the statements that store the seals of evs (ID, Seq and
+// Hash set) and, where the dialect claims after reading
+// (Dialect.OneWriter), delete their audit_unsealed entries: with bound
+// values on SQLite (its JSON functions cost a round more than binding
+// three values a row), else Dialect.SealRows over a JSON array of [id,
+// seq, "hash"] arrays.
+func (c *Core) sealWrites(evs []gateway.AuditEvent) []sealWrite {
+	if !c.D.OneWriter {
+		set := make([]byte, 0, len(evs)*96)
+		set = append(set, '[')
+		for i := range evs {
+			ev := &evs[i]
+			if i > 0 {
+				set = append(set, ',')
+			}
+			set = append(set, '[')
+			set = strconv.AppendInt(set, ev.ID, 10)
+			set = append(set, ',')
+			set = strconv.AppendInt(set, ev.Seq, 10)
+			set = append(set, ",\""...)
+			set = append(set, ev.Hash...)
+			set = append(set, "\"]"...)
+		}
+		return []sealWrite{{c.Q(c.D.SealRows), []any{string(append(set, ']'))}}}
+	}
+	seals := make([]any, 0, 3*len(evs))
+	ids := make([]any, 0, len(evs))
+	for i := range evs {
+		seals = append(seals, evs[i].Seq, evs[i].ID, evs[i].Hash)
+		ids = append(ids, evs[i].ID)
+	}
+	return []sealWrite{
+		{c.Q(`INSERT INTO audit_seals (seq, id, hash) VALUES (?, ?, ?)` + strings.Repeat(`, (?, ?, ?)`, len(evs)-1)), seals},
+		{c.Q(`DELETE FROM audit_unsealed WHERE id IN (?` + strings.Repeat(`, ?`, len(evs)-1) + `)`), ids},
+	}
 }
 
 // claimRound claims the round's rows (round selects their ids, with
@@ -251,7 +280,7 @@ func (c *Core) claimRound(ctx context.Context, tx *sqlx.Tx, round string, args [
 
 // readRound reads the round's rows (round selects their ids, with args)
 // in id order in one statement; sealIn claims them after it has hashed
-// them (Dialect.ClaimSealed), in the same transaction. Only where that
+// them (sealWrites), in the same transaction. Only where that
 // transaction holds the database's one writer (SQLite): no finish can
 // change a row between the read and the claim.
 func (c *Core) readRound(ctx context.Context, tx *sqlx.Tx, round string, args []any) ([]gateway.AuditEvent, error) {
