@@ -22,10 +22,6 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 
 RETURNING id`
 )
 
-// sealRows is sqlcore.Dialect.SealRows: one INSERT for a round's seals.
-const sealRows = `INSERT INTO audit_seals (seq, id, hash)
-SELECT e.value->>1, e.value->>0, e.value->>2 FROM json_each(?) e`
-
 // finishAudit completes one audit row and closes it, unless it is sealed
 // (its audit_unsealed entry is gone: a row sealed open keeps what was
 // sealed); prepared once on the write

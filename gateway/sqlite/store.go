@@ -126,10 +126,12 @@ var dialect = sqlcore.Dialect{
 	Classify:   classify,
 	Unanswered: "audit store unavailable: the SQLite database did not answer; retry shortly, and check the disk if it persists",
 
-	CallerQuery:         callerQuery,
-	InsertAudit:         insertAudit,
-	RecordAudit:         recordAudit,
-	SealRows:            sealRows,
+	CallerQuery: callerQuery,
+	InsertAudit: insertAudit,
+	RecordAudit: recordAudit,
+	// A sealing round reads, then seals and claims its rows with bound
+	// values (no SealRows).
+	OneWriter:           true,
 	DeleteExpiredCounts: `DELETE FROM rate_limit_counters WHERE expires_at <= ?`,
 	DeleteEndedTaskCounts: `DELETE FROM rate_limit_counters WHERE task_id IS NOT NULL AND EXISTS (
     SELECT 1 FROM tasks t WHERE t.workspace_id = rate_limit_counters.task_workspace_id

@@ -142,10 +142,15 @@ func FinishArgs(ev *gateway.AuditEvent) (status, errorClass string, latencyMicro
 	return ev.Status, ev.ErrorClass, ev.LatencyMicros, JSONList(ev.ReasonCodes), ev.PolicyRevision
 }
 
+// auditRowColumns are an audit_events row's own columns (no seal), in
+// the order auditRow.dest reads them: what the chain's hash covers, and
+// what the sealer reads of the rows it seals.
+const auditRowColumns = `id, ` + AuditInsertColumns + `, kind, open`
+
 // auditColumns are read into auditRow from audit_events e joined with
 // audit_seals s (seq and hash, NULL while the row is not sealed); listed,
 // not *, so that a column a later migration adds does not break the scan.
-var auditColumns = qualified("e", `id, `+AuditInsertColumns+`, kind, open`) + `, s.seq, s.hash`
+var auditColumns = qualified("e", auditRowColumns) + `, s.seq, s.hash`
 
 // qualified prefixes each of the comma-separated columns cols with
 // table and a dot.
@@ -187,6 +192,21 @@ type auditRow struct {
 	Open          bool           `db:"open"`
 	Seq           sql.NullInt64  `db:"seq"`
 	Hash          sql.NullString `db:"hash"`
+}
+
+// dest are the scan destinations of auditRowColumns, then of seq and
+// hash when sealed is true (auditColumns): rows.Scan into them directly
+// costs the sealer and verify less than sqlx's StructScan, which finds
+// the fields by reflection on every row.
+func (r *auditRow) dest(sealed bool) []any {
+	d := []any{&r.ID, &r.Time, &r.RequestID, &r.DecisionID, &r.WorkspaceID, &r.TaskID, &r.ProfileID, &r.Actor,
+		&r.PrincipalKind, &r.TokenFP, &r.Tool, &r.Tier, &r.Status, &r.ErrorClass, &r.ReasonCodes, &r.Bucket,
+		&r.LatencyMicros, &r.ArgumentsHash, &r.Arguments, &r.PolicyRev, &r.Surface, &r.Mode, &r.ApprovalID,
+		&r.TraceID, &r.Kind, &r.Open, &r.Seq, &r.Hash}
+	if !sealed {
+		d = d[:len(d)-2]
+	}
+	return d
 }
 
 // event converts the row, with Time in UTC.

@@ -162,10 +162,6 @@ func (c *Core) sealIn(ctx context.Context, tx *sqlx.Tx, stale []int64) (int, err
 	if err != nil {
 		return 0, gateway.Wrap(gateway.EInternal, err, "the audit chain head is unreadable, so no row is sealed; run mcpgate audit verify")
 	}
-	// Claim the round's rows first: deleting their audit_unsealed entries
-	// waits for a finish under way on one of them (it holds a KEY SHARE
-	// lock on the entry), and keeps any later finish off them; the rows
-	// are then read as they finally are.
 	where := unsealedOpen + ` = {false}`
 	args := []any{}
 	if len(stale) > 0 {
@@ -174,27 +170,17 @@ func (c *Core) sealIn(ctx context.Context, tx *sqlx.Tx, stale []int64) (int, err
 			args = append(args, id)
 		}
 	}
-	var ids []int64
-	err = tx.SelectContext(ctx, &ids, c.sql(`DELETE FROM audit_unsealed WHERE id IN (
-    SELECT u.id FROM audit_unsealed u WHERE `+where+` ORDER BY u.id LIMIT ?) RETURNING id`), append(args, sealBatch)...)
-	if err != nil || len(ids) == 0 {
-		return 0, c.DriverError(err)
+	round := `SELECT u.id FROM audit_unsealed u WHERE ` + where + ` ORDER BY u.id LIMIT ?`
+	args = append(args, sealBatch)
+	var evs []gateway.AuditEvent
+	if c.D.OneWriter {
+		evs, err = c.readRound(ctx, tx, round, args)
+	} else {
+		evs, err = c.claimRound(ctx, tx, round, args)
 	}
-	slices.Sort(ids)
-	args = args[:0]
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	rows, err := tx.QueryxContext(ctx, c.Q(`SELECT `+auditColumns+` FROM audit_events e LEFT JOIN audit_seals s ON s.id = e.id WHERE e.id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`) ORDER BY e.id`), args...)
-	if err != nil {
-		return 0, c.DriverError(err)
-	}
-	evs, err := scanEvents(rows, len(ids))
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
-	set := make([]byte, 0, len(evs)*96)
-	set = append(set, '[')
 	for i := range evs {
 		ev := &evs[i]
 		ev.Seq = headSeq + int64(i) + 1
@@ -203,24 +189,16 @@ func (c *Core) sealIn(ctx context.Context, tx *sqlx.Tx, stale []int64) (int, err
 			return 0, gateway.Wrap(gateway.EInternal, err, "cannot seal the audit trail")
 		}
 		prev = h
-		if i > 0 {
-			set = append(set, ',')
+		ev.Hash = h.String()
+	}
+	for _, w := range c.sealWrites(evs) {
+		res, err := tx.ExecContext(ctx, w.q, w.args...)
+		if err != nil {
+			return 0, c.DriverError(err)
 		}
-		set = append(set, '[')
-		set = strconv.AppendInt(set, ev.ID, 10)
-		set = append(set, ',')
-		set = strconv.AppendInt(set, ev.Seq, 10)
-		set = append(set, ",\""...)
-		set = append(set, h.String()...)
-		set = append(set, "\"]"...)
-	}
-	set = append(set, ']')
-	res, err := tx.ExecContext(ctx, c.Q(c.D.SealRows), string(set))
-	if err != nil {
-		return 0, c.DriverError(err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != int64(len(evs)) {
-		return 0, gateway.Errorf(gateway.EInternal, "sealing the audit trail set %d of %d rows; nothing was sealed", n, len(evs))
+		if n, err := res.RowsAffected(); err != nil || n != int64(len(evs)) {
+			return 0, gateway.Errorf(gateway.EInternal, "sealing the audit trail wrote or claimed %d of %d rows; nothing was sealed", n, len(evs))
+		}
 	}
 	_, err = tx.ExecContext(ctx, c.Q(`UPDATE audit_chain SET seq = ?, hash = ?, sealed_at = ? WHERE id = 1`),
 		evs[len(evs)-1].Seq, prev.String(), c.Time(Now()))
@@ -230,14 +208,99 @@ func (c *Core) sealIn(ctx context.Context, tx *sqlx.Tx, stale []int64) (int, err
 	return len(evs), nil
 }
 
-// scanEvents reads rows of auditColumns into events (at most n expected)
-// and closes rows.
-func scanEvents(rows *sqlx.Rows, n int) ([]gateway.AuditEvent, error) {
+// sealWrite is one statement of a sealing round that writes a row per
+// sealed row.
+type sealWrite struct {
+	q    string
+	args []any
+}
+
+// sealWrites are the statements that store the seals of evs (ID, Seq and
+// Hash set) and, where the dialect claims after reading
+// (Dialect.OneWriter), delete their audit_unsealed entries: with bound
+// values on SQLite (its JSON functions cost a round more than binding
+// three values a row), else Dialect.SealRows over a JSON array of [id,
+// seq, "hash"] arrays.
+func (c *Core) sealWrites(evs []gateway.AuditEvent) []sealWrite {
+	if !c.D.OneWriter {
+		set := make([]byte, 0, len(evs)*96)
+		set = append(set, '[')
+		for i := range evs {
+			ev := &evs[i]
+			if i > 0 {
+				set = append(set, ',')
+			}
+			set = append(set, '[')
+			set = strconv.AppendInt(set, ev.ID, 10)
+			set = append(set, ',')
+			set = strconv.AppendInt(set, ev.Seq, 10)
+			set = append(set, ",\""...)
+			set = append(set, ev.Hash...)
+			set = append(set, "\"]"...)
+		}
+		return []sealWrite{{c.Q(c.D.SealRows), []any{string(append(set, ']'))}}}
+	}
+	seals := make([]any, 0, 3*len(evs))
+	ids := make([]any, 0, len(evs))
+	for i := range evs {
+		seals = append(seals, evs[i].Seq, evs[i].ID, evs[i].Hash)
+		ids = append(ids, evs[i].ID)
+	}
+	return []sealWrite{
+		{c.Q(`INSERT INTO audit_seals (seq, id, hash) VALUES (?, ?, ?)` + strings.Repeat(`, (?, ?, ?)`, len(evs)-1)), seals},
+		{c.Q(`DELETE FROM audit_unsealed WHERE id IN (?` + strings.Repeat(`, ?`, len(evs)-1) + `)`), ids},
+	}
+}
+
+// claimRound claims the round's rows (round selects their ids, with
+// args) before it reads them: deleting their audit_unsealed entries waits
+// for a finish under way on one of them (it holds a KEY SHARE lock on the
+// entry), and keeps any later finish off them; the rows are then read as
+// they finally are, in id order.
+func (c *Core) claimRound(ctx context.Context, tx *sqlx.Tx, round string, args []any) ([]gateway.AuditEvent, error) {
+	var ids []int64
+	err := tx.SelectContext(ctx, &ids, c.sql(`DELETE FROM audit_unsealed WHERE id IN (`+round+`) RETURNING id`), args...)
+	if err != nil || len(ids) == 0 {
+		return nil, c.DriverError(err)
+	}
+	slices.Sort(ids)
+	args = args[:0]
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	// A claimed row has no seal yet (a row is claimed once): its own
+	// columns are all the hash needs, without the join.
+	rows, err := tx.QueryxContext(ctx, c.Q(`SELECT `+auditRowColumns+` FROM audit_events WHERE id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`) ORDER BY id`), args...)
+	if err != nil {
+		return nil, c.DriverError(err)
+	}
+	evs, err := scanEvents(rows, len(ids), false)
+	return evs, c.DriverError(err)
+}
+
+// readRound reads the round's rows (round selects their ids, with args)
+// in id order in one statement; sealIn claims them after it has hashed
+// them (sealWrites), in the same transaction. Only where that
+// transaction holds the database's one writer (SQLite): no finish can
+// change a row between the read and the claim.
+func (c *Core) readRound(ctx context.Context, tx *sqlx.Tx, round string, args []any) ([]gateway.AuditEvent, error) {
+	rows, err := tx.QueryxContext(ctx, c.sql(`SELECT `+auditRowColumns+` FROM audit_events WHERE id IN (`+round+`) ORDER BY id`), args...)
+	if err != nil {
+		return nil, c.DriverError(err)
+	}
+	evs, err := scanEvents(rows, sealBatch, false)
+	return evs, c.DriverError(err)
+}
+
+// scanEvents reads rows of auditRowColumns (auditColumns when sealed)
+// into events (at most n expected) and closes rows.
+func scanEvents(rows *sqlx.Rows, n int, sealed bool) ([]gateway.AuditEvent, error) {
 	defer func() { _ = rows.Close() }()
 	evs := make([]gateway.AuditEvent, 0, n)
 	var r auditRow
+	dest := r.dest(sealed)
 	for rows.Next() {
-		if err := rows.StructScan(&r); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		ev, err := r.event()
@@ -322,9 +385,10 @@ func (c *Core) verifyRows(ctx context.Context, v *auditchain.Verifier, q string,
 	}
 	defer func() { _ = rows.Close() }()
 	var r auditRow
+	dest := r.dest(true)
 	more = true
 	for more && rows.Next() {
-		if err := rows.StructScan(&r); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return false, read, c.DriverError(err)
 		}
 		ev, err := r.event()

@@ -39,7 +39,7 @@ func (c *Core) SealedAuditRows(ctx context.Context, after int64, limit int) ([]g
 	if err != nil {
 		return nil, c.DriverError(err)
 	}
-	evs, err := scanEvents(rows, limit)
+	evs, err := scanEvents(rows, limit, true)
 	return evs, c.DriverError(err)
 }
 

@@ -115,8 +115,17 @@ type Dialect struct {
 	// process serves the database (SQLite).
 	SealLease string
 	// SealRows inserts the audit_seals rows of one sealing round from one
-	// ? parameter: a JSON array of [id, seq, "hash"] arrays.
+	// ? parameter: a JSON array of [id, seq, "hash"] arrays; unused with
+	// OneWriter.
 	SealRows string
+	// OneWriter is true where the sealing transaction holds the
+	// database's only writer (SQLite): a round then reads its rows in one
+	// statement, and claims them (deletes their audit_unsealed entries)
+	// as it writes their seals, both with bound values. False
+	// (PostgreSQL): a round claims its rows first (DELETE … RETURNING),
+	// which waits for a finish under way on one of them, and writes the
+	// seals with SealRows.
+	OneWriter bool
 	// DeleteExpiredCounts deletes the rate-limit counters whose expires_at
 	// is at or before ? (Core.DeleteExpiredRateCounts);
 	// DeleteEndedTaskCounts those of tasks in a terminal state whose
