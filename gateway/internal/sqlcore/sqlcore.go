@@ -114,8 +114,9 @@ type Dialect struct {
 	// replica that hangs while sealing loses the lease); "" where one
 	// process serves the database (SQLite).
 	SealLease string
-	// SealRows inserts the audit_seals rows of one sealing round from one
-	// ? parameter: a JSON array of [id, seq, "hash"] arrays; unused with
+	// SealRows inserts the audit_seals rows of one sealing round from
+	// three ? parameters, array literals of the same length: the seqs,
+	// the ids and the hashes ({1,2}, {7,9}, {ab…,cd…}); unused with
 	// OneWriter.
 	SealRows string
 	// OneWriter is true where the sealing transaction holds the
