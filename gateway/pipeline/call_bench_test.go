@@ -63,7 +63,7 @@ visible_tools := set()
 // caller (member olivia of ws-a on task t-1 with profile p-1 granting
 // read and ops), the default limits, a store that costs nothing and
 // adapter; and the principal that calls.
-func benchPipeline(b *testing.B, bundle fstest.MapFS, adapter pipeline.Adapter) (*pipeline.Pipeline, *gateway.Principal) {
+func benchPipeline(b testing.TB, bundle fstest.MapFS, adapter pipeline.Adapter) (*pipeline.Pipeline, *gateway.Principal) {
 	b.Helper()
 	ctx := context.Background()
 	cat, err := tools.Load()

@@ -82,31 +82,39 @@ func endCallSpan(span trace.Span, c *Call, res *gateway.ToolResult, err error) {
 		return
 	}
 	ev := c.Event
-	span.SetAttributes(attribute.String(attrAuditStatus, ev.Status), attribute.String(attrRevision, ev.PolicyRevision))
+	// One SetAttributes call: each takes the span's lock and grows its
+	// attribute list.
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, attribute.String(attrAuditStatus, ev.Status), attribute.String(attrRevision, ev.PolicyRevision))
 	if d := c.Decision; d != nil {
-		span.SetAttributes(attribute.Bool(attrAllowed, d.Allow), attribute.String(attrDecisionID, d.ID))
+		attrs = append(attrs, attribute.Bool(attrAllowed, d.Allow), attribute.String(attrDecisionID, d.ID))
 	} else {
-		span.SetAttributes(attribute.Bool(attrAllowed, false))
+		attrs = append(attrs, attribute.Bool(attrAllowed, false))
 	}
 	if len(ev.ReasonCodes) > 0 {
-		span.SetAttributes(attribute.String(attrReason, ev.ReasonCodes[0]))
+		attrs = append(attrs, attribute.String(attrReason, ev.ReasonCodes[0]))
 	}
 	switch {
 	case err != nil:
-		span.SetAttributes(attribute.String(attrErrorType, string(gateway.ErrorCodeOf(err))))
+		attrs = append(attrs, attribute.String(attrErrorType, string(gateway.ErrorCodeOf(err))))
 		span.SetStatus(codes.Error, gateway.ErrorMessageOf(err))
 	case res != nil && res.IsError:
-		span.SetAttributes(attribute.String(attrErrorType, "tool_error"))
+		attrs = append(attrs, attribute.String(attrErrorType, "tool_error"))
 		span.SetStatus(codes.Error, "tool_error")
 	}
+	span.SetAttributes(attrs...)
 	span.End()
 }
 
 // runStep runs step i of callSteps, in a child span named after the step
-// when tracing is on and the step is one of spannedSteps (the one hook on
-// the step loop: steps know nothing of tracing).
+// when tracing is on, the call's span is recorded (its trace sampled)
+// and the step is one of spannedSteps (the one hook on the step loop:
+// steps know nothing of tracing). Under a call span the sampler left out
+// a child would not be recorded either: starting it would cost the call
+// an id and a context and show nothing.
 func (pl *Pipeline) runStep(ctx context.Context, i int, s step, c *Call) error {
-	if pl.Tracer == nil || !spanSteps()[i] || (stepNames()[i] == approvalStep && !needsApproval(c)) {
+	if pl.Tracer == nil || !spanSteps()[i] || (stepNames()[i] == approvalStep && !needsApproval(c)) ||
+		!trace.SpanFromContext(ctx).IsRecording() {
 		return s(pl, ctx, c)
 	}
 	ctx, span := pl.Tracer.Start(ctx, stepNames()[i])

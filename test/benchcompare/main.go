@@ -62,7 +62,9 @@
 // of at each one's own maximum; unset or 0 for the closed loop),
 // BENCH_PAIRS (1, the default: after the closed loop, each store's session
 // and 2026-07-28 configurations run again, both at one paced rate, and a
-// second table compares their CPU per call; 0: not) and
+// second table compares their CPU per call; 0: not), BENCH_TRACES_SAMPLER
+// and BENCH_TRACES_SAMPLER_ARG (the -traced configurations' OTEL_TRACES_SAMPLER
+// and its argument; default always_on) and
 // MCPGATE_TEST_DATABASE_URL (the PostgreSQL server, where each run creates
 // and drops a database of its own).
 package main
@@ -168,6 +170,10 @@ func loadArgs(args []string) (options, error) {
 		o.pairs = v == "1"
 	default:
 		return o, fmt.Errorf("BENCH_PAIRS=%q: want 1 (run each store's session and 2026-07-28 configurations again at one rate, the default) or 0", v)
+	}
+	o.sampler = []string{"OTEL_TRACES_SAMPLER=" + env("BENCH_TRACES_SAMPLER", "always_on")}
+	if a := os.Getenv("BENCH_TRACES_SAMPLER_ARG"); a != "" {
+		o.sampler = append(o.sampler, "OTEL_TRACES_SAMPLER_ARG="+a)
 	}
 	o.pgURL = env("MCPGATE_TEST_DATABASE_URL", defaultPGURL)
 	if o.profileDir = os.Getenv("BENCH_PROFILE"); o.profileDir != "" {

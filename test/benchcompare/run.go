@@ -81,7 +81,7 @@ const (
 	// session's history and its reservation records it.
 	flowSuffix = "-flow"
 	// tracedSuffix: traces on, every call sampled
-	// (OTEL_TRACES_SAMPLER=always_on) and its spans exported over
+	// (OTEL_TRACES_SAMPLER=always_on, or BENCH_TRACES_SAMPLER) and its spans exported over
 	// OTLP/HTTP to a sink in this process (traceSink), whose CPU is not
 	// the gateway's.
 	tracedSuffix = "-traced"
@@ -233,9 +233,10 @@ type options struct {
 	concurrency             []int
 	configs                 []string
 	tmp                     string
-	profileDir              string  // BENCH_PROFILE: write a CPU profile of each gateway run here
-	rate                    float64 // BENCH_RATE: calls/s over all sessions; 0 for the closed loop
-	pairs                   bool    // BENCH_PAIRS: run the session/2026-07-28 pairs again at one rate
+	profileDir              string   // BENCH_PROFILE: write a CPU profile of each gateway run here
+	rate                    float64  // BENCH_RATE: calls/s over all sessions; 0 for the closed loop
+	pairs                   bool     // BENCH_PAIRS: run the session/2026-07-28 pairs again at one rate
+	sampler                 []string // the traced configurations' OTEL_TRACES_SAMPLER (and _ARG) settings
 }
 
 // result is one run: one configuration at one concurrency.
@@ -379,7 +380,7 @@ func run(ctx context.Context, o options, cfg string, c int) (res result, err err
 				return res, err
 			}
 			cleanups = append(cleanups, stop)
-			extra = append(extra, "OTEL_EXPORTER_OTLP_ENDPOINT="+sink, "OTEL_TRACES_SAMPLER=always_on")
+			extra = append(append(extra, "OTEL_EXPORTER_OTLP_ENDPOINT="+sink), o.sampler...)
 		}
 		if gw, err = startGateway(bin, dbURL, extra...); err != nil {
 			return res, err
