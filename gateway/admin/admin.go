@@ -186,7 +186,7 @@ func (h *handler) routes() *mux.Router {
 	h.route(r, Prefix+"/seat-types/{name}", methods{put: h.putSeatType, get: h.getSeatType, del: h.deleteSeatType})
 	h.route(r, Prefix+"/org-plans", methods{get: h.listOrgPlans})
 	h.route(r, Prefix+"/org-plans/{name}", methods{put: h.putOrgPlan, get: h.getOrgPlan, del: h.deleteOrgPlan})
-	h.route(r, Prefix+"/api-tokens/{fingerprint}", methods{del: h.revokeToken})
+	h.route(r, Prefix+"/api-tokens/{fingerprint}", methods{get: h.getToken, del: h.revokeToken})
 	h.route(r, Prefix+"/audit-events", methods{get: h.listAuditEvents})
 	h.route(r, Prefix+"/audit-chain", methods{get: h.getAuditChain})
 	h.route(r, Prefix+"/audit-chain/verify", methods{get: h.verifyAuditChain})

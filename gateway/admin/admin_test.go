@@ -427,6 +427,15 @@ func TestAPITokens(t *testing.T) {
 			}},
 		{name: "revoke unknown", method: http.MethodDelete, path: "/admin/v1/api-tokens/ffffffffffffffff", wantStatus: 404, wantCalls: []string{"RevokeAPIToken"}},
 		{name: "revoke bad fingerprint", method: http.MethodDelete, path: "/admin/v1/api-tokens/scmt_abc", wantStatus: 400, wantBody: "16 lower-case hex"},
+		{name: "read one", method: http.MethodGet, path: "/admin/v1/api-tokens/0123456789abcdef", wantStatus: 200,
+			wantBody: `"fingerprint":"0123456789abcdef"`, wantCalls: []string{"APIToken"},
+			check: func(t *testing.T, _ *fakeStore, rec *httptest.ResponseRecorder) {
+				if strings.Contains(rec.Body.String(), "secret-hash-value") || strings.Contains(rec.Body.String(), "hash") {
+					t.Errorf("reading a token leaks its hash: %s", rec.Body)
+				}
+			}},
+		{name: "read unknown", method: http.MethodGet, path: "/admin/v1/api-tokens/ffffffffffffffff", wantStatus: 404, wantCalls: []string{"APIToken"}},
+		{name: "read bad fingerprint", method: http.MethodGet, path: "/admin/v1/api-tokens/scmt_abc", wantStatus: 400, wantBody: "16 lower-case hex"},
 	})
 }
 

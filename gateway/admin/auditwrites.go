@@ -73,6 +73,11 @@ func (h *handler) audited(w http.ResponseWriter, r *http.Request) {
 	if ws == "" {
 		ws = pathWorkspace(r.URL.Path)
 	}
+	if ws == "" {
+		// A resource outside /workspaces/{ws} that belongs to one (an API
+		// token) names it in its own reply.
+		ws = workspaceOf(before)
+	}
 	ev := &gateway.AuditEvent{Kind: writeKind(r.URL.Path), Actor: actorOf(r), WorkspaceID: ws,
 		Tool: r.Method + " " + r.URL.Path, Status: status, Surface: AuditSurface, Arguments: args,
 		ReasonCodes: []string{"http." + strconv.Itoa(rec.status)}}
@@ -82,6 +87,18 @@ func (h *handler) audited(w http.ResponseWriter, r *http.Request) {
 		ev.TraceID = sc.TraceID().String()
 	}
 	h.opts.Audit.Record(ev)
+}
+
+// workspaceOf is the workspace_id member of the JSON object b, "" when b
+// has none.
+func workspaceOf(b json.RawMessage) string {
+	var v struct {
+		WorkspaceID string `json:"workspace_id"`
+	}
+	if len(b) == 0 || json.Unmarshal(b, &v) != nil {
+		return ""
+	}
+	return v.WorkspaceID
 }
 
 // readBack is the API's GET of r's path as the caller would get it (nil

@@ -69,8 +69,16 @@ func TestWritesAreAudited(t *testing.T) {
 		!strings.Contains(string(create.Arguments), "[redacted]") {
 		t.Errorf("token creation recorded as %+v (%s); want kind token, the value redacted", create, create.Arguments)
 	}
-	if revoke.Kind != "token" || revoke.Tool != "DELETE /admin/v1/api-tokens/0123456789abcdef" || revoke.Status != gateway.AuditAllowed {
-		t.Errorf("revocation recorded as %+v", revoke)
+	var states struct {
+		Before, After struct{ Status, Fingerprint, Hash string }
+	}
+	if err := json.Unmarshal(revoke.Arguments, &states); err != nil {
+		t.Fatalf("revocation's before and after %s: %v", revoke.Arguments, err)
+	}
+	if revoke.Kind != "token" || revoke.Tool != "DELETE /admin/v1/api-tokens/0123456789abcdef" || revoke.Status != gateway.AuditAllowed || revoke.WorkspaceID != "ws-1" ||
+		states.Before.Status != TokenActive || states.After.Status != TokenRevoked || states.After.Fingerprint != "0123456789abcdef" ||
+		strings.Contains(string(revoke.Arguments), "hash") {
+		t.Errorf("revocation recorded as %+v (%s); want kind token in ws-1, before active, after revoked, no hash", revoke, revoke.Arguments)
 	}
 	if bad.Status != gateway.AuditDenied || bad.ReasonCodes[0] != "http.400" {
 		t.Errorf("refused write recorded as %+v; want denied with its HTTP status", bad)

@@ -89,7 +89,7 @@ var WorkspaceAdminRoutes = map[string][]string{
 	Prefix + "/workspaces/{ws}/api-tokens":         {http.MethodGet, http.MethodPost},
 	Prefix + "/workspaces/{ws}" + GatesPath:        {http.MethodGet},
 	Prefix + "/workspaces/{ws}" + GateDecisionPath: {http.MethodPost},
-	Prefix + "/api-tokens/{fingerprint}":           {http.MethodDelete},
+	Prefix + "/api-tokens/{fingerprint}":           {http.MethodGet, http.MethodDelete},
 	Prefix + OpenAPIPath:                           {http.MethodGet},
 }
 

@@ -232,6 +232,20 @@ func (s *fakeStore) ListAPITokens(_ context.Context, ws string) ([]gateway.APITo
 	return out, nil
 }
 
+func (s *fakeStore) APIToken(_ context.Context, fp string) (*gateway.APIToken, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin("APIToken"); err != nil {
+		return nil, err
+	}
+	t, ok := s.tokens[fp]
+	if !ok {
+		return nil, gateway.Errorf(gateway.ENotFound, "no API token with fingerprint %s", fp)
+	}
+	t.Hash = ""
+	return &t, nil
+}
+
 func (s *fakeStore) RevokeAPIToken(_ context.Context, fp string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

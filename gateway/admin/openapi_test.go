@@ -209,6 +209,7 @@ func TestOpenAPIDescribesReplies(t *testing.T) {
 		{method: "PUT", path: "/admin/v1/org-plans/free", body: `{}`, status: 200},
 		{method: get, path: "/admin/v1/org-plans/team", status: 200},
 		{method: del, path: "/admin/v1/org-plans/team", status: 204, setup: func(s *fakeStore) { clear(s.workspaces) }},
+		{method: get, path: "/admin/v1/api-tokens/0123456789abcdef", status: 200},
 		{method: del, path: "/admin/v1/api-tokens/0123456789abcdef", status: 204},
 		{method: get, path: "/admin/v1/audit-events?workspace_id=ws-1&limit=1", status: 200},
 		{method: get, path: "/admin/v1/audit-events?workspace_id=ws-1", status: 200, setup: func(s *fakeStore) {

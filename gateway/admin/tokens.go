@@ -141,6 +141,28 @@ func (h *handler) listTokens(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// getToken: GET /api-tokens/{fingerprint} → the token as listings show
+// it (label, scopes, status, fingerprint, created_at, last_used_at; never
+// the value or hash), revoked ones included. It is also what an audited
+// revocation records as its before and after.
+func (h *handler) getToken(w http.ResponseWriter, r *http.Request) error {
+	fp := mux.Vars(r)["fingerprint"]
+	if !fingerprintPattern.MatchString(fp) {
+		return invalid("fingerprint %q is not valid; use the 16 lower-case hex characters shown by GET /admin/v1/workspaces/{ws}/api-tokens", clip(fp))
+	}
+	if wa, ok := workspaceAdminOf(r.Context()); ok {
+		if err := h.ownToken(r, wa, fp); err != nil {
+			return err
+		}
+	}
+	t, err := h.store.APIToken(r.Context(), fp)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
 // revokeToken: DELETE /api-tokens/{fingerprint} → 204; the token stops
 // working at once (docs/requirements.md#api-tokens).
 func (h *handler) revokeToken(w http.ResponseWriter, r *http.Request) error {

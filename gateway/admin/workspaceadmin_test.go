@@ -47,6 +47,12 @@ func TestWorkspaceAdminHook(t *testing.T) {
 					t.Error("the token is not revoked")
 				}
 			}},
+		{name: "admin reads its workspace's token", method: http.MethodGet, path: "/admin/v1/api-tokens/0123456789abcdef",
+			header: admin, opts: hook, setup: role("u-admin", "admin"),
+			wantStatus: 200, wantBody: `"status":"active"`, wantCalls: []string{"Member", "ListAPITokens", "APIToken"}},
+		{name: "admin cannot read another workspace's token", method: http.MethodGet, path: "/admin/v1/api-tokens/fedcba9876543210",
+			header: admin, opts: hook, setup: otherToken,
+			wantStatus: 403, wantCalls: []string{"Member", "ListAPITokens"}},
 		{name: "admin reads the workspace settings", method: http.MethodGet, path: wsPath + "/external-limits", header: admin, opts: hook,
 			setup: role("u-admin", "admin"), wantStatus: 200, wantCalls: []string{"Member", "ExternalLimits"}},
 		{name: "member role refused with a message", method: post, path: wsPath + "/api-tokens", body: `{"label":"ci","scopes":["mcp:read"]}`,

@@ -157,6 +157,9 @@ type Admin interface {
 	// CreateAPIToken stores t (hash and fingerprint already set).
 	CreateAPIToken(ctx context.Context, t *gateway.APIToken) error
 	ListAPITokens(ctx context.Context, workspaceID string) ([]gateway.APIToken, error)
+	// APIToken returns the token with this fingerprint, without its
+	// hash; ENotFound if unknown.
+	APIToken(ctx context.Context, fingerprint string) (*gateway.APIToken, error)
 	// RevokeAPIToken marks the token revoked; ENotFound if unknown.
 	RevokeAPIToken(ctx context.Context, fingerprint string) error
 	PutExternalLimits(ctx context.Context, workspaceID string, l gateway.ExternalLimits) error

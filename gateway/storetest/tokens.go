@@ -50,6 +50,17 @@ var tokenTests = []test{
 		if got, _ := s.APITokenByHash(ctx(t), "h1"); got == nil || got.Status != "revoked" {
 			t.Errorf("lookup of revoked token = %+v, want status revoked", got)
 		}
+		got, err := s.APIToken(ctx(t), "fp-2")
+		must(t, err, "read fp-2")
+		if got.Fingerprint != "fp-2" || got.WorkspaceID != "ws-a" || got.Label != "ops" || got.Status != "active" ||
+			!slices.Equal(got.Scopes, []string{"mcp:read", "mcp:ops"}) || got.Hash != "" {
+			t.Errorf("APIToken(fp-2) = %+v, want ops of ws-a, active, without its hash", got)
+		}
+		if got, err := s.APIToken(ctx(t), "fp-1"); err != nil || got.Status != "revoked" {
+			t.Errorf("APIToken(fp-1) = %+v, %v; want it revoked", got, err)
+		}
+		_, err = s.APIToken(ctx(t), "fp-9")
+		wantCode(t, err, gateway.ENotFound, "read unknown")
 	}},
 	{"CreateRefusals", func(t *testing.T, s Store) {
 		putWorkspace(t, s, "ws-a")

@@ -95,6 +95,19 @@ func (c *Core) ListAPITokens(ctx context.Context, workspaceID string) ([]gateway
 	return out, nil
 }
 
+// APIToken returns the token with this fingerprint, revoked ones
+// included, without its hash. Errors: ENotFound for an unknown
+// fingerprint.
+func (c *Core) APIToken(ctx context.Context, fingerprint string) (*gateway.APIToken, error) {
+	var r tokenRow
+	q := `SELECT ` + tokenColumns + ` FROM api_tokens WHERE fingerprint = ?`
+	if err := c.R.GetContext(ctx, &r, c.Q(q), fingerprint); err != nil {
+		return nil, c.Translate(err, Msgs{NotFound: TokenNotFound(fingerprint)})
+	}
+	t, err := r.token(false)
+	return &t, err
+}
+
 // RevokeAPIToken marks the token revoked at once (docs/requirements.md#api-tokens);
 // revoking a revoked token succeeds and keeps the first revocation time.
 // Errors: ENotFound for an unknown fingerprint.
