@@ -146,14 +146,9 @@ func (h *handler) listTokens(w http.ResponseWriter, r *http.Request) error {
 // the value or hash), revoked ones included. It is also what an audited
 // revocation records as its before and after.
 func (h *handler) getToken(w http.ResponseWriter, r *http.Request) error {
-	fp := mux.Vars(r)["fingerprint"]
-	if !fingerprintPattern.MatchString(fp) {
-		return invalid("fingerprint %q is not valid; use the 16 lower-case hex characters shown by GET /admin/v1/workspaces/{ws}/api-tokens", clip(fp))
-	}
-	if wa, ok := workspaceAdminOf(r.Context()); ok {
-		if err := h.ownToken(r, wa, fp); err != nil {
-			return err
-		}
+	fp, err := h.pathToken(r)
+	if err != nil {
+		return err
 	}
 	t, err := h.store.APIToken(r.Context(), fp)
 	if err != nil {
@@ -166,14 +161,9 @@ func (h *handler) getToken(w http.ResponseWriter, r *http.Request) error {
 // revokeToken: DELETE /api-tokens/{fingerprint} → 204; the token stops
 // working at once (docs/requirements.md#api-tokens).
 func (h *handler) revokeToken(w http.ResponseWriter, r *http.Request) error {
-	fp := mux.Vars(r)["fingerprint"]
-	if !fingerprintPattern.MatchString(fp) {
-		return invalid("fingerprint %q is not valid; use the 16 lower-case hex characters shown by GET /admin/v1/workspaces/{ws}/api-tokens", clip(fp))
-	}
-	if wa, ok := workspaceAdminOf(r.Context()); ok {
-		if err := h.ownToken(r, wa, fp); err != nil {
-			return err
-		}
+	fp, err := h.pathToken(r)
+	if err != nil {
+		return err
 	}
 	if err := h.store.RevokeAPIToken(r.Context(), fp); err != nil {
 		return err
@@ -181,6 +171,21 @@ func (h *handler) revokeToken(w http.ResponseWriter, r *http.Request) error {
 	h.log.Info("admin change", logChange(r)...)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// pathToken is the {fingerprint} of r's path, checked: its form, and for
+// a workspace admin that the token is its workspace's (ownToken).
+func (h *handler) pathToken(r *http.Request) (string, error) {
+	fp := mux.Vars(r)["fingerprint"]
+	if !fingerprintPattern.MatchString(fp) {
+		return "", invalid("fingerprint %q is not valid; use the 16 lower-case hex characters shown by GET /admin/v1/workspaces/{ws}/api-tokens", clip(fp))
+	}
+	if wa, ok := workspaceAdminOf(r.Context()); ok {
+		if err := h.ownToken(r, wa, fp); err != nil {
+			return "", err
+		}
+	}
+	return fp, nil
 }
 
 // ownToken refuses a workspace admin revoking a token outside its
