@@ -334,7 +334,7 @@ func TestReaderScope(t *testing.T) {
 			apiCase{name: "other " + path, method: get, path: "/admin/v1/workspaces/ws-2" + path, header: tok, opts: reader,
 				wantStatus: 403, wantBody: `belongs to workspace \"ws-1\"`})
 	}
-	for _, path := range []string{"/admin/v1/workspaces", "/admin/v1/seat-types", "/admin/v1/seat-types/standard", "/admin/v1/org-plans", "/admin/v1/org-plans/team"} {
+	for _, path := range []string{"/admin/v1/api-tokens/0123456789abcdef", "/admin/v1/workspaces", "/admin/v1/seat-types", "/admin/v1/seat-types/standard", "/admin/v1/org-plans", "/admin/v1/org-plans/team"} {
 		cases = append(cases, apiCase{name: "global " + path, method: get, path: path, header: tok, opts: reader,
 			wantStatus: 403, wantBody: "this path needs MCPGATE_ADMIN_TOKEN"})
 	}

@@ -188,16 +188,16 @@ func (h *handler) pathToken(r *http.Request) (string, error) {
 	return fp, nil
 }
 
-// ownToken refuses a workspace admin revoking a token outside its
+// ownToken refuses a workspace admin reading or revoking a token outside its
 // workspace. An unknown fingerprint is refused the same way, so the reply
 // does not tell whether another workspace holds it.
 func (h *handler) ownToken(r *http.Request, wa *workspaceAdmin, fp string) error {
-	tokens, err := h.store.ListAPITokens(r.Context(), wa.workspaceID)
-	if err != nil {
+	t, err := h.store.APIToken(r.Context(), fp)
+	if err != nil && gateway.ErrorCodeOf(err) != gateway.ENotFound {
 		return err
 	}
-	if !slices.ContainsFunc(tokens, func(t gateway.APIToken) bool { return t.Fingerprint == fp }) {
-		return gateway.Errorf(gateway.EForbidden, "workspace %q has no API token with fingerprint %s; as its %s you may revoke only its own tokens (GET /admin/v1/workspaces/%s/api-tokens lists them)",
+	if err != nil || t.WorkspaceID != wa.workspaceID {
+		return gateway.Errorf(gateway.EForbidden, "workspace %q has no API token with fingerprint %s; as its %s you may read or revoke only its own tokens (GET /admin/v1/workspaces/%s/api-tokens lists them)",
 			wa.workspaceID, fp, wa.role, wa.workspaceID)
 	}
 	return nil

@@ -41,7 +41,7 @@ func TestWorkspaceAdminHook(t *testing.T) {
 			wantStatus: 200, wantBody: `"fingerprint":"0123456789abcdef"`, wantCalls: []string{"Member", "ListAPITokens"}},
 		{name: "admin revokes its workspace's token", method: http.MethodDelete, path: "/admin/v1/api-tokens/0123456789abcdef",
 			header: admin, opts: hook, setup: role("u-admin", "admin"),
-			wantStatus: 204, wantCalls: []string{"Member", "ListAPITokens", "RevokeAPIToken"},
+			wantStatus: 204, wantCalls: []string{"Member", "APIToken", "RevokeAPIToken"},
 			check: func(t *testing.T, s *fakeStore, _ *httptest.ResponseRecorder) {
 				if s.tokens["0123456789abcdef"].Status != TokenRevoked {
 					t.Error("the token is not revoked")
@@ -49,10 +49,10 @@ func TestWorkspaceAdminHook(t *testing.T) {
 			}},
 		{name: "admin reads its workspace's token", method: http.MethodGet, path: "/admin/v1/api-tokens/0123456789abcdef",
 			header: admin, opts: hook, setup: role("u-admin", "admin"),
-			wantStatus: 200, wantBody: `"status":"active"`, wantCalls: []string{"Member", "ListAPITokens", "APIToken"}},
+			wantStatus: 200, wantBody: `"status":"active"`, wantCalls: []string{"Member", "APIToken", "APIToken"}},
 		{name: "admin cannot read another workspace's token", method: http.MethodGet, path: "/admin/v1/api-tokens/fedcba9876543210",
 			header: admin, opts: hook, setup: otherToken,
-			wantStatus: 403, wantCalls: []string{"Member", "ListAPITokens"}},
+			wantStatus: 403, wantCalls: []string{"Member", "APIToken"}},
 		{name: "admin reads the workspace settings", method: http.MethodGet, path: wsPath + "/external-limits", header: admin, opts: hook,
 			setup: role("u-admin", "admin"), wantStatus: 200, wantCalls: []string{"Member", "ExternalLimits"}},
 		{name: "member role refused with a message", method: post, path: wsPath + "/api-tokens", body: `{"label":"ci","scopes":["mcp:read"]}`,
@@ -65,7 +65,7 @@ func TestWorkspaceAdminHook(t *testing.T) {
 		{name: "other workspace's tokens refused", method: http.MethodGet, path: "/admin/v1/workspaces/ws-2/api-tokens", header: admin, opts: hook,
 			setup: otherToken, wantStatus: 403, wantBody: `not of \"ws-2\"`, wantCalls: []string{"Member"}},
 		{name: "other workspace's token not revoked", method: http.MethodDelete, path: "/admin/v1/api-tokens/fedcba9876543210", header: admin, opts: hook,
-			setup: otherToken, wantStatus: 403, wantBody: "may revoke only its own tokens", wantCalls: []string{"Member", "ListAPITokens"},
+			setup: otherToken, wantStatus: 403, wantBody: "may read or revoke only its own tokens", wantCalls: []string{"Member", "APIToken"},
 			check: func(t *testing.T, s *fakeStore, _ *httptest.ResponseRecorder) {
 				if s.tokens["fedcba9876543210"].Status != TokenActive {
 					t.Error("another workspace's token was revoked")
