@@ -57,9 +57,10 @@ func (c *Config) loadCCServer(r *reader) {
 	c.Limits.CCServerCallsPerMinute = c.CCServer.CallsPerMinute
 	cc := c.CCServer
 	if cc.Listen != "" {
-		if _, _, err := net.SplitHostPort(cc.Listen); err != nil {
+		// Port 0 is a fresh port for each listener, never one address twice.
+		if _, port, err := net.SplitHostPort(cc.Listen); err != nil {
 			r.fail("MCPGATE_CCSERVER_LISTEN=%q: want host:port such as %s (%v), or leave it unset to turn the cc_server surface off", cc.Listen, DevCCServerListen, err)
-		} else if cc.Listen == c.Listen {
+		} else if cc.Listen == c.Listen && port != "0" {
 			r.fail("MCPGATE_CCSERVER_LISTEN=%q is MCPGATE_LISTEN too; give the cc_server surface its own address", cc.Listen)
 		}
 	}

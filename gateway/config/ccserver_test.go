@@ -25,8 +25,13 @@ func TestCCServerConfig(t *testing.T) {
 	if err != nil || !c.CCServer.On() || c.Limits.CCServerCallsPerMinute != 30 {
 		t.Fatalf("set: %+v %v", c.CCServer, err)
 	}
+	// Port 0 on both listeners is two fresh ports, not one address twice.
+	if c, err = load(map[string]string{"MCPGATE_LISTEN": "127.0.0.1:0", "MCPGATE_CCSERVER_LISTEN": "127.0.0.1:0"}); err != nil || !c.CCServer.On() {
+		t.Fatalf("both listeners on port 0: %+v %v; want accepted", c.CCServer, err)
+	}
 	for name, extra := range map[string]map[string]string{
 		"MCPGATE_CCSERVER_LISTEN":           {"MCPGATE_CCSERVER_LISTEN": "nine-thousand"},
+		"is MCPGATE_LISTEN too":             {"MCPGATE_LISTEN": "127.0.0.1:9031", "MCPGATE_CCSERVER_LISTEN": "127.0.0.1:9031"},
 		"MCPGATE_CCSERVER_JWT_AUDIENCE":     {"MCPGATE_CCSERVER_JWT_AUDIENCE": "mcpgate"},
 		"MCPGATE_CCSERVER_CALLS_PER_MINUTE": {"MCPGATE_CCSERVER_CALLS_PER_MINUTE": "-1"},
 		"MCPGATE_CCSERVER_UPSTREAM_URL":     {"MCPGATE_CCSERVER_UPSTREAM_URL": "ftp://x"},

@@ -24,7 +24,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -163,15 +162,13 @@ var bannerURL = regexp.MustCompile(`is listening on (http://\S+)`)
 // own database in s.dir.
 func (s *stack) gatewayEnv(db string) []string {
 	// serve --dev turns the cc_server surface on at 127.0.0.1:9030 unless
-	// told otherwise: every gateway of the tests takes a free port instead,
-	// so they do not fight over it (nor with a dev gateway on this machine).
-	cc, err := freeAddr()
-	if err != nil {
-		cc = "127.0.0.1:0"
-	}
+	// told otherwise: every gateway of the tests binds port 0 instead, so
+	// they do not fight over it (nor with a dev gateway on this machine).
+	// A port picked free beforehand could be taken by another test process
+	// before the gateway binds it, which stopped the gateway at its start.
 	return []string{
 		"MCPGATE_LISTEN=127.0.0.1:0",
-		"MCPGATE_CCSERVER_LISTEN=" + cc,
+		"MCPGATE_CCSERVER_LISTEN=127.0.0.1:0",
 		"MCPGATE_DATABASE_URL=sqlite:" + filepath.Join(s.dir, db),
 		"MCPGATE_JWT_SECRET=" + jwtSecret,
 		"MCPGATE_LOG_FORMAT=json",
@@ -222,10 +219,21 @@ func (s *stack) launchGatewayProcess(logFile string, env []string) (string, *pro
 	case u := <-banner.found:
 		return u, p, nil
 	case <-p.done:
-		return "", p, fmt.Errorf("gateway exited before listening: %v", p.err)
+		return "", p, fmt.Errorf("gateway exited before listening: %v%s", p.err, logEnd(logFile))
 	case <-time.After(30 * time.Second):
-		return "", p, errors.New("gateway printed no banner within 30 s")
+		return "", p, fmt.Errorf("gateway printed no banner within 30 s%s", logEnd(logFile))
 	}
+}
+
+// logEnd is the end of a gateway's own log, for an error about its start:
+// the failure messages that follow show the main gateway's log, which may
+// be another process's.
+func logEnd(logFile string) string {
+	data, _ := os.ReadFile(logFile)
+	if len(data) > 2000 {
+		data = data[len(data)-2000:]
+	}
+	return "; the end of " + filepath.Base(logFile) + ":\n" + string(data)
 }
 
 // newTokenIssuer prepares the signer of agent tokens (HS256, the gateway's secret).

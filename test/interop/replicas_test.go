@@ -92,6 +92,7 @@ func startReplicas(t *testing.T, s *stack) *replicaSet {
 	t.Cleanup(rs.upstream.close)
 	env := []string{
 		"MCPGATE_LISTEN=127.0.0.1:0",
+		"MCPGATE_CCSERVER_LISTEN=127.0.0.1:0",
 		"MCPGATE_DATABASE_URL=" + dbURL,
 		"MCPGATE_JWT_SECRET=" + jwtSecret,
 		"MCPGATE_ADMIN_TOKEN=" + adminToken,
@@ -110,16 +111,11 @@ func startReplicas(t *testing.T, s *stack) *replicaSet {
 	}
 	for i := range 3 {
 		log := filepath.Join(s.dir, fmt.Sprintf("replica-%d.log", i+1))
-		// serve --dev would open the cc_server surface on 127.0.0.1:9030
-		// in every replica: each takes a free port of its own.
-		cc, err := freeAddr()
+		// gatewayEnv's cc_server listener on port 0: a port of its own
+		// for each replica.
+		base, err := s.launchGateway(log, slices.Clone(env))
 		if err != nil {
-			t.Fatal(err)
-		}
-		base, err := s.launchGateway(log, append(slices.Clone(env), "MCPGATE_CCSERVER_LISTEN="+cc))
-		if err != nil {
-			data, _ := os.ReadFile(log)
-			t.Fatalf("replica %d: %v\n%s", i+1, err, data)
+			t.Fatalf("replica %d: %v", i+1, err)
 		}
 		rs.bases = append(rs.bases, base)
 	}
