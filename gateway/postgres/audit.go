@@ -42,6 +42,13 @@ const sealLease = `SELECT pg_try_advisory_xact_lock(hashtext('mcpgate audit chai
 const sealRows = `INSERT INTO audit_seals (seq, id, hash)
 SELECT * FROM unnest(?::bigint[], ?::bigint[], ?::text[])`
 
+// sealVacuum is sqlcore.Dialect.SealVacuum. SKIP_LOCKED: while another
+// vacuum (autovacuum's) holds the queue, this one is skipped rather than
+// waited for. TRUNCATE false: giving the table's empty tail pages back
+// takes a lock that the reservations' inserts into the queue would wait
+// for; the pages are reused instead.
+const sealVacuum = `VACUUM (SKIP_LOCKED, TRUNCATE false) audit_unsealed`
+
 // finishAudits completes a batch of audit rows in one statement, which in
 // autocommit is its own transaction: one round trip and one commit for
 // the whole batch. It calls mcpgate_finish_audits (migration 00015) with

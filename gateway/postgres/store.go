@@ -139,6 +139,7 @@ var dialect = sqlcore.Dialect{
 	RecordAudit:           recordAudit,
 	SealLease:             sealLease,
 	SealRows:              sealRows,
+	SealVacuum:            sealVacuum,
 	DeleteExpiredCounts:   deleteExpiredCounts,
 	DeleteEndedTaskCounts: deleteEndedTaskCounts,
 }
