@@ -3,8 +3,13 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"syscall"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -13,6 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/pipeline"
 	"github.com/mcpgate/mcpgate/gateway/policy"
 	"github.com/mcpgate/mcpgate/gateway/ratelimit"
+	"github.com/mcpgate/mcpgate/gateway/tracing"
 	"github.com/mcpgate/mcpgate/tools"
 )
 
@@ -99,23 +105,8 @@ func benchPipeline(b testing.TB, bundle fstest.MapFS, adapter pipeline.Adapter) 
 // a store that costs nothing, from parsed params to the result, with the
 // result encoded as the transport encodes it.
 func BenchmarkCallTool(b *testing.B) {
-	ctx := context.Background()
 	pl, p := benchPipeline(b, allowBundle, structuredAdapter{})
-	raw := json.RawMessage(`{"workflow_id":"wfl-1","inputs":{"date":"2026-11-30","count":3}}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		args, err := canon.Decode(raw)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := pl.CallTool(ctx, p, &gateway.CallRequest{Name: "workflow.trigger", Arguments: args.(map[string]any), RawArguments: raw})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := json.Marshal(res); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCalls(b, pl, p)
 }
 
 // BenchmarkCallToolTraced is BenchmarkCallTool with tracing on: every
@@ -123,13 +114,45 @@ func BenchmarkCallTool(b *testing.B) {
 // exporter), for the cost tracing adds against BenchmarkCallTool, where
 // it is off (docs/benchmarks.md).
 func BenchmarkCallToolTraced(b *testing.B) {
-	ctx := context.Background()
 	pl, p := benchPipeline(b, allowBundle, structuredAdapter{})
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	b.Cleanup(func() { _ = tp.Shutdown(ctx) })
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	pl.Tracer = tp.Tracer("bench")
+	benchCalls(b, pl, p)
+}
+
+// BenchmarkCallToolExported is BenchmarkCallToolTraced with the gateway's
+// own trace pipeline (tracing.New: the batch span processor and the
+// OTLP/HTTP exporter) sending every span to a sink in this process, so
+// that cpu-µs/op holds all that tracing costs a call: its spans, their
+// batching, protobuf encoding and POST, and the garbage they leave (the
+// sink's reading of the POSTs too, a small part).
+func BenchmarkCallToolExported(b *testing.B) {
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	b.Cleanup(sink.Close)
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
+	b.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	tr, err := tracing.New(context.Background(), "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	pl, p := benchPipeline(b, allowBundle, structuredAdapter{})
+	pl.Tracer = tr.Tracer
+	benchCalls(b, pl, p)
+}
+
+// benchCalls calls workflow.trigger through pl as p, b.N times, and
+// reports, beside the wall time, cpu-µs/op: the process's CPU time (user
+// and system, every goroutine's, the collector's too) per call.
+func benchCalls(b *testing.B, pl *pipeline.Pipeline, p *gateway.Principal) {
+	ctx := context.Background()
 	raw := json.RawMessage(`{"workflow_id":"wfl-1","inputs":{"date":"2026-11-30","count":3}}`)
 	b.ReportAllocs()
+	cpu0 := cpuTime(b)
 	for b.Loop() {
 		args, err := canon.Decode(raw)
 		if err != nil {
@@ -143,4 +166,15 @@ func BenchmarkCallToolTraced(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

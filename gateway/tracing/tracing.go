@@ -138,7 +138,33 @@ func Inject(ctx context.Context) (traceparent, tracestate string) {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return "", ""
 	}
-	m := MetaCarrier{}
-	Propagator.Inject(ctx, m)
-	return m.Get("traceparent"), m.Get("tracestate")
+	var p pair
+	Propagator.Inject(ctx, &p)
+	return p.traceparent, p.tracestate
 }
+
+// pair carries the two members the propagator writes, in fields rather
+// than a map: Inject runs for every traced call to an upstream, twice
+// (headers and params._meta).
+type pair struct{ traceparent, tracestate string }
+
+func (p *pair) Get(key string) string {
+	switch key {
+	case "traceparent":
+		return p.traceparent
+	case "tracestate":
+		return p.tracestate
+	}
+	return ""
+}
+
+func (p *pair) Set(key, value string) {
+	switch key {
+	case "traceparent":
+		p.traceparent = value
+	case "tracestate":
+		p.tracestate = value
+	}
+}
+
+func (p *pair) Keys() []string { return []string{"traceparent", "tracestate"} }
