@@ -2,14 +2,23 @@ package auditchain
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrQueueUpkeep marks an error of a sealing round that came after its
+// rows were sealed and committed: the upkeep of the store's queue of rows
+// to seal failed (on PostgreSQL, its vacuum, or the finding that the
+// gateway's role may not vacuum it). Nothing is lost and sealing goes
+// on; the queue costs the next rounds more until the upkeep succeeds.
+var ErrQueueUpkeep = errors.New("upkeep of the audit chain's queue")
 
 // Sealer is what the loop needs of a store: one sealing round
 // (store.AuditChain.SealAudit).
 type Sealer interface {
 	// SealAudit seals the rows finished since the last round and returns
-	// how many it sealed (0 when another replica holds the lease).
+	// how many it sealed (0 when another replica holds the lease). An
+	// error wrapping ErrQueueUpkeep comes with the rows sealed.
 	SealAudit(ctx context.Context) (int, error)
 }
 

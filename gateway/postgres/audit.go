@@ -46,8 +46,15 @@ SELECT * FROM unnest(?::bigint[], ?::bigint[], ?::text[])`
 // vacuum (autovacuum's) holds the queue, this one is skipped rather than
 // waited for. TRUNCATE false: giving the table's empty tail pages back
 // takes a lock that the reservations' inserts into the queue would wait
-// for; the pages are reused instead.
-const sealVacuum = `VACUUM (SKIP_LOCKED, TRUNCATE false) audit_unsealed`
+// for; the pages are reused instead. sealVacuumAllowed is
+// Dialect.SealVacuumAllowed: the table's owner (a member of its owning
+// role) and a superuser may vacuum it. (PostgreSQL 17's MAINTAIN
+// privilege is not asked for: such a role is told it may not, and the
+// queue is left to autovacuum.)
+const (
+	sealVacuum        = `VACUUM (SKIP_LOCKED, TRUNCATE false) audit_unsealed`
+	sealVacuumAllowed = `SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = 'audit_unsealed'::regclass`
+)
 
 // finishAudits completes a batch of audit rows in one statement, which in
 // autocommit is its own transaction: one round trip and one commit for

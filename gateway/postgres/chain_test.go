@@ -2,10 +2,14 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/gateway/auditchain"
 	"github.com/mcpgate/mcpgate/gateway/postgres"
 	"github.com/mcpgate/mcpgate/gateway/postgres/pgtest"
 )
@@ -65,16 +69,7 @@ func TestSealingLeaseTakenOverWhenTheHolderDies(t *testing.T) {
 func TestSealerVacuumsItsQueue(t *testing.T) {
 	ctx := context.Background()
 	s := pgtest.New(t)
-	vacuums := func() int {
-		t.Helper()
-		var n int
-		err := s.DB().QueryRowContext(ctx, `SELECT vacuum_count FROM pg_stat_user_tables
-		    WHERE schemaname = current_schema() AND relname = 'audit_unsealed'`).Scan(&n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	vacuums := func() int { return vacuumCount(t, s) }
 	sealOne := func() {
 		t.Helper()
 		if err := s.RecordAudit(ctx, &gateway.AuditEvent{WorkspaceID: "ws-a", Tool: "app.list", Status: gateway.AuditDenied}); err != nil {
@@ -88,6 +83,11 @@ func TestSealerVacuumsItsQueue(t *testing.T) {
 		t.Fatalf("a round with nothing to seal = %d, %v, %d vacuums; want 0 sealed, no vacuum", n, err, vacuums())
 	}
 	sealOne()
+	// A vacuum's count is public as it ends (PostgreSQL 15 and later);
+	// a short wait for older servers.
+	for deadline := time.Now().Add(5 * time.Second); vacuums() == 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	if got := vacuums(); got != 1 {
 		t.Fatalf("vacuums of audit_unsealed after the first round that sealed = %d; want 1", got)
 	}
@@ -95,6 +95,82 @@ func TestSealerVacuumsItsQueue(t *testing.T) {
 	if got := vacuums(); got != 1 {
 		t.Fatalf("vacuums within SealVacuumEvery of the last = %d; want still 1", got)
 	}
+}
+
+// vacuumCount is how many times audit_unsealed was vacuumed by a VACUUM
+// (not autovacuum) in s's schema.
+func vacuumCount(t *testing.T, s *postgres.Store) int {
+	t.Helper()
+	var n int
+	err := s.DB().QueryRowContext(context.Background(), `SELECT vacuum_count FROM pg_stat_user_tables
+	    WHERE schemaname = current_schema() AND relname = 'audit_unsealed'`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A gateway whose role does not own the queue seals all the same; the
+// first round that would vacuum reports, once, that the role may not
+// (PostgreSQL would only warn in its own log), and no round tries again.
+func TestSealerNotOwningItsQueueSaysSoOnce(t *testing.T) {
+	ctx := context.Background()
+	owner, dsn := pgtest.NewWithURL(t)
+	role := "mcpgate_test_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	db := owner.DB()
+	for _, q := range []string{
+		`CREATE ROLE ` + role + ` NOLOGIN`,
+		`GRANT USAGE ON SCHEMA ` + schemaOf(t, owner) + ` TO ` + role,
+		`GRANT ALL ON ALL TABLES IN SCHEMA ` + schemaOf(t, owner) + ` TO ` + role,
+		`GRANT ALL ON ALL SEQUENCES IN SCHEMA ` + schemaOf(t, owner) + ` TO ` + role,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = db.Exec(`DROP OWNED BY ` + role)
+		_, _ = db.Exec(`DROP ROLE ` + role)
+	})
+	// The test's login is a superuser; the role parameter makes each
+	// session act as the role that does not own the tables.
+	s, err := postgres.Open(ctx, dsn+"&role="+role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	var current string
+	if err := s.DB().QueryRowContext(ctx, `SELECT current_user`).Scan(&current); err != nil || current != role {
+		t.Fatalf("session role = %q, %v; want %s", current, err, role)
+	}
+	for i := range 2 {
+		if err := s.RecordAudit(ctx, &gateway.AuditEvent{WorkspaceID: "ws-a", Tool: "app.list", Status: gateway.AuditDenied}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.SealAudit(ctx)
+		if n != 1 {
+			t.Fatalf("round %d sealed %d rows (%v); want 1", i, n, err)
+		}
+		switch {
+		case i == 0 && (!errors.Is(err, auditchain.ErrQueueUpkeep) || !strings.Contains(err.Error(), "does not own audit_unsealed")):
+			t.Fatalf("first round's error = %v; want the queue upkeep's, saying the role does not own audit_unsealed", err)
+		case i == 1 && err != nil:
+			t.Fatalf("second round's error = %v; want none (the refusal is told once)", err)
+		}
+	}
+	if got := vacuumCount(t, owner); got != 0 {
+		t.Fatalf("vacuums of audit_unsealed = %d; want none", got)
+	}
+}
+
+// schemaOf is the schema s's sessions use (pgtest gives each store one).
+func schemaOf(t *testing.T, s *postgres.Store) string {
+	t.Helper()
+	var schema string
+	if err := s.DB().QueryRowContext(context.Background(), `SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	return schema
 }
 
 // A sealing round looks each queued row up a bounded number of times,
@@ -107,6 +183,13 @@ func TestSealRoundLooksEachRowUpOnce(t *testing.T) {
 	ctx := context.Background()
 	s := pgtest.New(t)
 	db := s.DB()
+	db.SetMaxOpenConns(1)
+	// Autovacuum's analyze would give the queue statistics of its own.
+	for _, table := range []string{"audit_unsealed", "audit_events"} {
+		if _, err := db.ExecContext(ctx, `ALTER TABLE `+table+` SET (autovacuum_enabled = false)`); err != nil {
+			t.Fatal(err)
+		}
+	}
 	const rows = 400
 	queue := func(n int) {
 		t.Helper()
@@ -134,22 +217,14 @@ SELECT 'req-' || i, 'ws-a', 'app.list', 'read', 'allowed', '[]', false FROM gene
 		}
 		return n
 	}
-	// A session's counters reach the statistics at the latest when it
-	// ends: the pool's sessions are closed before each read.
+	// One session does all the work, and asks for its counters to be
+	// published as it goes idle, before the next statement is read.
 	settled := func() int64 {
 		t.Helper()
-		db.SetMaxIdleConns(0)
-		db.SetMaxIdleConns(2)
-		n := lookups()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-			time.Sleep(300 * time.Millisecond)
-			m := lookups()
-			if m == n {
-				return m
-			}
-			n = m
+		if _, err := db.ExecContext(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
 		}
-		return n
+		return lookups()
 	}
 	before := settled()
 	queue(rows)

@@ -140,6 +140,7 @@ var dialect = sqlcore.Dialect{
 	SealLease:             sealLease,
 	SealRows:              sealRows,
 	SealVacuum:            sealVacuum,
+	SealVacuumAllowed:     sealVacuumAllowed,
 	DeleteExpiredCounts:   deleteExpiredCounts,
 	DeleteEndedTaskCounts: deleteEndedTaskCounts,
 }

@@ -578,9 +578,15 @@ func (a *App) seal(log *zap.Logger) {
 	a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
 	go func() {
 		defer close(done)
-		var warned time.Time
+		var warned, upkeepWarned time.Time
 		auditchain.Loop(ctx, a.Store, cp, auditchain.Every, func(err error) {
-			if time.Since(warned) >= sealWarnEvery {
+			switch {
+			case errors.Is(err, auditchain.ErrQueueUpkeep):
+				if time.Since(upkeepWarned) >= sealWarnEvery {
+					upkeepWarned = time.Now()
+					log.Warn("audit rows sealed, but the upkeep of their queue failed; sealing goes on", zap.Error(err))
+				}
+			case time.Since(warned) >= sealWarnEvery:
 				warned = time.Now()
 				log.Warn("audit chain not sealed this round; the rows wait for the next (mcpgate audit verify shows the chain)", zap.Error(err))
 			}

@@ -143,9 +143,10 @@ func Inject(ctx context.Context) (traceparent, tracestate string) {
 	return p.traceparent, p.tracestate
 }
 
-// pair carries the two members the propagator writes, in fields rather
-// than a map: Inject runs for every traced call to an upstream, twice
-// (headers and params._meta).
+// pair carries the two members Propagator (W3C Trace Context, nothing
+// else) writes, in fields rather than a map: Inject runs for every traced
+// call to an upstream, twice (headers and params._meta). Set drops any
+// other key, so a propagator that writes more (baggage) needs a map.
 type pair struct{ traceparent, tracestate string }
 
 func (p *pair) Get(key string) string {
@@ -167,4 +168,14 @@ func (p *pair) Set(key, value string) {
 	}
 }
 
-func (p *pair) Keys() []string { return []string{"traceparent", "tracestate"} }
+// Keys lists the members set.
+func (p *pair) Keys() []string {
+	keys := make([]string, 0, 2)
+	if p.traceparent != "" {
+		keys = append(keys, "traceparent")
+	}
+	if p.tracestate != "" {
+		keys = append(keys, "tracestate")
+	}
+	return keys
+}

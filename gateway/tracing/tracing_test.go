@@ -56,6 +56,10 @@ func TestFromMetaAndInject(t *testing.T) {
 	if tp, _ := Inject(context.Background()); tp != "" {
 		t.Fatalf("Inject without a span = %q, want empty", tp)
 	}
+	noState := FromMeta(context.Background(), map[string]any{"traceparent": parent})
+	if tp, ts := Inject(noState); tp != parent || ts != "" {
+		t.Fatalf("Inject without a tracestate = %q %q, want %q and none", tp, ts, parent)
+	}
 }
 
 func TestMiddleware(t *testing.T) {

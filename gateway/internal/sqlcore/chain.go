@@ -44,18 +44,28 @@ const unsealedOpen = `(SELECT e.open FROM audit_events e WHERE e.id = u.id)`
 
 // sealState is what the sealer remembers between rounds: when it first
 // saw each open row (seen), when it last looked at the open rows
-// (looked) and vacuumed the queue (vacuumed), and how long it leaves one
-// open (openAfter, 0 for DefaultSealOpenAfter). A look reads and replaces
-// seen.
+// (looked) and vacuumed the queue (vacuumed), whether it may vacuum it
+// (vacuum), and how long it leaves a row open (openAfter, 0 for
+// DefaultSealOpenAfter). A look reads and replaces seen.
 type sealState struct {
 	mu        sync.Mutex
 	seen      map[int64]time.Time
 	looked    time.Time
 	vacuumed  time.Time
+	vacuum    vacuumRight
 	openAfter time.Duration
 }
 
-// SealVacuumEvery is how often at most the sealer vacuums its queue,
+// vacuumRight is what the sealer knows of its right to vacuum its queue.
+type vacuumRight int
+
+const (
+	vacuumUnknown vacuumRight = iota
+	vacuumAllowed
+	vacuumRefused
+)
+
+// SealVacuumEvery is how often at most a sealer vacuums its queue,
 // audit_unsealed (Dialect.SealVacuum). Every round reads the queue from
 // its lowest id, and on PostgreSQL a deleted entry stays in the table and
 // its index, to be stepped over by each read, until a vacuum removes it.
@@ -65,16 +75,32 @@ type sealState struct {
 // (docs/benchmarks.md, "Audit sealer cost on PostgreSQL").
 const SealVacuumEvery = 5 * time.Second
 
+// sealVacuumTimeout bounds one vacuum of the queue: longer than a
+// statement's (a queue left to grow through an outage takes a while),
+// short enough that a vacuum that hangs does not hold the sealing loop.
+const sealVacuumTimeout = time.Minute
+
 // vacuumDue reports whether a round at now vacuums the queue, and if so
 // records that it does.
 func (st *sealState) vacuumDue(now time.Time) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if now.Sub(st.vacuumed) < SealVacuumEvery {
+	if st.vacuum == vacuumRefused || now.Sub(st.vacuumed) < SealVacuumEvery {
 		return false
 	}
 	st.vacuumed = now
 	return true
+}
+
+// vacuumRight returns what the sealer knows of its right to vacuum and,
+// when it is not known yet, sets it to r (unless r is vacuumUnknown).
+func (st *sealState) vacuumRight(r vacuumRight) vacuumRight {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.vacuum == vacuumUnknown {
+		st.vacuum = r
+	}
+	return st.vacuum
 }
 
 // openLooks is how many times per open bound the sealer looks at the
@@ -141,7 +167,9 @@ func (c *Core) SetSealOpenAfter(d time.Duration) {
 // which waits only for a finish under way on one of them, inserts their
 // audit_seals rows and moves the head row, which only sealers touch; it
 // never writes audit_events (migration 00021 says why). It returns how
-// many rows it sealed; on error the round's transaction wrote nothing.
+// many rows it sealed; on error the round's transaction wrote nothing,
+// except for an error wrapping auditchain.ErrQueueUpkeep, which comes
+// after the rows were sealed (vacuumQueue).
 func (c *Core) SealAudit(ctx context.Context) (int, error) {
 	// One look at the unsealed rows per call, not per batch: a backlog
 	// (the rows a migration found, a long outage) is then sealed in
@@ -163,17 +191,48 @@ func (c *Core) SealAudit(ctx context.Context) (int, error) {
 	}
 }
 
-// vacuumQueue runs Dialect.SealVacuum when it is due (sealState.vacuumDue).
-// SealAudit calls it after rounds that sealed rows, which only the
-// holder of the sealing lease does.
+// vacuumQueue runs Dialect.SealVacuum when it is due (sealState.vacuumDue),
+// after SealAudit's rounds sealed rows; only a replica that held the
+// sealing lease for them does. Before the first it asks whether the
+// role may vacuum the table (Dialect.SealVacuumAllowed): PostgreSQL
+// answers a vacuum it refuses with a warning the driver drops, so a
+// refusal would go unseen. A refusal is reported once and the sealer
+// leaves the queue to autovacuum from then on. Errors wrap
+// auditchain.ErrQueueUpkeep.
 func (c *Core) vacuumQueue(ctx context.Context) error {
 	if c.D.SealVacuum == "" || !c.seal.vacuumDue(time.Now()) {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, sealVacuumTimeout)
+	defer cancel()
+	if c.seal.vacuumRight(vacuumUnknown) == vacuumUnknown {
+		var ok bool
+		if err := c.W.QueryRowxContext(ctx, c.D.SealVacuumAllowed).Scan(&ok); err != nil {
+			return upkeepError(c.DriverError(err), "could not tell whether the gateway's role may vacuum audit_unsealed; the sealer asks again in a few seconds")
+		}
+		r := vacuumRefused
+		if ok {
+			r = vacuumAllowed
+		}
+		if c.seal.vacuumRight(r) == vacuumRefused {
+			return upkeepError(nil, "the gateway's role does not own audit_unsealed, so the sealer leaves its vacuum to autovacuum, which costs the sealing rounds more at high call rates; run the gateway as the role that ran the migrations (docs/operations.md, \"PostgreSQL\")")
+		}
+	}
 	if _, err := c.W.ExecContext(ctx, c.D.SealVacuum); err != nil {
-		return gateway.Wrap(gateway.EUnavailable, err, "the audit rows were sealed, but vacuuming their queue (audit_unsealed) failed; the sealer tries again in a few seconds")
+		return upkeepError(c.DriverError(err), "the audit rows were sealed, but vacuuming their queue (audit_unsealed) failed; the sealer tries again in a few seconds")
 	}
 	return nil
+}
+
+// upkeepError is an error of the queue's upkeep (auditchain.ErrQueueUpkeep)
+// with message, caused by err (nil for none).
+func upkeepError(err error, message string) error {
+	if err == nil {
+		err = auditchain.ErrQueueUpkeep
+	} else {
+		err = fmt.Errorf("%w: %w", auditchain.ErrQueueUpkeep, err)
+	}
+	return gateway.Wrap(gateway.EUnavailable, err, message)
 }
 
 // sealRound seals at most sealBatch rows in one transaction.

@@ -119,12 +119,13 @@ type Dialect struct {
 	// the ids and the hashes ({1,2}, {7,9}, {ab…,cd…}); unused with
 	// OneWriter.
 	SealRows string
-	// SealVacuum, when set, is run by the lease holder outside any
-	// transaction at most once every SealVacuumEvery, after a round that
-	// sealed rows: it vacuums audit_unsealed (PostgreSQL: VACUUM; "" where
-	// a deleted row leaves nothing behind for the sealer's reads to step
-	// over, as in SQLite).
-	SealVacuum string
+	// SealVacuum, when set, is run outside any transaction, at most once
+	// every SealVacuumEvery, by a sealer whose round sealed rows: it
+	// vacuums audit_unsealed (PostgreSQL: VACUUM; "" where a deleted row
+	// leaves nothing behind for the sealer's reads to step over, as in
+	// SQLite). SealVacuumAllowed, run once before the first, is a SELECT
+	// of one boolean: whether this session's role may vacuum the table.
+	SealVacuum, SealVacuumAllowed string
 	// OneWriter is true where the sealing transaction holds the
 	// database's only writer (SQLite): a round then reads its rows in one
 	// statement, and claims them (deletes their audit_unsealed entries)
