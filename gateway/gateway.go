@@ -312,6 +312,10 @@ type Decision struct {
 	// .manifest revision, else "sha256:" and a hash of its loaded files
 	// (docs/policy.md, "Revisions").
 	Revision string `json:"revision"`
+	// Cached is true when the engine answered from its decision cache
+	// instead of evaluating the policy (the trace then has no span for
+	// the decision: docs/operations.md, "Traces").
+	Cached bool `json:"-"`
 }
 
 // Audit statuses, one per tools/call outcome.

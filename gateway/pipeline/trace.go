@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -113,17 +114,43 @@ func endCallSpan(span trace.Span, c *Call, res *gateway.ToolResult, err error) {
 // a child would not be recorded either: starting it would cost the call
 // an id and a context and show nothing.
 func (pl *Pipeline) runStep(ctx context.Context, i int, s step, c *Call) error {
-	if pl.Tracer == nil || !spanSteps()[i] || (stepNames()[i] == approvalStep && !needsApproval(c)) ||
+	name := stepNames()[i]
+	if pl.Tracer == nil || !spanSteps()[i] || (name == approvalStep && !needsApproval(c)) ||
 		!trace.SpanFromContext(ctx).IsRecording() {
 		return s(pl, ctx, c)
 	}
-	ctx, span := pl.Tracer.Start(ctx, stepNames()[i])
+	if name == decideStep {
+		return pl.decideSpanned(ctx, s, c)
+	}
+	ctx, span := pl.Tracer.Start(ctx, name)
 	err := s(pl, ctx, c)
+	endStepSpan(span, err)
+	return err
+}
+
+// decideSpanned runs the decide step s and gives it its span only when
+// the engine evaluated the policy: a decision from the engine's cache
+// (Decision.Cached) is a lookup in memory, whose time the call's span
+// holds as it holds the other checks'. The span is started once the
+// step has run, with the step's start time; the step starts no spans of
+// its own.
+func (pl *Pipeline) decideSpanned(ctx context.Context, s step, c *Call) error {
+	start := time.Now()
+	err := s(pl, ctx, c)
+	if err == nil && c.Decision != nil && c.Decision.Cached {
+		return nil
+	}
+	_, span := pl.Tracer.Start(ctx, decideStep, trace.WithTimestamp(start))
+	endStepSpan(span, err)
+	return err
+}
+
+// endStepSpan ends a step's span, with status error when the step failed.
+func endStepSpan(span trace.Span, err error) {
 	if err != nil {
 		span.SetStatus(codes.Error, gateway.ErrorMessageOf(err))
 	}
 	span.End()
-	return err
 }
 
 // spannedSteps are the steps that get a child span of the call's:
@@ -133,11 +160,17 @@ func (pl *Pipeline) runStep(ctx context.Context, i int, s step, c *Call) error {
 // call's span holds; a span each would cost every traced call more than
 // they take (docs/benchmarks.md, "Tracing"). The approval step gets its
 // span only when the decision asks for a person (needsApproval): for
-// any other call it returns at once.
-var spannedSteps = []string{"mcpgate.decide", approvalStep, "mcpgate.confirmOrReserve", "mcpgate.dispatch"}
+// any other call it returns at once. The decision gets its span only
+// when the policy was evaluated, not read from the engine's cache
+// (decideSpanned).
+var spannedSteps = []string{decideStep, approvalStep, "mcpgate.confirmOrReserve", "mcpgate.dispatch"}
 
-// approvalStep is the span name of awaitApproval.
-const approvalStep = "mcpgate.awaitApproval"
+// decideStep and approvalStep are the span names of decide and
+// awaitApproval.
+const (
+	decideStep   = "mcpgate.decide"
+	approvalStep = "mcpgate.awaitApproval"
+)
 
 // spanSteps reports by callSteps index whether the step gets a span
 // (spannedSteps).

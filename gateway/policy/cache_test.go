@@ -88,10 +88,11 @@ func TestCacheIsBoundedInBytes(t *testing.T) {
 	}
 }
 
-// decisionOf is d without its id, for comparing decisions.
+// decisionOf is d without its id and whether it came from the cache, for
+// comparing decisions.
 func decisionOf(d *gateway.Decision) gateway.Decision {
 	cp := *d
-	cp.ID = ""
+	cp.ID, cp.Cached = "", false
 	return cp
 }
 
@@ -179,12 +180,15 @@ func TestCacheNeverAnswersAnotherInput(t *testing.T) {
 			}
 			for _, order := range [][2]int{{0, 1}, {1, 0}} {
 				e, _ := newEngine(t, gateway.EditionCommunity)
-				for range 2 { // the second round is answered from the cache
+				for round := range 2 { // the second round is answered from the cache
 					for _, i := range order {
 						p, c := inputs[i]()
 						d, err := e.Decide(context.Background(), p, c, tool, nil)
 						if err != nil {
 							t.Fatal(err)
+						}
+						if d.Cached != (round == 1) {
+							t.Fatalf("order %v, round %d, input %d: Cached = %v, want %v", order, round, i, d.Cached, round == 1)
 						}
 						if got := decisionOf(d); !reflect.DeepEqual(got, want[i]) {
 							t.Fatalf("order %v, input %d: cached engine decided %+v, want %+v", order, i, got, want[i])

@@ -288,7 +288,9 @@ func (e *Engine) Decide(ctx context.Context, p *gateway.Principal, c *gateway.Ca
 		key, cacheable = e.callKey(p, c, tool, argTerm)
 		if cacheable {
 			if d, ok := e.cache.decisions.get(key); ok {
-				return e.withInput(withID(d), nil, p, c, tool, argTerm), nil
+				hit := withID(d)
+				hit.Cached = true
+				return e.withInput(hit, nil, p, c, tool, argTerm), nil
 			}
 		}
 	}
